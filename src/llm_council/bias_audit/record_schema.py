@@ -1,0 +1,50 @@
+"""The bias-audit record: one JSON line per (session, reviewer, candidate).
+
+Privacy: a record holds lengths, positions, scores and ids, never the query or answer
+text. ``query_hash`` is null unless the user opted in, and is then an HMAC-SHA256 under
+the user's secret, tagged with its algorithm (``hmac-sha256:<hex>``).
+
+Versioning: every line carries ``schema_version``. A bump adds a migration in
+:func:`upgrade_record` so readers keep reading older lines.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+
+class ReviewRecord(BaseModel):
+    """One reviewer's verdict on one candidate answer in one audited session."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    session_id: str
+    timestamp: str = Field(description="session end, ISO 8601 in UTC")
+    reviewer_id: str
+    model_id: str = Field(description="the member whose answer was reviewed (the candidate)")
+    position: int = Field(ge=0, description="the display_index this reviewer saw the answer at")
+    n_candidates: int = Field(ge=1, description="how many answers this reviewer was shown")
+    response_length_chars: int = Field(ge=0)
+    response_length_words: int = Field(ge=0)
+    score_value: float | None = Field(description="null when no score was given; never 0 for missing")
+    score_scale: tuple[float, float] = (1.0, 10.0)
+    rank: int | None = Field(default=None, ge=1, description="1 = best; null when unranked")
+    is_self_review: bool
+    council_config_hash: str
+    query_hash: str | None = None
+
+
+def upgrade_record(raw: dict[str, Any]) -> dict[str, Any]:
+    """Bring a parsed line of any known schema version to the current one.
+
+    Version 1 is the first; future versions add a step here (numbered migrations).
+    """
+    version = raw.get("schema_version")
+    if version == SCHEMA_VERSION:
+        return raw
+    raise ValueError(f"unknown schema_version {version!r} (this reader knows 1..{SCHEMA_VERSION})")

@@ -1,0 +1,1 @@
+"""The ``llm-council`` command line."""

@@ -1,0 +1,149 @@
+"""The plug-in point: the council emits events, middleware subscribes.
+
+The core never imports a middleware. Middleware classes are found through the
+``llm_council.middleware`` entry-point group (or passed in explicitly), each decides in
+:meth:`Middleware.enabled` whether it runs (from config or environment), and each may
+add exactly one key, its ``name``, to the session metadata. A hook that raises is
+logged and listed in ``metadata["middleware_errors"]``; the session still completes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, ClassVar
+
+import structlog
+
+from llm_council.results import MemberAnswer, ModelStanding, Review, Synthesis
+
+ENTRY_POINT_GROUP = "llm_council.middleware"
+
+log = structlog.get_logger("llm_council.middleware")
+
+
+@dataclass(frozen=True)
+class SessionStarted:
+    session_id: str
+    query: str
+    members: tuple[str, ...]
+    council_config_hash: str
+    seed: int | None
+
+
+@dataclass(frozen=True)
+class Stage1Completed:
+    session_id: str
+    answers: tuple[MemberAnswer, ...]
+
+
+@dataclass(frozen=True)
+class Stage2Completed:
+    session_id: str
+    answers: tuple[MemberAnswer, ...]
+    reviews: tuple[Review, ...]
+    standings: tuple[ModelStanding, ...]
+
+
+@dataclass(frozen=True)
+class SessionCompleted:
+    session_id: str
+    query: str
+    council_config_hash: str
+    answers: tuple[MemberAnswer, ...]
+    reviews: tuple[Review, ...]
+    standings: tuple[ModelStanding, ...]
+    synthesis: Synthesis
+    started_at: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Middleware:
+    """Base class: override the hooks you need. Hooks are async and must not mutate events."""
+
+    #: the metadata key this middleware may fill from :meth:`on_session_end`
+    name: ClassVar[str] = ""
+
+    def enabled(self) -> bool:
+        return True
+
+    async def on_session_start(self, event: SessionStarted) -> None:
+        return None
+
+    async def on_stage1_complete(self, event: Stage1Completed) -> None:
+        return None
+
+    async def on_stage2_complete(self, event: Stage2Completed) -> None:
+        return None
+
+    async def on_session_end(self, event: SessionCompleted) -> dict[str, Any] | None:
+        return None
+
+
+def discover_middleware() -> list[Middleware]:
+    """Instantiate every registered middleware whose ``enabled()`` is true."""
+    found: list[Middleware] = []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            instance = ep.load()()
+        except Exception as error:  # a broken plug-in must not stop the council
+            log.warning("middleware_load_failed", entry_point=ep.name, error=str(error))
+            continue
+        if instance.enabled():
+            found.append(instance)
+    return found
+
+
+class MiddlewareDispatcher:
+    """Calls each middleware's hook in turn, isolating failures."""
+
+    def __init__(self, middleware: Iterable[Middleware]) -> None:
+        self.middleware: Sequence[Middleware] = list(middleware)
+        self.errors: list[dict[str, str]] = []
+        self.timings_ms: dict[str, float] = {}
+
+    async def _call(self, instance: Middleware, hook: str, event: object) -> Any:
+        started = time.perf_counter()
+        try:
+            return await getattr(instance, hook)(event)
+        except Exception as error:
+            label = instance.name or type(instance).__name__
+            log.warning("middleware_failed", middleware=label, hook=hook, error=str(error))
+            self.errors.append(
+                {"middleware": label, "hook": hook, "error": f"{type(error).__name__}: {error}"}
+            )
+            return None
+        finally:
+            key = instance.name or type(instance).__name__
+            elapsed_ms = (time.perf_counter() - started) * 1000
+            self.timings_ms[key] = self.timings_ms.get(key, 0.0) + elapsed_ms
+
+    async def session_started(self, event: SessionStarted) -> None:
+        for instance in self.middleware:
+            await self._call(instance, "on_session_start", event)
+
+    async def stage1_completed(self, event: Stage1Completed) -> None:
+        for instance in self.middleware:
+            await self._call(instance, "on_stage1_complete", event)
+
+    async def stage2_completed(self, event: Stage2Completed) -> None:
+        for instance in self.middleware:
+            await self._call(instance, "on_stage2_complete", event)
+
+    async def session_completed(self, event: SessionCompleted) -> dict[str, Any]:
+        """Return the metadata keys the middleware added (one per middleware at most)."""
+        added: dict[str, Any] = {}
+        for instance in self.middleware:
+            contribution = await self._call(instance, "on_session_end", event)
+            if contribution is None:
+                continue
+            key = instance.name or type(instance).__name__
+            if key in added or key in event.metadata:
+                self.errors.append(
+                    {"middleware": key, "hook": "on_session_end", "error": f"metadata key '{key}' already taken"}
+                )
+                continue
+            added[key] = contribution
+        return added

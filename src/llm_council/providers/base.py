@@ -1,0 +1,92 @@
+"""The one provider interface: an async ``complete(request) -> Completion``.
+
+A provider module only translates between these types and one vendor SDK, and classifies
+the SDK's errors into :class:`~llm_council.errors.ProviderError` (retryable or not, with
+the server's retry-after). Retries, timeouts and concurrency are the core's job
+(:mod:`llm_council.providers.calling`), written once for all providers.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Role = Literal["system", "user", "assistant"]
+
+# What the council asks for; real providers ignore it, the simulated provider uses it to
+# pick its behaviour (it still reads everything else from the prompt text, like a model).
+Task = Literal["answer", "review", "synthesize", "pairwise_judge", "generic"]
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    role: Role
+    content: str
+
+
+class CompletionRequest(BaseModel):
+    """One model call: messages plus sampling settings."""
+
+    model_config = ConfigDict(frozen=True)
+
+    messages: tuple[Message, ...]
+    system: str | None = None
+    max_tokens: int = 2048
+    temperature: float | None = None
+    json_output: bool = False
+    seed: int | None = None  # a sampling seed (OpenAI honours it; the simulated provider needs it)
+    task: Task = "generic"
+
+    @classmethod
+    def from_prompt(cls, prompt: str, *, system: str | None = None, **settings: object) -> CompletionRequest:
+        return cls(messages=(Message(role="user", content=prompt),), system=system, **settings)  # type: ignore[arg-type]
+
+    @property
+    def prompt_text(self) -> str:
+        """The concatenated user messages (what the simulated provider reads)."""
+        return "\n".join(m.content for m in self.messages if m.role == "user")
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+class Completion(BaseModel):
+    """A model's answer to one request."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    model: str = Field(description="the model name the server reports having used")
+    usage: Usage = Usage()
+    finish_reason: str | None = None
+
+
+class Provider(abc.ABC):
+    """A model behind one SDK. Subclasses implement :meth:`complete` and nothing else is required."""
+
+    #: the spec prefix this provider is registered under, e.g. ``"openai"``
+    provider_name: str = ""
+
+    def __init__(self, model_name: str) -> None:
+        self.model_name = model_name
+
+    @property
+    def spec(self) -> str:
+        return f"{self.provider_name}:{self.model_name}"
+
+    @abc.abstractmethod
+    async def complete(self, request: CompletionRequest) -> Completion:
+        """Send one request; raise :class:`ProviderError` (classified) on failure."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook, default does nothing
+        """Release network clients; the council calls it when a session ends."""
+
+    def __repr__(self) -> str:  # never show credentials
+        return f"<{type(self).__name__} {self.spec}>"

@@ -1,0 +1,114 @@
+"""Typed results of the three stages: what a council session produced.
+
+Names: a *member* is a council seat (its ``name`` is unique in the council, its ``spec``
+says which provider and model fill it); a *candidate* is the member whose stage-1 answer
+is being reviewed; a *label* is the neutral name a reviewer saw (``Response A``), and the
+label letter is always the ``display_index`` (A = 0): see ADR 0001.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+ParseStatus = Literal["json", "final_ranking", "unparseable", "missing"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class MemberAnswer(_Frozen):
+    """A member's stage-1 answer, or the error that kept it from answering."""
+
+    member: str
+    spec: str
+    text: str | None = None
+    error: str | None = None
+    attempts: int = 0
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.text is not None
+
+
+class LabelAssignment(_Frozen):
+    """Which member's answer a reviewer saw under one label, and where in the order."""
+
+    model: str
+    display_index: int
+
+
+class CandidateScore(_Frozen):
+    """One reviewer's verdict on one candidate answer."""
+
+    candidate: str
+    label: str
+    display_index: int
+    score: float | None = None
+    rank: int | None = None  # 1 = best; None when the reviewer left it unranked
+    is_self_review: bool = False
+
+
+class Review(_Frozen):
+    """One reviewer's stage-2 review: what it was shown and how it judged it."""
+
+    reviewer: str
+    label_to_model: dict[str, LabelAssignment]
+    candidates: tuple[CandidateScore, ...] = ()
+    ranking: tuple[str, ...] = ()  # member names, best first
+    score_scale: tuple[float, float] = (1.0, 10.0)
+    parse_status: ParseStatus = "missing"
+    parse_error: str | None = None
+    rationale: str | None = None
+    raw_text: str | None = None
+    error: str | None = None
+    attempts: int = 0
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.parse_status in ("json", "final_ranking")
+
+
+class ModelStanding(_Frozen):
+    """A member's place in the aggregate of all reviews (self-votes excluded)."""
+
+    model: str
+    place: int
+    mean_rank: float | None
+    borda_points: float
+    mean_score: float | None
+    rank_votes: int
+    score_votes: int
+    excluded_self_votes: int
+    tie_note: str | None = None
+
+
+class Synthesis(_Frozen):
+    """The chairman's final answer (or the fallback when the chairman failed)."""
+
+    chairman: str
+    text: str
+    is_fallback: bool = False
+    error: str | None = None
+    attempts: int = 0
+    duration_s: float = 0.0
+
+
+class CouncilResult(_Frozen):
+    """Everything a session returns; unpacks as ``stage1, stage2, stage3, metadata``."""
+
+    stage1: list[MemberAnswer]
+    stage2: list[Review]
+    stage3: Synthesis
+    metadata: dict[str, Any]
+
+    def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
+        return iter((self.stage1, self.stage2, self.stage3, self.metadata))
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")

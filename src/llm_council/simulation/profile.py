@@ -1,0 +1,46 @@
+"""A simulated council member: how it answers and, as a judge, exactly which biases it has.
+
+Every bias parameter defaults to zero, so a profile with nothing set is an unbiased
+judge whose expected score is the answer's latent quality, whatever its position or
+length. The bias audit is validated against these known, configured biases.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: lengths are centred here so verbosity sensitivity does not also shift the mean score
+REFERENCE_ANSWER_WORDS = 200.0
+
+
+class SimulatedProfile(BaseModel):
+    """Answer style and judge biases of one simulated member."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # answer style
+    answer_mean_words: float = Field(200.0, gt=0, description="median answer length in words")
+    answer_length_sigma: float = Field(0.5, ge=0, description="sd of log(words) across answers")
+    quality_mean: float = Field(6.5, description="mean latent quality on the 1-10 scale")
+    quality_sd: float = Field(1.0, ge=0, description="sd of latent quality across answers")
+    # judge biases (all zero = unbiased)
+    leniency: float = Field(0.0, description="points added to every score it gives")
+    noise_sd: float = Field(0.0, ge=0, description="sd of Gaussian noise on each score")
+    position_effects: tuple[float, ...] = Field(
+        (), description="points added to the answer shown at display slot i (missing slots: 0)"
+    )
+    verbosity: float = Field(
+        0.0, description="points per unit of log(words / 200): >0 favours long answers"
+    )
+    self_preference: float = Field(0.0, description="points added when it scores its own answer")
+    score_decimals: int = Field(0, ge=0, le=3, description="scores are rounded to this many decimals")
+    # operational behaviour, for demos, benchmarks and fault tests
+    latency_s: float = Field(0.0, ge=0, description="seconds each call sleeps")
+    fail_tasks: tuple[str, ...] = Field(
+        (), description="tasks that fail permanently: answer, review, synthesize, pairwise_judge"
+    )
+
+    def position_effect(self, display_index: int) -> float:
+        if display_index < len(self.position_effects):
+            return self.position_effects[display_index]
+        return 0.0
