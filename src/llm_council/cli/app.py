@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 
-import click
 import typer
 
 from llm_council.errors import CouncilError
@@ -21,6 +20,11 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _root() -> None:
+    """Ask a council of LLMs, audit how its judges grade, and calibrate LLM judges."""
 
 
 def _register_commands() -> None:
@@ -39,12 +43,18 @@ def _run(argv: list[str] | None, prog_name: str, command_app: typer.Typer) -> in
     except CouncilError as error:
         print(f"error: {error}", file=sys.stderr)
         return error.exit_code
-    except click.exceptions.Abort:
+    except typer.Abort:
         print("aborted", file=sys.stderr)
         return 130
-    except click.ClickException as error:
-        error.show()
-        return error.exit_code
+    except typer.Exit as error:
+        return int(error.exit_code)
+    except typer.TyperException as error:  # usage errors: typer prints them itself
+        show = getattr(error, "show", None)
+        if callable(show):
+            show()
+        else:
+            print(f"error: {error}", file=sys.stderr)
+        return int(getattr(error, "exit_code", 2))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

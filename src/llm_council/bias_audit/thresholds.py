@@ -1,0 +1,99 @@
+"""The audit's thresholds: packaged defaults, overridden by environment variables.
+
+Defaults live in ``config/thresholds.toml`` (shipped in the package as
+``llm_council/default_config/thresholds.toml``). Each value can be overridden by the
+environment variable named in :data:`ENV_VARIABLES`; a value that is not a number in
+range raises :class:`~llm_council.errors.ConfigError` quoting the variable and value.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from collections.abc import Mapping
+from importlib import resources
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from llm_council.errors import ConfigError
+
+#: field name -> environment variable that overrides it
+ENV_VARIABLES: dict[str, str] = {
+    "length_correlation_threshold": "LLM_COUNCIL_LENGTH_CORRELATION_THRESHOLD",
+    "position_variance_threshold": "LLM_COUNCIL_POSITION_VARIANCE_THRESHOLD",
+    "significance_level": "LLM_COUNCIL_SIGNIFICANCE_LEVEL",
+}
+
+#: field name -> (lowest allowed, highest allowed, whether the bounds are open)
+_RANGES: dict[str, tuple[float, float, bool]] = {
+    "length_correlation_threshold": (0.0, 1.0, False),
+    "position_variance_threshold": (0.0, math.inf, False),
+    "significance_level": (0.0, 1.0, True),
+}
+
+
+class AuditThresholds(BaseModel):
+    """What a flag needs: statistical significance *and* an effect at least this large.
+
+    ``length_correlation_threshold``: minimum |r| for the length flag;
+    ``position_variance_threshold``: minimum between-slot variance of residual scores
+    (points squared) for the position flag; ``significance_level``: the per-flag
+    false-positive budget (multiple reviewers share it by Bonferroni);
+    ``reviewer_offset_floor`` / ``self_preference_floor``: minimum effect in points for
+    harsh/generous and self-preference flags, so a significant but negligible
+    difference is not called a bias.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    length_correlation_threshold: float = Field(0.3, ge=0.0, le=1.0)
+    position_variance_threshold: float = Field(0.5, ge=0.0)
+    significance_level: float = Field(0.05, gt=0.0, lt=1.0)
+    reviewer_offset_floor: float = Field(1.0, ge=0.0)
+    self_preference_floor: float = Field(1.0, ge=0.0)
+    minimum_length_pairs: int = Field(
+        10, ge=3, description="below this many pairs the length result is an indicator only"
+    )
+    minimum_residual_df: int = Field(
+        10, ge=1, description="below this the reviewer tests are indicators only"
+    )
+    position_permutations: int = Field(999, ge=99)
+
+
+def _packaged_defaults() -> dict[str, float]:
+    resource = resources.files("llm_council").joinpath("default_config/thresholds.toml")
+    try:
+        parsed = tomllib.loads(resource.read_text(encoding="utf-8"))
+    except FileNotFoundError as error:
+        raise ConfigError("packaged default_config/thresholds.toml is missing") from error
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"default_config/thresholds.toml: {error}") from error
+    return {key: value for key, value in parsed.items() if key in ENV_VARIABLES}
+
+
+def _parse_env_value(field: str, variable: str, raw: str) -> float:
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise ConfigError(f"{variable}={raw!r} is not a number") from None
+    low, high, open_bounds = _RANGES[field]
+    outside = (
+        not math.isfinite(value)
+        or (value <= low or value >= high if open_bounds else value < low or value > high)
+    )
+    if outside:
+        bracket = f"({low:g}, {high:g})" if open_bounds else f"[{low:g}, {high:g}]"
+        raise ConfigError(f"{variable}={raw!r} is out of range: must be in {bracket}")
+    return value
+
+
+def load_thresholds(environ: Mapping[str, str] | None = None) -> AuditThresholds:
+    """The packaged defaults, each overridden by its environment variable when set."""
+    env = os.environ if environ is None else environ
+    values: dict[str, float] = dict(_packaged_defaults())
+    for field, variable in ENV_VARIABLES.items():
+        raw = env.get(variable)
+        if raw is not None and raw.strip() != "":
+            values[field] = _parse_env_value(field, variable, raw)
+    return AuditThresholds(**values)

@@ -1,0 +1,100 @@
+"""``llm-council ask``: run one council session and show it (or print it as JSON)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+
+from llm_council.config import load_council_config
+from llm_council.council import run_full_council
+from llm_council.log_setup import configure_logging
+from llm_council.results import CouncilResult
+
+ANSWER_PREVIEW_CHARS = 600
+
+
+def _rankings_table(result: CouncilResult) -> Table:
+    table = Table(title="Stage 2: peer reviews (each reviewer saw its own shuffled order)")
+    table.add_column("reviewer")
+    table.add_column("ranking, best first (label -> member: score)")
+    table.add_column("parsed")
+    for review in result.stage2:
+        by_model = {c.candidate: c for c in review.candidates}
+        cells = []
+        for model in review.ranking:
+            verdict = by_model[model]
+            score = "-" if verdict.score is None else f"{verdict.score:g}"
+            own = " (self)" if verdict.is_self_review else ""
+            cells.append(f"{verdict.label[-1]}->{model}{own}: {score}")
+        status = review.parse_status if review.ok else f"{review.parse_status}: {review.error or review.parse_error}"
+        table.add_row(review.reviewer, "\n".join(cells) or "-", status)
+    return table
+
+
+def _aggregate_table(result: CouncilResult) -> Table:
+    table = Table(title="Aggregate ranking (self-votes excluded)")
+    for column in ("place", "member", "mean rank", "Borda", "mean score", "votes", "note"):
+        table.add_column(column)
+    for row in result.metadata["aggregate_rankings"]:
+        mean_rank = "-" if row["mean_rank"] is None else f"{row['mean_rank']:.2f}"
+        mean_score = "-" if row["mean_score"] is None else f"{row['mean_score']:.2f}"
+        table.add_row(str(row["place"]), row["model"], mean_rank, f"{row['borda_points']:g}", mean_score,
+                      str(row["rank_votes"]), row["tie_note"] or "")
+    return table
+
+
+def render_result(result: CouncilResult, console: Console) -> None:
+    console.rule("Stage 1: answers")
+    for answer in result.stage1:
+        if answer.ok:
+            text = answer.text or ""
+            shown = text if len(text) <= ANSWER_PREVIEW_CHARS else text[:ANSWER_PREVIEW_CHARS] + " [...]"
+            console.print(Panel(shown, title=f"{answer.member} ({answer.spec})", title_align="left"))
+        else:
+            console.print(Panel(f"[red]failed:[/red] {answer.error}", title=answer.member, title_align="left"))
+    console.print(_rankings_table(result))
+    console.print(_aggregate_table(result))
+    synthesis = result.stage3
+    title = f"Stage 3: synthesis by {synthesis.chairman}" + (" (FALLBACK: chairman failed)" if synthesis.is_fallback else "")
+    console.print(Panel(synthesis.text, title=title, title_align="left"))
+    for failure in result.metadata["degraded"]:
+        console.print(f"[yellow]degraded:[/yellow] {failure['stage']} by {failure['member']}: {failure['error']}")
+    for failure in result.metadata.get("middleware_errors", []):
+        console.print(f"[yellow]middleware error:[/yellow] {failure['middleware']}.{failure['hook']}: {failure['error']}")
+    audit = result.metadata.get("bias_audit")
+    if isinstance(audit, dict):
+        console.print(f"bias audit: overall risk [bold]{audit.get('overall_bias_risk')}[/bold] "
+                      "(full figures with --json)")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def ask(
+        query: Annotated[str, typer.Argument(help="The question for the council.")],
+        config: Annotated[Path | None, typer.Option(help="Council TOML (default: LLM_COUNCIL_CONFIG, real keys, else the simulated council).")] = None,
+        seed: Annotated[int | None, typer.Option(help="Seed for the shuffles and the simulated members (reproducible runs).")] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the whole result, metadata included, as JSON.")] = False,
+        bias_audit: Annotated[bool, typer.Option("--bias-audit", help="Turn the bias audit on (same as LLM_COUNCIL_BIAS_AUDIT=true).")] = False,
+        log_json: Annotated[bool, typer.Option("--log-json", help="Log as JSON lines on stderr.")] = False,
+        log_level: Annotated[str, typer.Option(help="Log level on stderr: debug, info, warning, error.")] = "info",
+    ) -> None:
+        """Ask the council a question: answers, anonymized peer review, and a synthesis."""
+        if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+            raise typer.BadParameter(f"unknown log level '{log_level}'", param_hint="--log-level")
+        configure_logging(json_logs=log_json, level=log_level)
+        if bias_audit:
+            os.environ["LLM_COUNCIL_BIAS_AUDIT"] = "true"
+        council_config = load_council_config(config)
+        result = asyncio.run(run_full_council(query, config=council_config, seed=seed))
+        if as_json:
+            typer.echo(json.dumps(result.to_json_dict(), indent=2, ensure_ascii=False))
+        else:
+            render_result(result, Console())

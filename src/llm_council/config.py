@@ -1,0 +1,155 @@
+"""Council configuration: who sits on the council, who chairs, how hard to retry.
+
+Resolution order for :func:`load_council_config`: an explicit path, then
+``LLM_COUNCIL_CONFIG``, then (when an API key is set) the real council built from the
+providers whose keys are present, then the embedded simulated council. Errors name the
+file and the field, and quote the bad value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from llm_council.errors import ConfigError
+from llm_council.providers.calling import RetryPolicy
+from llm_council.providers.registry import split_spec
+
+SelfReviewPolicy = Literal["exclude_at_aggregation", "recuse"]
+
+
+class CouncilMember(BaseModel):
+    """A council seat: a unique ``name`` filled by the model behind ``spec``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(min_length=1)
+    spec: str
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("spec")
+    @classmethod
+    def _spec_has_provider(cls, spec: str) -> str:
+        split_spec(spec)
+        return spec
+
+
+class CouncilConfig(BaseModel):
+    """Everything that shapes a session except the query and the seed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    members: tuple[CouncilMember, ...]
+    chairman: CouncilMember
+    self_review: SelfReviewPolicy = "exclude_at_aggregation"
+    score_scale: tuple[float, float] = (1.0, 10.0)
+    max_concurrency: int = Field(8, ge=1)
+    retry: RetryPolicy = RetryPolicy()
+
+    @model_validator(mode="after")
+    def _check(self) -> CouncilConfig:
+        if len(self.members) < 2:
+            raise ValueError(f"a council needs at least 2 members, got {len(self.members)}")
+        names = [m.name for m in self.members]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"member names must be unique; repeated: {', '.join(duplicates)}")
+        low, high = self.score_scale
+        if not low < high:
+            raise ValueError(f"score_scale must be [low, high] with low < high, got {list(self.score_scale)}")
+        return self
+
+    def config_hash(self) -> str:
+        """A stable fingerprint of what makes sessions comparable (no secrets in it)."""
+        canonical = {
+            "members": [[m.name, m.spec, m.options] for m in self.members],
+            "chairman": [self.chairman.name, self.chairman.spec],
+            "self_review": self.self_review,
+            "score_scale": list(self.score_scale),
+        }
+        digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, default=str).encode()).hexdigest()
+        return f"sha256:{digest[:16]}"
+
+
+API_KEY_ENV = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "google": ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+}
+
+
+def _read_toml(path: Path | resources.abc.Traversable, shown_as: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {shown_as}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{shown_as}: invalid TOML: {error}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{shown_as}: not UTF-8 text") from None
+
+
+def default_config_file(name: str) -> resources.abc.Traversable:
+    """A file of the embedded default configuration (``config/`` in the repository)."""
+    return resources.files("llm_council").joinpath("default_config", name)
+
+
+def _validation_message(error: ValidationError, shown_as: str) -> str:
+    first = error.errors()[0]
+    field = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    extra = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+    value = first.get("input")
+    quoted = f" (got {value!r})" if value is not None and not isinstance(value, dict | list) else ""
+    return f"{shown_as}: field '{field}': {first['msg']}{quoted}{extra}"
+
+
+def council_config_from_mapping(document: dict[str, Any], shown_as: str) -> CouncilConfig:
+    council = document.get("council")
+    if not isinstance(council, dict):
+        raise ConfigError(f"{shown_as}: missing [council] table")
+    fields = dict(council)
+    if "retry" in document:
+        try:
+            fields["retry"] = RetryPolicy(**document["retry"])
+        except TypeError as error:
+            raise ConfigError(f"{shown_as}: [retry]: {error}") from None
+    try:
+        return CouncilConfig.model_validate(fields)
+    except ValidationError as error:
+        raise ConfigError(_validation_message(error, shown_as)) from None
+    except ConfigError as error:
+        raise ConfigError(f"{shown_as}: {error}") from None
+
+
+def _real_council(document: dict[str, Any], environ: dict[str, str]) -> CouncilConfig | None:
+    members: list[CouncilMember] = []
+    for provider, table in document.get("providers", {}).items():
+        if any(environ.get(var) for var in table.get("env", API_KEY_ENV.get(provider, ()))):
+            members += [CouncilMember(name=model, spec=f"{provider}:{model}") for model in table["models"]]
+    if not members:
+        return None
+    council = dict(document.get("council", {}))
+    council["members"] = members
+    council["chairman"] = CouncilMember(name=f"chairman ({members[0].name})", spec=members[0].spec)
+    return CouncilConfig.model_validate(council)
+
+
+def load_council_config(path: str | Path | None = None, *, environ: dict[str, str] | None = None) -> CouncilConfig:
+    """Load the council to run (see module docstring for the resolution order)."""
+    env = dict(os.environ if environ is None else environ)
+    chosen = path or env.get("LLM_COUNCIL_CONFIG")
+    if chosen:
+        file = Path(chosen)
+        return council_config_from_mapping(_read_toml(file, str(file)), str(file))
+    real = _real_council(_read_toml(default_config_file("real_council.toml"), "real_council.toml"), env)
+    if real is not None:
+        return real
+    embedded = default_config_file("council.toml")
+    return council_config_from_mapping(_read_toml(embedded, "config/council.toml"), "config/council.toml")

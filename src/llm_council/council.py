@@ -1,0 +1,140 @@
+"""``run_full_council``: the three stages, the metadata, and the middleware events."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+
+from llm_council.aggregate import aggregate_reviews
+from llm_council.config import CouncilConfig, CouncilMember, load_council_config
+from llm_council.errors import CouncilError
+from llm_council.middleware import (
+    Middleware,
+    MiddlewareDispatcher,
+    SessionCompleted,
+    SessionStarted,
+    Stage1Completed,
+    Stage2Completed,
+    discover_middleware,
+)
+from llm_council.providers.registry import create_provider
+from llm_council.results import CouncilResult, MemberAnswer, Review
+from llm_council.stages import Seat, collect_answers, collect_reviews, synthesize
+
+log = structlog.get_logger("llm_council.council")
+
+
+def _seat(member: CouncilMember) -> Seat:
+    return Seat(member, create_provider(member.spec, member.options))
+
+
+def _degraded(answers: Sequence[MemberAnswer], reviews: Sequence[Review]) -> list[dict[str, str]]:
+    failures = [{"stage": "answer", "member": a.member, "error": a.error or ""} for a in answers if not a.ok]
+    for review in reviews:
+        if review.parse_status == "missing":
+            failures.append({"stage": "review", "member": review.reviewer, "error": review.error or "no review"})
+        elif review.parse_status == "unparseable":
+            failures.append({"stage": "review", "member": review.reviewer,
+                             "error": f"unparseable review: {review.parse_error}"})
+    return failures
+
+
+async def run_full_council(
+    query: str,
+    *,
+    config: CouncilConfig | None = None,
+    seed: int | None = None,
+    middleware: Sequence[Middleware] | None = None,
+    session_id: str | None = None,
+) -> CouncilResult:
+    """Run one council session: answer, anonymized peer review, synthesis.
+
+    ``middleware=None`` uses every registered middleware that is enabled (for example
+    the bias audit with ``LLM_COUNCIL_BIAS_AUDIT=true``); pass a list to choose exactly.
+    Raises :class:`CouncilError` only when no member could answer.
+    """
+    if not query.strip():
+        raise CouncilError("the query is empty")
+    config = config or load_council_config()
+    seed = secrets.randbits(31) if seed is None else seed
+    session_id = session_id or uuid.uuid4().hex
+    started_at = datetime.now(UTC).isoformat(timespec="milliseconds")
+    session_start = time.perf_counter()
+    dispatcher = MiddlewareDispatcher(discover_middleware() if middleware is None else middleware)
+    seats = [_seat(m) for m in config.members]
+    chairman = _seat(config.chairman)
+    gate = asyncio.Semaphore(config.max_concurrency)
+    config_hash = config.config_hash()
+    durations: dict[str, float] = {}
+    bound_log = log.bind(session_id=session_id)
+    try:
+        await dispatcher.session_started(
+            SessionStarted(session_id, query, tuple(m.name for m in config.members), config_hash, seed)
+        )
+        stage_start = time.perf_counter()
+        answers = await collect_answers(query, seats, config, seed, gate)
+        durations["stage1"] = time.perf_counter() - stage_start
+        ok_answers = [a for a in answers if a.ok]
+        bound_log.info("stage1_done", answered=len(ok_answers), failed=len(answers) - len(ok_answers),
+                       duration_s=round(durations["stage1"], 3))
+        if not ok_answers:
+            reasons = "; ".join(f"{a.member}: {a.error}" for a in answers)
+            raise CouncilError(f"every council member failed to answer: {reasons}")
+        await dispatcher.stage1_completed(Stage1Completed(session_id, tuple(answers)))
+
+        stage_start = time.perf_counter()
+        answered = {a.member for a in ok_answers}
+        reviewer_seats = [seat for seat in seats if seat.member.name in answered]
+        reviews = await collect_reviews(query, ok_answers, reviewer_seats, config, seed, gate)
+        standings = aggregate_reviews(reviews, [a.member for a in ok_answers])
+        durations["stage2"] = time.perf_counter() - stage_start
+        bound_log.info("stage2_done", parsed=sum(r.ok for r in reviews), reviews=len(reviews),
+                       duration_s=round(durations["stage2"], 3))
+        await dispatcher.stage2_completed(Stage2Completed(session_id, tuple(answers), tuple(reviews), tuple(standings)))
+
+        stage_start = time.perf_counter()
+        synthesis, chairman_labels = await synthesize(query, ok_answers, standings, chairman, config, seed, gate)
+        durations["stage3"] = time.perf_counter() - stage_start
+        bound_log.info("stage3_done", fallback=synthesis.is_fallback, duration_s=round(durations["stage3"], 3))
+
+        degraded = _degraded(answers, reviews)
+        if synthesis.is_fallback:
+            degraded.append({"stage": "synthesize", "member": synthesis.chairman, "error": synthesis.error or ""})
+        metadata: dict[str, Any] = {
+            "session_id": session_id,
+            "seed": seed,
+            "started_at": started_at,
+            "council_config_hash": config_hash,
+            "members": [{"name": m.name, "spec": m.spec} for m in config.members],
+            "chairman": {"name": config.chairman.name, "spec": config.chairman.spec},
+            "self_review": config.self_review,
+            "score_scale": list(config.score_scale),
+            "label_to_model": {r.reviewer: {label: a.model_dump() for label, a in r.label_to_model.items()} for r in reviews},
+            "chairman_label_to_model": chairman_labels,
+            "aggregate_rankings": [s.model_dump() for s in standings],
+            "review_parse_status": {r.reviewer: r.parse_status for r in reviews},
+            "degraded": degraded,
+            "stage_durations_s": {k: round(v, 4) for k, v in durations.items()},
+        }
+        added = await dispatcher.session_completed(
+            SessionCompleted(session_id, query, config_hash, tuple(answers), tuple(reviews), tuple(standings),
+                             synthesis, started_at, dict(metadata))
+        )
+        metadata.update(added)
+        metadata["middleware_errors"] = list(dispatcher.errors)
+        metadata["duration_s"] = round(time.perf_counter() - session_start, 4)
+        bound_log.info("session_done", degraded=len(degraded), duration_s=metadata["duration_s"])
+        return CouncilResult(stage1=answers, stage2=reviews, stage3=synthesis, metadata=metadata)
+    finally:
+        for seat in [*seats, chairman]:
+            try:
+                await seat.provider.aclose()
+            except Exception as error:  # closing must never mask the session's outcome
+                bound_log.warning("provider_close_failed", provider=seat.provider.spec, error=str(error))

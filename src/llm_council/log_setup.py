@@ -1,0 +1,65 @@
+"""structlog configuration: console lines by default, JSON lines with a flag, to stderr.
+
+A redaction processor replaces the value of every secret environment variable (API keys,
+the hash secret) wherever it appears in a log event, as a last line of defence: no code
+path should log a secret in the first place.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import MutableMapping
+from typing import Any
+
+import structlog
+
+SECRET_ENV_VARS = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GOOGLE_API_KEY",
+    "GEMINI_API_KEY",
+    "LLM_COUNCIL_HASH_SECRET",
+)
+REDACTED = "[redacted]"
+
+
+def secret_values() -> list[str]:
+    """The secret values currently set (only non-trivial ones, to avoid redacting noise)."""
+    return [v for name in SECRET_ENV_VARS if len(v := os.environ.get(name, "")) >= 6]
+
+
+def redact(text: str, secrets: list[str] | None = None) -> str:
+    for secret in secret_values() if secrets is None else secrets:
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def _redact_processor(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    secrets = secret_values()
+    if not secrets:
+        return event_dict
+    for key, value in list(event_dict.items()):
+        if isinstance(value, str):
+            event_dict[key] = redact(value, secrets)
+        elif value is not None and not isinstance(value, int | float | bool):
+            event_dict[key] = redact(str(value), secrets)
+    return event_dict
+
+
+def configure_logging(*, json_logs: bool = False, level: str = "WARNING") -> None:
+    """Send structlog output to stderr, as console lines or JSON lines."""
+    renderer: Any = structlog.processors.JSONRenderer() if json_logs else structlog.dev.ConsoleRenderer(colors=False)
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            _redact_processor,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelNamesMapping()[level.upper()]),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )

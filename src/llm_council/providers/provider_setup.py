@@ -1,0 +1,81 @@
+"""What a vendor provider needs before its first call: its SDK, its API key, its endpoint.
+
+Shared by the SDK modules so that a missing SDK, a missing key or a misspelt option gives
+the same clear, one-line error for every vendor.
+"""
+
+from __future__ import annotations
+
+import importlib
+import ipaddress
+import os
+from collections.abc import Mapping
+from types import ModuleType
+from typing import Any
+from urllib.parse import urlsplit
+
+from llm_council.errors import ConfigError, MissingCredentialsError, MissingDependencyError
+
+# Hostnames that always mean "this machine or the local network" (Ollama, vLLM, LM Studio).
+_LOCAL_HOSTNAMES = frozenset({"localhost", "host.docker.internal"})
+
+
+def import_sdk(module_name: str, pip_name: str, provider: str) -> ModuleType:
+    """Import a vendor SDK on first use, or say how to install it."""
+    try:
+        return importlib.import_module(module_name)
+    except ImportError as exc:
+        raise MissingDependencyError(
+            f"provider '{provider}' needs the '{pip_name}' package: pip install '{pip_name}'"
+        ) from exc
+
+
+def api_key_from_env(env_vars: tuple[str, ...]) -> str | None:
+    """The first non-empty value among ``env_vars`` (whitespace stripped), else ``None``."""
+    for name in env_vars:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
+def require_api_key(provider: str, env_vars: tuple[str, ...]) -> str:
+    """The API key from ``env_vars``; a :class:`MissingCredentialsError` naming them if unset."""
+    key = api_key_from_env(env_vars)
+    if key is None:
+        raise MissingCredentialsError(provider, env_vars)
+    return key
+
+
+def is_local_url(url: str) -> bool:
+    """True when ``url`` points at this machine or a private network (a self-hosted server).
+
+    Such servers (Ollama, vLLM) usually need no API key; a public host always does.
+    """
+    host = (urlsplit(url).hostname or "").lower()
+    if host in _LOCAL_HOSTNAMES or host.endswith((".localhost", ".local")):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_unspecified
+
+
+def reject_unknown_options(
+    provider: str, model_name: str, options: Mapping[str, Any], known: tuple[str, ...]
+) -> None:
+    """A :class:`ConfigError` quoting the first option this provider does not understand."""
+    for name in options:
+        if name not in known:
+            raise ConfigError(
+                f"unknown option '{name}' for '{provider}:{model_name}'; "
+                f"known options: {', '.join(known)}"
+            )
+
+
+def positive_timeout(provider: str, value: object) -> float:
+    """Validate the ``timeout_s`` option (the SDK's own backstop timeout, in seconds)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"option 'timeout_s' for provider '{provider}' must be > 0, got {value!r}")
+    return float(value)

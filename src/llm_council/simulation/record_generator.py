@@ -1,0 +1,301 @@
+"""Write realistic simulated bias-audit record stores of any size, fast.
+
+The cross-session report is validated on stores whose biases are known. This module draws
+whole councils' sessions at once with vectorised numpy (no council run, no provider call)
+using the same score model as the simulated provider:
+
+    score = quality + leniency + position_effects[slot] + verbosity * log(words / 200)
+            + self_preference * is_self + noise_sd * N(0, 1), clipped to the scale, rounded,
+
+and writes one JSON line per (session, reviewer, candidate) matching
+:class:`~llm_council.bias_audit.record_schema.ReviewRecord`. A million records take a few
+seconds, so the scale benchmark and the interval-coverage runs can use fresh stores.
+
+Run ``python -m llm_council.simulation.record_generator --help`` for the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import tempfile
+import tomllib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from llm_council.bias_audit.record_schema import SCHEMA_VERSION
+from llm_council.simulation.profile import REFERENCE_ANSWER_WORDS, SimulatedProfile
+
+#: the council the generator uses when none is given: one member per kind of bias, plus one
+#: without any, so every section of the report has something to find
+DEFAULT_MEMBERS = ("balanced", "harsh", "verbose", "primacy", "narcissist")
+#: characters per word of simulated answers (English prose averages about 5-6 with spaces)
+_CHARS_PER_WORD = 5.8
+_SESSIONS_PER_CHUNK = 4000
+
+
+@dataclass(frozen=True)
+class RecordColumns:
+    """One chunk of simulated records as parallel arrays (one element per record)."""
+
+    session_index: np.ndarray
+    reviewer_index: np.ndarray
+    model_index: np.ndarray
+    position: np.ndarray
+    n_candidates: int
+    length_chars: np.ndarray
+    length_words: np.ndarray
+    score: np.ndarray  # NaN = no score given
+    rank: np.ndarray  # 0 = unranked
+    is_self_review: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.score.shape[0])
+
+
+def load_simulated_profiles(names: Sequence[str] | None = None) -> list[tuple[str, SimulatedProfile]]:
+    """Read named profiles from the packaged ``simulated_members.toml``."""
+    text = (
+        resources.files("llm_council").joinpath("default_config/simulated_members.toml").read_text()
+    )
+    table = tomllib.loads(text)["profiles"]
+    wanted = list(names) if names is not None else list(DEFAULT_MEMBERS)
+    unknown = [name for name in wanted if name not in table]
+    if unknown:
+        raise ValueError(f"unknown simulated profile {unknown[0]!r} (known: {', '.join(table)})")
+    return [(name, SimulatedProfile(**table[name])) for name in wanted]
+
+
+def simulate_record_columns(
+    profiles: Sequence[SimulatedProfile],
+    n_sessions: int,
+    rng: np.random.Generator,
+    *,
+    self_review: bool = True,
+    missing_score_rate: float = 0.0,
+    score_scale: tuple[float, float] = (1.0, 10.0),
+) -> RecordColumns:
+    """Draw ``n_sessions`` sessions of a council whose members are ``profiles``.
+
+    Every member answers and reviews every answer (its own too when ``self_review``),
+    each reviewer in its own uniformly shuffled display order, as the council does.
+    """
+    n_members = len(profiles)
+    if n_members < 2:
+        raise ValueError("a council needs at least 2 members")
+    quality_mean = np.array([p.quality_mean for p in profiles])
+    quality_sd = np.array([p.quality_sd for p in profiles])
+    log_words_mean = np.log([p.answer_mean_words for p in profiles])
+    log_words_sd = np.array([p.answer_length_sigma for p in profiles])
+    leniency = np.array([p.leniency for p in profiles])
+    noise_sd = np.array([p.noise_sd for p in profiles])
+    verbosity = np.array([p.verbosity for p in profiles])
+    self_preference = np.array([p.self_preference for p in profiles])
+    decimals = np.array([p.score_decimals for p in profiles])
+    position_effect_table = np.zeros((n_members, n_members))
+    for r, profile in enumerate(profiles):
+        for slot in range(n_members):
+            position_effect_table[r, slot] = profile.position_effect(slot)
+
+    shape = (n_sessions, n_members)
+    quality = quality_mean + quality_sd * rng.standard_normal(shape)
+    words = np.maximum(1, np.rint(np.exp(log_words_mean + log_words_sd * rng.standard_normal(shape))))
+    chars = np.rint(words * (_CHARS_PER_WORD + 0.4 * rng.standard_normal(shape))).clip(min=words)
+
+    # axes: session, reviewer, candidate (model)
+    is_self = np.broadcast_to(np.eye(n_members, dtype=bool), (n_sessions, n_members, n_members))
+    shuffle_keys = rng.random((n_sessions, n_members, n_members))
+    if not self_review:
+        shuffle_keys = np.where(is_self, np.inf, shuffle_keys)  # own answer sorts last, then dropped
+    order = np.argsort(shuffle_keys, axis=-1)
+    position = np.empty_like(order)
+    np.put_along_axis(position, order, np.arange(n_members)[None, None, :], axis=-1)
+
+    slot_effect = np.take_along_axis(
+        np.broadcast_to(position_effect_table, (n_sessions, n_members, n_members)), position, axis=-1
+    )
+    log_length = np.log(words / REFERENCE_ANSWER_WORDS)
+    score = (
+        quality[:, None, :]
+        + leniency[None, :, None]
+        + slot_effect
+        + verbosity[None, :, None] * log_length[:, None, :]
+        + self_preference[None, :, None] * is_self
+        + noise_sd[None, :, None] * rng.standard_normal((n_sessions, n_members, n_members))
+    )
+    score = np.clip(score, *score_scale)
+    scale_factor = (10.0**decimals)[None, :, None]
+    score = np.round(score * scale_factor) / scale_factor
+    if missing_score_rate > 0:
+        score = np.where(rng.random(score.shape) < missing_score_rate, np.nan, score)
+
+    keep = np.ones(score.shape, dtype=bool) if self_review else ~is_self
+    # rank 1 = best among the answers this reviewer was shown; ties broken at random
+    rank_key = np.where(keep & ~np.isnan(score), -score, np.inf)
+    rank_order = np.lexsort((rng.random(score.shape), rank_key), axis=-1)
+    rank = np.empty_like(rank_order)
+    np.put_along_axis(rank, rank_order, np.arange(1, n_members + 1)[None, None, :], axis=-1)
+    rank = np.where(np.isnan(score), 0, rank)
+
+    session_index, reviewer_index, model_index = np.nonzero(keep)
+    return RecordColumns(
+        session_index=session_index,
+        reviewer_index=reviewer_index,
+        model_index=model_index,
+        position=position[keep],
+        n_candidates=n_members if self_review else n_members - 1,
+        length_chars=chars[session_index, model_index].astype(np.int64),
+        length_words=words[session_index, model_index].astype(np.int64),
+        score=score[keep],
+        rank=rank[keep],
+        is_self_review=is_self[keep],
+    )
+
+
+def _format_lines(
+    columns: RecordColumns,
+    member_names: Sequence[str],
+    session_ids: Sequence[str],
+    timestamps: Sequence[str],
+    config_hash: str,
+    score_scale: tuple[float, float],
+) -> str:
+    """Render a chunk as JSON lines; the fixed parts are preformatted once per value."""
+    names_json = [json.dumps(name) for name in member_names]
+    scale_json = json.dumps([float(score_scale[0]), float(score_scale[1])])
+    tail = f',"score_scale":{scale_json},"rank":%s,"is_self_review":%s,' + (
+        f'"council_config_hash":{json.dumps(config_hash)},"query_hash":null}}\n'
+    )
+    head = f'{{"schema_version":{SCHEMA_VERSION},"session_id":"%s","timestamp":"%s",'
+    template = (
+        head + '"reviewer_id":%s,"model_id":%s,"position":%d,"n_candidates":'
+        + str(columns.n_candidates)
+        + ',"response_length_chars":%d,"response_length_words":%d,"score_value":%s'
+        + tail
+    )
+    scores = [("null" if s != s else repr(s)) for s in columns.score.tolist()]
+    ranks = [("null" if r == 0 else str(r)) for r in columns.rank.tolist()]
+    self_json = ["true" if flag else "false" for flag in columns.is_self_review.tolist()]
+    parts = [
+        template % fields
+        for fields in zip(
+            [session_ids[i] for i in columns.session_index.tolist()],
+            [timestamps[i] for i in columns.session_index.tolist()],
+            [names_json[i] for i in columns.reviewer_index.tolist()],
+            [names_json[i] for i in columns.model_index.tolist()],
+            columns.position.tolist(),
+            columns.length_chars.tolist(),
+            columns.length_words.tolist(),
+            scores,
+            ranks,
+            self_json,
+            strict=True,
+        )
+    ]
+    return "".join(parts)
+
+
+def iter_record_chunks(
+    members: Sequence[tuple[str, SimulatedProfile]],
+    n_sessions: int,
+    *,
+    seed: int,
+    self_review: bool = True,
+    missing_score_rate: float = 0.0,
+    end_time: datetime | None = None,
+    session_spacing: timedelta = timedelta(minutes=5),
+    score_scale: tuple[float, float] = (1.0, 10.0),
+) -> Iterator[str]:
+    """Yield the store's text in chunks of a few thousand sessions (oldest session first)."""
+    rng = np.random.default_rng(seed)
+    names = [name for name, _ in members]
+    profiles = [profile for _, profile in members]
+    end = end_time or datetime(2026, 1, 31, tzinfo=UTC)
+    config_hash = "sha256:" + hashlib.sha256(json.dumps([names, seed]).encode()).hexdigest()
+    for start in range(0, n_sessions, _SESSIONS_PER_CHUNK):
+        count = min(_SESSIONS_PER_CHUNK, n_sessions - start)
+        columns = simulate_record_columns(
+            profiles,
+            count,
+            rng,
+            self_review=self_review,
+            missing_score_rate=missing_score_rate,
+            score_scale=score_scale,
+        )
+        session_ids = [f"sim{seed}-{start + i:08d}" for i in range(count)]
+        timestamps = [
+            (end - session_spacing * (n_sessions - 1 - start - i)).isoformat().replace("+00:00", "Z")
+            for i in range(count)
+        ]
+        yield _format_lines(columns, names, session_ids, timestamps, config_hash, score_scale)
+
+
+def write_record_store(
+    path: str | Path,
+    members: Sequence[tuple[str, SimulatedProfile]],
+    n_sessions: int,
+    *,
+    seed: int,
+    self_review: bool = True,
+    missing_score_rate: float = 0.0,
+    end_time: datetime | None = None,
+    session_spacing: timedelta = timedelta(minutes=5),
+) -> int:
+    """Write a simulated store to ``path`` atomically (temp file + rename); return the record count."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    per_session = len(members) if self_review else len(members) - 1
+    fd, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            for text in iter_record_chunks(
+                members,
+                n_sessions,
+                seed=seed,
+                self_review=self_review,
+                missing_score_rate=missing_score_rate,
+                end_time=end_time,
+                session_spacing=session_spacing,
+            ):
+                handle.write(text)
+        os.replace(temp_name, target)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+    return n_sessions * len(members) * per_session
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, help="JSONL store to write (replaced)")
+    size = parser.add_mutually_exclusive_group(required=True)
+    size.add_argument("--sessions", type=int, help="number of sessions")
+    size.add_argument("--records", type=int, help="approximate number of records")
+    parser.add_argument("--members", default=",".join(DEFAULT_MEMBERS), help="profile names")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--recuse", action="store_true", help="reviewers skip their own answer")
+    parser.add_argument("--missing-score-rate", type=float, default=0.0)
+    args = parser.parse_args(argv)
+    members = load_simulated_profiles(args.members.split(","))
+    per_session = len(members) * (len(members) - 1 if args.recuse else len(members))
+    n_sessions = args.sessions if args.sessions is not None else max(1, args.records // per_session)
+    written = write_record_store(
+        args.out,
+        members,
+        n_sessions,
+        seed=args.seed,
+        self_review=not args.recuse,
+        missing_score_rate=args.missing_score_rate,
+    )
+    print(f"wrote {written} records ({n_sessions} sessions) to {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""A simulated reviewer: scores exactly as its profile says, and replies in review JSON.
+
+Score model, per candidate shown at display slot ``i`` with ``w`` words::
+
+    score = quality + leniency + position_effects[i] + verbosity * log(w / 200)
+            + self_preference * [own answer] + noise_sd * N(0, 1)
+
+clipped to the declared scale and rounded to ``score_decimals``. With every bias zero the
+expected score is the answer's quality, independent of position and length.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import numpy as np
+
+from llm_council.prompts import display_index_for, extract_candidate_blocks
+from llm_council.simulation.answers import read_footer
+from llm_council.simulation.profile import REFERENCE_ANSWER_WORDS, SimulatedProfile
+
+_SCALE = re.compile(r"Score every answer from (-?\d+(?:\.\d+)?) \(worst\) to (-?\d+(?:\.\d+)?) \(best\)")
+
+
+@dataclass(frozen=True)
+class PerceivedCandidate:
+    label: str
+    display_index: int
+    words: int
+    quality: float
+    is_own: bool
+
+
+def latent_quality_from_text(text: str) -> float:
+    """For text without a simulated footer: a fixed pseudo-quality ~ N(6.5, 1) from its hash."""
+    digest = hashlib.sha256(text.encode()).digest()
+    return 6.5 + float(np.random.default_rng(int.from_bytes(digest[:8], "big")).standard_normal())
+
+
+def perceive(prompt: str, own_tags: Collection[str]) -> list[PerceivedCandidate]:
+    perceived = []
+    for label, text in extract_candidate_blocks(prompt):
+        author, quality = read_footer(text)
+        perceived.append(
+            PerceivedCandidate(
+                label=label,
+                display_index=display_index_for(label),
+                words=max(1, len(text.split())),
+                quality=quality if quality is not None else latent_quality_from_text(text),
+                is_own=author is not None and author in own_tags,
+            )
+        )
+    return perceived
+
+
+def expected_score(profile: SimulatedProfile, candidate: PerceivedCandidate) -> float:
+    """The score before noise, clipping and rounding (the configured bias model)."""
+    return (
+        candidate.quality
+        + profile.leniency
+        + profile.position_effect(candidate.display_index)
+        + profile.verbosity * math.log(candidate.words / REFERENCE_ANSWER_WORDS)
+        + (profile.self_preference if candidate.is_own else 0.0)
+    )
+
+
+def score_scale_from_prompt(prompt: str) -> tuple[float, float]:
+    match = _SCALE.search(prompt)
+    return (float(match.group(1)), float(match.group(2))) if match else (1.0, 10.0)
+
+
+def write_review(prompt: str, profile: SimulatedProfile, own_tags: Collection[str], rng: np.random.Generator) -> str:
+    """The reviewer's reply text, in the JSON format real reviewers are asked for."""
+    low, high = score_scale_from_prompt(prompt)
+    candidates = perceive(prompt, own_tags)
+    raw = {
+        c.label: expected_score(profile, c) + profile.noise_sd * float(rng.standard_normal())
+        for c in candidates
+    }
+    scores = {label: round(min(max(value, low), high), profile.score_decimals) for label, value in raw.items()}
+    if profile.score_decimals == 0:
+        scores = {label: int(value) for label, value in scores.items()}
+    ranking = sorted(raw, key=lambda label: -raw[label])
+    reply = {
+        "ranking": ranking,
+        "scores": scores,
+        "rationale": f"{ranking[0]} is the most complete and correct answer." if ranking else "Nothing to judge.",
+    }
+    return "```json\n" + json.dumps(reply) + "\n```"

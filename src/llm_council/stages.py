@@ -1,0 +1,178 @@
+"""The three stages as functions over typed values; config and providers are passed in.
+
+collect_answers (stage 1) -> collect_reviews (stage 2) -> aggregate (aggregate.py) ->
+synthesize (stage 3). Every provider call goes through
+:func:`~llm_council.providers.calling.call_with_retries` under one semaphore, so
+concurrency, retries and timeouts are handled once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from llm_council.anonymize import assign_labels
+from llm_council.config import CouncilConfig, CouncilMember
+from llm_council.prompts import (
+    ANSWER_SYSTEM,
+    REVIEW_SYSTEM,
+    ReviewPromptCandidate,
+    build_review_prompt,
+    build_synthesis_prompt,
+    new_nonce,
+)
+from llm_council.providers.base import CompletionRequest, Provider, Task
+from llm_council.providers.calling import CallOutcome, call_with_retries
+from llm_council.ranking_parser import parse_review
+from llm_council.results import CandidateScore, MemberAnswer, ModelStanding, Review, Synthesis
+
+
+@dataclass(frozen=True)
+class Seat:
+    """A council member and the provider that answers for it this session."""
+
+    member: CouncilMember
+    provider: Provider
+
+
+def call_seed(session_seed: int, member_name: str, stage: str) -> int:
+    """A per-call sampling seed derived from the session seed (reproducible runs)."""
+    digest = hashlib.sha256(f"{session_seed}\x00{member_name}\x00{stage}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") >> 1
+
+
+async def _call(seat: Seat, request: CompletionRequest, config: CouncilConfig, gate: asyncio.Semaphore) -> CallOutcome:
+    async with gate:
+        return await call_with_retries(seat.provider, request, config.retry)
+
+
+async def collect_answers(
+    query: str, seats: Sequence[Seat], config: CouncilConfig, session_seed: int, gate: asyncio.Semaphore
+) -> list[MemberAnswer]:
+    """Stage 1: every member answers the query concurrently."""
+
+    async def answer(seat: Seat) -> MemberAnswer:
+        request = CompletionRequest.from_prompt(
+            query, system=ANSWER_SYSTEM, task="answer", seed=call_seed(session_seed, seat.member.name, "answer")
+        )
+        outcome = await _call(seat, request, config, gate)
+        return MemberAnswer(
+            member=seat.member.name,
+            spec=seat.member.spec,
+            text=outcome.completion.text if outcome.completion else None,
+            error=str(outcome.error) if outcome.error else None,
+            attempts=outcome.attempts,
+            duration_s=round(outcome.duration_s, 4),
+        )
+
+    return list(await asyncio.gather(*(answer(seat) for seat in seats)))
+
+
+def _request(prompt: str, system: str, task: Task, seed: int, json_output: bool = False) -> CompletionRequest:
+    return CompletionRequest.from_prompt(prompt, system=system, task=task, seed=seed, json_output=json_output)
+
+
+async def collect_reviews(
+    query: str,
+    answers: Sequence[MemberAnswer],
+    reviewer_seats: Sequence[Seat],
+    config: CouncilConfig,
+    session_seed: int,
+    gate: asyncio.Semaphore,
+) -> list[Review]:
+    """Stage 2: each reviewer ranks and scores the answers under its own shuffled labels."""
+    texts = {a.member: a.text for a in answers if a.text is not None}
+
+    async def review(seat: Seat) -> Review:
+        reviewer = seat.member.name
+        shown = [m for m in texts if not (config.self_review == "recuse" and m == reviewer)]
+        label_to_model = assign_labels(shown, reviewer, session_seed)
+        base = Review(reviewer=reviewer, label_to_model=label_to_model, score_scale=config.score_scale)
+        if not shown:
+            return base.model_copy(update={"parse_status": "missing", "error": "no answers to review"})
+        prompt = build_review_prompt(
+            query,
+            [ReviewPromptCandidate(label, texts[a.model]) for label, a in label_to_model.items()],
+            config.score_scale,
+            new_nonce(),
+        )
+        request = _request(prompt, REVIEW_SYSTEM, "review", call_seed(session_seed, reviewer, "review"), json_output=True)
+        outcome = await _call(seat, request, config, gate)
+        if outcome.completion is None:
+            return base.model_copy(
+                update={"parse_status": "missing", "error": str(outcome.error), "attempts": outcome.attempts,
+                        "duration_s": round(outcome.duration_s, 4)}
+            )
+        parsed = parse_review(outcome.completion.text, list(label_to_model), config.score_scale)
+        rank_of = {label: i for i, label in enumerate(parsed.ranking, start=1)}
+        candidates = tuple(
+            CandidateScore(
+                candidate=a.model,
+                label=label,
+                display_index=a.display_index,
+                score=parsed.scores.get(label),
+                rank=rank_of.get(label),
+                is_self_review=a.model == reviewer,
+            )
+            for label, a in label_to_model.items()
+        )
+        return base.model_copy(
+            update={
+                "candidates": candidates,
+                "ranking": tuple(label_to_model[label].model for label in parsed.ranking),
+                "parse_status": parsed.status,
+                "parse_error": parsed.error,
+                "rationale": parsed.rationale,
+                "raw_text": outcome.completion.text,
+                "attempts": outcome.attempts,
+                "duration_s": round(outcome.duration_s, 4),
+            }
+        )
+
+    return list(await asyncio.gather(*(review(seat) for seat in reviewer_seats)))
+
+
+async def synthesize(
+    query: str,
+    answers: Sequence[MemberAnswer],
+    standings: Sequence[ModelStanding],
+    chairman: Seat,
+    config: CouncilConfig,
+    session_seed: int,
+    gate: asyncio.Semaphore,
+) -> tuple[Synthesis, dict[str, dict[str, object]]]:
+    """Stage 3: the chairman writes the final answer from the anonymized answers.
+
+    Returns the synthesis and the chairman's label map. If the chairman fails, the
+    top-ranked answer is returned instead, flagged ``is_fallback``.
+    """
+    texts = {a.member: a.text for a in answers if a.text is not None}
+    label_to_model = assign_labels(list(texts), f"chairman:{chairman.member.name}", session_seed)
+    label_of = {a.model: label for label, a in label_to_model.items()}
+    lines = [
+        f"{s.place}. {label_of[s.model]} (mean rank {s.mean_rank:.2f})" if s.mean_rank is not None
+        else f"{s.place}. {label_of[s.model]} (unranked)"
+        for s in standings if s.model in label_of
+    ]
+    prompt = build_synthesis_prompt(
+        query, [ReviewPromptCandidate(label, texts[a.model]) for label, a in label_to_model.items()], lines, new_nonce()
+    )
+    request = _request(prompt, ANSWER_SYSTEM, "synthesize", call_seed(session_seed, chairman.member.name, "synthesize"))
+    outcome = await _call(chairman, request, config, gate)
+    label_map = {label: a.model_dump() for label, a in label_to_model.items()}
+    if outcome.completion is not None:
+        synthesis = Synthesis(chairman=chairman.member.name, text=outcome.completion.text,
+                              attempts=outcome.attempts, duration_s=round(outcome.duration_s, 4))
+        return synthesis, label_map
+    top = next((s.model for s in standings if s.model in texts), next(iter(texts)))
+    fallback = Synthesis(
+        chairman=chairman.member.name,
+        text=texts[top] or "",
+        is_fallback=True,
+        error=f"chairman failed ({outcome.error}); returning the top-ranked answer, by {top}",
+        attempts=outcome.attempts,
+        duration_s=round(outcome.duration_s, 4),
+    )
+    return fallback, label_map

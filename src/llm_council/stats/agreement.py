@@ -1,0 +1,154 @@
+"""Chance-corrected agreement between two raters over nominal categories."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats as scipy_stats
+
+
+@dataclass(frozen=True)
+class KappaResult:
+    """Cohen's kappa with its large-sample standard error and a normal interval.
+
+    ``kappa`` is ``nan`` when chance agreement is 1 (both raters used one and the same
+    category for every item): agreement beyond chance is then undefined, not perfect.
+    """
+
+    kappa: float
+    standard_error: float
+    ci_low: float
+    ci_high: float
+    observed_agreement: float
+    expected_agreement: float
+    n: int
+
+
+def agreement_table(
+    rater_1: Sequence[Hashable], rater_2: Sequence[Hashable], categories: Sequence[Hashable]
+) -> NDArray[np.int64]:
+    """Counts ``table[i, j]`` of items rater 1 put in ``categories[i]`` and rater 2 in ``[j]``."""
+    if len(rater_1) != len(rater_2):
+        raise ValueError(
+            f"raters rated different numbers of items: {len(rater_1)} vs {len(rater_2)}"
+        )
+    index = {category: i for i, category in enumerate(categories)}
+    table = np.zeros((len(categories), len(categories)), dtype=np.int64)
+    for first, second in zip(rater_1, rater_2, strict=True):
+        if first not in index or second not in index:
+            unknown = first if first not in index else second
+            raise ValueError(f"category {unknown!r} is not one of {list(categories)!r}")
+        table[index[first], index[second]] += 1
+    return table
+
+
+def cohen_kappa_from_table(
+    table: NDArray[np.int64] | Sequence[Sequence[int]], confidence: float = 0.95
+) -> KappaResult:
+    """Cohen's kappa of a square agreement table, with the Fleiss-Cohen-Everitt standard error.
+
+    .. math::
+
+        \\kappa = \\frac{p_o - p_e}{1 - p_e},\\quad p_o = \\sum_i p_{ii},\\quad
+        p_e = \\sum_i p_{i\\cdot} p_{\\cdot i}
+
+    Large-sample variance (not assuming kappa = 0), used for the interval:
+
+    .. math::
+
+        \\mathrm{Var}(\\hat\\kappa) = \\frac{
+        \\sum_i p_{ii}[1-(p_{i\\cdot}+p_{\\cdot i})(1-\\kappa)]^2
+        + (1-\\kappa)^2 \\sum_{i\\ne j} p_{ij}(p_{\\cdot i}+p_{j\\cdot})^2
+        - [\\kappa - p_e(1-\\kappa)]^2}{n(1-p_e)^2}
+
+    References
+    ----------
+    Cohen, J. (1960). A coefficient of agreement for nominal scales. Educational and
+    Psychological Measurement 20, 37-46. Fleiss, J. L., Cohen, J. & Everitt, B. S. (1969).
+    Large sample standard errors of kappa and weighted kappa. Psychological Bulletin 72,
+    323-327 (also Fleiss, Levin & Paik, *Statistical Methods for Rates and Proportions*,
+    3rd ed., 2003, eq. 18.13).
+    """
+    counts = np.asarray(table, dtype=float)
+    if counts.ndim != 2 or counts.shape[0] != counts.shape[1]:
+        raise ValueError(f"agreement table must be square, got shape {counts.shape}")
+    if (counts < 0).any():
+        raise ValueError("agreement table has negative counts")
+    n = int(round(counts.sum()))
+    if n == 0:
+        nan = math.nan
+        return KappaResult(nan, nan, nan, nan, nan, nan, 0)
+    p = counts / n
+    rows = p.sum(axis=1)
+    cols = p.sum(axis=0)
+    p_o = float(np.trace(p))
+    p_e = float(rows @ cols)
+    if math.isclose(p_e, 1.0):
+        return KappaResult(math.nan, math.nan, math.nan, math.nan, p_o, p_e, n)
+    kappa = (p_o - p_e) / (1.0 - p_e)
+    diagonal = np.diag(p)
+    diagonal_term = float(np.sum(diagonal * (1.0 - (rows + cols) * (1.0 - kappa)) ** 2))
+    # off-diagonal cell (i, j) is weighted by (p_.i + p_j.)^2
+    weights = (cols[:, None] + rows[None, :]) ** 2
+    off_diagonal = p * weights
+    np.fill_diagonal(off_diagonal, 0.0)
+    off_term = (1.0 - kappa) ** 2 * float(off_diagonal.sum())
+    correction = (kappa - p_e * (1.0 - kappa)) ** 2
+    variance = max(diagonal_term + off_term - correction, 0.0) / (n * (1.0 - p_e) ** 2)
+    standard_error = math.sqrt(variance)
+    z = float(scipy_stats.norm.ppf(0.5 + confidence / 2.0))
+    return KappaResult(
+        kappa=kappa,
+        standard_error=standard_error,
+        ci_low=max(-1.0, kappa - z * standard_error),
+        ci_high=min(1.0, kappa + z * standard_error),
+        observed_agreement=p_o,
+        expected_agreement=p_e,
+        n=n,
+    )
+
+
+def cohen_kappa(
+    rater_1: Sequence[Hashable],
+    rater_2: Sequence[Hashable],
+    categories: Sequence[Hashable],
+    confidence: float = 0.95,
+) -> KappaResult:
+    """Cohen's kappa of two raters' labels for the same items.
+
+    See :func:`cohen_kappa_from_table` for the formula and its references.
+    """
+    return cohen_kappa_from_table(agreement_table(rater_1, rater_2, categories), confidence)
+
+
+#: Landis & Koch (1977) bands: (upper bound inclusive, word)
+_LANDIS_KOCH_BANDS: tuple[tuple[float, str], ...] = (
+    (0.0, "poor"),
+    (0.20, "slight"),
+    (0.40, "fair"),
+    (0.60, "moderate"),
+    (0.80, "substantial"),
+    (1.0, "almost perfect"),
+)
+
+
+def landis_koch_label(kappa: float) -> str:
+    """The Landis-Koch word for a kappa value.
+
+    < 0 poor, 0-0.20 slight, 0.21-0.40 fair, 0.41-0.60 moderate, 0.61-0.80 substantial,
+    0.81-1 almost perfect. Landis, J. R. & Koch, G. G. (1977). The measurement of observer
+    agreement for categorical data. Biometrics 33, 159-174 (Table, p. 165).
+    Returns ``"undefined"`` for nan.
+    """
+    if math.isnan(kappa):
+        return "undefined"
+    if kappa < 0.0:
+        return "poor"
+    for upper, word in _LANDIS_KOCH_BANDS[1:]:
+        if kappa <= upper:
+            return word
+    return "almost perfect"

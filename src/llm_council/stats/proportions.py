@@ -1,0 +1,55 @@
+"""Intervals and tests for binomial proportions (pure functions over counts)."""
+
+from __future__ import annotations
+
+import math
+
+from scipy import stats as scipy_stats
+
+
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion ``successes / n``.
+
+    Unlike the Wald interval it stays inside [0, 1] and keeps near-nominal coverage for
+    small ``n`` and proportions near 0 or 1, which is where judge flip rates live.
+
+    .. math::
+
+        \\frac{\\hat p + z^2/2n \\pm z\\sqrt{\\hat p(1-\\hat p)/n + z^2/4n^2}}{1 + z^2/n}
+
+    References
+    ----------
+    Wilson, E. B. (1927). Probable inference, the law of succession, and statistical
+    inference. JASA 22, 209-212. Newcombe, R. G. (1998). Two-sided confidence intervals for
+    the single proportion. Statistics in Medicine 17, 857-872 (method 3).
+
+    Returns ``(nan, nan)`` when ``n == 0``: there is nothing to estimate.
+    """
+    if n < 0 or successes < 0 or successes > n:
+        raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if n == 0:
+        return (math.nan, math.nan)
+    z = float(scipy_stats.norm.ppf(0.5 + confidence / 2.0))
+    p_hat = successes / n
+    denominator = 1.0 + z * z / n
+    centre = (p_hat + z * z / (2.0 * n)) / denominator
+    half_width = (z / denominator) * math.sqrt(p_hat * (1.0 - p_hat) / n + z * z / (4.0 * n * n))
+    # clamp rounding noise at the boundaries (successes == 0 or == n)
+    return (max(0.0, centre - half_width), min(1.0, centre + half_width))
+
+
+def sign_test_p_value(successes: int, n: int) -> float:
+    """Two-sided exact sign test of ``successes`` out of ``n`` against p = 1/2.
+
+    Used to ask whether position flips lean to one side more than chance would.
+    P = sum of Binomial(n, 1/2) probabilities no larger than that of the observed count
+    (Conover, *Practical Nonparametric Statistics*, 3rd ed., 1999, section 3.4); computed
+    by :func:`scipy.stats.binomtest`. Returns 1.0 when ``n == 0``.
+    """
+    if n < 0 or successes < 0 or successes > n:
+        raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
+    if n == 0:
+        return 1.0
+    return float(scipy_stats.binomtest(successes, n, 0.5, alternative="two-sided").pvalue)
