@@ -56,9 +56,17 @@ class FakeVendorServer:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def reply(self, *replies: ScriptedReply) -> None:
+    def reply(self, *bodies: Any) -> None:
+        """Queue 200 replies with these bodies (dicts sent as JSON, bytes as they are)."""
+        for body in bodies:
+            self.respond(200, body)
+
+    def respond(
+        self, status: int, body: Any, *, headers: dict[str, str] | None = None, delay_s: float = 0.0
+    ) -> None:
+        """Queue one reply; ``delay_s`` makes the server hang before answering."""
         with self._lock:
-            self.replies.extend(replies)
+            self.replies.append(ScriptedReply(status, body, headers or {}, delay_s))
 
     def start(self) -> None:
         self._thread.start()
@@ -139,3 +147,88 @@ def no_vendor_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     ):
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
+
+
+@dataclass(frozen=True)
+class VendorCase:
+    """How one vendor's API looks on the wire, so one test can exercise all three SDKs."""
+
+    prefix: str
+    model_name: str
+    key_envs: tuple[str, ...]
+    path_suffix: str  # the end of the path the SDK posts to
+
+    def base_url(self, server_url: str) -> str:
+        return f"{server_url}/v1" if self.prefix == "openai" else server_url
+
+    def success_body(self, text: str, model: str) -> dict[str, Any]:
+        if self.prefix == "openai":
+            return {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "created": 1,
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
+            }
+        if self.prefix == "anthropic":
+            return {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [{"type": "text", "text": text}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 11, "output_tokens": 3},
+            }
+        return {
+            "candidates": [
+                {
+                    "content": {"role": "model", "parts": [{"text": text}]},
+                    "finishReason": "STOP",
+                    "index": 0,
+                }
+            ],
+            "usageMetadata": {
+                "promptTokenCount": 11,
+                "candidatesTokenCount": 3,
+                "totalTokenCount": 14,
+            },
+            "modelVersion": model,
+        }
+
+    def error_body(self, status: int, message: str) -> dict[str, Any]:
+        if self.prefix == "openai":
+            return {"error": {"message": message, "type": "server_error", "code": None}}
+        if self.prefix == "anthropic":
+            return {"type": "error", "error": {"type": "api_error", "message": message}}
+        return {"error": {"code": status, "message": message, "status": "UNAVAILABLE"}}
+
+
+VENDOR_CASES = (
+    VendorCase("openai", "gpt-4o", ("OPENAI_API_KEY",), "/v1/chat/completions"),
+    VendorCase("anthropic", "claude-sonnet-4-5", ("ANTHROPIC_API_KEY",), "/v1/messages"),
+    VendorCase(
+        "google", "gemini-2.5-pro", ("GOOGLE_API_KEY", "GEMINI_API_KEY"), ":generateContent"
+    ),
+)
+
+
+@pytest.fixture(params=VENDOR_CASES, ids=[case.prefix for case in VENDOR_CASES])
+def vendor(request: pytest.FixtureRequest, no_vendor_env: pytest.MonkeyPatch) -> VendorCase:
+    """Each vendor in turn, with its key env var set to the canary key."""
+    case: VendorCase = request.param
+    no_vendor_env.setenv(case.key_envs[0], CANARY_KEY)
+    return case
+
+
+@pytest.fixture
+def canary_key() -> str:
+    return CANARY_KEY

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import sys
 import time
 from collections.abc import Iterable, Mapping
 from types import ModuleType
@@ -189,7 +190,9 @@ def stainless_sdk_error(
         response = getattr(error, "response", None)
         headers = dict(response.headers) if response is not None else {}
         message = server_message_from_body(getattr(error, "body", None), str(error))
-        return status_error(spec, provider, int(error.status_code), headers, message, secrets=secrets)
+        return status_error(
+            spec, provider, int(error.status_code), headers, message, secrets=secrets
+        )
     if isinstance(error, sdk.APITimeoutError):
         return transport_error(spec, provider, error, timed_out=True, secrets=secrets)
     if isinstance(error, sdk.APIConnectionError):
@@ -202,3 +205,34 @@ def stainless_sdk_error(
             spec, provider, f"body is not valid JSON ({error})", secrets=secrets
         )
     return None
+
+
+def http_stack_error(
+    error: BaseException, *, spec: str, provider: str, secrets: Iterable[str] = ()
+) -> ProviderError | None:
+    """Classify a raw transport exception (httpx, httpx2 or aiohttp), or ``None``.
+
+    google-genai does not wrap transport failures, and it may run on any of these three
+    stacks depending on what is installed, so all three are recognised. The builtin
+    ``TimeoutError`` counts too: it is what aiohttp raises for a total timeout, and the
+    core's own timeout cancels the call instead of raising it inside the provider.
+    """
+    if isinstance(error, TimeoutError):
+        return transport_error(spec, provider, error, timed_out=True, secrets=secrets)
+    if isinstance(error, _transport_error_classes()):
+        timed_out = "Timeout" in type(error).__name__
+        return transport_error(spec, provider, error, timed_out=timed_out, secrets=secrets)
+    return None
+
+
+def _transport_error_classes() -> tuple[type[BaseException], ...]:
+    classes: list[type[BaseException]] = []
+    for module_name, class_name in (
+        ("httpx2", "TransportError"),
+        ("httpx", "TransportError"),
+        ("aiohttp", "ClientError"),
+    ):
+        module = sys.modules.get(module_name)  # only a stack already in use can have raised
+        if module is not None and isinstance(getattr(module, class_name, None), type):
+            classes.append(getattr(module, class_name))
+    return tuple(classes)

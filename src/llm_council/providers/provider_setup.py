@@ -77,5 +77,7 @@ def reject_unknown_options(
 def positive_timeout(provider: str, value: object) -> float:
     """Validate the ``timeout_s`` option (the SDK's own backstop timeout, in seconds)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ConfigError(f"option 'timeout_s' for provider '{provider}' must be > 0, got {value!r}")
+        raise ConfigError(
+            f"option 'timeout_s' for provider '{provider}' must be > 0, got {value!r}"
+        )
     return float(value)

@@ -56,7 +56,7 @@ class SimulatedProvider(Provider):
             text = write_synthesis(prompt)
         elif request.task == "pairwise_judge":
             judge_pair = importlib.import_module("llm_council.simulation.pairwise_judge").judge_pair
-            text = judge_pair(self.profile, request, rng)
+            text = judge_pair(self.profile, request, rng, judge_name=self.model_name)
         else:
             text = draw_answer(prompt, self.profile, f"{self.model_name}:generic", rng)
         return Completion(

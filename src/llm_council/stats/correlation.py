@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as scipy_stats
+from scipy.special import stdtr
 
 
 @dataclass(frozen=True)
@@ -66,5 +66,5 @@ def pearson_correlation_t_test(x: ArrayLike, y: ArrayLike) -> CorrelationTest:
     if abs(r) >= 1.0:
         return CorrelationTest(r=r, p_value=0.0, n_pairs=n_pairs)
     t_statistic = r * math.sqrt(degrees_of_freedom / (1.0 - r * r))
-    p_value = float(2.0 * scipy_stats.t.sf(abs(t_statistic), degrees_of_freedom))
+    p_value = float(2.0 * stdtr(degrees_of_freedom, -abs(t_statistic)))  # t CDF
     return CorrelationTest(r=r, p_value=min(1.0, p_value), n_pairs=n_pairs)

@@ -46,11 +46,24 @@ def cluster_mean_interval(cluster_values: ArrayLike, confidence: float = 0.95) -
     """
     values = np.asarray(cluster_values, dtype=float)
     values = values[np.isfinite(values)]
-    n = values.size
-    if n < 2:
+    if values.size < 2:
+        return _nan_estimate(values.size)
+    return mean_interval_from_moments(
+        float(values.mean()), float(values.std(ddof=1)), values.size, confidence
+    )
+
+
+def mean_interval_from_moments(
+    mean: float, sd: float, n: int, confidence: float = 0.95
+) -> IntervalEstimate:
+    """The Student-t interval of :func:`cluster_mean_interval` from a mean, sd and count.
+
+    Lets SQL compute the moments (``avg``, ``stddev_samp``, ``count``) over the cluster
+    values so only three numbers reach Python.
+    """
+    if n < 2 or not np.isfinite(mean) or not np.isfinite(sd):
         return _nan_estimate(n)
-    mean = float(values.mean())
-    se = float(values.std(ddof=1) / np.sqrt(n))
+    se = float(sd / np.sqrt(n))
     if se == 0.0:
         return IntervalEstimate(mean, mean, mean, 0.0, 0.0 if mean != 0 else 1.0, n)
     t_crit = float(scipy_stats.t.ppf(0.5 + confidence / 2, n - 1))

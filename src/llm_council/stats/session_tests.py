@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as scipy_stats
+from scipy.special import stdtr
 
-from llm_council.stats.additive_model import AdditiveFit
+from llm_council.stats.additive_model import AdditiveFit, fit_additive_two_way
 
 
 @dataclass(frozen=True)
@@ -44,9 +44,10 @@ def _t_test(estimate: float, variance_unscaled: float, fit: AdditiveFit, *, one_
     standard_error = math.sqrt(fit.residual_variance * variance_unscaled)
     t_statistic = estimate / standard_error
     if one_sided:
-        p_value = float(scipy_stats.t.sf(t_statistic, fit.residual_df))
+        # stdtr(df, x) is the t CDF; the same function scipy.stats.t.sf uses, minus overhead
+        p_value = float(stdtr(fit.residual_df, -t_statistic))
     else:
-        p_value = float(2.0 * scipy_stats.t.sf(abs(t_statistic), fit.residual_df))
+        p_value = float(2.0 * stdtr(fit.residual_df, -abs(t_statistic)))
     return ContrastTest(
         estimate=estimate,
         standard_error=standard_error,
@@ -189,10 +190,14 @@ def position_randomization_test(
     permuted_codes = np.empty((n_permutations, n_cells), dtype=np.intp)
     for group in np.unique(groups):
         members = np.flatnonzero(groups == group)
-        order = np.argsort(rng.random((n_permutations, members.size)), axis=1)
-        permuted_codes[:, members] = slot_codes[members][order]
-    one_hot = permuted_codes[:, :, None] == np.arange(n_slots)[None, None, :]
-    permuted_sums = np.einsum("bnk,n->bk", one_hot, residual_values)
+        tiled = np.broadcast_to(slot_codes[members], (n_permutations, members.size))
+        permuted_codes[:, members] = rng.permuted(tiled, axis=1)
+    # one bincount over (permutation, slot) pairs gives every permutation's slot sums
+    flat_codes = (permuted_codes + n_slots * np.arange(n_permutations)[:, None]).ravel()
+    permuted_sums = np.bincount(
+        flat_codes, weights=np.tile(residual_values, n_permutations),
+        minlength=n_permutations * n_slots,
+    ).reshape(n_permutations, n_slots)
     null_values = _between_position_variance(permuted_sums, slot_counts, total, n_cells)
     # a relative tolerance so floating-point ties with the observed value count as >=
     exceed = int(np.count_nonzero(null_values >= observed * (1 - 1e-9) - 1e-12))
@@ -208,3 +213,60 @@ def position_randomization_test(
         slot_means=slot_means,
         slot_counts=slot_count_map,
     )
+
+
+@dataclass(frozen=True)
+class ReviewerOffsetVerdict:
+    """One reviewer's offset as last tested by :func:`step_down_reviewer_offsets`."""
+
+    reviewer_index: int
+    estimate: float
+    p_value_adjusted: float | None
+    flagged: bool
+
+
+def step_down_reviewer_offsets(
+    scores: ArrayLike, *, significance_level: float, effect_floor: float
+) -> list[ReviewerOffsetVerdict]:
+    r"""Flag harsh/generous reviewers one at a time, removing each before re-testing.
+
+    ``scores`` is the R x C table (NaN = no usable score, self-reviews excluded). Each
+    step fits the additive model to the remaining reviewers, runs
+    :func:`reviewer_offset_tests` with a Holm factor (the number of reviewers still in),
+    and flags the reviewer with the smallest adjusted p-value among those whose
+    :math:`|\hat L_r| \ge` ``effect_floor``, if that p-value is below
+    ``significance_level``; the flagged reviewer is removed so it no longer drags the
+    others' reference point (one harsh reviewer would otherwise make the rest look
+    generous). It stops at the first non-significant step or with fewer than 3
+    reviewers. With no offsets at all a flag needs the first step to reject, so the
+    family-wise false-positive rate is at most ``significance_level``. Reference: Holm
+    (1979), Scand. J. Statist. 6:65-70; Rosner (1983), Technometrics 25:165-172
+    (sequential outlier removal).
+    """
+    table = np.asarray(scores, dtype=float)
+    remaining = list(range(table.shape[0]))
+    verdicts: dict[int, ReviewerOffsetVerdict] = {}
+    while len(remaining) >= 3:
+        sub_table = table[remaining]
+        sub_table = sub_table[:, ~np.all(np.isnan(sub_table), axis=0)]
+        fit = fit_additive_two_way(sub_table)
+        if fit is None:
+            break
+        tests = reviewer_offset_tests(fit)
+        for local, test in enumerate(tests):
+            verdicts[remaining[local]] = ReviewerOffsetVerdict(
+                remaining[local], test.estimate, test.p_value_adjusted, flagged=False
+            )
+        eligible = [
+            (test.p_value_adjusted, local)
+            for local, test in enumerate(tests)
+            if test.p_value_adjusted is not None and abs(test.estimate) >= effect_floor
+        ]
+        if not eligible:
+            break
+        p_value, local = min(eligible)
+        if p_value >= significance_level:
+            break
+        index = remaining.pop(local)
+        verdicts[index] = ReviewerOffsetVerdict(index, tests[local].estimate, p_value, flagged=True)
+    return [verdicts[index] for index in sorted(verdicts)]

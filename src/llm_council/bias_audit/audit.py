@@ -1,0 +1,284 @@
+"""Compute a :class:`BiasAuditResult` from a :class:`ScoreTable`.
+
+This module gathers arrays from the table, calls the pure tests in
+:mod:`llm_council.stats`, applies the thresholds and packages the result. Self-reviews
+are left out of the length, position and leniency statistics (a reviewer's view of its
+own answer is a different question) and used only for self-preference.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from llm_council.bias_audit.result import BiasAuditResult, RiskLevel
+from llm_council.bias_audit.score_table import (
+    UNKNOWN_POSITION,
+    ScoreTable,
+    score_table_from_mappings,
+)
+from llm_council.bias_audit.thresholds import AuditThresholds, load_thresholds
+from llm_council.prompts import label_for
+from llm_council.stats.additive_model import fit_additive_two_way
+from llm_council.stats.correlation import pearson_correlation_t_test
+from llm_council.stats.session_tests import (
+    pooled_self_preference_test,
+    position_randomization_test,
+    self_preference_tests,
+    step_down_reviewer_offsets,
+)
+
+METHODS: dict[str, str] = {
+    "length": (
+        "Pearson r between log(word count) and the mean score the other members gave each "
+        "answer (unit: one answer per candidate); exact two-sided t test with n-2 df; flag "
+        "when p < significance_level and |r| >= length_correlation_threshold"
+    ),
+    "position": (
+        "residuals of the additive model score = mean + reviewer + candidate (self-reviews "
+        "excluded); statistic: between-slot variance of residuals by the display_index each "
+        "reviewer saw; p from re-drawing each reviewer's own order; flag when p < "
+        "significance_level and variance >= position_variance_threshold"
+    ),
+    "leniency": (
+        "reviewer effect minus the mean of the other reviewers' effects in the additive "
+        "model (same answers); two-sided t test, Holm step-down removing each flagged "
+        "reviewer before re-testing; harsh/generous when adjusted p < significance_level "
+        "and |offset| >= reviewer_offset_floor points"
+    ),
+    "self_preference": (
+        "raw: own score minus the others' mean for that answer; adjusted: own score minus "
+        "the additive model's prediction; one-sided t test, Bonferroni over self-reviews; "
+        "flag when adjusted p < significance_level and adjusted >= self_preference_floor"
+    ),
+    "overall_bias_risk": "low: no flag; medium: one flag; high: two or more flags",
+}
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    if value is None or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _nanmean(values: np.ndarray) -> float | None:
+    finite = values[~np.isnan(values)]
+    return float(finite.mean()) if finite.size else None
+
+
+def _nanvar(values: np.ndarray) -> float | None:
+    finite = values[~np.isnan(values)]
+    return float(finite.var(ddof=1)) if finite.size >= 2 else None
+
+
+def _risk_level(flag_count: int) -> RiskLevel:
+    if flag_count == 0:
+        return "low"
+    return "medium" if flag_count == 1 else "high"
+
+
+def audit_score_table(
+    table: ScoreTable, thresholds: AuditThresholds, *, permutation_seed: int = 0
+) -> BiasAuditResult:
+    """Every per-session statistic and flag for one session's score table."""
+    alpha = thresholds.significance_level
+    usable = ~np.isnan(table.scores) & ~table.is_self
+    others_scores = np.where(usable, table.scores, np.nan)
+    indicator_only: dict[str, str] = {}
+
+    reviewer_mean_scores = {
+        name: _nanmean(others_scores[row]) for row, name in enumerate(table.reviewers)
+    }
+    reviewer_score_variance = {
+        name: _nanvar(others_scores[row]) for row, name in enumerate(table.reviewers)
+    }
+
+    # length: one pair per answer, so pairs are independent under the null
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns give NaN, wanted
+        consensus = np.nanmean(others_scores, axis=0) if table.reviewers else np.array([])
+    log_words = np.log(np.maximum(table.length_words, 1.0))
+    correlation = pearson_correlation_t_test(log_words, consensus)
+    length_detected = (
+        correlation.r is not None
+        and correlation.p_value is not None
+        and correlation.p_value < alpha
+        and abs(correlation.r) >= thresholds.length_correlation_threshold
+    )
+    if correlation.n_pairs < thresholds.minimum_length_pairs:
+        indicator_only["length"] = (
+            f"only {correlation.n_pairs} length-score pairs: the test keeps its false-positive "
+            "rate but has little power; pool sessions with `llm-council bias-report`"
+        )
+
+    # the additive model over the reviewers and candidates that have usable scores
+    active_rows = np.flatnonzero(usable.any(axis=1))
+    active_columns = np.flatnonzero(usable.any(axis=0))
+    fit = fit_additive_two_way(others_scores[np.ix_(active_rows, active_columns)])
+    residual_df = fit.residual_df if fit is not None else 0
+    if fit is None:
+        indicator_only["reviewers"] = (
+            "the scores do not identify reviewer and answer effects (too few reviewers, "
+            "answers or overlapping scores): no leniency, position or self-preference test"
+        )
+    elif residual_df < thresholds.minimum_residual_df:
+        indicator_only["reviewers"] = (
+            f"only {residual_df} residual degrees of freedom: leniency, position and "
+            "self-preference tests keep their false-positive rates but have little power"
+        )
+
+    # position
+    position_variance: float | None = None
+    position_p_value: float | None = None
+    slot_means: dict[str, float] = {}
+    position_detected = False
+    if fit is not None:
+        row_ids = active_rows[fit.rows]
+        column_ids = active_columns[fit.columns]
+        slots = table.positions[row_ids, column_ids]
+        known = slots != UNKNOWN_POSITION
+        position = position_randomization_test(
+            fit.residuals[known],
+            slots[known],
+            row_ids[known],
+            n_permutations=thresholds.position_permutations,
+            seed=permutation_seed,
+        )
+        if position is not None:
+            position_variance = position.between_position_variance
+            position_p_value = position.p_value
+            slot_means = {label_for(slot): mean for slot, mean in position.slot_means.items()}
+            position_detected = (
+                position.p_value < alpha
+                and position.between_position_variance >= thresholds.position_variance_threshold
+            )
+    if position_variance is None and "reviewers" not in indicator_only:
+        indicator_only["position"] = "no display positions known: position not tested"
+
+    # leniency
+    reviewer_offsets: dict[str, float | None] = {name: None for name in table.reviewers}
+    reviewer_offset_p_values: dict[str, float | None] = {name: None for name in table.reviewers}
+    harsh: list[str] = []
+    generous: list[str] = []
+    if fit is not None:
+        verdicts = step_down_reviewer_offsets(
+            others_scores[np.ix_(active_rows, active_columns)],
+            significance_level=alpha,
+            effect_floor=thresholds.reviewer_offset_floor,
+        )
+        for verdict in verdicts:
+            name = table.reviewers[active_rows[verdict.reviewer_index]]
+            reviewer_offsets[name] = _finite_or_none(verdict.estimate)
+            reviewer_offset_p_values[name] = _finite_or_none(verdict.p_value_adjusted)
+            if verdict.flagged:
+                (harsh if verdict.estimate < 0 else generous).append(name)
+
+    # self-preference
+    self_raw: dict[str, float | None] = {}
+    self_adjusted: dict[str, float | None] = {}
+    self_p_values: dict[str, float | None] = {}
+    self_preferring: list[str] = []
+    pooled_estimate: float | None = None
+    pooled_p_value: float | None = None
+    self_rows, self_columns = np.nonzero(table.is_self & ~np.isnan(table.scores))
+    row_lookup = {int(row): local for local, row in enumerate(active_rows)}
+    column_lookup = {int(col): local for local, col in enumerate(active_columns)}
+    fit_cells: list[tuple[int, int, float]] = []
+    fit_names: list[str] = []
+    for row, col in zip(self_rows.tolist(), self_columns.tolist(), strict=True):
+        name = table.reviewers[row]
+        own_score = float(table.scores[row, col])
+        others_mean = _nanmean(others_scores[:, col])
+        self_raw[name] = None if others_mean is None else own_score - others_mean
+        self_adjusted[name] = None
+        self_p_values[name] = None
+        if fit is not None and row in row_lookup and col in column_lookup:
+            fit_cells.append((row_lookup[row], column_lookup[col], own_score))
+            fit_names.append(name)
+    if fit is not None and fit_cells:
+        for name, test in zip(fit_names, self_preference_tests(fit, fit_cells), strict=True):
+            self_adjusted[name] = _finite_or_none(test.estimate)
+            self_p_values[name] = _finite_or_none(test.p_value_adjusted)
+            if (
+                test.p_value_adjusted is not None
+                and test.p_value_adjusted < alpha
+                and test.estimate >= thresholds.self_preference_floor
+            ):
+                self_preferring.append(name)
+        pooled = pooled_self_preference_test(fit, fit_cells)
+        if pooled is not None:
+            pooled_estimate = _finite_or_none(pooled.estimate)
+            pooled_p_value = _finite_or_none(pooled.p_value)
+
+    flags = {
+        "length_bias_detected": length_detected,
+        "position_bias_detected": position_detected,
+        "harsh_or_generous_reviewers": bool(harsh or generous),
+        "self_preference_detected": bool(self_preferring),
+    }
+    flags_raised = [name for name, fired in flags.items() if fired]
+    return BiasAuditResult(
+        length_score_correlation=_finite_or_none(correlation.r),
+        length_score_p_value=_finite_or_none(correlation.p_value),
+        length_bias_detected=length_detected,
+        position_score_variance=_finite_or_none(position_variance),
+        position_bias_detected=position_detected,
+        reviewer_mean_scores=reviewer_mean_scores,
+        reviewer_score_variance=reviewer_score_variance,
+        harsh_reviewers=harsh,
+        generous_reviewers=generous,
+        overall_bias_risk=_risk_level(len(flags_raised)),
+        flags_raised=flags_raised,
+        length_score_pairs=correlation.n_pairs,
+        position_score_p_value=position_p_value,
+        position_slot_means=slot_means,
+        reviewer_offsets=reviewer_offsets,
+        reviewer_offset_p_values=reviewer_offset_p_values,
+        self_preference=self_raw,
+        self_preference_adjusted=self_adjusted,
+        self_preference_p_values=self_p_values,
+        self_preferring_reviewers=self_preferring,
+        self_preference_detected=bool(self_preferring),
+        pooled_self_preference=pooled_estimate,
+        pooled_self_preference_p_value=pooled_p_value,
+        sample_sizes={
+            "n_reviewers": len(table.reviewers),
+            "n_candidates": len(table.candidates),
+            "n_scores": int(usable.sum()),
+            "n_self_reviews": int(self_rows.size),
+            "n_length_pairs": correlation.n_pairs,
+            "residual_df": residual_df,
+        },
+        thresholds={
+            "length_correlation_threshold": thresholds.length_correlation_threshold,
+            "position_variance_threshold": thresholds.position_variance_threshold,
+            "reviewer_offset_floor": thresholds.reviewer_offset_floor,
+            "self_preference_floor": thresholds.self_preference_floor,
+        },
+        significance_level=alpha,
+        indicator_only=indicator_only,
+        methods=dict(METHODS),
+    )
+
+
+def run_bias_audit(
+    stage1_responses: Any,
+    stage2_scores: Mapping[str, Mapping[str, float | None]],
+    position_mapping: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    thresholds: AuditThresholds | None = None,
+) -> BiasAuditResult:
+    """Audit one session of any council, outside the middleware.
+
+    ``stage1_responses``: ``{model: text}`` or a list of ``{"model", "response"}``;
+    ``stage2_scores``: ``{reviewer: {candidate: score}}`` (a reviewer whose name is a
+    candidate's is scoring its own answer); ``position_mapping``: per reviewer either
+    ``{model: display_index}`` or its ``label_to_model`` metadata. Without positions the
+    position test is skipped. Thresholds default to :func:`load_thresholds`.
+    """
+    table = score_table_from_mappings(stage1_responses, stage2_scores, position_mapping)
+    return audit_score_table(table, thresholds or load_thresholds())

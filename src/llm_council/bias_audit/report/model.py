@@ -1,0 +1,182 @@
+"""The cross-session bias report as plain frozen dataclasses (what every renderer reads).
+
+Every number carries its interval and the count it came from; the renderers only format.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from llm_council.stats.pooling import IntervalEstimate
+
+#: sessions a reviewer needs for each reliability tier (the issue's definition)
+RELIABILITY_TIERS = ((50, "high"), (20, "moderate"), (10, "preliminary"), (0, "insufficient"))
+
+
+def reliability_tier(n_sessions: int) -> str:
+    """``insufficient`` below 10 sessions, ``preliminary`` below 20, ``moderate`` below 50, else ``high``."""
+    for minimum, tier in RELIABILITY_TIERS:
+        if n_sessions >= minimum:
+            return tier
+    return "insufficient"
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An estimate with its 95% interval (NaN when the data cannot support one)."""
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+    p_value: float = float("nan")
+
+    @classmethod
+    def from_estimate(cls, estimate: IntervalEstimate) -> Interval:
+        return cls(estimate.estimate, estimate.ci_low, estimate.ci_high, estimate.p_value)
+
+    def excludes_zero(self) -> bool:
+        return bool(self.ci_low > 0.0 or self.ci_high < 0.0)
+
+
+@dataclass(frozen=True)
+class ReviewerProfile:
+    """How one reviewer grades compared with the other reviewers of the same answers."""
+
+    reviewer: str
+    n_sessions: int
+    n_scores: int
+    n_missing_scores: int
+    mean_score: float
+    leniency: Interval  # points above (+) / below (-) the others on the same answers
+    leniency_z: float
+    leniency_label: str  # harsh / generous / neutral / unknown
+    spread: float  # pooled within-session sd of its scores
+    spread_ratio: float  # spread / median reviewer spread
+    spread_label: str  # discriminating / typical / compressed
+    length_correlation: Interval  # its own length-score correlation, pooled over sessions
+    reliability: str
+
+
+@dataclass(frozen=True)
+class LengthBias:
+    """Pooled within-session correlation of log length with score, sessions as clusters."""
+
+    pooled: Interval
+    n_sessions: int
+    n_records: int
+    record_level_r: float  # one correlation over all records, for comparison only
+    record_level_ci: tuple[float, float]  # the record-count interval a naive design reports
+    fitted_intercept: float
+    fitted_slope: float  # points per unit of ln(words), pooled OLS over records
+    sample_words: list[float] = field(default_factory=list)
+    sample_scores: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PositionBias:
+    """Scores by display position, and the within-reviewer test of a position effect."""
+
+    positions: list[int]
+    mean_score: list[Interval]  # raw mean score per display position (session-clustered)
+    deviation: list[Interval]  # within-reviewer deviation from the answer's consensus
+    n_sessions: list[int]
+    test_n_candidates: int
+    test_statistic: float  # Hotelling F
+    test_df: tuple[int, int]
+    test_p_value: float
+    trend: Interval  # points per slot later in the order (<0: primacy)
+    direction: str  # primacy / recency / non-monotone / none detected
+    significance_level: float
+
+
+@dataclass(frozen=True)
+class SelfPreference:
+    """A reviewer's bonus to its own answer, net of its general leniency."""
+
+    reviewer: str
+    n_sessions: int
+    adjusted: Interval  # (own - others on own answer) - (its deviation on other answers)
+    raw: Interval  # own - others on own answer
+    detected: bool
+
+
+@dataclass(frozen=True)
+class JointEffect:
+    """One term of the joint model with its session-clustered interval."""
+
+    term: str
+    group: str  # reviewer_leniency / position / self_review / reviewer_verbosity
+    estimate: float
+    ci_low: float
+    ci_high: float
+    standard_error: float
+
+
+@dataclass(frozen=True)
+class JointModel:
+    """score ~ answer FE + reviewer + position + self-review + reviewer x log length."""
+
+    effects: list[JointEffect]
+    n_records: int
+    n_answers: int
+    n_sessions: int
+    position_wald_f: float
+    position_wald_p: float
+    residual_sd: float
+
+
+@dataclass(frozen=True)
+class LeaderboardEntry:
+    """A model's Bradley-Terry strength from the rankings, and its scores."""
+
+    model: str
+    strength: Interval  # centred log strength, session bootstrap
+    length_controlled: Interval  # same, with a log-length covariate (clustered sandwich)
+    mean_score: float
+    adjusted_mean_score: float  # extra view: the joint model's answer effects, averaged
+    n_comparisons: int
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    entries: list[LeaderboardEntry]
+    n_sessions: int
+    n_resamples: int
+    length_slope: Interval  # log-odds of winning per unit of ln(words) difference
+
+
+@dataclass(frozen=True)
+class BiasReport:
+    """Everything ``llm-council bias-report`` shows."""
+
+    store: str
+    generated_at: str
+    since: str | None
+    n_records: int
+    n_sessions: int
+    n_reviewers: int
+    n_models: int
+    warnings: list[str]
+    profiles: list[ReviewerProfile]
+    length: LengthBias | None
+    position: PositionBias | None
+    self_preference: list[SelfPreference]
+    joint: JointModel | None
+    leaderboard: Leaderboard | None
+    significance_level: float = 0.05
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: NaN and infinities become null (JSON has neither)."""
+        return _json_safe(asdict(self))
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(item) for item in value]
+    return value

@@ -1,0 +1,78 @@
+"""``BiasAuditResult``: the per-session audit users read at ``metadata["bias_audit"]``.
+
+The first ten keys are the seed design's (users' scripts read them; keep the names);
+the rest say what the seed design left out: self-preference, sample sizes, the
+thresholds and significance level used, and which results rest on too few data to be
+more than an indicator.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RiskLevel = Literal["low", "medium", "high"]
+
+
+class BiasAuditResult(BaseModel):
+    """Per-session bias statistics of the stage-2 reviewers (see docs/bias-audit.md)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # --- the seed design's keys ---
+    length_score_correlation: float | None = Field(
+        description="Pearson r of log word count vs mean score from the other members, per answer"
+    )
+    length_score_p_value: float | None = Field(description="exact two-sided t test, n-2 df")
+    length_bias_detected: bool
+    position_score_variance: float | None = Field(
+        description="between-slot variance of within-reviewer residual scores (points^2)"
+    )
+    position_bias_detected: bool
+    reviewer_mean_scores: dict[str, float | None] = Field(
+        description="mean score each reviewer gave to others' answers"
+    )
+    reviewer_score_variance: dict[str, float | None] = Field(
+        description="sample variance (ddof=1) of the scores each reviewer gave to others' answers"
+    )
+    harsh_reviewers: list[str]
+    generous_reviewers: list[str]
+    overall_bias_risk: RiskLevel
+    # --- what the seed design left out ---
+    flags_raised: list[str] = Field(description="names of the flags that fired")
+    length_score_pairs: int
+    position_score_p_value: float | None = Field(
+        description="randomization test re-drawing each reviewer's own display order"
+    )
+    position_slot_means: dict[str, float] = Field(
+        description="mean residual score per display label (points above the reviewer's norm)"
+    )
+    reviewer_offsets: dict[str, float | None] = Field(
+        description="points above the other reviewers on the same answers (additive model)"
+    )
+    reviewer_offset_p_values: dict[str, float | None] = Field(
+        description="two-sided, Holm-adjusted, from the step-down procedure"
+    )
+    self_preference: dict[str, float | None] = Field(
+        description="score given to its own answer minus the mean the others gave that answer"
+    )
+    self_preference_adjusted: dict[str, float | None] = Field(
+        description="score given to its own answer minus the additive model's prediction"
+    )
+    self_preference_p_values: dict[str, float | None] = Field(
+        description="one-sided, Bonferroni-adjusted over self-reviews"
+    )
+    self_preferring_reviewers: list[str]
+    self_preference_detected: bool
+    pooled_self_preference: float | None = Field(
+        description="mean adjusted self-preference over the session's self-reviews"
+    )
+    pooled_self_preference_p_value: float | None
+    sample_sizes: dict[str, int]
+    thresholds: dict[str, float]
+    significance_level: float
+    indicator_only: dict[str, str] = Field(
+        description="results resting on too few data for a statistical claim, with why"
+    )
+    methods: dict[str, str]

@@ -1,0 +1,240 @@
+"""The pairs file: one JSON object per line, each a question with two answers to compare.
+
+Live calibration needs ``id``, ``prompt``, ``response_a``, ``response_b``; replay also reads
+``judge`` and ``judgments`` (verdicts already recorded, ``winner`` always in the ORIGINAL
+labels). Every problem is reported with the file, the line and the field, because these
+files are written by hand or by other tools.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from llm_council.errors import InputError
+
+Winner = Literal["a", "b", "tie"]
+Order = Literal["ab", "ba"]
+
+WINNERS: tuple[Winner, ...] = ("a", "b", "tie")
+ORDERS: tuple[Order, ...] = ("ab", "ba")
+
+
+@dataclass(frozen=True)
+class Judgment:
+    """One verdict of one judge on one pair shown in one order, in the original labels."""
+
+    order: Order
+    winner: Winner
+    repetition: int = 0
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A question with two answers; ``judgments`` are present only in replay files."""
+
+    pair_id: str
+    prompt: str
+    response_a: str
+    response_b: str
+    model_a: str | None = None
+    model_b: str | None = None
+    human_label: Winner | None = None
+    reference_answer: str | None = None
+    pair_type: str | None = None
+    subset_tags: tuple[str, ...] = ()
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    judge: str | None = None
+    judgments: tuple[Judgment, ...] = ()
+    line: int = 0
+
+    def response(self, label: Literal["a", "b"]) -> str:
+        return self.response_a if label == "a" else self.response_b
+
+
+def shown_order(order: Order) -> tuple[Literal["a", "b"], Literal["a", "b"]]:
+    """The original labels in display order: ``"ba"`` shows ``response_b`` first."""
+    return ("a", "b") if order == "ab" else ("b", "a")
+
+
+def slot_to_original(order: Order, slot_winner: Literal["first", "second", "tie"]) -> Winner:
+    """Map a verdict about display slots back to the original labels."""
+    if slot_winner == "tie":
+        return "tie"
+    first, second = shown_order(order)
+    return first if slot_winner == "first" else second
+
+
+def _text_field(
+    record: Mapping[str, Any], name: str, where: tuple[str, int], *, required: bool
+) -> str | None:
+    value = record.get(name)
+    if value is None:
+        if required:
+            raise InputError(f"missing field '{name}'", path=where[0], line=where[1])
+        return None
+    if not isinstance(value, str):
+        raise InputError(
+            f"field '{name}' must be a string, got {type(value).__name__}",
+            path=where[0],
+            line=where[1],
+        )
+    return value
+
+
+def _winner(value: Any, field_name: str, where: tuple[str, int]) -> Winner:
+    normalized = value.strip().lower() if isinstance(value, str) else value
+    if normalized not in WINNERS:
+        raise InputError(
+            f"field '{field_name}' must be one of a, b, tie; got {value!r}",
+            path=where[0],
+            line=where[1],
+        )
+    return cast(Winner, normalized)
+
+
+def _judgments(raw: Any, where: tuple[str, int]) -> tuple[Judgment, ...]:
+    if not isinstance(raw, list):
+        raise InputError("field 'judgments' must be a list", path=where[0], line=where[1])
+    seen: dict[str, int] = {"ab": 0, "ba": 0}
+    judgments = []
+    for index, item in enumerate(raw):
+        name = f"judgments[{index}]"
+        if not isinstance(item, dict):
+            raise InputError(f"field '{name}' must be an object", path=where[0], line=where[1])
+        order = item.get("order")
+        if order not in ORDERS:
+            raise InputError(
+                f"field '{name}.order' must be 'ab' or 'ba', got {order!r}",
+                path=where[0],
+                line=where[1],
+            )
+        winner = _winner(item.get("winner"), f"{name}.winner", where)
+        # repetitions are numbered in file order within each display order
+        judgments.append(Judgment(order=order, winner=winner, repetition=seen[order]))
+        seen[order] += 1
+    return tuple(judgments)
+
+
+def parse_pair(record: Any, where: tuple[str, int]) -> Pair:
+    """Validate one decoded line; ``where`` is ``(path, line)`` for error messages."""
+    if not isinstance(record, dict):
+        raise InputError(
+            f"expected a JSON object, got {type(record).__name__}", path=where[0], line=where[1]
+        )
+    pair_id = record.get("id")
+    if isinstance(pair_id, int) and not isinstance(pair_id, bool):
+        pair_id = str(pair_id)
+    if not isinstance(pair_id, str) or not pair_id:
+        raise InputError(
+            f"field 'id' must be a non-empty string, got {pair_id!r}", path=where[0], line=where[1]
+        )
+    metadata = record.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise InputError("field 'metadata' must be an object", path=where[0], line=where[1])
+    models = {}
+    for side in ("model_a", "model_b"):
+        value = metadata.get(side)
+        if value is not None and not isinstance(value, str):
+            raise InputError(
+                f"field 'metadata.{side}' must be a string", path=where[0], line=where[1]
+            )
+        models[side] = value
+    human = record.get("human_label")
+    tags = record.get("subset_tags") or []
+    if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
+        raise InputError(
+            "field 'subset_tags' must be a list of strings", path=where[0], line=where[1]
+        )
+    judge = _text_field(record, "judge", where, required=False)
+    judgments = (
+        _judgments(record["judgments"], where) if record.get("judgments") is not None else ()
+    )
+    if judgments and judge is None:
+        raise InputError(
+            "field 'judge' is required when 'judgments' is present", path=where[0], line=where[1]
+        )
+    return Pair(
+        pair_id=pair_id,
+        prompt=cast(str, _text_field(record, "prompt", where, required=True)),
+        response_a=cast(str, _text_field(record, "response_a", where, required=True)),
+        response_b=cast(str, _text_field(record, "response_b", where, required=True)),
+        model_a=models["model_a"],
+        model_b=models["model_b"],
+        human_label=_winner(human, "human_label", where) if human is not None else None,
+        reference_answer=_text_field(record, "reference_answer", where, required=False),
+        pair_type=_text_field(record, "pair_type", where, required=False),
+        subset_tags=tuple(tags),
+        metadata=metadata,
+        judge=judge,
+        judgments=judgments,
+        line=where[1],
+    )
+
+
+def parse_pairs_lines(lines: Iterable[str], path: str) -> list[Pair]:
+    """Parse JSONL lines; blank lines are skipped, ``(judge, id)`` must be unique."""
+    pairs: list[Pair] = []
+    seen: dict[tuple[str | None, str], int] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise InputError(
+                f"invalid JSON: {error.msg} (column {error.colno})", path=path, line=number
+            ) from None
+        pair = parse_pair(record, (path, number))
+        key = (pair.judge, pair.pair_id)
+        if key in seen:
+            raise InputError(
+                f"duplicate id '{pair.pair_id}'"
+                + (f" for judge '{pair.judge}'" if pair.judge else "")
+                + f" (first on line {seen[key]})",
+                path=path,
+                line=number,
+            )
+        seen[key] = number
+        pairs.append(pair)
+    return pairs
+
+
+def read_pairs(path: Path) -> list[Pair]:
+    """Read a pairs file; a missing or empty file is an :class:`InputError`."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("file not found", path=str(path)) from None
+    except UnicodeDecodeError as error:
+        raise InputError(f"not UTF-8 text ({error.reason})", path=str(path)) from None
+    pairs = parse_pairs_lines(text.splitlines(), str(path))
+    if not pairs:
+        raise InputError("no pairs in file", path=str(path))
+    return pairs
+
+
+def pair_to_record(pair: Pair, *, with_judgments: bool = True) -> dict[str, Any]:
+    """The JSON object for ``pair`` in the input format (inverse of :func:`parse_pair`)."""
+    record: dict[str, Any] = {
+        "id": pair.pair_id,
+        "prompt": pair.prompt,
+        "response_a": pair.response_a,
+        "response_b": pair.response_b,
+        "metadata": dict(pair.metadata),
+    }
+    optional = {
+        "human_label": pair.human_label,
+        "reference_answer": pair.reference_answer,
+        "pair_type": pair.pair_type,
+    }
+    record.update({key: value for key, value in optional.items() if value is not None})
+    if pair.subset_tags:
+        record["subset_tags"] = list(pair.subset_tags)
+    if with_judgments and pair.judge is not None:
+        record["judge"] = pair.judge
+        record["judgments"] = [{"order": j.order, "winner": j.winner} for j in pair.judgments]
+    return record

@@ -1,0 +1,131 @@
+"""Anthropic's Messages API through the official ``anthropic`` SDK.
+
+Translation only, like :mod:`llm_council.providers.openai_sdk`: the SDK's retries are off
+(``max_retries=0``, the core retries), its timeout is a generous backstop, and its
+exceptions are classified by :mod:`llm_council.providers.error_mapping`.
+
+The Messages API takes the system prompt as a separate field and has no schema-free JSON
+mode (structured outputs need a JSON schema, which a request does not carry), so
+``json_output`` adds one sentence to the system prompt instead; the council's parser
+accepts fenced or raw JSON either way. It has no sampling seed, so ``seed`` is not sent.
+
+Options: ``api_key_env`` (default ``ANTHROPIC_API_KEY``), ``base_url`` (a proxy or
+gateway; the SDK also reads ``ANTHROPIC_BASE_URL``), ``timeout_s`` (default 600).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llm_council.providers.base import Completion, CompletionRequest, Provider, Usage
+from llm_council.providers.error_mapping import (
+    empty_answer_error,
+    malformed_response_error,
+    stainless_sdk_error,
+)
+from llm_council.providers.provider_setup import (
+    import_sdk,
+    positive_timeout,
+    reject_unknown_options,
+    require_api_key,
+)
+
+DEFAULT_API_KEY_ENV = "ANTHROPIC_API_KEY"
+DEFAULT_SDK_TIMEOUT_S = 600.0
+JSON_ONLY_INSTRUCTION = "Reply with a single JSON object and nothing else."
+_OPTIONS = ("base_url", "api_key_env", "timeout_s")
+
+
+class AnthropicProvider(Provider):
+    """``anthropic:MODEL`` - Claude models."""
+
+    provider_name = "anthropic"
+
+    def __init__(self, model_name: str, **options: Any) -> None:
+        super().__init__(model_name)
+        reject_unknown_options(self.provider_name, model_name, options, _OPTIONS)
+        self._sdk = import_sdk("anthropic", "anthropic", self.provider_name)
+        key_env = str(options.get("api_key_env") or DEFAULT_API_KEY_ENV)
+        api_key = require_api_key(self.provider_name, (key_env,))
+        self._secrets = (api_key,)
+        self._client = self._sdk.AsyncAnthropic(
+            api_key=api_key,
+            base_url=options.get("base_url") or None,
+            max_retries=0,
+            timeout=positive_timeout(
+                self.provider_name, options.get("timeout_s", DEFAULT_SDK_TIMEOUT_S)
+            ),
+        )
+
+    def request_arguments(self, request: CompletionRequest) -> dict[str, Any]:
+        """The keyword arguments of ``messages.create`` for ``request``."""
+        # The API has no "system" role inside messages: fold such messages into ``system``.
+        system_parts = [request.system] if request.system else []
+        system_parts += [m.content for m in request.messages if m.role == "system"]
+        if request.json_output:
+            system_parts.append(JSON_ONLY_INSTRUCTION)
+        arguments: dict[str, Any] = {
+            "model": self.model_name,
+            "max_tokens": request.max_tokens,
+            "messages": [
+                {"role": m.role, "content": m.content}
+                for m in request.messages
+                if m.role != "system"
+            ],
+        }
+        if system_parts:
+            arguments["system"] = "\n\n".join(system_parts)
+        if request.temperature is not None:
+            arguments["temperature"] = request.temperature
+        return arguments
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        try:
+            response = await self._client.messages.create(**self.request_arguments(request))
+        except Exception as error:
+            classified = stainless_sdk_error(
+                error, self._sdk, spec=self.spec, provider=self.provider_name, secrets=self._secrets
+            )
+            if classified is None:
+                raise
+            # ``from None``: the SDK's exception text may echo the key, keep it out of tracebacks
+            raise classified from None
+        return self._completion_from(response)
+
+    def _completion_from(self, response: Any) -> Completion:
+        # The SDK builds response objects without validation, so every field is checked here.
+        blocks = getattr(response, "content", None)
+        if not isinstance(blocks, list):
+            raise malformed_response_error(
+                self.spec, self.provider_name, "no 'content' in the body"
+            )
+        # Only text blocks are the answer; thinking and tool blocks are not shown to the council.
+        texts = [
+            block.text
+            for block in blocks
+            if getattr(block, "type", None) == "text"
+            and isinstance(getattr(block, "text", None), str)
+        ]
+        text = "".join(texts)
+        stop_reason = getattr(response, "stop_reason", None)
+        stop_reason = stop_reason if isinstance(stop_reason, str) else None
+        if not text.strip():
+            raise empty_answer_error(self.spec, self.provider_name, stop_reason)
+        model = getattr(response, "model", None)
+        usage = getattr(response, "usage", None)
+        return Completion(
+            text=text,
+            model=model if isinstance(model, str) and model else self.model_name,
+            usage=Usage(
+                input_tokens=_int_or_none(getattr(usage, "input_tokens", None)),
+                output_tokens=_int_or_none(getattr(usage, "output_tokens", None)),
+            ),
+            finish_reason=stop_reason,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

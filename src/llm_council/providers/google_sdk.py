@@ -1,0 +1,185 @@
+"""Gemini through the official ``google-genai`` SDK (``client.aio.models.generate_content``).
+
+Translation only, like :mod:`llm_council.providers.openai_sdk`. The SDK's retries are off
+explicitly (``HttpRetryOptions(attempts=1)``; the core retries), its timeout is a generous
+backstop, and Vertex AI is never picked up from the environment by accident.
+
+google-genai raises ``errors.APIError`` (with ``code`` and the ``httpx``/``httpx2``
+response) for HTTP errors but lets transport exceptions through unwrapped; both are
+classified by :mod:`llm_council.providers.error_mapping`. A 429 from Google usually
+carries its wait in the body (``google.rpc.RetryInfo.retryDelay``) rather than in a
+``retry-after`` header, so both are read.
+
+Options: ``api_key_env`` (default: ``GOOGLE_API_KEY``, then ``GEMINI_API_KEY``),
+``base_url`` (a proxy or gateway), ``timeout_s`` (SDK backstop, default 600).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from llm_council.errors import ProviderError
+from llm_council.providers.base import Completion, CompletionRequest, Provider, Usage
+from llm_council.providers.error_mapping import (
+    empty_answer_error,
+    http_stack_error,
+    malformed_response_error,
+    parse_duration_seconds,
+    server_message_from_body,
+    status_error,
+)
+from llm_council.providers.provider_setup import (
+    import_sdk,
+    positive_timeout,
+    reject_unknown_options,
+    require_api_key,
+)
+
+DEFAULT_API_KEY_ENVS = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
+DEFAULT_SDK_TIMEOUT_S = 600.0
+_OPTIONS = ("base_url", "api_key_env", "timeout_s")
+_RETRY_INFO_TYPE = "type.googleapis.com/google.rpc.RetryInfo"
+
+
+class GoogleProvider(Provider):
+    """``google:MODEL`` - Gemini models through the Gemini Developer API."""
+
+    provider_name = "google"
+
+    def __init__(self, model_name: str, **options: Any) -> None:
+        super().__init__(model_name)
+        reject_unknown_options(self.provider_name, model_name, options, _OPTIONS)
+        genai = import_sdk("google.genai", "google-genai", self.provider_name)
+        self._errors = import_sdk("google.genai.errors", "google-genai", self.provider_name)
+        key_envs = (
+            (str(options["api_key_env"]),) if options.get("api_key_env") else DEFAULT_API_KEY_ENVS
+        )
+        api_key = require_api_key(self.provider_name, key_envs)
+        self._secrets = (api_key,)
+        timeout_s = positive_timeout(
+            self.provider_name, options.get("timeout_s", DEFAULT_SDK_TIMEOUT_S)
+        )
+        http_options = genai.types.HttpOptions(
+            base_url=options.get("base_url") or None,
+            timeout=int(timeout_s * 1000),  # the SDK takes milliseconds
+            retry_options=genai.types.HttpRetryOptions(attempts=1),
+        )
+        self._client = genai.Client(api_key=api_key, vertexai=False, http_options=http_options)
+
+    def request_arguments(self, request: CompletionRequest) -> dict[str, Any]:
+        """The keyword arguments of ``generate_content`` for ``request`` (plain dicts)."""
+        system_parts = [request.system] if request.system else []
+        system_parts += [m.content for m in request.messages if m.role == "system"]
+        config: dict[str, Any] = {"max_output_tokens": request.max_tokens}
+        if system_parts:
+            config["system_instruction"] = "\n\n".join(system_parts)
+        if request.temperature is not None:
+            config["temperature"] = request.temperature
+        if request.seed is not None:
+            config["seed"] = request.seed
+        if request.json_output:
+            config["response_mime_type"] = "application/json"
+        contents = [
+            {"role": "model" if m.role == "assistant" else "user", "parts": [{"text": m.content}]}
+            for m in request.messages
+            if m.role != "system"
+        ]
+        return {"model": self.model_name, "contents": contents, "config": config}
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        try:
+            response = await self._client.aio.models.generate_content(
+                **self.request_arguments(request)
+            )
+        except Exception as error:
+            classified = self._classify(error)
+            if classified is None:
+                raise
+            # ``from None``: the SDK's exception text may echo the key, keep it out of tracebacks
+            raise classified from None
+        return self._completion_from(response)
+
+    def _classify(self, error: Exception) -> ProviderError | None:
+        if isinstance(error, self._errors.APIError):
+            response = getattr(error, "response", None)
+            headers = getattr(response, "headers", None)
+            return status_error(
+                self.spec,
+                self.provider_name,
+                int(error.code),
+                dict(headers) if headers is not None else {},
+                server_message_from_body(error.details, str(error.message or error.status or "")),
+                secrets=self._secrets,
+                retry_after=_retry_delay_from_details(error.details),
+            )
+        if isinstance(error, json.JSONDecodeError):  # a 200 body that is not JSON
+            return malformed_response_error(
+                self.spec,
+                self.provider_name,
+                f"body is not valid JSON ({error})",
+                secrets=self._secrets,
+            )
+        return http_stack_error(
+            error, spec=self.spec, provider=self.provider_name, secrets=self._secrets
+        )
+
+    def _completion_from(self, response: Any) -> Completion:
+        candidates = getattr(response, "candidates", None)
+        if not candidates:
+            feedback = getattr(response, "prompt_feedback", None)
+            block_reason = _enum_text(getattr(feedback, "block_reason", None))
+            if block_reason is not None:  # the prompt itself was blocked: no candidate at all
+                raise empty_answer_error(self.spec, self.provider_name, f"blocked:{block_reason}")
+            raise malformed_response_error(
+                self.spec, self.provider_name, "no 'candidates' in the body"
+            )
+        candidate = candidates[0]
+        finish_reason = _enum_text(getattr(candidate, "finish_reason", None))
+        parts = getattr(getattr(candidate, "content", None), "parts", None) or []
+        # Thought summaries are not part of the answer the council reads.
+        text = "".join(
+            part.text
+            for part in parts
+            if isinstance(getattr(part, "text", None), str) and not getattr(part, "thought", False)
+        )
+        if not text.strip():
+            raise empty_answer_error(self.spec, self.provider_name, finish_reason)
+        model = getattr(response, "model_version", None)
+        usage = getattr(response, "usage_metadata", None)
+        return Completion(
+            text=text,
+            model=model if isinstance(model, str) and model else self.model_name,
+            usage=Usage(
+                input_tokens=_int_or_none(getattr(usage, "prompt_token_count", None)),
+                output_tokens=_int_or_none(getattr(usage, "candidates_token_count", None)),
+            ),
+            finish_reason=finish_reason,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aio.aclose()
+        self._client.close()
+
+
+def _retry_delay_from_details(details: object) -> float | None:
+    """Google's ``RetryInfo.retryDelay`` (e.g. ``"13s"``) from an error body, in seconds."""
+    error = details.get("error") if isinstance(details, Mapping) else None
+    entries = error.get("details") if isinstance(error, Mapping) else None
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, Mapping) and entry.get("@type") == _RETRY_INFO_TYPE:
+            delay = entry.get("retryDelay")
+            return parse_duration_seconds(delay if isinstance(delay, str) else None)
+    return None
+
+
+def _enum_text(value: object) -> str | None:
+    if isinstance(value, enum.Enum):
+        return str(value.value)
+    return value if isinstance(value, str) else None
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

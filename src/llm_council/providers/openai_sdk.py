@@ -1,0 +1,146 @@
+"""OpenAI chat completions through the official ``openai`` SDK (also any compatible server).
+
+Translation only: a :class:`CompletionRequest` becomes a ``chat.completions.create`` call
+and the response becomes a :class:`Completion`; SDK exceptions are classified by
+:mod:`llm_council.providers.error_mapping`. The SDK's own retries are off
+(``max_retries=0``) because :mod:`llm_council.providers.calling` retries, so a call is
+never retried twice; the SDK timeout is only a generous backstop behind the core's.
+
+Options (per council member): ``base_url`` (or env ``OPENAI_BASE_URL``) for an
+OpenAI-compatible server such as Ollama (``http://localhost:11434/v1``) or vLLM;
+``api_key_env`` (default ``OPENAI_API_KEY``); ``timeout_s`` (SDK backstop, default 600).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+from urllib.parse import urlsplit
+
+from llm_council.errors import MissingCredentialsError
+from llm_council.providers.base import Completion, CompletionRequest, Provider, Usage
+from llm_council.providers.error_mapping import (
+    empty_answer_error,
+    malformed_response_error,
+    stainless_sdk_error,
+)
+from llm_council.providers.provider_setup import (
+    api_key_from_env,
+    import_sdk,
+    is_local_url,
+    positive_timeout,
+    reject_unknown_options,
+)
+
+DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+BASE_URL_ENV = "OPENAI_BASE_URL"
+# Sent to a local server that checks no key; the SDK refuses to start without one.
+LOCAL_PLACEHOLDER_KEY = "not-needed"
+DEFAULT_SDK_TIMEOUT_S = 600.0
+_OPTIONS = ("base_url", "api_key_env", "timeout_s")
+
+
+class OpenAIProvider(Provider):
+    """``openai:MODEL`` - OpenAI, or an OpenAI-compatible server given by ``base_url``."""
+
+    provider_name = "openai"
+
+    def __init__(self, model_name: str, **options: Any) -> None:
+        super().__init__(model_name)
+        reject_unknown_options(self.provider_name, model_name, options, _OPTIONS)
+        self._sdk = import_sdk("openai", "openai", self.provider_name)
+        base_url = options.get("base_url") or os.environ.get(BASE_URL_ENV, "").strip() or None
+        key_env = str(options.get("api_key_env") or DEFAULT_API_KEY_ENV)
+        api_key = api_key_from_env((key_env,))
+        if api_key is None:
+            # A self-hosted server (Ollama, vLLM) usually checks no key; a public one does.
+            if base_url is None or not is_local_url(base_url):
+                raise MissingCredentialsError(self.provider_name, (key_env,))
+            api_key = LOCAL_PLACEHOLDER_KEY
+        self._secrets = (api_key,)
+        # OpenAI's reasoning models reject ``max_tokens``; compatible servers may only
+        # know ``max_tokens``, so the newer name is used for OpenAI's own endpoint only.
+        self._token_limit_field = (
+            "max_completion_tokens"
+            if base_url is None or urlsplit(base_url).hostname == "api.openai.com"
+            else "max_tokens"
+        )
+        self._client = self._sdk.AsyncOpenAI(
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=0,
+            timeout=positive_timeout(
+                self.provider_name, options.get("timeout_s", DEFAULT_SDK_TIMEOUT_S)
+            ),
+        )
+
+    def request_arguments(self, request: CompletionRequest) -> dict[str, Any]:
+        """The keyword arguments of ``chat.completions.create`` for ``request``."""
+        messages: list[dict[str, str]] = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        messages.extend({"role": m.role, "content": m.content} for m in request.messages)
+        arguments: dict[str, Any] = {
+            "model": self.model_name,
+            "messages": messages,
+            self._token_limit_field: request.max_tokens,
+        }
+        if request.temperature is not None:
+            arguments["temperature"] = request.temperature
+        if request.seed is not None:
+            arguments["seed"] = request.seed
+        if request.json_output:
+            arguments["response_format"] = {"type": "json_object"}
+        return arguments
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        try:
+            response = await self._client.chat.completions.create(**self.request_arguments(request))
+        except Exception as error:
+            classified = stainless_sdk_error(
+                error, self._sdk, spec=self.spec, provider=self.provider_name, secrets=self._secrets
+            )
+            if classified is None:
+                raise
+            # ``from None``: the SDK's exception text may echo the key, keep it out of tracebacks
+            raise classified from None
+        return self._completion_from(response)
+
+    def _completion_from(self, response: Any) -> Completion:
+        # The SDK builds response objects without validation, so every field is checked here.
+        choices = getattr(response, "choices", None)
+        if not isinstance(choices, list) or not choices:
+            raise malformed_response_error(
+                self.spec, self.provider_name, "no 'choices' in the body"
+            )
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        text = getattr(message, "content", None)
+        finish_reason = getattr(choice, "finish_reason", None)
+        finish_reason = finish_reason if isinstance(finish_reason, str) else None
+        if text is not None and not isinstance(text, str):
+            raise malformed_response_error(
+                self.spec, self.provider_name, "'choices[0].message.content' is not a string"
+            )
+        if not text or not text.strip():
+            if isinstance(getattr(message, "refusal", None), str):
+                finish_reason = "refusal"
+            raise empty_answer_error(self.spec, self.provider_name, finish_reason)
+        model = getattr(response, "model", None)
+        usage = getattr(response, "usage", None)
+        return Completion(
+            text=text,
+            model=model if isinstance(model, str) and model else self.model_name,
+            usage=Usage(
+                input_tokens=_int_or_none(getattr(usage, "prompt_tokens", None)),
+                output_tokens=_int_or_none(getattr(usage, "completion_tokens", None)),
+            ),
+            finish_reason=finish_reason,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

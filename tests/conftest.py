@@ -1,0 +1,83 @@
+"""Shared fixtures: a scripted fake provider registered through the real registry."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from llm_council.config import CouncilConfig, CouncilMember
+from llm_council.errors import ProviderError
+from llm_council.providers.base import Completion, CompletionRequest, Provider
+from llm_council.providers.registry import register_provider, unregister_provider
+
+Script = Callable[[CompletionRequest, int], str]
+
+
+class ScriptedProvider(Provider):
+    """A fake model: ``scripts[model_name][task](request, call_number) -> text`` or raises."""
+
+    provider_name = "fake"
+    scripts: dict[str, dict[str, Script]] = {}
+    calls: list[tuple[str, str]] = []
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        ScriptedProvider.calls.append((self.model_name, request.task))
+        number = sum(1 for name, task in ScriptedProvider.calls if name == self.model_name and task == request.task)
+        script = self.scripts.get(self.model_name, {}).get(request.task)
+        if script is None:
+            raise ProviderError(f"fake:{self.model_name} has no script for {request.task}", provider="fake")
+        return Completion(text=script(request, number), model=f"fake:{self.model_name}")
+
+
+@pytest.fixture
+def scripted_provider() -> Iterator[type[ScriptedProvider]]:
+    ScriptedProvider.scripts = {}
+    ScriptedProvider.calls = []
+    register_provider("fake", lambda name, options: ScriptedProvider(name))
+    yield ScriptedProvider
+    unregister_provider("fake")
+
+
+def simulated_config(*members: tuple[str, str, dict[str, Any]], self_review: str = "exclude_at_aggregation", **fields: Any) -> CouncilConfig:
+    """A council of simulated members: ``(name, profile, options)`` triples."""
+    return CouncilConfig(
+        members=tuple(CouncilMember(name=n, spec=f"simulated:{p}", options=o) for n, p, o in members),
+        chairman=CouncilMember(name="chair", spec="simulated:balanced"),
+        self_review=self_review,  # type: ignore[arg-type]
+        **fields,
+    )
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No test sees the developer's keys or writes to the real bias store."""
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY", "LLM_COUNCIL_CONFIG",
+                 "LLM_COUNCIL_BIAS_AUDIT", "LLM_COUNCIL_HASH_SECRET", "LLM_COUNCIL_QUERY_HASH", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", str(tmp_path_factory.mktemp("store") / "records.jsonl"))
+
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture
+def chromium_path() -> str:
+    """Debian's chromium for browser tests: skipped when absent, but a failure in CI.
+
+    .ci/run installs chromium and sets LLM_COUNCIL_REQUIRE_BROWSER=1, so a browser test
+    can never pass CI by being skipped.
+    """
+    if os.path.exists(CHROMIUM):
+        return CHROMIUM
+    if os.environ.get("LLM_COUNCIL_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"browser tests are required here but {CHROMIUM} is missing")
+    pytest.skip(f"{CHROMIUM} not installed (apt-get install chromium)")
+
+
+@pytest.fixture
+def make_simulated_config() -> Callable[..., CouncilConfig]:
+    """``make_simulated_config(("a", "unbiased", {}), ...)`` builds a simulated council."""
+    return simulated_config
