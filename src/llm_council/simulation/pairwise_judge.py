@@ -22,6 +22,7 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from llm_council.calibration.judge_prompt import FIRST_LABEL, SECOND_LABEL, format_verdict
+from llm_council.calibration.perturbations import identity_signature
 from llm_council.prompts import extract_candidate_blocks
 from llm_council.providers.base import CompletionRequest
 from llm_council.simulation.answers import read_footer
@@ -32,11 +33,6 @@ _SCALE = (1.0, 10.0)
 #: how many opening words identify a footer-less text; perturbations that append text
 #: (padding, citations, a signature) keep the judge's perception of its quality
 _IDENTITY_WORDS = 50
-
-
-def identity_signature(judge_name: str) -> str:
-    """The sign-off the identity probe appends; a simulated judge reads it as its own style."""
-    return f"-- written by {judge_name}"
 
 
 def hashed_quality(text: str, profile: SimulatedProfile) -> float:

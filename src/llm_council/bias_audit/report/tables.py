@@ -1,0 +1,50 @@
+"""Derived DuckDB tables every analysis shares, built once per report.
+
+``reviewers`` and ``models`` give each id a dense integer index (stable: sorted by id), and
+``scored`` holds each scored record with its *paired deviation*: the score minus the mean
+score the other reviewers gave the same answer (session, model). Comparing reviewers on
+the same answers, never raw means over different subsets, is what makes leniency,
+position and self-preference estimates immune to which answers a reviewer happened to see.
+Self-reviews never enter the "others" mean, so self-preference cannot leak into it.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+
+def create_analysis_tables(connection: duckdb.DuckDBPyConnection) -> None:
+    """Create ``reviewers``, ``models`` and ``scored`` from ``records``."""
+    connection.execute(
+        """CREATE TEMP TABLE reviewers AS
+           SELECT reviewer, (row_number() OVER (ORDER BY reviewer) - 1)::INTEGER AS reviewer_index
+           FROM (SELECT DISTINCT reviewer FROM records)"""
+    )
+    connection.execute(
+        """CREATE TEMP TABLE models AS
+           SELECT model, (row_number() OVER (ORDER BY model) - 1)::INTEGER AS model_index
+           FROM (SELECT DISTINCT model FROM records)"""
+    )
+    connection.execute(
+        """CREATE TEMP TABLE scored AS
+           WITH answer AS (
+               SELECT session, model,
+                      sum(score) FILTER (WHERE NOT is_self) AS other_sum,
+                      count(score) FILTER (WHERE NOT is_self) AS other_n
+               FROM records WHERE score IS NOT NULL
+               GROUP BY session, model)
+           SELECT r.session, r.reviewer, rv.reviewer_index, r.model, m.model_index,
+                  r.position, r.n_candidates, r.words, r.score, r.rank, r.is_self,
+                  CASE
+                      WHEN r.is_self AND a.other_n >= 1
+                          THEN r.score - a.other_sum / a.other_n
+                      WHEN NOT r.is_self AND a.other_n >= 2
+                          THEN r.score - (a.other_sum - r.score) / (a.other_n - 1)
+                  END AS deviation
+           FROM records r
+           JOIN answer a USING (session, model)
+           JOIN reviewers rv USING (reviewer)
+           JOIN models m USING (model)
+           WHERE r.score IS NOT NULL
+           ORDER BY r.session"""
+    )
