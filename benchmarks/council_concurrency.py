@@ -23,7 +23,10 @@ IDEAL_S = 3 * LATENCY_S
 def sleepy_council(members: int) -> CouncilConfig:
     options = {"latency_s": LATENCY_S}
     return CouncilConfig(
-        members=tuple(CouncilMember(name=f"m{i}", spec="simulated:unbiased", options=options) for i in range(members)),
+        members=tuple(
+            CouncilMember(name=f"m{i}", spec="simulated:unbiased", options=options)
+            for i in range(members)
+        ),
         chairman=CouncilMember(name="chair", spec="simulated:unbiased", options=options),
     )
 
@@ -33,7 +36,9 @@ async def measure(sessions: int, members: int) -> list[float]:
     walls = []
     for seed in range(sessions):
         started = time.perf_counter()
-        await run_full_council("How do I reduce tail latency?", config=config, seed=seed, middleware=[])
+        await run_full_council(
+            "How do I reduce tail latency?", config=config, seed=seed, middleware=[]
+        )
         walls.append(time.perf_counter() - started)
     return walls
 
@@ -46,7 +51,9 @@ def main() -> None:
     configure_logging(level="WARNING")
     walls = asyncio.run(measure(args.sessions, args.members))
     median = statistics.median(walls)
-    print(f"members={args.members} sessions={args.sessions} per-call latency={LATENCY_S * 1000:.0f} ms")
+    print(
+        f"members={args.members} sessions={args.sessions} latency={LATENCY_S * 1000:.0f} ms"
+    )
     print(f"wall time: median {median:.3f} s, min {min(walls):.3f} s, max {max(walls):.3f} s")
     print(f"ratio wall / ideal (median): {median / IDEAL_S:.3f}  (target <= 1.10)")
 

@@ -25,10 +25,16 @@ class ScriptedProvider(Provider):
 
     async def complete(self, request: CompletionRequest) -> Completion:
         ScriptedProvider.calls.append((self.model_name, request.task))
-        number = sum(1 for name, task in ScriptedProvider.calls if name == self.model_name and task == request.task)
+        number = sum(
+            1
+            for name, task in ScriptedProvider.calls
+            if name == self.model_name and task == request.task
+        )
         script = self.scripts.get(self.model_name, {}).get(request.task)
         if script is None:
-            raise ProviderError(f"fake:{self.model_name} has no script for {request.task}", provider="fake")
+            raise ProviderError(
+                f"fake:{self.model_name} has no script for {request.task}", provider="fake"
+            )
         return Completion(text=script(request, number), model=f"fake:{self.model_name}")
 
 
@@ -41,10 +47,16 @@ def scripted_provider() -> Iterator[type[ScriptedProvider]]:
     unregister_provider("fake")
 
 
-def simulated_config(*members: tuple[str, str, dict[str, Any]], self_review: str = "exclude_at_aggregation", **fields: Any) -> CouncilConfig:
+def simulated_config(
+    *members: tuple[str, str, dict[str, Any]],
+    self_review: str = "exclude_at_aggregation",
+    **fields: Any,
+) -> CouncilConfig:
     """A council of simulated members: ``(name, profile, options)`` triples."""
     return CouncilConfig(
-        members=tuple(CouncilMember(name=n, spec=f"simulated:{p}", options=o) for n, p, o in members),
+        members=tuple(
+            CouncilMember(name=n, spec=f"simulated:{p}", options=o) for n, p, o in members
+        ),
         chairman=CouncilMember(name="chair", spec="simulated:balanced"),
         self_review=self_review,  # type: ignore[arg-type]
         **fields,
@@ -52,12 +64,25 @@ def simulated_config(*members: tuple[str, str, dict[str, Any]], self_review: str
 
 
 @pytest.fixture(autouse=True)
-def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+def _isolated_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """No test sees the developer's keys or writes to the real bias store."""
-    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY", "LLM_COUNCIL_CONFIG",
-                 "LLM_COUNCIL_BIAS_AUDIT", "LLM_COUNCIL_HASH_SECRET", "LLM_COUNCIL_QUERY_HASH", "OPENAI_BASE_URL"):
+    for name in (
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "GOOGLE_API_KEY",
+        "GEMINI_API_KEY",
+        "LLM_COUNCIL_CONFIG",
+        "LLM_COUNCIL_BIAS_AUDIT",
+        "LLM_COUNCIL_HASH_SECRET",
+        "LLM_COUNCIL_QUERY_HASH",
+        "OPENAI_BASE_URL",
+    ):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", str(tmp_path_factory.mktemp("store") / "records.jsonl"))
+    monkeypatch.setenv(
+        "LLM_COUNCIL_BIAS_STORE", str(tmp_path_factory.mktemp("store") / "records.jsonl")
+    )
 
 
 CHROMIUM = "/usr/bin/chromium"

@@ -8,12 +8,23 @@ from llm_council.results import CandidateScore, Review
 def _review(reviewer: str, ranking: list[str], scores: dict[str, float | None]) -> Review:
     labels = assign_labels(list(scores), reviewer, 0)
     candidates = tuple(
-        CandidateScore(candidate=a.model, label=label, display_index=a.display_index, score=scores[a.model],
-                       rank=ranking.index(a.model) + 1 if a.model in ranking else None,
-                       is_self_review=a.model == reviewer)
+        CandidateScore(
+            candidate=a.model,
+            label=label,
+            display_index=a.display_index,
+            score=scores[a.model],
+            rank=ranking.index(a.model) + 1 if a.model in ranking else None,
+            is_self_review=a.model == reviewer,
+        )
         for label, a in labels.items()
     )
-    return Review(reviewer=reviewer, label_to_model=labels, candidates=candidates, ranking=tuple(ranking), parse_status="json")
+    return Review(
+        reviewer=reviewer,
+        label_to_model=labels,
+        candidates=candidates,
+        ranking=tuple(ranking),
+        parse_status="json",
+    )
 
 
 def test_self_votes_are_excluded_and_the_rest_re_ranked() -> None:
@@ -29,7 +40,11 @@ def test_self_votes_are_excluded_and_the_rest_re_ranked() -> None:
     # x: ranks 2 (by y), 1 (by z) -> 1.5; scores 5, 9 -> 7.0
     assert standings["x"].mean_rank == 1.5 and standings["x"].mean_score == 7.0
     # y: ranks 1 (by x), 2 (by z) -> 1.5; scores 8 and a missing one -> 8.0 from 1 vote (missing is not 0)
-    assert standings["y"].mean_rank == 1.5 and standings["y"].mean_score == 8.0 and standings["y"].score_votes == 1
+    assert (
+        standings["y"].mean_rank == 1.5
+        and standings["y"].mean_score == 8.0
+        and standings["y"].score_votes == 1
+    )
     # z: ranks 2, 1 -> 1.5; scores 4, 7 -> 5.5
     assert standings["z"].mean_rank == 1.5 and standings["z"].mean_score == 5.5
     assert all(s.excluded_self_votes == 1 for s in standings.values())

@@ -12,7 +12,9 @@ member_names = st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=3
 
 
 @given(candidates=member_names, reviewer=st.text(max_size=12), seed=st.integers(0, 2**63))
-def test_label_map_is_a_bijection_and_letters_follow_display_order(candidates: list[str], reviewer: str, seed: int) -> None:
+def test_label_map_is_a_bijection_and_letters_follow_display_order(
+    candidates: list[str], reviewer: str, seed: int
+) -> None:
     label_to_model = assign_labels(candidates, reviewer, seed)
     assert sorted(a.model for a in label_to_model.values()) == sorted(candidates)
     assert sorted(a.display_index for a in label_to_model.values()) == list(range(len(candidates)))
@@ -24,7 +26,9 @@ def test_label_map_is_a_bijection_and_letters_follow_display_order(candidates: l
 
 
 @given(candidates=member_names, reviewer=st.text(max_size=12), seed=st.integers(0, 2**63))
-def test_assignment_is_deterministic_and_position_mapping_inverts_it(candidates: list[str], reviewer: str, seed: int) -> None:
+def test_assignment_is_deterministic_and_position_mapping_inverts_it(
+    candidates: list[str], reviewer: str, seed: int
+) -> None:
     first = assign_labels(candidates, reviewer, seed)
     assert first == assign_labels(candidates, reviewer, seed)
     positions = derive_position_mapping({label: a.model_dump() for label, a in first.items()})
@@ -32,12 +36,20 @@ def test_assignment_is_deterministic_and_position_mapping_inverts_it(candidates:
 
 
 def test_legacy_label_map_takes_position_from_the_letter() -> None:
-    assert derive_position_mapping({"Response A": "m1", "Response C": "m3", "Response B": "m2"}) == {"m1": 0, "m2": 1, "m3": 2}
+    assert derive_position_mapping(
+        {"Response A": "m1", "Response C": "m3", "Response B": "m2"}
+    ) == {"m1": 0, "m2": 1, "m3": 2}
 
 
 def test_labels_past_z_continue_with_two_letters() -> None:
     assert [label_for(i) for i in (0, 25, 26, 27, 51, 52)] == [
-        "Response A", "Response Z", "Response AA", "Response AB", "Response AZ", "Response BA"]
+        "Response A",
+        "Response Z",
+        "Response AA",
+        "Response AB",
+        "Response AZ",
+        "Response BA",
+    ]
     assert all(display_index_for(label_for(i)) == i for i in range(800))
 
 

@@ -22,14 +22,20 @@ def test_embedded_default_is_the_simulated_council() -> None:
 
 def test_real_council_when_a_key_is_set() -> None:
     config = load_council_config(environ={"ANTHROPIC_API_KEY": "sk-ant-test"})
-    assert {m.spec for m in config.members} == {"anthropic:claude-sonnet-4-5", "anthropic:claude-haiku-4-5"}
+    assert {m.spec for m in config.members} == {
+        "anthropic:claude-sonnet-4-5",
+        "anthropic:claude-haiku-4-5",
+    }
     config = load_council_config(environ={"OPENAI_API_KEY": "k", "GEMINI_API_KEY": "g"})
     assert {m.spec.split(":")[0] for m in config.members} == {"openai", "google"}
 
 
 def test_explicit_file_and_env_var(tmp_path: Path) -> None:
-    path = _write(tmp_path, '[council]\nmembers=[{name="a", spec="simulated:harsh"}, {name="b", spec="openai:gpt-4o"}]\n'
-                            'chairman={name="c", spec="simulated:balanced"}\nself_review="recuse"\n[retry]\nmax_attempts=2\n')
+    path = _write(
+        tmp_path,
+        '[council]\nmembers=[{name="a", spec="simulated:harsh"}, {name="b", spec="openai:gpt-4o"}]\n'
+        'chairman={name="c", spec="simulated:balanced"}\nself_review="recuse"\n[retry]\nmax_attempts=2\n',
+    )
     config = load_council_config(path)
     assert config.self_review == "recuse" and config.retry.max_attempts == 2
     assert load_council_config(environ={"LLM_COUNCIL_CONFIG": str(path)}) == config
@@ -40,14 +46,31 @@ def test_explicit_file_and_env_var(tmp_path: Path) -> None:
     [
         ("[council\n", "invalid TOML"),
         ("[other]\n", "missing [council] table"),
-        ('[council]\nmembers=[{name="a", spec="simulated:x"}]\nchairman={name="c", spec="simulated:x"}\n', "at least 2 members"),
-        ('[council]\nmembers=[{name="a", spec="simulated:x"}, {name="a", spec="simulated:y"}]\nchairman={name="c", spec="simulated:x"}\n', "repeated: a"),
-        ('[council]\nmembers=[{name="a", spec="gpt4"}, {name="b", spec="simulated:y"}]\nchairman={name="c", spec="simulated:x"}\n', "invalid model spec 'gpt4'"),
-        ('[council]\nmembers=[{name="a", spec="simulated:x"}, {name="b", spec="simulated:y"}]\nchairman={name="c", spec="simulated:x"}\nself_review="sometimes"\n', "field 'self_review'"),
-        ('[council]\nmembers=[{name="a", spec="simulated:x"}, {name="b", spec="simulated:y"}]\nchairman={name="c", spec="simulated:x"}\n[retry]\ntries=3\n', "[retry]"),
+        (
+            '[council]\nmembers=[{name="a", spec="simulated:x"}]\nchairman={name="c", spec="simulated:x"}\n',
+            "at least 2 members",
+        ),
+        (
+            '[council]\nmembers=[{name="a", spec="simulated:x"}, {name="a", spec="simulated:y"}]\nchairman={name="c", spec="simulated:x"}\n',
+            "repeated: a",
+        ),
+        (
+            '[council]\nmembers=[{name="a", spec="gpt4"}, {name="b", spec="simulated:y"}]\nchairman={name="c", spec="simulated:x"}\n',
+            "invalid model spec 'gpt4'",
+        ),
+        (
+            '[council]\nmembers=[{name="a", spec="simulated:x"}, {name="b", spec="simulated:y"}]\nchairman={name="c", spec="simulated:x"}\nself_review="sometimes"\n',
+            "field 'self_review'",
+        ),
+        (
+            '[council]\nmembers=[{name="a", spec="simulated:x"}, {name="b", spec="simulated:y"}]\nchairman={name="c", spec="simulated:x"}\n[retry]\ntries=3\n',
+            "[retry]",
+        ),
     ],
 )
-def test_bad_config_is_one_clear_line_naming_the_file(tmp_path: Path, text: str, message: str) -> None:
+def test_bad_config_is_one_clear_line_naming_the_file(
+    tmp_path: Path, text: str, message: str
+) -> None:
     path = _write(tmp_path, text)
     with pytest.raises(ConfigError) as caught:
         load_council_config(path)

@@ -10,7 +10,13 @@ import pytest
 
 from llm_council import run_full_council
 from llm_council.errors import CouncilError, ProviderError
-from llm_council.middleware import Middleware, SessionCompleted, SessionStarted, Stage1Completed, Stage2Completed
+from llm_council.middleware import (
+    Middleware,
+    SessionCompleted,
+    SessionStarted,
+    Stage1Completed,
+    Stage2Completed,
+)
 
 QUERY = "How do I reduce tail latency in a web service?"
 
@@ -26,7 +32,7 @@ def test_default_council_runs_offline_and_unpacks(make_simulated_config: Any) ->
     assert len(stage2) == 5 and all(r.parse_status == "json" for r in stage2)
     assert stage3.text and not stage3.is_fallback
     json.dumps(metadata)  # plain JSON
-    for reviewer, labels in metadata["label_to_model"].items():
+    for labels in metadata["label_to_model"].values():
         assert [v["display_index"] for v in labels.values()] == list(range(5))
         assert [label[-1] for label in labels] == list("ABCDE")
     assert metadata["degraded"] == [] and metadata["middleware_errors"] == []
@@ -41,7 +47,10 @@ def test_same_seed_same_session(make_simulated_config: Any) -> None:
 
 
 def test_reviewers_see_their_own_order(make_simulated_config: Any) -> None:
-    orders = {tuple(v["model"] for v in labels.values()) for labels in run(seed=5).metadata["label_to_model"].values()}
+    orders = {
+        tuple(v["model"] for v in labels.values())
+        for labels in run(seed=5).metadata["label_to_model"].values()
+    }
     assert len(orders) > 1
 
 
@@ -50,11 +59,16 @@ def test_self_review_is_scored_flagged_and_excluded(make_simulated_config: Any) 
     for review in result.stage2:
         own = [c for c in review.candidates if c.is_self_review]
         assert len(own) == 1 and own[0].candidate == review.reviewer and own[0].score is not None
-    assert all(s["excluded_self_votes"] == 1 and s["rank_votes"] == 4 for s in result.metadata["aggregate_rankings"])
+    assert all(
+        s["excluded_self_votes"] == 1 and s["rank_votes"] == 4
+        for s in result.metadata["aggregate_rankings"]
+    )
 
 
 def test_recuse_hides_a_reviewers_own_answer(make_simulated_config: Any) -> None:
-    config = make_simulated_config(*[(f"m{i}", "unbiased", {}) for i in range(4)], self_review="recuse")
+    config = make_simulated_config(
+        *[(f"m{i}", "unbiased", {}) for i in range(4)], self_review="recuse"
+    )
     result = run(config=config, seed=3)
     for review in result.stage2:
         shown = {a.model for a in review.label_to_model.values()}
@@ -62,19 +76,38 @@ def test_recuse_hides_a_reviewers_own_answer(make_simulated_config: Any) -> None
 
 
 def test_member_failing_in_stage1_is_left_out_and_reported(make_simulated_config: Any) -> None:
-    config = make_simulated_config(("ok1", "unbiased", {}), ("ok2", "unbiased", {}), ("down", "unbiased", {"fail_tasks": ["answer"]}))
+    config = make_simulated_config(
+        ("ok1", "unbiased", {}),
+        ("ok2", "unbiased", {}),
+        ("down", "unbiased", {"fail_tasks": ["answer"]}),
+    )
     result = run(config=config, seed=4)
     assert [a.member for a in result.stage1 if not a.ok] == ["down"]
     assert [r.reviewer for r in result.stage2] == ["ok1", "ok2"]
     assert all("down" not in {a.model for a in r.label_to_model.values()} for r in result.stage2)
-    assert result.metadata["degraded"][0]["member"] == "down" and result.metadata["degraded"][0]["stage"] == "answer"
+    assert (
+        result.metadata["degraded"][0]["member"] == "down"
+        and result.metadata["degraded"][0]["stage"] == "answer"
+    )
     assert "configured to fail" in result.metadata["degraded"][0]["error"]
 
 
-def test_failing_reviewer_is_recorded_missing_and_chairman_falls_back(make_simulated_config: Any) -> None:
-    config = make_simulated_config(("a", "unbiased", {}), ("b", "unbiased", {"fail_tasks": ["review"]}), ("c", "unbiased", {}))
-    config = config.model_copy(update={"chairman": config.chairman.model_copy(update={"spec": "simulated:unbiased"})})
-    chair_down = config.model_copy(update={"chairman": config.chairman.model_copy(update={"options": {"fail_tasks": ["synthesize"]}})})
+def test_failing_reviewer_is_recorded_missing_and_chairman_falls_back(
+    make_simulated_config: Any,
+) -> None:
+    config = make_simulated_config(
+        ("a", "unbiased", {}), ("b", "unbiased", {"fail_tasks": ["review"]}), ("c", "unbiased", {})
+    )
+    config = config.model_copy(
+        update={"chairman": config.chairman.model_copy(update={"spec": "simulated:unbiased"})}
+    )
+    chair_down = config.model_copy(
+        update={
+            "chairman": config.chairman.model_copy(
+                update={"options": {"fail_tasks": ["synthesize"]}}
+            )
+        }
+    )
     result = run(config=chair_down, seed=5)
     review_b = next(r for r in result.stage2 if r.reviewer == "b")
     assert review_b.parse_status == "missing" and review_b.error and review_b.candidates == ()
@@ -86,24 +119,43 @@ def test_failing_reviewer_is_recorded_missing_and_chairman_falls_back(make_simul
 
 
 def test_every_member_failing_is_a_council_error_with_reasons(make_simulated_config: Any) -> None:
-    config = make_simulated_config(("a", "unbiased", {"fail_tasks": ["answer"]}), ("b", "unbiased", {"fail_tasks": ["answer"]}))
+    config = make_simulated_config(
+        ("a", "unbiased", {"fail_tasks": ["answer"]}), ("b", "unbiased", {"fail_tasks": ["answer"]})
+    )
     with pytest.raises(CouncilError, match="every council member failed to answer: a: .*; b: "):
         run(config=config, seed=6)
 
 
-def test_unparseable_review_is_recorded_with_reason(scripted_provider: Any, make_simulated_config: Any) -> None:
+def test_unparseable_review_is_recorded_with_reason(
+    scripted_provider: Any, make_simulated_config: Any
+) -> None:
     scripted_provider.scripts = {
-        "good": {"answer": lambda r, n: "an answer", "review": lambda r, n: '{"ranking": ["Response A", "Response B"]}'},
-        "rambler": {"answer": lambda r, n: "another answer", "review": lambda r, n: "They are both fine."},
+        "good": {
+            "answer": lambda r, n: "an answer",
+            "review": lambda r, n: '{"ranking": ["Response A", "Response B"]}',
+        },
+        "rambler": {
+            "answer": lambda r, n: "another answer",
+            "review": lambda r, n: "They are both fine.",
+        },
         "chair": {"synthesize": lambda r, n: "final"},
     }
     from llm_council.config import CouncilConfig, CouncilMember
-    config = CouncilConfig(members=(CouncilMember(name="good", spec="fake:good"), CouncilMember(name="rambler", spec="fake:rambler")),
-                           chairman=CouncilMember(name="chair", spec="fake:chair"))
+
+    config = CouncilConfig(
+        members=(
+            CouncilMember(name="good", spec="fake:good"),
+            CouncilMember(name="rambler", spec="fake:rambler"),
+        ),
+        chairman=CouncilMember(name="chair", spec="fake:chair"),
+    )
     result = run(config=config, seed=1)
     rambler = next(r for r in result.stage2 if r.reviewer == "rambler")
     assert rambler.parse_status == "unparseable" and rambler.raw_text == "They are both fine."
-    assert any(f["member"] == "rambler" and "unparseable" in f["error"] for f in result.metadata["degraded"])
+    assert any(
+        f["member"] == "rambler" and "unparseable" in f["error"]
+        for f in result.metadata["degraded"]
+    )
     good = next(r for r in result.stage2 if r.reviewer == "good")
     assert all(c.score is None for c in good.candidates)  # no scores given: missing, never 0
 
@@ -115,13 +167,27 @@ def test_a_retried_call_counts_once(scripted_provider: Any) -> None:
         return "answer after retry"
 
     scripted_provider.scripts = {
-        "flaky": {"answer": flaky, "review": lambda r, n: '{"ranking": ["Response A", "Response B"], "scores": {"Response A": 5, "Response B": 6}}'},
-        "steady": {"answer": lambda r, n: "steady answer", "review": lambda r, n: '{"ranking": ["Response B", "Response A"]}'},
+        "flaky": {
+            "answer": flaky,
+            "review": lambda r, n: (
+                '{"ranking": ["Response A", "Response B"], "scores": {"Response A": 5, "Response B": 6}}'
+            ),
+        },
+        "steady": {
+            "answer": lambda r, n: "steady answer",
+            "review": lambda r, n: '{"ranking": ["Response B", "Response A"]}',
+        },
         "chair": {"synthesize": lambda r, n: "final"},
     }
     from llm_council.config import CouncilConfig, CouncilMember
-    config = CouncilConfig(members=(CouncilMember(name="flaky", spec="fake:flaky"), CouncilMember(name="steady", spec="fake:steady")),
-                           chairman=CouncilMember(name="chair", spec="fake:chair"))
+
+    config = CouncilConfig(
+        members=(
+            CouncilMember(name="flaky", spec="fake:flaky"),
+            CouncilMember(name="steady", spec="fake:steady"),
+        ),
+        chairman=CouncilMember(name="chair", spec="fake:chair"),
+    )
     result = run(config=config, seed=1)
     flaky_answer = next(a for a in result.stage1 if a.member == "flaky")
     assert flaky_answer.text == "answer after retry" and flaky_answer.attempts == 2
@@ -161,7 +227,9 @@ def test_middleware_gets_events_adds_one_key_and_a_broken_one_is_isolated() -> N
     result = run(seed=1, middleware=[Broken(), recorder])
     assert recorder.events == ["start", "stage1", "stage2", "end"]
     assert result.metadata["recorder"] == {"reviews": 5}
-    assert result.metadata["middleware_errors"] == [{"middleware": "broken", "hook": "on_stage2_complete", "error": "RuntimeError: boom"}]
+    assert result.metadata["middleware_errors"] == [
+        {"middleware": "broken", "hook": "on_stage2_complete", "error": "RuntimeError: boom"}
+    ]
     assert result.stage3.text
 
 
@@ -172,9 +240,21 @@ def test_empty_query_is_refused() -> None:
 
 def test_the_core_never_imports_the_audit() -> None:
     package = Path(__file__).parents[1] / "src" / "llm_council"
-    core_files = [p for p in package.rglob("*.py") if not {"bias_audit", "cli", "calibration"} & set(p.relative_to(package).parts)]
+    core_files = [
+        p
+        for p in package.rglob("*.py")
+        if not {"bias_audit", "cli", "calibration"} & set(p.relative_to(package).parts)
+    ]
     assert len(core_files) > 15
     for path in core_files:
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-            assert not any(n.startswith("llm_council.bias_audit") for n in names), f"{path} imports the audit"
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            assert not any(n.startswith("llm_council.bias_audit") for n in names), (
+                f"{path} imports the audit"
+            )

@@ -81,7 +81,10 @@ def _same(a: float | None, b: float | None) -> bool:
     return abs(a - b) < _EPS
 
 
-def _tie_note(row: tuple[str, float | None, float | None, int, int], rows: Sequence[tuple[str, float | None, float | None, int, int]]) -> str | None:
+def _tie_note(
+    row: tuple[str, float | None, float | None, int, int],
+    rows: Sequence[tuple[str, float | None, float | None, int, int]],
+) -> str | None:
     model, mean_rank, mean_score, _, _ = row
     tied_rank = [r for r in rows if r[0] != model and _same(r[1], mean_rank)]
     if not tied_rank:

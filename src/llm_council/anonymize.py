@@ -21,7 +21,9 @@ def _order_seed(seed: int, reviewer: str) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
-def assign_labels(candidates: Sequence[str], reviewer: str, seed: int) -> dict[str, LabelAssignment]:
+def assign_labels(
+    candidates: Sequence[str], reviewer: str, seed: int
+) -> dict[str, LabelAssignment]:
     """Shuffle ``candidates`` for ``reviewer`` and label them in display order.
 
     The result depends only on the candidate list, the reviewer and the seed, and maps
@@ -36,7 +38,9 @@ def assign_labels(candidates: Sequence[str], reviewer: str, seed: int) -> dict[s
 
 
 def derive_position_mapping(label_to_model: Mapping[str, Any]) -> dict[str, int]:
-    """``{label: {"model", "display_index"}}`` (or legacy ``{label: model}``) -> ``{model: display_index}``.
+    """Turn a label map into ``{model: display_index}``.
+
+    Accepts ``{label: {"model", "display_index"}}`` and the legacy ``{label: model}``.
 
     In the legacy form the position is taken from the label letter (the invariant).
     """

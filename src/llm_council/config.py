@@ -63,7 +63,9 @@ class CouncilConfig(BaseModel):
             raise ValueError(f"member names must be unique; repeated: {', '.join(duplicates)}")
         low, high = self.score_scale
         if not low < high:
-            raise ValueError(f"score_scale must be [low, high] with low < high, got {list(self.score_scale)}")
+            raise ValueError(
+                f"score_scale must be [low, high] with low < high, got {list(self.score_scale)}"
+            )
         return self
 
     def config_hash(self) -> str:
@@ -74,7 +76,9 @@ class CouncilConfig(BaseModel):
             "self_review": self.self_review,
             "score_scale": list(self.score_scale),
         }
-        digest = hashlib.sha256(json.dumps(canonical, sort_keys=True, default=str).encode()).hexdigest()
+        digest = hashlib.sha256(
+            json.dumps(canonical, sort_keys=True, default=str).encode()
+        ).hexdigest()
         return f"sha256:{digest[:16]}"
 
 
@@ -132,7 +136,9 @@ def _real_council(document: dict[str, Any], environ: dict[str, str]) -> CouncilC
     members: list[CouncilMember] = []
     for provider, table in document.get("providers", {}).items():
         if any(environ.get(var) for var in table.get("env", API_KEY_ENV.get(provider, ()))):
-            members += [CouncilMember(name=model, spec=f"{provider}:{model}") for model in table["models"]]
+            members += [
+                CouncilMember(name=model, spec=f"{provider}:{model}") for model in table["models"]
+            ]
     if not members:
         return None
     council = dict(document.get("council", {}))
@@ -141,15 +147,21 @@ def _real_council(document: dict[str, Any], environ: dict[str, str]) -> CouncilC
     return CouncilConfig.model_validate(council)
 
 
-def load_council_config(path: str | Path | None = None, *, environ: dict[str, str] | None = None) -> CouncilConfig:
+def load_council_config(
+    path: str | Path | None = None, *, environ: dict[str, str] | None = None
+) -> CouncilConfig:
     """Load the council to run (see module docstring for the resolution order)."""
     env = dict(os.environ if environ is None else environ)
     chosen = path or env.get("LLM_COUNCIL_CONFIG")
     if chosen:
         file = Path(chosen)
         return council_config_from_mapping(_read_toml(file, str(file)), str(file))
-    real = _real_council(_read_toml(default_config_file("real_council.toml"), "real_council.toml"), env)
+    real = _real_council(
+        _read_toml(default_config_file("real_council.toml"), "real_council.toml"), env
+    )
     if real is not None:
         return real
     embedded = default_config_file("council.toml")
-    return council_config_from_mapping(_read_toml(embedded, "config/council.toml"), "config/council.toml")
+    return council_config_from_mapping(
+        _read_toml(embedded, "config/council.toml"), "config/council.toml"
+    )

@@ -36,13 +36,22 @@ def _seat(member: CouncilMember) -> Seat:
 
 
 def _degraded(answers: Sequence[MemberAnswer], reviews: Sequence[Review]) -> list[dict[str, str]]:
-    failures = [{"stage": "answer", "member": a.member, "error": a.error or ""} for a in answers if not a.ok]
+    failures = [
+        {"stage": "answer", "member": a.member, "error": a.error or ""} for a in answers if not a.ok
+    ]
     for review in reviews:
         if review.parse_status == "missing":
-            failures.append({"stage": "review", "member": review.reviewer, "error": review.error or "no review"})
+            failures.append(
+                {"stage": "review", "member": review.reviewer, "error": review.error or "no review"}
+            )
         elif review.parse_status == "unparseable":
-            failures.append({"stage": "review", "member": review.reviewer,
-                             "error": f"unparseable review: {review.parse_error}"})
+            failures.append(
+                {
+                    "stage": "review",
+                    "member": review.reviewer,
+                    "error": f"unparseable review: {review.parse_error}",
+                }
+            )
     return failures
 
 
@@ -76,14 +85,20 @@ async def run_full_council(
     bound_log = log.bind(session_id=session_id)
     try:
         await dispatcher.session_started(
-            SessionStarted(session_id, query, tuple(m.name for m in config.members), config_hash, seed)
+            SessionStarted(
+                session_id, query, tuple(m.name for m in config.members), config_hash, seed
+            )
         )
         stage_start = time.perf_counter()
         answers = await collect_answers(query, seats, config, seed, gate)
         durations["stage1"] = time.perf_counter() - stage_start
         ok_answers = [a for a in answers if a.ok]
-        bound_log.info("stage1_done", answered=len(ok_answers), failed=len(answers) - len(ok_answers),
-                       duration_s=round(durations["stage1"], 3))
+        bound_log.info(
+            "stage1_done",
+            answered=len(ok_answers),
+            failed=len(answers) - len(ok_answers),
+            duration_s=round(durations["stage1"], 3),
+        )
         if not ok_answers:
             reasons = "; ".join(f"{a.member}: {a.error}" for a in answers)
             raise CouncilError(f"every council member failed to answer: {reasons}")
@@ -95,18 +110,34 @@ async def run_full_council(
         reviews = await collect_reviews(query, ok_answers, reviewer_seats, config, seed, gate)
         standings = aggregate_reviews(reviews, [a.member for a in ok_answers])
         durations["stage2"] = time.perf_counter() - stage_start
-        bound_log.info("stage2_done", parsed=sum(r.ok for r in reviews), reviews=len(reviews),
-                       duration_s=round(durations["stage2"], 3))
-        await dispatcher.stage2_completed(Stage2Completed(session_id, tuple(answers), tuple(reviews), tuple(standings)))
+        bound_log.info(
+            "stage2_done",
+            parsed=sum(r.ok for r in reviews),
+            reviews=len(reviews),
+            duration_s=round(durations["stage2"], 3),
+        )
+        await dispatcher.stage2_completed(
+            Stage2Completed(session_id, tuple(answers), tuple(reviews), tuple(standings))
+        )
 
         stage_start = time.perf_counter()
-        synthesis, chairman_labels = await synthesize(query, ok_answers, standings, chairman, config, seed, gate)
+        synthesis, chairman_labels = await synthesize(
+            query, ok_answers, standings, chairman, config, seed, gate
+        )
         durations["stage3"] = time.perf_counter() - stage_start
-        bound_log.info("stage3_done", fallback=synthesis.is_fallback, duration_s=round(durations["stage3"], 3))
+        bound_log.info(
+            "stage3_done", fallback=synthesis.is_fallback, duration_s=round(durations["stage3"], 3)
+        )
 
         degraded = _degraded(answers, reviews)
         if synthesis.is_fallback:
-            degraded.append({"stage": "synthesize", "member": synthesis.chairman, "error": synthesis.error or ""})
+            degraded.append(
+                {
+                    "stage": "synthesize",
+                    "member": synthesis.chairman,
+                    "error": synthesis.error or "",
+                }
+            )
         metadata: dict[str, Any] = {
             "session_id": session_id,
             "seed": seed,
@@ -116,7 +147,10 @@ async def run_full_council(
             "chairman": {"name": config.chairman.name, "spec": config.chairman.spec},
             "self_review": config.self_review,
             "score_scale": list(config.score_scale),
-            "label_to_model": {r.reviewer: {label: a.model_dump() for label, a in r.label_to_model.items()} for r in reviews},
+            "label_to_model": {
+                r.reviewer: {label: a.model_dump() for label, a in r.label_to_model.items()}
+                for r in reviews
+            },
             "chairman_label_to_model": chairman_labels,
             "aggregate_rankings": [s.model_dump() for s in standings],
             "review_parse_status": {r.reviewer: r.parse_status for r in reviews},
@@ -124,8 +158,17 @@ async def run_full_council(
             "stage_durations_s": {k: round(v, 4) for k, v in durations.items()},
         }
         added = await dispatcher.session_completed(
-            SessionCompleted(session_id, query, config_hash, tuple(answers), tuple(reviews), tuple(standings),
-                             synthesis, started_at, dict(metadata))
+            SessionCompleted(
+                session_id,
+                query,
+                config_hash,
+                tuple(answers),
+                tuple(reviews),
+                tuple(standings),
+                synthesis,
+                started_at,
+                dict(metadata),
+            )
         )
         metadata.update(added)
         metadata["middleware_errors"] = list(dispatcher.errors)
@@ -137,4 +180,6 @@ async def run_full_council(
             try:
                 await seat.provider.aclose()
             except Exception as error:  # closing must never mask the session's outcome
-                bound_log.warning("provider_close_failed", provider=seat.provider.spec, error=str(error))
+                bound_log.warning(
+                    "provider_close_failed", provider=seat.provider.spec, error=str(error)
+                )

@@ -36,7 +36,9 @@ def redact(text: str, secrets: list[str] | None = None) -> str:
     return text
 
 
-def _redact_processor(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+def _redact_processor(
+    _: Any, __: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
     secrets = secret_values()
     if not secrets:
         return event_dict
@@ -50,7 +52,11 @@ def _redact_processor(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> 
 
 def configure_logging(*, json_logs: bool = False, level: str = "WARNING") -> None:
     """Send structlog output to stderr, as console lines or JSON lines."""
-    renderer: Any = structlog.processors.JSONRenderer() if json_logs else structlog.dev.ConsoleRenderer(colors=False)
+    renderer: Any = (
+        structlog.processors.JSONRenderer()
+        if json_logs
+        else structlog.dev.ConsoleRenderer(colors=False)
+    )
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -59,7 +65,9 @@ def configure_logging(*, json_logs: bool = False, level: str = "WARNING") -> Non
             _redact_processor,
             renderer,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelNamesMapping()[level.upper()]),
+        wrapper_class=structlog.make_filtering_bound_logger(
+            logging.getLevelNamesMapping()[level.upper()]
+        ),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,
     )

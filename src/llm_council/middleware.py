@@ -142,7 +142,11 @@ class MiddlewareDispatcher:
             key = instance.name or type(instance).__name__
             if key in added or key in event.metadata:
                 self.errors.append(
-                    {"middleware": key, "hook": "on_session_end", "error": f"metadata key '{key}' already taken"}
+                    {
+                        "middleware": key,
+                        "hook": "on_session_end",
+                        "error": f"metadata key '{key}' already taken",
+                    }
                 )
                 continue
             added[key] = contribution

@@ -61,7 +61,9 @@ def display_index_for(label: str) -> int:
     return n - 1
 
 
-ANSWER_SYSTEM = "You are a member of a council of experts. Answer the user's question directly and well."
+ANSWER_SYSTEM = (
+    "You are a member of a council of experts. Answer the user's question directly and well."
+)
 
 REVIEW_SYSTEM = (
     "You are an impartial reviewer. You judge answers on substance: correctness, "
@@ -78,7 +80,10 @@ class ReviewPromptCandidate:
 
 
 def build_review_prompt(
-    query: str, candidates: Sequence[ReviewPromptCandidate], score_scale: tuple[float, float], nonce: str
+    query: str,
+    candidates: Sequence[ReviewPromptCandidate],
+    score_scale: tuple[float, float],
+    nonce: str,
 ) -> str:
     """The stage-2 prompt: the question, the delimited candidates, and the JSON to return."""
     low, high = score_scale
@@ -92,13 +97,17 @@ def build_review_prompt(
         f"{blocks}\n\n"
         f"Score every answer from {low:g} (worst) to {high:g} (best) and rank them best first. "
         "Reply with one JSON object and nothing else:\n"
-        '{"ranking": [labels best first], "scores": {label: score}, "rationale": "one or two sentences"}\n'
+        '{"ranking": [labels best first], "scores": {label: score}, '
+        '"rationale": "one or two sentences"}\n'
         f"Use exactly these labels: {labels}."
     )
 
 
 def build_synthesis_prompt(
-    query: str, candidates: Sequence[ReviewPromptCandidate], aggregate_lines: Sequence[str], nonce: str
+    query: str,
+    candidates: Sequence[ReviewPromptCandidate],
+    aggregate_lines: Sequence[str],
+    nonce: str,
 ) -> str:
     """The stage-3 prompt: anonymized answers plus the council's aggregate ranking."""
     blocks = "\n\n".join(format_candidate_block(c.label, c.text, nonce) for c in candidates)

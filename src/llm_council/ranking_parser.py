@@ -97,7 +97,9 @@ def _json_candidates(reply: str) -> Iterator[Any]:
         yield obj
 
 
-def _from_json(reply: str, known: dict[str, str], scale: tuple[float, float]) -> ParsedReview | None:
+def _from_json(
+    reply: str, known: dict[str, str], scale: tuple[float, float]
+) -> ParsedReview | None:
     last_valid: _ReviewJson | None = None
     for obj in _json_candidates(reply):
         if not isinstance(obj, dict) or "ranking" not in obj:
@@ -123,7 +125,11 @@ def _from_json(reply: str, known: dict[str, str], scale: tuple[float, float]) ->
             continue
         scores.setdefault(label, value)
     if not ranking and not scores:
-        return ParsedReview("unparseable", error="JSON had no ranking or score for a shown label", notes=tuple(notes))
+        return ParsedReview(
+            "unparseable",
+            error="JSON had no ranking or score for a shown label",
+            notes=tuple(notes),
+        )
     return ParsedReview("json", tuple(ranking), scores, last_valid.rationale, notes=tuple(notes))
 
 
@@ -144,16 +150,20 @@ def _from_final_ranking(reply: str, known: dict[str, str]) -> ParsedReview | Non
     markers = list(_FINAL_RANKING.finditer(reply))
     if not markers:
         return None
-    tail = reply[markers[-1].end():]
+    tail = reply[markers[-1].end() :]
     notes: list[str] = []
     found = [f"Response {m.group(1)}" for m in _LABEL.finditer(tail)]
     ranking = _dedupe_known(found, known, notes)
     if not ranking:
-        return ParsedReview("unparseable", error="FINAL RANKING block lists no shown label", notes=tuple(notes))
+        return ParsedReview(
+            "unparseable", error="FINAL RANKING block lists no shown label", notes=tuple(notes)
+        )
     return ParsedReview("final_ranking", tuple(ranking), notes=tuple(notes))
 
 
-def parse_review(reply: str | None, shown_labels: Sequence[str], score_scale: tuple[float, float] = (1.0, 10.0)) -> ParsedReview:
+def parse_review(
+    reply: str | None, shown_labels: Sequence[str], score_scale: tuple[float, float] = (1.0, 10.0)
+) -> ParsedReview:
     """Parse ``reply`` for the labels this reviewer was shown. Never raises."""
     try:
         if reply is None or not reply.strip():
@@ -166,7 +176,11 @@ def parse_review(reply: str | None, shown_labels: Sequence[str], score_scale: tu
         fallback = _from_final_ranking(text, known)
         if fallback is not None and fallback.status == "final_ranking":
             return fallback
-        reason = (parsed or fallback).error if (parsed or fallback) else "no JSON object with a 'ranking' and no FINAL RANKING block"
-        return ParsedReview("unparseable", error=reason)
+        partial = parsed or fallback
+        if partial is not None:
+            return ParsedReview("unparseable", error=partial.error, notes=partial.notes)
+        return ParsedReview(
+            "unparseable", error="no JSON object with a 'ranking' and no FINAL RANKING block"
+        )
     except Exception as error:  # the parser must never take the session down
         return ParsedReview("unparseable", error=f"parser error: {type(error).__name__}")

@@ -43,19 +43,28 @@ def call_seed(session_seed: int, member_name: str, stage: str) -> int:
     return int.from_bytes(digest[:4], "big") >> 1
 
 
-async def _call(seat: Seat, request: CompletionRequest, config: CouncilConfig, gate: asyncio.Semaphore) -> CallOutcome:
+async def _call(
+    seat: Seat, request: CompletionRequest, config: CouncilConfig, gate: asyncio.Semaphore
+) -> CallOutcome:
     async with gate:
         return await call_with_retries(seat.provider, request, config.retry)
 
 
 async def collect_answers(
-    query: str, seats: Sequence[Seat], config: CouncilConfig, session_seed: int, gate: asyncio.Semaphore
+    query: str,
+    seats: Sequence[Seat],
+    config: CouncilConfig,
+    session_seed: int,
+    gate: asyncio.Semaphore,
 ) -> list[MemberAnswer]:
     """Stage 1: every member answers the query concurrently."""
 
     async def answer(seat: Seat) -> MemberAnswer:
         request = CompletionRequest.from_prompt(
-            query, system=ANSWER_SYSTEM, task="answer", seed=call_seed(session_seed, seat.member.name, "answer")
+            query,
+            system=ANSWER_SYSTEM,
+            task="answer",
+            seed=call_seed(session_seed, seat.member.name, "answer"),
         )
         outcome = await _call(seat, request, config, gate)
         return MemberAnswer(
@@ -70,8 +79,12 @@ async def collect_answers(
     return list(await asyncio.gather(*(answer(seat) for seat in seats)))
 
 
-def _request(prompt: str, system: str, task: Task, seed: int, json_output: bool = False) -> CompletionRequest:
-    return CompletionRequest.from_prompt(prompt, system=system, task=task, seed=seed, json_output=json_output)
+def _request(
+    prompt: str, system: str, task: Task, seed: int, json_output: bool = False
+) -> CompletionRequest:
+    return CompletionRequest.from_prompt(
+        prompt, system=system, task=task, seed=seed, json_output=json_output
+    )
 
 
 async def collect_reviews(
@@ -89,21 +102,35 @@ async def collect_reviews(
         reviewer = seat.member.name
         shown = [m for m in texts if not (config.self_review == "recuse" and m == reviewer)]
         label_to_model = assign_labels(shown, reviewer, session_seed)
-        base = Review(reviewer=reviewer, label_to_model=label_to_model, score_scale=config.score_scale)
+        base = Review(
+            reviewer=reviewer, label_to_model=label_to_model, score_scale=config.score_scale
+        )
         if not shown:
-            return base.model_copy(update={"parse_status": "missing", "error": "no answers to review"})
+            return base.model_copy(
+                update={"parse_status": "missing", "error": "no answers to review"}
+            )
         prompt = build_review_prompt(
             query,
             [ReviewPromptCandidate(label, texts[a.model]) for label, a in label_to_model.items()],
             config.score_scale,
             new_nonce(),
         )
-        request = _request(prompt, REVIEW_SYSTEM, "review", call_seed(session_seed, reviewer, "review"), json_output=True)
+        request = _request(
+            prompt,
+            REVIEW_SYSTEM,
+            "review",
+            call_seed(session_seed, reviewer, "review"),
+            json_output=True,
+        )
         outcome = await _call(seat, request, config, gate)
         if outcome.completion is None:
             return base.model_copy(
-                update={"parse_status": "missing", "error": str(outcome.error), "attempts": outcome.attempts,
-                        "duration_s": round(outcome.duration_s, 4)}
+                update={
+                    "parse_status": "missing",
+                    "error": str(outcome.error),
+                    "attempts": outcome.attempts,
+                    "duration_s": round(outcome.duration_s, 4),
+                }
             )
         parsed = parse_review(outcome.completion.text, list(label_to_model), config.score_scale)
         rank_of = {label: i for i, label in enumerate(parsed.ranking, start=1)}
@@ -152,19 +179,33 @@ async def synthesize(
     label_to_model = assign_labels(list(texts), f"chairman:{chairman.member.name}", session_seed)
     label_of = {a.model: label for label, a in label_to_model.items()}
     lines = [
-        f"{s.place}. {label_of[s.model]} (mean rank {s.mean_rank:.2f})" if s.mean_rank is not None
+        f"{s.place}. {label_of[s.model]} (mean rank {s.mean_rank:.2f})"
+        if s.mean_rank is not None
         else f"{s.place}. {label_of[s.model]} (unranked)"
-        for s in standings if s.model in label_of
+        for s in standings
+        if s.model in label_of
     ]
     prompt = build_synthesis_prompt(
-        query, [ReviewPromptCandidate(label, texts[a.model]) for label, a in label_to_model.items()], lines, new_nonce()
+        query,
+        [ReviewPromptCandidate(label, texts[a.model]) for label, a in label_to_model.items()],
+        lines,
+        new_nonce(),
     )
-    request = _request(prompt, ANSWER_SYSTEM, "synthesize", call_seed(session_seed, chairman.member.name, "synthesize"))
+    request = _request(
+        prompt,
+        ANSWER_SYSTEM,
+        "synthesize",
+        call_seed(session_seed, chairman.member.name, "synthesize"),
+    )
     outcome = await _call(chairman, request, config, gate)
     label_map = {label: a.model_dump() for label, a in label_to_model.items()}
     if outcome.completion is not None:
-        synthesis = Synthesis(chairman=chairman.member.name, text=outcome.completion.text,
-                              attempts=outcome.attempts, duration_s=round(outcome.duration_s, 4))
+        synthesis = Synthesis(
+            chairman=chairman.member.name,
+            text=outcome.completion.text,
+            attempts=outcome.attempts,
+            duration_s=round(outcome.duration_s, 4),
+        )
         return synthesis, label_map
     top = next((s.model for s in standings if s.model in texts), next(iter(texts)))
     fallback = Synthesis(

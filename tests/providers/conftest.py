@@ -49,7 +49,9 @@ class FakeVendorServer:
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.02,), daemon=True
+        )
 
     @property
     def url(self) -> str:
@@ -214,7 +216,7 @@ class VendorCase:
 
 VENDOR_CASES = (
     VendorCase("openai", "gpt-4o", ("OPENAI_API_KEY",), "/v1/chat/completions"),
-    VendorCase("anthropic", "claude-sonnet-4-5", ("ANTHROPIC_API_KEY",), "/v1/messages"),
+    VendorCase("anthropic", "claude-sonnet-4-6", ("ANTHROPIC_API_KEY",), "/v1/messages"),
     VendorCase(
         "google", "gemini-2.5-pro", ("GOOGLE_API_KEY", "GEMINI_API_KEY"), ":generateContent"
     ),

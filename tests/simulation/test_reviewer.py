@@ -11,7 +11,12 @@ from llm_council.prompts import ReviewPromptCandidate, build_review_prompt
 from llm_council.simulation.answers import draw_answer, read_footer
 from llm_council.simulation.profile import SimulatedProfile
 from llm_council.simulation.profiles import resolve_profile
-from llm_council.simulation.reviewer import PerceivedCandidate, expected_score, perceive, write_review
+from llm_council.simulation.reviewer import (
+    PerceivedCandidate,
+    expected_score,
+    perceive,
+    write_review,
+)
 
 
 def _answer(words: int, quality: float, author: str) -> str:
@@ -19,31 +24,51 @@ def _answer(words: int, quality: float, author: str) -> str:
 
 
 def _prompt(texts: list[str]) -> str:
-    return build_review_prompt("q?", [ReviewPromptCandidate(f"Response {chr(65 + i)}", t) for i, t in enumerate(texts)], (1, 10), "abcdef012345")
+    return build_review_prompt(
+        "q?",
+        [ReviewPromptCandidate(f"Response {chr(65 + i)}", t) for i, t in enumerate(texts)],
+        (1, 10),
+        "abcdef012345",
+    )
 
 
 def test_unbiased_expected_score_is_the_quality_whatever_position_or_length() -> None:
     profile = SimulatedProfile()
     for slot in range(6):
         for words in (20, 200, 2000):
-            assert expected_score(profile, PerceivedCandidate("x", slot, words, 6.25, False)) == 6.25
+            assert (
+                expected_score(profile, PerceivedCandidate("x", slot, words, 6.25, False)) == 6.25
+            )
 
 
 def test_each_bias_adds_exactly_its_configured_amount() -> None:
-    profile = SimulatedProfile(leniency=-2.0, position_effects=(1.0, 0.5), verbosity=1.5, self_preference=1.5)
+    profile = SimulatedProfile(
+        leniency=-2.0, position_effects=(1.0, 0.5), verbosity=1.5, self_preference=1.5
+    )
     base = PerceivedCandidate("x", 0, 200, 6.0, False)
     assert expected_score(profile, base) == pytest.approx(6.0 - 2.0 + 1.0)
-    assert expected_score(profile, PerceivedCandidate("x", 1, 200, 6.0, False)) == pytest.approx(6.0 - 2.0 + 0.5)
-    assert expected_score(profile, PerceivedCandidate("x", 5, 200, 6.0, False)) == pytest.approx(6.0 - 2.0)
+    assert expected_score(profile, PerceivedCandidate("x", 1, 200, 6.0, False)) == pytest.approx(
+        6.0 - 2.0 + 0.5
+    )
+    assert expected_score(profile, PerceivedCandidate("x", 5, 200, 6.0, False)) == pytest.approx(
+        6.0 - 2.0
+    )
     # verbosity: 1.5 * log(400 / 200)
-    assert expected_score(profile, PerceivedCandidate("x", 5, 400, 6.0, False)) == pytest.approx(4.0 + 1.5 * math.log(2))
-    assert expected_score(profile, PerceivedCandidate("x", 5, 200, 6.0, True)) == pytest.approx(4.0 + 1.5)
+    assert expected_score(profile, PerceivedCandidate("x", 5, 400, 6.0, False)) == pytest.approx(
+        4.0 + 1.5 * math.log(2)
+    )
+    assert expected_score(profile, PerceivedCandidate("x", 5, 200, 6.0, True)) == pytest.approx(
+        4.0 + 1.5
+    )
 
 
 def test_reviewer_reads_slots_lengths_quality_and_own_answers_from_the_prompt() -> None:
     prompt = _prompt([_answer(100, 7.5, "me:1"), _answer(300, 4.0, "other:2")])
     perceived = perceive(prompt, {"me:1"})
-    assert [(c.display_index, c.words, c.quality, c.is_own) for c in perceived] == [(0, 100, 7.5, True), (1, 300, 4.0, False)]
+    assert [(c.display_index, c.words, c.quality, c.is_own) for c in perceived] == [
+        (0, 100, 7.5, True),
+        (1, 300, 4.0, False),
+    ]
 
 
 def test_noise_free_review_is_the_rounded_expected_score_in_review_json() -> None:
@@ -61,7 +86,9 @@ def test_null_reviewer_mean_error_is_zero_in_every_slot() -> None:
     errors = {0: [], 1: [], 2: []}
     for _ in range(1500):
         texts = [_answer(int(rng.integers(40, 600)), 5.5, f"x:{i}") for i in range(3)]
-        body = json.loads(write_review(_prompt(texts), profile, set(), rng).strip("`").removeprefix("json\n"))
+        body = json.loads(
+            write_review(_prompt(texts), profile, set(), rng).strip("`").removeprefix("json\n")
+        )
         for i, label in enumerate(("Response A", "Response B", "Response C")):
             errors[i].append(body["scores"][label] - 5.5)
     for slot_errors in errors.values():
@@ -70,7 +97,9 @@ def test_null_reviewer_mean_error_is_zero_in_every_slot() -> None:
 
 
 def test_answer_length_and_quality_are_drawn_and_written_in_the_footer() -> None:
-    profile = SimulatedProfile(answer_mean_words=150, answer_length_sigma=0.0, quality_sd=0.0, quality_mean=7.0)
+    profile = SimulatedProfile(
+        answer_mean_words=150, answer_length_sigma=0.0, quality_sd=0.0, quality_mean=7.0
+    )
     text = draw_answer("How do I scale a database?", profile, "me:9", np.random.default_rng(1))
     assert read_footer(text) == ("me:9", 7.0)
     assert 150 <= len(text.split()) <= 150 + 20

@@ -31,7 +31,9 @@ class ReviewRecord(BaseModel):
     n_candidates: int = Field(ge=1, description="how many answers this reviewer was shown")
     response_length_chars: int = Field(ge=0)
     response_length_words: int = Field(ge=0)
-    score_value: float | None = Field(description="null when no score was given; never 0 for missing")
+    score_value: float | None = Field(
+        description="null when no score was given; never 0 for missing"
+    )
     score_scale: tuple[float, float] = (1.0, 10.0)
     rank: int | None = Field(default=None, ge=1, description="1 = best; null when unranked")
     is_self_review: bool

@@ -34,7 +34,11 @@ def _rankings_table(result: CouncilResult) -> Table:
             score = "-" if verdict.score is None else f"{verdict.score:g}"
             own = " (self)" if verdict.is_self_review else ""
             cells.append(f"{verdict.label[-1]}->{model}{own}: {score}")
-        status = review.parse_status if review.ok else f"{review.parse_status}: {review.error or review.parse_error}"
+        status = (
+            review.parse_status
+            if review.ok
+            else f"{review.parse_status}: {review.error or review.parse_error}"
+        )
         table.add_row(review.reviewer, "\n".join(cells) or "-", status)
     return table
 
@@ -46,8 +50,15 @@ def _aggregate_table(result: CouncilResult) -> Table:
     for row in result.metadata["aggregate_rankings"]:
         mean_rank = "-" if row["mean_rank"] is None else f"{row['mean_rank']:.2f}"
         mean_score = "-" if row["mean_score"] is None else f"{row['mean_score']:.2f}"
-        table.add_row(str(row["place"]), row["model"], mean_rank, f"{row['borda_points']:g}", mean_score,
-                      str(row["rank_votes"]), row["tie_note"] or "")
+        table.add_row(
+            str(row["place"]),
+            row["model"],
+            mean_rank,
+            f"{row['borda_points']:g}",
+            mean_score,
+            str(row["rank_votes"]),
+            row["tie_note"] or "",
+        )
     return table
 
 
@@ -56,35 +67,74 @@ def render_result(result: CouncilResult, console: Console) -> None:
     for answer in result.stage1:
         if answer.ok:
             text = answer.text or ""
-            shown = text if len(text) <= ANSWER_PREVIEW_CHARS else text[:ANSWER_PREVIEW_CHARS] + " [...]"
-            console.print(Panel(shown, title=f"{answer.member} ({answer.spec})", title_align="left"))
+            shown = (
+                text
+                if len(text) <= ANSWER_PREVIEW_CHARS
+                else text[:ANSWER_PREVIEW_CHARS] + " [...]"
+            )
+            console.print(
+                Panel(shown, title=f"{answer.member} ({answer.spec})", title_align="left")
+            )
         else:
-            console.print(Panel(f"[red]failed:[/red] {answer.error}", title=answer.member, title_align="left"))
+            console.print(
+                Panel(f"[red]failed:[/red] {answer.error}", title=answer.member, title_align="left")
+            )
     console.print(_rankings_table(result))
     console.print(_aggregate_table(result))
     synthesis = result.stage3
-    title = f"Stage 3: synthesis by {synthesis.chairman}" + (" (FALLBACK: chairman failed)" if synthesis.is_fallback else "")
+    title = f"Stage 3: synthesis by {synthesis.chairman}" + (
+        " (FALLBACK: chairman failed)" if synthesis.is_fallback else ""
+    )
     console.print(Panel(synthesis.text, title=title, title_align="left"))
     for failure in result.metadata["degraded"]:
-        console.print(f"[yellow]degraded:[/yellow] {failure['stage']} by {failure['member']}: {failure['error']}")
+        console.print(
+            f"[yellow]degraded:[/yellow] {failure['stage']} by {failure['member']}: "
+            f"{failure['error']}"
+        )
     for failure in result.metadata.get("middleware_errors", []):
-        console.print(f"[yellow]middleware error:[/yellow] {failure['middleware']}.{failure['hook']}: {failure['error']}")
+        console.print(
+            f"[yellow]middleware error:[/yellow] {failure['middleware']}.{failure['hook']}: "
+            f"{failure['error']}"
+        )
     audit = result.metadata.get("bias_audit")
     if isinstance(audit, dict):
-        console.print(f"bias audit: overall risk [bold]{audit.get('overall_bias_risk')}[/bold] "
-                      "(full figures with --json)")
+        console.print(
+            f"bias audit: overall risk [bold]{audit.get('overall_bias_risk')}[/bold] "
+            "(full figures with --json)"
+        )
 
 
 def register(app: typer.Typer) -> None:
     @app.command()
     def ask(
         query: Annotated[str, typer.Argument(help="The question for the council.")],
-        config: Annotated[Path | None, typer.Option(help="Council TOML (default: LLM_COUNCIL_CONFIG, real keys, else the simulated council).")] = None,
-        seed: Annotated[int | None, typer.Option(help="Seed for the shuffles and the simulated members (reproducible runs).")] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="Print the whole result, metadata included, as JSON.")] = False,
-        bias_audit: Annotated[bool, typer.Option("--bias-audit", help="Turn the bias audit on (same as LLM_COUNCIL_BIAS_AUDIT=true).")] = False,
-        log_json: Annotated[bool, typer.Option("--log-json", help="Log as JSON lines on stderr.")] = False,
-        log_level: Annotated[str, typer.Option(help="Log level on stderr: debug, info, warning, error.")] = "info",
+        config: Annotated[
+            Path | None,
+            typer.Option(
+                help="Council TOML (default: LLM_COUNCIL_CONFIG, real keys, else simulated)."
+            ),
+        ] = None,
+        seed: Annotated[
+            int | None,
+            typer.Option(
+                help="Seed for the shuffles and the simulated members (reproducible runs)."
+            ),
+        ] = None,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="Print the whole result, metadata included, as JSON.")
+        ] = False,
+        bias_audit: Annotated[
+            bool,
+            typer.Option(
+                "--bias-audit", help="Turn the bias audit on (same as LLM_COUNCIL_BIAS_AUDIT=true)."
+            ),
+        ] = False,
+        log_json: Annotated[
+            bool, typer.Option("--log-json", help="Log as JSON lines on stderr.")
+        ] = False,
+        log_level: Annotated[
+            str, typer.Option(help="Log level on stderr: debug, info, warning, error.")
+        ] = "info",
     ) -> None:
         """Ask the council a question: answers, anonymized peer review, and a synthesis."""
         if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):

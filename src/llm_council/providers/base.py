@@ -41,7 +41,9 @@ class CompletionRequest(BaseModel):
     task: Task = "generic"
 
     @classmethod
-    def from_prompt(cls, prompt: str, *, system: str | None = None, **settings: object) -> CompletionRequest:
+    def from_prompt(
+        cls, prompt: str, *, system: str | None = None, **settings: object
+    ) -> CompletionRequest:
         return cls(messages=(Message(role="user", content=prompt),), system=system, **settings)  # type: ignore[arg-type]
 
     @property
@@ -69,7 +71,7 @@ class Completion(BaseModel):
 
 
 class Provider(abc.ABC):
-    """A model behind one SDK. Subclasses implement :meth:`complete` and nothing else is required."""
+    """A model behind one SDK. Subclasses implement :meth:`complete`; nothing else is required."""
 
     #: the spec prefix this provider is registered under, e.g. ``"openai"``
     provider_name: str = ""

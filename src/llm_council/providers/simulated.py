@@ -36,14 +36,19 @@ class SimulatedProvider(Provider):
             material = f"{request.seed}\x00{self.model_name}\x00{request.task}"
         else:
             material = f"{self.model_name}\x00{request.task}\x00{request.prompt_text}"
-        return np.random.default_rng(int.from_bytes(hashlib.sha256(material.encode()).digest()[:8], "big"))
+        return np.random.default_rng(
+            int.from_bytes(hashlib.sha256(material.encode()).digest()[:8], "big")
+        )
 
     async def complete(self, request: CompletionRequest) -> Completion:
         if self.profile.latency_s:
             await asyncio.sleep(self.profile.latency_s)
         if request.task in self.profile.fail_tasks:
-            raise ProviderError(f"simulated:{self.model_name} is configured to fail on '{request.task}'",
-                                provider=self.provider_name, retryable=False)
+            raise ProviderError(
+                f"simulated:{self.model_name} is configured to fail on '{request.task}'",
+                provider=self.provider_name,
+                retryable=False,
+            )
         rng = self._rng(request)
         prompt = request.prompt_text
         if request.task == "answer":

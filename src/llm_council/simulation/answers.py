@@ -31,7 +31,25 @@ _SENTENCES = (
     "Compare at least two approaches to {topic} before committing to one.",
 )
 
-_STOPWORDS = {"how", "do", "i", "a", "the", "to", "in", "of", "what", "is", "are", "can", "my", "for", "and", "an", "why"}
+_STOPWORDS = {
+    "how",
+    "do",
+    "i",
+    "a",
+    "the",
+    "to",
+    "in",
+    "of",
+    "what",
+    "is",
+    "are",
+    "can",
+    "my",
+    "for",
+    "and",
+    "an",
+    "why",
+}
 
 
 def topic_of(query: str) -> str:
@@ -39,9 +57,19 @@ def topic_of(query: str) -> str:
     return " ".join(words[-4:]) or "the question"
 
 
-def draw_answer(query: str, profile: SimulatedProfile, author_tag: str, rng: np.random.Generator) -> str:
+def draw_answer(
+    query: str, profile: SimulatedProfile, author_tag: str, rng: np.random.Generator
+) -> str:
     """One synthetic answer: length ~ lognormal, quality ~ normal, independent of each other."""
-    target_words = max(20, round(math.exp(math.log(profile.answer_mean_words) + profile.answer_length_sigma * rng.standard_normal())))
+    target_words = max(
+        20,
+        round(
+            math.exp(
+                math.log(profile.answer_mean_words)
+                + profile.answer_length_sigma * rng.standard_normal()
+            )
+        ),
+    )
     quality = profile.quality_mean + profile.quality_sd * rng.standard_normal()
     topic = topic_of(query)
     sentences: list[str] = []

@@ -33,7 +33,9 @@ class SimulatedProfile(BaseModel):
         0.0, description="points per unit of log(words / 200): >0 favours long answers"
     )
     self_preference: float = Field(0.0, description="points added when it scores its own answer")
-    score_decimals: int = Field(0, ge=0, le=3, description="scores are rounded to this many decimals")
+    score_decimals: int = Field(
+        0, ge=0, le=3, description="scores are rounded to this many decimals"
+    )
     # operational behaviour, for demos, benchmarks and fault tests
     latency_s: float = Field(0.0, ge=0, description="seconds each call sleeps")
     fail_tasks: tuple[str, ...] = Field(

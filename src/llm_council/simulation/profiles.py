@@ -20,7 +20,10 @@ def _load(path_text: str | None) -> dict[str, SimulatedProfile]:
     if path_text:
         source, shown_as = Path(path_text).read_text(encoding="utf-8"), path_text
     else:
-        source, shown_as = default_config_file("simulated_members.toml").read_text(encoding="utf-8"), "config/simulated_members.toml"
+        source, shown_as = (
+            default_config_file("simulated_members.toml").read_text(encoding="utf-8"),
+            "config/simulated_members.toml",
+        )
     try:
         document = tomllib.loads(source)
     except tomllib.TOMLDecodeError as error:
@@ -37,7 +40,9 @@ def build_profile(fields: dict[str, Any], shown_as: str) -> SimulatedProfile:
     except ValidationError as error:
         first = error.errors()[0]
         field = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"{shown_as}: field '{field}': {first['msg']} (got {first.get('input')!r})") from None
+        raise ConfigError(
+            f"{shown_as}: field '{field}': {first['msg']} (got {first.get('input')!r})"
+        ) from None
 
 
 def simulated_profiles() -> dict[str, SimulatedProfile]:
@@ -56,7 +61,9 @@ def resolve_profile(name: str, overrides: dict[str, Any]) -> SimulatedProfile:
     elif name in profiles:
         base = profiles[name]
     else:
-        raise ConfigError(f"unknown simulated member '{name}'; known: custom, {', '.join(sorted(profiles))}")
+        raise ConfigError(
+            f"unknown simulated member '{name}'; known: custom, {', '.join(sorted(profiles))}"
+        )
     if not overrides:
         return base
     return build_profile({**base.model_dump(), **overrides}, f"options of simulated:{name}")

@@ -24,7 +24,9 @@ from llm_council.prompts import display_index_for, extract_candidate_blocks
 from llm_council.simulation.answers import read_footer
 from llm_council.simulation.profile import REFERENCE_ANSWER_WORDS, SimulatedProfile
 
-_SCALE = re.compile(r"Score every answer from (-?\d+(?:\.\d+)?) \(worst\) to (-?\d+(?:\.\d+)?) \(best\)")
+_SCALE = re.compile(
+    r"Score every answer from (-?\d+(?:\.\d+)?) \(worst\) to (-?\d+(?:\.\d+)?) \(best\)"
+)
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,9 @@ def score_scale_from_prompt(prompt: str) -> tuple[float, float]:
     return (float(match.group(1)), float(match.group(2))) if match else (1.0, 10.0)
 
 
-def write_review(prompt: str, profile: SimulatedProfile, own_tags: Collection[str], rng: np.random.Generator) -> str:
+def write_review(
+    prompt: str, profile: SimulatedProfile, own_tags: Collection[str], rng: np.random.Generator
+) -> str:
     """The reviewer's reply text, in the JSON format real reviewers are asked for."""
     low, high = score_scale_from_prompt(prompt)
     candidates = perceive(prompt, own_tags)
@@ -82,13 +86,18 @@ def write_review(prompt: str, profile: SimulatedProfile, own_tags: Collection[st
         c.label: expected_score(profile, c) + profile.noise_sd * float(rng.standard_normal())
         for c in candidates
     }
-    scores = {label: round(min(max(value, low), high), profile.score_decimals) for label, value in raw.items()}
+    scores = {
+        label: round(min(max(value, low), high), profile.score_decimals)
+        for label, value in raw.items()
+    }
     if profile.score_decimals == 0:
         scores = {label: int(value) for label, value in scores.items()}
     ranking = sorted(raw, key=lambda label: -raw[label])
     reply = {
         "ranking": ranking,
         "scores": scores,
-        "rationale": f"{ranking[0]} is the most complete and correct answer." if ranking else "Nothing to judge.",
+        "rationale": f"{ranking[0]} is the most complete and correct answer."
+        if ranking
+        else "Nothing to judge.",
     }
     return "```json\n" + json.dumps(reply) + "\n```"

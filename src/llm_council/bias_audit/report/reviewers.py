@@ -9,8 +9,6 @@ nothing is there (shown in tests/bias_audit/report/test_calibration.py).
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 import duckdb
 import numpy as np
 
@@ -50,17 +48,19 @@ def _leniency_label(leniency: Interval) -> str:
 def reviewer_length_correlations(connection: duckdb.DuckDBPyConnection) -> dict[str, Interval]:
     """Each reviewer's own log-length/score correlation, pooled over sessions (Fisher z)."""
     rows = connection.execute(
-        """SELECT reviewer, corr(score, ln(greatest(words, 1))) AS r, count(*) AS n
+        """SELECT reviewer_index, corr(score, ln(greatest(words, 1))) AS r, count(*) AS n
            FROM scored WHERE NOT is_self
-           GROUP BY reviewer, session HAVING count(*) >= 3"""
+           GROUP BY reviewer_index, session HAVING count(*) >= 3"""
     ).fetchnumpy()
-    by_reviewer: dict[str, tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
-    for reviewer, r, n in zip(rows["reviewer"], rows["r"], rows["n"], strict=True):
-        by_reviewer[str(reviewer)][0].append(float(r) if r is not None else float("nan"))
-        by_reviewer[str(reviewer)][1].append(float(n))
+    names = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
+    index = np.asarray(rows["reviewer_index"])
+    r = np.ma.filled(np.ma.asarray(rows["r"], dtype=float), np.nan)
+    n = np.asarray(rows["n"], dtype=float)
     return {
-        reviewer: Interval.from_estimate(fisher_z_pooled_correlation(rs, ns))
-        for reviewer, (rs, ns) in by_reviewer.items()
+        names[int(i)]: Interval.from_estimate(
+            fisher_z_pooled_correlation(r[index == i], n[index == i])
+        )
+        for i in np.unique(index)
     }
 
 

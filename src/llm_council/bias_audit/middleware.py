@@ -1,0 +1,52 @@
+"""``BiasAuditMiddleware``: the audit as an opt-in plug-in of the council.
+
+Enabled by ``LLM_COUNCIL_BIAS_AUDIT=true`` (or 1/yes). At the end of a session it
+computes the :class:`BiasAuditResult` (stored at ``metadata["bias_audit"]``) and
+appends one record per (reviewer, candidate) to the JSONL store. Configuration errors
+(bad threshold, hashing on without a secret) raise before anything is written; the
+council's dispatcher lists them in ``metadata["middleware_errors"]``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, ClassVar
+
+import structlog
+
+from llm_council.bias_audit.audit import audit_score_table
+from llm_council.bias_audit.query_hash import query_hash_from_env
+from llm_council.bias_audit.records import records_from_session, utc_timestamp
+from llm_council.bias_audit.score_table import score_table_from_session
+from llm_council.bias_audit.store import append_records, store_path
+from llm_council.bias_audit.thresholds import load_thresholds
+from llm_council.errors import RecordError
+from llm_council.middleware import Middleware, SessionCompleted
+
+ENABLE_VARIABLE = "LLM_COUNCIL_BIAS_AUDIT"
+
+log = structlog.get_logger("llm_council.bias_audit")
+
+
+class BiasAuditMiddleware(Middleware):
+    """Per-session bias statistics in the metadata, and records in the store."""
+
+    name: ClassVar[str] = "bias_audit"
+
+    def enabled(self) -> bool:
+        return os.environ.get(ENABLE_VARIABLE, "").strip().lower() in {"true", "1", "yes"}
+
+    async def on_session_end(self, event: SessionCompleted) -> dict[str, Any]:
+        thresholds = load_thresholds()
+        query_hash = query_hash_from_env(event.query)
+        table = score_table_from_session(event.answers, event.reviews)
+        audit = audit_score_table(table, thresholds).model_dump(mode="json")
+        records = records_from_session(event, timestamp=utc_timestamp(), query_hash=query_hash)
+        try:
+            audit["records_written"] = append_records(store_path(), records)
+        except RecordError as error:
+            # the statistics are still worth returning when only the store failed
+            log.warning("bias_records_not_written", error=str(error))
+            audit["records_written"] = 0
+            audit["record_store_error"] = str(error)
+        return audit

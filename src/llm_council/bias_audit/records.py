@@ -1,0 +1,55 @@
+"""Turn a completed session into privacy-safe :class:`ReviewRecord` lines.
+
+One record per (reviewer, candidate) the reviewer was shown. A record carries ids,
+display positions, lengths and scores, and never the query or any answer text: lengths
+are counted here and the text goes no further.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+
+from llm_council.bias_audit.record_schema import ReviewRecord
+from llm_council.bias_audit.score_table import word_count
+from llm_council.middleware import SessionCompleted
+
+
+def utc_timestamp() -> str:
+    """Now, ISO 8601 in UTC with milliseconds (``2026-11-22T03:04:05.678+00:00``)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def records_from_session(
+    event: SessionCompleted, *, timestamp: str, query_hash: str | None
+) -> list[ReviewRecord]:
+    """The session's records, in review order then display order."""
+    lengths: dict[str, tuple[int, int]] = {}
+    for answer in event.answers:
+        if answer.text is not None:
+            lengths[answer.member] = (len(answer.text), word_count(answer.text))
+    records: list[ReviewRecord] = []
+    for review in event.reviews:
+        shown = sorted(review.candidates, key=lambda entry: entry.display_index)
+        for entry in shown:
+            chars, words = lengths.get(entry.candidate, (0, 0))
+            score = entry.score if entry.score is not None and math.isfinite(entry.score) else None
+            records.append(
+                ReviewRecord(
+                    session_id=event.session_id,
+                    timestamp=timestamp,
+                    reviewer_id=review.reviewer,
+                    model_id=entry.candidate,
+                    position=entry.display_index,
+                    n_candidates=len(review.candidates),
+                    response_length_chars=chars,
+                    response_length_words=words,
+                    score_value=score,
+                    score_scale=review.score_scale,
+                    rank=entry.rank,
+                    is_self_review=entry.is_self_review,
+                    council_config_hash=event.council_config_hash,
+                    query_hash=query_hash,
+                )
+            )
+    return records

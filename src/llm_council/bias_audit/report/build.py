@@ -1,0 +1,65 @@
+"""Build the whole cross-session report from a store: load, derive tables, analyse."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from llm_council.bias_audit.report.joint import fit_joint_model
+from llm_council.bias_audit.report.leaderboard import build_leaderboard
+from llm_council.bias_audit.report.length import pooled_length_bias
+from llm_council.bias_audit.report.loading import load_store, parse_since
+from llm_council.bias_audit.report.model import BiasReport
+from llm_council.bias_audit.report.position import position_bias
+from llm_council.bias_audit.report.reviewers import reviewer_profiles, self_preferences
+from llm_council.bias_audit.report.tables import create_analysis_tables
+from llm_council.errors import RecordError
+
+
+def build_report(
+    store_path: str | Path,
+    *,
+    since: str | None = None,
+    significance_level: float = 0.05,
+    n_resamples: int = 200,
+    seed: int = 0,
+    threads: int | None = None,
+) -> BiasReport:
+    """Analyse every readable record in ``store_path`` (optionally only those since ``since``)."""
+    cutoff = parse_since(since) if since else None
+    store = load_store(store_path, since=cutoff, since_label=since, threads=threads)
+    if store.n_records == 0:
+        detail = f" since {since}" if since else ""
+        raise RecordError(f"no usable bias-audit records{detail} in {store.path!r}")
+    connection = store.connection
+    try:
+        create_analysis_tables(connection)
+        joint = fit_joint_model(connection)
+        counts = connection.execute(
+            "SELECT (SELECT count(*) FROM reviewers), (SELECT count(*) FROM models)"
+        ).fetchone()
+        assert counts is not None
+        return BiasReport(
+            store=store.path,
+            generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            since=since,
+            n_records=store.n_records,
+            n_sessions=store.n_sessions,
+            n_reviewers=int(counts[0]),
+            n_models=int(counts[1]),
+            warnings=list(store.warnings),
+            profiles=reviewer_profiles(connection),
+            length=pooled_length_bias(connection),
+            position=position_bias(connection, significance_level),
+            self_preference=self_preferences(connection),
+            joint=joint.model if joint else None,
+            leaderboard=build_leaderboard(
+                connection,
+                joint.adjusted_mean_by_model if joint else {},
+                n_resamples=n_resamples,
+                seed=seed,
+            ),
+            significance_level=significance_level,
+        )
+    finally:
+        connection.close()

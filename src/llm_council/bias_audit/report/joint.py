@@ -1,0 +1,147 @@
+"""The joint bias model: every bias estimated at once, so confounded biases separate.
+
+    score[s, r, m] = alpha[s, m] + leniency[r] + position[slot] + self * is_self
+                     + verbosity[r] * ln(words[s, m]) + error
+
+``alpha[s, m]`` is one fixed effect per answer (absorbed by demeaning within the answer),
+so answer quality, including any real link between length and quality, is held fixed.
+That is also why only *differential* verbosity is identified: ln(words) is constant within
+an answer, so what the model can see is how much more one reviewer rewards length than the
+others (centred: the reviewers' verbosities sum to 0). The council-wide length effect is
+the pooled correlation of :mod:`length`. Leniencies are centred the same way; positions are
+relative to slot A (0). Intervals are session-clustered (CR1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+from scipy import stats as scipy_stats
+
+from llm_council.bias_audit.report.model import JointEffect, JointModel
+from llm_council.stats.joint_model import demean_within_groups, ols_cluster_robust, wald_test
+
+
+@dataclass(frozen=True)
+class JointFit:
+    """The model summary plus the per-model adjusted scores (the extra, labelled view)."""
+
+    model: JointModel
+    adjusted_mean_by_model: dict[str, float]
+
+
+def _centring_transform(n_levels: int) -> np.ndarray:
+    """Map ``n_levels - 1`` coefficients against level 0 to ``n_levels`` centred effects."""
+    to_full = np.zeros((n_levels, n_levels - 1))
+    to_full[1:, :] = np.eye(n_levels - 1)
+    return (np.eye(n_levels) - 1.0 / n_levels) @ to_full
+
+
+def fit_joint_model(connection: duckdb.DuckDBPyConnection) -> JointFit | None:
+    """Fit the joint model on every scored record; None when there is too little data."""
+    columns = connection.execute(
+        """SELECT session, model_index, reviewer_index, position, ln(greatest(words, 1)) AS log_words,
+                  is_self, score
+           FROM scored"""
+    ).fetchnumpy()
+    session = np.asarray(columns["session"], dtype=np.int64)
+    if session.size < 3:
+        return None
+    model_index = np.asarray(columns["model_index"], dtype=np.int64)
+    reviewer = np.asarray(columns["reviewer_index"], dtype=np.int64)
+    position = np.asarray(columns["position"], dtype=np.int64)
+    log_words = np.asarray(columns["log_words"], dtype=float)
+    is_self = np.asarray(columns["is_self"], dtype=float)
+    score = np.asarray(columns["score"], dtype=float)
+    reviewer_names = [
+        name for (name,) in connection.execute("SELECT reviewer FROM reviewers ORDER BY reviewer_index").fetchall()
+    ]
+    model_names = [
+        name for (name,) in connection.execute("SELECT model FROM models ORDER BY model_index").fetchall()
+    ]
+    n_reviewers, n_models = len(reviewer_names), len(model_names)
+    n_slots = int(position.max()) + 1
+
+    blocks: list[tuple[str, list[str], np.ndarray]] = []
+    if n_reviewers >= 2:
+        dummies = (reviewer[:, None] == np.arange(1, n_reviewers)[None, :]).astype(float)
+        blocks.append(("reviewer_leniency", reviewer_names, dummies))
+        blocks.append(("reviewer_verbosity", reviewer_names, dummies * log_words[:, None]))
+    if n_slots >= 2:
+        slot_dummies = (position[:, None] == np.arange(1, n_slots)[None, :]).astype(float)
+        blocks.append(("position", [f"slot {chr(65 + i)}" for i in range(1, n_slots)], slot_dummies))
+    if is_self.any():
+        blocks.append(("self_review", ["own answer"], is_self[:, None]))
+    if not blocks:
+        return None
+    raw_design = np.hstack([block for _, _, block in blocks])
+    _, answer = np.unique(session * n_models + model_index, return_inverse=True)
+    design = demean_within_groups(raw_design, answer)
+    response = demean_within_groups(score, answer)
+    fit = ols_cluster_robust(design, response, session)
+    intervals = fit.confidence_intervals()
+
+    effects: list[JointEffect] = []
+    start = 0
+    position_slice = slice(0, 0)
+    for group, names, block in blocks:
+        width = block.shape[1]
+        block_slice = slice(start, start + width)
+        coefficients = fit.coefficients[block_slice]
+        covariance = fit.covariance[block_slice, block_slice]
+        if group in ("reviewer_leniency", "reviewer_verbosity"):
+            transform = _centring_transform(len(names))
+            estimates = transform @ coefficients
+            standard_errors = np.sqrt(np.clip(np.diag(transform @ covariance @ transform.T), 0, None))
+            t_crit = float(scipy_stats.t.ppf(0.975, max(fit.n_clusters - 1, 1)))
+            lows, highs = estimates - t_crit * standard_errors, estimates + t_crit * standard_errors
+        else:
+            estimates, standard_errors = coefficients, fit.standard_errors[block_slice]
+            lows, highs = intervals[block_slice, 0], intervals[block_slice, 1]
+            if group == "position":
+                position_slice = block_slice
+        for name, estimate, low, high, se in zip(names, estimates, lows, highs, standard_errors, strict=True):
+            effects.append(JointEffect(name, group, float(estimate), float(low), float(high), float(se)))
+        start += width
+
+    if position_slice.stop > position_slice.start:
+        wald = wald_test(
+            fit.coefficients[position_slice],
+            fit.covariance[position_slice, position_slice],
+            fit.n_clusters,
+        )
+        wald_f, wald_p = wald.f_statistic, wald.p_value
+    else:
+        wald_f = wald_p = float("nan")
+
+    # extra view: answer effects alpha = within-answer mean of (score - X beta), per model
+    answer_effect_of_row = score - raw_design @ fit.coefficients
+    n_answers = int(answer.max()) + 1
+    answer_sizes = np.bincount(answer, minlength=n_answers)
+    alpha = np.bincount(answer, weights=answer_effect_of_row, minlength=n_answers) / answer_sizes
+    answer_model = np.zeros(n_answers, dtype=np.int64)
+    answer_model[answer] = model_index
+    alpha = alpha + (score.mean() - alpha[answer].mean())  # back on the score scale
+    per_model_sum = np.bincount(answer_model, weights=alpha, minlength=n_models)
+    per_model_count = np.bincount(answer_model, minlength=n_models)
+    adjusted = {
+        model_names[i]: float(per_model_sum[i] / per_model_count[i])
+        for i in range(n_models)
+        if per_model_count[i] > 0
+    }
+    dof = max(fit.n_observations - n_answers - design.shape[1], 1)
+    residual_sd = float(np.sqrt((fit.residuals**2).sum() / dof))
+    return JointFit(
+        model=JointModel(
+            effects=effects,
+            n_records=fit.n_observations,
+            n_answers=n_answers,
+            n_sessions=fit.n_clusters,
+            position_wald_f=float(wald_f),
+            position_wald_p=float(wald_p),
+            residual_sd=residual_sd,
+        ),
+        adjusted_mean_by_model=adjusted,
+    )

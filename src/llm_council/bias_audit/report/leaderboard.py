@@ -1,0 +1,90 @@
+"""The leaderboard: Bradley-Terry strengths of the models from the reviewers' rankings.
+
+Each reviewer's ranking of the answers it saw becomes paired comparisons (self-reviews
+left out, so self-preference cannot lift a model). Strengths get percentile intervals from
+resampling whole sessions, and a length-controlled variant adds ln(words) difference as a
+covariate, so a model that wins only by writing more loses that advantage.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+
+from llm_council.bias_audit.report.model import Interval, Leaderboard, LeaderboardEntry
+from llm_council.stats.bradley_terry import (
+    bradley_terry_session_bootstrap,
+    bradley_terry_with_covariate,
+)
+
+
+def build_leaderboard(
+    connection: duckdb.DuckDBPyConnection,
+    adjusted_mean_by_model: dict[str, float],
+    *,
+    n_resamples: int = 200,
+    seed: int = 0,
+) -> Leaderboard | None:
+    """Bradley-Terry with session-bootstrap intervals, plus the length-controlled fit."""
+    pairs = connection.execute(
+        """WITH ranked AS (
+               SELECT session, reviewer, model_index, rank, ln(greatest(words, 1)) AS log_words
+               FROM scored WHERE NOT is_self AND rank IS NOT NULL)
+           SELECT a.session, a.model_index AS item_a, b.model_index AS item_b,
+                  (a.rank < b.rank)::INTEGER AS a_won, a.log_words - b.log_words AS log_ratio
+           FROM ranked a JOIN ranked b
+             ON a.session = b.session AND a.reviewer = b.reviewer
+            AND a.model_index < b.model_index AND a.rank <> b.rank"""
+    ).fetchnumpy()
+    item_a = np.asarray(pairs["item_a"], dtype=np.int64)
+    if item_a.size == 0:
+        return None
+    item_b = np.asarray(pairs["item_b"], dtype=np.int64)
+    a_won = np.asarray(pairs["a_won"], dtype=np.int64)
+    log_ratio = np.asarray(pairs["log_ratio"], dtype=float)
+    _, session = np.unique(np.asarray(pairs["session"], dtype=np.int64), return_inverse=True)
+    model_names = [
+        name for (name,) in connection.execute("SELECT model FROM models ORDER BY model_index").fetchall()
+    ]
+    n_models = len(model_names)
+    n_sessions = int(session.max()) + 1
+    winner = np.where(a_won == 1, item_a, item_b)
+    loser = np.where(a_won == 1, item_b, item_a)
+    session_wins = np.zeros((n_sessions, n_models, n_models))
+    np.add.at(session_wins, (session, winner, loser), 1.0)
+    bootstrap = bradley_terry_session_bootstrap(
+        session_wins, n_resamples=n_resamples, rng=np.random.default_rng(seed)
+    )
+    controlled = bradley_terry_with_covariate(
+        item_a, item_b, a_won, log_ratio, session, n_models
+    )
+    comparisons = np.bincount(item_a, minlength=n_models) + np.bincount(item_b, minlength=n_models)
+    mean_scores = dict(
+        connection.execute("SELECT model, avg(score) FROM scored WHERE NOT is_self GROUP BY model").fetchall()
+    )
+    nan = float("nan")
+    entries = [
+        LeaderboardEntry(
+            model=name,
+            strength=Interval(
+                float(bootstrap.strength[i]), float(bootstrap.ci_low[i]), float(bootstrap.ci_high[i])
+            ),
+            length_controlled=Interval(
+                float(controlled.strengths.strength[i]),
+                float(controlled.strengths.ci_low[i]),
+                float(controlled.strengths.ci_high[i]),
+            ),
+            mean_score=float(mean_scores.get(name, nan) or nan),
+            adjusted_mean_score=float(adjusted_mean_by_model.get(name, nan)),
+            n_comparisons=int(comparisons[i]),
+        )
+        for i, name in enumerate(model_names)
+        if comparisons[i] > 0
+    ]
+    entries.sort(key=lambda entry: -entry.strength.estimate if np.isfinite(entry.strength.estimate) else np.inf)
+    return Leaderboard(
+        entries=entries,
+        n_sessions=n_sessions,
+        n_resamples=n_resamples,
+        length_slope=Interval(controlled.slope, controlled.slope_ci[0], controlled.slope_ci[1]),
+    )

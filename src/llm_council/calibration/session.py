@@ -1,0 +1,181 @@
+"""One ``calibrate`` or ``probe`` run: live (call the judge) or replay (recorded verdicts).
+
+Keeps the CLI thin: the command parses options, this module does the work and returns
+the JSON-ready report; :func:`write_json_atomically` leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+from llm_council.calibration.bias_check import select_pairs_for_bias_check
+from llm_council.calibration.call_cache import CallCache
+from llm_council.calibration.pairs import Pair
+from llm_council.calibration.probes import PROBE_NAMES, run_probes
+from llm_council.calibration.report import (
+    DEFAULT_HUMAN_KAPPA_THRESHOLD,
+    ReportOptions,
+    compute_report,
+    outcomes_from_judgments,
+)
+from llm_council.calibration.runner import (
+    CallResult,
+    JudgeRunner,
+    judge_key,
+    outcomes_from_results,
+    position_swap_calls,
+)
+from llm_council.errors import CouncilError, InputError
+from llm_council.providers.registry import create_provider, split_spec
+
+REPORT_FORMAT = "llm-council-calibration/1"
+
+
+class JudgeUntrustedError(CouncilError):
+    """The judge's agreement with human labels is below the threshold: recalibrate it first."""
+
+    exit_code = 3
+
+
+@dataclass(frozen=True)
+class LiveSettings:
+    """How to call the judge in a live run."""
+
+    spec: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    repetitions: int = 1
+    concurrency: int = 8
+    seed: int = 0
+    temperature: float | None = None
+    cache_path: Path | None = None
+
+
+def default_cache_path(pairs_path: Path, spec: str, output: Path | None) -> Path:
+    """Beside the report when there is one, else in the user cache directory."""
+    if output is not None:
+        return output.with_name(output.name + ".calls.jsonl")
+    digest = hashlib.sha256(f"{pairs_path.resolve()}\x00{spec}".encode()).hexdigest()[:16]
+    return Path(platformdirs.user_cache_dir("llm-council")) / "calibrate" / f"{digest}.jsonl"
+
+
+def judges_in(pairs: Sequence[Pair]) -> list[str]:
+    return sorted({pair.judge for pair in pairs if pair.judge is not None and pair.judgments})
+
+
+def replay_reports(
+    pairs: Sequence[Pair],
+    *,
+    path: str,
+    only_judge: str | None = None,
+    human_threshold: float = DEFAULT_HUMAN_KAPPA_THRESHOLD,
+    judge_family: str | None = None,
+) -> list[dict[str, Any]]:
+    """One report per judge found in the records (no model calls)."""
+    judges = judges_in(pairs)
+    if not judges:
+        raise InputError(
+            "no recorded 'judgments' to replay; pass --model SPEC to judge the pairs live",
+            path=path,
+        )
+    if only_judge is not None:
+        if only_judge not in judges:
+            raise InputError(
+                f"judge '{only_judge}' not in the records; found: {', '.join(judges)}", path=path
+            )
+        judges = [only_judge]
+    reports = []
+    for judge in judges:
+        # a record with no judge at all is unevaluated for every judge
+        mine = [pair for pair in pairs if pair.judge in (judge, None)]
+        options = ReportOptions(
+            judge=judge, human_kappa_threshold=human_threshold, judge_family=judge_family
+        )
+        reports.append(compute_report(outcomes_from_judgments(mine), options))
+    return reports
+
+
+async def live_report(
+    pairs: Sequence[Pair],
+    settings: LiveSettings,
+    *,
+    human_threshold: float = DEFAULT_HUMAN_KAPPA_THRESHOLD,
+    judge_family: str | None = None,
+    bias_check_probability: float = 0.0,
+    probes: Sequence[str] = PROBE_NAMES,
+    on_call_done: Callable[[CallResult], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """Judge every pair in both orders (and probes on the sampled pairs), then report."""
+    _, model_name = split_spec(settings.spec)
+    provider = create_provider(settings.spec, settings.options)
+    cache = CallCache(settings.cache_path)
+    runner = JudgeRunner(
+        provider,
+        judge_key(settings.spec, settings.options),
+        cache,
+        concurrency=settings.concurrency,
+        seed=settings.seed,
+        temperature=settings.temperature,
+        on_call_done=on_call_done,
+    )
+    checked = select_pairs_for_bias_check(pairs, bias_check_probability, settings.seed)
+    probe_calls = sum(4 if name == "format" else 2 for name in probes) * len(checked)
+    if on_total is not None:
+        on_total(2 * settings.repetitions * len(pairs) + probe_calls)
+    try:
+        results = await runner.run(position_swap_calls(pairs, settings.repetitions))
+        probe_summaries = await run_probes(runner, checked, probes, model_name) if checked else None
+    finally:
+        cache.close()
+        await provider.aclose()
+    extra: dict[str, Any] = {
+        "model_calls": runner.calls_made,
+        "cached_calls": sum(r.from_cache for r in results),
+        "cache": str(settings.cache_path) if settings.cache_path else None,
+    }
+    if probe_summaries is not None:
+        extra["probes"] = probe_summaries
+        extra["bias_check_pairs"] = len(checked)
+    options = ReportOptions(
+        judge=settings.spec,
+        human_kappa_threshold=human_threshold,
+        judge_family=judge_family,
+        extra=extra,
+    )
+    return compute_report(outcomes_from_results(pairs, results), options)
+
+
+def run_live(pairs: Sequence[Pair], settings: LiveSettings, **kwargs: Any) -> dict[str, Any]:
+    return asyncio.run(live_report(pairs, settings, **kwargs))
+
+
+def write_json_atomically(path: Path, document: Any) -> None:
+    """Write to a temporary file in the same directory, fsync, then rename over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            json.dump(document, stream, indent=2, allow_nan=False)
+            stream.write("\n")
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temp_name, path)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+
+
+def untrusted_judges(reports: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        r for r in reports if r["human_agreement"]["pairs"] and not r["human_agreement"]["trusted"]
+    ]
