@@ -15,6 +15,7 @@ import structlog
 from llm_council.aggregate import aggregate_reviews
 from llm_council.config import CouncilConfig, CouncilMember, load_council_config
 from llm_council.errors import CouncilError
+from llm_council.log_setup import ensure_default_logging
 from llm_council.middleware import (
     Middleware,
     MiddlewareDispatcher,
@@ -71,6 +72,7 @@ async def run_full_council(
     """
     if not query.strip():
         raise CouncilError("the query is empty")
+    ensure_default_logging()
     config = config or load_council_config()
     seed = secrets.randbits(31) if seed is None else seed
     session_id = session_id or uuid.uuid4().hex

@@ -71,3 +71,10 @@ def configure_logging(*, json_logs: bool = False, level: str = "WARNING") -> Non
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,
     )
+
+
+def ensure_default_logging() -> None:
+    """Library default: if the application has not configured structlog, log warnings and
+    errors to stderr only (an unconfigured structlog would print every event to stdout)."""
+    if not structlog.is_configured():
+        configure_logging(level="WARNING")
