@@ -7,6 +7,12 @@ Accepted, in order of preference:
 2. a ``FINAL RANKING:`` numbered list (the last such block);
 3. otherwise the review is recorded as unparseable, with the reason.
 
+The reviewer's own verdict comes last, after anything it quotes from the candidates, so
+the reply is searched from the end: JSON objects are tried latest-start first (quoted
+text full of ``{`` cannot push the verdict out of the search window), and a
+``FINAL RANKING:`` block written after the last valid JSON object wins over it (a
+candidate's fake JSON quoted before a plain-text verdict is not taken for the verdict).
+
 Labels not shown to this reviewer are ignored, duplicates are dropped (first kept), and
 a missing or invalid score stays missing: it is never turned into 0.
 """
@@ -27,7 +33,6 @@ from llm_council.results import ParseStatus
 MAX_REPLY_CHARS = 200_000
 MAX_JSON_STARTS = 400
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
 _LABEL = re.compile(r"\b[Rr]esponse\s+([A-Za-z]{1,3})\b")
 _FINAL_RANKING = re.compile(r"FINAL\s+RANKING\s*:", re.IGNORECASE)
 _NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:/\s*\d+(?:\.\d+)?)?\s*$")
@@ -76,38 +81,38 @@ def _score_value(raw: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _json_candidates(reply: str) -> Iterator[Any]:
-    """Yield every JSON object in the reply, fenced ones first, each in text order."""
+def _json_candidates(reply: str) -> Iterator[tuple[int, Any]]:
+    """Yield ``(end, obj)`` for JSON objects in the reply, the latest-starting first.
+
+    At most ``MAX_JSON_STARTS`` opening braces are tried, counted from the end, because
+    the verdict follows whatever the reviewer quoted. Fenced JSON needs no separate pass:
+    its opening brace is one of the starts.
+    """
     decoder = json.JSONDecoder()
-    for fenced in _FENCE.findall(reply):
-        try:
-            yield json.loads(fenced.strip())
-        except (ValueError, RecursionError):
-            continue
-    starts = [i for i, char in enumerate(reply) if char == "{"][:MAX_JSON_STARTS]
-    end_of_last = -1
-    for start in starts:
-        if start < end_of_last:
-            continue
+    starts = [i for i, char in enumerate(reply) if char == "{"]
+    for start in reversed(starts[-MAX_JSON_STARTS:]):
         try:
             obj, end = decoder.raw_decode(reply, start)
         except (ValueError, RecursionError):
             continue
-        end_of_last = end
-        yield obj
+        yield end, obj
 
 
 def _from_json(
     reply: str, known: dict[str, str], scale: tuple[float, float]
-) -> ParsedReview | None:
+) -> tuple[ParsedReview, int] | None:
+    """The last valid review JSON object, parsed, and where it ends in ``reply``."""
     last_valid: _ReviewJson | None = None
-    for obj in _json_candidates(reply):
+    json_end = -1
+    for end, obj in _json_candidates(reply):
         if not isinstance(obj, dict) or "ranking" not in obj:
             continue
         try:
             last_valid = _ReviewJson.model_validate(obj)
         except ValidationError:
             continue
+        json_end = end
+        break
     if last_valid is None:
         return None
     notes: list[str] = []
@@ -125,12 +130,10 @@ def _from_json(
             continue
         scores.setdefault(label, value)
     if not ranking and not scores:
-        return ParsedReview(
-            "unparseable",
-            error="JSON had no ranking or score for a shown label",
-            notes=tuple(notes),
-        )
-    return ParsedReview("json", tuple(ranking), scores, last_valid.rationale, notes=tuple(notes))
+        error = "JSON had no ranking or score for a shown label"
+        return ParsedReview("unparseable", error=error, notes=tuple(notes)), json_end
+    verdict = ParsedReview("json", tuple(ranking), scores, last_valid.rationale, notes=tuple(notes))
+    return verdict, json_end
 
 
 def _dedupe_known(raw_labels: Sequence[Any], known: dict[str, str], notes: list[str]) -> list[str]:
@@ -170,12 +173,15 @@ def parse_review(
             return ParsedReview("unparseable", error="empty reply")
         text = reply[:MAX_REPLY_CHARS]
         known = {label.removeprefix("Response ").upper(): label for label in shown_labels}
-        parsed = _from_json(text, known, score_scale)
-        if parsed is not None and parsed.status == "json":
+        parsed, json_end = _from_json(text, known, score_scale) or (None, -1)
+        last_marker = max((m.start() for m in _FINAL_RANKING.finditer(text)), default=-1)
+        if parsed is not None and parsed.status == "json" and last_marker < json_end:
             return parsed
         fallback = _from_final_ranking(text, known)
         if fallback is not None and fallback.status == "final_ranking":
             return fallback
+        if parsed is not None and parsed.status == "json":
+            return parsed  # a FINAL RANKING after the JSON that lists no shown label
         partial = parsed or fallback
         if partial is not None:
             return ParsedReview("unparseable", error=partial.error, notes=partial.notes)

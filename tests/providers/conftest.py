@@ -33,6 +33,8 @@ class ScriptedReply:
 
 @dataclass(frozen=True)
 class ReceivedRequest:
+    """What the SDK sent; header names are lower-cased."""
+
     method: str
     path: str
     headers: dict[str, str]
@@ -99,7 +101,9 @@ class FakeVendorServer:
                 except ValueError:
                     parsed = raw
                 reply = fake._next_reply(
-                    ReceivedRequest("POST", self.path, dict(self.headers.items()), parsed)
+                    ReceivedRequest(
+                        "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, parsed
+                    )
                 )
                 if reply.delay_s and fake.stopping.wait(reply.delay_s):
                     return  # the test is over; the client is gone

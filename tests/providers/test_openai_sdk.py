@@ -92,7 +92,7 @@ def test_local_server_without_key_gets_a_placeholder(fake_vendor, no_vendor_env)
     )
 
     assert completion.text == "{}"
-    print(fake_vendor.requests[0].headers); assert 0
+    assert fake_vendor.requests[0].headers["authorization"] == "Bearer not-needed"
 
 
 def test_remote_base_url_without_key_names_the_variable(no_vendor_env):

@@ -26,6 +26,7 @@ from llm_council.prompts import label_for
 from llm_council.stats.additive_model import fit_additive_two_way
 from llm_council.stats.correlation import pearson_correlation_t_test
 from llm_council.stats.session_tests import (
+    joint_slot_effects,
     pooled_self_preference_test,
     position_randomization_test,
     self_preference_tests,
@@ -39,9 +40,10 @@ METHODS: dict[str, str] = {
         "when p < significance_level and |r| >= length_correlation_threshold"
     ),
     "position": (
-        "residuals of the additive model score = mean + reviewer + candidate (self-reviews "
-        "excluded); statistic: between-slot variance of residuals by the display_index each "
-        "reviewer saw; p from re-drawing each reviewer's own order; flag when p < "
+        "additive model score = mean + reviewer + candidate (self-reviews excluded); "
+        "position_score_variance: count-weighted variance over display slots of slot effects "
+        "fitted jointly with it; p: randomization test of the residuals' between-slot "
+        "variance, re-drawing each reviewer's own display order; flag when p < "
         "significance_level and variance >= position_variance_threshold"
     ),
     "leniency": (
@@ -148,13 +150,14 @@ def audit_score_table(
             n_permutations=thresholds.position_permutations,
             seed=permutation_seed,
         )
-        if position is not None:
-            position_variance = position.between_position_variance
+        slot_effects = joint_slot_effects(fit.design[known], fit.residuals[known], slots[known])
+        if position is not None and slot_effects is not None:
+            position_variance = slot_effects.weighted_variance
             position_p_value = position.p_value
-            slot_means = {label_for(slot): mean for slot, mean in position.slot_means.items()}
+            slot_means = {label_for(slot): value for slot, value in slot_effects.effects.items()}
             position_detected = (
                 position.p_value < alpha
-                and position.between_position_variance >= thresholds.position_variance_threshold
+                and position_variance >= thresholds.position_variance_threshold
             )
     if position_variance is None and "reviewers" not in indicator_only:
         indicator_only["position"] = "no display positions known: position not tested"

@@ -27,7 +27,10 @@ class BiasAuditResult(BaseModel):
     length_score_p_value: float | None = Field(description="exact two-sided t test, n-2 df")
     length_bias_detected: bool
     position_score_variance: float | None = Field(
-        description="between-slot variance of within-reviewer residual scores (points^2)"
+        description=(
+            "variance over display slots of slot effects fitted jointly with reviewer and "
+            "answer effects (points^2)"
+        )
     )
     position_bias_detected: bool
     reviewer_mean_scores: dict[str, float | None] = Field(
@@ -46,7 +49,7 @@ class BiasAuditResult(BaseModel):
         description="randomization test re-drawing each reviewer's own display order"
     )
     position_slot_means: dict[str, float] = Field(
-        description="mean residual score per display label (points above the reviewer's norm)"
+        description="fitted effect of each display label in points (weighted mean 0)"
     )
     reviewer_offsets: dict[str, float | None] = Field(
         description="points above the other reviewers on the same answers (additive model)"

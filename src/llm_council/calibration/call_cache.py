@@ -1,9 +1,10 @@
 """The JSONL cache/checkpoint of finished judge calls, so an interrupted run resumes.
 
 Each finished call is one line written with a single ``write`` then flushed and fsynced,
-so a crash loses at most the call in flight; a torn last line (the crash happened mid
-write) is skipped with a warning on the next start. Only successful calls are stored: a
-failed call is retried on the next run rather than replayed as a failure.
+so a crash loses at most the call in flight; a torn line (the crash happened mid write)
+is skipped with a warning on the next start, and the next append starts a fresh line.
+Only successful calls are stored: a failed call is retried on the next run rather than
+replayed as a failure.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ import os
 import warnings
 from pathlib import Path
 from typing import IO, Any
-
-from llm_council.errors import InputError
 
 
 def call_key(
@@ -59,17 +58,12 @@ class CallCache:
                 key = entry["key"]
                 entry["text"]  # noqa: B018 - presence check
             except (json.JSONDecodeError, KeyError, TypeError):
-                is_last = all(not rest.strip() for rest in lines[number:])
-                if is_last:
-                    warnings.warn(
-                        f"{path}:{number}: skipped a torn last line of the call cache", stacklevel=2
-                    )
-                    continue
-                raise InputError(
-                    "corrupt call-cache line (delete the cache to start over)",
-                    path=str(path),
-                    line=number,
-                ) from None
+                # only this class writes the file, so a bad line is a write torn by a crash
+                # (later runs append after it); losing it costs one repeated call
+                warnings.warn(
+                    f"{path}:{number}: skipped a torn line of the call cache", stacklevel=3
+                )
+                continue
             self._entries[key] = entry
 
     def __len__(self) -> int:

@@ -1,9 +1,121 @@
-"""Placeholder: replaced by the module that owns this command."""
+"""``llm-council bias-report``: analyse the bias-audit store across sessions."""
 
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from llm_council.errors import ConfigError, RecordError
+
+_STEPS = 6  # the on_step calls build_report makes
+
+
+class ReportFormat(str, Enum):
+    text = "text"
+    json = "json"
+    csv = "csv"
+    html = "html"
+
+
+def _progress_enabled() -> bool:
+    """A progress bar only for a person watching: stderr is a TTY and not CI."""
+    return sys.stderr.isatty() and os.environ.get("CI", "").lower() not in ("true", "1")
+
+
+@contextmanager
+def _step_progress() -> Iterator[Callable[[str], None] | None]:
+    """A rich progress bar advanced by ``build_report``'s ``on_step`` (None when off)."""
+    if not _progress_enabled():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as progress:
+        task = progress.add_task("bias report", total=_STEPS)
+        started = [False]
+
+        def on_step(name: str) -> None:
+            if started[0]:
+                progress.advance(task)
+            started[0] = True
+            progress.update(task, description=name)
+
+        yield on_step
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write the whole report or nothing: a temp file beside the target, then rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(temp_name, 0o644)
+        os.replace(temp_name, path)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+
+
+def bias_report(
+    output_format: Annotated[
+        ReportFormat, typer.Option("--format", "-f", help="text, json, csv or html.")
+    ] = ReportFormat.text,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write here instead of stdout.")
+    ] = None,
+    store: Annotated[
+        Path | None,
+        typer.Option(
+            "--store",
+            help="JSONL store (default: LLM_COUNCIL_BIAS_STORE, else the user data directory).",
+        ),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="Only sessions since: 7d, 24h, 30m, 2w or an ISO date."),
+    ] = None,
+    bootstrap: Annotated[
+        int, typer.Option("--bootstrap", min=20, help="Session resamples for the leaderboard.")
+    ] = 200,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap.")] = 0,
+) -> None:
+    """Pool the bias-audit records of every session: reviewer profiles, biases, leaderboard."""
+    from llm_council.bias_audit.report import RENDERERS, build_report
+    from llm_council.bias_audit.store import store_path
+
+    path = store if store is not None else store_path()
+    if output_format is ReportFormat.html and out is None and sys.stdout.isatty():
+        raise ConfigError("--format html writes a file: add --out report.html")
+    with _step_progress() as on_step:
+        report = build_report(path, since=since, n_resamples=bootstrap, seed=seed, on_step=on_step)
+    for warning in report.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    text = RENDERERS[output_format.value](report)
+    if out is None:
+        sys.stdout.write(text)
+        return
+    try:
+        _write_atomically(out, text)
+    except OSError as error:
+        raise RecordError(f"cannot write the report to {str(out)!r}: {error.strerror}") from None
+    print(f"wrote {output_format.value} report to {out}", file=sys.stderr)
 
 
 def register(app: typer.Typer) -> None:
-    return None
+    app.command("bias-report")(bias_report)

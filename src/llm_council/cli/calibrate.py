@@ -1,9 +1,266 @@
-"""Placeholder: replaced by the module that owns this command."""
+"""Judge calibration commands: ``calibrate``, ``probe``, ``label-ui``, ``export-openai-evals``."""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+
+from llm_council.calibration.bias_check import bias_check_probability
+from llm_council.calibration.pairs import read_pairs
+from llm_council.calibration.probes import PROBE_NAMES, parse_probe_names
+from llm_council.calibration.report import DEFAULT_HUMAN_KAPPA_THRESHOLD
+from llm_council.calibration.session import (
+    REPORT_FORMAT,
+    JudgeUntrustedError,
+    LiveSettings,
+    default_cache_path,
+    replay_reports,
+    run_live,
+    untrusted_judges,
+    write_json_atomically,
+)
+from llm_council.calibration.summary import render_summary
+from llm_council.errors import ConfigError
+
+ModelOption = Annotated[
+    str | None, typer.Option("--model", "-m", help="judge spec, e.g. openai:gpt-4o")
+]
+OptionsOption = Annotated[
+    list[str] | None,
+    typer.Option("--option", "-o", help="provider option KEY=VALUE (VALUE parsed as JSON)"),
+]
+
+
+def parse_options(items: list[str] | None) -> dict[str, Any]:
+    """``["noise_sd=0.5", "position_effects=[1.0]"]`` -> dict; a bare string stays a string."""
+    options: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"invalid --option '{item}': expected KEY=VALUE")
+        try:
+            options[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            options[key.strip()] = raw
+    return options
+
+
+def progress_enabled() -> bool:
+    """Progress bars only for a person watching: a TTY and not CI."""
+    return sys.stderr.isatty() and os.environ.get("CI", "").lower() not in ("true", "1")
+
+
+@contextmanager
+def call_progress(description: str) -> Iterator[tuple[Any, Any]]:
+    """``(on_total, on_call_done)`` callbacks driving a rich progress bar (no-ops when off)."""
+    if not progress_enabled():
+        yield (lambda total: None, lambda result: None)
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        transient=True,
+    ) as progress:
+        task = progress.add_task(description, total=None)
+        yield (
+            lambda total: progress.update(task, total=total),
+            lambda result: progress.advance(task),
+        )
+
+
+def _live_settings(
+    pairs_path: Path,
+    model: str,
+    option: list[str] | None,
+    output: Path | None,
+    cache: Path | None,
+    no_cache: bool,
+    repetitions: int,
+    concurrency: int,
+    seed: int,
+    temperature: float | None,
+) -> LiveSettings:
+    if repetitions < 1 or concurrency < 1:
+        raise ConfigError(
+            f"--repetitions and --concurrency must be >= 1, got {repetitions} and {concurrency}"
+        )
+    cache_path = None if no_cache else (cache or default_cache_path(pairs_path, model, output))
+    return LiveSettings(
+        spec=model,
+        options=parse_options(option),
+        repetitions=repetitions,
+        concurrency=concurrency,
+        seed=seed,
+        temperature=temperature,
+        cache_path=cache_path,
+    )
+
+
+def calibrate_command(
+    pairs_path: Annotated[Path, typer.Argument(help="pairs JSONL (with 'judgments' to replay)")],
+    model: ModelOption = None,
+    option: OptionsOption = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", help="write the JSON report here")
+    ] = None,
+    repetitions: Annotated[int, typer.Option(help="judgments per pair and order (live)")] = 1,
+    concurrency: Annotated[int, typer.Option(help="concurrent judge calls (live)")] = 8,
+    cache: Annotated[Path | None, typer.Option(help="call cache/checkpoint JSONL (live)")] = None,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="do not read or write a call cache")
+    ] = False,
+    seed: Annotated[int, typer.Option(help="seed for sampling and bias-check selection")] = 0,
+    temperature: Annotated[float | None, typer.Option(help="judge sampling temperature")] = None,
+    human_threshold: Annotated[
+        float, typer.Option(help="minimum kappa with human labels to trust the judge")
+    ] = DEFAULT_HUMAN_KAPPA_THRESHOLD,
+    judge: Annotated[str | None, typer.Option(help="replay only this judge's records")] = None,
+    judge_family: Annotated[
+        str | None, typer.Option(help="override the judge's model family")
+    ] = None,
+    bias_check: Annotated[
+        bool, typer.Option("--bias-check", help="run the bias probes on every pair")
+    ] = False,
+    probes: Annotated[str, typer.Option(help="probes for the bias check")] = ",".join(PROBE_NAMES),
+) -> None:
+    """Position-swap calibration of an LLM judge (live with --model, else replay of verdicts)."""
+    pairs = read_pairs(pairs_path)
+    if model is None:
+        reports = replay_reports(
+            pairs,
+            path=str(pairs_path),
+            only_judge=judge,
+            human_threshold=human_threshold,
+            judge_family=judge_family,
+        )
+        mode = "replay"
+    else:
+        settings = _live_settings(
+            pairs_path,
+            model,
+            option,
+            output,
+            cache,
+            no_cache,
+            repetitions,
+            concurrency,
+            seed,
+            temperature,
+        )
+        probability = 1.0 if bias_check else bias_check_probability()
+        with call_progress(f"judging {len(pairs)} pairs") as (on_total, on_done):
+            reports = [
+                run_live(
+                    pairs,
+                    settings,
+                    human_threshold=human_threshold,
+                    judge_family=judge_family,
+                    bias_check_probability=probability,
+                    probes=parse_probe_names(probes),
+                    on_call_done=on_done,
+                    on_total=on_total,
+                )
+            ]
+        mode = "live"
+    if output is not None:
+        write_json_atomically(output, {"format": REPORT_FORMAT, "mode": mode, "reports": reports})
+    typer.echo("\n\n".join(render_summary(report) for report in reports))
+    untrusted = untrusted_judges(reports)
+    if untrusted:
+        names = ", ".join(f"{r['judge']} (kappa {_kappa_text(r)})" for r in untrusted)
+        raise JudgeUntrustedError(
+            f"human agreement below {human_threshold:g} for {names}: "
+            "do not trust until recalibrated"
+        )
+
+
+def _kappa_text(report: dict[str, Any]) -> str:
+    kappa = report["human_agreement"]["kappa"]
+    return "undefined" if kappa is None else f"{kappa:.2f}"
+
+
+def probe_command(
+    pairs_path: Annotated[Path, typer.Argument(help="pairs JSONL")],
+    model: Annotated[str, typer.Option("--model", "-m", help="judge spec, e.g. openai:gpt-4o")],
+    probes: Annotated[str, typer.Option(help="comma-separated probes")] = ",".join(PROBE_NAMES),
+    option: OptionsOption = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", help="write the JSON report here")
+    ] = None,
+    concurrency: Annotated[int, typer.Option(help="concurrent judge calls")] = 8,
+    cache: Annotated[Path | None, typer.Option(help="call cache/checkpoint JSONL")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
+    seed: Annotated[int, typer.Option()] = 0,
+) -> None:
+    """Bias probes: perturb one answer (authority, format, padding, identity, distraction)."""
+    names = parse_probe_names(probes)
+    pairs = read_pairs(pairs_path)
+    settings = _live_settings(
+        pairs_path, model, option, output, cache, no_cache, 1, concurrency, seed, None
+    )
+    with call_progress(f"probing {len(pairs)} pairs") as (on_total, on_done):
+        report = run_live(
+            pairs,
+            settings,
+            bias_check_probability=1.0,
+            probes=names,
+            on_call_done=on_done,
+            on_total=on_total,
+        )
+    if output is not None:
+        write_json_atomically(
+            output, {"format": REPORT_FORMAT, "mode": "probe", "reports": [report]}
+        )
+    typer.echo(render_summary(report))
+
+
+def label_ui_command(
+    pairs_path: Annotated[Path, typer.Argument(help="pairs JSONL to label")],
+    output: Annotated[Path, typer.Option("--output", help="labels are appended here (JSONL)")],
+    port: Annotated[int, typer.Option(help="port on 127.0.0.1 (0 = any free port)")] = 8765,
+    seed: Annotated[int, typer.Option(help="seed for randomizing which answer is shown left")] = 0,
+) -> None:
+    """Serve a local page (127.0.0.1 only) to label pairs A / B / tie, saving each label."""
+    from llm_council.calibration.label_ui import serve_forever
+
+    serve_forever(read_pairs(pairs_path), output, port=port, seed=seed)
+
+
+def export_openai_evals_command(
+    pairs_path: Annotated[Path, typer.Argument(help="pairs JSONL")],
+    out: Annotated[
+        Path, typer.Option("--out", help="directory for samples.jsonl and the eval YAML")
+    ],
+    eval_name: Annotated[
+        str, typer.Option(help="name of the eval in the registry YAML")
+    ] = "llm-council-pairwise",
+) -> None:
+    """Write the pairs as an OpenAI Evals dataset with a model-graded eval spec."""
+    from llm_council.calibration.evals_export import export_openai_evals
+
+    written = export_openai_evals(read_pairs(pairs_path), out, eval_name=eval_name)
+    typer.echo("\n".join(f"wrote {path}" for path in written))
 
 
 def register(app: typer.Typer) -> None:
-    return None
+    app.command("calibrate")(calibrate_command)
+    app.command("probe")(probe_command)
+    app.command("label-ui")(label_ui_command)
+    app.command("export-openai-evals")(export_openai_evals_command)

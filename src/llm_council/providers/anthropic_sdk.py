@@ -7,7 +7,8 @@ exceptions are classified by :mod:`llm_council.providers.error_mapping`.
 The Messages API takes the system prompt as a separate field and has no schema-free JSON
 mode (structured outputs need a JSON schema, which a request does not carry), so
 ``json_output`` adds one sentence to the system prompt instead; the council's parser
-accepts fenced or raw JSON either way. It has no sampling seed, so ``seed`` is not sent.
+accepts fenced or raw JSON either way. The API takes no sampling seed, and ``temperature``
+is no longer a parameter of the 2.x SDK's ``messages.create``, so neither is sent.
 
 Options: ``api_key_env`` (default ``ANTHROPIC_API_KEY``), ``base_url`` (a proxy or
 gateway; the SDK also reads ``ANTHROPIC_BASE_URL``), ``timeout_s`` (default 600).
@@ -75,8 +76,6 @@ class AnthropicProvider(Provider):
         }
         if system_parts:
             arguments["system"] = "\n\n".join(system_parts)
-        if request.temperature is not None:
-            arguments["temperature"] = request.temperature
         return arguments
 
     async def complete(self, request: CompletionRequest) -> Completion:

@@ -2,7 +2,8 @@
 
 Policy: retry only errors the provider classified as retryable (rate limits, 5xx,
 timeouts, dropped connections), wait the server's ``retry-after`` when given and
-otherwise exponential backoff with full jitter, cap each attempt with a timeout, and
+otherwise exponential backoff plus up to 1 s of random jitter (tenacity's
+``wait_exponential_jitter``), cap each attempt with a timeout, and
 report how many attempts a call took so a retried call is never counted twice.
 """
 

@@ -109,7 +109,7 @@ class GoogleProvider(Provider):
             return status_error(
                 self.spec,
                 self.provider_name,
-                int(error.code),
+                error.code if isinstance(error.code, int) else 0,
                 dict(headers) if headers is not None else {},
                 server_message_from_body(error.details, str(error.message or error.status or "")),
                 secrets=self._secrets,

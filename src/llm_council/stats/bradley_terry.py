@@ -139,8 +139,8 @@ def bradley_terry_with_covariate(
     # free parameters: theta_1..theta_{K-1} (theta_0 = 0) then beta
     design = np.zeros((n, n_items))
     rows = np.arange(n)
-    np.add.at(design, (rows, a), 1.0)
-    np.add.at(design, (rows, b), -1.0)
+    design[rows, a] = 1.0  # a != b in every pair, so plain assignment is enough
+    design[rows, b] = -1.0
     design[:, 0] = d  # column 0 (item 0 is the reference) now holds the covariate
     params = np.zeros(n_items)
     for _ in range(max_iter):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import sparse
 from scipy import stats as scipy_stats
 
 
@@ -26,15 +27,23 @@ def demean_within_groups(values: ArrayLike, group_index: ArrayLike) -> np.ndarra
     """
     x = np.asarray(values, dtype=float)
     groups = np.asarray(group_index, dtype=np.int64)
-    n_groups = int(groups.max()) + 1 if groups.size else 0
-    counts = np.bincount(groups, minlength=n_groups).astype(float)
-    if x.ndim == 1:
-        return x - (np.bincount(groups, weights=x, minlength=n_groups) / counts)[groups]
-    out = np.empty_like(x)
-    for column in range(x.shape[1]):
-        sums = np.bincount(groups, weights=x[:, column], minlength=n_groups)
-        out[:, column] = x[:, column] - (sums / counts)[groups]
-    return out
+    group_sums = group_sum_matrix(groups) @ x
+    counts = np.bincount(groups, minlength=group_sums.shape[0]).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = group_sums / (counts if x.ndim == 1 else counts[:, None])
+    return x - means[groups]
+
+
+def group_sum_matrix(group_index: np.ndarray) -> sparse.csr_matrix:
+    """The sparse ``(G, n)`` 0/1 matrix whose product with a column sums it within groups.
+
+    One sparse pass over all columns at once, instead of one ``bincount`` per column.
+    """
+    n = group_index.size
+    n_groups = int(group_index.max()) + 1 if n else 0
+    return sparse.csr_matrix(
+        (np.ones(n), (group_index, np.arange(n))), shape=(n_groups, n)
+    )
 
 
 @dataclass(frozen=True)
@@ -82,15 +91,53 @@ def ols_cluster_robust(
     coefficients = xtx_inverse @ (x.T @ y)
     residuals = y - x @ coefficients
     n_clusters = int(clusters.max()) + 1 if clusters.size else 0
-    scores = np.zeros((n_clusters, k))
-    weighted = x * residuals[:, None]
-    for column in range(k):
-        scores[:, column] = np.bincount(clusters, weights=weighted[:, column], minlength=n_clusters)
+    scores = group_sum_matrix(clusters) @ (x * residuals[:, None])
     present = np.bincount(clusters, minlength=n_clusters) > 0
     c = int(present.sum())
     meat = scores.T @ scores
     factor = (c / max(c - 1, 1)) * ((n - 1) / max(n - k, 1))
     covariance = factor * xtx_inverse @ meat @ xtx_inverse
+    return ClusteredOlsFit(coefficients, covariance, residuals, n, c)
+
+
+def ols_absorbed_cluster_robust(
+    design: ArrayLike, response: ArrayLike, group_index: ArrayLike, cluster_index: ArrayLike
+) -> ClusteredOlsFit:
+    """:func:`ols_cluster_robust` on the within-group demeaned data, without forming it.
+
+    With group sums :math:`S_X = D^\top X`, :math:`S_y = D^\top y` and sizes :math:`n_g`,
+
+    .. math::
+
+        \tilde X^\top \tilde X = X^\top X - S_X^\top \operatorname{diag}(1/n_g) S_X,\qquad
+        \tilde X^\top \tilde y = X^\top y - S_X^\top \operatorname{diag}(1/n_g) S_y
+
+    and, because the demeaned residuals sum to zero within each group and groups are nested
+    in clusters, :math:`\sum_{i \in c} \tilde x_i \hat e_i = \sum_{i \in c} x_i \hat e_i`.
+    So only ``(n, k)`` products of the raw design are needed (Frisch-Waugh-Lovell; the
+    sandwich as in :func:`ols_cluster_robust`). ``group_index`` must be nested in
+    ``cluster_index``; ids need not be dense.
+    """
+    x = np.asarray(design, dtype=float)
+    y = np.asarray(response, dtype=float)
+    groups = np.asarray(group_index, dtype=np.int64)
+    clusters = np.asarray(cluster_index, dtype=np.int64)
+    n, k = x.shape
+    group_sums = group_sum_matrix(groups)
+    counts = np.bincount(groups, minlength=group_sums.shape[0]).astype(float)
+    inverse_counts = np.divide(1.0, counts, out=np.zeros_like(counts), where=counts > 0)
+    sum_x = group_sums @ x
+    sum_y = group_sums @ y
+    xtx = x.T @ x - sum_x.T @ (sum_x * inverse_counts[:, None])
+    xty = x.T @ y - sum_x.T @ (sum_y * inverse_counts)
+    xtx_inverse = np.linalg.pinv(xtx)
+    coefficients = xtx_inverse @ xty
+    raw_residuals = y - x @ coefficients
+    residuals = raw_residuals - ((sum_y - sum_x @ coefficients) * inverse_counts)[groups]
+    scores = group_sum_matrix(clusters) @ (x * residuals[:, None])
+    c = int((np.bincount(clusters) > 0).sum())
+    factor = (c / max(c - 1, 1)) * ((n - 1) / max(n - k, 1))
+    covariance = factor * xtx_inverse @ (scores.T @ scores) @ xtx_inverse
     return ClusteredOlsFit(coefficients, covariance, residuals, n, c)
 
 

@@ -270,3 +270,48 @@ def step_down_reviewer_offsets(
         index = remaining.pop(local)
         verdicts[index] = ReviewerOffsetVerdict(index, tests[local].estimate, p_value, flagged=True)
     return [verdicts[index] for index in sorted(verdicts)]
+
+
+@dataclass(frozen=True)
+class SlotEffects:
+    """Display-slot effects estimated jointly with reviewer and answer effects."""
+
+    effects: dict[int, float]
+    counts: dict[int, int]
+    weighted_variance: float
+
+
+def joint_slot_effects(
+    design: ArrayLike, residuals: ArrayLike, display_indexes: ArrayLike
+) -> SlotEffects | None:
+    r"""Slot effects :math:`\hat\gamma_k` of the model score = mean + reviewer + answer + slot.
+
+    ``design`` is the additive model's X and ``residuals`` its residuals e. By
+    Frisch-Waugh-Lovell, with :math:`M = I - X X^+` and slot indicators Z (first slot as
+    base), :math:`\hat\gamma = (Z^T M Z)^{-1} Z^T e` (since :math:`Me = e`). Slot means of
+    e are shrunk towards 0 because the answer and reviewer effects soak up part of a slot
+    effect; :math:`\hat\gamma` is not. Returned centred (count-weighted mean 0) with the
+    count-weighted variance :math:`\frac1N\sum_k n_k \hat\gamma_k^2` in points squared.
+    Reference: Lovell (1963), JASA 58:993-1010; Searle (1987), ch. 6.
+    """
+    x = np.asarray(design, dtype=float)
+    e = np.asarray(residuals, dtype=float)
+    slots = np.asarray(display_indexes, dtype=np.intp)
+    if e.size < 2 or x.shape[0] != e.size or slots.shape != e.shape:
+        return None
+    slot_values, slot_codes = np.unique(slots, return_inverse=True)
+    n_slots = slot_values.size
+    if n_slots < 2:
+        return None
+    annihilator = np.eye(e.size) - x @ np.linalg.pinv(x)
+    indicators = (slot_codes[:, None] == np.arange(1, n_slots)[None, :]).astype(float)
+    gram = indicators.T @ annihilator @ indicators
+    gamma = np.linalg.pinv(gram, hermitian=True) @ (indicators.T @ e)
+    counts = np.bincount(slot_codes, minlength=n_slots).astype(float)
+    effects = np.concatenate([[0.0], gamma])
+    effects -= (counts @ effects) / e.size
+    return SlotEffects(
+        effects={int(slot): float(effects[k]) for k, slot in enumerate(slot_values)},
+        counts={int(slot): int(counts[k]) for k, slot in enumerate(slot_values)},
+        weighted_variance=float(counts @ effects**2) / e.size,
+    )

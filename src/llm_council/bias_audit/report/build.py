@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,21 +25,42 @@ def build_report(
     n_resamples: int = 200,
     seed: int = 0,
     threads: int | None = None,
+    on_step: Callable[[str], None] | None = None,
 ) -> BiasReport:
-    """Analyse every readable record in ``store_path`` (optionally only those since ``since``)."""
+    """Analyse every readable record in ``store_path`` (optionally only those since ``since``).
+
+    ``on_step`` is called with the name of each step as it starts (for a progress bar).
+    """
+    step = on_step or (lambda _name: None)
     cutoff = parse_since(since) if since else None
+    step("reading records")
     store = load_store(store_path, since=cutoff, since_label=since, threads=threads)
     if store.n_records == 0:
         detail = f" since {since}" if since else ""
         raise RecordError(f"no usable bias-audit records{detail} in {store.path!r}")
     connection = store.connection
     try:
+        step("pairing reviewers on the same answers")
         create_analysis_tables(connection)
+        step("fitting the joint model")
         joint = fit_joint_model(connection)
         counts = connection.execute(
             "SELECT (SELECT count(*) FROM reviewers), (SELECT count(*) FROM models)"
         ).fetchone()
         assert counts is not None
+        step("profiling reviewers")
+        profiles = reviewer_profiles(connection)
+        step("length, position and self-preference")
+        length = pooled_length_bias(connection)
+        position = position_bias(connection, significance_level)
+        self_preference = self_preferences(connection, joint.model.effects if joint else [])
+        step("leaderboard (bootstrap over sessions)")
+        leaderboard = build_leaderboard(
+            connection,
+            joint.adjusted_mean_by_model if joint else {},
+            n_resamples=n_resamples,
+            seed=seed,
+        )
         return BiasReport(
             store=store.path,
             generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -48,17 +70,12 @@ def build_report(
             n_reviewers=int(counts[0]),
             n_models=int(counts[1]),
             warnings=list(store.warnings),
-            profiles=reviewer_profiles(connection),
-            length=pooled_length_bias(connection),
-            position=position_bias(connection, significance_level),
-            self_preference=self_preferences(connection),
+            profiles=profiles,
+            length=length,
+            position=position,
+            self_preference=self_preference,
             joint=joint.model if joint else None,
-            leaderboard=build_leaderboard(
-                connection,
-                joint.adjusted_mean_by_model if joint else {},
-                n_resamples=n_resamples,
-                seed=seed,
-            ),
+            leaderboard=leaderboard,
             significance_level=significance_level,
         )
     finally:

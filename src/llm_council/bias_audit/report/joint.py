@@ -1,7 +1,7 @@
 """The joint bias model: every bias estimated at once, so confounded biases separate.
 
-    score[s, r, m] = alpha[s, m] + leniency[r] + position[slot] + self * is_self
-                     + verbosity[r] * ln(words[s, m]) + error
+    score[s, r, m] = alpha[s, m] + leniency[r] + position[slot] + self[r] * is_self
+                     + verbosity[r] * (ln(words[s, m]) - mean ln(words)) + error
 
 ``alpha[s, m]`` is one fixed effect per answer (absorbed by demeaning within the answer),
 so answer quality, including any real link between length and quality, is held fixed.
@@ -9,7 +9,9 @@ That is also why only *differential* verbosity is identified: ln(words) is const
 an answer, so what the model can see is how much more one reviewer rewards length than the
 others (centred: the reviewers' verbosities sum to 0). The council-wide length effect is
 the pooled correlation of :mod:`length`. Leniencies are centred the same way; positions are
-relative to slot A (0). Intervals are session-clustered (CR1).
+relative to slot A (0). Self-preference is per reviewer (a bonus to its own answer beyond
+its leniency and its taste for length, against the other reviewers of that same answer).
+Intervals are session-clustered (CR1).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from llm_council.bias_audit.report.model import JointEffect, JointModel
-from llm_council.stats.joint_model import demean_within_groups, ols_cluster_robust, wald_test
+from llm_council.stats.joint_model import ols_absorbed_cluster_robust, wald_test
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,8 @@ def fit_joint_model(connection: duckdb.DuckDBPyConnection) -> JointFit | None:
     reviewer = np.asarray(columns["reviewer_index"], dtype=np.int64)
     position = np.asarray(columns["position"], dtype=np.int64)
     log_words = np.asarray(columns["log_words"], dtype=float)
+    # centred, so each leniency is the reviewer's offset at the average answer length
+    log_words = log_words - log_words.mean()
     is_self = np.asarray(columns["is_self"], dtype=float)
     score = np.asarray(columns["score"], dtype=float)
     reviewer_names = [
@@ -72,15 +76,20 @@ def fit_joint_model(connection: duckdb.DuckDBPyConnection) -> JointFit | None:
     if n_slots >= 2:
         slot_dummies = (position[:, None] == np.arange(1, n_slots)[None, :]).astype(float)
         blocks.append(("position", [f"slot {chr(65 + i)}" for i in range(1, n_slots)], slot_dummies))
-    if is_self.any():
-        blocks.append(("self_review", ["own answer"], is_self[:, None]))
+    self_reviewers = np.unique(reviewer[is_self > 0])
+    if self_reviewers.size:
+        self_columns = is_self[:, None] * (reviewer[:, None] == self_reviewers[None, :])
+        blocks.append(("self_review", [reviewer_names[i] for i in self_reviewers], self_columns))
     if not blocks:
         return None
-    raw_design = np.hstack([block for _, _, block in blocks])
-    _, answer = np.unique(session * n_models + model_index, return_inverse=True)
-    design = demean_within_groups(raw_design, answer)
-    response = demean_within_groups(score, answer)
-    fit = ols_cluster_robust(design, response, session)
+    raw_design = np.empty((score.size, sum(block.shape[1] for _, _, block in blocks)))
+    column = 0
+    for _, _, block in blocks:
+        raw_design[:, column : column + block.shape[1]] = block
+        column += block.shape[1]
+    # group ids need not be dense: empty groups are never indexed
+    answer = session * n_models + model_index
+    fit = ols_absorbed_cluster_robust(raw_design, score, answer, session)
     intervals = fit.confidence_intervals()
 
     effects: list[JointEffect] = []
@@ -118,20 +127,22 @@ def fit_joint_model(connection: duckdb.DuckDBPyConnection) -> JointFit | None:
 
     # extra view: answer effects alpha = within-answer mean of (score - X beta), per model
     answer_effect_of_row = score - raw_design @ fit.coefficients
-    n_answers = int(answer.max()) + 1
-    answer_sizes = np.bincount(answer, minlength=n_answers)
-    alpha = np.bincount(answer, weights=answer_effect_of_row, minlength=n_answers) / answer_sizes
-    answer_model = np.zeros(n_answers, dtype=np.int64)
-    answer_model[answer] = model_index
+    n_groups = int(answer.max()) + 1
+    answer_sizes = np.bincount(answer, minlength=n_groups)
+    present = answer_sizes > 0
+    n_answers = int(present.sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        alpha = np.bincount(answer, weights=answer_effect_of_row, minlength=n_groups) / answer_sizes
     alpha = alpha + (score.mean() - alpha[answer].mean())  # back on the score scale
-    per_model_sum = np.bincount(answer_model, weights=alpha, minlength=n_models)
-    per_model_count = np.bincount(answer_model, minlength=n_models)
+    answer_model = np.arange(n_groups) % n_models
+    per_model_sum = np.bincount(answer_model[present], weights=alpha[present], minlength=n_models)
+    per_model_count = np.bincount(answer_model[present], minlength=n_models)
     adjusted = {
         model_names[i]: float(per_model_sum[i] / per_model_count[i])
         for i in range(n_models)
         if per_model_count[i] > 0
     }
-    dof = max(fit.n_observations - n_answers - design.shape[1], 1)
+    dof = max(fit.n_observations - n_answers - raw_design.shape[1], 1)
     residual_sd = float(np.sqrt((fit.residuals**2).sum() / dof))
     return JointFit(
         model=JointModel(

@@ -97,8 +97,8 @@ class SelfPreference:
 
     reviewer: str
     n_sessions: int
-    adjusted: Interval  # (own - others on own answer) - (its deviation on other answers)
-    raw: Interval  # own - others on own answer
+    adjusted: Interval  # the joint model's self-review term (leniency, length held fixed)
+    raw: Interval  # own score - the others' mean on its answer, t interval over sessions
     detected: bool
 
 

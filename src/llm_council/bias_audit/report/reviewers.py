@@ -9,11 +9,14 @@ nothing is there (shown in tests/bias_audit/report/test_calibration.py).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import duckdb
 import numpy as np
 
 from llm_council.bias_audit.report.model import (
     Interval,
+    JointEffect,
     ReviewerProfile,
     SelfPreference,
     reliability_tier,
@@ -129,42 +132,40 @@ def reviewer_profiles(connection: duckdb.DuckDBPyConnection) -> list[ReviewerPro
     )
 
 
-def self_preferences(connection: duckdb.DuckDBPyConnection) -> list[SelfPreference]:
-    """Each self-reviewing reviewer's bonus to its own answer, net of its leniency.
+def self_preferences(
+    connection: duckdb.DuckDBPyConnection, joint_effects: Sequence[JointEffect]
+) -> list[SelfPreference]:
+    """Each self-reviewing reviewer's bonus to its own answer.
 
-    Per session: (own score - the others' mean on its answer) - (its mean deviation on the
-    other answers); then a t interval over sessions. The subtraction keeps a generally
-    lenient reviewer from looking self-preferring.
+    ``raw`` is the simple paired contrast per session (own score minus the others' mean on
+    its answer; t interval over sessions): it still contains the reviewer's leniency and,
+    since an author's own answer has its own typical length, its taste for length.
+    ``adjusted`` is the joint model's per-reviewer self-review term, which holds leniency,
+    position and differential verbosity fixed; ``detected`` reads the adjusted interval.
     """
+    adjusted_by_reviewer = {
+        effect.term: Interval(effect.estimate, effect.ci_low, effect.ci_high)
+        for effect in joint_effects
+        if effect.group == "self_review"
+    }
     rows = connection.execute(
-        """WITH per_session AS (
-               SELECT reviewer, session,
-                      max(deviation) FILTER (WHERE is_self) AS own,
-                      avg(deviation) FILTER (WHERE NOT is_self) AS others
-               FROM scored GROUP BY reviewer, session)
-           SELECT reviewer,
-                  count(own - others), avg(own - others), stddev_samp(own - others),
-                  count(own), avg(own), stddev_samp(own)
-           FROM per_session WHERE own IS NOT NULL
+        """SELECT reviewer, count(deviation), avg(deviation), stddev_samp(deviation)
+           FROM scored WHERE is_self
            GROUP BY reviewer ORDER BY reviewer"""
     ).fetchall()
+    nan = float("nan")
     results = []
-    for reviewer, n_adj, mean_adj, sd_adj, n_raw, mean_raw, sd_raw in rows:
-        nan = float("nan")
-        adjusted = Interval.from_estimate(
-            mean_interval_from_moments(
-                nan if mean_adj is None else mean_adj, nan if sd_adj is None else sd_adj, n_adj
-            )
-        )
+    for reviewer, n_sessions, mean_raw, sd_raw in rows:
         raw = Interval.from_estimate(
             mean_interval_from_moments(
-                nan if mean_raw is None else mean_raw, nan if sd_raw is None else sd_raw, n_raw
+                nan if mean_raw is None else mean_raw, nan if sd_raw is None else sd_raw, n_sessions
             )
         )
+        adjusted = adjusted_by_reviewer.get(reviewer, Interval(nan, nan, nan))
         results.append(
             SelfPreference(
                 reviewer=reviewer,
-                n_sessions=int(n_adj),
+                n_sessions=int(n_sessions),
                 adjusted=adjusted,
                 raw=raw,
                 detected=adjusted.excludes_zero(),

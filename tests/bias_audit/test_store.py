@@ -1,0 +1,154 @@
+"""The JSONL store: concurrent appends, torn and malformed lines, schema versions."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+from pathlib import Path
+
+import pytest
+
+from llm_council.bias_audit.record_schema import ReviewRecord
+from llm_council.bias_audit.store import (
+    MalformedRecordWarning,
+    RecordReader,
+    TornRecordWarning,
+    append_records,
+    read_records,
+    store_path,
+)
+from llm_council.errors import InputError, RecordError
+
+
+def make_record(session: str, reviewer: str = "r1", candidate: str = "c1", **fields: object) -> ReviewRecord:
+    values: dict[str, object] = {
+        "session_id": session,
+        "timestamp": "2026-11-22T03:00:00.000+00:00",
+        "reviewer_id": reviewer,
+        "model_id": candidate,
+        "position": 0,
+        "n_candidates": 5,
+        "response_length_chars": 1200,
+        "response_length_words": 200,
+        "score_value": 7.0,
+        "rank": 1,
+        "is_self_review": reviewer == candidate,
+        "council_config_hash": "sha256:abc",
+    }
+    values.update(fields)
+    return ReviewRecord.model_validate(values)
+
+
+def test_store_path_from_env_and_default(tmp_path: Path) -> None:
+    assert store_path({"LLM_COUNCIL_BIAS_STORE": str(tmp_path / "x.jsonl")}) == tmp_path / "x.jsonl"
+    default = store_path({})
+    assert default.name == "bias_records.jsonl"
+    assert "llm-council" in str(default)
+
+
+def test_round_trip_and_null_score(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "records.jsonl"
+    records = [make_record("s1", candidate=f"c{i}", position=i) for i in range(3)]
+    records.append(make_record("s1", candidate="c9", score_value=None, rank=None))
+    assert append_records(path, records) == 4
+    assert list(read_records(path)) == records
+    last = json.loads(path.read_text().splitlines()[-1])
+    assert last["score_value"] is None  # missing stays null, never 0
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+
+
+def test_missing_store_reads_as_empty(tmp_path: Path) -> None:
+    assert list(read_records(tmp_path / "absent.jsonl")) == []
+
+
+def test_torn_last_line_is_skipped_with_warning_and_nothing_else_lost(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    good = [make_record("s1", candidate=f"c{i}") for i in range(5)]
+    append_records(path, good)
+    torn = make_record("s2").model_dump_json()[:57]  # a writer died mid-line
+    with path.open("a") as handle:
+        handle.write(torn)
+    reader = RecordReader(path)
+    with pytest.warns(TornRecordWarning, match=r"records\.jsonl:6: skipped a torn last line"):
+        assert list(reader) == good
+    assert reader.torn_tail
+    assert [line for line, _ in reader.skipped] == [6]
+
+
+def test_append_after_a_torn_line_keeps_the_new_records(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    append_records(path, [make_record("s1")])
+    with path.open("a") as handle:
+        handle.write('{"schema_version": 1, "sess')
+    later = [make_record("s3", candidate=f"c{i}") for i in range(2)]
+    append_records(path, later)
+    with pytest.warns(MalformedRecordWarning, match=r"records\.jsonl:2"):
+        records = list(read_records(path))
+    assert [r.session_id for r in records] == ["s1", "s3", "s3"]
+
+
+def test_malformed_middle_line_reported_with_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    lines = [make_record("s1").model_dump_json(), "not json at all",
+             json.dumps({**make_record("s1").model_dump(mode="json"), "score_value": "high"}),
+             make_record("s2").model_dump_json()]
+    path.write_text("\n".join(lines) + "\n")
+    reader = RecordReader(path)
+    with pytest.warns(MalformedRecordWarning) as caught:
+        assert [r.session_id for r in reader] == ["s1", "s2"]
+    messages = [str(w.message) for w in caught]
+    assert any(f"{path}:2:" in m for m in messages)
+    assert any(f"{path}:3:" in m and "score_value" in m for m in messages)
+    assert [line for line, _ in reader.skipped] == [2, 3]
+    with pytest.raises(InputError) as raised:
+        list(read_records(path, strict=True))
+    assert raised.value.line == 2
+    assert str(raised.value).startswith(f"{path}:2: malformed record")
+
+
+def test_unknown_schema_version_is_reported_not_guessed(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    future = {**make_record("s1").model_dump(mode="json"), "schema_version": 99}
+    path.write_text(json.dumps(future) + "\n" + make_record("s2").model_dump_json() + "\n")
+    with pytest.warns(MalformedRecordWarning, match="schema_version 99"):
+        assert [r.session_id for r in read_records(path)] == ["s2"]
+
+
+def test_unwritable_store_raises_record_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(RecordError, match="cannot append records"):
+        append_records(blocker / "records.jsonl", [make_record("s1")])
+
+
+def _append_sessions(path: str, writer: int, sessions: int) -> None:
+    for session in range(sessions):
+        records = [
+            make_record(f"w{writer}-s{session}", reviewer=f"r{r}", candidate=f"c{c}",
+                        position=c, response_length_chars=10_000 + writer)
+            for r in range(5)
+            for c in range(5)
+        ]
+        append_records(Path(path), records)
+
+
+def test_concurrent_writers_never_interleave(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    context = multiprocessing.get_context("fork")
+    writers = [
+        context.Process(target=_append_sessions, args=(str(path), writer, 20))
+        for writer in range(4)
+    ]
+    for process in writers:
+        process.start()
+    for process in writers:
+        process.join(timeout=60)
+        assert process.exitcode == 0
+    records = list(RecordReader(path, strict=True))
+    assert len(records) == 4 * 20 * 25
+    # each session's 25 lines are contiguous: one locked section per session
+    sessions_in_order = [r.session_id for r in records]
+    runs = [s for i, s in enumerate(sessions_in_order) if i == 0 or sessions_in_order[i - 1] != s]
+    assert len(runs) == 4 * 20
+    assert os.path.getsize(path) == sum(len(r.model_dump_json()) + 1 for r in records)

@@ -1,0 +1,118 @@
+"""The core's retry loop, driven by a scripted fake provider registered like any other."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from llm_council.errors import ProviderError
+from llm_council.providers.base import Completion, CompletionRequest, Provider
+from llm_council.providers.calling import CallOutcome, RetryPolicy, call_with_retries
+from llm_council.providers.registry import create_provider, register_provider, unregister_provider
+
+FAST = {"initial_backoff_s": 0.001, "max_backoff_s": 0.001}
+
+
+class ScriptedProvider(Provider):
+    """Plays back a script: each call raises the next exception or returns the next text;
+    ``"hang"`` sleeps far longer than any test timeout."""
+
+    provider_name = "scripted"
+
+    def __init__(self, model_name: str, script: list[Any]) -> None:
+        super().__init__(model_name)
+        self.script = list(script)
+        self.calls = 0
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        self.calls += 1
+        step = self.script.pop(0)
+        if step == "hang":
+            await asyncio.sleep(60)
+        if isinstance(step, BaseException):
+            raise step
+        return Completion(text=str(step), model=self.model_name)
+
+
+@pytest.fixture
+def scripted() -> Iterator[None]:
+    register_provider("scripted", lambda model, options: ScriptedProvider(model, options["script"]))
+    yield
+    unregister_provider("scripted")
+
+
+def _run(script: list[Any], policy: RetryPolicy) -> tuple[CallOutcome, ScriptedProvider]:
+    provider = create_provider("scripted:fake-1", {"script": script})
+    assert isinstance(provider, ScriptedProvider)
+    outcome = asyncio.run(call_with_retries(provider, CompletionRequest.from_prompt("q"), policy))
+    return outcome, provider
+
+
+def _retryable(retry_after: float | None = None) -> ProviderError:
+    return ProviderError("busy", provider="scripted", retryable=True, retry_after=retry_after)
+
+
+def test_success_on_first_attempt(scripted):
+    outcome, provider = _run(["fine"], RetryPolicy(**FAST))
+    assert outcome.ok and outcome.completion.text == "fine"
+    assert (outcome.attempts, provider.calls) == (1, 1)
+    assert outcome.error is None
+
+
+def test_non_retryable_error_is_not_retried(scripted):
+    refused = ProviderError("bad request", provider="scripted", retryable=False, status_code=400)
+    outcome, provider = _run([refused, "never reached"], RetryPolicy(max_attempts=4, **FAST))
+    assert not outcome.ok and outcome.error is refused
+    assert (outcome.attempts, provider.calls) == (1, 1)
+
+
+def test_retryable_error_then_success(scripted):
+    outcome, provider = _run([_retryable(), _retryable(), "third time"], RetryPolicy(**FAST))
+    assert outcome.ok and outcome.completion.text == "third time"
+    assert (outcome.attempts, provider.calls) == (3, 3)
+
+
+def test_retryable_errors_exhaust_max_attempts(scripted):
+    errors = [_retryable() for _ in range(5)]
+    outcome, provider = _run(errors, RetryPolicy(max_attempts=3, **FAST))
+    assert outcome.error is errors[2]  # the last attempt's error is reported
+    assert (outcome.attempts, provider.calls) == (3, 3)
+
+
+def test_retry_after_is_capped_by_the_policy(scripted):
+    started = time.perf_counter()
+    outcome, _ = _run(
+        [_retryable(retry_after=600.0), "ok"],
+        RetryPolicy(max_retry_after_s=0.05, initial_backoff_s=5, max_backoff_s=5),
+    )
+    elapsed = time.perf_counter() - started
+    assert outcome.ok and outcome.attempts == 2
+    assert 0.05 <= elapsed < 2.0  # capped at 0.05 s, neither 600 s nor the 5 s backoff
+
+
+def test_negative_retry_after_means_no_wait(scripted):
+    started = time.perf_counter()
+    outcome, _ = _run(
+        [_retryable(retry_after=-10.0), "ok"], RetryPolicy(initial_backoff_s=5, max_backoff_s=5)
+    )
+    assert outcome.ok and time.perf_counter() - started < 2.0
+
+
+def test_attempt_timeout_is_a_retryable_error_counted_per_attempt(scripted):
+    outcome, provider = _run(["hang", "hang"], RetryPolicy(max_attempts=2, timeout_s=0.05, **FAST))
+    assert outcome.error is not None and outcome.error.retryable
+    assert str(outcome.error) == "scripted:fake-1: no answer within 0.05 s"
+    assert (outcome.attempts, provider.calls) == (2, 2)
+
+
+def test_unexpected_exception_is_wrapped_not_retried(scripted):
+    outcome, provider = _run([RuntimeError("boom"), "never"], RetryPolicy(**FAST))
+    assert isinstance(outcome.error, ProviderError)
+    assert str(outcome.error) == "scripted:fake-1: unexpected RuntimeError: boom"
+    assert not outcome.error.retryable
+    assert (outcome.attempts, provider.calls) == (1, 1)
+    assert outcome.duration_s >= 0.0

@@ -1,0 +1,159 @@
+"""A loopback fake of the OpenAI chat-completions API that can misbehave on cue.
+
+The council's members are real ``openai:`` providers (the official SDK, its HTTP client,
+its parsing and its exceptions) pointed at this server through ``base_url``. Each member
+asks for its own model name, so faults are scripted per member: a queue of scripted
+replies per model is served first, then the server behaves like a sensible model
+(answers, JSON reviews naming the labels it was shown, a synthesis). Every request is
+counted per model, so tests can compare provider calls with the attempts the council
+reports.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter, defaultdict, deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from llm_council.config import CouncilConfig, CouncilMember
+from llm_council.prompts import REVIEW_SYSTEM, extract_candidate_blocks
+from llm_council.providers.calling import RetryPolicy
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted HTTP reply: status, body (dict -> JSON, bytes as is), headers, delay."""
+
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+
+
+SENSIBLE = Reply(status=0)  # in a script: "behave normally for this request"
+
+
+def completion_body(text: str, model: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 1,
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
+def sensible_reply(model: str, messages: list[dict[str, str]]) -> str:
+    """What a well-behaved model says: an answer, a JSON review, or a synthesis."""
+    system = next((m["content"] for m in messages if m["role"] == "system"), "")
+    prompt = "\n".join(m["content"] for m in messages if m["role"] == "user")
+    if system == REVIEW_SYSTEM:
+        labels = [label for label, _ in extract_candidate_blocks(prompt)]
+        scores = {label: 9 - index for index, label in enumerate(labels)}
+        return json.dumps({"ranking": labels, "scores": scores, "rationale": "in order"})
+    if "As chairman" in prompt:
+        return f"Synthesis by {model}."
+    return f"Answer by {model}: use a cache and measure p99."
+
+
+class FakeOpenAIServer:
+    """Threaded HTTP/1.1 server on 127.0.0.1; scripted faults per model, then sensible replies."""
+
+    def __init__(self) -> None:
+        self.scripts: dict[str, deque[Reply]] = defaultdict(deque)
+        self.requests: Counter[str] = Counter()
+        self.stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def script(self, model: str, *replies: Reply) -> None:
+        with self._lock:
+            self.scripts[model].extend(replies)
+
+    def _next(self, model: str, messages: list[dict[str, str]]) -> Reply:
+        with self._lock:
+            self.requests[model] += 1
+            if self.scripts[model] and self.scripts[model][0] != SENSIBLE:
+                return self.scripts[model].popleft()
+            if self.scripts[model]:
+                self.scripts[model].popleft()
+        return Reply(200, completion_body(sensible_reply(model, messages), model))
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                request = json.loads(self.rfile.read(length) or b"{}")
+                reply = fake._next(str(request.get("model")), request.get("messages", []))
+                if reply.delay_s and fake.stopping.wait(reply.delay_s):
+                    return
+                body = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout), as the test intended
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                pass
+
+        return Handler
+
+
+@pytest.fixture
+def openai_fake() -> Iterator[FakeOpenAIServer]:
+    server = FakeOpenAIServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+FAST_RETRY = RetryPolicy(max_attempts=3, timeout_s=0.5, initial_backoff_s=0.01, max_backoff_s=0.02)
+
+
+@pytest.fixture
+def openai_council(openai_fake: FakeOpenAIServer) -> Callable[..., CouncilConfig]:
+    """``openai_council("m1", "m2", "m3", chairman="chair")``: members on the loopback fake."""
+
+    def build(*names: str, chairman: str = "chair", retry: RetryPolicy = FAST_RETRY) -> CouncilConfig:
+        options = {"base_url": openai_fake.base_url}
+        return CouncilConfig(
+            members=tuple(CouncilMember(name=n, spec=f"openai:{n}", options=options) for n in names),
+            chairman=CouncilMember(name=chairman, spec=f"openai:{chairman}", options=options),
+            retry=retry,
+        )
+
+    return build
