@@ -23,7 +23,7 @@ def test_embedded_default_is_the_simulated_council() -> None:
 def test_real_council_when_a_key_is_set() -> None:
     config = load_council_config(environ={"ANTHROPIC_API_KEY": "sk-ant-test"})
     assert {m.spec for m in config.members} == {
-        "anthropic:claude-sonnet-4-5",
+        "anthropic:claude-sonnet-4-6",
         "anthropic:claude-haiku-4-5",
     }
     config = load_council_config(environ={"OPENAI_API_KEY": "k", "GEMINI_API_KEY": "g"})

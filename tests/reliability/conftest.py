@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -37,6 +37,16 @@ class Reply:
 
 
 SENSIBLE = Reply(status=0)  # in a script: "behave normally for this request"
+ReplySpec = Mapping[str, Any] | str
+
+
+def reply_from_spec(spec: ReplySpec, model: str) -> Reply:
+    """``"sensible"``, or ``{"status", "body" | "text", "headers", "delay_s"}`` (test tables)."""
+    if spec == "sensible":
+        return SENSIBLE
+    assert isinstance(spec, Mapping)
+    body = completion_body(spec["text"], model) if "text" in spec else spec.get("body")
+    return Reply(spec.get("status", 200), body, dict(spec.get("headers", {})), spec.get("delay_s", 0.0))
 
 
 def completion_body(text: str, model: str) -> dict[str, Any]:
@@ -80,9 +90,10 @@ class FakeOpenAIServer:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}/v1"
 
-    def script(self, model: str, *replies: Reply) -> None:
+    def script(self, model: str, *replies: ReplySpec) -> None:
+        """Queue the next replies for ``model`` (see :func:`reply_from_spec`)."""
         with self._lock:
-            self.scripts[model].extend(replies)
+            self.scripts[model].extend(reply_from_spec(spec, model) for spec in replies)
 
     def _next(self, model: str, messages: list[dict[str, str]]) -> Reply:
         with self._lock:

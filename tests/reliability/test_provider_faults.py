@@ -31,50 +31,53 @@ def _error(status: int, message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": "server_error", "code": None}}
 
 
+def reply(status: int = 200, body: Any = None, **fields: Any) -> dict[str, Any]:
+    """A scripted reply for the loopback fake (see conftest.reply_from_spec)."""
+    return {"status": status, "body": body, **fields}
+
+
+SENSIBLE = "sensible"
+HANG = reply(text="late", delay_s=HANG_S)
+TRUNCATED = reply(body=b'{"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"ind')
+
+
 @dataclass(frozen=True)
 class FaultCase:
     fault: str
     member: str
-    replies: tuple[Any, ...]  # built lazily: conftest's Reply/SENSIBLE need the fixture module
+    replies: tuple[Any, ...]
     outcome: str  # "recovered" | "answer_failed" | "review_missing" | "review_unparseable" | "fallback"
     attempts: int  # attempts of the faulty call as the council reports them
     error_contains: str = ""
 
 
-def _cases(reply: Any, sensible: Any, completion_body: Any) -> list[FaultCase]:
-    hang = reply(200, completion_body("late", "m1"), delay_s=HANG_S)
-    truncated = reply(200, b'{"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"ind')
-    return [
-        FaultCase("429 + retry-after, then 200", "m1",
-                  (reply(429, _error(429, "slow down"), headers={"retry-after": "0.2"}),), "recovered", 2),
-        FaultCase("500, then 200", "m1", (reply(500, _error(500, "boom")),), "recovered", 2),
-        FaultCase("hang past timeout once, then 200", "m1", (hang,), "recovered", 2),
-        FaultCase("hang past timeout on every attempt", "m1", (hang, hang, hang), "answer_failed", 3,
-                  "no answer within 0.5 s"),
-        FaultCase("500 on every attempt", "m1", (reply(500, _error(500, "down")),) * 3, "answer_failed", 3,
-                  "HTTP error 500"),
-        FaultCase("200 with a body that is not JSON", "m1", (reply(200, b"<html>oops</html>"),),
-                  "answer_failed", 1, "malformed response"),
-        FaultCase("200 with a truncated JSON body", "m1", (truncated,), "answer_failed", 1, "malformed response"),
-        FaultCase("200 with JSON lacking 'choices'", "m1", (reply(200, {"id": "x", "object": "chat.completion"}),),
-                  "answer_failed", 1, "malformed response"),
-        FaultCase("401 (permanent)", "m1", (reply(401, _error(401, "invalid key")),) * 3, "answer_failed", 1,
-                  "HTTP error 401"),
-        FaultCase("reviewer: 500 on every attempt", "m2", (sensible, *(reply(500, _error(500, "x")),) * 3),
-                  "review_missing", 3, "HTTP error 500"),
-        FaultCase("reviewer: truncated body", "m2", (sensible, truncated), "review_missing", 1, "malformed response"),
-        FaultCase("reviewer: prose with no verdict", "m2",
-                  (sensible, reply(200, completion_body("Both are fine, I cannot choose.", "m2"))),
-                  "review_unparseable", 1, "unparseable review"),
-        FaultCase("reviewer: 429 + retry-after, then 200", "m2",
-                  (sensible, reply(429, _error(429, "slow"), headers={"retry-after-ms": "50"})), "recovered", 2),
-        FaultCase("chairman: 500 on every attempt", "chair", (reply(500, _error(500, "x")),) * 3, "fallback", 3,
-                  "chairman failed"),
-    ]
-
-
-def _case_ids() -> list[str]:
-    return [case.fault for case in _cases(lambda *a, **k: None, None, lambda *a: None)]
+FAULT_CASES = [
+    FaultCase("429 + retry-after, then 200", "m1",
+              (reply(429, _error(429, "slow down"), headers={"retry-after": "0.2"}),), "recovered", 2),
+    FaultCase("500, then 200", "m1", (reply(500, _error(500, "boom")),), "recovered", 2),
+    FaultCase("hang past timeout once, then 200", "m1", (HANG,), "recovered", 2),
+    FaultCase("hang past timeout on every attempt", "m1", (HANG, HANG, HANG), "answer_failed", 3,
+              "no answer within 0.5 s"),
+    FaultCase("500 on every attempt", "m1", (reply(500, _error(500, "down")),) * 3, "answer_failed", 3,
+              "HTTP error 500"),
+    FaultCase("200 with a body that is not JSON", "m1", (reply(body=b"<html>oops</html>"),),
+              "answer_failed", 1, "malformed response"),
+    FaultCase("200 with a truncated JSON body", "m1", (TRUNCATED,), "answer_failed", 1, "malformed response"),
+    FaultCase("200 with JSON lacking 'choices'", "m1", (reply(body={"id": "x", "object": "chat.completion"}),),
+              "answer_failed", 1, "malformed response"),
+    FaultCase("401 (permanent)", "m1", (reply(401, _error(401, "invalid key")),) * 3, "answer_failed", 1,
+              "HTTP error 401"),
+    FaultCase("reviewer: 500 on every attempt", "m2", (SENSIBLE, *(reply(500, _error(500, "x")),) * 3),
+              "review_missing", 3, "HTTP error 500"),
+    FaultCase("reviewer: truncated body", "m2", (SENSIBLE, TRUNCATED), "review_missing", 1, "malformed response"),
+    FaultCase("reviewer: prose with no verdict", "m2",
+              (SENSIBLE, reply(text="Both are fine, I cannot choose.")), "review_unparseable", 1,
+              "unparseable review"),
+    FaultCase("reviewer: 429 + retry-after-ms, then 200", "m2",
+              (SENSIBLE, reply(429, _error(429, "slow"), headers={"retry-after-ms": "50"})), "recovered", 2),
+    FaultCase("chairman: 500 on every attempt", "chair", (reply(500, _error(500, "x")),) * 3, "fallback", 3,
+              "chairman failed"),
+]
 
 
 def _attempts_by_model(result: CouncilResult) -> dict[str, int]:
@@ -102,11 +105,8 @@ def _assert_nothing_double_counted(result: CouncilResult, requests: dict[str, in
         assert standing["rank_votes"] == votes
 
 
-@pytest.mark.parametrize("index", range(len(_case_ids())), ids=_case_ids())
-def test_fault_outcome(index: int, openai_fake: Any, openai_council: Any, request: Any) -> None:
-    conftest = request.getfixturevalue("openai_fake").__class__.__module__
-    module = __import__(conftest, fromlist=["Reply", "SENSIBLE", "completion_body"])
-    case = _cases(module.Reply, module.SENSIBLE, module.completion_body)[index]
+@pytest.mark.parametrize("case", FAULT_CASES, ids=[case.fault for case in FAULT_CASES])
+def test_fault_outcome(case: FaultCase, openai_fake: Any, openai_council: Any) -> None:
     openai_fake.script(case.member, *case.replies)
     started = time.perf_counter()
     result = asyncio.run(run_full_council("How do I cut p99 latency?", config=openai_council(*MEMBERS),
@@ -145,9 +145,8 @@ def test_fault_outcome(index: int, openai_fake: Any, openai_council: Any, reques
 
 
 def test_one_answer_and_one_review_left_still_completes(openai_fake: Any, openai_council: Any) -> None:
-    conftest = __import__(openai_fake.__class__.__module__, fromlist=["Reply"])
     for member in ("m2", "m3"):
-        openai_fake.script(member, conftest.Reply(401, _error(401, "revoked")))
+        openai_fake.script(member, reply(401, _error(401, "revoked")))
     result = asyncio.run(run_full_council("q?", config=openai_council(*MEMBERS), seed=1, middleware=[]))
     assert [a.member for a in result.stage1 if a.ok] == ["m1"]
     assert [(r.reviewer, r.ok) for r in result.stage2] == [("m1", True)]
@@ -157,9 +156,8 @@ def test_one_answer_and_one_review_left_still_completes(openai_fake: Any, openai
 
 
 def test_every_review_failing_still_synthesizes_unranked(openai_fake: Any, openai_council: Any) -> None:
-    conftest = __import__(openai_fake.__class__.__module__, fromlist=["Reply", "SENSIBLE"])
     for member in MEMBERS:
-        openai_fake.script(member, conftest.SENSIBLE, conftest.Reply(400, _error(400, "context too long")))
+        openai_fake.script(member, SENSIBLE, reply(400, _error(400, "context too long")))
     result = asyncio.run(run_full_council("q?", config=openai_council(*MEMBERS), seed=1, middleware=[]))
     assert all(r.parse_status == "missing" for r in result.stage2)
     assert sorted((f["stage"], f["member"]) for f in result.metadata["degraded"]) == [
@@ -170,9 +168,8 @@ def test_every_review_failing_still_synthesizes_unranked(openai_fake: Any, opena
 
 
 def test_every_member_failing_is_one_council_error(openai_fake: Any, openai_council: Any) -> None:
-    conftest = __import__(openai_fake.__class__.__module__, fromlist=["Reply"])
     for member in MEMBERS:
-        openai_fake.script(member, conftest.Reply(403, _error(403, "forbidden")))
+        openai_fake.script(member, reply(403, _error(403, "forbidden")))
     with pytest.raises(CouncilError) as caught:
         asyncio.run(run_full_council("q?", config=openai_council(*MEMBERS), seed=1, middleware=[]))
     message = str(caught.value)
