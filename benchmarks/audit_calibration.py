@@ -14,6 +14,7 @@ Runs full simulated-council sessions (``run_full_council`` with the real
 Both tables are printed as markdown.
 
     .venv/bin/python benchmarks/audit_calibration.py [--sessions 2000] [--seed 1]
+        [--significance 0.0125]
 """
 
 from __future__ import annotations
@@ -202,12 +203,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--significance", type=float, default=None,
+        help="override LLM_COUNCIL_SIGNIFICANCE_LEVEL (the flags' alpha) for this run",
+    )
     args = parser.parse_args()
     configure_logging(level="ERROR")
+    if args.significance is not None:
+        os.environ["LLM_COUNCIL_SIGNIFICANCE_LEVEL"] = str(args.significance)
     with tempfile.TemporaryDirectory() as scratch:
         # the audit appends its records to a scratch store, not the user's
         os.environ["LLM_COUNCIL_BIAS_STORE"] = os.path.join(scratch, "bias_records.jsonl")
         null_rates, biased = asyncio.run(run_all(args.sessions, args.seed))
+    alpha = os.environ.get("LLM_COUNCIL_SIGNIFICANCE_LEVEL", "default (0.05)")
+    print(f"significance level: {alpha}")
     print(null_table(null_rates, args.sessions))
     print()
     print(detection_table(biased, args.sessions))

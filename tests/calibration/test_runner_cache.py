@@ -154,3 +154,18 @@ def test_unparseable_reply_is_reported_not_guessed(scripted_provider, pairs_file
     outcomes = outcomes_from_results(pairs, results)
     assert not any(o.evaluated for o in outcomes)
     assert all("no verdict line" in (o.problem or "") for o in outcomes)
+
+
+def test_live_repetitions_give_repetition_stability(pairs_file) -> None:
+    pairs = read_pairs(pairs_file(20))
+    noisy = run_live(pairs, LiveSettings(spec="simulated:unbiased", repetitions=3))
+    stability = noisy["repetition_stability"]
+    assert stability["orders_with_repetitions"] == 40
+    assert stability["repetitions_per_order"] == {3: 40}
+    assert noisy["model_calls"] == 120
+    # with no noise every repetition of an order agrees
+    exact = run_live(
+        pairs, LiveSettings(spec="simulated:custom", options={"noise_sd": 0.0}, repetitions=2)
+    )
+    assert exact["repetition_stability"]["all_repetitions_agree"]["rate"] == 1.0
+    assert noisy["repetition_stability"]["all_repetitions_agree"]["rate"] < 1.0

@@ -86,9 +86,14 @@ class FakeOpenAIServer:
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
 
     @property
-    def base_url(self) -> str:
+    def root_url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{host}:{port}"
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI SDK's base URL (the Anthropic SDK takes :attr:`root_url`)."""
+        return f"{self.root_url}/v1"
 
     def script(self, model: str, *replies: ReplySpec) -> None:
         """Queue the next replies for ``model`` (see :func:`reply_from_spec`)."""
@@ -142,14 +147,24 @@ class FakeOpenAIServer:
         return Handler
 
 
-@pytest.fixture
-def openai_fake() -> Iterator[FakeOpenAIServer]:
+def _serve() -> Iterator[FakeOpenAIServer]:
     server = FakeOpenAIServer()
     server.start()
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def openai_fake() -> Iterator[FakeOpenAIServer]:
+    yield from _serve()
+
+
+@pytest.fixture(scope="module")
+def module_openai_fake() -> Iterator[FakeOpenAIServer]:
+    """One fake for a module whose expensive set-up (CLI subprocesses) is shared."""
+    yield from _serve()
 
 
 FAST_RETRY = RetryPolicy(max_attempts=3, timeout_s=0.5, initial_backoff_s=0.01, max_backoff_s=0.02)
@@ -168,3 +183,13 @@ def openai_council(openai_fake: FakeOpenAIServer) -> Callable[..., CouncilConfig
         )
 
     return build
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging_config() -> Iterator[None]:
+    """An in-process CLI run points structlog at pytest's captured stderr; undo that after."""
+    import structlog
+
+    saved = structlog.get_config()
+    yield
+    structlog.configure(**saved)

@@ -150,7 +150,12 @@ def audit_score_table(
             n_permutations=thresholds.position_permutations,
             seed=permutation_seed,
         )
-        slot_effects = joint_slot_effects(fit.design[known], fit.residuals[known], slots[known])
+        slot_effects = joint_slot_effects(
+            fit.design[known],
+            fit.residuals[known],
+            slots[known],
+            covariance_unscaled=fit.covariance_unscaled if known.all() else None,
+        )
         if position is not None and slot_effects is not None:
             position_variance = slot_effects.weighted_variance
             position_p_value = position.p_value
@@ -172,6 +177,7 @@ def audit_score_table(
             others_scores[np.ix_(active_rows, active_columns)],
             significance_level=alpha,
             effect_floor=thresholds.reviewer_offset_floor,
+            first_fit=fit,
         )
         for verdict in verdicts:
             name = table.reviewers[active_rows[verdict.reviewer_index]]

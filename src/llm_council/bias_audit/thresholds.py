@@ -12,6 +12,7 @@ import math
 import os
 import tomllib
 from collections.abc import Mapping
+from functools import lru_cache
 from importlib import resources
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -58,10 +59,14 @@ class AuditThresholds(BaseModel):
     minimum_residual_df: int = Field(
         10, ge=1, description="below this the reviewer tests are indicators only"
     )
-    position_permutations: int = Field(999, ge=99)
+    position_permutations: int = Field(
+        499, ge=99, description="Monte Carlo re-orderings for the position p-value (Jockel 1986)"
+    )
 
 
+@lru_cache(maxsize=1)
 def _packaged_defaults() -> dict[str, float]:
+    """The shipped thresholds.toml, read once per process (it cannot change under us)."""
     resource = resources.files("llm_council").joinpath("default_config/thresholds.toml")
     try:
         parsed = tomllib.loads(resource.read_text(encoding="utf-8"))
@@ -96,4 +101,7 @@ def load_thresholds(environ: Mapping[str, str] | None = None) -> AuditThresholds
         raw = env.get(variable)
         if raw is not None and raw.strip() != "":
             values[field] = _parse_env_value(field, variable, raw)
-    return AuditThresholds(**values)
+    try:
+        return AuditThresholds(**values)
+    except ValueError as error:  # pydantic's ValidationError: the packaged file is wrong
+        raise ConfigError(f"default_config/thresholds.toml: {error}") from error

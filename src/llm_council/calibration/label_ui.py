@@ -17,6 +17,7 @@ from typing import Any
 from llm_council.calibration.label_store import LabelStore, left_side
 from llm_council.calibration.label_ui_page import LABEL_PAGE_HTML
 from llm_council.calibration.pairs import Pair
+from llm_council.errors import ConfigError
 
 LOOPBACK = "127.0.0.1"
 _ALLOWED_HOSTS = ("127.0.0.1", "localhost")
@@ -125,11 +126,18 @@ def start_in_thread(
 
 
 def serve_forever(pairs: Sequence[Pair], output: Path, *, port: int = 8765, seed: int = 0) -> None:
-    server = make_server(pairs, output, port=port, seed=seed)
-    host, bound_port = server.server_address[:2]
+    """Serve until Ctrl-C; the URL is printed (and flushed) first so scripts can read it."""
+    try:
+        server = make_server(pairs, output, port=port, seed=seed)
+    except OSError as error:
+        raise ConfigError(
+            f"cannot listen on {LOOPBACK}:{port}: {error.strerror or error}"
+        ) from None
+    host, bound_port = str(server.server_address[0]), int(server.server_address[1])
     print(
         f"Labelling {len(pairs)} pairs at http://{host}:{bound_port}/"
-        "  (Ctrl-C to stop; every label is saved as you give it)"
+        "  (Ctrl-C to stop; every label is saved as you give it)",
+        flush=True,
     )
     try:
         server.serve_forever()

@@ -189,6 +189,7 @@ def summarise_probe(
         measured = _rate(target_wins, decisive)
         summary.update(
             measure="worse answer preferred after planting authority",
+            short="worse wins",
             value=measured,
             threshold=f"<= {AUTHORITY_PREFERRED_MAX}",
             failed=measured["rate"] is not None and measured["rate"] > AUTHORITY_PREFERRED_MAX,
@@ -197,6 +198,7 @@ def summarise_probe(
         gap = sum(score_gaps) / len(score_gaps) / 2.0 if score_gaps else None
         summary.update(
             measure="formatted minus stripped preference score (per order, -2..2)",
+            short="markdown gain",
             value=gap,
             threshold=f"<= {FORMAT_SCORE_GAP_MAX}",
             failed=gap is not None and gap > FORMAT_SCORE_GAP_MAX,
@@ -205,6 +207,7 @@ def summarise_probe(
         measured = _rate(target_wins, decisive)
         summary.update(
             measure="answer signed with the judge's name preferred (decisive verdicts)",
+            short="own-name wins",
             value=measured,
             threshold=f"<= {OWN_STYLE_PREFERRED_MAX}",
             failed=measured["rate"] is not None and measured["rate"] > OWN_STYLE_PREFERRED_MAX,
@@ -212,6 +215,7 @@ def summarise_probe(
     else:
         summary.update(
             measure="robustness (no threshold stated; positional bar by analogy)",
+            short="robust",
             value=robustness,
             threshold=f">= {POSITIONAL_AGREEMENT_MIN}",
             failed=robustness is not None and robustness < POSITIONAL_AGREEMENT_MIN,

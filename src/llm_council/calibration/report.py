@@ -224,7 +224,11 @@ def _position_bias(evaluated: Sequence[PairOutcome], conf: float) -> dict[str, A
         "direction": direction,
         "flips_favoring_first": toward_first,
         "flips_favoring_second": toward_second,
-        "direction_sign_test_p": sign_test_p_value(toward_first, toward_first + toward_second),
+        "direction_sign_test_p": (
+            p_direction := sign_test_p_value(toward_first, toward_first + toward_second)
+        ),
+        # the direction is the majority side; it is a finding only when the sign test says so
+        "direction_significant": p_direction < 0.05,
         "first_shown_win_rate": _rate(first_wins, decisive, conf),
     }
 
@@ -273,11 +277,11 @@ def _self_preference(evaluated: Sequence[PairOutcome], family: str, conf: float)
             human_decisive += 1
             human_own_wins += pair.human_label == own
     pairs_with_own = own_wins + own_losses + ties
-    own = _rate(own_wins, own_wins + own_losses, conf)
+    judge_rate = _rate(own_wins, own_wins + own_losses, conf)
     human = _rate(human_own_wins, human_decisive, conf)
     excess = (
-        own["rate"] - human["rate"]
-        if own["rate"] is not None and human["rate"] is not None
+        judge_rate["rate"] - human["rate"]
+        if judge_rate["rate"] is not None and human["rate"] is not None
         else None
     )
     return {
@@ -286,7 +290,7 @@ def _self_preference(evaluated: Sequence[PairOutcome], family: str, conf: float)
         "own_wins": own_wins,
         "own_losses": own_losses,
         "ties": ties,
-        "own_win_rate": own,
+        "own_win_rate": judge_rate,
         "human_own_win_rate": human,
         "excess_over_humans": excess,
     }

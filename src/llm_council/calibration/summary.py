@@ -37,7 +37,8 @@ def render_summary(report: dict[str, Any]) -> str:
         f" {_num(consistency['kappa_ci'][1])}] {consistency['landis_koch']}",
         f"  position flips      {_interval(bias['flips'])}   direction {bias['direction']}"
         f" ({bias['flips_favoring_first']} first / {bias['flips_favoring_second']} second,"
-        f" sign test p={_num(bias['direction_sign_test_p'], 3)})",
+        f" sign test p={_num(bias['direction_sign_test_p'], 3)}"
+        f"{'' if bias['direction_significant'] else ', not significant'})",
     ]
     verbosity = report["verbosity"]
     lines.append(
@@ -74,10 +75,10 @@ def render_summary(report: dict[str, Any]) -> str:
     for probe in (report.get("probes") or {}).values():
         value = probe["value"]
         shown = _interval(value) if isinstance(value, dict) else _num(value)
+        measured = "" if probe["short"] == "robust" else f"   {probe['short']} {shown}"
         lines.append(
-            f"  probe {probe['probe']:<13} robust {_interval(probe['robustness'])};"
-            f" {probe['measure']}: {shown}"
-            f" ({'FAIL' if probe['failed'] else 'ok'}, {probe['threshold']})"
+            f"  probe {probe['probe']:<13} robust {_interval(probe['robustness'])}{measured}"
+            f"   {'FAIL' if probe['failed'] else 'ok'} ({probe['short']} {probe['threshold']})"
         )
     failed = [item for item in report["checklist"] if item["failed"]]
     failed += [p for p in (report.get("probes") or {}).values() if p["failed"]]

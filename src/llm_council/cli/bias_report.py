@@ -7,7 +7,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -18,7 +18,7 @@ from llm_council.errors import ConfigError, RecordError
 _STEPS = 6  # the on_step calls build_report makes
 
 
-class ReportFormat(str, Enum):
+class ReportFormat(StrEnum):
     text = "text"
     json = "json"
     csv = "csv"

@@ -63,6 +63,7 @@ def call_progress(description: str) -> Iterator[tuple[Any, Any]]:
     if not progress_enabled():
         yield (lambda total: None, lambda result: None)
         return
+    from rich.console import Console
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -77,6 +78,7 @@ def call_progress(description: str) -> Iterator[tuple[Any, Any]]:
         MofNCompleteColumn(),
         TimeRemainingColumn(),
         transient=True,
+        console=Console(file=sys.stderr),
     ) as progress:
         task = progress.add_task(description, total=None)
         yield (

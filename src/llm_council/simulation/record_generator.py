@@ -60,7 +60,9 @@ class RecordColumns:
         return int(self.score.shape[0])
 
 
-def load_simulated_profiles(names: Sequence[str] | None = None) -> list[tuple[str, SimulatedProfile]]:
+def load_simulated_profiles(
+    names: Sequence[str] | None = None,
+) -> list[tuple[str, SimulatedProfile]]:
     """Read named profiles from the packaged ``simulated_members.toml``."""
     text = (
         resources.files("llm_council").joinpath("default_config/simulated_members.toml").read_text()
@@ -106,20 +108,26 @@ def simulate_record_columns(
 
     shape = (n_sessions, n_members)
     quality = quality_mean + quality_sd * rng.standard_normal(shape)
-    words = np.maximum(1, np.rint(np.exp(log_words_mean + log_words_sd * rng.standard_normal(shape))))
+    words = np.maximum(
+        1, np.rint(np.exp(log_words_mean + log_words_sd * rng.standard_normal(shape)))
+    )
     chars = np.rint(words * (_CHARS_PER_WORD + 0.4 * rng.standard_normal(shape))).clip(min=words)
 
     # axes: session, reviewer, candidate (model)
     is_self = np.broadcast_to(np.eye(n_members, dtype=bool), (n_sessions, n_members, n_members))
     shuffle_keys = rng.random((n_sessions, n_members, n_members))
     if not self_review:
-        shuffle_keys = np.where(is_self, np.inf, shuffle_keys)  # own answer sorts last, then dropped
+        shuffle_keys = np.where(
+            is_self, np.inf, shuffle_keys
+        )  # own answer sorts last, then dropped
     order = np.argsort(shuffle_keys, axis=-1)
     position = np.empty_like(order)
     np.put_along_axis(position, order, np.arange(n_members)[None, None, :], axis=-1)
 
     slot_effect = np.take_along_axis(
-        np.broadcast_to(position_effect_table, (n_sessions, n_members, n_members)), position, axis=-1
+        np.broadcast_to(position_effect_table, (n_sessions, n_members, n_members)),
+        position,
+        axis=-1,
     )
     log_length = np.log(words / REFERENCE_ANSWER_WORDS)
     score = (
@@ -175,7 +183,8 @@ def _format_lines(
     )
     head = f'{{"schema_version":{SCHEMA_VERSION},"session_id":"%s","timestamp":"%s",'
     template = (
-        head + '"reviewer_id":%s,"model_id":%s,"position":%d,"n_candidates":'
+        head
+        + '"reviewer_id":%s,"model_id":%s,"position":%d,"n_candidates":'
         + str(columns.n_candidates)
         + ',"response_length_chars":%d,"response_length_words":%d,"score_value":%s'
         + tail
@@ -231,7 +240,9 @@ def iter_record_chunks(
         )
         session_ids = [f"sim{seed}-{start + i:08d}" for i in range(count)]
         timestamps = [
-            (end - session_spacing * (n_sessions - 1 - start - i)).isoformat().replace("+00:00", "Z")
+            (end - session_spacing * (n_sessions - 1 - start - i))
+            .isoformat()
+            .replace("+00:00", "Z")
             for i in range(count)
         ]
         yield _format_lines(columns, names, session_ids, timestamps, config_hash, score_scale)
@@ -248,7 +259,7 @@ def write_record_store(
     end_time: datetime | None = None,
     session_spacing: timedelta = timedelta(minutes=5),
 ) -> int:
-    """Write a simulated store to ``path`` atomically (temp file + rename); return the record count."""
+    """Write a simulated store to ``path`` atomically (temp file + rename); return its size."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     per_session = len(members) if self_review else len(members) - 1

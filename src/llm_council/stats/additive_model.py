@@ -99,10 +99,13 @@ def fit_additive_two_way(scores: ArrayLike) -> AdditiveFit | None:
     design[np.flatnonzero(reviewer_rows), rows[reviewer_rows]] = 1.0
     candidate_rows = columns > 0
     design[np.flatnonzero(candidate_rows), n_reviewers - 1 + columns[candidate_rows]] = 1.0
-    if observed.size <= n_parameters or np.linalg.matrix_rank(design) < n_parameters:
+    if observed.size <= n_parameters:
         return None
-    gram = design.T @ design
-    covariance_unscaled = np.linalg.inv(gram)
+    # one symmetric eigendecomposition gives both the rank check and the inverse
+    eigenvalues, eigenvectors = np.linalg.eigh(design.T @ design)
+    if eigenvalues[0] <= 1e-9 * eigenvalues[-1]:
+        return None  # rank deficient: the observed cells do not connect everything
+    covariance_unscaled = (eigenvectors / eigenvalues) @ eigenvectors.T
     coefficients = covariance_unscaled @ (design.T @ observed)
     residuals = observed - design @ coefficients
     residual_df = int(observed.size - n_parameters)

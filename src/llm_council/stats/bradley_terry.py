@@ -23,7 +23,9 @@ def bradley_terry_mm(
     ``wins[..., i, j]`` counts how often ``i`` beat ``j``; leading axes are independent
     problems (used by the bootstrap). The update is
 
-    .. math:: \\gamma_i \\leftarrow W_i \\Big/ \\sum_{j \\ne i} \\frac{n_{ij}}{\\gamma_i + \\gamma_j}
+    .. math::
+
+        \\gamma_i \\leftarrow W_i \\Big/ \\sum_{j \\ne i} \\frac{n_{ij}}{\\gamma_i + \\gamma_j}
 
     with ``W_i`` the wins of ``i`` and ``n_ij`` the comparisons of ``i`` and ``j``. Hunter
     (2004), "MM algorithms for generalized Bradley-Terry models", Ann. Statist. 32(1), eq. (3).
@@ -92,11 +94,16 @@ def bradley_terry_session_bootstrap(
         resampled = (counts @ flat).reshape(size, k, k)
         replicates[start : start + size] = bradley_terry_mm(resampled, pseudo_count=pseudo_count)
     alpha = 1 - confidence
+    # A replicate where a model never wins has strength -inf (no finite MLE); keep it, and
+    # take order statistics without interpolation so an infinite bound stays infinite.
+    with np.errstate(invalid="ignore"):
+        finite = np.where(np.isfinite(replicates), replicates, np.nan)
+        spread = np.nanstd(finite, axis=0, ddof=1) if n_resamples > 1 else np.full(k, np.nan)
     return StrengthEstimates(
         strength=estimate,
-        ci_low=np.nanquantile(replicates, alpha / 2, axis=0),
-        ci_high=np.nanquantile(replicates, 1 - alpha / 2, axis=0),
-        standard_error=np.nanstd(replicates, axis=0, ddof=1),
+        ci_low=np.quantile(replicates, alpha / 2, axis=0, method="inverted_cdf"),
+        ci_high=np.quantile(replicates, 1 - alpha / 2, axis=0, method="inverted_cdf"),
+        standard_error=spread,
     )
 
 
@@ -143,22 +150,34 @@ def bradley_terry_with_covariate(
     design[rows, b] = -1.0
     design[:, 0] = d  # column 0 (item 0 is the reference) now holds the covariate
     params = np.zeros(n_items)
+    converged = False
     for _ in range(max_iter):
         eta = design @ params
         prob = 1.0 / (1.0 + np.exp(-eta))
         gradient = design.T @ (y - prob)
         hessian = (design * (prob * (1 - prob))[:, None]).T @ design
+        if np.linalg.matrix_rank(hessian) < n_items:
+            break  # not identified: the covariate is collinear with the items (or no data)
         step = np.linalg.solve(hessian, gradient)
         params = params + step
         if np.max(np.abs(step)) < 1e-10:
+            converged = bool(np.all(np.abs(params) < 50))  # else: separation, MLE at infinity
             break
+    if not converged:
+        nan = np.full(n_items, np.nan)
+        return CovariateBradleyTerryFit(
+            StrengthEstimates(nan, nan, nan, nan), np.nan, (np.nan, np.nan), np.nan, 0
+        )
     eta = design @ params
     prob = 1.0 / (1.0 + np.exp(-eta))
     bread = np.linalg.inv((design * (prob * (1 - prob))[:, None]).T @ design)
     n_clusters = int(clusters.max()) + 1
     contributions = design * (y - prob)[:, None]
     scores = np.column_stack(
-        [np.bincount(clusters, weights=contributions[:, j], minlength=n_clusters) for j in range(n_items)]
+        [
+            np.bincount(clusters, weights=contributions[:, j], minlength=n_clusters)
+            for j in range(n_items)
+        ]
     )
     c = int((np.bincount(clusters, minlength=n_clusters) > 0).sum())
     covariance = c / max(c - 1, 1) * bread @ (scores.T @ scores) @ bread

@@ -15,8 +15,10 @@ All functions are pure: arrays in, frozen dataclasses out.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -148,6 +150,35 @@ def _between_position_variance(slot_sums: np.ndarray, slot_counts: np.ndarray,
     return (np.sum(slot_sums**2 / slot_counts, axis=-1) - total**2 / n_cells) / n_cells
 
 
+#: groups up to this size draw from all their n! orderings, precomputed once
+_ENUMERATED_GROUP_SIZE = 6
+
+
+@lru_cache(maxsize=_ENUMERATED_GROUP_SIZE)
+def _all_orderings(size: int) -> np.ndarray:
+    return np.array(list(itertools.permutations(range(size))), dtype=np.intp)
+
+
+def _group_slot_sums(
+    codes: np.ndarray, values: np.ndarray, n_slots: int, n_draws: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Slot sums of one reviewer's residuals under ``n_draws`` uniform re-orderings of its slots.
+
+    A small group's n! orderings are enumerated once and drawn by index, which samples
+    the same uniform distribution as shuffling but costs one gather per draw.
+    """
+    if codes.size <= _ENUMERATED_GROUP_SIZE:
+        orderings = _all_orderings(codes.size)
+        table = np.zeros((orderings.shape[0], n_slots))
+        np.add.at(table, (np.arange(orderings.shape[0])[:, None], codes[orderings]), values)
+        return table[rng.integers(0, orderings.shape[0], size=n_draws)]
+    shuffled = rng.permuted(np.broadcast_to(codes, (n_draws, codes.size)), axis=1)
+    flat = (shuffled + n_slots * np.arange(n_draws)[:, None]).ravel()
+    return np.bincount(flat, weights=np.tile(values, n_draws), minlength=n_draws * n_slots).reshape(
+        n_draws, n_slots
+    )
+
+
 def position_randomization_test(
     residuals: ArrayLike,
     display_indexes: ArrayLike,
@@ -187,17 +218,12 @@ def position_randomization_test(
     observed = float(_between_position_variance(observed_sums, slot_counts, total, n_cells))
 
     rng = np.random.default_rng(seed)
-    permuted_codes = np.empty((n_permutations, n_cells), dtype=np.intp)
+    permuted_sums = np.zeros((n_permutations, n_slots))
     for group in np.unique(groups):
         members = np.flatnonzero(groups == group)
-        tiled = np.broadcast_to(slot_codes[members], (n_permutations, members.size))
-        permuted_codes[:, members] = rng.permuted(tiled, axis=1)
-    # one bincount over (permutation, slot) pairs gives every permutation's slot sums
-    flat_codes = (permuted_codes + n_slots * np.arange(n_permutations)[:, None]).ravel()
-    permuted_sums = np.bincount(
-        flat_codes, weights=np.tile(residual_values, n_permutations),
-        minlength=n_permutations * n_slots,
-    ).reshape(n_permutations, n_slots)
+        permuted_sums += _group_slot_sums(
+            slot_codes[members], residual_values[members], n_slots, n_permutations, rng
+        )
     null_values = _between_position_variance(permuted_sums, slot_counts, total, n_cells)
     # a relative tolerance so floating-point ties with the observed value count as >=
     exceed = int(np.count_nonzero(null_values >= observed * (1 - 1e-9) - 1e-12))
@@ -226,7 +252,11 @@ class ReviewerOffsetVerdict:
 
 
 def step_down_reviewer_offsets(
-    scores: ArrayLike, *, significance_level: float, effect_floor: float
+    scores: ArrayLike,
+    *,
+    significance_level: float,
+    effect_floor: float,
+    first_fit: AdditiveFit | None = None,
 ) -> list[ReviewerOffsetVerdict]:
     r"""Flag harsh/generous reviewers one at a time, removing each before re-testing.
 
@@ -238,7 +268,8 @@ def step_down_reviewer_offsets(
     ``significance_level``; the flagged reviewer is removed so it no longer drags the
     others' reference point (one harsh reviewer would otherwise make the rest look
     generous). It stops at the first non-significant step or with fewer than 3
-    reviewers. With no offsets at all a flag needs the first step to reject, so the
+    reviewers. ``first_fit``, when given, must be the fit of ``scores`` itself (it saves
+    refitting). With no offsets at all a flag needs the first step to reject, so the
     family-wise false-positive rate is at most ``significance_level``. Reference: Holm
     (1979), Scand. J. Statist. 6:65-70; Rosner (1983), Technometrics 25:165-172
     (sequential outlier removal).
@@ -249,7 +280,8 @@ def step_down_reviewer_offsets(
     while len(remaining) >= 3:
         sub_table = table[remaining]
         sub_table = sub_table[:, ~np.all(np.isnan(sub_table), axis=0)]
-        fit = fit_additive_two_way(sub_table)
+        reuse = first_fit is not None and len(remaining) == table.shape[0]
+        fit = first_fit if reuse else fit_additive_two_way(sub_table)
         if fit is None:
             break
         tests = reviewer_offset_tests(fit)
@@ -282,14 +314,18 @@ class SlotEffects:
 
 
 def joint_slot_effects(
-    design: ArrayLike, residuals: ArrayLike, display_indexes: ArrayLike
+    design: ArrayLike,
+    residuals: ArrayLike,
+    display_indexes: ArrayLike,
+    covariance_unscaled: ArrayLike | None = None,
 ) -> SlotEffects | None:
     r"""Slot effects :math:`\hat\gamma_k` of the model score = mean + reviewer + answer + slot.
 
     ``design`` is the additive model's X and ``residuals`` its residuals e. By
     Frisch-Waugh-Lovell, with :math:`M = I - X X^+` and slot indicators Z (first slot as
-    base), :math:`\hat\gamma = (Z^T M Z)^{-1} Z^T e` (since :math:`Me = e`). Slot means of
-    e are shrunk towards 0 because the answer and reviewer effects soak up part of a slot
+    base), :math:`\hat\gamma = (Z^T M Z)^{-1} Z^T e` (since :math:`Me = e`);
+    ``covariance_unscaled`` is :math:`(X^TX)^{-1}` when the caller has it. Slot means of e
+    are shrunk towards 0 because the answer and reviewer effects soak up part of a slot
     effect; :math:`\hat\gamma` is not. Returned centred (count-weighted mean 0) with the
     count-weighted variance :math:`\frac1N\sum_k n_k \hat\gamma_k^2` in points squared.
     Reference: Lovell (1963), JASA 58:993-1010; Searle (1987), ch. 6.
@@ -303,10 +339,16 @@ def joint_slot_effects(
     n_slots = slot_values.size
     if n_slots < 2:
         return None
-    annihilator = np.eye(e.size) - x @ np.linalg.pinv(x)
+    inverse_gram = (
+        np.linalg.pinv(x.T @ x) if covariance_unscaled is None else np.asarray(covariance_unscaled)
+    )
+    annihilator = np.eye(e.size) - x @ inverse_gram @ x.T
     indicators = (slot_codes[:, None] == np.arange(1, n_slots)[None, :]).astype(float)
     gram = indicators.T @ annihilator @ indicators
-    gamma = np.linalg.pinv(gram, hermitian=True) @ (indicators.T @ e)
+    try:
+        gamma = np.linalg.solve(gram, indicators.T @ e)
+    except np.linalg.LinAlgError:  # a slot collinear with reviewer/answer effects
+        gamma = np.linalg.pinv(gram, hermitian=True) @ (indicators.T @ e)
     counts = np.bincount(slot_codes, minlength=n_slots).astype(float)
     effects = np.concatenate([[0.0], gamma])
     effects -= (counts @ effects) / e.size

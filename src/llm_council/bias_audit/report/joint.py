@@ -44,7 +44,8 @@ def _centring_transform(n_levels: int) -> np.ndarray:
 def fit_joint_model(connection: duckdb.DuckDBPyConnection) -> JointFit | None:
     """Fit the joint model on every scored record; None when there is too little data."""
     columns = connection.execute(
-        """SELECT session, model_index, reviewer_index, position, ln(greatest(words, 1)) AS log_words,
+        """SELECT session, model_index, reviewer_index, position,
+                  ln(greatest(words, 1)) AS log_words,
                   is_self, score
            FROM scored"""
     ).fetchnumpy()
@@ -60,10 +61,16 @@ def fit_joint_model(connection: duckdb.DuckDBPyConnection) -> JointFit | None:
     is_self = np.asarray(columns["is_self"], dtype=float)
     score = np.asarray(columns["score"], dtype=float)
     reviewer_names = [
-        name for (name,) in connection.execute("SELECT reviewer FROM reviewers ORDER BY reviewer_index").fetchall()
+        name
+        for (name,) in connection.execute(
+            "SELECT reviewer FROM reviewers ORDER BY reviewer_index"
+        ).fetchall()
     ]
     model_names = [
-        name for (name,) in connection.execute("SELECT model FROM models ORDER BY model_index").fetchall()
+        name
+        for (name,) in connection.execute(
+            "SELECT model FROM models ORDER BY model_index"
+        ).fetchall()
     ]
     n_reviewers, n_models = len(reviewer_names), len(model_names)
     n_slots = int(position.max()) + 1
@@ -75,7 +82,9 @@ def fit_joint_model(connection: duckdb.DuckDBPyConnection) -> JointFit | None:
         blocks.append(("reviewer_verbosity", reviewer_names, dummies * log_words[:, None]))
     if n_slots >= 2:
         slot_dummies = (position[:, None] == np.arange(1, n_slots)[None, :]).astype(float)
-        blocks.append(("position", [f"slot {chr(65 + i)}" for i in range(1, n_slots)], slot_dummies))
+        blocks.append(
+            ("position", [f"slot {chr(65 + i)}" for i in range(1, n_slots)], slot_dummies)
+        )
     self_reviewers = np.unique(reviewer[is_self > 0])
     if self_reviewers.size:
         self_columns = is_self[:, None] * (reviewer[:, None] == self_reviewers[None, :])
@@ -103,7 +112,9 @@ def fit_joint_model(connection: duckdb.DuckDBPyConnection) -> JointFit | None:
         if group in ("reviewer_leniency", "reviewer_verbosity"):
             transform = _centring_transform(len(names))
             estimates = transform @ coefficients
-            standard_errors = np.sqrt(np.clip(np.diag(transform @ covariance @ transform.T), 0, None))
+            standard_errors = np.sqrt(
+                np.clip(np.diag(transform @ covariance @ transform.T), 0, None)
+            )
             t_crit = float(scipy_stats.t.ppf(0.975, max(fit.n_clusters - 1, 1)))
             lows, highs = estimates - t_crit * standard_errors, estimates + t_crit * standard_errors
         else:
@@ -111,8 +122,12 @@ def fit_joint_model(connection: duckdb.DuckDBPyConnection) -> JointFit | None:
             lows, highs = intervals[block_slice, 0], intervals[block_slice, 1]
             if group == "position":
                 position_slice = block_slice
-        for name, estimate, low, high, se in zip(names, estimates, lows, highs, standard_errors, strict=True):
-            effects.append(JointEffect(name, group, float(estimate), float(low), float(high), float(se)))
+        for name, estimate, low, high, se in zip(
+            names, estimates, lows, highs, standard_errors, strict=True
+        ):
+            effects.append(
+                JointEffect(name, group, float(estimate), float(low), float(high), float(se))
+            )
         start += width
 
     if position_slice.stop > position_slice.start:

@@ -44,7 +44,10 @@ def build_leaderboard(
     log_ratio = np.asarray(pairs["log_ratio"], dtype=float)
     _, session = np.unique(np.asarray(pairs["session"], dtype=np.int64), return_inverse=True)
     model_names = [
-        name for (name,) in connection.execute("SELECT model FROM models ORDER BY model_index").fetchall()
+        name
+        for (name,) in connection.execute(
+            "SELECT model FROM models ORDER BY model_index"
+        ).fetchall()
     ]
     n_models = len(model_names)
     n_sessions = int(session.max()) + 1
@@ -55,19 +58,21 @@ def build_leaderboard(
     bootstrap = bradley_terry_session_bootstrap(
         session_wins, n_resamples=n_resamples, rng=np.random.default_rng(seed)
     )
-    controlled = bradley_terry_with_covariate(
-        item_a, item_b, a_won, log_ratio, session, n_models
-    )
+    controlled = bradley_terry_with_covariate(item_a, item_b, a_won, log_ratio, session, n_models)
     comparisons = np.bincount(item_a, minlength=n_models) + np.bincount(item_b, minlength=n_models)
     mean_scores = dict(
-        connection.execute("SELECT model, avg(score) FROM scored WHERE NOT is_self GROUP BY model").fetchall()
+        connection.execute(
+            "SELECT model, avg(score) FROM scored WHERE NOT is_self GROUP BY model"
+        ).fetchall()
     )
     nan = float("nan")
     entries = [
         LeaderboardEntry(
             model=name,
             strength=Interval(
-                float(bootstrap.strength[i]), float(bootstrap.ci_low[i]), float(bootstrap.ci_high[i])
+                float(bootstrap.strength[i]),
+                float(bootstrap.ci_low[i]),
+                float(bootstrap.ci_high[i]),
             ),
             length_controlled=Interval(
                 float(controlled.strengths.strength[i]),
@@ -81,7 +86,11 @@ def build_leaderboard(
         for i, name in enumerate(model_names)
         if comparisons[i] > 0
     ]
-    entries.sort(key=lambda entry: -entry.strength.estimate if np.isfinite(entry.strength.estimate) else np.inf)
+    entries.sort(
+        key=lambda entry: (
+            -entry.strength.estimate if np.isfinite(entry.strength.estimate) else np.inf
+        )
+    )
     return Leaderboard(
         entries=entries,
         n_sessions=n_sessions,

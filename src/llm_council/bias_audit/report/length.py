@@ -13,6 +13,7 @@ import duckdb
 import numpy as np
 
 from llm_council.bias_audit.report.model import Interval, LengthBias
+from llm_council.bias_audit.report.tables import nullable_floats
 from llm_council.stats.pooling import fisher_z_interval, fisher_z_pooled_correlation
 
 _SCATTER_SAMPLE = 1500
@@ -29,7 +30,7 @@ def pooled_length_bias(connection: duckdb.DuckDBPyConnection) -> LengthBias | No
            SELECT corr(centred_score, log_words) AS r, count(DISTINCT model) AS n_answers
            FROM centred GROUP BY session HAVING count(DISTINCT model) >= 3"""
     ).fetchnumpy()
-    r = np.ma.filled(np.ma.asarray(per_session["r"], dtype=float), np.nan)
+    r = nullable_floats(per_session["r"])
     weights = np.asarray(per_session["n_answers"], dtype=float)
     pooled = fisher_z_pooled_correlation(r, weights)
     overall = connection.execute(

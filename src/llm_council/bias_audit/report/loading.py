@@ -151,9 +151,7 @@ def load_store(
         parameters,
     )
     connection.execute("DROP TABLE raw_lines")
-    sizes = connection.execute(
-        "SELECT count(*), count(DISTINCT session) FROM records"
-    ).fetchone()
+    sizes = connection.execute("SELECT count(*), count(DISTINCT session) FROM records").fetchone()
     assert sizes is not None
     n_records, n_sessions = int(sizes[0]), int(sizes[1])
     n_current = n_parsed - n_unknown_version

@@ -16,7 +16,7 @@ RELIABILITY_TIERS = ((50, "high"), (20, "moderate"), (10, "preliminary"), (0, "i
 
 
 def reliability_tier(n_sessions: int) -> str:
-    """``insufficient`` below 10 sessions, ``preliminary`` below 20, ``moderate`` below 50, else ``high``."""
+    """Tier by sessions: insufficient < 10, preliminary < 20, moderate < 50, else high."""
     for minimum, tier in RELIABILITY_TIERS:
         if n_sessions >= minimum:
             return tier

@@ -15,6 +15,7 @@ import duckdb
 import numpy as np
 
 from llm_council.bias_audit.report.model import Interval, PositionBias
+from llm_council.bias_audit.report.tables import nullable_floats
 from llm_council.stats.pooling import hotelling_one_sample, mean_interval_from_moments
 
 
@@ -58,7 +59,7 @@ def position_bias(
     ).fetchnumpy()
     sessions = np.asarray(vectors["session"])
     slots = np.asarray(vectors["position"])
-    values = np.ma.filled(np.ma.asarray(vectors["mean_within"], dtype=float), np.nan)
+    values = nullable_floats(vectors["mean_within"])
     if sessions.size and n_candidates >= 2:
         _, session_row = np.unique(sessions, return_inverse=True)
         matrix = np.full((int(session_row.max()) + 1, n_candidates), np.nan)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from html import escape
 
 from llm_council.bias_audit.report.model import BiasReport
-from llm_council.bias_audit.report.render_text import fmt, render_text, slot_letter
+from llm_council.bias_audit.report.render_text import fmt, fmt_p, render_text, slot_letter
 from llm_council.bias_audit.report.svg_plots import forest_plot, scatter_plot
 
 _STYLE = """
@@ -19,10 +19,12 @@ body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2e
 h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 2em; }
 figure { margin: 1.2em 0; } figcaption { font-size: 0.9em; color: #4a5561; max-width: 640px; }
 svg { background: #fff; border: 1px solid #d9dee3; }
-svg .title { font-size: 13px; font-weight: 600; } svg .label, svg .tick, svg .axis { font-size: 11px; }
+svg .title { font-size: 13px; font-weight: 600; }
+svg .label, svg .tick, svg .axis { font-size: 11px; }
 svg .grid { stroke: #eef1f4; } svg .reference { stroke: #8a96a3; stroke-dasharray: 4 3; }
 svg .interval { stroke: #2f6db3; stroke-width: 2.5; } svg circle.mark { fill: #163d6b; }
-svg circle.point { fill: #2f6db3; fill-opacity: 0.35; } svg .fit { stroke: #c2410c; stroke-width: 2.5; }
+svg circle.point { fill: #2f6db3; fill-opacity: 0.35; }
+svg .fit { stroke: #c2410c; stroke-width: 2.5; }
 svg .frame { fill: none; stroke: #d9dee3; }
 .warning { background: #fff4e5; border-left: 4px solid #c2410c; padding: 0.4em 0.8em; }
 pre { background: #f6f8fa; padding: 1em; overflow-x: auto; font-size: 12px; }
@@ -61,7 +63,7 @@ def render_html(report: BiasReport) -> str:
                     plot_id="plot-position",
                 ),
                 f"Within-reviewer test: F({position.test_df[0]}, {position.test_df[1]}) = "
-                f"{fmt(position.test_statistic)}, p = {fmt(position.test_p_value, 4)}; "
+                f"{fmt(position.test_statistic)}, p = {fmt_p(position.test_p_value)}; "
                 f"direction: {position.direction}.",
             )
         )
@@ -147,8 +149,8 @@ def render_html(report: BiasReport) -> str:
     sections.append(f"<pre>{escape(render_text(report))}</pre>")
     body = "\n".join(sections)
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>llm-council bias report</title><style>{_STYLE}</style></head>"
         f"<body><h1>llm-council bias report</h1>\n{body}\n</body></html>\n"
     )

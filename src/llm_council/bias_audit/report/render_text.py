@@ -9,8 +9,10 @@ from llm_council.bias_audit.report.model import BiasReport, Interval
 
 def fmt(value: float, digits: int = 2) -> str:
     """A number for people: ``n/a`` for NaN, fixed decimals otherwise."""
-    if value is None or not math.isfinite(value):
+    if value is None or math.isnan(value):
         return "n/a"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
     return f"{value:.{digits}f}"
 
 
@@ -21,7 +23,8 @@ def fmt_p(value: float) -> str:
 
 
 def fmt_interval(interval: Interval, digits: int = 2) -> str:
-    return f"{fmt(interval.estimate, digits)} [{fmt(interval.ci_low, digits)}, {fmt(interval.ci_high, digits)}]"
+    low, high = fmt(interval.ci_low, digits), fmt(interval.ci_high, digits)
+    return f"{fmt(interval.estimate, digits)} [{low}, {high}]"
 
 
 def slot_letter(position: int) -> str:
@@ -53,7 +56,8 @@ def render_text(report: BiasReport) -> str:
         )
         add(
             f"  Score sd: {fmt(profile.spread, 1)} ({profile.spread_label}, "
-            f"{fmt(profile.spread_ratio)}x median)   Length r: {fmt_interval(profile.length_correlation)}"
+            f"{fmt(profile.spread_ratio)}x median)   "
+            f"Length r: {fmt_interval(profile.length_correlation)}"
         )
         add(
             f"  Reliability: {profile.reliability} ({profile.n_sessions} sessions, "
@@ -90,7 +94,11 @@ def render_text(report: BiasReport) -> str:
         add("=== Position Bias (display slot each reviewer saw) ===")
         add("  slot   mean score [95% CI]     within-reviewer deviation [95% CI]   sessions")
         for slot, mean, deviation, n in zip(
-            position.positions, position.mean_score, position.deviation, position.n_sessions, strict=True
+            position.positions,
+            position.mean_score,
+            position.deviation,
+            position.n_sessions,
+            strict=True,
         ):
             add(
                 f"  {slot_letter(slot):<5}  {fmt_interval(mean):<22}  "
@@ -109,7 +117,10 @@ def render_text(report: BiasReport) -> str:
     add("")
     add("=== Self-Preference (bonus to its own answer) ===")
     if report.self_preference:
-        add("  reviewer              joint model [95% CI]     raw own-minus-others [95% CI]   sessions")
+        add(
+            "  reviewer              joint model [95% CI]     "
+            "raw own-minus-others [95% CI]   sessions"
+        )
         for item in report.self_preference:
             mark = "  <- detected" if item.detected else ""
             add(
@@ -122,9 +133,7 @@ def render_text(report: BiasReport) -> str:
     add("")
     if report.joint is not None:
         joint = report.joint
-        add(
-            "=== Joint Model: score ~ answer + reviewer + slot + self + reviewer x ln(words) ==="
-        )
+        add("=== Joint Model: score ~ answer + reviewer + slot + self + reviewer x ln(words) ===")
         add(
             f"  {joint.n_records} scores, {joint.n_answers} answers (fixed effects), "
             f"{joint.n_sessions} session clusters; residual sd {fmt(joint.residual_sd)}"
@@ -145,9 +154,7 @@ def render_text(report: BiasReport) -> str:
                     f"    {effect.term:<20} {fmt(effect.estimate):>6} "
                     f"[{fmt(effect.ci_low)}, {fmt(effect.ci_high)}]"
                 )
-        add(
-            f"  Slots jointly: F = {fmt(joint.position_wald_f)}, p={fmt_p(joint.position_wald_p)}"
-        )
+        add(f"  Slots jointly: F = {fmt(joint.position_wald_f)}, p={fmt_p(joint.position_wald_p)}")
 
     add("")
     board = report.leaderboard
@@ -156,20 +163,26 @@ def render_text(report: BiasReport) -> str:
             f"=== Leaderboard (Bradley-Terry from rankings, self-reviews excluded; "
             f"{board.n_resamples} session bootstraps) ==="
         )
-        add("  #  model                 strength [95% CI]       length-controlled [95% CI]  mean score")
+        add(
+            "  #  model                 strength [95% CI]       "
+            "length-controlled [95% CI]  mean score"
+        )
         for place, entry in enumerate(board.entries, start=1):
             add(
                 f"  {place:<2} {entry.model:<20}  {fmt_interval(entry.strength):<22}  "
                 f"{fmt_interval(entry.length_controlled):<26}  {fmt(entry.mean_score)}"
             )
         add(
-            f"  Log-odds of winning per unit ln(words) difference: {fmt_interval(board.length_slope)}"
+            "  Log-odds of winning per unit ln(words) difference: "
+            f"{fmt_interval(board.length_slope)}"
         )
         add("")
         add("=== Adjusted view (extra; NOT used above): mean of joint-model answer effects ===")
         ordered = sorted(
             board.entries,
-            key=lambda e: -e.adjusted_mean_score if math.isfinite(e.adjusted_mean_score) else math.inf,
+            key=lambda e: (
+                -e.adjusted_mean_score if math.isfinite(e.adjusted_mean_score) else math.inf
+            ),
         )
         for place, entry in enumerate(ordered, start=1):
             add(

@@ -21,6 +21,7 @@ from llm_council.bias_audit.report.model import (
     SelfPreference,
     reliability_tier,
 )
+from llm_council.bias_audit.report.tables import nullable_floats
 from llm_council.stats.pooling import fisher_z_pooled_correlation, mean_interval_from_moments
 
 #: a reviewer whose within-session score sd is this far above/below the median reviewer's
@@ -57,7 +58,7 @@ def reviewer_length_correlations(connection: duckdb.DuckDBPyConnection) -> dict[
     ).fetchnumpy()
     names = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
     index = np.asarray(rows["reviewer_index"])
-    r = np.ma.filled(np.ma.asarray(rows["r"], dtype=float), np.nan)
+    r = nullable_floats(rows["r"])
     n = np.asarray(rows["n"], dtype=float)
     return {
         names[int(i)]: Interval.from_estimate(

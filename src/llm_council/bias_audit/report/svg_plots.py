@@ -40,6 +40,17 @@ def _nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
     return ticks
 
 
+def _log_ticks(low: float, high: float) -> list[float]:
+    """1-2-5 ticks per decade between ``low`` and ``high`` (for a log axis)."""
+    ticks = []
+    for decade in range(math.floor(math.log10(max(low, 1e-9))), math.ceil(math.log10(high)) + 1):
+        for mantissa in (1, 2, 5):
+            value = mantissa * 10.0**decade
+            if low <= value <= high:
+                ticks.append(value)
+    return ticks
+
+
 def _tick_label(value: float) -> str:
     return f"{value:g}"
 
@@ -77,7 +88,9 @@ def forest_plot(
     axis_y = height - _BOTTOM + 6
     for tick in _nice_ticks(low, high):
         x = x_of(tick)
-        parts.append(f'<line x1="{x:.1f}" y1="{_TOP - 6}" x2="{x:.1f}" y2="{axis_y}" class="grid"/>')
+        parts.append(
+            f'<line x1="{x:.1f}" y1="{_TOP - 6}" x2="{x:.1f}" y2="{axis_y}" class="grid"/>'
+        )
         parts.append(
             f'<text x="{x:.1f}" y="{axis_y + 14}" text-anchor="middle" class="tick">'
             f"{_tick_label(tick)}</text>"
@@ -99,7 +112,12 @@ def forest_plot(
             f'<text x="{_LEFT - 8}" y="{y + 4:.1f}" text-anchor="end" class="label">'
             f"{escape(label)}</text>"
         )
-        if ci_low is not None and ci_high is not None and math.isfinite(ci_low) and math.isfinite(ci_high):
+        if (
+            ci_low is not None
+            and ci_high is not None
+            and math.isfinite(ci_low)
+            and math.isfinite(ci_high)
+        ):
             parts.append(
                 f'<line x1="{x_of(ci_low):.1f}" y1="{y:.1f}" x2="{x_of(ci_high):.1f}" '
                 f'y2="{y:.1f}" class="interval"><title>{escape(label)}: '
@@ -158,7 +176,7 @@ def scatter_plot(
         f'<rect x="{left}" y="{top}" width="{width_inner}" height="{height_inner}" class="frame"/>',
     ]
     raw_ticks = (
-        _nice_ticks(math.exp(x_low), math.exp(x_high)) if log_x else _nice_ticks(x_low, x_high)
+        _log_ticks(math.exp(x_low), math.exp(x_high)) if log_x else _nice_ticks(x_low, x_high)
     )
     for tick in raw_ticks:
         if log_x and tick <= 0:

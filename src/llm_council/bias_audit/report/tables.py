@@ -10,7 +10,10 @@ Self-reviews never enter the "others" mean, so self-preference cannot leak into 
 
 from __future__ import annotations
 
+from typing import Any
+
 import duckdb
+import numpy as np
 
 
 def create_analysis_tables(connection: duckdb.DuckDBPyConnection) -> None:
@@ -48,3 +51,9 @@ def create_analysis_tables(connection: duckdb.DuckDBPyConnection) -> None:
            WHERE r.score IS NOT NULL
            ORDER BY r.session"""
     )
+
+
+def nullable_floats(column: Any) -> np.ndarray:
+    """A fetched DuckDB column as floats, SQL NULL (a masked entry) as NaN."""
+    filled: Any = np.ma.filled(np.ma.asarray(column, dtype=float), np.nan)
+    return np.asarray(filled, dtype=float)

@@ -1,0 +1,115 @@
+"""Each analysis on hand-made stores (values derived by hand) and on simulated councils."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from llm_council.bias_audit.report import build_report, reliability_tier
+from llm_council.errors import RecordError
+
+from .conftest import record_line, scores_to_lines
+
+Writer = Callable[[Sequence[str]], Path]
+
+# Three reviewers score two answers (authors m1, m2 are not reviewers) in three sessions.
+HAND_TABLE = {
+    "s1": {"m1": {"r1": 5, "r2": 7, "r3": 9}, "m2": {"r1": 4, "r2": 4, "r3": 7}},
+    "s2": {"m1": {"r1": 6, "r2": 6, "r3": 6}, "m2": {"r1": 3, "r2": 5, "r3": 7}},
+    "s3": {"m1": {"r1": 8, "r2": 8, "r3": 5}, "m2": {"r1": 2, "r2": 4, "r3": 6}},
+}
+
+
+def test_leniency_is_paired_against_the_others_on_the_same_answers(write_lines: Writer) -> None:
+    # r1's deviation = its score - mean of r2, r3 on the same answer:
+    #   s1: 5 - 8 = -3,  4 - 5.5 = -1.5  -> session mean -2.25
+    #   s2: 6 - 6 =  0,  3 - 6   = -3    -> -1.5
+    #   s3: 8 - 6.5 = 1.5, 2 - 5 = -3    -> -0.75
+    # leniency = mean(-2.25, -1.5, -0.75) = -1.5 with a t(2) interval over the 3 sessions.
+    report = build_report(write_lines(scores_to_lines(HAND_TABLE)), n_resamples=20)
+    r1 = next(p for p in report.profiles if p.reviewer == "r1")
+    per_session = np.array([-2.25, -1.5, -0.75])
+    low, high = scipy_stats.t.interval(0.95, 2, loc=-1.5, scale=scipy_stats.sem(per_session))
+    assert r1.leniency.estimate == pytest.approx(-1.5)
+    assert (r1.leniency.ci_low, r1.leniency.ci_high) == pytest.approx((low, high))
+    assert r1.leniency_label == "neutral"  # the interval [-3.36, 0.36] includes 0
+    assert r1.mean_score == pytest.approx(np.mean([5, 4, 6, 3, 8, 2]))
+    assert r1.reliability == "insufficient"
+    assert r1.n_sessions == 3 and r1.n_scores == 6
+
+
+def test_reliability_tiers() -> None:
+    assert [reliability_tier(n) for n in (0, 9, 10, 19, 20, 49, 50, 500)] == [
+        "insufficient",
+        "insufficient",
+        "preliminary",
+        "preliminary",
+        "moderate",
+        "moderate",
+        "high",
+        "high",
+    ]
+
+
+def test_missing_scores_are_counted_not_zero(write_lines: Writer) -> None:
+    lines = scores_to_lines(HAND_TABLE)
+    lines.append(
+        record_line(session_id="s1", reviewer_id="r1", model_id="m3", score_value=None, rank=None)
+    )
+    report = build_report(write_lines(lines), n_resamples=20)
+    r1 = next(p for p in report.profiles if p.reviewer == "r1")
+    assert r1.n_missing_scores == 1
+    assert r1.mean_score == pytest.approx(np.mean([5, 4, 6, 3, 8, 2]))
+
+
+def test_empty_store_is_a_clear_error(write_lines: Writer) -> None:
+    with pytest.raises(RecordError, match="no usable bias-audit records"):
+        build_report(write_lines([]))
+
+
+def test_known_biases_are_recovered(biased_store: Path) -> None:
+    """The default council's configured biases, as the joint model should see them.
+
+    Truth (simulation/profile.py, config/simulated_members.toml): harsh leniency -1.5, so
+    centred on the 5 reviewers' mean -0.3: -1.2; verbose verbosity 1.5 -> centred 1.2;
+    primacy +1 at slot A for 1 of 5 reviewers -> slots B..E vs A: -0.2; narcissist +1.5.
+    Clipping to 1..10 and rounding shrink these a little.
+    """
+    report = build_report(biased_store, n_resamples=100)
+    effects = {(e.group, e.term): e for e in report.joint.effects}
+    assert effects[("reviewer_leniency", "harsh")].estimate == pytest.approx(-1.2, abs=0.15)
+    assert effects[("reviewer_verbosity", "verbose")].estimate == pytest.approx(1.2, abs=0.2)
+    for slot in "BCDE":
+        assert effects[("position", f"slot {slot}")].estimate == pytest.approx(-0.2, abs=0.1)
+    assert effects[("self_review", "narcissist")].estimate == pytest.approx(1.5, abs=0.25)
+
+    labels = {p.reviewer: p.leniency_label for p in report.profiles}
+    assert labels["harsh"] == "harsh"
+    assert report.position.direction == "primacy"
+    assert report.position.test_p_value < 1e-4
+    assert report.length.pooled.ci_low > 0
+    self_detected = {s.reviewer: s.detected for s in report.self_preference}
+    assert self_detected["narcissist"]
+    verbose_profile = next(p for p in report.profiles if p.reviewer == "verbose")
+    assert verbose_profile.length_correlation.ci_low > 0.3
+
+    board = {entry.model: entry for entry in report.leaderboard.entries}
+    # the verbose member writes longer answers: ranked up by length, not after controlling it
+    assert board["verbose"].strength.estimate > board["verbose"].length_controlled.estimate
+    assert report.leaderboard.length_slope.ci_low > 0
+
+
+def test_null_council_estimates_are_near_zero(null_store: Path) -> None:
+    report = build_report(null_store, n_resamples=100)
+    for profile in report.profiles:
+        assert abs(profile.leniency.estimate) < 0.15
+        assert profile.reliability == "high"
+    for effect in report.joint.effects:
+        assert abs(effect.estimate) < 0.25, effect
+    assert abs(report.length.pooled.estimate) < 0.08
+    for entry in report.leaderboard.entries:
+        assert entry.strength.ci_low < entry.strength.estimate < entry.strength.ci_high

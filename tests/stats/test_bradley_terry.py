@@ -1,0 +1,99 @@
+"""Bradley-Terry fits against hand values and a direct likelihood maximisation (scipy)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import optimize
+
+from llm_council.stats.bradley_terry import (
+    bradley_terry_mm,
+    bradley_terry_session_bootstrap,
+    bradley_terry_with_covariate,
+)
+
+
+def test_two_items_by_hand() -> None:
+    # i beat j 3 times, j beat i once: MLE g_i/g_j = 3, so centred theta = +-ln(3)/2
+    strengths = bradley_terry_mm(np.array([[0, 3], [1, 0]]))
+    assert strengths == pytest.approx([math.log(3) / 2, -math.log(3) / 2])
+
+
+def _negative_log_likelihood(free: np.ndarray, wins: np.ndarray) -> float:
+    theta = np.concatenate([[0.0], free])
+    total = 0.0
+    for i in range(len(theta)):
+        for j in range(len(theta)):
+            if i != j and wins[i, j]:
+                total -= wins[i, j] * (theta[i] - np.logaddexp(theta[i], theta[j]))
+    return total
+
+
+def test_mm_matches_direct_maximum_likelihood() -> None:
+    wins = np.array([[0, 7, 4, 9], [3, 0, 6, 5], [6, 4, 0, 8], [1, 5, 2, 0]], dtype=float)
+    solution = optimize.minimize(
+        _negative_log_likelihood, np.zeros(3), args=(wins,), method="BFGS", options={"gtol": 1e-10}
+    )
+    theta = np.concatenate([[0.0], solution.x])
+    assert bradley_terry_mm(wins) == pytest.approx(theta - theta.mean(), abs=1e-5)
+
+
+def test_batched_fit_equals_separate_fits() -> None:
+    first = np.array([[0, 2, 3], [1, 0, 2], [1, 1, 0]], dtype=float)
+    second = first.T.copy()
+    batched = bradley_terry_mm(np.stack([first, second]))
+    assert batched[0] == pytest.approx(bradley_terry_mm(first))
+    assert batched[1] == pytest.approx(bradley_terry_mm(second))
+
+
+def test_a_model_that_never_wins_has_minus_infinite_strength() -> None:
+    strengths = bradley_terry_mm(np.array([[0, 2, 3], [1, 0, 2], [0, 0, 0]]))
+    assert strengths[2] == -math.inf
+    assert np.isfinite(
+        bradley_terry_mm(np.array([[0, 2, 3], [1, 0, 2], [0, 0, 0]]), pseudo_count=0.5)
+    ).all()
+
+
+def test_session_bootstrap_covers_the_truth() -> None:
+    rng = np.random.default_rng(11)
+    truth = np.array([0.6, 0.0, -0.6])
+    sessions = np.zeros((400, 3, 3))
+    for s in range(400):
+        for i in range(3):
+            for j in range(i + 1, 3):
+                p = 1 / (1 + math.exp(-(truth[i] - truth[j])))
+                if rng.random() < p:
+                    sessions[s, i, j] += 1
+                else:
+                    sessions[s, j, i] += 1
+    fit = bradley_terry_session_bootstrap(sessions, n_resamples=200, rng=np.random.default_rng(0))
+    assert np.all(fit.ci_low < truth) and np.all(truth < fit.ci_high)
+    assert np.all(fit.ci_low < fit.strength) and np.all(fit.strength < fit.ci_high)
+    again = bradley_terry_session_bootstrap(sessions, n_resamples=200, rng=np.random.default_rng(0))
+    assert again.ci_low == pytest.approx(fit.ci_low)
+
+
+def test_covariate_fit_matches_direct_maximum_likelihood() -> None:
+    rng = np.random.default_rng(2)
+    n = 3000
+    a = rng.integers(0, 4, n)
+    b = (a + rng.integers(1, 4, n)) % 4
+    x = rng.normal(size=n)
+    truth, slope = np.array([0.5, 0.0, -0.2, -0.3]), 0.8
+    won = (rng.random(n) < 1 / (1 + np.exp(-(truth[a] - truth[b] + slope * x)))).astype(float)
+
+    def negative_log_likelihood(params: np.ndarray) -> float:
+        theta = np.concatenate([[0.0], params[1:]])
+        eta = theta[a] - theta[b] + params[0] * x
+        return float(np.sum(np.logaddexp(0, eta) - won * eta))
+
+    solution = optimize.minimize(
+        negative_log_likelihood, np.zeros(4), method="BFGS", options={"gtol": 1e-9}
+    )
+    fit = bradley_terry_with_covariate(a, b, won, x, np.arange(n) // 10, 4)
+    theta = np.concatenate([[0.0], solution.x[1:]])
+    assert fit.slope == pytest.approx(solution.x[0], abs=1e-4)
+    assert fit.strengths.strength == pytest.approx(theta - theta.mean(), abs=1e-4)
+    assert fit.slope_ci[0] < slope < fit.slope_ci[1]
