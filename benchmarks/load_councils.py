@@ -6,7 +6,7 @@ wall time, the process's peak resident memory (``getrusage`` ``ru_maxrss``) and 
 growth over the baseline measured after one warm-up session. Exits non-zero if any
 session raised, was degraded, or had a middleware error.
 
-    .venv/bin/python benchmarks/load_councils.py [--councils 200] [--latency 0.05] [--rounds 3] [--audit]
+    .venv/bin/python benchmarks/load_councils.py [--councils 200] [--latency 0.05] [--audit]
 
 Memory is bounded when the peak stops growing after the first round: later rounds of
 the same size reuse the memory the first one freed (no per-session leak).
@@ -56,7 +56,9 @@ def peak_rss_mib() -> float:
 def council(latency_s: float) -> CouncilConfig:
     options = {"latency_s": latency_s} if latency_s else {}
     return CouncilConfig(
-        members=tuple(CouncilMember(name=p, spec=f"simulated:{p}", options=options) for p in PROFILES),
+        members=tuple(
+            CouncilMember(name=p, spec=f"simulated:{p}", options=options) for p in PROFILES
+        ),
         chairman=CouncilMember(name="chairman", spec="simulated:balanced", options=options),
     )
 
@@ -66,7 +68,9 @@ def _failures(seed: int, outcome: object) -> list[str]:
         return [f"session {seed}: raised {type(outcome).__name__}: {outcome}"]
     metadata = outcome.metadata  # type: ignore[attr-defined]
     problems = [f"session {seed}: degraded {f}" for f in metadata["degraded"]]
-    problems += [f"session {seed}: middleware error {e}" for e in metadata.get("middleware_errors", [])]
+    problems += [
+        f"session {seed}: middleware error {e}" for e in metadata.get("middleware_errors", [])
+    ]
     return problems
 
 
@@ -84,11 +88,18 @@ async def run_councils(
         seeds = range(round_number * councils, (round_number + 1) * councils)
         started = time.perf_counter()
         outcomes = await asyncio.gather(
-            *(run_full_council(QUERY, config=config, seed=seed, middleware=middleware) for seed in seeds),
+            *(
+                run_full_council(QUERY, config=config, seed=seed, middleware=middleware)
+                for seed in seeds
+            ),
             return_exceptions=True,
         )
         wall = wall or time.perf_counter() - started
-        failures += [problem for seed, outcome in zip(seeds, outcomes) for problem in _failures(seed, outcome)]
+        failures += [
+            problem
+            for seed, outcome in zip(seeds, outcomes, strict=True)
+            for problem in _failures(seed, outcome)
+        ]
         del outcomes
         peaks.append(peak_rss_mib())
     return LoadReport(councils, wall, baseline, peaks[-1], failures, tuple(peaks))
@@ -97,9 +108,15 @@ async def run_councils(
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--councils", type=int, default=200)
-    parser.add_argument("--latency", type=float, default=0.05, help="seconds each member call sleeps")
-    parser.add_argument("--rounds", type=int, default=3, help="repeat to show memory does not creep")
-    parser.add_argument("--audit", action="store_true", help="bias audit on, records to a temp store")
+    parser.add_argument(
+        "--latency", type=float, default=0.05, help="seconds each member call sleeps"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="repeat to show memory does not creep"
+    )
+    parser.add_argument(
+        "--audit", action="store_true", help="bias audit on, records to a temp store"
+    )
     args = parser.parse_args()
     configure_logging(level="WARNING")
     with tempfile.TemporaryDirectory() as directory:
@@ -109,18 +126,31 @@ def main() -> int:
             os.environ["LLM_COUNCIL_BIAS_STORE"] = str(Path(directory) / "records.jsonl")
         else:
             middleware = []
-        report = asyncio.run(run_councils(args.councils, args.latency, rounds=args.rounds, middleware=middleware))
+        report = asyncio.run(
+            run_councils(args.councils, args.latency, rounds=args.rounds, middleware=middleware)
+        )
         records = 0
         if args.audit:
             store = Path(os.environ["LLM_COUNCIL_BIAS_STORE"])
             records = sum(1 for _ in store.open("rb")) if store.exists() else 0
     calls = args.councils * (2 * len(PROFILES) + 1)
-    print(f"councils={report.councils} members={len(PROFILES)} latency={args.latency * 1000:.0f} ms "
-          f"audit={'on' if args.audit else 'off'} provider calls per round={calls}")
-    print(f"wall time (first round): {report.wall_s:.2f} s ({report.councils / report.wall_s:.1f} sessions/s)")
-    print(f"peak RSS: {report.peak_rss_mib:.1f} MiB (baseline after warm-up {report.baseline_rss_mib:.1f} MiB, "
-          f"growth {report.growth_mib:.1f} MiB = {1024 * report.growth_mib / report.councils:.0f} KiB/session)")
-    print("peak RSS after each round: " + ", ".join(f"{peak:.1f}" for peak in report.peak_after_round_mib) + " MiB")
+    print(
+        f"councils={report.councils} members={len(PROFILES)} latency={args.latency * 1000:.0f} ms "
+        f"audit={'on' if args.audit else 'off'} provider calls per round={calls}"
+    )
+    rate = report.councils / report.wall_s
+    per_session_kib = 1024 * report.growth_mib / report.councils
+    print(f"wall time (first round): {report.wall_s:.2f} s ({rate:.1f} sessions/s)")
+    print(
+        f"peak RSS: {report.peak_rss_mib:.1f} MiB (baseline after warm-up "
+        f"{report.baseline_rss_mib:.1f} MiB, growth {report.growth_mib:.1f} MiB "
+        f"= {per_session_kib:.0f} KiB/session)"
+    )
+    print(
+        "peak RSS after each round: "
+        + ", ".join(f"{peak:.1f}" for peak in report.peak_after_round_mib)
+        + " MiB"
+    )
     if args.audit:
         expected = (report.councils * args.rounds + 1) * len(PROFILES) ** 2
         print(f"records written: {records} (expected {expected})")

@@ -3,6 +3,12 @@
 A redaction processor replaces the value of every secret environment variable (API keys,
 the hash secret) wherever it appears in a log event, as a last line of defence: no code
 path should log a secret in the first place.
+
+The vendor SDKs log through the standard ``logging`` module (google-genai warns on stderr
+when both Google key variables are set, for instance). Those records are sent through
+the same redaction and renderer, so ``--log-json`` output stays JSON lines and an SDK
+message cannot bypass the redaction; SDK loggers are kept at WARNING or above because
+their debug output includes whole requests.
 """
 
 from __future__ import annotations
@@ -50,6 +56,39 @@ def _redact_processor(
     return event_dict
 
 
+class _CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A handler writing to whatever ``sys.stderr`` is at emit time (it may be replaced)."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
+def _route_standard_logging(renderer: Any, level: str) -> None:
+    """Render stdlib ``logging`` records (the SDKs') like ours: redacted, same format."""
+    handler = _CurrentStderrHandler()
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[
+                structlog.stdlib.add_log_level,
+                structlog.stdlib.add_logger_name,
+                structlog.processors.TimeStamper(fmt="iso", utc=True),
+                _redact_processor,
+            ],
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+        )
+    )
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if isinstance(h, _CurrentStderrHandler)]:
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(max(logging.WARNING, logging.getLevelNamesMapping()[level.upper()]))
+
+
 def configure_logging(*, json_logs: bool = False, level: str = "WARNING") -> None:
     """Send structlog output to stderr, as console lines or JSON lines."""
     renderer: Any = (
@@ -57,6 +96,7 @@ def configure_logging(*, json_logs: bool = False, level: str = "WARNING") -> Non
         if json_logs
         else structlog.dev.ConsoleRenderer(colors=False)
     )
+    _route_standard_logging(renderer, level)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,

@@ -183,3 +183,18 @@ def test_degenerate_input_gives_no_claims() -> None:
 def test_bad_input_is_a_one_line_input_error(stage1: object, scores: object, message: str) -> None:
     with pytest.raises(InputError, match=message):
         run_bias_audit(stage1, scores)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("n_answers", "risk"), [(5, "low"), (10, "medium")])
+def test_length_flag_raises_risk_only_with_enough_answers(n_answers: int, risk: str) -> None:
+    # three outside judges (no self-reviews), scores rising exactly with log length
+    texts = {f"c{i}": "w " * (50 * 2**i) for i in range(n_answers)}
+    offsets = {"j1": 0.0, "j2": 0.1, "j3": -0.1}
+    scores = {
+        judge: {f"c{i}": 2.0 + 0.5 * i + offset * (-1) ** i for i in range(n_answers)}
+        for judge, offset in offsets.items()
+    }
+    audit = run_bias_audit(texts, scores)
+    assert audit.length_bias_detected and audit.flags_raised == ["length_bias_detected"]
+    assert audit.overall_bias_risk == risk
+    assert ("length" in audit.indicator_only) is (n_answers < 10)

@@ -152,3 +152,12 @@ def test_concurrent_writers_never_interleave(tmp_path: Path) -> None:
     runs = [s for i, s in enumerate(sessions_in_order) if i == 0 or sessions_in_order[i - 1] != s]
     assert len(runs) == 4 * 20
     assert os.path.getsize(path) == sum(len(r.model_dump_json()) + 1 for r in records)
+
+
+def test_complete_last_line_without_newline_is_kept_and_extended_safely(tmp_path: Path) -> None:
+    # a record written by another tool without the final newline is complete, not torn
+    path = tmp_path / "records.jsonl"
+    path.write_text(make_record("s1").model_dump_json())
+    assert [r.session_id for r in read_records(path)] == ["s1"]
+    append_records(path, [make_record("s2")])
+    assert [r.session_id for r in read_records(path, strict=True)] == ["s1", "s2"]

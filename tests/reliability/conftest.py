@@ -12,6 +12,7 @@ reports.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterator, Mapping
@@ -46,7 +47,9 @@ def reply_from_spec(spec: ReplySpec, model: str) -> Reply:
         return SENSIBLE
     assert isinstance(spec, Mapping)
     body = completion_body(spec["text"], model) if "text" in spec else spec.get("body")
-    return Reply(spec.get("status", 200), body, dict(spec.get("headers", {})), spec.get("delay_s", 0.0))
+    return Reply(
+        spec.get("status", 200), body, dict(spec.get("headers", {})), spec.get("delay_s", 0.0)
+    )
 
 
 def completion_body(text: str, model: str) -> dict[str, Any]:
@@ -55,7 +58,9 @@ def completion_body(text: str, model: str) -> dict[str, Any]:
         "object": "chat.completion",
         "created": 1,
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        ],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
     }
 
@@ -73,6 +78,12 @@ def sensible_reply(model: str, messages: list[dict[str, str]]) -> str:
     return f"Answer by {model}: use a cache and measure p99."
 
 
+def _model_in_path(path: str) -> str:
+    """``/v1beta/models/gemini-x:generateContent`` -> ``gemini-x``."""
+    match = re.search(r"/models/([^/:]+):", path)
+    return match.group(1) if match else "?"
+
+
 class FakeOpenAIServer:
     """Threaded HTTP/1.1 server on 127.0.0.1; scripted faults per model, then sensible replies."""
 
@@ -83,7 +94,9 @@ class FakeOpenAIServer:
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.02,), daemon=True
+        )
 
     @property
     def root_url(self) -> str:
@@ -126,10 +139,14 @@ class FakeOpenAIServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 request = json.loads(self.rfile.read(length) or b"{}")
-                reply = fake._next(str(request.get("model")), request.get("messages", []))
+                # OpenAI and Anthropic name the model in the body, Google in the path
+                model = request.get("model") or _model_in_path(self.path)
+                reply = fake._next(str(model), request.get("messages", []))
                 if reply.delay_s and fake.stopping.wait(reply.delay_s):
                     return
-                body = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
+                body = (
+                    reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
+                )
                 try:
                     self.send_response(reply.status)
                     self.send_header("Content-Type", "application/json")
@@ -174,10 +191,14 @@ FAST_RETRY = RetryPolicy(max_attempts=3, timeout_s=0.5, initial_backoff_s=0.01, 
 def openai_council(openai_fake: FakeOpenAIServer) -> Callable[..., CouncilConfig]:
     """``openai_council("m1", "m2", "m3", chairman="chair")``: members on the loopback fake."""
 
-    def build(*names: str, chairman: str = "chair", retry: RetryPolicy = FAST_RETRY) -> CouncilConfig:
+    def build(
+        *names: str, chairman: str = "chair", retry: RetryPolicy = FAST_RETRY
+    ) -> CouncilConfig:
         options = {"base_url": openai_fake.base_url}
         return CouncilConfig(
-            members=tuple(CouncilMember(name=n, spec=f"openai:{n}", options=options) for n in names),
+            members=tuple(
+                CouncilMember(name=n, spec=f"openai:{n}", options=options) for n in names
+            ),
             chairman=CouncilMember(name=chairman, spec=f"openai:{chairman}", options=options),
             retry=retry,
         )

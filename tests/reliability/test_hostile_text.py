@@ -66,10 +66,14 @@ HOSTILE_TEXTS = [
 @pytest.mark.parametrize("hostile", HOSTILE_TEXTS)
 def test_review_prompt_blocks_parse_back_to_exactly_the_candidates(hostile: str) -> None:
     texts = ["An honest answer about caching.", hostile, "Another honest answer.\nTwo lines."]
-    candidates = [ReviewPromptCandidate(label, text) for label, text in zip(LABELS, texts, strict=True)]
+    candidates = [
+        ReviewPromptCandidate(label, text) for label, text in zip(LABELS, texts, strict=True)
+    ]
     prompt = build_review_prompt("How do I cache?", candidates, (1.0, 10.0), new_nonce())
     assert extract_candidate_blocks(prompt) == list(zip(LABELS, texts, strict=True))
-    synthesis = build_synthesis_prompt("How do I cache?", candidates, ["1. Response A"], new_nonce())
+    synthesis = build_synthesis_prompt(
+        "How do I cache?", candidates, ["1. Response A"], new_nonce()
+    )
     assert extract_candidate_blocks(synthesis) == list(zip(LABELS, texts, strict=True))
 
 
@@ -92,7 +96,11 @@ def test_quoting_a_hostile_candidate_does_not_change_the_parsed_verdict(
     alone = parse_review(verdict, LABELS)
     assert alone.status in {"json", "final_ranking"} and alone.ranking[0] == "Response B"
     quoted = parse_review(f"Response A wrote:\n{hostile}\n\nMy verdict:\n{verdict}", LABELS)
-    assert (quoted.status, quoted.ranking, quoted.scores) == (alone.status, alone.ranking, alone.scores)
+    assert (quoted.status, quoted.ranking, quoted.scores) == (
+        alone.status,
+        alone.ranking,
+        alone.scores,
+    )
 
 
 # ---- the same through a whole session: fake members, a hostile one, echoing reviewers ----
@@ -112,11 +120,16 @@ def _echoing_review(request: Any, call_number: int) -> str:
     quoted = "\n\n".join(f"{label} said:\n{text}" for label, text in blocks)
     honest = [label for label, text in blocks if "evil-marker" not in text]
     evil = [label for label, text in blocks if "evil-marker" in text]
-    verdict = {"ranking": honest + evil, "scores": {**dict.fromkeys(honest, 7), **dict.fromkeys(evil, 2)}}
+    verdict = {
+        "ranking": honest + evil,
+        "scores": {**dict.fromkeys(honest, 7), **dict.fromkeys(evil, 2)},
+    }
     return f"{quoted}\n\nMy verdict:\n{json.dumps(verdict)}"
 
 
-def test_a_session_with_a_hostile_member_is_judged_on_the_verdicts_only(scripted_provider: Any) -> None:
+def test_a_session_with_a_hostile_member_is_judged_on_the_verdicts_only(
+    scripted_provider: Any,
+) -> None:
     prompts: list[str] = []
 
     def recording_review(request: Any, call_number: int) -> str:
@@ -125,18 +138,25 @@ def test_a_session_with_a_hostile_member_is_judged_on_the_verdicts_only(scripted
 
     answers = {**HONEST, "evil": EVIL}
     scripted_provider.scripts = {
-        name: {"answer": lambda r, n, text=text: text, "review": recording_review} for name, text in answers.items()
+        name: {"answer": lambda r, n, text=text: text, "review": recording_review}
+        for name, text in answers.items()
     }
     scripted_provider.scripts["chair"] = {"synthesize": lambda r, n: "final"}
     config = CouncilConfig(
         members=tuple(CouncilMember(name=name, spec=f"fake:{name}") for name in answers),
         chairman=CouncilMember(name="chair", spec="fake:chair"),
     )
-    result = asyncio.run(run_full_council("How do I speed up my site?", config=config, seed=7, middleware=[]))
+    result = asyncio.run(
+        run_full_council("How do I speed up my site?", config=config, seed=7, middleware=[])
+    )
 
     assert len(prompts) == 3
     for review in result.stage2:
-        prompt = next(p for p in prompts if _shown_order(p) == [a.model for a in review.label_to_model.values()])
+        prompt = next(
+            p
+            for p in prompts
+            if _shown_order(p) == [a.model for a in review.label_to_model.values()]
+        )
         expected = [(label, answers[a.model]) for label, a in review.label_to_model.items()]
         assert extract_candidate_blocks(prompt) == expected
         assert review.parse_status == "json"

@@ -29,18 +29,26 @@ def _signature(result: Any) -> tuple[Any, ...]:
     )
 
 
-def test_concurrent_councils_complete_and_match_their_solo_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_concurrent_councils_complete_and_match_their_solo_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("LLM_COUNCIL_BIAS_AUDIT", "true")
 
     async def scenario() -> tuple[Any, list[Any]]:
         solo = await run_full_council("q?", seed=3)
-        together = await asyncio.gather(*(run_full_council("q?", seed=seed) for seed in range(CONCURRENT)))
+        together = await asyncio.gather(
+            *(run_full_council("q?", seed=seed) for seed in range(CONCURRENT))
+        )
         return solo, together
 
     solo, results = asyncio.run(scenario())
-    assert all(r.metadata["degraded"] == [] and r.metadata["middleware_errors"] == [] for r in results)
+    assert all(
+        r.metadata["degraded"] == [] and r.metadata["middleware_errors"] == [] for r in results
+    )
     assert _signature(results[3]) == _signature(solo)  # concurrency changes nothing in a session
     assert len({r.metadata["session_id"] for r in results}) == CONCURRENT
     records = [json.loads(line) for line in store_path().read_text().splitlines()]
     per_session = Counter(record["session_id"] for record in records)
-    assert len(per_session) == CONCURRENT + 1 and set(per_session.values()) == {25}  # 5 reviewers x 5
+    assert len(per_session) == CONCURRENT + 1 and set(per_session.values()) == {
+        25
+    }  # 5 reviewers x 5

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import io
 import json
 import os
 import secrets
 import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +37,9 @@ CANARY_ANSWER = f"canary-answer-{secrets.token_hex(6)} rotate them every 90 days
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     code = "import sys; from llm_council.cli.app import main; main(sys.argv[1:])"
-    return subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def _environment(store: Path, **extra: str) -> dict[str, str]:
@@ -48,8 +51,13 @@ def _environment(store: Path, **extra: str) -> dict[str, str]:
 
 
 def _leaky_error(key: str) -> dict[str, Any]:
-    return {"error": {"message": f"Incorrect API key provided: {key}. Find yours at example.com.",
-                      "type": "invalid_request_error", "code": "invalid_api_key"}}
+    return {
+        "error": {
+            "message": f"Incorrect API key provided: {key}. Find yours at example.com.",
+            "type": "invalid_request_error",
+            "code": "invalid_api_key",
+        }
+    }
 
 
 def _config(tmp_path: Path, fake: Any, *, all_fail: bool = False) -> Path:
@@ -58,6 +66,7 @@ def _config(tmp_path: Path, fake: Any, *, all_fail: bool = False) -> Path:
     members = [
         f'{{ name = "leaky-openai", spec = "openai:leaky-openai", {openai_options} }}',
         f'{{ name = "leaky-anthropic", spec = "anthropic:leaky-anthropic", {anthropic_options} }}',
+        f'{{ name = "leaky-google", spec = "google:leaky-google", {anthropic_options} }}',
     ]
     if not all_fail:
         members += [
@@ -76,11 +85,28 @@ def _config(tmp_path: Path, fake: Any, *, all_fail: bool = False) -> Path:
 
 def _script_leaks(fake: Any, sessions: int) -> None:
     for _ in range(sessions):
-        fake.script("leaky-openai", {"status": 401, "body": _leaky_error(SECRETS["OPENAI_API_KEY"])})
-        anthropic_body = {"type": "error", "error": {"type": "authentication_error",
-                                                     "message": f"invalid x-api-key: {SECRETS['ANTHROPIC_API_KEY']}"}}
+        fake.script(
+            "leaky-openai", {"status": 401, "body": _leaky_error(SECRETS["OPENAI_API_KEY"])}
+        )
+        anthropic_body = {
+            "type": "error",
+            "error": {
+                "type": "authentication_error",
+                "message": f"invalid x-api-key: {SECRETS['ANTHROPIC_API_KEY']}",
+            },
+        }
         fake.script("leaky-anthropic", {"status": 401, "body": anthropic_body})
-        fake.script("leaky-chair", *[{"status": 500, "body": _leaky_error(SECRETS["OPENAI_API_KEY"])}] * 2)
+        google_body = {
+            "error": {
+                "code": 400,
+                "message": f"API key not valid: {SECRETS['GOOGLE_API_KEY']}",
+                "status": "INVALID_ARGUMENT",
+            }
+        }
+        fake.script("leaky-google", {"status": 400, "body": google_body})
+        fake.script(
+            "leaky-chair", *[{"status": 500, "body": _leaky_error(SECRETS["OPENAI_API_KEY"])}] * 2
+        )
         fake.script("quoter", {"text": CANARY_ANSWER}, "sensible")
 
 
@@ -91,17 +117,38 @@ def _assert_no_secret(text: str, where: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def audited_run(tmp_path_factory: pytest.TempPathFactory, module_openai_fake: Any) -> dict[str, Any]:
-    """Two audited CLI sessions in subprocesses (JSON logs + --json, then console logs)."""
+def audited_run(
+    tmp_path_factory: pytest.TempPathFactory, module_openai_fake: Any
+) -> dict[str, Any]:
+    """Two audited sessions: the CLI in a subprocess (--json, JSON logs), then in-process
+    (rich console output, console logs) to keep the suite fast."""
     tmp_path = tmp_path_factory.mktemp("secrets")
     store = tmp_path / "records.jsonl"
     config = _config(tmp_path, module_openai_fake)
     _script_leaks(module_openai_fake, sessions=2)
     env = _environment(store, LLM_COUNCIL_BIAS_AUDIT="true", LLM_COUNCIL_QUERY_HASH="true")
-    as_json = _cli("ask", CANARY_QUERY, "--config", str(config), "--json", "--log-json", "--log-level", "debug",
-                   "--seed", "1", env=env)
-    console = _cli("ask", CANARY_QUERY, "--config", str(config), "--log-level", "debug", "--seed", "2", env=env)
-    return {"store": store, "env": env, "as_json": as_json, "console": console, "config": config}
+    ask = ("ask", CANARY_QUERY, "--config", str(config), "--log-level", "debug")
+    as_json = _cli(*ask, "--json", "--log-json", "--seed", "1", env=env)
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, redirect_stdout(out), redirect_stderr(err):
+        for name in (
+            "LLM_COUNCIL_BIAS_AUDIT",
+            "LLM_COUNCIL_QUERY_HASH",
+            "LLM_COUNCIL_BIAS_STORE",
+            *SECRETS,
+        ):
+            patch.setenv(name, env[name])
+        code = _in_process_cli(*ask, "--seed", "2")
+    console = subprocess.CompletedProcess(ask, code, out.getvalue(), err.getvalue())
+    return {"store": store, "env": env, "as_json": as_json, "console": console}
+
+
+def _is_json(line: str) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
 
 
 def _set_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -112,9 +159,11 @@ def _set_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
 def _in_process_cli(*args: str) -> int:
     from llm_council.cli.app import main
 
-    with pytest.raises(SystemExit) as caught:
+    try:
         main(list(args))
-    return int(caught.value.code or 0)
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    raise AssertionError("main() did not exit")
 
 
 def test_cli_output_and_logs_never_show_a_secret(audited_run: dict[str, Any]) -> None:
@@ -128,15 +177,18 @@ def test_cli_output_and_logs_never_show_a_secret(audited_run: dict[str, Any]) ->
     # the failure paths really ran: the servers' messages echoed the keys, and were redacted
     metadata = json.loads(as_json.stdout)["metadata"]
     errors = {f["member"]: f["error"] for f in metadata["degraded"]}
-    assert set(errors) == {"leaky-openai", "leaky-anthropic", "chair"}
+    assert set(errors) == {"leaky-openai", "leaky-anthropic", "leaky-google", "chair"}
     assert "HTTP error 401: Incorrect API key provided: ***" in errors["leaky-openai"]
-    assert "***" in errors["leaky-anthropic"] and "***" in errors["chair"]
-    assert all(json.loads(line) for line in as_json.stderr.splitlines() if line.strip())  # JSON log lines
+    assert all("***" in errors[m] for m in ("leaky-anthropic", "leaky-google", "chair"))
+    not_json = [line for line in as_json.stderr.splitlines() if line.strip() and not _is_json(line)]
+    assert not_json == []  # --log-json: every stderr line is a JSON log event
     assert "stage1_done" in as_json.stderr and "stage1_done" in console.stderr
     assert CANARY_ANSWER in console.stdout  # the answer is shown to the user, as it should be
 
 
-def test_records_hold_no_secret_query_or_answer_and_hash_with_hmac(audited_run: dict[str, Any]) -> None:
+def test_records_hold_no_secret_query_or_answer_and_hash_with_hmac(
+    audited_run: dict[str, Any],
+) -> None:
     store_text = audited_run["store"].read_text(encoding="utf-8")
     records = [json.loads(line) for line in store_text.splitlines()]
     assert len(records) == 2 * 3 * 3  # two sessions, three reviewers, three answers each
@@ -151,13 +203,25 @@ def test_records_hold_no_secret_query_or_answer_and_hash_with_hmac(audited_run: 
 
 @pytest.mark.parametrize("output_format", ["text", "json", "csv", "html"])
 def test_bias_report_holds_no_secret_query_or_answer(
-    audited_run: dict[str, Any], output_format: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    audited_run: dict[str, Any],
+    output_format: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     _set_secrets(monkeypatch)
     out = tmp_path / f"report.{output_format}"
-    code = _in_process_cli("bias-report", "--store", str(audited_run["store"]), "--format", output_format,
-                           "--out", str(out), "--bootstrap", "20")
+    code = _in_process_cli(
+        "bias-report",
+        "--store",
+        str(audited_run["store"]),
+        "--format",
+        output_format,
+        "--out",
+        str(out),
+        "--bootstrap",
+        "20",
+    )
     captured = capsys.readouterr()
     assert code == 0, captured.err[-2000:]
     text = out.read_text(encoding="utf-8") + captured.out + captured.err
@@ -167,12 +231,17 @@ def test_bias_report_holds_no_secret_query_or_answer(
 
 
 def test_a_fatal_error_message_shows_no_secret(
-    tmp_path: Path, openai_fake: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    openai_fake: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     _set_secrets(monkeypatch)
     _script_leaks(openai_fake, sessions=1)
     config = _config(tmp_path, openai_fake, all_fail=True)
-    code = _in_process_cli("ask", CANARY_QUERY, "--config", str(config), "--log-json", "--log-level", "debug")
+    code = _in_process_cli(
+        "ask", CANARY_QUERY, "--config", str(config), "--log-json", "--log-level", "debug"
+    )
     captured = capsys.readouterr()
     assert code == 1
     (error_line,) = [line for line in captured.err.splitlines() if line.startswith("error:")]
@@ -182,7 +251,9 @@ def test_a_fatal_error_message_shows_no_secret(
     assert "Traceback" not in captured.err
 
 
-def test_hashing_on_without_a_secret_is_refused_without_writing(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hashing_on_without_a_secret_is_refused_without_writing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import asyncio
 
     from llm_council import run_full_council
@@ -194,3 +265,37 @@ def test_hashing_on_without_a_secret_is_refused_without_writing(monkeypatch: pyt
     errors = result.metadata["middleware_errors"]
     assert len(errors) == 1 and "LLM_COUNCIL_HASH_SECRET" in errors[0]["error"]
     assert not store_path().exists()
+
+
+def test_a_plain_hash_of_a_short_query_is_reversed_by_a_dictionary_but_the_hmac_is_not() -> None:
+    """Why records use HMAC-SHA256 with a secret (ADR 0014): a demonstration, in milliseconds."""
+    from llm_council.bias_audit.query_hash import hmac_query_hash
+
+    verbs = (
+        "rotate",
+        "store",
+        "hide",
+        "share",
+        "reset",
+        "encrypt",
+        "revoke",
+        "find",
+        "leak",
+        "check",
+    )
+    things = ("keys", "password", "api key", "ssh key", "tokens", "secrets", "salary", "diagnosis")
+    owners = ("my", "our", "the", "a", "his", "her")
+    guesses = [f"how do I {v} {o} {t}?" for v in verbs for o in owners for t in things] + [
+        f"is {w} safe?" for w in ("hunter2", "password1", "letmein", "qwerty", "123456")
+    ]
+    query = "how do I revoke my ssh key?"
+    plain = {hashlib.sha256(guess.encode()).hexdigest(): guess for guess in guesses}
+    assert plain[hashlib.sha256(query.encode()).hexdigest()] == query  # reversed by a lookup
+    keyed = hmac_query_hash(query, SECRETS["LLM_COUNCIL_HASH_SECRET"]).removeprefix("hmac-sha256:")
+    assert keyed not in plain
+    # without the secret, guessing the query does not help: every guess needs a guess of the key too
+    wrong_keys = ("", "secret", "llm-council", "changeme", SECRETS["LLM_COUNCIL_HASH_SECRET"][:-1])
+    attempts = {
+        hmac_query_hash(g, k).removeprefix("hmac-sha256:") for g in guesses for k in wrong_keys
+    }
+    assert keyed not in attempts

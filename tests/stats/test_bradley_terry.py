@@ -97,3 +97,32 @@ def test_covariate_fit_matches_direct_maximum_likelihood() -> None:
     assert fit.slope == pytest.approx(solution.x[0], abs=1e-4)
     assert fit.strengths.strength == pytest.approx(theta - theta.mean(), abs=1e-4)
     assert fit.slope_ci[0] < slope < fit.slope_ci[1]
+
+
+def test_covariate_fit_sandwich_matches_a_dense_computation() -> None:
+    # Independent dense version: X rows (d, e_a - e_b without item 0), W = p(1-p),
+    # bread = (X'WX)^-1, meat = sum_c (X_c'r_c)(X_c'r_c)', V = C/(C-1) bread meat bread.
+    rng = np.random.default_rng(8)
+    n, k = 600, 3
+    a = rng.integers(0, k, n)
+    b = (a + rng.integers(1, k, n)) % k
+    x = rng.normal(size=n)
+    won = (rng.random(n) < 1 / (1 + np.exp(-(0.4 * (a == 0) - 0.4 * (b == 0) + 0.5 * x)))).astype(
+        float
+    )
+    clusters = np.arange(n) // 6
+    fit = bradley_terry_with_covariate(a, b, won, x, clusters, k)
+    theta_free = (fit.strengths.strength - fit.strengths.strength[0])[1:]
+    design = np.zeros((n, k))
+    design[:, 0] = x
+    for j in range(1, k):
+        design[:, j] = (a == j).astype(float) - (b == j)
+    prob = 1 / (1 + np.exp(-(design @ np.r_[fit.slope, theta_free])))
+    bread = np.linalg.inv((design * (prob * (1 - prob))[:, None]).T @ design)
+    meat = np.zeros((k, k))
+    for c in np.unique(clusters):
+        score = design[clusters == c].T @ (won - prob)[clusters == c]
+        meat += np.outer(score, score)
+    n_clusters = clusters.max() + 1
+    covariance = n_clusters / (n_clusters - 1) * bread @ meat @ bread
+    assert fit.slope_standard_error == pytest.approx(np.sqrt(covariance[0, 0]))

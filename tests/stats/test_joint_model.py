@@ -112,3 +112,14 @@ def test_wald_with_several_restrictions_uses_the_hotelling_scaling() -> None:
     assert result.f_statistic == pytest.approx(50 / 22)
     assert (result.df_numerator, result.df_denominator) == (2, 10)
     assert result.p_value == pytest.approx(scipy_stats.f.sf(50 / 22, 2, 10))
+
+
+def test_sparse_design_gives_the_same_fit() -> None:
+    from scipy import sparse
+
+    x, y, group, cluster = _panel(5)
+    x[np.abs(x) < 0.8] = 0.0  # mostly zeros, as dummies are
+    dense = ols_absorbed_cluster_robust(x, y, group, cluster)
+    sparse_fit = ols_absorbed_cluster_robust(sparse.csr_matrix(x), y, group, cluster)
+    assert sparse_fit.coefficients == pytest.approx(dense.coefficients)
+    assert sparse_fit.covariance == pytest.approx(dense.covariance)

@@ -161,3 +161,54 @@ def test_step_down_can_fire_with_three_reviewers() -> None:
     table[[0, 1, 2], [0, 1, 2]] = np.nan
     verdicts = step_down_reviewer_offsets(table, significance_level=0.05, effect_floor=1.0)
     assert [v.reviewer_index for v in verdicts if v.flagged] == [2]
+
+
+def test_joint_slot_effects_match_a_full_least_squares_fit() -> None:
+    # Reference: fit score = mean + reviewer + answer + slot directly with lstsq; the
+    # slot coefficients (slot 0 as base), centred with count weights, must equal the
+    # Frisch-Waugh-Lovell estimates.
+    from llm_council.stats.session_tests import joint_slot_effects
+
+    rng = np.random.default_rng(31)
+    n = 5
+    positions = np.array([rng.permutation(n) for _ in range(n)])
+    table = rng.normal(6, 1, size=(n, n)) + 1.5 * (positions == 0)
+    np.fill_diagonal(table, np.nan)
+    fit = fit_additive_two_way(table)
+    assert fit is not None
+    slots = positions[fit.rows, fit.columns]
+    effects = joint_slot_effects(fit.design, fit.residuals, slots)
+    assert effects is not None
+    slot_values = np.unique(slots)
+    dummies = (slots[:, None] == slot_values[None, 1:]).astype(float)
+    full = np.hstack([fit.design, dummies])
+    coefficients, *_ = np.linalg.lstsq(full, fit.observed, rcond=None)
+    gamma = np.concatenate([[0.0], coefficients[fit.design.shape[1]:]])
+    counts = np.array([np.sum(slots == v) for v in slot_values])
+    gamma -= counts @ gamma / counts.sum()
+    for k, slot in enumerate(slot_values):
+        assert effects.effects[int(slot)] == pytest.approx(gamma[k], abs=1e-9)
+    assert effects.weighted_variance == pytest.approx(counts @ gamma**2 / counts.sum())
+
+
+def test_pooled_self_preference_matches_explicit_linear_map() -> None:
+    # d = y_S - X_S b_hat = A z with z = (y, y_S) and A = [-X_S (X'X)^-1 X', I];
+    # Var(mean d) = s^2 1'AA'1 / m^2, built here from A itself.
+    rng = np.random.default_rng(32)
+    table = rng.normal(6, 1, size=(5, 5))
+    own = np.diag(table).copy() + 1.0
+    np.fill_diagonal(table, np.nan)
+    fit = fit_additive_two_way(table)
+    assert fit is not None
+    cells = [(i, i, float(own[i])) for i in range(5)]
+    pooled = pooled_self_preference_test(fit, cells)
+    assert pooled is not None
+    x_self = np.array([fit.cell_vector(i, i) for i in range(5)])
+    projection = x_self @ np.linalg.pinv(fit.design)
+    linear_map = np.hstack([-projection, np.eye(5)])
+    d = own - projection @ fit.observed
+    variance = fit.residual_variance * np.ones(5) @ linear_map @ linear_map.T @ np.ones(5) / 25
+    t_reference = d.mean() / np.sqrt(variance)
+    assert pooled.estimate == pytest.approx(d.mean())
+    assert pooled.t_statistic == pytest.approx(t_reference)
+    assert pooled.p_value == pytest.approx(scipy_stats.t.sf(t_reference, fit.residual_df))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ from llm_council.bias_audit.score_table import (
 )
 from llm_council.bias_audit.thresholds import AuditThresholds, load_thresholds
 from llm_council.prompts import label_for
-from llm_council.stats.additive_model import fit_additive_two_way
+from llm_council.stats.additive_model import AdditiveFit, fit_additive_two_way
 from llm_council.stats.correlation import pearson_correlation_t_test
 from llm_council.stats.session_tests import (
     joint_slot_effects,
@@ -57,7 +58,10 @@ METHODS: dict[str, str] = {
         "the additive model's prediction; one-sided t test, Bonferroni over self-reviews; "
         "flag when adjusted p < significance_level and adjusted >= self_preference_floor"
     ),
-    "overall_bias_risk": "low: no flag; medium: one flag; high: two or more flags",
+    "overall_bias_risk": (
+        "low: no flag; medium: one flag; high: two or more flags; a length flag counts only "
+        "with at least minimum_length_pairs answers (fewer are an indicator, not evidence)"
+    ),
 }
 
 
@@ -83,183 +87,246 @@ def _risk_level(flag_count: int) -> RiskLevel:
     return "medium" if flag_count == 1 else "high"
 
 
+@dataclass(frozen=True)
+class _SessionModel:
+    """The non-self scores and the additive model fitted to their non-empty rows/columns."""
+
+    others_scores: np.ndarray
+    active_rows: np.ndarray
+    active_columns: np.ndarray
+    fit: AdditiveFit | None
+
+
+def _fit_session(table: ScoreTable) -> _SessionModel:
+    usable = ~np.isnan(table.scores) & ~table.is_self
+    others_scores = np.where(usable, table.scores, np.nan)
+    active_rows = np.flatnonzero(usable.any(axis=1))
+    active_columns = np.flatnonzero(usable.any(axis=0))
+    fit = fit_additive_two_way(others_scores[np.ix_(active_rows, active_columns)])
+    return _SessionModel(others_scores, active_rows, active_columns, fit)
+
+
+def _length_fields(
+    table: ScoreTable, model: _SessionModel, thresholds: AuditThresholds, notes: dict[str, str]
+) -> dict[str, Any]:
+    """Length vs score, one pair per answer so pairs are independent under the null."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns give NaN, wanted
+        consensus = (
+            np.nanmean(model.others_scores, axis=0) if table.reviewers else np.array([])
+        )
+    log_words = np.log(np.maximum(table.length_words, 1.0))
+    correlation = pearson_correlation_t_test(log_words, consensus)
+    if correlation.n_pairs < thresholds.minimum_length_pairs:
+        notes["length"] = (
+            f"only {correlation.n_pairs} length-score pairs: the test keeps its false-positive "
+            "rate but has little power, so a length flag does not raise overall_bias_risk; "
+            "pool sessions with `llm-council bias-report`"
+        )
+    detected = (
+        correlation.r is not None
+        and correlation.p_value is not None
+        and correlation.p_value < thresholds.significance_level
+        and abs(correlation.r) >= thresholds.length_correlation_threshold
+    )
+    return {
+        "length_score_correlation": _finite_or_none(correlation.r),
+        "length_score_p_value": _finite_or_none(correlation.p_value),
+        "length_bias_detected": detected,
+        "length_score_pairs": correlation.n_pairs,
+    }
+
+
+def _position_fields(
+    table: ScoreTable,
+    model: _SessionModel,
+    thresholds: AuditThresholds,
+    notes: dict[str, str],
+    permutation_seed: int,
+) -> dict[str, Any]:
+    """Slot effects within reviewers, tested by re-drawing each reviewer's display order."""
+    fields: dict[str, Any] = {
+        "position_score_variance": None,
+        "position_score_p_value": None,
+        "position_slot_means": {},
+        "position_bias_detected": False,
+    }
+    fit = model.fit
+    if fit is None:
+        return fields
+    row_ids = model.active_rows[fit.rows]
+    slots = table.positions[row_ids, model.active_columns[fit.columns]]
+    known = slots != UNKNOWN_POSITION
+    position = position_randomization_test(
+        fit.residuals[known],
+        slots[known],
+        row_ids[known],
+        n_permutations=thresholds.position_permutations,
+        seed=permutation_seed,
+    )
+    slot_effects = joint_slot_effects(
+        fit.design[known],
+        fit.residuals[known],
+        slots[known],
+        covariance_unscaled=fit.covariance_unscaled if known.all() else None,
+    )
+    if position is None or slot_effects is None:
+        notes["position"] = "fewer than two known display positions: position not tested"
+        return fields
+    variance = _finite_or_none(slot_effects.weighted_variance)
+    fields.update(
+        position_score_variance=variance,
+        position_score_p_value=position.p_value,
+        position_slot_means={
+            label_for(slot): value for slot, value in slot_effects.effects.items()
+        },
+        position_bias_detected=(
+            variance is not None
+            and position.p_value < thresholds.significance_level
+            and variance >= thresholds.position_variance_threshold
+        ),
+    )
+    return fields
+
+
+def _leniency_fields(
+    table: ScoreTable, model: _SessionModel, thresholds: AuditThresholds
+) -> dict[str, Any]:
+    """Each reviewer against the others on the same answers, Holm step-down."""
+    offsets: dict[str, float | None] = dict.fromkeys(table.reviewers)
+    p_values: dict[str, float | None] = dict.fromkeys(table.reviewers)
+    harsh: list[str] = []
+    generous: list[str] = []
+    if model.fit is not None:
+        verdicts = step_down_reviewer_offsets(
+            model.others_scores[np.ix_(model.active_rows, model.active_columns)],
+            significance_level=thresholds.significance_level,
+            effect_floor=thresholds.reviewer_offset_floor,
+            first_fit=model.fit,
+        )
+        for verdict in verdicts:
+            name = table.reviewers[model.active_rows[verdict.reviewer_index]]
+            offsets[name] = _finite_or_none(verdict.estimate)
+            p_values[name] = _finite_or_none(verdict.p_value_adjusted)
+            if verdict.flagged:
+                (harsh if verdict.estimate < 0 else generous).append(name)
+    return {
+        "reviewer_offsets": offsets,
+        "reviewer_offset_p_values": p_values,
+        "harsh_reviewers": harsh,
+        "generous_reviewers": generous,
+    }
+
+
+def _self_preference_fields(
+    table: ScoreTable, model: _SessionModel, thresholds: AuditThresholds
+) -> dict[str, Any]:
+    """Own score vs the others' mean (raw) and vs the model's prediction (tested)."""
+    raw: dict[str, float | None] = {}
+    adjusted: dict[str, float | None] = {}
+    p_values: dict[str, float | None] = {}
+    preferring: list[str] = []
+    pooled_estimate: float | None = None
+    pooled_p_value: float | None = None
+    row_lookup = {int(row): local for local, row in enumerate(model.active_rows)}
+    column_lookup = {int(col): local for local, col in enumerate(model.active_columns)}
+    fit_cells: list[tuple[int, int, float]] = []
+    fit_names: list[str] = []
+    self_rows, self_columns = np.nonzero(table.is_self & ~np.isnan(table.scores))
+    for row, col in zip(self_rows.tolist(), self_columns.tolist(), strict=True):
+        name = table.reviewers[row]
+        own_score = float(table.scores[row, col])
+        others_mean = _nanmean(model.others_scores[:, col])
+        raw[name] = None if others_mean is None else own_score - others_mean
+        adjusted[name] = None
+        p_values[name] = None
+        if model.fit is not None and row in row_lookup and col in column_lookup:
+            fit_cells.append((row_lookup[row], column_lookup[col], own_score))
+            fit_names.append(name)
+    if model.fit is not None and fit_cells:
+        tests = self_preference_tests(model.fit, fit_cells)
+        for name, test in zip(fit_names, tests, strict=True):
+            adjusted[name] = _finite_or_none(test.estimate)
+            p_values[name] = _finite_or_none(test.p_value_adjusted)
+            if (
+                test.p_value_adjusted is not None
+                and test.p_value_adjusted < thresholds.significance_level
+                and test.estimate >= thresholds.self_preference_floor
+            ):
+                preferring.append(name)
+        pooled = pooled_self_preference_test(model.fit, fit_cells)
+        if pooled is not None:
+            pooled_estimate = _finite_or_none(pooled.estimate)
+            pooled_p_value = _finite_or_none(pooled.p_value)
+    return {
+        "self_preference": raw,
+        "self_preference_adjusted": adjusted,
+        "self_preference_p_values": p_values,
+        "self_preferring_reviewers": preferring,
+        "self_preference_detected": bool(preferring),
+        "pooled_self_preference": pooled_estimate,
+        "pooled_self_preference_p_value": pooled_p_value,
+        "n_self_reviews": int(self_rows.size),
+    }
+
+
 def audit_score_table(
     table: ScoreTable, thresholds: AuditThresholds, *, permutation_seed: int = 0
 ) -> BiasAuditResult:
     """Every per-session statistic and flag for one session's score table."""
-    alpha = thresholds.significance_level
-    usable = ~np.isnan(table.scores) & ~table.is_self
-    others_scores = np.where(usable, table.scores, np.nan)
-    indicator_only: dict[str, str] = {}
-
-    reviewer_mean_scores = {
-        name: _nanmean(others_scores[row]) for row, name in enumerate(table.reviewers)
-    }
-    reviewer_score_variance = {
-        name: _nanvar(others_scores[row]) for row, name in enumerate(table.reviewers)
-    }
-
-    # length: one pair per answer, so pairs are independent under the null
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns give NaN, wanted
-        consensus = np.nanmean(others_scores, axis=0) if table.reviewers else np.array([])
-    log_words = np.log(np.maximum(table.length_words, 1.0))
-    correlation = pearson_correlation_t_test(log_words, consensus)
-    length_detected = (
-        correlation.r is not None
-        and correlation.p_value is not None
-        and correlation.p_value < alpha
-        and abs(correlation.r) >= thresholds.length_correlation_threshold
-    )
-    if correlation.n_pairs < thresholds.minimum_length_pairs:
-        indicator_only["length"] = (
-            f"only {correlation.n_pairs} length-score pairs: the test keeps its false-positive "
-            "rate but has little power; pool sessions with `llm-council bias-report`"
-        )
-
-    # the additive model over the reviewers and candidates that have usable scores
-    active_rows = np.flatnonzero(usable.any(axis=1))
-    active_columns = np.flatnonzero(usable.any(axis=0))
-    fit = fit_additive_two_way(others_scores[np.ix_(active_rows, active_columns)])
-    residual_df = fit.residual_df if fit is not None else 0
-    if fit is None:
-        indicator_only["reviewers"] = (
+    model = _fit_session(table)
+    notes: dict[str, str] = {}
+    residual_df = model.fit.residual_df if model.fit is not None else 0
+    if model.fit is None:
+        notes["reviewers"] = (
             "the scores do not identify reviewer and answer effects (too few reviewers, "
             "answers or overlapping scores): no leniency, position or self-preference test"
         )
     elif residual_df < thresholds.minimum_residual_df:
-        indicator_only["reviewers"] = (
+        notes["reviewers"] = (
             f"only {residual_df} residual degrees of freedom: leniency, position and "
             "self-preference tests keep their false-positive rates but have little power"
         )
-
-    # position
-    position_variance: float | None = None
-    position_p_value: float | None = None
-    slot_means: dict[str, float] = {}
-    position_detected = False
-    if fit is not None:
-        row_ids = active_rows[fit.rows]
-        column_ids = active_columns[fit.columns]
-        slots = table.positions[row_ids, column_ids]
-        known = slots != UNKNOWN_POSITION
-        position = position_randomization_test(
-            fit.residuals[known],
-            slots[known],
-            row_ids[known],
-            n_permutations=thresholds.position_permutations,
-            seed=permutation_seed,
-        )
-        slot_effects = joint_slot_effects(
-            fit.design[known],
-            fit.residuals[known],
-            slots[known],
-            covariance_unscaled=fit.covariance_unscaled if known.all() else None,
-        )
-        if position is not None and slot_effects is not None:
-            position_variance = slot_effects.weighted_variance
-            position_p_value = position.p_value
-            slot_means = {label_for(slot): value for slot, value in slot_effects.effects.items()}
-            position_detected = (
-                position.p_value < alpha
-                and position_variance >= thresholds.position_variance_threshold
-            )
-    if position_variance is None and "reviewers" not in indicator_only:
-        indicator_only["position"] = "no display positions known: position not tested"
-
-    # leniency
-    reviewer_offsets: dict[str, float | None] = {name: None for name in table.reviewers}
-    reviewer_offset_p_values: dict[str, float | None] = {name: None for name in table.reviewers}
-    harsh: list[str] = []
-    generous: list[str] = []
-    if fit is not None:
-        verdicts = step_down_reviewer_offsets(
-            others_scores[np.ix_(active_rows, active_columns)],
-            significance_level=alpha,
-            effect_floor=thresholds.reviewer_offset_floor,
-            first_fit=fit,
-        )
-        for verdict in verdicts:
-            name = table.reviewers[active_rows[verdict.reviewer_index]]
-            reviewer_offsets[name] = _finite_or_none(verdict.estimate)
-            reviewer_offset_p_values[name] = _finite_or_none(verdict.p_value_adjusted)
-            if verdict.flagged:
-                (harsh if verdict.estimate < 0 else generous).append(name)
-
-    # self-preference
-    self_raw: dict[str, float | None] = {}
-    self_adjusted: dict[str, float | None] = {}
-    self_p_values: dict[str, float | None] = {}
-    self_preferring: list[str] = []
-    pooled_estimate: float | None = None
-    pooled_p_value: float | None = None
-    self_rows, self_columns = np.nonzero(table.is_self & ~np.isnan(table.scores))
-    row_lookup = {int(row): local for local, row in enumerate(active_rows)}
-    column_lookup = {int(col): local for local, col in enumerate(active_columns)}
-    fit_cells: list[tuple[int, int, float]] = []
-    fit_names: list[str] = []
-    for row, col in zip(self_rows.tolist(), self_columns.tolist(), strict=True):
-        name = table.reviewers[row]
-        own_score = float(table.scores[row, col])
-        others_mean = _nanmean(others_scores[:, col])
-        self_raw[name] = None if others_mean is None else own_score - others_mean
-        self_adjusted[name] = None
-        self_p_values[name] = None
-        if fit is not None and row in row_lookup and col in column_lookup:
-            fit_cells.append((row_lookup[row], column_lookup[col], own_score))
-            fit_names.append(name)
-    if fit is not None and fit_cells:
-        for name, test in zip(fit_names, self_preference_tests(fit, fit_cells), strict=True):
-            self_adjusted[name] = _finite_or_none(test.estimate)
-            self_p_values[name] = _finite_or_none(test.p_value_adjusted)
-            if (
-                test.p_value_adjusted is not None
-                and test.p_value_adjusted < alpha
-                and test.estimate >= thresholds.self_preference_floor
-            ):
-                self_preferring.append(name)
-        pooled = pooled_self_preference_test(fit, fit_cells)
-        if pooled is not None:
-            pooled_estimate = _finite_or_none(pooled.estimate)
-            pooled_p_value = _finite_or_none(pooled.p_value)
+    length = _length_fields(table, model, thresholds, notes)
+    position = _position_fields(table, model, thresholds, notes, permutation_seed)
+    leniency = _leniency_fields(table, model, thresholds)
+    self_preference = _self_preference_fields(table, model, thresholds)
+    n_self_reviews = self_preference.pop("n_self_reviews")
 
     flags = {
-        "length_bias_detected": length_detected,
-        "position_bias_detected": position_detected,
-        "harsh_or_generous_reviewers": bool(harsh or generous),
-        "self_preference_detected": bool(self_preferring),
+        "length_bias_detected": length["length_bias_detected"],
+        "position_bias_detected": position["position_bias_detected"],
+        "harsh_or_generous_reviewers": bool(
+            leniency["harsh_reviewers"] or leniency["generous_reviewers"]
+        ),
+        "self_preference_detected": self_preference["self_preference_detected"],
     }
     flags_raised = [name for name, fired in flags.items() if fired]
+    # A length flag from fewer than minimum_length_pairs answers is an indicator, not
+    # evidence (few answers, and answer quality itself varies with length): it is
+    # reported but does not raise the risk level.
+    risk_flags = [
+        name for name in flags_raised if not (name == "length_bias_detected" and "length" in notes)
+    ]
     return BiasAuditResult(
-        length_score_correlation=_finite_or_none(correlation.r),
-        length_score_p_value=_finite_or_none(correlation.p_value),
-        length_bias_detected=length_detected,
-        position_score_variance=_finite_or_none(position_variance),
-        position_bias_detected=position_detected,
-        reviewer_mean_scores=reviewer_mean_scores,
-        reviewer_score_variance=reviewer_score_variance,
-        harsh_reviewers=harsh,
-        generous_reviewers=generous,
-        overall_bias_risk=_risk_level(len(flags_raised)),
+        **length,
+        **position,
+        **leniency,
+        **self_preference,
+        reviewer_mean_scores={
+            name: _nanmean(model.others_scores[row]) for row, name in enumerate(table.reviewers)
+        },
+        reviewer_score_variance={
+            name: _nanvar(model.others_scores[row]) for row, name in enumerate(table.reviewers)
+        },
+        overall_bias_risk=_risk_level(len(risk_flags)),
         flags_raised=flags_raised,
-        length_score_pairs=correlation.n_pairs,
-        position_score_p_value=position_p_value,
-        position_slot_means=slot_means,
-        reviewer_offsets=reviewer_offsets,
-        reviewer_offset_p_values=reviewer_offset_p_values,
-        self_preference=self_raw,
-        self_preference_adjusted=self_adjusted,
-        self_preference_p_values=self_p_values,
-        self_preferring_reviewers=self_preferring,
-        self_preference_detected=bool(self_preferring),
-        pooled_self_preference=pooled_estimate,
-        pooled_self_preference_p_value=pooled_p_value,
         sample_sizes={
             "n_reviewers": len(table.reviewers),
             "n_candidates": len(table.candidates),
-            "n_scores": int(usable.sum()),
-            "n_self_reviews": int(self_rows.size),
-            "n_length_pairs": correlation.n_pairs,
+            "n_scores": int(np.count_nonzero(~np.isnan(model.others_scores))),
+            "n_self_reviews": n_self_reviews,
+            "n_length_pairs": length["length_score_pairs"],
             "residual_df": residual_df,
         },
         thresholds={
@@ -268,8 +335,8 @@ def audit_score_table(
             "reviewer_offset_floor": thresholds.reviewer_offset_floor,
             "self_preference_floor": thresholds.self_preference_floor,
         },
-        significance_level=alpha,
-        indicator_only=indicator_only,
+        significance_level=thresholds.significance_level,
+        indicator_only=notes,
         methods=dict(METHODS),
     )
 

@@ -142,43 +142,57 @@ def bradley_terry_with_covariate(
     y = np.asarray(a_won, dtype=float)
     d = np.asarray(covariate_difference, dtype=float)
     clusters = np.asarray(cluster_index, dtype=np.int64)
-    n = y.size
-    # free parameters: theta_1..theta_{K-1} (theta_0 = 0) then beta
-    design = np.zeros((n, n_items))
-    rows = np.arange(n)
-    design[rows, a] = 1.0  # a != b in every pair, so plain assignment is enough
-    design[rows, b] = -1.0
-    design[:, 0] = d  # column 0 (item 0 is the reference) now holds the covariate
-    params = np.zeros(n_items)
+    k = n_items
+    pair = a * k + b
+    # Free parameters, in this order: beta, theta_1..theta_{K-1} (theta_0 = 0). A design row
+    # is (d, e_a - e_b without column 0); its sums are bincounts over items and item pairs,
+    # so no (n, K) design matrix is ever built.
+    free = np.r_[k, np.arange(1, k)]  # positions of (beta, theta_1..) in (theta_0.., beta)
+
+    def full_gradient(residual: np.ndarray) -> np.ndarray:
+        by_item = np.bincount(a, residual, k) - np.bincount(b, residual, k)
+        return np.r_[by_item, residual @ d]
+
+    def full_information(weight: np.ndarray) -> np.ndarray:
+        pair_weight = np.bincount(pair, weight, k * k).reshape(k, k)
+        info = np.zeros((k + 1, k + 1))
+        info[:k, :k] = (
+            np.diag(pair_weight.sum(0) + pair_weight.sum(1)) - pair_weight - pair_weight.T
+        )
+        cross = np.bincount(a, weight * d, k) - np.bincount(b, weight * d, k)
+        info[:k, k] = info[k, :k] = cross
+        info[k, k] = weight @ (d * d)
+        return info
+
+    theta = np.zeros(k)
+    beta = 0.0
     converged = False
     for _ in range(max_iter):
-        eta = design @ params
-        prob = 1.0 / (1.0 + np.exp(-eta))
-        gradient = design.T @ (y - prob)
-        hessian = (design * (prob * (1 - prob))[:, None]).T @ design
-        if np.linalg.matrix_rank(hessian) < n_items:
+        prob = 1.0 / (1.0 + np.exp(-(theta[a] - theta[b] + beta * d)))
+        information = full_information(prob * (1 - prob))[np.ix_(free, free)]
+        if np.linalg.matrix_rank(information) < k:
             break  # not identified: the covariate is collinear with the items (or no data)
-        step = np.linalg.solve(hessian, gradient)
-        params = params + step
+        step = np.linalg.solve(information, full_gradient(y - prob)[free])
+        beta += step[0]
+        theta[1:] += step[1:]
         if np.max(np.abs(step)) < 1e-10:
-            converged = bool(np.all(np.abs(params) < 50))  # else: separation, MLE at infinity
+            converged = bool(np.all(np.abs(theta) < 50) and abs(beta) < 50)  # else separation
             break
     if not converged:
-        nan = np.full(n_items, np.nan)
+        nan = np.full(k, np.nan)
         return CovariateBradleyTerryFit(
             StrengthEstimates(nan, nan, nan, nan), np.nan, (np.nan, np.nan), np.nan, 0
         )
-    eta = design @ params
-    prob = 1.0 / (1.0 + np.exp(-eta))
-    bread = np.linalg.inv((design * (prob * (1 - prob))[:, None]).T @ design)
+    params = np.r_[beta, theta[1:]]
+    prob = 1.0 / (1.0 + np.exp(-(theta[a] - theta[b] + beta * d)))
+    bread = np.linalg.inv(full_information(prob * (1 - prob))[np.ix_(free, free)])
+    residual = y - prob
     n_clusters = int(clusters.max()) + 1
-    contributions = design * (y - prob)[:, None]
-    scores = np.column_stack(
-        [
-            np.bincount(clusters, weights=contributions[:, j], minlength=n_clusters)
-            for j in range(n_items)
-        ]
-    )
+    item_scores = (
+        np.bincount(clusters * k + a, residual, n_clusters * k)
+        - np.bincount(clusters * k + b, residual, n_clusters * k)
+    ).reshape(n_clusters, k)
+    scores = np.column_stack([np.bincount(clusters, residual * d, n_clusters), item_scores[:, 1:]])
     c = int((np.bincount(clusters, minlength=n_clusters) > 0).sum())
     covariance = c / max(c - 1, 1) * bread @ (scores.T @ scores) @ bread
     # map (beta, theta_1..theta_{K-1}) to centred theta_0..theta_{K-1}

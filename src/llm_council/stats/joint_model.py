@@ -10,6 +10,7 @@ the errors of one session are correlated, so the covariance is the cluster sandw
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -34,14 +35,19 @@ def demean_within_groups(values: ArrayLike, group_index: ArrayLike) -> np.ndarra
     return x - means[groups]
 
 
-def group_sum_matrix(group_index: np.ndarray) -> sparse.csr_matrix:
-    """The sparse ``(G, n)`` 0/1 matrix whose product with a column sums it within groups.
+def group_sum_matrix(
+    group_index: np.ndarray, weights: np.ndarray | None = None
+) -> sparse.csr_matrix:
+    """The sparse ``(G, n)`` matrix whose product with a column sums it within groups.
 
-    One sparse pass over all columns at once, instead of one ``bincount`` per column.
+    One sparse pass over all columns at once, instead of one ``bincount`` per column. With
+    ``weights`` each row is multiplied first (``D^T diag(w) X``) without forming ``w * X``:
+    a fresh ``(n, k)`` temporary costs more than the product itself.
     """
     n = group_index.size
     n_groups = int(group_index.max()) + 1 if n else 0
-    return sparse.csr_matrix((np.ones(n), (group_index, np.arange(n))), shape=(n_groups, n))
+    values = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+    return sparse.csr_matrix((values, (group_index, np.arange(n))), shape=(n_groups, n))
 
 
 @dataclass(frozen=True)
@@ -90,7 +96,7 @@ def ols_cluster_robust(
     coefficients = xtx_inverse @ (x.T @ y)
     residuals = y - x @ coefficients
     n_clusters = int(clusters.max()) + 1 if clusters.size else 0
-    scores = group_sum_matrix(clusters) @ (x * residuals[:, None])
+    scores = group_sum_matrix(clusters, residuals) @ x
     present = np.bincount(clusters, minlength=n_clusters) > 0
     c = int(present.sum())
     meat = scores.T @ scores
@@ -100,7 +106,10 @@ def ols_cluster_robust(
 
 
 def ols_absorbed_cluster_robust(
-    design: ArrayLike, response: ArrayLike, group_index: ArrayLike, cluster_index: ArrayLike
+    design: ArrayLike | sparse.spmatrix,
+    response: ArrayLike,
+    group_index: ArrayLike,
+    cluster_index: ArrayLike,
 ) -> ClusteredOlsFit:
     r""":func:`ols_cluster_robust` on the within-group demeaned data, without forming it.
 
@@ -115,9 +124,11 @@ def ols_absorbed_cluster_robust(
     in clusters, :math:`\sum_{i \in c} \tilde x_i \hat e_i = \sum_{i \in c} x_i \hat e_i`.
     So only ``(n, k)`` products of the raw design are needed (Frisch-Waugh-Lovell; the
     sandwich as in :func:`ols_cluster_robust`). ``group_index`` must be nested in
-    ``cluster_index``; ids need not be dense.
+    ``cluster_index``; ids need not be dense. ``design`` may be a scipy sparse matrix (a
+    design of dummies and interactions has a few non-zeros per row), which avoids a dense
+    ``(n, k)`` array altogether.
     """
-    x = np.asarray(design, dtype=float)
+    x: Any = design if sparse.issparse(design) else np.asarray(design, dtype=float)
     y = np.asarray(response, dtype=float)
     groups = np.asarray(group_index, dtype=np.int64)
     clusters = np.asarray(cluster_index, dtype=np.int64)
@@ -125,19 +136,24 @@ def ols_absorbed_cluster_robust(
     group_sums = group_sum_matrix(groups)
     counts = np.bincount(groups, minlength=group_sums.shape[0]).astype(float)
     inverse_counts = np.divide(1.0, counts, out=np.zeros_like(counts), where=counts > 0)
-    sum_x = group_sums @ x
+    sum_x = _dense(group_sums @ x)
     sum_y = group_sums @ y
-    xtx = x.T @ x - sum_x.T @ (sum_x * inverse_counts[:, None])
-    xty = x.T @ y - sum_x.T @ (sum_y * inverse_counts)
+    xtx = _dense(x.T @ x) - sum_x.T @ (sum_x * inverse_counts[:, None])
+    xty = np.asarray(x.T @ y).ravel() - sum_x.T @ (sum_y * inverse_counts)
     xtx_inverse = np.linalg.pinv(xtx)
     coefficients = xtx_inverse @ xty
-    raw_residuals = y - x @ coefficients
+    raw_residuals = y - np.asarray(x @ coefficients).ravel()
     residuals = raw_residuals - ((sum_y - sum_x @ coefficients) * inverse_counts)[groups]
-    scores = group_sum_matrix(clusters) @ (x * residuals[:, None])
+    scores = _dense(group_sum_matrix(clusters, residuals) @ x)
     c = int((np.bincount(clusters) > 0).sum())
     factor = (c / max(c - 1, 1)) * ((n - 1) / max(n - k, 1))
     covariance = factor * xtx_inverse @ (scores.T @ scores) @ xtx_inverse
     return ClusteredOlsFit(coefficients, covariance, residuals, n, c)
+
+
+def _dense(matrix: Any) -> np.ndarray:
+    """A product's result as a dense array (sparse @ sparse stays sparse)."""
+    return np.asarray(matrix.toarray() if sparse.issparse(matrix) else matrix)
 
 
 @dataclass(frozen=True)

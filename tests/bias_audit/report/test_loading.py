@@ -92,3 +92,9 @@ def test_parse_since_forms() -> None:
 def test_missing_store_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(RecordError, match="no bias-audit store at .*nothing.jsonl"):
         load_store(tmp_path / "nothing.jsonl")
+
+
+def test_blank_lines_are_neither_records_nor_warnings(write_lines: Writer) -> None:
+    store = load_store(write_lines(["\n", record_line(), "\n\n", record_line(reviewer_id="r2")]))
+    assert (store.n_lines, store.n_records, store.n_unreadable) == (2, 2, 0)
+    assert store.warnings == ()

@@ -158,3 +158,23 @@ def test_cli_warns_about_a_torn_line(
     captured = capsys.readouterr()
     assert "last line is incomplete" in captured.err
     assert captured.out.startswith("section,subject")
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "csv", "html"])
+def test_a_one_session_store_says_what_it_cannot_estimate(
+    tmp_path: Path, fmt: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from llm_council.simulation.record_generator import load_simulated_profiles, write_record_store
+
+    store = tmp_path / "one.jsonl"
+    write_record_store(store, load_simulated_profiles(["balanced", "harsh"]), 1, seed=0)
+    assert run_cli(["bias-report", "--store", str(store), "--format", fmt]) == 0
+    out = capsys.readouterr().out
+    if fmt == "text":
+        assert "=== Joint Model === not enough data" in out
+        assert "=== Leaderboard === no rankings to compare" in out
+        assert "Reliability: insufficient (1 sessions" in out
+    elif fmt == "json":
+        payload = json.loads(out)
+        assert payload["joint"] is None and payload["leaderboard"] is None
+        assert all(item["detected"] is False for item in payload["self_preference"])

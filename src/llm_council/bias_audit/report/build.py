@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
 from llm_council.bias_audit.report.joint import fit_joint_model
-from llm_council.bias_audit.report.leaderboard import build_leaderboard
+from llm_council.bias_audit.report.leaderboard import build_leaderboard, with_adjusted_means
 from llm_council.bias_audit.report.length import pooled_length_bias
 from llm_council.bias_audit.report.loading import load_store, parse_since
 from llm_council.bias_audit.report.model import BiasReport
@@ -42,24 +43,32 @@ def build_report(
     try:
         step("pairing reviewers on the same answers")
         create_analysis_tables(connection)
-        step("fitting the joint model")
-        joint = fit_joint_model(connection)
+        # The joint model and the leaderboard are mostly numpy; run them in threads, each on
+        # its own cursor of the same in-memory database, while DuckDB (which releases the
+        # GIL) answers the other sections' queries on this thread.
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            joint_future = pool.submit(fit_joint_model, connection.cursor())
+            board_future = pool.submit(
+                build_leaderboard, connection.cursor(), n_resamples=n_resamples, seed=seed
+            )
+            step("profiling reviewers")
+            profiles = reviewer_profiles(connection)
+            step("length and position")
+            length = pooled_length_bias(connection)
+            position = position_bias(connection, significance_level)
+            step("fitting the joint model")
+            joint = joint_future.result()
+            self_preference = self_preferences(connection, joint.model.effects if joint else [])
+            step("leaderboard (bootstrap over sessions)")
+            board = board_future.result()
         counts = connection.execute(
             "SELECT (SELECT count(*) FROM reviewers), (SELECT count(*) FROM models)"
         ).fetchone()
         assert counts is not None
-        step("profiling reviewers")
-        profiles = reviewer_profiles(connection)
-        step("length, position and self-preference")
-        length = pooled_length_bias(connection)
-        position = position_bias(connection, significance_level)
-        self_preference = self_preferences(connection, joint.model.effects if joint else [])
-        step("leaderboard (bootstrap over sessions)")
-        leaderboard = build_leaderboard(
-            connection,
-            joint.adjusted_mean_by_model if joint else {},
-            n_resamples=n_resamples,
-            seed=seed,
+        leaderboard = (
+            with_adjusted_means(board, joint.adjusted_mean_by_model if joint else {})
+            if board is not None
+            else None
         )
         return BiasReport(
             store=store.path,

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import duckdb
 import numpy as np
+from scipy import sparse
 from scipy import stats as scipy_stats
 
 from llm_council.bias_audit.report.model import JointEffect, JointModel
@@ -75,37 +76,63 @@ def fit_joint_model(connection: duckdb.DuckDBPyConnection) -> JointFit | None:
     n_reviewers, n_models = len(reviewer_names), len(model_names)
     n_slots = int(position.max()) + 1
 
-    blocks: list[tuple[str, list[str], np.ndarray]] = []
-    if n_reviewers >= 2:
-        dummies = (reviewer[:, None] == np.arange(1, n_reviewers)[None, :]).astype(float)
-        blocks.append(("reviewer_leniency", reviewer_names, dummies))
-        blocks.append(("reviewer_verbosity", reviewer_names, dummies * log_words[:, None]))
-    if n_slots >= 2:
-        slot_dummies = (position[:, None] == np.arange(1, n_slots)[None, :]).astype(float)
-        blocks.append(
-            ("position", [f"slot {chr(65 + i)}" for i in range(1, n_slots)], slot_dummies)
-        )
+    # The design is filled by index (no dense dummy temporaries): a million rows x 17
+    # columns built by broadcasting comparisons costs more than the whole fit.
     self_reviewers = np.unique(reviewer[is_self > 0])
+    blocks: list[tuple[str, list[str], int]] = []
+    if n_reviewers >= 2:
+        blocks.append(("reviewer_leniency", reviewer_names, n_reviewers - 1))
+        blocks.append(("reviewer_verbosity", reviewer_names, n_reviewers - 1))
+    if n_slots >= 2:
+        slot_names = [f"slot {chr(65 + i)}" for i in range(1, n_slots)]
+        blocks.append(("position", slot_names, n_slots - 1))
     if self_reviewers.size:
-        self_columns = is_self[:, None] * (reviewer[:, None] == self_reviewers[None, :])
-        blocks.append(("self_review", [reviewer_names[i] for i in self_reviewers], self_columns))
+        self_names = [reviewer_names[i] for i in self_reviewers]
+        blocks.append(("self_review", self_names, int(self_reviewers.size)))
     if not blocks:
         return None
-    raw_design = np.empty((score.size, sum(block.shape[1] for _, _, block in blocks)))
-    column = 0
-    for _, _, block in blocks:
-        raw_design[:, column : column + block.shape[1]] = block
-        column += block.shape[1]
+    # A sparse design: every row has one entry per block (an explicit 0 at the block's
+    # first column for the reference level), so the CSR arrays are built directly from the
+    # codes and no dense million-row matrix is ever allocated.
+    column_blocks: list[np.ndarray] = []
+    value_blocks: list[np.ndarray] = []
+    offset = 0
+    for group, _, width in blocks:
+        if group in ("reviewer_leniency", "reviewer_verbosity"):
+            level, present = reviewer - 1, reviewer > 0  # reviewer 0 is the reference
+            value = present * (1.0 if group == "reviewer_leniency" else log_words)
+        elif group == "position":
+            level, present = position - 1, position > 0  # slot A is the reference
+            value = present.astype(float)
+        else:
+            column_of = np.zeros(n_reviewers, dtype=np.int64)
+            column_of[self_reviewers] = np.arange(self_reviewers.size)
+            level, present = column_of[reviewer], is_self > 0
+            value = present.astype(float)
+        column_blocks.append(offset + np.where(present, level, 0))
+        value_blocks.append(np.broadcast_to(value, score.shape).astype(float))
+        offset += width
+    n_blocks = len(blocks)
+    raw_design = sparse.csr_matrix(
+        (
+            np.column_stack(value_blocks).ravel(),
+            np.column_stack(column_blocks).ravel(),
+            np.arange(0, n_blocks * score.size + 1, n_blocks),
+        ),
+        shape=(score.size, offset),
+    )
     # group ids need not be dense: empty groups are never indexed
     answer = session * n_models + model_index
+    n_answers_total = int(np.count_nonzero(np.bincount(answer)))
+    if n_answers_total + offset >= score.size or np.unique(session).size < 2:
+        return None  # no residual degrees of freedom, or a single session: nothing to infer
     fit = ols_absorbed_cluster_robust(raw_design, score, answer, session)
     intervals = fit.confidence_intervals()
 
     effects: list[JointEffect] = []
     start = 0
     position_slice = slice(0, 0)
-    for group, names, block in blocks:
-        width = block.shape[1]
+    for group, names, width in blocks:
         block_slice = slice(start, start + width)
         coefficients = fit.coefficients[block_slice]
         covariance = fit.covariance[block_slice, block_slice]

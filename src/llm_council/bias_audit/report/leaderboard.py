@@ -8,6 +8,8 @@ covariate, so a model that wins only by writing more loses that advantage.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import duckdb
 import numpy as np
 
@@ -18,9 +20,19 @@ from llm_council.stats.bradley_terry import (
 )
 
 
+def with_adjusted_means(
+    board: Leaderboard, adjusted_mean_by_model: dict[str, float]
+) -> Leaderboard:
+    """The leaderboard with the joint model's adjusted mean scores filled in (extra view)."""
+    entries = [
+        replace(entry, adjusted_mean_score=adjusted_mean_by_model.get(entry.model, float("nan")))
+        for entry in board.entries
+    ]
+    return replace(board, entries=entries)
+
+
 def build_leaderboard(
     connection: duckdb.DuckDBPyConnection,
-    adjusted_mean_by_model: dict[str, float],
     *,
     n_resamples: int = 200,
     seed: int = 0,
@@ -42,7 +54,11 @@ def build_leaderboard(
     item_b = np.asarray(pairs["item_b"], dtype=np.int64)
     a_won = np.asarray(pairs["a_won"], dtype=np.int64)
     log_ratio = np.asarray(pairs["log_ratio"], dtype=float)
-    _, session = np.unique(np.asarray(pairs["session"], dtype=np.int64), return_inverse=True)
+    # renumber the sessions that have comparisons 0..S-1 (O(n), no sort)
+    raw_session = np.asarray(pairs["session"], dtype=np.int64)
+    has_pairs = np.zeros(int(raw_session.max()) + 1, dtype=bool)
+    has_pairs[raw_session] = True
+    session = (np.cumsum(has_pairs) - 1)[raw_session]
     model_names = [
         name
         for (name,) in connection.execute(
@@ -80,7 +96,7 @@ def build_leaderboard(
                 float(controlled.strengths.ci_high[i]),
             ),
             mean_score=float(mean_scores.get(name, nan) or nan),
-            adjusted_mean_score=float(adjusted_mean_by_model.get(name, nan)),
+            adjusted_mean_score=nan,  # filled by with_adjusted_means once the joint model is in
             n_comparisons=int(comparisons[i]),
         )
         for i, name in enumerate(model_names)

@@ -10,11 +10,13 @@ counted, and the report carries a warning for each kind.
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import duckdb
+import numpy as np
 
 from llm_council.bias_audit.record_schema import SCHEMA_VERSION
 from llm_council.errors import InputError, RecordError
@@ -38,6 +40,8 @@ _COLUMNS = {
 }
 _REQUIRED = ("session_id", "reviewer_id", "model_id", "position", "response_length_words")
 _SINCE_PATTERN = re.compile(r"^(\d+)([smhdw])$")
+_COUNT_CHUNK = 1 << 24
+_NEWLINE = ord("\n")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
@@ -74,20 +78,46 @@ def parse_since(value: str, *, now: datetime | None = None) -> datetime:
 
 
 def _count_lines(path: Path) -> tuple[int, bool]:
-    """Count the non-empty lines and tell whether the file ends inside a line (a torn write)."""
-    n_newlines = 0
-    n_blank = 0
-    last_byte = b"\n"
-    previous = b"\n"
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 24):
-            n_newlines += chunk.count(b"\n")
-            # blank lines are no records; count "\n\n" pairs, including across chunk borders
-            n_blank += chunk.count(b"\n\n") + (1 if previous == b"\n" and chunk[:1] == b"\n" else 0)
-            previous = chunk[-1:]
-            last_byte = previous
-    torn = last_byte != b"\n"
+    """Count the non-empty lines and tell whether the file ends inside a line (a torn write).
+
+    numpy compares 16 MB at a time (about 0.15 s for a million records); blank lines are not
+    counted because DuckDB skips them too.
+    """
+    buffer = bytearray(_COUNT_CHUNK)
+    as_bytes = np.frombuffer(buffer, dtype=np.uint8)
+    n_newlines = n_blank = 0
+    previous_newline = True  # a newline at the very start is a blank line
+    last_is_newline = True
+    with path.open("rb", buffering=0) as handle:
+        while size := handle.readinto(buffer):
+            newline = as_bytes[:size] == _NEWLINE
+            n_newlines += int(np.count_nonzero(newline))
+            n_blank += int(np.count_nonzero(newline[1:] & newline[:-1]))
+            n_blank += int(previous_newline and newline[0])
+            previous_newline = last_is_newline = bool(newline[-1])
+    torn = not last_is_newline
     return n_newlines - n_blank + (1 if torn else 0), torn
+
+
+def _read_raw_lines(path: Path, threads: int | None) -> duckdb.DuckDBPyConnection:
+    """A new in-memory DuckDB with the store's lines in ``raw_lines`` (bad lines as NULLs)."""
+    connection = duckdb.connect()
+    # row order carries no meaning here; not preserving it lets the parallel reader skip a merge
+    connection.execute("SET preserve_insertion_order = false")
+    if threads is not None:
+        connection.execute(f"SET threads TO {int(threads)}")
+    columns_sql = ", ".join(f"{name}: '{kind}'" for name, kind in _COLUMNS.items())
+    try:
+        connection.execute(
+            f"""CREATE TABLE raw_lines AS SELECT * FROM read_json(
+                    ?, format = 'newline_delimited', ignore_errors = true,
+                    columns = {{{columns_sql}}})""",
+            [str(path)],
+        )
+    except duckdb.Error as error:
+        connection.close()
+        raise RecordError(f"cannot read bias-audit store {str(path)!r}: {error}") from None
+    return connection
 
 
 def load_store(
@@ -104,20 +134,13 @@ def load_store(
             f"no bias-audit store at {str(path)!r} "
             "(run `llm-council ask --bias-audit` first, or pass --store PATH)"
         )
-    n_lines, torn = _count_lines(path)
-    connection = duckdb.connect()
-    if threads is not None:
-        connection.execute(f"SET threads TO {int(threads)}")
-    columns_sql = ", ".join(f"{name}: '{kind}'" for name, kind in _COLUMNS.items())
-    try:
-        connection.execute(
-            f"""CREATE TEMP TABLE raw_lines AS SELECT * FROM read_json(
-                    ?, format = 'newline_delimited', ignore_errors = true,
-                    columns = {{{columns_sql}}})""",
-            [str(path)],
-        )
-    except duckdb.Error as error:
-        raise RecordError(f"cannot read bias-audit store {str(path)!r}: {error}") from None
+    # Count lines in a thread while DuckDB parses (file reads release the GIL, DuckDB's
+    # threads never hold it), so the check costs almost no wall time.
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        counting = executor.submit(_count_lines, path)
+        connection = _read_raw_lines(path, threads)
+        n_lines, torn = counting.result()
+
     valid = " AND ".join(f"{name} IS NOT NULL" for name in _REQUIRED)
     counts = connection.execute(
         f"""SELECT count(*),
@@ -136,18 +159,22 @@ def load_store(
         since_filter = "TRY_CAST(timestamp AS TIMESTAMPTZ) >= CAST(? AS TIMESTAMPTZ)"
         parameters.append(since.astimezone(UTC).isoformat())
     connection.execute(
-        f"""CREATE TEMP TABLE records AS
-            SELECT dense_rank() OVER (ORDER BY session_id) - 1 AS session,
-                   session_id, reviewer_id AS reviewer, model_id AS model,
+        f"""CREATE TABLE records AS
+            WITH usable AS (
+                SELECT * FROM raw_lines
+                WHERE schema_version = {SCHEMA_VERSION} AND {valid} AND {since_filter}),
+            sessions AS (
+                SELECT session_id,
+                       (row_number() OVER (ORDER BY session_id) - 1)::INTEGER AS session
+                FROM (SELECT DISTINCT session_id FROM usable))
+            SELECT session, session_id, reviewer_id AS reviewer, model_id AS model,
                    position, n_candidates,
                    response_length_words AS words, response_length_chars AS chars,
                    score_value AS score, rank,
                    coalesce(is_self_review, reviewer_id = model_id) AS is_self,
                    coalesce(score_scale[1], 1.0) AS scale_low,
                    coalesce(score_scale[2], 10.0) AS scale_high
-            FROM raw_lines
-            WHERE schema_version = {SCHEMA_VERSION} AND {valid} AND {since_filter}
-            ORDER BY session""",
+            FROM usable JOIN sessions USING (session_id)""",
         parameters,
     )
     connection.execute("DROP TABLE raw_lines")

@@ -31,11 +31,11 @@ def position_bias(
 ) -> PositionBias | None:
     """Mean score and within-reviewer deviation per slot, Hotelling test, trend direction."""
     connection.execute(
-        """CREATE OR REPLACE TEMP TABLE slot_means AS
+        """CREATE OR REPLACE TABLE slot_means AS
            WITH within AS (
                SELECT session, position, n_candidates, score,
                       deviation - avg(deviation) OVER (PARTITION BY session, reviewer) AS within
-               FROM scored WHERE NOT is_self AND deviation IS NOT NULL)
+               FROM scored WHERE NOT is_self)
            SELECT session, position, any_value(n_candidates) AS n_candidates,
                   avg(score) AS mean_score, avg(within) AS mean_within
            FROM within GROUP BY session, position"""

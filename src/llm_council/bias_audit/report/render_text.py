@@ -113,6 +113,8 @@ def render_text(report: BiasReport) -> str:
             f"  Direction: {position.direction} (trend {fmt_interval(position.trend, 3)} "
             "points per slot later; < 0 favours early slots)"
         )
+    else:
+        add("=== Position Bias === not enough data (needs answers scored by 3+ reviewers)")
 
     add("")
     add("=== Self-Preference (bonus to its own answer) ===")
@@ -156,6 +158,9 @@ def render_text(report: BiasReport) -> str:
                 )
         add(f"  Slots jointly: F = {fmt(joint.position_wald_f)}, p={fmt_p(joint.position_wald_p)}")
 
+    else:
+        add("=== Joint Model === not enough data (needs 2+ sessions and more scores than terms)")
+
     add("")
     board = report.leaderboard
     if board is not None:
@@ -189,4 +194,6 @@ def render_text(report: BiasReport) -> str:
                 f"  {place:<2} {entry.model:<20}  adjusted {fmt(entry.adjusted_mean_score)}   "
                 f"raw {fmt(entry.mean_score)}"
             )
+    else:
+        add("=== Leaderboard === no rankings to compare (needs ranked, non-self answers)")
     return "\n".join(lines) + "\n"

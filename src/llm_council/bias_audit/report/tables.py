@@ -19,17 +19,17 @@ import numpy as np
 def create_analysis_tables(connection: duckdb.DuckDBPyConnection) -> None:
     """Create ``reviewers``, ``models`` and ``scored`` from ``records``."""
     connection.execute(
-        """CREATE TEMP TABLE reviewers AS
+        """CREATE TABLE reviewers AS
            SELECT reviewer, (row_number() OVER (ORDER BY reviewer) - 1)::INTEGER AS reviewer_index
            FROM (SELECT DISTINCT reviewer FROM records)"""
     )
     connection.execute(
-        """CREATE TEMP TABLE models AS
+        """CREATE TABLE models AS
            SELECT model, (row_number() OVER (ORDER BY model) - 1)::INTEGER AS model_index
            FROM (SELECT DISTINCT model FROM records)"""
     )
     connection.execute(
-        """CREATE TEMP TABLE scored AS
+        """CREATE TABLE scored AS
            WITH answer AS (
                SELECT session, model,
                       sum(score) FILTER (WHERE NOT is_self) AS other_sum,
@@ -48,8 +48,7 @@ def create_analysis_tables(connection: duckdb.DuckDBPyConnection) -> None:
            JOIN answer a USING (session, model)
            JOIN reviewers rv USING (reviewer)
            JOIN models m USING (model)
-           WHERE r.score IS NOT NULL
-           ORDER BY r.session"""
+           WHERE r.score IS NOT NULL"""
     )
 
 
