@@ -56,6 +56,17 @@ def _redact_processor(
     return event_dict
 
 
+class _CurrentStderr:
+    """Writes to whatever ``sys.stderr`` is *now*, so a replaced stream (pytest's capture,
+    a caller's redirect) that was later closed is never written to."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 class _CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """A handler writing to whatever ``sys.stderr`` is at emit time (it may be replaced)."""
 
@@ -89,14 +100,21 @@ def _route_standard_logging(renderer: Any, level: str) -> None:
     root.setLevel(max(logging.WARNING, logging.getLevelNamesMapping()[level.upper()]))
 
 
-def configure_logging(*, json_logs: bool = False, level: str = "WARNING") -> None:
-    """Send structlog output to stderr, as console lines or JSON lines."""
+def configure_logging(
+    *, json_logs: bool = False, level: str = "WARNING", standard_logging: bool = True
+) -> None:
+    """Send structlog output (and, for an application, stdlib logging) to stderr.
+
+    ``standard_logging=False`` leaves the root logger alone: a library must not take over
+    its host application's logging.
+    """
     renderer: Any = (
         structlog.processors.JSONRenderer()
         if json_logs
         else structlog.dev.ConsoleRenderer(colors=False)
     )
-    _route_standard_logging(renderer, level)
+    if standard_logging:
+        _route_standard_logging(renderer, level)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -108,7 +126,7 @@ def configure_logging(*, json_logs: bool = False, level: str = "WARNING") -> Non
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping()[level.upper()]
         ),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
     )
 
@@ -117,4 +135,4 @@ def ensure_default_logging() -> None:
     """Library default: if the application has not configured structlog, log warnings and
     errors to stderr only (an unconfigured structlog would print every event to stdout)."""
     if not structlog.is_configured():
-        configure_logging(level="WARNING")
+        configure_logging(level="WARNING", standard_logging=False)

@@ -208,9 +208,16 @@ def openai_council(openai_fake: FakeOpenAIServer) -> Callable[..., CouncilConfig
 
 @pytest.fixture(autouse=True)
 def _restore_logging_config() -> Iterator[None]:
-    """An in-process CLI run points structlog at pytest's captured stderr; undo that after."""
+    """An in-process CLI run reconfigures structlog (bound to pytest's captured stderr) and
+    the root logger; put both back after the test."""
+    import logging
+
     import structlog
 
     saved = structlog.get_config()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
     yield
     structlog.configure(**saved)
+    root.handlers[:] = handlers
+    root.setLevel(level)

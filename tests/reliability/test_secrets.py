@@ -299,3 +299,27 @@ def test_a_plain_hash_of_a_short_query_is_reversed_by_a_dictionary_but_the_hmac_
         hmac_query_hash(g, k).removeprefix("hmac-sha256:") for g in guesses for k in wrong_keys
     }
     assert keyed not in attempts
+
+
+@pytest.mark.parametrize("json_logs", [True, False])
+def test_sdk_log_records_are_redacted_and_rendered_like_ours(
+    json_logs: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The SDKs log through stdlib logging; those lines get the same redaction and format."""
+    import logging
+
+    from llm_council.log_setup import configure_logging
+
+    _set_secrets(monkeypatch)
+    configure_logging(json_logs=json_logs, level="debug")
+    logging.getLogger("openai._base_client").warning(
+        "retrying with key %s", SECRETS["OPENAI_API_KEY"]
+    )
+    logging.getLogger("httpx").info("HTTP Request: POST ... (below WARNING: not shown)")
+    err = capsys.readouterr().err
+    _assert_no_secret(err, "an SDK log line")
+    (line,) = err.splitlines()
+    assert "retrying with key [redacted]" in line
+    if json_logs:
+        event = json.loads(line)
+        assert event["logger"] == "openai._base_client" and event["level"] == "warning"

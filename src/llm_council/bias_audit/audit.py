@@ -76,11 +76,6 @@ def _nanmean(values: np.ndarray) -> float | None:
     return float(finite.mean()) if finite.size else None
 
 
-def _nanvar(values: np.ndarray) -> float | None:
-    finite = values[~np.isnan(values)]
-    return float(finite.var(ddof=1)) if finite.size >= 2 else None
-
-
 def _risk_level(flag_count: int) -> RiskLevel:
     if flag_count == 0:
         return "low"
@@ -270,6 +265,27 @@ def _self_preference_fields(
     }
 
 
+def _reviewer_summaries(table: ScoreTable, model: _SessionModel) -> dict[str, Any]:
+    """Mean and sample variance (ddof 1) of the scores each reviewer gave others' answers."""
+    scored = ~np.isnan(model.others_scores)
+    counts = scored.sum(axis=1)
+    filled = np.where(scored, model.others_scores, 0.0)
+    sums = filled.sum(axis=1)
+    means = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
+    squares = np.where(scored, (model.others_scores - means[:, None]) ** 2, 0.0).sum(axis=1)
+    variances = np.divide(squares, counts - 1, out=np.zeros_like(sums), where=counts > 1)
+    return {
+        "reviewer_mean_scores": {
+            name: float(means[row]) if counts[row] > 0 else None
+            for row, name in enumerate(table.reviewers)
+        },
+        "reviewer_score_variance": {
+            name: float(variances[row]) if counts[row] > 1 else None
+            for row, name in enumerate(table.reviewers)
+        },
+    }
+
+
 def audit_score_table(
     table: ScoreTable, thresholds: AuditThresholds, *, permutation_seed: int = 0
 ) -> BiasAuditResult:
@@ -313,12 +329,7 @@ def audit_score_table(
         **position,
         **leniency,
         **self_preference,
-        reviewer_mean_scores={
-            name: _nanmean(model.others_scores[row]) for row, name in enumerate(table.reviewers)
-        },
-        reviewer_score_variance={
-            name: _nanvar(model.others_scores[row]) for row, name in enumerate(table.reviewers)
-        },
+        **_reviewer_summaries(table, model),
         overall_bias_risk=_risk_level(len(risk_flags)),
         flags_raised=flags_raised,
         sample_sizes={

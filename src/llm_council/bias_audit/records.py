@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import TypeAdapter
 
 from llm_council.bias_audit.record_schema import ReviewRecord
 from llm_council.bias_audit.score_table import word_count
 from llm_council.middleware import SessionCompleted
+
+_RECORD_LIST = TypeAdapter(list[ReviewRecord])
 
 
 def utc_timestamp() -> str:
@@ -28,28 +33,29 @@ def records_from_session(
     for answer in event.answers:
         if answer.text is not None:
             lengths[answer.member] = (len(answer.text), word_count(answer.text))
-    records: list[ReviewRecord] = []
+    fields: list[dict[str, Any]] = []
     for review in event.reviews:
         shown = sorted(review.candidates, key=lambda entry: entry.display_index)
         for entry in shown:
             chars, words = lengths.get(entry.candidate, (0, 0))
             score = entry.score if entry.score is not None and math.isfinite(entry.score) else None
-            records.append(
-                ReviewRecord(
-                    session_id=event.session_id,
-                    timestamp=timestamp,
-                    reviewer_id=review.reviewer,
-                    model_id=entry.candidate,
-                    position=entry.display_index,
-                    n_candidates=len(review.candidates),
-                    response_length_chars=chars,
-                    response_length_words=words,
-                    score_value=score,
-                    score_scale=review.score_scale,
-                    rank=entry.rank,
-                    is_self_review=entry.is_self_review,
-                    council_config_hash=event.council_config_hash,
-                    query_hash=query_hash,
-                )
+            fields.append(
+                {
+                    "session_id": event.session_id,
+                    "timestamp": timestamp,
+                    "reviewer_id": review.reviewer,
+                    "model_id": entry.candidate,
+                    "position": entry.display_index,
+                    "n_candidates": len(review.candidates),
+                    "response_length_chars": chars,
+                    "response_length_words": words,
+                    "score_value": score,
+                    "score_scale": review.score_scale,
+                    "rank": entry.rank,
+                    "is_self_review": entry.is_self_review,
+                    "council_config_hash": event.council_config_hash,
+                    "query_hash": query_hash,
+                }
             )
-    return records
+    # one validation call for the whole session is cheaper than one per record
+    return _RECORD_LIST.validate_python(fields)

@@ -276,6 +276,7 @@ def write_record_store(
                 session_spacing=session_spacing,
             ):
                 handle.write(text)
+        os.chmod(temp_name, 0o644)  # mkstemp creates 0600; a store is an ordinary file
         os.replace(temp_name, target)
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)

@@ -159,24 +159,44 @@ def _all_orderings(size: int) -> np.ndarray:
     return np.array(list(itertools.permutations(range(size))), dtype=np.intp)
 
 
-def _group_slot_sums(
-    codes: np.ndarray, values: np.ndarray, n_slots: int, n_draws: int, rng: np.random.Generator
+def _permuted_slot_sums(
+    codes: np.ndarray,
+    values: np.ndarray,
+    groups: np.ndarray,
+    n_slots: int,
+    n_draws: int,
+    rng: np.random.Generator,
 ) -> np.ndarray:
-    """Slot sums of one reviewer's residuals under ``n_draws`` uniform re-orderings of its slots.
+    """Slot sums of the residuals under ``n_draws`` re-orderings of each group's own slots.
 
-    A small group's n! orderings are enumerated once and drawn by index, which samples
-    the same uniform distribution as shuffling but costs one gather per draw.
+    Groups (reviewers) of up to :data:`_ENUMERATED_GROUP_SIZE` cells have their n!
+    orderings enumerated once; a draw then picks one ordering index per group, which
+    samples the same uniform distribution as shuffling at the cost of one gather.
+    Larger groups are shuffled directly.
     """
-    if codes.size <= _ENUMERATED_GROUP_SIZE:
-        orderings = _all_orderings(codes.size)
-        table = np.zeros((orderings.shape[0], n_slots))
-        np.add.at(table, (np.arange(orderings.shape[0])[:, None], codes[orderings]), values)
-        return table[rng.integers(0, orderings.shape[0], size=n_draws)]
-    shuffled = rng.permuted(np.broadcast_to(codes, (n_draws, codes.size)), axis=1)
-    flat = (shuffled + n_slots * np.arange(n_draws)[:, None]).ravel()
-    return np.bincount(flat, weights=np.tile(values, n_draws), minlength=n_draws * n_slots).reshape(
-        n_draws, n_slots
-    )
+    sums = np.zeros((n_draws, n_slots))
+    order = np.argsort(groups, kind="stable")
+    _, starts, sizes = np.unique(groups[order], return_index=True, return_counts=True)
+    members_by_size: dict[int, list[np.ndarray]] = {}
+    for start, size in zip(starts.tolist(), sizes.tolist(), strict=True):
+        members_by_size.setdefault(size, []).append(order[start : start + size])
+    for size, member_lists in members_by_size.items():
+        members = np.array(member_lists)  # (groups of this size, size)
+        if size <= _ENUMERATED_GROUP_SIZE:
+            orderings = _all_orderings(size)  # (size!, size)
+            arranged = codes[members][:, orderings]  # (G, size!, size) slot of each cell
+            one_hot = arranged[..., None] == np.arange(n_slots)
+            tables = np.einsum("gpnk,gn->gpk", one_hot, values[members])
+            picks = rng.integers(0, orderings.shape[0], size=(members.shape[0], n_draws))
+            sums += tables[np.arange(members.shape[0])[:, None], picks].sum(axis=0)
+            continue
+        for cells in members:
+            shuffled = rng.permuted(np.broadcast_to(codes[cells], (n_draws, size)), axis=1)
+            flat = (shuffled + n_slots * np.arange(n_draws)[:, None]).ravel()
+            sums += np.bincount(
+                flat, weights=np.tile(values[cells], n_draws), minlength=n_draws * n_slots
+            ).reshape(n_draws, n_slots)
+    return sums
 
 
 def position_randomization_test(
@@ -218,12 +238,9 @@ def position_randomization_test(
     observed = float(_between_position_variance(observed_sums, slot_counts, total, n_cells))
 
     rng = np.random.default_rng(seed)
-    permuted_sums = np.zeros((n_permutations, n_slots))
-    for group in np.unique(groups):
-        members = np.flatnonzero(groups == group)
-        permuted_sums += _group_slot_sums(
-            slot_codes[members], residual_values[members], n_slots, n_permutations, rng
-        )
+    permuted_sums = _permuted_slot_sums(
+        slot_codes, residual_values, groups, n_slots, n_permutations, rng
+    )
     null_values = _between_position_variance(permuted_sums, slot_counts, total, n_cells)
     # a relative tolerance so floating-point ties with the observed value count as >=
     exceed = int(np.count_nonzero(null_values >= observed * (1 - 1e-9) - 1e-12))
