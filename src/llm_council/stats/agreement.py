@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats as scipy_stats
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ def cohen_kappa_from_table(
     correction = (kappa - p_e * (1.0 - kappa)) ** 2
     variance = max(diagonal_term + off_term - correction, 0.0) / (n * (1.0 - p_e) ** 2)
     standard_error = math.sqrt(variance)
-    z = float(scipy_stats.norm.ppf(0.5 + confidence / 2.0))
+    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
     return KappaResult(
         kappa=kappa,
         standard_error=standard_error,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
-from scipy import stats as scipy_stats
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -31,7 +31,7 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     if n == 0:
         return (math.nan, math.nan)
-    z = float(scipy_stats.norm.ppf(0.5 + confidence / 2.0))
+    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
     p_hat = successes / n
     denominator = 1.0 + z * z / n
     centre = (p_hat + z * z / (2.0 * n)) / denominator
@@ -52,4 +52,6 @@ def sign_test_p_value(successes: int, n: int) -> float:
         raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
     if n == 0:
         return 1.0
+    from scipy import stats as scipy_stats  # deferred: scipy.stats costs ~1 s to import
+
     return float(scipy_stats.binomtest(successes, n, 0.5, alternative="two-sided").pvalue)
