@@ -213,7 +213,7 @@ def main() -> None:
         generate = [
             PYTHON,
             "-m",
-            "llm_council.simulation.record_generator",
+            "llm_council.bias_audit.simulated_records",
             "--out",
             store,
             "--records",

@@ -44,8 +44,8 @@ LONG_EXAMPLES = 10_000
 # keeps guarding everything else; when a regression test starts passing (strict xfail
 # fails), drop the marker and the exclusion here.
 KNOWN_RECURSION_DEPTH_BUG = True  # json.loads RecursionError escapes both readers
-KNOWN_PAIRS_SPLITLINES_BUG = True  # read_pairs splits lines on U+0085, U+2028, U+2029, ...
-KNOWN_DUPLICATE_ID_NEWLINE_BUG = True  # a duplicate id holding a newline: 2-line message
+KNOWN_PAIRS_SPLITLINES_BUG = False  # read_pairs splits lines on U+0085, U+2028, U+2029, ...
+KNOWN_DUPLICATE_ID_NEWLINE_BUG = False  # a duplicate id holding a newline: 2-line message
 UNICODE_LINE_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 NO_UNICODE_LINE_BREAKS = str.maketrans(dict.fromkeys(UNICODE_LINE_BREAKS, " "))
 
@@ -444,14 +444,6 @@ def test_record_reader_survives_deep_nesting(tmp_path: Path) -> None:
         assert list(reader) == [] and reader.skipped[0][0] == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=RecursionError,
-    reason=(
-        "calibration/pairs.py parse_pairs_lines catches only json.JSONDecodeError; "
-        "json.loads raises RecursionError on a deeply nested line"
-    ),
-)
 def test_pairs_reader_survives_deep_nesting(tmp_path: Path) -> None:
     path = tmp_path / "pairs.jsonl"
     path.write_text("[" * 100_000 + "\n")
@@ -459,15 +451,6 @@ def test_pairs_reader_survives_deep_nesting(tmp_path: Path) -> None:
         read_pairs(path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=InputError,
-    reason=(
-        "calibration/pairs.py read_pairs uses str.splitlines(), which also splits on U+0085, "
-        "U+2028 and U+2029 (left unescaped by JSON writers): a valid record holding one is "
-        "reported as invalid JSON"
-    ),
-)
 def test_pairs_reader_keeps_unicode_line_separators_inside_strings(tmp_path: Path) -> None:
     record = {
         "id": "p1",
@@ -485,13 +468,6 @@ def test_pairs_reader_keeps_unicode_line_separators_inside_strings(tmp_path: Pat
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "calibration/pairs.py parse_pairs_lines quotes a duplicate id with '{...}' instead of "
-        "{...!r}, so an id holding a newline gives a multi-line error message"
-    ),
-)
 def test_duplicate_id_error_is_one_line(tmp_path: Path) -> None:
     line = json.dumps({"id": "a\nb", "prompt": "p", "response_a": "x", "response_b": "y"})
     path = tmp_path / "pairs.jsonl"

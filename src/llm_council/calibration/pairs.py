@@ -188,11 +188,13 @@ def parse_pairs_lines(lines: Iterable[str], path: str) -> list[Pair]:
             raise InputError(
                 f"invalid JSON: {error.msg} (column {error.colno})", path=path, line=number
             ) from None
+        except RecursionError:
+            raise InputError("invalid JSON: nested too deeply", path=path, line=number) from None
         pair = parse_pair(record, (path, number))
         key = (pair.judge, pair.pair_id)
         if key in seen:
             raise InputError(
-                f"duplicate id '{pair.pair_id}'"
+                f"duplicate id {pair.pair_id!r}"
                 + (f" for judge '{pair.judge}'" if pair.judge else "")
                 + f" (first on line {seen[key]})",
                 path=path,
@@ -211,7 +213,9 @@ def read_pairs(path: Path) -> list[Pair]:
         raise InputError("file not found", path=str(path)) from None
     except UnicodeDecodeError as error:
         raise InputError(f"not UTF-8 text ({error.reason})", path=str(path)) from None
-    pairs = parse_pairs_lines(text.splitlines(), str(path))
+    # split on "\n" only: str.splitlines() also splits on U+2028 etc., which are legal
+    # inside JSON strings, and would shift every later line number
+    pairs = parse_pairs_lines(text.split("\n"), str(path))
     if not pairs:
         raise InputError("no pairs in file", path=str(path))
     return pairs

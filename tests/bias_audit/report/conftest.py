@@ -11,7 +11,7 @@ import pytest
 
 from llm_council.bias_audit.record_schema import ReviewRecord
 from llm_council.simulation.profile import SimulatedProfile
-from llm_council.simulation.record_generator import load_simulated_profiles, write_record_store
+from llm_council.bias_audit.simulated_records import load_simulated_profiles, write_record_store
 
 
 def record_line(**fields: Any) -> str:

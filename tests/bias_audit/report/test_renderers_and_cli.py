@@ -164,7 +164,7 @@ def test_cli_warns_about_a_torn_line(
 def test_a_one_session_store_says_what_it_cannot_estimate(
     tmp_path: Path, fmt: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from llm_council.simulation.record_generator import load_simulated_profiles, write_record_store
+    from llm_council.bias_audit.simulated_records import load_simulated_profiles, write_record_store
 
     store = tmp_path / "one.jsonl"
     write_record_store(store, load_simulated_profiles(["balanced", "harsh"]), 1, seed=0)

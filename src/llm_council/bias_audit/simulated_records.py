@@ -11,7 +11,7 @@ and writes one JSON line per (session, reviewer, candidate) matching
 :class:`~llm_council.bias_audit.record_schema.ReviewRecord`. A million records take a few
 seconds, so the scale benchmark and the interval-coverage runs can use fresh stores.
 
-Run ``python -m llm_council.simulation.record_generator --help`` for the command line.
+Run ``python -m llm_council.bias_audit.simulated_records --help`` for the command line.
 """
 
 from __future__ import annotations
@@ -21,17 +21,17 @@ import hashlib
 import json
 import os
 import tempfile
-import tomllib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
 from llm_council.bias_audit.record_schema import SCHEMA_VERSION
+from llm_council.errors import CouncilError
 from llm_council.simulation.profile import REFERENCE_ANSWER_WORDS, SimulatedProfile
+from llm_council.simulation.profiles import resolve_profile
 
 #: the council the generator uses when none is given: one member per kind of bias, plus one
 #: without any, so every section of the report has something to find
@@ -63,16 +63,9 @@ class RecordColumns:
 def load_simulated_profiles(
     names: Sequence[str] | None = None,
 ) -> list[tuple[str, SimulatedProfile]]:
-    """Read named profiles from the packaged ``simulated_members.toml``."""
-    text = (
-        resources.files("llm_council").joinpath("default_config/simulated_members.toml").read_text()
-    )
-    table = tomllib.loads(text)["profiles"]
+    """The named simulated profiles (default: one member per kind of bias)."""
     wanted = list(names) if names is not None else list(DEFAULT_MEMBERS)
-    unknown = [name for name in wanted if name not in table]
-    if unknown:
-        raise ValueError(f"unknown simulated profile {unknown[0]!r} (known: {', '.join(table)})")
-    return [(name, SimulatedProfile(**table[name])) for name in wanted]
+    return [(name, resolve_profile(name, {})) for name in wanted]
 
 
 def simulate_record_columns(
@@ -295,7 +288,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--recuse", action="store_true", help="reviewers skip their own answer")
     parser.add_argument("--missing-score-rate", type=float, default=0.0)
     args = parser.parse_args(argv)
-    members = load_simulated_profiles(args.members.split(","))
+    try:
+        members = load_simulated_profiles(args.members.split(","))
+    except CouncilError as error:
+        parser.error(str(error))
     per_session = len(members) * (len(members) - 1 if args.recuse else len(members))
     n_sessions = args.sessions if args.sessions is not None else max(1, args.records // per_session)
     written = write_record_store(

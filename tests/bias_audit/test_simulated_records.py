@@ -9,13 +9,14 @@ import numpy as np
 import pytest
 
 from llm_council.bias_audit.record_schema import ReviewRecord
-from llm_council.simulation.profile import SimulatedProfile
-from llm_council.simulation.record_generator import (
+from llm_council.bias_audit.simulated_records import (
     load_simulated_profiles,
     main,
     simulate_record_columns,
     write_record_store,
 )
+from llm_council.errors import ConfigError
+from llm_council.simulation.profile import SimulatedProfile
 
 
 def test_every_line_is_a_valid_review_record(tmp_path: Path) -> None:
@@ -81,5 +82,5 @@ def test_command_line_writes_the_requested_size(
 
 
 def test_unknown_profile_is_named() -> None:
-    with pytest.raises(ValueError, match="unknown simulated profile 'pirate'"):
+    with pytest.raises(ConfigError, match="unknown simulated member 'pirate'"):
         load_simulated_profiles(["balanced", "pirate"])
