@@ -96,9 +96,12 @@ def bradley_terry_session_bootstrap(
     alpha = 1 - confidence
     # A replicate where a model never wins has strength -inf (no finite MLE); keep it, and
     # take order statistics without interpolation so an infinite bound stays infinite.
-    with np.errstate(invalid="ignore"):
-        finite = np.where(np.isfinite(replicates), replicates, np.nan)
-        spread = np.nanstd(finite, axis=0, ddof=1) if n_resamples > 1 else np.full(k, np.nan)
+    finite = np.where(np.isfinite(replicates), replicates, np.nan)
+    # a column with fewer than 2 finite replicates has no spread: nan, without numpy's warning
+    enough = np.sum(~np.isnan(finite), axis=0) > 1
+    spread = np.full(k, np.nan)
+    if n_resamples > 1 and enough.any():
+        spread[enough] = np.nanstd(finite[:, enough], axis=0, ddof=1)
     return StrengthEstimates(
         strength=estimate,
         ci_low=np.quantile(replicates, alpha / 2, axis=0, method="inverted_cdf"),
