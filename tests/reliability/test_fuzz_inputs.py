@@ -39,15 +39,6 @@ from llm_council.ranking_parser import parse_review
 DEFAULT_EXAMPLES = 200
 LONG_EXAMPLES = 10_000
 
-# Inputs that trigger bugs reported to the owners (see the xfail regression tests at the
-# end of this file). They are kept out of the fuzz strategies until fixed, so the fuzz
-# keeps guarding everything else; when a regression test starts passing (strict xfail
-# fails), drop the marker and the exclusion here.
-KNOWN_RECURSION_DEPTH_BUG = True  # json.loads RecursionError escapes both readers
-KNOWN_PAIRS_SPLITLINES_BUG = False  # read_pairs splits lines on U+0085, U+2028, U+2029, ...
-KNOWN_DUPLICATE_ID_NEWLINE_BUG = False  # a duplicate id holding a newline: 2-line message
-UNICODE_LINE_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
-NO_UNICODE_LINE_BREAKS = str.maketrans(dict.fromkeys(UNICODE_LINE_BREAKS, " "))
 
 
 GUESSED_NONCES = ("000000000000", "deadbeefcafe", "abcdef12")
@@ -117,9 +108,7 @@ json_values = st.recursive(
     max_leaves=20,
 )
 
-deep_nesting = st.integers(
-    min_value=1, max_value=800 if KNOWN_RECURSION_DEPTH_BUG else 5000
-).flatmap(lambda depth: st.sampled_from(["[" * depth, '{"a":' * depth, "[" * depth + "]" * depth]))
+deep_nesting = st.integers(min_value=1, max_value=5000).flatmap(lambda depth: st.sampled_from(["[" * depth, '{"a":' * depth, "[" * depth + "]" * depth]))
 
 
 def _dump(value: Any) -> str:
@@ -272,15 +261,11 @@ pair_files = st.tuples(
 def check_pairs_reader(file_spec: tuple[list[str], str, bool]) -> None:
     lines, separator, trailing = file_spec
     content = separator.join(lines) + (separator if trailing else "")
-    if KNOWN_PAIRS_SPLITLINES_BUG:
-        content = content.translate(NO_UNICODE_LINE_BREAKS)
     directory, path = _write(content)
     with directory:
         try:
             pairs = read_pairs(path)
         except InputError as error:
-            if KNOWN_DUPLICATE_ID_NEWLINE_BUG:
-                assume(not str(error).split(": ", 1)[-1].startswith("duplicate id"))
             _assert_one_line_error(error, path, max(content.count("\n") + 1, 1))
         else:
             assert pairs and all(isinstance(pair, Pair) for pair in pairs)
@@ -315,10 +300,6 @@ valid_pairs = st.lists(
 def test_valid_pairs_read_back_exactly(records: list[dict[str, str]]) -> None:
     for index, record in enumerate(records):
         record["id"] = f"p{index}"
-        if KNOWN_PAIRS_SPLITLINES_BUG:
-            for name in ("prompt", "response_a", "response_b", "pair_type"):
-                if name in record:
-                    record[name] = record[name].translate(NO_UNICODE_LINE_BREAKS)
     content = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     directory, path = _write(content)
     with directory:
@@ -424,17 +405,9 @@ def test_appended_records_survive_any_torn_tail(records: list[ReviewRecord], tai
         assert read_back[: len(records)] == records
 
 
-# ---- regression tests for bugs found by the fuzz (owners: see the report) --------------
+# ---- regression tests for bugs the fuzz found (now fixed) -------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=RecursionError,
-    reason=(
-        "bias_audit/store.py RecordReader.__iter__ catches only ValueError/ValidationError; "
-        "json.loads raises RecursionError on a deeply nested line"
-    ),
-)
 def test_record_reader_survives_deep_nesting(tmp_path: Path) -> None:
     path = tmp_path / "records.jsonl"
     path.write_text("[" * 100_000 + "\n")

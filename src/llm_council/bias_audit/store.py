@@ -1,8 +1,9 @@
 """The JSONL record store: safe concurrent appends and a reader that survives torn lines.
 
 Writing: all lines of one session are appended inside one :class:`filelock.FileLock`
-section, each line by a single ``os.write`` on a descriptor opened with ``O_APPEND``, so
-lines from concurrent processes never interleave. If the file ends in a torn line (a
+section by a single ``os.write`` on a descriptor opened with ``O_APPEND``, so lines from
+concurrent processes never interleave and a killed writer leaves a whole session or none
+of it (only a power loss can tear the write). If the file ends in a torn line (a
 writer died mid-write), the next append first ends it with a newline, so the torn
 fragment stays one malformed line and never swallows a good record.
 
@@ -70,7 +71,7 @@ def _ends_without_newline(descriptor: int) -> bool:
 
 
 def _write_fully(descriptor: int, payload: bytes) -> None:
-    """One ``os.write`` per line; loop only if the kernel accepted part of it."""
+    """One ``os.write`` for the payload; loop only if the kernel accepted part of it."""
     view = memoryview(payload)
     while view:
         written = os.write(descriptor, view)
@@ -90,8 +91,8 @@ def append_records(path: Path, records: Sequence[ReviewRecord]) -> int:
             try:
                 if _ends_without_newline(descriptor):
                     lines[0] = b"\n" + lines[0]
-                for line in lines:
-                    _write_fully(descriptor, line)
+                # the whole session in one write: a killed writer leaves all of it or none
+                _write_fully(descriptor, b"".join(lines))
             finally:
                 os.close(descriptor)
     except Timeout as error:
@@ -117,6 +118,8 @@ def _describe(error: Exception) -> str:
         return f"field '{field}': {first['msg']}"
     if isinstance(error, UnicodeDecodeError):
         return "not UTF-8"
+    if isinstance(error, RecursionError):
+        return "JSON nested too deeply"
     return str(error).splitlines()[0] if str(error) else type(error).__name__
 
 
@@ -152,7 +155,8 @@ class RecordReader:
                     continue
                 try:
                     record = _parse_line(raw_line)
-                except (ValueError, ValidationError) as error:  # JSONDecodeError is a ValueError
+                # JSONDecodeError is a ValueError; a deeply nested line raises RecursionError
+                except (ValueError, ValidationError, RecursionError) as error:
                     reason = _describe(error)
                     if not is_complete:
                         self.torn_tail = True
