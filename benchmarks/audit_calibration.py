@@ -104,7 +104,9 @@ async def run_scenario(
     errors = 0
     for index in range(n_sessions):
         result = await run_full_council(
-            f"calibration question {index}", config=config, seed=seed * 1_000_003 + index,
+            f"calibration question {index}",
+            config=config,
+            seed=seed * 1_000_003 + index,
             middleware=[middleware],
         )
         audit = result.metadata.get("bias_audit")
@@ -163,11 +165,17 @@ def null_table(rates: Mapping[str, float], n_sessions: int) -> str:
     return "\n".join(lines)
 
 
-def detection_table(
-    results: list[tuple[Scenario, dict[str, float]]], n_sessions: int
-) -> str:
-    columns = ("length", "position", "position p<α", "harsh", "harsh = m0", "generous",
-               "self-pref", "risk > low")
+def detection_table(results: list[tuple[Scenario, dict[str, float]]], n_sessions: int) -> str:
+    columns = (
+        "length",
+        "position",
+        "position p<α",
+        "harsh",
+        "harsh = m0",
+        "generous",
+        "self-pref",
+        "risk > low",
+    )
     lines = [
         f"Detection rates with injected biases, {n_sessions} sessions per scenario "
         "(5 x unbiased members plus the bias named)",
@@ -204,7 +212,9 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
-        "--significance", type=float, default=None,
+        "--significance",
+        type=float,
+        default=None,
         help="override LLM_COUNCIL_SIGNIFICANCE_LEVEL (the flags' alpha) for this run",
     )
     args = parser.parse_args()

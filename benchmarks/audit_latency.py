@@ -54,9 +54,7 @@ def council(members: int) -> CouncilConfig:
     )
 
 
-async def side_by_side(
-    config: CouncilConfig, sessions: int
-) -> dict[str, dict[str, list[float]]]:
+async def side_by_side(config: CouncilConfig, sessions: int) -> dict[str, dict[str, list[float]]]:
     """Wall and CPU seconds of each session, plain and audited, same seeds, interleaved.
 
     CPU time (``time.process_time``) is reported beside wall time because on a shared
@@ -69,8 +67,9 @@ async def side_by_side(
     for seed in range(sessions):
         for kind, middleware in (("plain", []), ("audited", [audit])):
             wall_start, cpu_start = time.perf_counter(), time.process_time()
-            await run_full_council("How do I reduce tail latency?", config=config, seed=seed,
-                                   middleware=middleware)
+            await run_full_council(
+                "How do I reduce tail latency?", config=config, seed=seed, middleware=middleware
+            )
             times[kind]["cpu"].append(time.process_time() - cpu_start)
             times[kind]["wall"].append(time.perf_counter() - wall_start)
     return times
@@ -80,8 +79,9 @@ async def hook_alone(
     config: CouncilConfig, repeats: int
 ) -> tuple[list[float], list[float], list[float]]:
     capture = EventCapture()
-    await run_full_council("How do I reduce tail latency?", config=config, seed=1,
-                           middleware=[capture])
+    await run_full_council(
+        "How do I reduce tail latency?", config=config, seed=1, middleware=[capture]
+    )
     event = capture.event
     assert event is not None
     audit = BiasAuditMiddleware()

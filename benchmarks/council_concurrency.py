@@ -51,9 +51,7 @@ def main() -> None:
     configure_logging(level="WARNING")
     walls = asyncio.run(measure(args.sessions, args.members))
     median = statistics.median(walls)
-    print(
-        f"members={args.members} sessions={args.sessions} latency={LATENCY_S * 1000:.0f} ms"
-    )
+    print(f"members={args.members} sessions={args.sessions} latency={LATENCY_S * 1000:.0f} ms")
     print(f"wall time: median {median:.3f} s, min {min(walls):.3f} s, max {max(walls):.3f} s")
     print(f"ratio wall / ideal (median): {median / IDEAL_S:.3f}  (target <= 1.10)")
 

@@ -10,16 +10,36 @@ from llm_council.errors import InputError
 
 #: the seed design's keys, exactly as the issue shows them (users' scripts read these)
 ISSUE_KEYS = {
-    "length_score_correlation", "length_score_p_value", "length_bias_detected",
-    "position_score_variance", "position_bias_detected", "reviewer_mean_scores",
-    "reviewer_score_variance", "harsh_reviewers", "generous_reviewers", "overall_bias_risk",
+    "length_score_correlation",
+    "length_score_p_value",
+    "length_bias_detected",
+    "position_score_variance",
+    "position_bias_detected",
+    "reviewer_mean_scores",
+    "reviewer_score_variance",
+    "harsh_reviewers",
+    "generous_reviewers",
+    "overall_bias_risk",
 }
 ADDED_KEYS = {
-    "flags_raised", "length_score_pairs", "position_score_p_value", "position_slot_means",
-    "reviewer_offsets", "reviewer_offset_p_values", "self_preference",
-    "self_preference_adjusted", "self_preference_p_values", "self_preferring_reviewers",
-    "self_preference_detected", "pooled_self_preference", "pooled_self_preference_p_value",
-    "sample_sizes", "thresholds", "significance_level", "indicator_only", "methods",
+    "flags_raised",
+    "length_score_pairs",
+    "position_score_p_value",
+    "position_slot_means",
+    "reviewer_offsets",
+    "reviewer_offset_p_values",
+    "self_preference",
+    "self_preference_adjusted",
+    "self_preference_p_values",
+    "self_preferring_reviewers",
+    "self_preference_detected",
+    "pooled_self_preference",
+    "pooled_self_preference_p_value",
+    "sample_sizes",
+    "thresholds",
+    "significance_level",
+    "indicator_only",
+    "methods",
 }
 
 TEXTS = {"a": "short answer " * 10, "b": "a longer answer " * 40, "c": "medium " * 60}
@@ -60,9 +80,9 @@ def test_list_form_of_stage1_gives_the_same_audit() -> None:
     assert run_bias_audit(as_list, SCORES) == run_bias_audit(TEXTS, SCORES)
 
 
-def _council(seed: int, n_members: int, **biases: float) -> tuple[
-    dict[str, str], dict[str, dict[str, float]], dict[str, dict[str, int]]
-]:
+def _council(
+    seed: int, n_members: int, **biases: float
+) -> tuple[dict[str, str], dict[str, dict[str, float]], dict[str, dict[str, int]]]:
     """A synthetic council: latent quality, known biases, per-reviewer shuffles."""
     rng = np.random.default_rng(seed)
     names = [f"m{i}" for i in range(n_members)]
@@ -73,7 +93,9 @@ def _council(seed: int, n_members: int, **biases: float) -> tuple[
     positions: dict[str, dict[str, int]] = {}
     for r, reviewer in enumerate(names):
         order = rng.permutation(n_members)
-        positions[reviewer] = {names[c]: int(np.flatnonzero(order == c)[0]) for c in range(n_members)}
+        positions[reviewer] = {
+            names[c]: int(np.flatnonzero(order == c)[0]) for c in range(n_members)
+        }
         scores[reviewer] = {}
         for c, candidate in enumerate(names):
             score = quality[c] + rng.normal(0, biases.get("noise", 0.3))
@@ -120,8 +142,10 @@ def test_unbiased_council_is_low_risk_and_five_members_are_indicator_only() -> N
 def test_position_mapping_accepts_label_to_model_forms() -> None:
     texts, scores, positions = _council(6, 5, slot_a=1.0)
     labels = {
-        reviewer: {f"Response {'ABCDE'[index]}": {"model": model, "display_index": index}
-                   for model, index in mapping.items()}
+        reviewer: {
+            f"Response {'ABCDE'[index]}": {"model": model, "display_index": index}
+            for model, index in mapping.items()
+        }
         for reviewer, mapping in positions.items()
     }
     legacy = {
@@ -177,7 +201,11 @@ def test_degenerate_input_gives_no_claims() -> None:
         ([{"model": "a"}], {}, r"stage1_responses\[0\]"),
         ({"a": 3}, {}, r"stage1_responses\['a'\] must be text"),
         ({"a": "x"}, {"a": 5}, r"stage2_scores\['a'\] must be a mapping"),
-        ({"a": "x"}, {"b": {"a": "high"}}, r"stage2_scores\['b'\]\['a'\] must be a number, got 'high'"),
+        (
+            {"a": "x"},
+            {"b": {"a": "high"}},
+            r"stage2_scores\['b'\]\['a'\] must be a number, got 'high'",
+        ),
     ],
 )
 def test_bad_input_is_a_one_line_input_error(stage1: object, scores: object, message: str) -> None:

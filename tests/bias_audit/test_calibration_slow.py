@@ -1,6 +1,6 @@
 """A smaller run of benchmarks/audit_calibration.py that asserts the FPR bounds (slow).
 
-    .venv/bin/pytest tests/bias_audit -m slow
+.venv/bin/pytest tests/bias_audit -m slow
 """
 
 from __future__ import annotations

@@ -21,19 +21,30 @@ from llm_council.prompts import extract_candidate_blocks
 from llm_council.results import CandidateScore, LabelAssignment, MemberAnswer, Review, Synthesis
 
 ISSUE_KEYS = {
-    "length_score_correlation", "length_score_p_value", "length_bias_detected",
-    "position_score_variance", "position_bias_detected", "reviewer_mean_scores",
-    "reviewer_score_variance", "harsh_reviewers", "generous_reviewers", "overall_bias_risk",
+    "length_score_correlation",
+    "length_score_p_value",
+    "length_bias_detected",
+    "position_score_variance",
+    "position_bias_detected",
+    "reviewer_mean_scores",
+    "reviewer_score_variance",
+    "harsh_reviewers",
+    "generous_reviewers",
+    "overall_bias_risk",
 }
 QUERY = "How do I reduce tail latency?"
 # printf '%s' "How do I reduce tail latency?" | openssl dgst -sha256 -hmac "s3cret-salt"
 QUERY_DIGEST = "aa0e129f8b41bd7839751345c1ac8cedc314c7325c570015ed349e4537615d5a"
 
 
-def simulated_council(self_review: str = "exclude_at_aggregation", **per_member: dict[str, Any]) -> CouncilConfig:
+def simulated_council(
+    self_review: str = "exclude_at_aggregation", **per_member: dict[str, Any]
+) -> CouncilConfig:
     return CouncilConfig(
         members=tuple(
-            CouncilMember(name=f"m{i}", spec="simulated:unbiased", options=per_member.get(f"m{i}", {}))
+            CouncilMember(
+                name=f"m{i}", spec="simulated:unbiased", options=per_member.get(f"m{i}", {})
+            )
             for i in range(5)
         ),
         chairman=CouncilMember(name="chair", spec="simulated:unbiased"),
@@ -53,10 +64,21 @@ def audit_on(monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("true", True), ("TRUE", True), ("1", True), ("yes", True), (" Yes ", True),
-     ("false", False), ("0", False), ("", False), ("on", False)],
+    [
+        ("true", True),
+        ("TRUE", True),
+        ("1", True),
+        ("yes", True),
+        (" Yes ", True),
+        ("false", False),
+        ("0", False),
+        ("", False),
+        ("on", False),
+    ],
 )
-def test_enabled_only_by_the_switch(monkeypatch: pytest.MonkeyPatch, value: str, expected: bool) -> None:
+def test_enabled_only_by_the_switch(
+    monkeypatch: pytest.MonkeyPatch, value: str, expected: bool
+) -> None:
     monkeypatch.setenv("LLM_COUNCIL_BIAS_AUDIT", value)
     assert BiasAuditMiddleware().enabled() is expected
     assert BiasAuditMiddleware.name == "bias_audit"
@@ -100,7 +122,9 @@ def test_recused_council_has_no_self_reviews(audit_on: Path) -> None:
 
 def test_detects_a_harsh_simulated_member(audit_on: Path) -> None:
     quiet = {"noise_sd": 0.3}
-    config = simulated_council(m0={"leniency": -3.0, **quiet}, m1=quiet, m2=quiet, m3=quiet, m4=quiet)
+    config = simulated_council(
+        m0={"leniency": -3.0, **quiet}, m1=quiet, m2=quiet, m3=quiet, m4=quiet
+    )
     audit = run(config, seed=8).metadata["bias_audit"]
     assert audit["harsh_reviewers"] == ["m0"] and audit["generous_reviewers"] == []
     assert audit["overall_bias_risk"] in {"medium", "high"}
@@ -126,7 +150,9 @@ def test_hashing_without_secret_refuses_and_writes_nothing(
     assert not audit_on.exists()
 
 
-def test_bad_threshold_env_is_reported_by_name(audit_on: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_threshold_env_is_reported_by_name(
+    audit_on: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("LLM_COUNCIL_POSITION_VARIANCE_THRESHOLD", "lots")
     result = run(simulated_council(), seed=5)
     (error,) = result.metadata["middleware_errors"]
@@ -134,7 +160,9 @@ def test_bad_threshold_env_is_reported_by_name(audit_on: Path, monkeypatch: pyte
     assert not audit_on.exists()
 
 
-def test_unwritable_store_keeps_the_statistics(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unwritable_store_keeps_the_statistics(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("LLM_COUNCIL_BIAS_AUDIT", "true")
     (tmp_path / "file").write_text("")
     monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", str(tmp_path / "file" / "records.jsonl"))
@@ -191,22 +219,34 @@ def _session(query: str, texts: dict[str, str]) -> SessionCompleted:
                     for i, m in enumerate(order)
                 },
                 candidates=tuple(
-                    CandidateScore(candidate=m, label=f"Response {'ABC'[i]}", display_index=i,
-                                   score=float(5 + i), rank=i + 1, is_self_review=m == reviewer)
+                    CandidateScore(
+                        candidate=m,
+                        label=f"Response {'ABC'[i]}",
+                        display_index=i,
+                        score=float(5 + i),
+                        rank=i + 1,
+                        is_self_review=m == reviewer,
+                    )
                     for i, m in enumerate(order)
                 ),
                 parse_status="json",
             )
         )
     return SessionCompleted(
-        session_id="s-prop", query=query, council_config_hash="sha256:0",
+        session_id="s-prop",
+        query=query,
+        council_config_hash="sha256:0",
         answers=tuple(MemberAnswer(member=n, spec=f"fake:{n}", text=t) for n, t in texts.items()),
-        reviews=tuple(reviews), standings=(), synthesis=Synthesis(chairman="c", text="x"),
+        reviews=tuple(reviews),
+        standings=(),
+        synthesis=Synthesis(chairman="c", text="x"),
         started_at="2026-11-22T00:00:00+00:00",
     )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     query=st.text(max_size=200),
     bodies=st.lists(st.text(max_size=300), min_size=3, max_size=3),

@@ -21,7 +21,9 @@ from llm_council.bias_audit.store import (
 from llm_council.errors import InputError, RecordError
 
 
-def make_record(session: str, reviewer: str = "r1", candidate: str = "c1", **fields: object) -> ReviewRecord:
+def make_record(
+    session: str, reviewer: str = "r1", candidate: str = "c1", **fields: object
+) -> ReviewRecord:
     values: dict[str, object] = {
         "session_id": session,
         "timestamp": "2026-11-22T03:00:00.000+00:00",
@@ -90,9 +92,12 @@ def test_append_after_a_torn_line_keeps_the_new_records(tmp_path: Path) -> None:
 
 def test_malformed_middle_line_reported_with_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "records.jsonl"
-    lines = [make_record("s1").model_dump_json(), "not json at all",
-             json.dumps({**make_record("s1").model_dump(mode="json"), "score_value": "high"}),
-             make_record("s2").model_dump_json()]
+    lines = [
+        make_record("s1").model_dump_json(),
+        "not json at all",
+        json.dumps({**make_record("s1").model_dump(mode="json"), "score_value": "high"}),
+        make_record("s2").model_dump_json(),
+    ]
     path.write_text("\n".join(lines) + "\n")
     reader = RecordReader(path)
     with pytest.warns(MalformedRecordWarning) as caught:
@@ -125,8 +130,13 @@ def test_unwritable_store_raises_record_error(tmp_path: Path) -> None:
 def _append_sessions(path: str, writer: int, sessions: int) -> None:
     for session in range(sessions):
         records = [
-            make_record(f"w{writer}-s{session}", reviewer=f"r{r}", candidate=f"c{c}",
-                        position=c, response_length_chars=10_000 + writer)
+            make_record(
+                f"w{writer}-s{session}",
+                reviewer=f"r{r}",
+                candidate=f"c{c}",
+                position=c,
+                response_length_chars=10_000 + writer,
+            )
             for r in range(5)
             for c in range(5)
         ]

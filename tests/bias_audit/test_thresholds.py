@@ -19,8 +19,11 @@ def test_defaults_are_the_packaged_toml() -> None:
     assert thresholds.length_correlation_threshold == expected["length_correlation_threshold"]
     assert thresholds.position_variance_threshold == expected["position_variance_threshold"]
     assert thresholds.significance_level == expected["significance_level"]
-    assert (thresholds.length_correlation_threshold, thresholds.position_variance_threshold,
-            thresholds.significance_level) == (0.3, 0.5, 0.05)
+    assert (
+        thresholds.length_correlation_threshold,
+        thresholds.position_variance_threshold,
+        thresholds.significance_level,
+    ) == (0.3, 0.5, 0.05)
 
 
 def test_environment_overrides(monkeypatch: pytest.MonkeyPatch) -> None:

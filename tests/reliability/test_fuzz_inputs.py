@@ -40,7 +40,6 @@ DEFAULT_EXAMPLES = 200
 LONG_EXAMPLES = 10_000
 
 
-
 GUESSED_NONCES = ("000000000000", "deadbeefcafe", "abcdef12")
 
 FRAGMENTS = st.sampled_from(
@@ -108,7 +107,9 @@ json_values = st.recursive(
     max_leaves=20,
 )
 
-deep_nesting = st.integers(min_value=1, max_value=5000).flatmap(lambda depth: st.sampled_from(["[" * depth, '{"a":' * depth, "[" * depth + "]" * depth]))
+deep_nesting = st.integers(min_value=1, max_value=5000).flatmap(
+    lambda depth: st.sampled_from(["[" * depth, '{"a":' * depth, "[" * depth + "]" * depth])
+)
 
 
 def _dump(value: Any) -> str:

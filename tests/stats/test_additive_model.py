@@ -24,9 +24,7 @@ def test_complete_table_matches_row_and_column_means() -> None:
     candidate_effects = fit.coefficients[4:]
     np.testing.assert_allclose(candidate_effects, column_means[1:] - column_means[0], atol=1e-10)
     expected_residuals = table - row_means[:, None] - column_means[None, :] + grand
-    np.testing.assert_allclose(
-        fit.residuals, expected_residuals[fit.rows, fit.columns], atol=1e-10
-    )
+    np.testing.assert_allclose(fit.residuals, expected_residuals[fit.rows, fit.columns], atol=1e-10)
     assert fit.residual_variance == pytest.approx((expected_residuals**2).sum() / 15)
 
 

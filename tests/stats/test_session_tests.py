@@ -183,7 +183,7 @@ def test_joint_slot_effects_match_a_full_least_squares_fit() -> None:
     dummies = (slots[:, None] == slot_values[None, 1:]).astype(float)
     full = np.hstack([fit.design, dummies])
     coefficients, *_ = np.linalg.lstsq(full, fit.observed, rcond=None)
-    gamma = np.concatenate([[0.0], coefficients[fit.design.shape[1]:]])
+    gamma = np.concatenate([[0.0], coefficients[fit.design.shape[1] :]])
     counts = np.array([np.sum(slots == v) for v in slot_values])
     gamma -= counts @ gamma / counts.sum()
     for k, slot in enumerate(slot_values):

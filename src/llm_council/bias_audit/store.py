@@ -169,8 +169,9 @@ class RecordReader:
                         )
                         continue
                     if self.strict:
-                        raise InputError(f"malformed record: {reason}", path=str(self.path),
-                                         line=line_number) from error
+                        raise InputError(
+                            f"malformed record: {reason}", path=str(self.path), line=line_number
+                        ) from error
                     self.skipped.append((line_number, reason))
                     warnings.warn(
                         f"{self.path}:{line_number}: skipped a malformed record: {reason}",

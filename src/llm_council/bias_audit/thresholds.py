@@ -83,9 +83,8 @@ def _parse_env_value(field: str, variable: str, raw: str) -> float:
     except ValueError:
         raise ConfigError(f"{variable}={raw!r} is not a number") from None
     low, high, open_bounds = _RANGES[field]
-    outside = (
-        not math.isfinite(value)
-        or (value <= low or value >= high if open_bounds else value < low or value > high)
+    outside = not math.isfinite(value) or (
+        value <= low or value >= high if open_bounds else value < low or value > high
     )
     if outside:
         bracket = f"({low:g}, {high:g})" if open_bounds else f"[{low:g}, {high:g}]"

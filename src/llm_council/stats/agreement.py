@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
-from statistics import NormalDist
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 from numpy.typing import NDArray

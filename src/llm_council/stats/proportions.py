@@ -6,7 +6,6 @@ import math
 from statistics import NormalDist
 
 
-
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
     """Wilson score interval for a binomial proportion ``successes / n``.
 

@@ -38,8 +38,14 @@ class ContrastTest:
     p_value_adjusted: float | None
 
 
-def _t_test(estimate: float, variance_unscaled: float, fit: AdditiveFit, *, one_sided: bool,
-            n_comparisons: int) -> ContrastTest:
+def _t_test(
+    estimate: float,
+    variance_unscaled: float,
+    fit: AdditiveFit,
+    *,
+    one_sided: bool,
+    n_comparisons: int,
+) -> ContrastTest:
     """t test of one linear function of the data with variance ``s^2 * variance_unscaled``."""
     if fit.residual_variance <= 0.0 or variance_unscaled <= 0.0:
         return ContrastTest(estimate, None, None, None, None)
@@ -78,8 +84,9 @@ def reviewer_offset_tests(fit: AdditiveFit) -> list[ContrastTest]:
         estimate = float(contrast @ fit.coefficients)
         variance_unscaled = float(contrast @ fit.covariance_unscaled @ contrast)
         tests.append(
-            _t_test(estimate, variance_unscaled, fit, one_sided=False,
-                    n_comparisons=fit.n_reviewers)
+            _t_test(
+                estimate, variance_unscaled, fit, one_sided=False, n_comparisons=fit.n_reviewers
+            )
         )
     return tests
 
@@ -105,8 +112,7 @@ def self_preference_tests(
         estimate = float(score - cell @ fit.coefficients)
         variance_unscaled = 1.0 + float(cell @ fit.covariance_unscaled @ cell)
         tests.append(
-            _t_test(estimate, variance_unscaled, fit, one_sided=True,
-                    n_comparisons=len(self_cells))
+            _t_test(estimate, variance_unscaled, fit, one_sided=True, n_comparisons=len(self_cells))
         )
     return tests
 
@@ -144,8 +150,9 @@ class PositionTest:
     slot_counts: dict[int, int]
 
 
-def _between_position_variance(slot_sums: np.ndarray, slot_counts: np.ndarray,
-                               total: float, n_cells: int) -> np.ndarray:
+def _between_position_variance(
+    slot_sums: np.ndarray, slot_counts: np.ndarray, total: float, n_cells: int
+) -> np.ndarray:
     """:math:`\\frac1N \\sum_k n_k (\\bar e_k - \\bar e)^2` from slot sums (vectorized)."""
     return (np.sum(slot_sums**2 / slot_counts, axis=-1) - total**2 / n_cells) / n_cells
 

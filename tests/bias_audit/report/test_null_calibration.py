@@ -20,8 +20,8 @@ from llm_council.bias_audit.report.loading import load_store
 from llm_council.bias_audit.report.position import position_bias
 from llm_council.bias_audit.report.reviewers import reviewer_profiles
 from llm_council.bias_audit.report.tables import create_analysis_tables
-from llm_council.simulation.profile import SimulatedProfile
 from llm_council.bias_audit.simulated_records import load_simulated_profiles, write_record_store
+from llm_council.simulation.profile import SimulatedProfile
 
 #: runs per store size; NULL_CALIBRATION_RUNS=2000 tightens the Monte Carlo error
 N_RUNS = int(os.environ.get("NULL_CALIBRATION_RUNS", "500"))
