@@ -77,6 +77,11 @@ def _isolated_environment(
         "LLM_COUNCIL_BIAS_AUDIT",
         "LLM_COUNCIL_HASH_SECRET",
         "LLM_COUNCIL_QUERY_HASH",
+        "LLM_COUNCIL_LENGTH_CORRELATION_THRESHOLD",
+        "LLM_COUNCIL_POSITION_VARIANCE_THRESHOLD",
+        "LLM_COUNCIL_SIGNIFICANCE_LEVEL",
+        "LLM_COUNCIL_BIAS_CHECK_PROBABILITY",
+        "LLM_COUNCIL_SIMULATED_MEMBERS",
         "OPENAI_BASE_URL",
     ):
         monkeypatch.delenv(name, raising=False)

@@ -19,8 +19,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -28,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from llm_council.atomic_files import atomic_writer
 from llm_council.bias_audit.record_schema import SCHEMA_VERSION
 from llm_council.errors import CouncilError
 from llm_council.simulation.profile import REFERENCE_ANSWER_WORDS, SimulatedProfile
@@ -253,27 +252,18 @@ def write_record_store(
     session_spacing: timedelta = timedelta(minutes=5),
 ) -> int:
     """Write a simulated store to ``path`` atomically (temp file + rename); return its size."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
     per_session = len(members) if self_review else len(members) - 1
-    fd, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            for text in iter_record_chunks(
-                members,
-                n_sessions,
-                seed=seed,
-                self_review=self_review,
-                missing_score_rate=missing_score_rate,
-                end_time=end_time,
-                session_spacing=session_spacing,
-            ):
-                handle.write(text)
-        os.chmod(temp_name, 0o644)  # mkstemp creates 0600; a store is an ordinary file
-        os.replace(temp_name, target)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
+    with atomic_writer(path) as handle:
+        for text in iter_record_chunks(
+            members,
+            n_sessions,
+            seed=seed,
+            self_review=self_review,
+            missing_score_rate=missing_score_rate,
+            end_time=end_time,
+            session_spacing=session_spacing,
+        ):
+            handle.write(text)
     return n_sessions * len(members) * per_session
 
 

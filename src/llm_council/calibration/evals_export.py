@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from llm_council.atomic_files import write_text_atomically
 from llm_council.calibration.judge_prompt import (
     FIRST_LABEL,
     JUDGE_SYSTEM,
@@ -46,20 +45,6 @@ Answer Y if it does and N if it does not."""
 
 
 _DESCRIPTION = "LLM judge verdicts on pairs vs human labels (exported by llm-council)"
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
 
 
 def _yaml_string(value: str) -> str:
@@ -145,7 +130,7 @@ def export_openai_evals(
         "    eval_type: cot_classify\n"
         f"    modelgraded_spec: {_yaml_string(eval_name)}\n"
     )
-    _write_atomically(samples_path, samples)
-    _write_atomically(graded_path, graded)
-    _write_atomically(eval_path, registry)
+    write_text_atomically(samples_path, samples)
+    write_text_atomically(graded_path, graded)
+    write_text_atomically(eval_path, registry)
     return [samples_path, graded_path, eval_path]

@@ -1,16 +1,14 @@
 """One ``calibrate`` or ``probe`` run: live (call the judge) or replay (recorded verdicts).
 
 Keeps the CLI thin: the command parses options, this module does the work and returns
-the JSON-ready report; :func:`write_json_atomically` leaves nothing half-written.
+the JSON-ready report, which the CLI writes with
+:func:`llm_council.atomic_files.write_json_atomically` (nothing half-written).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
-import os
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,22 +155,6 @@ async def live_report(
 
 def run_live(pairs: Sequence[Pair], settings: LiveSettings, **kwargs: Any) -> dict[str, Any]:
     return asyncio.run(live_report(pairs, settings, **kwargs))
-
-
-def write_json_atomically(path: Path, document: Any) -> None:
-    """Write to a temporary file in the same directory, fsync, then rename over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(document, stream, indent=2, allow_nan=False)
-            stream.write("\n")
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
 
 
 def untrusted_judges(reports: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
@@ -13,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from llm_council.atomic_files import write_text_atomically
 from llm_council.errors import ConfigError, RecordError
 
 _STEPS = 6  # the on_step calls build_report makes
@@ -58,20 +58,6 @@ def _step_progress() -> Iterator[Callable[[str], None] | None]:
         yield on_step
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """Write the whole report or nothing: a temp file beside the target, then rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(temp_name, 0o644)
-        os.replace(temp_name, path)
-    except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
-        raise
-
-
 def bias_report(
     output_format: Annotated[
         ReportFormat, typer.Option("--format", "-f", help="text, json, csv or html.")
@@ -111,7 +97,7 @@ def bias_report(
         sys.stdout.write(text)
         return
     try:
-        _write_atomically(out, text)
+        write_text_atomically(out, text)
     except OSError as error:
         raise RecordError(f"cannot write the report to {str(out)!r}: {error.strerror}") from None
     print(f"wrote {output_format.value} report to {out}", file=sys.stderr)

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from llm_council.atomic_files import write_json_atomically
 from llm_council.calibration.bias_check import bias_check_probability
 from llm_council.calibration.pairs import read_pairs
 from llm_council.calibration.probes import PROBE_NAMES, parse_probe_names
@@ -24,7 +25,6 @@ from llm_council.calibration.session import (
     replay_reports,
     run_live,
     untrusted_judges,
-    write_json_atomically,
 )
 from llm_council.calibration.summary import render_summary
 from llm_council.errors import ConfigError
