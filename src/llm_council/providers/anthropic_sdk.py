@@ -115,16 +115,11 @@ class AnthropicProvider(Provider):
         return Completion(
             text=text,
             model=model if isinstance(model, str) and model else self.model_name,
-            usage=Usage(
-                input_tokens=_int_or_none(getattr(usage, "input_tokens", None)),
-                output_tokens=_int_or_none(getattr(usage, "output_tokens", None)),
+            usage=Usage.from_counts(
+                getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None)
             ),
             finish_reason=stop_reason,
         )
 
     async def aclose(self) -> None:
         await self._client.close()
-
-
-def _int_or_none(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

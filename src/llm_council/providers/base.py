@@ -58,6 +58,15 @@ class Usage(BaseModel):
     input_tokens: int | None = None
     output_tokens: int | None = None
 
+    @classmethod
+    def from_counts(cls, input_tokens: object, output_tokens: object) -> Usage:
+        """Token counts as an SDK reported them; anything but an int (None, a mock) is dropped."""
+
+        def count(value: object) -> int | None:
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+        return cls(input_tokens=count(input_tokens), output_tokens=count(output_tokens))
+
 
 class Completion(BaseModel):
     """A model's answer to one request."""

@@ -152,9 +152,9 @@ class GoogleProvider(Provider):
         return Completion(
             text=text,
             model=model if isinstance(model, str) and model else self.model_name,
-            usage=Usage(
-                input_tokens=_int_or_none(getattr(usage, "prompt_token_count", None)),
-                output_tokens=_int_or_none(getattr(usage, "candidates_token_count", None)),
+            usage=Usage.from_counts(
+                getattr(usage, "prompt_token_count", None),
+                getattr(usage, "candidates_token_count", None),
             ),
             finish_reason=finish_reason,
         )
@@ -179,7 +179,3 @@ def _enum_text(value: object) -> str | None:
     if isinstance(value, enum.Enum):
         return str(value.value)
     return value if isinstance(value, str) else None
-
-
-def _int_or_none(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
