@@ -14,7 +14,7 @@ import structlog
 
 from llm_council.aggregate import aggregate_reviews
 from llm_council.config import CouncilConfig, CouncilMember, load_council_config
-from llm_council.errors import CouncilError
+from llm_council.errors import ConfigError, CouncilError
 from llm_council.log_setup import ensure_default_logging
 from llm_council.middleware import (
     Middleware,
@@ -33,7 +33,10 @@ log = structlog.get_logger("llm_council.council")
 
 
 def _seat(member: CouncilMember) -> Seat:
-    return Seat(member, create_provider(member.spec, member.options))
+    try:
+        return Seat(member, create_provider(member.spec, member.options))
+    except ConfigError as error:
+        raise ConfigError(f"member '{member.name}' ({member.spec}): {error}") from None
 
 
 def _degraded(answers: Sequence[MemberAnswer], reviews: Sequence[Review]) -> list[dict[str, str]]:
