@@ -82,6 +82,7 @@ async def run_full_council(
     started_at = datetime.now(UTC).isoformat(timespec="milliseconds")
     session_start = time.perf_counter()
     dispatcher = MiddlewareDispatcher(discover_middleware() if middleware is None else middleware)
+    dispatcher.check_config()
     seats = [_seat(m) for m in config.members]
     chairman = _seat(config.chairman)
     gate = asyncio.Semaphore(config.max_concurrency)

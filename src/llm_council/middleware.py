@@ -69,6 +69,14 @@ class Middleware:
     def enabled(self) -> bool:
         return True
 
+    def check_config(self) -> None:
+        """Raise :class:`~llm_council.errors.ConfigError` if this middleware cannot run.
+
+        Called before any model call, and not isolated: a configuration mistake stops
+        the session before it costs anything, instead of surfacing after it.
+        """
+        return None
+
     async def on_session_start(self, event: SessionStarted) -> None:
         return None
 
@@ -103,6 +111,11 @@ class MiddlewareDispatcher:
         self.middleware: Sequence[Middleware] = list(middleware)
         self.errors: list[dict[str, str]] = []
         self.timings_ms: dict[str, float] = {}
+
+    def check_config(self) -> None:
+        """Let every middleware refuse a bad configuration before the session starts."""
+        for instance in self.middleware:
+            instance.check_config()
 
     async def _call(self, instance: Middleware, hook: str, event: object) -> Any:
         started = time.perf_counter()

@@ -16,6 +16,7 @@ from llm_council import run_full_council
 from llm_council.bias_audit.middleware import BiasAuditMiddleware
 from llm_council.bias_audit.store import read_records, store_path
 from llm_council.config import CouncilConfig, CouncilMember
+from llm_council.errors import ConfigError
 from llm_council.middleware import SessionCompleted
 from llm_council.prompts import extract_candidate_blocks
 from llm_council.results import CandidateScore, LabelAssignment, MemberAnswer, Review, Synthesis
@@ -139,24 +140,25 @@ def test_query_hash_when_opted_in(audit_on: Path, monkeypatch: pytest.MonkeyPatc
     assert "s3cret-salt" not in audit_on.read_text()
 
 
-def test_hashing_without_secret_refuses_and_writes_nothing(
-    audit_on: Path, monkeypatch: pytest.MonkeyPatch
+def test_hashing_without_secret_refuses_before_any_model_call(
+    audit_on: Path, monkeypatch: pytest.MonkeyPatch, scripted_provider: Any
 ) -> None:
     monkeypatch.setenv("LLM_COUNCIL_QUERY_HASH", "true")
-    result = run(simulated_council(), seed=5)
-    assert "bias_audit" not in result.metadata
-    (error,) = result.metadata["middleware_errors"]
-    assert error["middleware"] == "bias_audit" and "LLM_COUNCIL_HASH_SECRET" in error["error"]
-    assert not audit_on.exists()
+    council = CouncilConfig(
+        members=(CouncilMember(name="a", spec="fake:a"), CouncilMember(name="b", spec="fake:b")),
+        chairman=CouncilMember(name="c", spec="fake:c"),
+    )
+    with pytest.raises(ConfigError, match="LLM_COUNCIL_HASH_SECRET"):
+        run(council, seed=5)
+    assert scripted_provider.calls == [] and not audit_on.exists()
 
 
 def test_bad_threshold_env_is_reported_by_name(
     audit_on: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LLM_COUNCIL_POSITION_VARIANCE_THRESHOLD", "lots")
-    result = run(simulated_council(), seed=5)
-    (error,) = result.metadata["middleware_errors"]
-    assert "ConfigError: LLM_COUNCIL_POSITION_VARIANCE_THRESHOLD='lots'" in error["error"]
+    with pytest.raises(ConfigError, match="^LLM_COUNCIL_POSITION_VARIANCE_THRESHOLD='lots'"):
+        run(simulated_council(), seed=5)
     assert not audit_on.exists()
 
 
@@ -268,3 +270,4 @@ def test_records_never_contain_input_text(
         assert record.response_length_chars == len(texts[record.model_id])
         assert record.response_length_words == len(texts[record.model_id].split())
     store.unlink()
+

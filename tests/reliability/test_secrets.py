@@ -258,12 +258,13 @@ def test_hashing_on_without_a_secret_is_refused_without_writing(
 
     from llm_council import run_full_council
     from llm_council.bias_audit.store import store_path
+    from llm_council.errors import ConfigError
 
     monkeypatch.setenv("LLM_COUNCIL_BIAS_AUDIT", "true")
     monkeypatch.setenv("LLM_COUNCIL_QUERY_HASH", "true")
-    result = asyncio.run(run_full_council(CANARY_QUERY, seed=1))
-    errors = result.metadata["middleware_errors"]
-    assert len(errors) == 1 and "LLM_COUNCIL_HASH_SECRET" in errors[0]["error"]
+    with pytest.raises(ConfigError, match="LLM_COUNCIL_HASH_SECRET") as refused:
+        asyncio.run(run_full_council(CANARY_QUERY, seed=1))
+    assert CANARY_QUERY not in str(refused.value)
     assert not store_path().exists()
 
 

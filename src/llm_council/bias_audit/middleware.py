@@ -3,8 +3,8 @@
 Enabled by ``LLM_COUNCIL_BIAS_AUDIT=true`` (or 1/yes). At the end of a session it
 computes the :class:`BiasAuditResult` (stored at ``metadata["bias_audit"]``) and
 appends one record per (reviewer, candidate) to the JSONL store. Configuration errors
-(bad threshold, hashing on without a secret) raise before anything is written; the
-council's dispatcher lists them in ``metadata["middleware_errors"]``.
+(bad threshold, hashing on without a secret) are raised by :meth:`check_config` before
+the session's first model call, so they stop the run instead of surfacing after it.
 """
 
 from __future__ import annotations
@@ -35,6 +35,11 @@ class BiasAuditMiddleware(Middleware):
 
     def enabled(self) -> bool:
         return os.environ.get(ENABLE_VARIABLE, "").strip().lower() in {"true", "1", "yes"}
+
+    def check_config(self) -> None:
+        """Bad thresholds, or hashing on without a secret, stop the session before it runs."""
+        load_thresholds()
+        query_hash_from_env("")
 
     async def on_session_end(self, event: SessionCompleted) -> dict[str, Any]:
         thresholds = load_thresholds()
