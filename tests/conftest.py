@@ -91,6 +91,15 @@ def _isolated_environment(
 
 
 CHROMIUM = "/usr/bin/chromium"
+# headless as root on a machine with no network beyond the package registries
+CHROMIUM_ARGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
 
 
 @pytest.fixture
@@ -111,3 +120,9 @@ def chromium_path() -> str:
 def make_simulated_config() -> Callable[..., CouncilConfig]:
     """``make_simulated_config(("a", "unbiased", {}), ...)`` builds a simulated council."""
     return simulated_config
+
+
+@pytest.fixture
+def chromium_launch_options(chromium_path: str) -> dict[str, Any]:
+    """Keyword arguments for Playwright's ``chromium.launch`` on Debian's chromium."""
+    return {"executable_path": chromium_path, "args": list(CHROMIUM_ARGS), "headless": True}

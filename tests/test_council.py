@@ -260,11 +260,17 @@ def test_the_core_never_imports_the_audit() -> None:
             )
 
 
-def test_a_member_without_its_api_key_is_named_in_one_config_error(make_simulated_config: Any) -> None:
+def test_a_member_without_its_api_key_is_named_in_one_config_error(
+    make_simulated_config: Any,
+) -> None:
     from llm_council.config import CouncilMember
     from llm_council.errors import ConfigError
 
     config = make_simulated_config(("a", "unbiased", {}), ("b", "unbiased", {}))
-    config = config.model_copy(update={"members": (*config.members, CouncilMember(name="gpt", spec="openai:gpt-5.5"))})
-    with pytest.raises(ConfigError, match=r"^member 'gpt' \(openai:gpt-5.5\): .*set OPENAI_API_KEY$"):
+    config = config.model_copy(
+        update={"members": (*config.members, CouncilMember(name="gpt", spec="openai:gpt-5.5"))}
+    )
+    with pytest.raises(
+        ConfigError, match=r"^member 'gpt' \(openai:gpt-5.5\): .*set OPENAI_API_KEY$"
+    ):
         run(config=config, seed=1)

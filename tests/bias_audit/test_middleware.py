@@ -270,4 +270,3 @@ def test_records_never_contain_input_text(
         assert record.response_length_chars == len(texts[record.model_id])
         assert record.response_length_words == len(texts[record.model_id].split())
     store.unlink()
-

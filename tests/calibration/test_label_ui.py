@@ -24,15 +24,6 @@ from llm_council.calibration.pairs import Pair, read_pairs
 
 from .conftest import simulated_pair_records, write_jsonl
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
 
 @pytest.fixture
 def pairs(tmp_path: Path) -> list[Pair]:
@@ -113,16 +104,14 @@ def test_sides_are_randomized_across_pairs() -> None:
 
 @pytest.mark.browser
 def test_label_pairs_in_headless_chromium(
-    chromium_path: str, pairs: list[Pair], tmp_path: Path, server_factory: Any
+    chromium_launch_options: dict[str, Any], pairs: list[Pair], tmp_path: Path, server_factory: Any
 ) -> None:
     from playwright.sync_api import sync_playwright
 
     output = tmp_path / "reviewed.jsonl"
     base = server_factory(pairs[:3], output, seed=1)
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=chromium_path, args=CHROMIUM_ARGS, headless=True
-        )
+        browser = playwright.chromium.launch(**chromium_launch_options)
         try:
             page = browser.new_page()
             page.goto(base + "/")

@@ -3,32 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from llm_council.bias_audit.report import build_report, render_html
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not CHROMIUM.exists(),
-        reason="needs Debian chromium at /usr/bin/chromium (apt-get install -y chromium)",
-    ),
-]
+pytestmark = pytest.mark.browser
 
 
-def test_every_plot_renders_with_its_marks(biased_store: Path, tmp_path: Path) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api")
+def test_every_plot_renders_with_its_marks(
+    biased_store: Path, tmp_path: Path, chromium_launch_options: dict[str, Any]
+) -> None:
+    from playwright import sync_api
+
     report = build_report(biased_store, n_resamples=30)
     page_path = tmp_path / "report.html"
     page_path.write_text(render_html(report), encoding="utf-8")
@@ -41,7 +29,7 @@ def test_every_plot_renders_with_its_marks(biased_store: Path, tmp_path: Path) -
     }
     requests: list[str] = []
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(**chromium_launch_options)
         try:
             page = browser.new_page()
             page.on("request", lambda request: requests.append(request.url))
