@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from llm_council import run_full_council
+from llm_council.config import CouncilConfig, CouncilMember
 from llm_council.errors import CouncilError, ProviderError
 from llm_council.middleware import (
     Middleware,
@@ -19,6 +20,14 @@ from llm_council.middleware import (
 )
 
 QUERY = "How do I reduce tail latency in a web service?"
+
+
+def fake_council(*names: str) -> CouncilConfig:
+    """Members and a chairman ("chair") played by the scripted fake provider."""
+    return CouncilConfig(
+        members=tuple(CouncilMember(name=name, spec=f"fake:{name}") for name in names),
+        chairman=CouncilMember(name="chair", spec="fake:chair"),
+    )
 
 
 def run(query: str = QUERY, **kwargs: Any) -> Any:
@@ -140,15 +149,7 @@ def test_unparseable_review_is_recorded_with_reason(
         },
         "chair": {"synthesize": lambda r, n: "final"},
     }
-    from llm_council.config import CouncilConfig, CouncilMember
-
-    config = CouncilConfig(
-        members=(
-            CouncilMember(name="good", spec="fake:good"),
-            CouncilMember(name="rambler", spec="fake:rambler"),
-        ),
-        chairman=CouncilMember(name="chair", spec="fake:chair"),
-    )
+    config = fake_council("good", "rambler")
     result = run(config=config, seed=1)
     rambler = next(r for r in result.stage2 if r.reviewer == "rambler")
     assert rambler.parse_status == "unparseable" and rambler.raw_text == "They are both fine."
@@ -179,15 +180,7 @@ def test_a_retried_call_counts_once(scripted_provider: Any) -> None:
         },
         "chair": {"synthesize": lambda r, n: "final"},
     }
-    from llm_council.config import CouncilConfig, CouncilMember
-
-    config = CouncilConfig(
-        members=(
-            CouncilMember(name="flaky", spec="fake:flaky"),
-            CouncilMember(name="steady", spec="fake:steady"),
-        ),
-        chairman=CouncilMember(name="chair", spec="fake:chair"),
-    )
+    config = fake_council("flaky", "steady")
     result = run(config=config, seed=1)
     flaky_answer = next(a for a in result.stage1 if a.member == "flaky")
     assert flaky_answer.text == "answer after retry" and flaky_answer.attempts == 2
@@ -263,7 +256,6 @@ def test_the_core_never_imports_the_audit() -> None:
 def test_a_member_without_its_api_key_is_named_in_one_config_error(
     make_simulated_config: Any,
 ) -> None:
-    from llm_council.config import CouncilMember
     from llm_council.errors import ConfigError
 
     config = make_simulated_config(("a", "unbiased", {}), ("b", "unbiased", {}))

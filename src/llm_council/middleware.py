@@ -9,6 +9,7 @@ logged and listed in ``metadata["middleware_errors"]``; the session still comple
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -90,14 +91,33 @@ class Middleware:
         return None
 
 
-def discover_middleware() -> list[Middleware]:
-    """Instantiate every registered middleware whose ``enabled()`` is true."""
-    found: list[Middleware] = []
+@functools.cache
+def _registered_middleware_classes() -> tuple[type[Middleware], ...]:
+    """The classes of the entry-point group, loaded once per process.
+
+    Scanning installed distributions costs a few milliseconds, more than the bias audit
+    itself, so it is not repeated for every session.
+    """
+    classes: list[type[Middleware]] = []
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         try:
-            instance = ep.load()()
+            classes.append(ep.load())
         except Exception as error:  # a broken plug-in must not stop the council
             log.warning("middleware_load_failed", entry_point=ep.name, error=str(error))
+    return tuple(classes)
+
+
+def discover_middleware() -> list[Middleware]:
+    """Instantiate every registered middleware whose ``enabled()`` is true (checked per call,
+    so switching one on or off through the environment takes effect at the next session)."""
+    found: list[Middleware] = []
+    for middleware_class in _registered_middleware_classes():
+        try:
+            instance = middleware_class()
+        except Exception as error:
+            log.warning(
+                "middleware_init_failed", middleware=middleware_class.__name__, error=str(error)
+            )
             continue
         if instance.enabled():
             found.append(instance)

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from llm_council import run_full_council
+from llm_council.bias_audit import BiasAuditResult
 from llm_council.bias_audit.middleware import BiasAuditMiddleware
 from llm_council.bias_audit.store import read_records, store_path
 from llm_council.config import CouncilConfig, CouncilMember
@@ -21,18 +22,9 @@ from llm_council.middleware import SessionCompleted
 from llm_council.prompts import extract_candidate_blocks
 from llm_council.results import CandidateScore, LabelAssignment, MemberAnswer, Review, Synthesis
 
-ISSUE_KEYS = {
-    "length_score_correlation",
-    "length_score_p_value",
-    "length_bias_detected",
-    "position_score_variance",
-    "position_bias_detected",
-    "reviewer_mean_scores",
-    "reviewer_score_variance",
-    "harsh_reviewers",
-    "generous_reviewers",
-    "overall_bias_risk",
-}
+# test_audit.py pins these fields to the issue's key names; here the middleware must add
+# exactly them plus its store bookkeeping
+AUDIT_KEYS = set(BiasAuditResult.model_fields)
 QUERY = "How do I reduce tail latency?"
 # printf '%s' "How do I reduce tail latency?" | openssl dgst -sha256 -hmac "s3cret-salt"
 QUERY_DIGEST = "aa0e129f8b41bd7839751345c1ac8cedc314c7325c570015ed349e4537615d5a"
@@ -94,7 +86,7 @@ def test_off_by_default_nothing_added_nothing_written() -> None:
 def test_discovered_when_enabled_and_records_match_the_reviews(audit_on: Path) -> None:
     result = run(simulated_council(), seed=3)
     audit = result.metadata["bias_audit"]
-    assert set(audit) >= ISSUE_KEYS
+    assert set(audit) == AUDIT_KEYS | {"records_written"}
     assert audit["records_written"] == 25
     assert audit["sample_sizes"]["n_self_reviews"] == 5 and audit["sample_sizes"]["n_scores"] == 20
     json.dumps(result.metadata)
@@ -170,7 +162,7 @@ def test_unwritable_store_keeps_the_statistics(
     monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", str(tmp_path / "file" / "records.jsonl"))
     audit = run(simulated_council(), seed=5).metadata["bias_audit"]
     assert audit["records_written"] == 0 and "cannot append records" in audit["record_store_error"]
-    assert set(audit) >= ISSUE_KEYS
+    assert set(audit) == AUDIT_KEYS | {"records_written", "record_store_error"}
 
 
 QUERY_CANARY = "QCANARY-5f1e9a7c-query"

@@ -1,64 +1,35 @@
-"""A loopback HTTP server that plays a vendor's API, for testing the real SDKs offline.
-
-The installed SDKs (openai, anthropic, google-genai) send through ``httpx2``, which respx
-cannot intercept, so each test points the SDK's ``base_url`` at this server instead: the
-whole SDK stack (request building, HTTP, response parsing, error raising) runs for real.
-A test queues scripted replies; the server records every request it received.
-"""
+"""Fixtures for the SDK tests: a loopback fake of each vendor's API (see
+``fakes/loopback_http.py``) answering from a queue of scripted replies, and the three
+vendors' wire formats so one test exercises all three SDKs."""
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from fakes.loopback_http import (
+    LoopbackJsonServer,
+    ReceivedRequest,
+    Reply,
+    openai_completion_body,
+)
+
 CANARY_KEY = "sk-canary-XYZ-0123456789"
 
 
-@dataclass(frozen=True)
-class ScriptedReply:
-    """One response the fake sends: status, JSON (or raw bytes) body, headers, delay."""
-
-    status: int = 200
-    body: Any = None
-    headers: dict[str, str] = field(default_factory=dict)
-    delay_s: float = 0.0
-
-
-@dataclass(frozen=True)
-class ReceivedRequest:
-    """What the SDK sent; header names are lower-cased."""
-
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-
-class FakeVendorServer:
-    """A threaded HTTP/1.1 server on 127.0.0.1 answering from a queue of scripted replies."""
+class FakeVendorServer(LoopbackJsonServer):
+    """Answers from a queue of scripted replies and records every request it received."""
 
     def __init__(self) -> None:
-        self.replies: deque[ScriptedReply] = deque()
+        super().__init__()
+        self.replies: deque[Reply] = deque()
         self.requests: list[ReceivedRequest] = []
-        self.stopping = threading.Event()
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.02,), daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
 
     def reply(self, *bodies: Any) -> None:
         """Queue 200 replies with these bodies (dicts sent as JSON, bytes as they are)."""
@@ -70,70 +41,20 @@ class FakeVendorServer:
     ) -> None:
         """Queue one reply; ``delay_s`` makes the server hang before answering."""
         with self._lock:
-            self.replies.append(ScriptedReply(status, body, headers or {}, delay_s))
+            self.replies.append(Reply(status, body, headers or {}, delay_s))
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self.stopping.set()  # releases handlers that are "hanging"
-        self._server.shutdown()
-        self._server.server_close()
-
-    def _next_reply(self, request: ReceivedRequest) -> ScriptedReply:
+    def choose_reply(self, request: ReceivedRequest) -> Reply:
         with self._lock:
             self.requests.append(request)
             if self.replies:
                 return self.replies.popleft()
-        return ScriptedReply(status=599, body={"error": {"message": "fake: no scripted reply"}})
-
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    parsed: Any = json.loads(raw) if raw else None
-                except ValueError:
-                    parsed = raw
-                reply = fake._next_reply(
-                    ReceivedRequest(
-                        "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, parsed
-                    )
-                )
-                if reply.delay_s and fake.stopping.wait(reply.delay_s):
-                    return  # the test is over; the client is gone
-                payload = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body)
-                payload_bytes = payload if isinstance(payload, bytes) else payload.encode()
-                try:
-                    self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload_bytes)))
-                    for name, value in reply.headers.items():
-                        self.send_header(name, value)
-                    self.end_headers()
-                    self.wfile.write(payload_bytes)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client timed out and closed the socket, as intended
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                pass  # keep test output clean
-
-        return Handler
+        return Reply(status=599, body={"error": {"message": "fake: no scripted reply"}})
 
 
 @pytest.fixture
 def fake_vendor() -> Iterator[FakeVendorServer]:
-    server = FakeVendorServer()
-    server.start()
-    try:
+    with FakeVendorServer().running() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
@@ -169,20 +90,7 @@ class VendorCase:
 
     def success_body(self, text: str, model: str) -> dict[str, Any]:
         if self.prefix == "openai":
-            return {
-                "id": "chatcmpl-1",
-                "object": "chat.completion",
-                "created": 1,
-                "model": model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
-            }
+            return openai_completion_body(text, model)
         if self.prefix == "anthropic":
             return {
                 "id": "msg_1",

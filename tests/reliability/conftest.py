@@ -16,26 +16,19 @@ import re
 import threading
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
+from fakes.loopback_http import (
+    LoopbackJsonServer,
+    ReceivedRequest,
+    Reply,
+    openai_completion_body,
+)
 from llm_council.config import CouncilConfig, CouncilMember
 from llm_council.prompts import REVIEW_SYSTEM, extract_candidate_blocks
 from llm_council.providers.calling import RetryPolicy
-
-
-@dataclass(frozen=True)
-class Reply:
-    """One scripted HTTP reply: status, body (dict -> JSON, bytes as is), headers, delay."""
-
-    status: int = 200
-    body: Any = None
-    headers: dict[str, str] = field(default_factory=dict)
-    delay_s: float = 0.0
-
 
 SENSIBLE = Reply(status=0)  # in a script: "behave normally for this request"
 ReplySpec = Mapping[str, Any] | str
@@ -46,23 +39,10 @@ def reply_from_spec(spec: ReplySpec, model: str) -> Reply:
     if spec == "sensible":
         return SENSIBLE
     assert isinstance(spec, Mapping)
-    body = completion_body(spec["text"], model) if "text" in spec else spec.get("body")
+    body = openai_completion_body(spec["text"], model) if "text" in spec else spec.get("body")
     return Reply(
         spec.get("status", 200), body, dict(spec.get("headers", {})), spec.get("delay_s", 0.0)
     )
-
-
-def completion_body(text: str, model: str) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-fake",
-        "object": "chat.completion",
-        "created": 1,
-        "model": model,
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    }
 
 
 def sensible_reply(model: str, messages: list[dict[str, str]]) -> str:
@@ -84,34 +64,34 @@ def _model_in_path(path: str) -> str:
     return match.group(1) if match else "?"
 
 
-class FakeOpenAIServer:
-    """Threaded HTTP/1.1 server on 127.0.0.1; scripted faults per model, then sensible replies."""
+class FakeOpenAIServer(LoopbackJsonServer):
+    """Scripted faults per model, then sensible replies; counts requests per model."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.scripts: dict[str, deque[Reply]] = defaultdict(deque)
         self.requests: Counter[str] = Counter()
-        self.stopping = threading.Event()
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.02,), daemon=True
-        )
 
     @property
     def root_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return self.url
 
     @property
     def base_url(self) -> str:
         """The OpenAI SDK's base URL (the Anthropic SDK takes :attr:`root_url`)."""
-        return f"{self.root_url}/v1"
+        return f"{self.url}/v1"
 
     def script(self, model: str, *replies: ReplySpec) -> None:
         """Queue the next replies for ``model`` (see :func:`reply_from_spec`)."""
         with self._lock:
             self.scripts[model].extend(reply_from_spec(spec, model) for spec in replies)
+
+    def choose_reply(self, request: ReceivedRequest) -> Reply:
+        body = request.body if isinstance(request.body, dict) else {}
+        # OpenAI and Anthropic name the model in the body, Google in the path
+        model = str(body.get("model") or _model_in_path(request.path))
+        return self._next(model, body.get("messages", []))
 
     def _next(self, model: str, messages: list[dict[str, str]]) -> Reply:
         with self._lock:
@@ -120,57 +100,12 @@ class FakeOpenAIServer:
                 return self.scripts[model].popleft()
             if self.scripts[model]:
                 self.scripts[model].popleft()
-        return Reply(200, completion_body(sensible_reply(model, messages), model))
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self.stopping.set()
-        self._server.shutdown()
-        self._server.server_close()
-
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                request = json.loads(self.rfile.read(length) or b"{}")
-                # OpenAI and Anthropic name the model in the body, Google in the path
-                model = request.get("model") or _model_in_path(self.path)
-                reply = fake._next(str(model), request.get("messages", []))
-                if reply.delay_s and fake.stopping.wait(reply.delay_s):
-                    return
-                body = (
-                    reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
-                )
-                try:
-                    self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(body)))
-                    for name, value in reply.headers.items():
-                        self.send_header(name, value)
-                    self.end_headers()
-                    self.wfile.write(body)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout), as the test intended
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                pass
-
-        return Handler
+        return Reply(200, openai_completion_body(sensible_reply(model, messages), model))
 
 
 def _serve() -> Iterator[FakeOpenAIServer]:
-    server = FakeOpenAIServer()
-    server.start()
-    try:
+    with FakeOpenAIServer().running() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

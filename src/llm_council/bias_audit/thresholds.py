@@ -13,10 +13,10 @@ import os
 import tomllib
 from collections.abc import Mapping
 from functools import lru_cache
-from importlib import resources
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from llm_council.config import default_config_file
 from llm_council.errors import ConfigError
 
 #: field name -> environment variable that overrides it
@@ -67,7 +67,7 @@ class AuditThresholds(BaseModel):
 @lru_cache(maxsize=1)
 def _packaged_defaults() -> dict[str, float]:
     """The shipped thresholds.toml, read once per process (it cannot change under us)."""
-    resource = resources.files("llm_council").joinpath("default_config/thresholds.toml")
+    resource = default_config_file("thresholds.toml")
     try:
         parsed = tomllib.loads(resource.read_text(encoding="utf-8"))
     except FileNotFoundError as error:

@@ -1,0 +1,124 @@
+"""A loopback HTTP server that plays a vendor's JSON API, for running the real SDKs offline.
+
+The installed SDKs (openai, anthropic, google-genai) send through ``httpx2``, which respx
+cannot intercept, so tests point an SDK's ``base_url`` at a server on 127.0.0.1 instead:
+the whole SDK stack (request building, HTTP, parsing, exceptions) runs for real.
+Subclasses decide each reply in :meth:`LoopbackJsonServer.choose_reply`; this module owns
+the server's life cycle, request parsing, hanging on cue and writing the reply.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One HTTP reply: status, body (sent as JSON, bytes as they are), headers, delay."""
+
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class ReceivedRequest:
+    """What the SDK sent; header names lower-cased, body parsed as JSON when it is JSON."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+def openai_completion_body(text: str, model: str) -> dict[str, Any]:
+    """A chat.completions response as the OpenAI API returns it."""
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 1,
+        "model": model,
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14},
+    }
+
+
+class LoopbackJsonServer:
+    """A threaded HTTP/1.1 server on 127.0.0.1 whose replies a subclass chooses."""
+
+    def __init__(self) -> None:
+        self.stopping = threading.Event()  # set on stop: releases handlers that "hang"
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.02,), daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def choose_reply(self, request: ReceivedRequest) -> Reply:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+    @contextmanager
+    def running(self) -> Iterator[Self]:
+        self.start()
+        try:
+            yield self
+        finally:
+            self.stop()
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    parsed: Any = json.loads(raw) if raw else None
+                except ValueError:
+                    parsed = raw
+                headers = {name.lower(): value for name, value in self.headers.items()}
+                reply = fake.choose_reply(ReceivedRequest("POST", self.path, headers, parsed))
+                if reply.delay_s and fake.stopping.wait(reply.delay_s):
+                    return  # the test is over; the client is gone
+                body = (
+                    reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
+                )
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client timed out and closed the socket, as the test intended
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                pass  # keep test output clean
+
+        return Handler
