@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import time
 
 import pytest
 
+from fakes.provider_calls import complete_once
 from llm_council.errors import ProviderError
-from llm_council.providers.base import Completion, CompletionRequest, Message, Provider
+from llm_council.providers.base import CompletionRequest, Message, Provider
 from llm_council.providers.registry import create_provider
 
 KEY = "sk-ant-test-mapping-0000"
@@ -26,16 +26,6 @@ def _message(content: list[dict[str, object]], stop_reason: str = "end_turn") ->
         "stop_sequence": None,
         "usage": {"input_tokens": 4, "output_tokens": 2},
     }
-
-
-def _complete(provider: Provider, request: CompletionRequest) -> Completion:
-    async def run() -> Completion:
-        try:
-            return await provider.complete(request)
-        finally:
-            await provider.aclose()
-
-    return asyncio.run(run())
 
 
 @pytest.fixture
@@ -57,7 +47,7 @@ def test_system_prompt_json_instruction_and_settings_are_mapped(provider, fake_v
         seed=42,
         json_output=True,
     )
-    completion = _complete(provider, request)
+    completion = complete_once(provider, request)
 
     assert completion.text == '{"ranking": []}'
     assert completion.model == "claude-sonnet-4-6-20260101"
@@ -83,7 +73,7 @@ def test_only_text_blocks_make_the_answer(provider, fake_vendor):
             ]
         )
     )
-    completion = _complete(provider, CompletionRequest.from_prompt("A or B?"))
+    completion = complete_once(provider, CompletionRequest.from_prompt("A or B?"))
 
     assert completion.text == "B is better, clearly."
     assert (completion.usage.input_tokens, completion.usage.output_tokens) == (4, 2)
@@ -94,7 +84,7 @@ def test_thinking_only_answer_cut_by_max_tokens_explains_itself(provider, fake_v
         _message([{"type": "thinking", "thinking": "Hmm", "signature": "s"}], "max_tokens")
     )
     with pytest.raises(ProviderError, match="raise max_tokens") as caught:
-        _complete(provider, CompletionRequest.from_prompt("A or B?"))
+        complete_once(provider, CompletionRequest.from_prompt("A or B?"))
     assert not caught.value.retryable
 
 
@@ -106,7 +96,7 @@ def test_overloaded_529_with_http_date_retry_after_is_retryable(provider, fake_v
         headers={"retry-after": in_three_seconds},
     )
     with pytest.raises(ProviderError) as caught:
-        _complete(provider, CompletionRequest.from_prompt("hi"))
+        complete_once(provider, CompletionRequest.from_prompt("hi"))
 
     assert caught.value.retryable and caught.value.status_code == 529
     # an HTTP date has 1 s resolution, so the wait is within 1 s of the 3 s asked for

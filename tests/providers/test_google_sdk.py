@@ -7,8 +7,9 @@ import time
 
 import pytest
 
+from fakes.provider_calls import complete_once
 from llm_council.errors import ProviderError
-from llm_council.providers.base import Completion, CompletionRequest, Message, Provider
+from llm_council.providers.base import CompletionRequest, Message, Provider
 from llm_council.providers.calling import RetryPolicy, call_with_retries
 from llm_council.providers.registry import create_provider
 
@@ -22,16 +23,6 @@ def _answer(parts: list[dict[str, object]], finish_reason: str = "STOP") -> dict
         ],
         "modelVersion": "gemini-2.5-pro-002",
     }
-
-
-def _complete(provider: Provider, request: CompletionRequest) -> Completion:
-    async def run() -> Completion:
-        try:
-            return await provider.complete(request)
-        finally:
-            await provider.aclose()
-
-    return asyncio.run(run())
 
 
 @pytest.fixture
@@ -54,7 +45,7 @@ def test_request_fields_are_mapped(provider, fake_vendor):
         seed=11,
         json_output=True,
     )
-    completion = _complete(provider, request)
+    completion = complete_once(provider, request)
 
     assert (completion.text, completion.model) == ("[1, 2]", "gemini-2.5-pro-002")
     assert completion.finish_reason == "STOP"
@@ -80,20 +71,20 @@ def test_gemini_api_key_is_the_fallback_variable(fake_vendor, no_vendor_env):
     fake_vendor.reply(_answer([{"text": "hi"}]))
     provider = create_provider("google:gemini-2.5-flash", {"base_url": fake_vendor.url})
 
-    assert _complete(provider, CompletionRequest.from_prompt("hi")).text == "hi"
+    assert complete_once(provider, CompletionRequest.from_prompt("hi")).text == "hi"
     assert fake_vendor.requests[0].headers["x-goog-api-key"] == KEY
 
 
 def test_thought_parts_are_not_part_of_the_answer(provider, fake_vendor):
     fake_vendor.reply(_answer([{"text": "thinking aloud", "thought": True}, {"text": "42"}]))
 
-    assert _complete(provider, CompletionRequest.from_prompt("6 x 7?")).text == "42"
+    assert complete_once(provider, CompletionRequest.from_prompt("6 x 7?")).text == "42"
 
 
 def test_blocked_prompt_is_an_empty_answer_naming_the_block(provider, fake_vendor):
     fake_vendor.reply({"promptFeedback": {"blockReason": "SAFETY"}})
     with pytest.raises(ProviderError, match=r"finish_reason=blocked:SAFETY") as caught:
-        _complete(provider, CompletionRequest.from_prompt("hi"))
+        complete_once(provider, CompletionRequest.from_prompt("hi"))
     assert not caught.value.retryable
 
 

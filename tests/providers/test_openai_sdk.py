@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
+from fakes.provider_calls import complete_once
 from llm_council.errors import MissingCredentialsError, ProviderError
-from llm_council.providers.base import Completion, CompletionRequest, Message, Provider
+from llm_council.providers.base import CompletionRequest, Message
 from llm_council.providers.registry import create_provider
 
 SUCCESS = {
@@ -19,16 +18,6 @@ SUCCESS = {
         {"index": 0, "message": {"role": "assistant", "content": "{}"}, "finish_reason": "stop"}
     ],
 }
-
-
-def _complete(provider: Provider, request: CompletionRequest) -> Completion:
-    async def run() -> Completion:
-        try:
-            return await provider.complete(request)
-        finally:
-            await provider.aclose()
-
-    return asyncio.run(run())
 
 
 def test_request_fields_are_mapped_for_a_compatible_server(fake_vendor, no_vendor_env):
@@ -47,7 +36,7 @@ def test_request_fields_are_mapped_for_a_compatible_server(fake_vendor, no_vendo
         json_output=True,
     )
     provider = create_provider("openai:llama3.2:3b", {"base_url": f"{fake_vendor.url}/v1"})
-    completion = _complete(provider, request)
+    completion = complete_once(provider, request)
 
     assert completion.text == "{}" and completion.model == "llama3.2:3b"
     body = fake_vendor.requests[0].body
@@ -68,7 +57,7 @@ def test_unset_sampling_settings_are_not_sent(fake_vendor, no_vendor_env):
     no_vendor_env.setenv("OPENAI_API_KEY", "sk-test-mapping-000000")
     fake_vendor.reply(SUCCESS)
     provider = create_provider("openai:gpt-4o", {"base_url": f"{fake_vendor.url}/v1"})
-    _complete(provider, CompletionRequest.from_prompt("hi"))
+    complete_once(provider, CompletionRequest.from_prompt("hi"))
 
     body = fake_vendor.requests[0].body
     assert not {"temperature", "seed", "response_format"} & set(body)
@@ -87,7 +76,7 @@ def test_openais_own_endpoint_gets_max_completion_tokens(no_vendor_env):
 def test_local_server_without_key_gets_a_placeholder(fake_vendor, no_vendor_env):
     fake_vendor.reply(SUCCESS)
     no_vendor_env.setenv("OPENAI_BASE_URL", f"{fake_vendor.url}/v1")  # like an Ollama set-up
-    completion = _complete(
+    completion = complete_once(
         create_provider("openai:llama3.2:3b"), CompletionRequest.from_prompt("hi")
     )
 
@@ -113,7 +102,7 @@ def test_refusal_is_an_empty_answer_with_its_reason(fake_vendor, no_vendor_env):
     fake_vendor.reply(refused)
     provider = create_provider("openai:gpt-4o", {"base_url": f"{fake_vendor.url}/v1"})
     with pytest.raises(ProviderError, match=r"empty answer \(finish_reason=refusal\)") as caught:
-        _complete(provider, CompletionRequest.from_prompt("hi"))
+        complete_once(provider, CompletionRequest.from_prompt("hi"))
     assert not caught.value.retryable
 
 
@@ -125,7 +114,7 @@ def test_truncated_answer_is_returned_with_its_finish_reason(fake_vendor, no_ven
     ]
     fake_vendor.reply(truncated)
     provider = create_provider("openai:gpt-4o", {"base_url": f"{fake_vendor.url}/v1"})
-    completion = _complete(provider, CompletionRequest.from_prompt("hi"))
+    completion = complete_once(provider, CompletionRequest.from_prompt("hi"))
 
     assert (completion.text, completion.finish_reason) == ("Part", "length")
 
@@ -139,7 +128,7 @@ def test_rate_limit_reads_retry_after_ms(fake_vendor, no_vendor_env):
     )
     provider = create_provider("openai:gpt-4o", {"base_url": f"{fake_vendor.url}/v1"})
     with pytest.raises(ProviderError) as caught:
-        _complete(provider, CompletionRequest.from_prompt("hi"))
+        complete_once(provider, CompletionRequest.from_prompt("hi"))
 
     assert caught.value.retryable and caught.value.status_code == 429
     assert caught.value.retry_after == pytest.approx(1.25)  # the precise header wins
