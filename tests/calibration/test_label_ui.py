@@ -46,11 +46,23 @@ def server_factory() -> Iterator[Any]:
         server.server_close()
 
 
+def page_token(base: str) -> str:
+    """The per-run token the page embeds (what the real page sends with every label)."""
+    with urllib.request.urlopen(base + "/", timeout=5) as response:
+        html = response.read().decode()
+    match = re.search(r'<meta name="label-token" content="([^"]+)">', html)
+    assert match, "the page embeds its token"
+    return match.group(1)
+
+
 def _request(
     url: str, body: dict[str, Any] | None = None, host: str | None = None
 ) -> tuple[int, Any]:
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json"}
+    if body is not None:
+        headers["X-Label-Token"] = page_token(url.split("/api/")[0])
+    request = urllib.request.Request(url, data=data, headers=headers)
     if host:
         request.add_unredirected_header("Host", host)
     try:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from generators.independent_council import CouncilSpec, generate_sessions, write_store
 
+from generators.independent_council import CouncilSpec, generate_sessions, write_store
 from llm_council.bias_audit.record_schema import ReviewRecord
 
 

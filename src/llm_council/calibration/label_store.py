@@ -50,6 +50,7 @@ class LabelStore:
     def _read_done(self) -> set[str]:
         if not self.output.exists():
             return set()
+        self._repair_torn_tail()
         done = set()
         lines = self.output.read_text(encoding="utf-8").split("\n")
         for number, line in enumerate(lines, start=1):
@@ -58,11 +59,46 @@ class LabelStore:
             try:
                 done.add(str(json.loads(line)["id"]))
             except (json.JSONDecodeError, KeyError, TypeError):
-                if all(not rest.strip() for rest in lines[number:]):
-                    warnings.warn(f"{self.output}:{number}: skipped a torn last line", stacklevel=2)
-                    continue
-                raise InputError("not a labels line", path=str(self.output), line=number) from None
+                raise InputError(
+                    "not a labels line (remove or fix it to resume)",
+                    path=str(self.output),
+                    line=number,
+                ) from None
         return done
+
+    def _repair_torn_tail(self) -> None:
+        """Cut off a last line torn by a killed writer, once, keeping it in ``<output>.torn``.
+
+        A torn line has no trailing newline and is not a JSON object. Its label was never
+        confirmed to the labeller (the write did not finish), so it is not a label; moving
+        it aside means the next append starts on a clean line and every later reader
+        (this store on any restart, ``calibrate``) sees a well-formed file.
+        """
+        content = self.output.read_bytes()
+        if not content or content.endswith(b"\n"):
+            return
+        cut = content.rfind(b"\n") + 1
+        fragment = content[cut:]
+        try:
+            json.loads(fragment.decode("utf-8"))
+            return  # a complete last line that only lacks its newline: _append adds it
+        except (ValueError, RecursionError):
+            pass
+        line_number = content.count(b"\n") + 1
+        torn_copy = self.output.with_name(self.output.name + ".torn")
+        with torn_copy.open("ab") as handle:
+            handle.write(fragment + b"\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        with self.output.open("r+b") as handle:
+            handle.truncate(cut)
+            handle.flush()
+            os.fsync(handle.fileno())
+        warnings.warn(
+            f"{self.output}:{line_number}: removed a torn last line (a label whose write was "
+            f"interrupted, never confirmed); kept in {torn_copy}",
+            stacklevel=3,
+        )
 
     def next_pair(self) -> Pair | None:
         with self._lock:

@@ -11,6 +11,7 @@ LABEL_PAGE_HTML = """<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
+<meta name="label-token" content="__LABEL_TOKEN__">
 <title>llm-council: label pairs</title>
 <style>
   body { font-family: system-ui, sans-serif; margin: 1.5rem; color: #222; }
@@ -47,6 +48,7 @@ LABEL_PAGE_HTML = """<!doctype html>
 </div>
 <div id="done" hidden>All pairs are labelled. You can close this page.</div>
 <script>
+const TOKEN = document.querySelector('meta[name="label-token"]').content;
 let current = null;
 let busy = false;
 function show(state) {
@@ -64,7 +66,7 @@ function show(state) {
   document.getElementById("reason").value = "";
 }
 async function refresh() {
-  const response = await fetch("/api/state");
+  const response = await fetch("/api/state", {headers: {"X-Label-Token": TOKEN}});
   show(await response.json());
 }
 async function choose(choice) {
@@ -73,7 +75,7 @@ async function choose(choice) {
   try {
     const response = await fetch("/api/label", {
       method: "POST",
-      headers: {"Content-Type": "application/json"},
+      headers: {"Content-Type": "application/json", "X-Label-Token": TOKEN},
       body: JSON.stringify({
         id: current.id, choice: choice, reason: document.getElementById("reason").value,
       }),
