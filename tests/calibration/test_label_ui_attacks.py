@@ -12,23 +12,33 @@ import socket
 import subprocess
 import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from llm_council.calibration.label_store import LabelStore
+from llm_council.calibration.label_ui import start_in_thread
 from llm_council.calibration.pairs import Pair, read_pairs
 
 from .conftest import simulated_pair_records, write_jsonl
-from .test_label_ui import _request, page_token, server_factory  # noqa: F401 - fixture
-
-pytestmark = pytest.mark.usefixtures("server_factory")
+from .test_label_ui import page_token
 
 
 @pytest.fixture
 def pairs(tmp_path: Path) -> list[Pair]:
     return read_pairs(write_jsonl(tmp_path / "pairs.jsonl", simulated_pair_records(4, seed=21)))
+
+
+@pytest.fixture
+def label_server(pairs: list[Pair], tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    output = tmp_path / "out.jsonl"
+    server = start_in_thread(pairs, output)
+    host, port = server.server_address[:2]
+    yield f"http://{host}:{port}", output
+    server.shutdown()
+    server.server_close()
 
 
 def _post(base: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
@@ -46,11 +56,10 @@ def _post(base: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[st
 
 
 def test_cross_origin_text_plain_post_is_refused(
-    pairs: list[Pair], tmp_path: Path, server_factory: Any
+    pairs: list[Pair], label_server: tuple[str, Path]
 ) -> None:
     """The report's curl: Origin evil.example, Content-Type text/plain, a valid label body."""
-    output = tmp_path / "out.jsonl"
-    base = server_factory(pairs, output)
+    base, output = label_server
     body = json.dumps({"id": pairs[0].pair_id, "choice": "left"}).encode()
     attack = {
         "Origin": "http://evil.example",

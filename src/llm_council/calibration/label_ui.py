@@ -87,7 +87,7 @@ class _Handler(BaseHTTPRequestHandler):
         return state
 
     def _own_origins(self) -> set[str]:
-        port = self.server.server_address[1]
+        port = self.server.server_address[1]  # type: ignore[index]  # AF_INET: (host, port)
         return {f"http://{host}:{port}" for host in _ALLOWED_HOSTS}
 
     def _check_same_origin_post(self) -> None:
