@@ -114,9 +114,7 @@ def derive_position_mapping(
     if label_to_model is None:
         return {}
     if not isinstance(label_to_model, Mapping):
-        raise InputError(
-            f"label_to_model must be a mapping, got {type(label_to_model).__name__}"
-        )
+        raise InputError(f"label_to_model must be a mapping, got {type(label_to_model).__name__}")
     values = list(label_to_model.values())
     if all(is_label_map_entry(value) for value in values):
         return positions_from_label_map(label_to_model)
@@ -126,5 +124,7 @@ def derive_position_mapping(
             raise InputError(
                 f"label_to_model[{reviewer!r}]: mixes a per-reviewer map with single labels"
             )
-        per_reviewer[str(reviewer)] = positions_from_label_map(labels, f"label_to_model[{reviewer!r}]")
+        per_reviewer[str(reviewer)] = positions_from_label_map(
+            labels, f"label_to_model[{reviewer!r}]"
+        )
     return per_reviewer
