@@ -121,6 +121,7 @@ def derive_position_mapping(
     per_reviewer: dict[str, dict[str, int]] = {}
     for reviewer, labels in label_to_model.items():
         if not isinstance(labels, Mapping) or is_label_map_entry(labels):
+            _position_of(reviewer, labels, "label_to_model")  # an invalid entry: its error
             raise InputError(
                 f"label_to_model[{reviewer!r}]: mixes a per-reviewer map with single labels"
             )

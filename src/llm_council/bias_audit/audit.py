@@ -107,7 +107,11 @@ def _length_fields(
     """Length vs score, one pair per answer so pairs are independent under the null."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns give NaN, wanted
-        consensus = np.nanmean(model.others_scores, axis=0) if table.reviewers else np.array([])
+        consensus = (
+            np.nanmean(model.others_scores, axis=0)
+            if table.reviewers
+            else np.full(len(table.candidates), np.nan)
+        )
     log_words = np.log(np.maximum(table.length_words, 1.0))
     correlation = pearson_correlation_t_test(log_words, consensus)
     if correlation.n_pairs < thresholds.minimum_length_pairs:

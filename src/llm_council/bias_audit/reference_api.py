@@ -26,6 +26,7 @@ from llm_council.bias_audit.score_table import (
 from llm_council.bias_audit.thresholds import AuditThresholds, load_thresholds
 from llm_council.errors import InputError
 from llm_council.stats.correlation import pearson_correlation_t_test
+from llm_council.stats.session_tests import joint_slot_effects, position_randomization_test
 from llm_council.stats.slot_identification import slot_effects_identified
 
 #: ``calculate_position_bias`` builds dense matrices of (scored cells)^2; past this many
@@ -225,12 +226,35 @@ def calculate_position_bias(
             "pool many sessions with `llm-council bias-report` instead"
         )
     row_codes, column_codes = np.nonzero(usable)
-    if not slot_effects_identified(row_codes, column_codes, table.positions[usable]):
+    slots = table.positions[usable]
+    if not slot_effects_identified(row_codes, column_codes, slots):
         return None, None
-    audit = audit_score_table(table, thresholds or load_thresholds())
-    if audit.position_score_variance is None:
+    chosen = thresholds or load_thresholds()
+    # entry + answer indicators; sessions make the design block-diagonal (not connected),
+    # so fit by least squares with the pseudo-inverse: the residuals (a projection) are
+    # unique whatever the parametrization
+    design = np.hstack(
+        [
+            (row_codes[:, None] == np.unique(row_codes)[None, :]).astype(float),
+            (column_codes[:, None] == np.unique(column_codes)[None, :]).astype(float),
+        ]
+    )
+    observed = table.scores[usable]
+    coefficients, *_ = np.linalg.lstsq(design, observed, rcond=None)
+    residuals = observed - design @ coefficients
+    if observed.size - int(np.linalg.matrix_rank(design)) < 1:
         return None, None
-    return audit.position_score_variance, audit.position_bias_detected
+    slot_effects = joint_slot_effects(design, residuals, slots)
+    test = position_randomization_test(
+        residuals, slots, row_codes, n_permutations=chosen.position_permutations, seed=0
+    )
+    if slot_effects is None or test is None or not math.isfinite(slot_effects.weighted_variance):
+        return None, None
+    variance = slot_effects.weighted_variance
+    detected = (
+        test.p_value < chosen.significance_level and variance >= chosen.position_variance_threshold
+    )
+    return variance, detected
 
 
 __all__ = [
