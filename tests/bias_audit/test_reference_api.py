@@ -391,7 +391,7 @@ def _session_data_from_generator(spec: CouncilSpec, n_sessions: int, seed: int) 
                     "session_id": session.session_id,
                     "reviewer": reviewer,
                     "display_order": sorted(shown, key=shown.__getitem__),
-                    "scores": given,
+                    "scores": scores_given,
                 }
             )
     return entries
