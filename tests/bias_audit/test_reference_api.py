@@ -277,7 +277,10 @@ def test_derive_position_mapping_of_nothing_is_empty(empty: Any) -> None:
         ({"first": "m1"}, ("'first'", "not a label")),
         ({"Response A": {"model": "m1", "display_index": "0"}}, ("display_index", "'0'")),
         ({"Response A": "m1", "Response B": "m1"}, ("'m1'", "two labels")),
-        ({"r1": {"Response A": "m1"}, "Response B": "m2"}, ("label_to_model['Response B']", "mixes")),
+        (
+            {"r1": {"Response A": "m1"}, "Response B": "m2"},
+            ("label_to_model['Response B']", "mixes"),
+        ),
         (["Response A"], ("label_to_model", "list")),
     ],
 )
