@@ -6,7 +6,11 @@ and counts how often the helper's ``detected`` fires:
 
 1. null councils (no slot effect) at several sizes: the false-positive rate, target
    <= 5% + Monte Carlo error; also how often the result is ``(None, None)``;
-2. a primacy effect (+1 point at slot A, -0.5 at the last slot, every reviewer): power.
+2. a primacy effect (+2 points at slot A, -1 at the last slot, every reviewer; a
+   slot-effect variance of 1.19 points^2, above the default 0.5 floor): power.
+
+Each rate is given with the default thresholds and with ``position_variance_threshold``
+0 (the randomization test's p < significance_level alone: its level).
 
 Printed as markdown rows.
 
@@ -66,37 +70,46 @@ NULL_SCENARIOS: list[tuple[str, CouncilSpec, int, bool]] = [
 ]
 
 
+def _rate(count: int, runs: int) -> str:
+    rate = count / runs
+    error = 1.96 * math.sqrt(max(rate * (1 - rate), 1e-12) / runs)
+    return f"{rate:.2%} ± {error:.2%}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=2000)
     args = parser.parse_args()
     runs = args.runs
-    print("| null council | flag rate [95% MC] | (None, None) | seconds |")
-    print("|---|---|---|---|")
+    p_only = AuditThresholds(position_variance_threshold=0.0)
+    print("| null council | flag rate [95% MC] | p < 0.05 alone | (None, None) | seconds |")
+    print("|---|---|---|---|---|")
     for label, spec, n_sessions, with_id in NULL_SCENARIOS:
         started = time.perf_counter()
-        fired = undefined = 0
+        fired = fired_p = undefined = 0
         for seed in range(runs):
-            variance, detected = calculate_position_bias(
-                session_data(spec, n_sessions, seed, with_session_id=with_id)
-            )
+            data = session_data(spec, n_sessions, seed, with_session_id=with_id)
+            variance, detected = calculate_position_bias(data)
             fired += bool(detected)
+            fired_p += bool(calculate_position_bias(data, thresholds=p_only)[1])
             undefined += variance is None
-        rate = fired / runs
-        error = 1.96 * math.sqrt(max(rate * (1 - rate), 1e-12) / runs)
         elapsed = time.perf_counter() - started
-        print(f"| {label} | {rate:.2%} ± {error:.2%} | {undefined} | {elapsed:.0f} |", flush=True)
+        print(
+            f"| {label} | {_rate(fired, runs)} | {_rate(fired_p, runs)} | {undefined} "
+            f"| {elapsed:.0f} |",
+            flush=True,
+        )
     print()
-    print("| primacy +1 / -0.5, 4 members | power |")
+    print("| primacy +2 / -1, 4 members | power |")
     print("|---|---|")
-    primacy = CouncilSpec(n_members=4, slot_effects=[[1.0, 0.0, 0.0, -0.5]] * 4)
-    power_runs = max(runs // 10, 50)
-    for n_sessions in (3, 6, 12):
+    primacy = CouncilSpec(n_members=4, slot_effects=[[2.0, 0.0, 0.0, -1.0]] * 4)
+    power_runs = max(runs // 5, 50)
+    for n_sessions in (1, 3, 6):
         fired = sum(
             bool(calculate_position_bias(session_data(primacy, n_sessions, seed))[1])
             for seed in range(power_runs)
         )
-        print(f"| {n_sessions} sessions | {fired / power_runs:.1%} |", flush=True)
+        print(f"| {n_sessions} session(s) | {_rate(fired, power_runs)} |", flush=True)
 
 
 if __name__ == "__main__":

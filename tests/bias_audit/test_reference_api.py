@@ -80,6 +80,8 @@ def test_flat_position_mapping_with_reviewers_that_are_candidates() -> None:
         stage1_responses, stage2_scores, {reviewer: position_mapping for reviewer in MODELS}
     )
     assert flat == per_reviewer
+    # karpathy's label_to_model itself is a flat order too
+    assert run_bias_audit(stage1_responses, stage2_scores, LABEL_TO_MODEL) == flat
     # one order for everybody: every slot is one answer, so the audit saw the positions
     # (4 labels) but cannot separate them from the answers
     assert flat.sample_sizes["n_reviewers"] == 4
@@ -161,6 +163,8 @@ BAD_SHAPES = [
     (STAGE1, {"openai/gpt-5": [7, 8]}, None, ("stage2_scores['openai/gpt-5']",)),
     (STAGE1, {"openai/gpt-5": {"x-ai/grok": "7"}}, None, ("['x-ai/grok']", "'7'")),
     (STAGE1, {"openai/gpt-5": {"x-ai/grok": True}}, None, ("['x-ai/grok']",)),
+    (STAGE1, {"openai/gpt-5": {"x-ai/grok": 2e154}}, None, ("['x-ai/grok']", "within")),
+    (STAGE1, {"openai/gpt-5": {"x-ai/grok": 10**400}}, None, ("['x-ai/grok']", "within")),
     (STAGE1, STAGE2_SCORES, {"x-ai/grok": "1"}, ("position_mapping['x-ai/grok']", "'1'")),
     (STAGE1, STAGE2_SCORES, {"x-ai/grok": -1}, ("position_mapping['x-ai/grok']",)),
     (STAGE1, STAGE2_SCORES, {"x-ai/grok": 1.5}, ("position_mapping['x-ai/grok']",)),
@@ -196,6 +200,7 @@ json_leaves = (
     st.none()
     | st.booleans()
     | st.integers(-3, 12)
+    | st.integers()
     | st.floats(allow_nan=True, allow_infinity=True)
     | st.text(max_size=6)
 )
@@ -220,7 +225,7 @@ stage1_shapes = (
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(stage1=stage1_shapes, scores=scores_shapes | json_ish, positions=position_shapes)
 def test_random_json_shapes_raise_only_input_error(
     stage1: Any, scores: Any, positions: Any

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from generators.independent_council import CouncilSpec, generate_sessions
 from llm_council.bias_audit.reference_import import import_reference_store
@@ -212,3 +214,48 @@ def test_estimated_words_keep_the_log_length_statistics(tmp_path: Path) -> None:
         ]
     )
     assert np.corrcoef(pairs.T)[0, 1] > 0.999
+
+
+reference_values = (
+    st.none()
+    | st.booleans()
+    | st.integers(-2, 12)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.sampled_from(["1.2.0", "1.1.0", "1-10", "0-5", "2025-12-20T10:00:00Z", "", "s1", "\n"])
+    | st.text(max_size=8)
+    | st.lists(st.integers(0, 10), max_size=2)
+)
+reference_lines = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "schema_version": st.sampled_from(["1.2.0", "1.3", 1, None, "x"]),
+            "session_id": st.sampled_from(["s1", "s2", "sé\u2028", ""]),
+            "timestamp": st.sampled_from(["2025-12-20T10:00:00Z", "2025-12-20", "nope"]),
+            "reviewer_id": st.sampled_from(["a", "b", 'q"uote', None]),
+            "model_id": st.sampled_from(["a", "b", "c\nd"]),
+            "position": st.integers(-1, 4) | reference_values,
+            "response_length_chars": st.integers(-1, 5000) | reference_values,
+            "score_value": st.floats(0, 12) | reference_values,
+            "score_scale": st.sampled_from(["1-10", "0-1", "10-1", [1, 10], "x"]),
+        },
+        optional={"query_hash": reference_values, "query_metadata": reference_values},
+    ).map(json.dumps),
+    st.text(max_size=30),
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(lines=st.lists(reference_lines, max_size=12))
+def test_random_lines_are_converted_or_reported_never_raised(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[str]
+) -> None:
+    folder = tmp_path_factory.mktemp("fuzz")
+    source = folder / "reference.jsonl"
+    source.write_text("\n".join(line.replace("\n", " ") for line in lines) + "\n")
+    target = folder / "store.jsonl"
+    summary = import_reference_store(source, target)
+    # every non-blank line is either written or reported with its line number
+    assert summary.n_records_written + len(summary.skipped) == summary.n_lines
+    assert len(list(read_records(target, strict=True))) == summary.n_records_written

@@ -21,6 +21,7 @@ from llm_council.bias_audit.audit import audit_score_table
 from llm_council.bias_audit.score_table import (
     UNKNOWN_POSITION,
     ScoreTable,
+    checked_score,
     score_table_from_mappings,
 )
 from llm_council.bias_audit.thresholds import AuditThresholds, load_thresholds
@@ -154,11 +155,7 @@ def _table_from_session_data(session_data: Any) -> ScoreTable:
             name = _entry_text(candidate, f"{where}['scores'] key {candidate!r}")
             if name not in slots:
                 raise InputError(f"{where}['scores'][{name!r}]: not in display_order")
-            if score is not None and (
-                isinstance(score, bool) or not isinstance(score, int | float)
-            ):
-                raise InputError(f"{where}['scores'][{name!r}] must be a number, got {score!r:.60}")
-            value = None if score is None or not math.isfinite(score) else float(score)
+            value = checked_score(score, f"{where}['scores'][{name!r}]")
             key = f"{session}\x00{name}"
             columns.setdefault(key, len(columns))
             row[key] = (slots[name], value)

@@ -128,6 +128,23 @@ def _responses_to_texts(stage1_responses: Any) -> dict[str, str]:
     return texts
 
 
+#: larger scores are on no rating scale, and their squares overflow float64 statistics
+MAX_ABS_SCORE = 1e9
+
+
+def checked_score(score: Any, where: str) -> float | None:
+    """A score as float; None or NaN/inf is no score (never 0); anything else: InputError."""
+    if score is None:
+        return None
+    if isinstance(score, bool) or not isinstance(score, int | float):
+        raise InputError(f"{where} must be a number, got {score!r:.60}")
+    if isinstance(score, float) and not math.isfinite(score):
+        return None
+    if abs(score) > MAX_ABS_SCORE:
+        raise InputError(f"{where} must be a number within ±{MAX_ABS_SCORE:g}, got {score!r:.60}")
+    return float(score)
+
+
 def _scores_by_reviewer(stage2_scores: Any) -> dict[str, dict[str, float | None]]:
     """``{reviewer: {candidate: score}}`` checked: names are text, scores numbers or None."""
     if not isinstance(stage2_scores, Mapping):
@@ -147,12 +164,7 @@ def _scores_by_reviewer(stage2_scores: Any) -> dict[str, dict[str, float | None]
         for candidate, score in given.items():
             where = f"stage2_scores[{name!r}][{candidate!r}]"
             column = _model_name(candidate, f"stage2_scores[{name!r}] key {candidate!r}")
-            if score is not None and (
-                isinstance(score, bool) or not isinstance(score, int | float)
-            ):
-                raise InputError(f"{where} must be a number, got {score!r:.60}")
-            # a non-finite score is no score (never 0 for missing)
-            row[column] = None if score is None or not math.isfinite(score) else float(score)
+            row[column] = checked_score(score, where)
         checked[name] = row
     return checked
 
