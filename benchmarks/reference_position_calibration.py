@@ -29,7 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
 
 from generators.independent_council import CouncilSpec, generate_sessions  # noqa: E402
-from llm_council.bias_audit import calculate_position_bias  # noqa: E402
+from llm_council.bias_audit import AuditThresholds, calculate_position_bias  # noqa: E402
 
 
 def session_data(
