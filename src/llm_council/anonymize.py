@@ -45,13 +45,13 @@ def _position_of(label: Any, assignment: Any, where: str) -> tuple[str, int]:
     if isinstance(assignment, Mapping):
         model = assignment.get("model")
         if not isinstance(model, str) or not model:
-            raise InputError(f"{where}[{label!r}]['model'] must be a model name, got {model!r}")
+            raise InputError(f"{where}[{label!r}]['model'] must be a model name, got {model!r:.60}")
         index = assignment.get("display_index")
         if index is None:  # the reference's enhanced form without display_index
             return model, _index_from_label(label, where)
         if isinstance(index, bool) or not isinstance(index, int) or index < 0:
             raise InputError(
-                f"{where}[{label!r}]['display_index'] must be an integer >= 0, got {index!r}"
+                f"{where}[{label!r}]['display_index'] must be an integer >= 0, got {index!r:.60}"
             )
         return model, index
     if isinstance(assignment, str) and assignment:
