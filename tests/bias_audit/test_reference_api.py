@@ -559,3 +559,32 @@ def test_ours_wins_over_the_reference_switch(
         monkeypatch.setenv("LLM_COUNCIL_BIAS_AUDIT", ours)
     monkeypatch.setenv("BIAS_AUDIT_ENABLED", reference)
     assert BiasAuditMiddleware().enabled() is expected
+
+
+stage2_result_shapes = st.lists(
+    st.fixed_dictionaries(
+        {"model": names | json_leaves},
+        optional={
+            "ranking": st.text(max_size=40) | json_ish,
+            "parsed_ranking": st.lists(names | json_leaves, max_size=4)
+            | st.dictionaries(st.sampled_from(["scores", "abstained", "ranking"]), json_ish)
+            | json_ish,
+        },
+    )
+    | json_ish,
+    max_size=4,
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stage2_results=stage2_result_shapes | json_ish, label_to_model=position_shapes)
+def test_extract_scores_from_random_shapes_raises_only_input_error(
+    stage2_results: Any, label_to_model: Any
+) -> None:
+    try:
+        scores = extract_scores_from_stage2(stage2_results, label_to_model)
+    except InputError as error:
+        assert "\n" not in str(error)
+        return
+    for given_scores in scores.values():
+        assert all(isinstance(v, float) and math.isfinite(v) for v in given_scores.values())
