@@ -149,7 +149,7 @@ def test_cli_reports_what_it_could_not_convert(
     assert "wrote 11 record(s) in 2 session(s)" in err
     assert "not converted: 2 line(s): reference schema < 1.2.0" in err
     assert "(line 15, 16)" in err
-    assert "derived response_length_words: estimated" in err
+    assert "response_length_words: estimated" in err
     code, out, _ = run_cli(capsys, "bias-import", str(FIXTURE), "--json", "--dry-run")
     summary = json.loads(out)
     assert code == 0 and summary["target"] == str(store_path())
@@ -201,7 +201,7 @@ def test_estimated_words_keep_the_log_length_statistics(tmp_path: Path) -> None:
     source.write_text("\n".join(_as_reference_lines(spec, 30, seed=2)) + "\n")
     target = tmp_path / "store.jsonl"
     summary = import_reference_store(source, target)
-    assert summary.skipped == [] and summary.n_sessions_written == 30
+    assert summary.skipped == () and summary.n_sessions_written == 30
     truth = {
         (s.session_id, name): words
         for s in generate_sessions(spec, 30, seed=2)

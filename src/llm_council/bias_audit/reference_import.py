@@ -75,19 +75,32 @@ class SkippedLine(ValueError):
 
 
 @dataclass
-class ImportSummary:
-    """What an import read, wrote and could not convert."""
+class _Tally:
+    """Counts gathered while importing (frozen into :class:`ImportSummary` at the end)."""
 
-    source: str
-    target: str
     n_lines: int = 0
     n_records_read: int = 0
     n_records_written: int = 0
     n_sessions_written: int = 0
     n_sessions_already_present: int = 0
     n_scores_nulled: int = 0
-    dry_run: bool = False
     skipped: list[tuple[int, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ImportSummary:
+    """What an import read, wrote and could not convert (``skipped``: line, reason)."""
+
+    source: str
+    target: str
+    dry_run: bool
+    n_lines: int
+    n_records_read: int
+    n_records_written: int
+    n_sessions_written: int
+    n_sessions_already_present: int
+    n_scores_nulled: int
+    skipped: tuple[tuple[int, str], ...]
 
     def skipped_by_reason(self) -> Counter[str]:
         return Counter(reason for _, reason in self.skipped)
@@ -226,7 +239,7 @@ def _convert_line(raw: _Raw, line: int) -> _Row:
     return _Row(line, fields, nulled)
 
 
-def _parsed_lines(source: Path, summary: ImportSummary) -> Iterator[_Row]:
+def _parsed_lines(source: Path, summary: _Tally) -> Iterator[_Row]:
     try:
         handle = source.open("rb")
     except OSError as error:
@@ -252,7 +265,7 @@ def _parsed_lines(source: Path, summary: ImportSummary) -> Iterator[_Row]:
             yield row
 
 
-def _session_records(rows: list[_Row], summary: ImportSummary) -> list[ReviewRecord]:
+def _session_records(rows: list[_Row], summary: _Tally) -> list[ReviewRecord]:
     """The session's records with n_candidates; conflicting rows are skipped."""
     kept: list[_Row] = []
     seen_cells: set[tuple[str, str]] = set()
@@ -294,7 +307,7 @@ def import_reference_store(source: Path, target: Path, *, dry_run: bool = False)
     """Convert ``source`` (reference JSONL) into records appended to ``target``."""
     if source.resolve() == target.resolve():
         raise InputError(f"{str(source)!r} is the target store itself: give another --store")
-    summary = ImportSummary(source=str(source), target=str(target), dry_run=dry_run)
+    summary = _Tally()
     sessions: dict[str, list[_Row]] = {}
     for row in _parsed_lines(source, summary):
         sessions.setdefault(row.fields["session_id"], []).append(row)
@@ -316,5 +329,15 @@ def import_reference_store(source: Path, target: Path, *, dry_run: bool = False)
                 ) from error
         summary.n_records_written += len(records)
         summary.n_sessions_written += 1
-    summary.skipped.sort()
-    return summary
+    return ImportSummary(
+        source=str(source),
+        target=str(target),
+        dry_run=dry_run,
+        n_lines=summary.n_lines,
+        n_records_read=summary.n_records_read,
+        n_records_written=summary.n_records_written,
+        n_sessions_written=summary.n_sessions_written,
+        n_sessions_already_present=summary.n_sessions_already_present,
+        n_scores_nulled=summary.n_scores_nulled,
+        skipped=tuple(sorted(summary.skipped)),
+    )

@@ -6,9 +6,12 @@ import json
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from llm_council.bias_audit.reference_import import ImportSummary
 
 _SHOWN_LINES = 5
 
@@ -17,10 +20,9 @@ class SourceFormat(StrEnum):
     reference = "reference"
 
 
-def _print_summary(summary: object) -> None:
-    from llm_council.bias_audit.reference_import import FIELD_NOTES, ImportSummary
+def _print_summary(summary: ImportSummary) -> None:
+    from llm_council.bias_audit.reference_import import FIELD_NOTES
 
-    assert isinstance(summary, ImportSummary)
     verb = "would write" if summary.dry_run else "wrote"
     print(
         f"read {summary.n_records_read} reference record(s) from {summary.n_lines} line(s); "
@@ -48,8 +50,9 @@ def _print_summary(summary: object) -> None:
             file=sys.stderr,
         )
     if summary.n_records_written:
+        print("fields the reference did not record as we do:", file=sys.stderr)
         for name, note in FIELD_NOTES.items():
-            print(f"derived {name}: {note}", file=sys.stderr)
+            print(f"  {name}: {note}", file=sys.stderr)
 
 
 def bias_import(
