@@ -230,6 +230,20 @@ stage1_shapes = (
 def test_random_json_shapes_raise_only_input_error(
     stage1: Any, scores: Any, positions: Any
 ) -> None:
+    only_input_error_escapes(stage1, scores, positions)
+
+
+@pytest.mark.longfuzz
+@settings(max_examples=10_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(stage1=stage1_shapes, scores=scores_shapes | json_ish, positions=position_shapes)
+def test_random_json_shapes_raise_only_input_error_long(
+    stage1: Any, scores: Any, positions: Any
+) -> None:
+    only_input_error_escapes(stage1, scores, positions)
+
+
+def only_input_error_escapes(stage1: Any, scores: Any, positions: Any) -> None:
+    """run_bias_audit on any shape: a result that is JSON without NaN, or an InputError."""
     try:
         result = run_bias_audit(stage1, scores, positions)
     except InputError as error:
