@@ -126,9 +126,9 @@ def _table_from_session_data(session_data: Any) -> ScoreTable:
             "session_data must be a list of {'display_order': [...], 'scores': {...}}, got "
             f"{type(session_data).__name__}"
         )
-    rows: list[dict[str, tuple[int, float | None]]] = []
+    rows: list[dict[tuple[str, str], tuple[int, float | None]]] = []
     reviewers: list[str | None] = []
-    columns: dict[str, int] = {}
+    columns: dict[tuple[str, str], int] = {}
     for index, entry in enumerate(session_data):
         where = f"session_data[{index}]"
         if not isinstance(entry, Mapping):
@@ -150,13 +150,13 @@ def _table_from_session_data(session_data: Any) -> ScoreTable:
             if name in slots:
                 raise InputError(f"{where}['display_order'] lists {name!r} twice")
             slots[name] = slot
-        row: dict[str, tuple[int, float | None]] = {}
+        row: dict[tuple[str, str], tuple[int, float | None]] = {}
         for candidate, score in given.items():
             name = _entry_text(candidate, f"{where}['scores'] key {candidate!r}")
             if name not in slots:
                 raise InputError(f"{where}['scores'][{name!r}]: not in display_order")
             value = checked_score(score, f"{where}['scores'][{name!r}]")
-            key = f"{session}\x00{name}"
+            key = (session, name)
             columns.setdefault(key, len(columns))
             row[key] = (slots[name], value)
         rows.append(row)
@@ -164,12 +164,12 @@ def _table_from_session_data(session_data: Any) -> ScoreTable:
     scores = np.full(shape, np.nan)
     positions = np.full(shape, UNKNOWN_POSITION, dtype=np.intp)
     is_self = np.zeros(shape, dtype=bool)
-    names = tuple(columns)
+    names = tuple(f"{session}/{name}" for session, name in columns)
     for row_index, row in enumerate(rows):
         for key, (slot, value) in row.items():
             col = columns[key]
             positions[row_index, col] = slot
-            is_self[row_index, col] = key.split("\x00", 1)[1] == reviewers[row_index]
+            is_self[row_index, col] = key[1] == reviewers[row_index]
             if value is not None:
                 scores[row_index, col] = value
     return ScoreTable(
