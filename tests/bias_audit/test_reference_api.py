@@ -602,3 +602,20 @@ def test_extract_scores_from_random_shapes_raises_only_input_error(
         return
     for given_scores in scores.values():
         assert all(isinstance(v, float) and math.isfinite(v) for v in given_scores.values())
+
+
+def test_calculate_position_bias_leaves_out_a_reviewers_own_answer() -> None:
+    spec = CouncilSpec(n_members=4)
+    with_self = _session_data_from_generator(spec, 3, 9)
+    without_self = [
+        {**entry, "scores": {c: s for c, s in entry["scores"].items() if c != entry["reviewer"]}}
+        for entry in with_self
+    ]
+    # a session id built to look like "session\x00candidate" cannot forge a self-review
+    hostile = [{**entry, "session_id": entry["session_id"] + "\x00judge-0"} for entry in with_self]
+    variance, detected = calculate_position_bias(without_self)
+    assert variance is not None
+    for data in (with_self, hostile):
+        other_variance, other_detected = calculate_position_bias(data)
+        assert other_variance == pytest.approx(variance, rel=1e-9)
+        assert other_detected is detected
