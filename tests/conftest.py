@@ -75,6 +75,7 @@ def _isolated_environment(
         "GEMINI_API_KEY",
         "LLM_COUNCIL_CONFIG",
         "LLM_COUNCIL_BIAS_AUDIT",
+        "BIAS_AUDIT_ENABLED",
         "LLM_COUNCIL_HASH_SECRET",
         "LLM_COUNCIL_QUERY_HASH",
         "LLM_COUNCIL_LENGTH_CORRELATION_THRESHOLD",

@@ -12,6 +12,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from llm_council.errors import InputError
 from llm_council.prompts import display_index_for, label_for
 from llm_council.results import LabelAssignment
 
@@ -37,19 +38,94 @@ def assign_labels(
     }
 
 
-def derive_position_mapping(label_to_model: Mapping[str, Any]) -> dict[str, int]:
-    """Turn a label map into ``{model: display_index}``.
+def _position_of(label: Any, assignment: Any, where: str) -> tuple[str, int]:
+    """``(model, display_index)`` of one label-map entry, or a one-line InputError."""
+    if isinstance(assignment, LabelAssignment):
+        return assignment.model, assignment.display_index
+    if isinstance(assignment, Mapping):
+        model = assignment.get("model")
+        if not isinstance(model, str) or not model:
+            raise InputError(f"{where}[{label!r}]['model'] must be a model name, got {model!r:.60}")
+        index = assignment.get("display_index")
+        if index is None:  # the reference's enhanced form without display_index
+            return model, _index_from_label(label, where)
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise InputError(
+                f"{where}[{label!r}]['display_index'] must be an integer >= 0, got {index!r:.60}"
+            )
+        return model, index
+    if isinstance(assignment, str) and assignment:
+        return assignment, _index_from_label(label, where)
+    raise InputError(
+        f"{where}[{label!r}] must be a model name or {{'model', 'display_index'}}, "
+        f"got {type(assignment).__name__}"
+    )
 
-    Accepts ``{label: {"model", "display_index"}}`` and the legacy ``{label: model}``.
 
-    In the legacy form the position is taken from the label letter (the invariant).
-    """
+def _index_from_label(label: Any, where: str) -> int:
+    """The label letter's position (A = 0): the invariant of ADR 0001."""
+    if isinstance(label, str):
+        try:
+            return display_index_for(label)
+        except ValueError:
+            pass
+    raise InputError(f"{where}: key {label!r} is not a label like 'Response A'")
+
+
+def is_label_map_entry(value: Any) -> bool:
+    """A label map's entry (not a nested per-reviewer label map)."""
+    return isinstance(value, LabelAssignment | str) or (
+        isinstance(value, Mapping) and "model" in value
+    )
+
+
+def positions_from_label_map(
+    label_to_model: Mapping[str, Any], where: str = "label_to_model"
+) -> dict[str, int]:
+    """One reviewer's label map as ``{model: display_index}``; errors name ``where``."""
     positions: dict[str, int] = {}
+    shown_at: dict[int, str] = {}
     for label, assignment in label_to_model.items():
-        if isinstance(assignment, LabelAssignment):
-            positions[assignment.model] = assignment.display_index
-        elif isinstance(assignment, Mapping):
-            positions[str(assignment["model"])] = int(assignment["display_index"])
-        else:
-            positions[str(assignment)] = display_index_for(label)
+        model, index = _position_of(label, assignment, where)
+        if model in positions:
+            raise InputError(f"{where}[{label!r}]: model {model!r} appears under two labels")
+        if index in shown_at:
+            raise InputError(
+                f"{where}[{label!r}]: display position {index} is also {shown_at[index]!r}'s"
+            )
+        positions[model] = index
+        shown_at[index] = model
     return positions
+
+
+def derive_position_mapping(
+    label_to_model: Mapping[str, Any] | None,
+) -> dict[str, int] | dict[str, dict[str, int]]:
+    """Turn a label map into ``{model: display_index}`` (per reviewer for a nested map).
+
+    Accepts one reviewer's map, ``{label: {"model", "display_index"}}`` or the legacy
+    ``{label: model}`` (position from the label letter, the invariant), and returns
+    ``{model: display_index}``. Accepts the per-reviewer map a session's metadata holds,
+    ``metadata["label_to_model"] = {reviewer: {label: ...}}``, and returns
+    ``{reviewer: {model: display_index}}``. ``None`` or empty gives ``{}``. Anything
+    else, and a map naming one model or one position twice, raises a one-line
+    :class:`~llm_council.errors.InputError` naming the key.
+    """
+    if label_to_model is None:
+        return {}
+    if not isinstance(label_to_model, Mapping):
+        raise InputError(f"label_to_model must be a mapping, got {type(label_to_model).__name__}")
+    values = list(label_to_model.values())
+    if all(is_label_map_entry(value) for value in values):
+        return positions_from_label_map(label_to_model)
+    per_reviewer: dict[str, dict[str, int]] = {}
+    for reviewer, labels in label_to_model.items():
+        if not isinstance(labels, Mapping) or is_label_map_entry(labels):
+            _position_of(reviewer, labels, "label_to_model")  # an invalid entry: its error
+            raise InputError(
+                f"label_to_model[{reviewer!r}]: mixes a per-reviewer map with single labels"
+            )
+        per_reviewer[str(reviewer)] = positions_from_label_map(
+            labels, f"label_to_model[{reviewer!r}]"
+        )
+    return per_reviewer

@@ -107,7 +107,11 @@ def _length_fields(
     """Length vs score, one pair per answer so pairs are independent under the null."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns give NaN, wanted
-        consensus = np.nanmean(model.others_scores, axis=0) if table.reviewers else np.array([])
+        consensus = (
+            np.nanmean(model.others_scores, axis=0)
+            if table.reviewers
+            else np.full(len(table.candidates), np.nan)
+        )
     log_words = np.log(np.maximum(table.length_words, 1.0))
     correlation = pearson_correlation_t_test(log_words, consensus)
     if correlation.n_pairs < thresholds.minimum_length_pairs:
@@ -353,7 +357,7 @@ def audit_score_table(
 def run_bias_audit(
     stage1_responses: Any,
     stage2_scores: Mapping[str, Mapping[str, float | None]],
-    position_mapping: Mapping[str, Mapping[str, Any]] | None = None,
+    position_mapping: Mapping[str, Any] | None = None,
     *,
     thresholds: AuditThresholds | None = None,
 ) -> BiasAuditResult:
@@ -361,9 +365,12 @@ def run_bias_audit(
 
     ``stage1_responses``: ``{model: text}`` or a list of ``{"model", "response"}``;
     ``stage2_scores``: ``{reviewer: {candidate: score}}`` (a reviewer whose name is a
-    candidate's is scoring its own answer); ``position_mapping``: per reviewer either
-    ``{model: display_index}`` or its ``label_to_model`` metadata. Without positions the
-    position test is skipped. Thresholds default to :func:`load_thresholds`.
+    candidate's is scoring its own answer); ``position_mapping``: the reference design's
+    flat ``{candidate: display_index}`` (every reviewer saw that order), or per reviewer
+    ``{reviewer: {candidate: display_index}}``, or either as ``label_to_model`` maps (see
+    :func:`~llm_council.bias_audit.score_table.positions_by_reviewer`). Without positions
+    the position test is skipped. Bad shapes raise a one-line ``InputError``. Thresholds
+    default to :func:`load_thresholds`.
     """
     table = score_table_from_mappings(stage1_responses, stage2_scores, position_mapping)
     return audit_score_table(table, thresholds or load_thresholds())

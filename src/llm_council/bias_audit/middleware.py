@@ -1,7 +1,8 @@
 """``BiasAuditMiddleware``: the audit as an opt-in plug-in of the council.
 
-Enabled by ``LLM_COUNCIL_BIAS_AUDIT=true`` (or 1/yes). At the end of a session it
-computes the :class:`BiasAuditResult` (stored at ``metadata["bias_audit"]``) and
+Enabled by ``LLM_COUNCIL_BIAS_AUDIT=true`` (or 1/yes), or by the reference council's
+``BIAS_AUDIT_ENABLED=true`` when ours is unset (ours wins when both are set). At the
+end of a session it computes the :class:`BiasAuditResult` (stored at ``metadata["bias_audit"]``) and
 appends one record per (reviewer, candidate) to the JSONL store. Configuration errors
 (bad threshold, hashing on without a secret) are raised by :meth:`check_config` before
 the session's first model call, so they stop the run instead of surfacing after it.
@@ -24,6 +25,8 @@ from llm_council.errors import RecordError
 from llm_council.middleware import Middleware, SessionCompleted
 
 ENABLE_VARIABLE = "LLM_COUNCIL_BIAS_AUDIT"
+REFERENCE_ENABLE_VARIABLE = "BIAS_AUDIT_ENABLED"  # the reference council's switch (ADR 0015)
+_TRUE_VALUES = {"true", "1", "yes"}
 
 log = structlog.get_logger("llm_council.bias_audit")
 
@@ -34,7 +37,9 @@ class BiasAuditMiddleware(Middleware):
     name: ClassVar[str] = "bias_audit"
 
     def enabled(self) -> bool:
-        return os.environ.get(ENABLE_VARIABLE, "").strip().lower() in {"true", "1", "yes"}
+        ours = os.environ.get(ENABLE_VARIABLE, "").strip()
+        switch = ours or os.environ.get(REFERENCE_ENABLE_VARIABLE, "").strip()
+        return switch.lower() in _TRUE_VALUES
 
     def check_config(self) -> None:
         """Bad thresholds, or hashing on without a secret, stop the session before it runs."""

@@ -4,21 +4,63 @@ The first ten keys are the seed design's (users' scripts read them; keep the nam
 the rest say what the seed design left out: self-preference, sample sizes, the
 thresholds and significance level used, and which results rest on too few data to be
 more than an indicator.
+
+It is a pydantic *dataclass*, so both integrations work: the reference design's
+``metadata["bias_audit"] = dataclasses.asdict(run_bias_audit(...))`` and pydantic's
+``result.model_dump(mode="json")`` (ADR 0015). Every value is a JSON type (no NaN).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic.dataclasses import dataclass
+from pydantic.fields import FieldInfo
 
 RiskLevel = Literal["low", "medium", "high"]
 
 
-class BiasAuditResult(BaseModel):
-    """Per-session bias statistics of the stage-2 reviewers (see docs/bias-audit.md)."""
+_ADAPTERS: dict[type, TypeAdapter[Any]] = {}
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+
+def _adapter(cls: type) -> TypeAdapter[Any]:
+    """One TypeAdapter per class: building one costs about a millisecond."""
+    adapter = _ADAPTERS.get(cls)
+    if adapter is None:
+        adapter = _ADAPTERS[cls] = TypeAdapter(cls)
+    return adapter
+
+
+class _FieldsOfClass:
+    """``cls.model_fields``: the pydantic dataclass's ``{name: FieldInfo}``."""
+
+    def __get__(self, instance: object, owner: type) -> dict[str, FieldInfo]:
+        fields: dict[str, FieldInfo] = owner.__pydantic_fields__  # type: ignore[attr-defined]
+        return fields
+
+
+class _ModelMethods:
+    """``model_fields`` / ``model_dump`` / ``model_dump_json`` / ``model_validate`` for a
+    pydantic dataclass, so code written against the earlier ``BaseModel`` keeps working."""
+
+    model_fields: ClassVar[_FieldsOfClass] = _FieldsOfClass()
+
+    def model_dump(self, **options: Any) -> dict[str, Any]:
+        dumped: dict[str, Any] = _adapter(type(self)).dump_python(self, **options)
+        return dumped
+
+    def model_dump_json(self, **options: Any) -> str:
+        return _adapter(type(self)).dump_json(self, **options).decode("utf-8")
+
+    @classmethod
+    def model_validate(cls, values: Any) -> Any:
+        return _adapter(cls).validate_python(values)
+
+
+@dataclass(frozen=True, kw_only=True, config=ConfigDict(extra="forbid"))
+class BiasAuditResult(_ModelMethods):
+    """Per-session bias statistics of the stage-2 reviewers (see docs/bias-audit.md)."""
 
     # --- the seed design's keys ---
     length_score_correlation: float | None = Field(
