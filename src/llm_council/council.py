@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import time
 import uuid
@@ -15,7 +14,7 @@ import structlog
 from llm_council.aggregate import aggregate_reviews
 from llm_council.config import CouncilConfig, CouncilMember, load_council_config
 from llm_council.errors import ConfigError, CouncilError
-from llm_council.log_setup import ensure_default_logging
+from llm_council.log_setup import ensure_default_logging, redact
 from llm_council.middleware import (
     Middleware,
     MiddlewareDispatcher,
@@ -25,6 +24,7 @@ from llm_council.middleware import (
     Stage2Completed,
     discover_middleware,
 )
+from llm_council.providers.calling import CallGate
 from llm_council.providers.registry import create_provider
 from llm_council.results import CouncilResult, MemberAnswer, Review
 from llm_council.stages import Seat, collect_answers, collect_reviews, synthesize
@@ -85,7 +85,6 @@ async def run_full_council(
     dispatcher.check_config()
     seats = [_seat(m) for m in config.members]
     chairman = _seat(config.chairman)
-    gate = asyncio.Semaphore(config.max_concurrency)
     config_hash = config.config_hash()
     durations: dict[str, float] = {}
     bound_log = log.bind(session_id=session_id)
@@ -95,6 +94,7 @@ async def run_full_council(
                 session_id, query, tuple(m.name for m in config.members), config_hash, seed
             )
         )
+        gate = CallGate.for_session(config.max_concurrency, config.session_deadline_s)
         stage_start = time.perf_counter()
         answers = await collect_answers(query, seats, config, seed, gate)
         durations["stage1"] = time.perf_counter() - stage_start
@@ -106,7 +106,7 @@ async def run_full_council(
             duration_s=round(durations["stage1"], 3),
         )
         if not ok_answers:
-            reasons = "; ".join(f"{a.member}: {a.error}" for a in answers)
+            reasons = redact("; ".join(f"{a.member}: {a.error}" for a in answers))
             raise CouncilError(f"every council member failed to answer: {reasons}")
         await dispatcher.stage1_completed(Stage1Completed(session_id, tuple(answers)))
 
@@ -161,6 +161,19 @@ async def run_full_council(
             "aggregate_rankings": [s.model_dump() for s in standings],
             "review_parse_status": {r.reviewer: r.parse_status for r in reviews},
             "degraded": degraded,
+            "session_deadline_s": config.session_deadline_s,
+            "deadline_reached": gate.given_up > 0,
+            "calls_given_up_at_deadline": gate.given_up,
+            "max_answer_chars": config.max_answer_chars,
+            "truncated_answers": [
+                {
+                    "member": a.member,
+                    "original_chars": a.original_chars,
+                    "kept_chars": len(a.text or ""),
+                }
+                for a in answers
+                if a.original_chars is not None
+            ],
             "stage_durations_s": {k: round(v, 4) for k, v in durations.items()},
         }
         added = await dispatcher.session_completed(
