@@ -94,7 +94,7 @@ async def run_full_council(
                 session_id, query, tuple(m.name for m in config.members), config_hash, seed
             )
         )
-        gate = CallGate.for_session(config.max_concurrency, config.session_deadline_s)
+        gate = CallGate(config.max_concurrency, config.session_deadline_s)
         stage_start = time.perf_counter()
         answers = await collect_answers(query, seats, config, seed, gate)
         durations["stage1"] = time.perf_counter() - stage_start

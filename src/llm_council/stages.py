@@ -53,7 +53,7 @@ def call_seed(session_seed: int, member_name: str, stage: str) -> int:
 async def _call(
     seat: Seat, request: CompletionRequest, config: CouncilConfig, gate: CallGate
 ) -> CallOutcome:
-    return await gate.call(seat.provider, request, config.retry)
+    return await gate.call(seat.provider, request, config.retry, request.task)
 
 
 async def collect_answers(

@@ -89,12 +89,19 @@ async def _attempt(provider: Provider, request: CompletionRequest, timeout_s: fl
 
 
 SESSION_DEADLINE_ERROR = "session deadline"
+# How far into the session deadline each stage may run (fractions of it, from the start):
+# a member hanging in stage 1 leaves the reviews and the chairman time of their own.
+STAGE_DEADLINE_SHARES = {"answer": 0.5, "review": 0.8, "synthesize": 1.0}
 
 
-def deadline_error(provider: Provider, deadline_s: float) -> SessionDeadlineError:
-    """The error of a call given up at the session deadline."""
+def deadline_error(
+    provider: Provider, deadline_s: float | None, stage: str = ""
+) -> SessionDeadlineError:
+    """The error of a call given up at the session deadline (``stage``: whose share ran out)."""
+    share = STAGE_DEADLINE_SHARES.get(stage)
+    where = f" (the {stage} stage may use {share:.0%} of it)" if share and share < 1 else ""
     return SessionDeadlineError(
-        f"{provider.spec}: {SESSION_DEADLINE_ERROR} of {deadline_s:g} s reached",
+        f"{provider.spec}: {SESSION_DEADLINE_ERROR} of {deadline_s or 0:g} s reached{where}",
         provider=provider.provider_name,
     )
 
@@ -105,12 +112,13 @@ async def call_with_retries(
     policy: RetryPolicy | None = None,
     *,
     deadline_at: float | None = None,
-    deadline_s: float = 0.0,
+    deadline_s: float | None = None,
+    stage: str = "",
 ) -> CallOutcome:
     """Call ``provider`` under ``policy``; never raises for provider failures.
 
     ``deadline_at`` (event-loop time, see :meth:`asyncio.loop.time`) bounds the whole call,
-    retries and backoff included; ``deadline_s`` is only quoted in the error.
+    retries and backoff included; ``deadline_s`` and ``stage`` are only quoted in the error.
     """
     policy = policy or RetryPolicy()
     started = time.perf_counter()
@@ -128,7 +136,7 @@ async def call_with_retries(
                     completion = await _attempt(provider, request, policy.timeout_s)
         return CallOutcome(completion, None, attempts, time.perf_counter() - started)
     except TimeoutError:  # only the deadline's: _attempt turns its own timeout into ProviderError
-        error = deadline_error(provider, deadline_s)
+        error = deadline_error(provider, deadline_s, stage)
         return CallOutcome(None, error, attempts, time.perf_counter() - started)
     except ProviderError as error:
         return CallOutcome(None, error, attempts, time.perf_counter() - started)
@@ -143,52 +151,52 @@ async def call_with_retries(
 class CallGate:
     """What every provider call of one session passes: its concurrency limit and deadline.
 
-    Counts the calls it gave up at the deadline (``given_up``), so the session can say
-    whether the deadline cut anything without reading error messages.
+    The deadline is per stage (:data:`STAGE_DEADLINE_SHARES` of ``deadline_s`` after the
+    session began). The gate counts the calls it gave up at the deadline (``given_up``),
+    so the session can say whether the deadline cut anything.
     """
 
-    def __init__(
-        self,
-        semaphore: asyncio.Semaphore,
-        deadline_at: float | None = None,
-        deadline_s: float = 0.0,
-    ) -> None:
-        self.semaphore = semaphore
-        self.deadline_at = deadline_at  # event-loop time; None: no deadline
-        self.deadline_s = deadline_s  # the configured deadline, for messages
+    def __init__(self, max_concurrency: int, deadline_s: float | None = None) -> None:
+        self.semaphore = asyncio.Semaphore(max_concurrency)
+        self.deadline_s = deadline_s  # None: no deadline
+        self.started_at = asyncio.get_running_loop().time()
         self.given_up = 0
 
-    @classmethod
-    def for_session(cls, max_concurrency: int, deadline_s: float) -> CallGate:
-        """A gate whose deadline is ``deadline_s`` from now (call inside the event loop)."""
-        deadline_at = asyncio.get_running_loop().time() + deadline_s
-        return cls(asyncio.Semaphore(max_concurrency), deadline_at, deadline_s)
+    def stage_deadline_at(self, stage: str) -> float | None:
+        """The event-loop time at which ``stage``'s calls are given up."""
+        if self.deadline_s is None:
+            return None
+        return self.started_at + STAGE_DEADLINE_SHARES.get(stage, 1.0) * self.deadline_s
 
-    def _past_deadline(self) -> bool:
-        now = asyncio.get_running_loop().time()
-        return self.deadline_at is not None and now >= self.deadline_at
-
-    def _give_up(self, provider: Provider, attempts: int, started: float) -> CallOutcome:
+    def _give_up(
+        self, provider: Provider, stage: str, attempts: int, started: float
+    ) -> CallOutcome:
         self.given_up += 1
-        error = deadline_error(provider, self.deadline_s)
+        error = deadline_error(provider, self.deadline_s, stage)
         return CallOutcome(None, error, attempts, time.perf_counter() - started)
 
     async def call(
-        self, provider: Provider, request: CompletionRequest, policy: RetryPolicy
+        self, provider: Provider, request: CompletionRequest, policy: RetryPolicy, stage: str
     ) -> CallOutcome:
-        """Wait for a slot, then :func:`call_with_retries`; both bounded by the deadline."""
+        """Wait for a slot, then :func:`call_with_retries`; both bounded by the stage deadline."""
         started = time.perf_counter()
+        deadline_at = self.stage_deadline_at(stage)
         try:
-            async with asyncio.timeout_at(self.deadline_at):
+            async with asyncio.timeout_at(deadline_at):
                 await self.semaphore.acquire()
         except TimeoutError:
-            return self._give_up(provider, 0, started)
+            return self._give_up(provider, stage, 0, started)
         try:
-            if self._past_deadline():
+            if deadline_at is not None and asyncio.get_running_loop().time() >= deadline_at:
                 # a free slot is taken without suspending, so the timeout above cannot fire
-                return self._give_up(provider, 0, started)
+                return self._give_up(provider, stage, 0, started)
             outcome = await call_with_retries(
-                provider, request, policy, deadline_at=self.deadline_at, deadline_s=self.deadline_s
+                provider,
+                request,
+                policy,
+                deadline_at=deadline_at,
+                deadline_s=self.deadline_s,
+                stage=stage,
             )
         finally:
             self.semaphore.release()
