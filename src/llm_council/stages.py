@@ -53,7 +53,7 @@ def call_seed(session_seed: int, member_name: str, stage: str) -> int:
 async def _call(
     seat: Seat, request: CompletionRequest, config: CouncilConfig, gate: CallGate
 ) -> CallOutcome:
-    return await gate.call(seat.provider, request, config.retry, request.task)
+    return await gate.call(seat.provider, request, config.retry, request.task, seat.member.name)
 
 
 async def collect_answers(

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from tenacity import (
     AsyncRetrying,
@@ -26,6 +28,7 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
+from llm_council import tracing
 from llm_council.errors import ProviderError, SessionDeadlineError
 from llm_council.providers.base import Completion, CompletionRequest, Provider
 
@@ -114,21 +117,54 @@ async def call_with_retries(
     deadline_at: float | None = None,
     deadline_s: float | None = None,
     stage: str = "",
+    trace_attributes: Mapping[str, Any] | None = None,
 ) -> CallOutcome:
     """Call ``provider`` under ``policy``; never raises for provider failures.
 
     ``deadline_at`` (event-loop time, see :meth:`asyncio.loop.time`) bounds the whole call,
     retries and backoff included; ``deadline_s`` and ``stage`` are only quoted in the error.
+    The call is one ``chat`` span when tracing is on (:mod:`llm_council.tracing`), each
+    retried attempt an event on it; ``trace_attributes`` are added to the span.
     """
     policy = policy or RetryPolicy()
+    with tracing.chat_span(
+        provider.provider_name, provider.model_name, request, trace_attributes or {}
+    ) as span:
+        outcome = await _call_with_retries(
+            provider, request, policy, deadline_at, deadline_s, stage, span
+        )
+        if outcome.completion is not None:
+            tracing.record_completion(span, outcome.completion, outcome.attempts)
+        elif outcome.error is not None:
+            tracing.record_failure(span, outcome.error, outcome.attempts)
+    return outcome
+
+
+async def _call_with_retries(
+    provider: Provider,
+    request: CompletionRequest,
+    policy: RetryPolicy,
+    deadline_at: float | None,
+    deadline_s: float | None,
+    stage: str,
+    span: tracing.SpanRecorder,
+) -> CallOutcome:
     started = time.perf_counter()
     attempts = 0
+
+    def before_retry(state: RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome is not None else None
+        wait_s = state.next_action.sleep if state.next_action is not None else 0.0
+        if error is not None:
+            tracing.record_retry(span, state.attempt_number, error, wait_s)
+
     try:
         async with asyncio.timeout_at(deadline_at):
             async for attempt in AsyncRetrying(
                 stop=stop_after_attempt(policy.max_attempts),
                 wait=_RetryAfterOrBackoff(policy),
                 retry=retry_if_exception(_is_retryable),
+                before_sleep=before_retry,
                 reraise=True,
             ):
                 with attempt:
@@ -176,7 +212,12 @@ class CallGate:
         return CallOutcome(None, error, attempts, time.perf_counter() - started)
 
     async def call(
-        self, provider: Provider, request: CompletionRequest, policy: RetryPolicy, stage: str
+        self,
+        provider: Provider,
+        request: CompletionRequest,
+        policy: RetryPolicy,
+        stage: str,
+        member: str = "",
     ) -> CallOutcome:
         """Wait for a slot, then :func:`call_with_retries`; both bounded by the stage deadline."""
         started = time.perf_counter()
@@ -197,6 +238,7 @@ class CallGate:
                 deadline_at=deadline_at,
                 deadline_s=self.deadline_s,
                 stage=stage,
+                trace_attributes={"llm_council.member": member, "llm_council.stage": stage},
             )
         finally:
             self.semaphore.release()
