@@ -25,11 +25,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from llm_council.errors import ProviderError, SessionDeadlineError
 from llm_council.log_setup import redact
+from llm_council.providers.base import Completion, CompletionRequest
 
 CAPTURE_CONTENT_VARIABLES = (
     "LLM_COUNCIL_OTEL_CAPTURE_CONTENT",
@@ -38,7 +39,8 @@ CAPTURE_CONTENT_VARIABLES = (
 AGENT_NAME = "llm-council"
 # gen_ai.provider.name well-known values for our provider prefixes
 PROVIDER_NAMES = {"openai": "openai", "anthropic": "anthropic", "google": "gcp.gemini"}
-# middleware results copied to the session span: scalars, and lists of scalars up to this
+# middleware results copied to the session span: scalars (strings cut to MAX_STRING_ATTRIBUTE),
+# and lists of scalars up to MAX_LIST_ATTRIBUTE items
 MAX_LIST_ATTRIBUTE = 64
 MAX_STRING_ATTRIBUTE = 512
 
@@ -76,14 +78,15 @@ def capture_content(environ: Mapping[str, str] | None = None) -> bool:
     )
 
 
-def _attribute_value(value: Any) -> Any | None:
-    """``value`` if OpenTelemetry can carry it as an attribute (and it is small), else None."""
+def _attribute_value(value: Any, max_chars: int | None = None) -> Any | None:
+    """``value`` if OpenTelemetry can carry it as an attribute, else None; strings are cut
+    to ``max_chars`` and lists longer than :data:`MAX_LIST_ATTRIBUTE` dropped."""
     if isinstance(value, bool | int | float):
         return value
     if isinstance(value, str):
-        return value[:MAX_STRING_ATTRIBUTE]
+        return value if max_chars is None else value[:max_chars]
     if isinstance(value, list | tuple) and len(value) <= MAX_LIST_ATTRIBUTE:
-        items = [_attribute_value(item) for item in value]
+        items = [_attribute_value(item, max_chars) for item in value]
         kinds = {type(item) for item in items}
         if items and None not in items and len(kinds) == 1:
             return items
@@ -115,11 +118,11 @@ class SpanRecorder:
     def recording(self) -> bool:
         return self._span is not None
 
-    def set(self, attributes: Mapping[str, Any]) -> None:
+    def set(self, attributes: Mapping[str, Any], max_chars: int | None = None) -> None:
         if self._span is None:
             return
         for name, value in attributes.items():
-            usable = _attribute_value(value)
+            usable = _attribute_value(value, max_chars)
             if usable is not None:
                 self._span.set_attribute(name, usable)
 
@@ -144,18 +147,19 @@ class SpanRecorder:
         out (they are in the session metadata)."""
         for middleware, contribution in results.items():
             if isinstance(contribution, Mapping):
-                self.set({f"llm_council.{middleware}.{k}": v for k, v in contribution.items()})
+                self.set(
+                    {f"llm_council.{middleware}.{k}": v for k, v in contribution.items()},
+                    max_chars=MAX_STRING_ATTRIBUTE,
+                )
 
 
 _NO_SPAN = SpanRecorder()
 
 
 @contextmanager
-def _span(name: str, attributes: Mapping[str, Any], kind: str = "INTERNAL") -> Iterator[Any]:
-    tracer = _tracer()
-    if tracer is None:
-        yield _NO_SPAN
-        return
+def _span(
+    tracer: Any, name: str, attributes: Mapping[str, Any], kind: str = "INTERNAL"
+) -> Iterator[SpanRecorder]:
     from opentelemetry.trace import SpanKind
 
     with tracer.start_as_current_span(
@@ -170,9 +174,15 @@ def _span(name: str, attributes: Mapping[str, Any], kind: str = "INTERNAL") -> I
             raise
 
 
-def session_span(session_id: str, attributes: Mapping[str, Any]) -> Any:
+def session_span(
+    session_id: str, attributes: Mapping[str, Any]
+) -> AbstractContextManager[SpanRecorder]:
     """The ``invoke_agent`` span around a whole session (context manager -> SpanRecorder)."""
+    tracer = _tracer()
+    if tracer is None:
+        return nullcontext(_NO_SPAN)
     return _span(
+        tracer,
         f"invoke_agent {AGENT_NAME}",
         {
             "gen_ai.operation.name": "invoke_agent",
@@ -184,18 +194,24 @@ def session_span(session_id: str, attributes: Mapping[str, Any]) -> Any:
     )
 
 
-def stage_span(stage: str) -> Any:
+def stage_span(stage: str) -> AbstractContextManager[SpanRecorder]:
     """One stage of a session: ``llm_council.answer``, ``.review`` or ``.synthesize``."""
-    return _span(f"llm_council.{stage}", {"llm_council.stage": stage})
+    tracer = _tracer()
+    if tracer is None:
+        return nullcontext(_NO_SPAN)
+    return _span(tracer, f"llm_council.{stage}", {"llm_council.stage": stage})
 
 
 def chat_span(
     provider_name: str,
     model: str,
-    request: Any,
+    request: CompletionRequest,
     attributes: Mapping[str, Any],
-) -> Any:
+) -> AbstractContextManager[SpanRecorder]:
     """A ``chat MODEL`` client span for one logical model call (all its attempts)."""
+    tracer = _tracer()
+    if tracer is None:
+        return nullcontext(_NO_SPAN)
     system_name = PROVIDER_NAMES.get(provider_name, provider_name)
     values: dict[str, Any] = {
         "gen_ai.operation.name": "chat",
@@ -221,10 +237,10 @@ def chat_span(
                 for m in request.messages
             ]
         )
-    return _span(f"chat {model}", values, kind="CLIENT")
+    return _span(tracer, f"chat {model}", values, kind="CLIENT")
 
 
-def record_completion(span: SpanRecorder, completion: Any, attempts: int) -> None:
+def record_completion(span: SpanRecorder, completion: Completion, attempts: int) -> None:
     """Response model, finish reason, token usage (and, opted in, the answer) on a chat span."""
     if not span.recording:
         return
