@@ -235,7 +235,9 @@ def test_tracing_is_off_without_an_sdk_provider_or_without_the_package(
     with tracing.chat_span("openai", "m", CompletionRequest.from_prompt("q"), {}) as span:
         assert span.recording is False
     monkeypatch.setitem(sys.modules, "opentelemetry", None)  # "not installed"
-    assert tracing._tracer() is None
+    monkeypatch.setitem(sys.modules, "opentelemetry.trace", None)
+    monkeypatch.setattr(tracing, "_trace_api", None)  # forget the module imported earlier
+    assert tracing._tracer() is None and tracing._trace_api is False
     assert _run().metadata["degraded"] == []
 
 

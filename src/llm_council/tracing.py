@@ -22,6 +22,7 @@ OpenTelemetry's ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``) is true.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from collections.abc import Iterator, Mapping
@@ -45,6 +46,8 @@ MAX_LIST_ATTRIBUTE = 64
 MAX_STRING_ATTRIBUTE = 512
 
 _override_provider: Any = None
+_trace_api: Any = None  # the opentelemetry.trace module once imported; False if missing
+_tracer_cache: tuple[Any, Any] = (None, None)  # (provider, its llm_council tracer)
 
 
 def use_tracer_provider(provider: Any) -> None:
@@ -57,17 +60,26 @@ def use_tracer_provider(provider: Any) -> None:
 
 
 def _tracer() -> Any | None:
-    """The tracer to use, or None when nothing would record (the cheap, common case)."""
+    """The tracer to use, or None when nothing would record (the cheap, common case).
+
+    Asked at every span, so an SDK provider installed after import is picked up.
+    """
+    global _trace_api, _tracer_cache
     provider = _override_provider
     if provider is None:
-        try:
-            from opentelemetry import trace
-        except ImportError:
+        if _trace_api is None:
+            try:
+                _trace_api = importlib.import_module("opentelemetry.trace")
+            except ImportError:
+                _trace_api = False
+        if _trace_api is False:
             return None
-        provider = trace.get_tracer_provider()
-        if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+        provider = _trace_api.get_tracer_provider()
+        if isinstance(provider, _trace_api.ProxyTracerProvider | _trace_api.NoOpTracerProvider):
             return None
-    return provider.get_tracer("llm_council")
+    if _tracer_cache[0] is not provider:
+        _tracer_cache = (provider, provider.get_tracer("llm_council"))
+    return _tracer_cache[1]
 
 
 def capture_content(environ: Mapping[str, str] | None = None) -> bool:
