@@ -7,8 +7,10 @@ provider's own string) whatever the council size.
 
     .venv/bin/python benchmarks/answer_cap_memory.py [--mb 50] [--members 5]
 
-Each mode runs in a fresh subprocess and reports Python's peak traced allocation
-(``tracemalloc``) during the session and the process's peak RSS (``ru_maxrss``).
+Each provider call waits 50 ms, as a network call would, so the requests of one stage
+are alive at the same time (as they are with a real SDK). Each mode runs in a fresh
+subprocess and reports Python's peak traced allocation (``tracemalloc``) during the
+session and the process's peak RSS (``ru_maxrss``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class _Bench(Provider):
     labels = 0
 
     async def complete(self, request: CompletionRequest) -> Completion:
+        await asyncio.sleep(0.05)  # like a network call: concurrent requests are all alive
         if request.task == "answer":
             text = "x" * self.answer_chars if self.model_name == "huge" else "a short answer"
         elif request.task == "review":
