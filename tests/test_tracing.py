@@ -272,9 +272,12 @@ def test_nothing_is_installed_unless_an_exporter_is_asked_for(environ: dict[str,
 
 def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     code = "import sys; from llm_council.cli.app import main; main(sys.argv[1:])"
+    inherited = {  # the developer's own OTel settings must not redirect the test's spans
+        k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "LLM_COUNCIL_OTEL_"))
+    }
     return subprocess.run(
         [sys.executable, "-c", code, *args],
-        env={**os.environ, **env},
+        env={**inherited, **env},
         capture_output=True,
         text=True,
         timeout=120,

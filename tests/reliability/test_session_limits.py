@@ -44,7 +44,10 @@ def test_trickling_member_is_degraded_at_the_session_deadline() -> None:
         result = asyncio.run(run_full_council(QUERY, config=config, seed=3, middleware=[]))
         elapsed = time.perf_counter() - started
     stage1, stage2, stage3, metadata = result
-    assert 1.0 <= elapsed < 2.5, elapsed  # given up at 1.0 s (50% of 2 s), not after ~494 s
+    # given up at 1.0 s (50% of 2 s) after the session began, not after ~494 s; the wall
+    # clock also counts importing the SDK and building its clients, hence its loose bound
+    assert 1.0 <= metadata["stage_durations_s"]["stage1"] < 1.5, metadata["stage_durations_s"]
+    assert metadata["duration_s"] < 2.0 and elapsed < 30, (metadata["duration_s"], elapsed)
     slow = next(a for a in stage1 if a.member == "slow")
     assert not slow.ok and slow.attempts == 1
     assert slow.error == (
@@ -97,7 +100,8 @@ def test_deadline_bounds_a_stalled_chairman_and_falls_back(
         elapsed = time.perf_counter() - started
     finally:
         unregister_provider("stalled")
-    assert 0.4 <= elapsed < 1.5
+    assert 0.4 <= elapsed < 10  # the stalled call would have lasted an hour
+    assert result.metadata["duration_s"] < 0.9, result.metadata["stage_durations_s"]
     assert result.stage3.is_fallback
     assert "session deadline of 0.4 s reached" in (result.stage3.error or "")
     assert result.metadata["deadline_reached"] is True
@@ -113,7 +117,7 @@ class _Counting(Provider):
 
     async def complete(self, request: CompletionRequest) -> Completion:
         self.calls += 1
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.2)
         return Completion(text="ok", model="m")
 
 
@@ -122,18 +126,19 @@ def test_gate_gives_up_waiting_calls_and_makes_no_call_after_the_deadline() -> N
     policy = RetryPolicy(max_attempts=1, timeout_s=10)
 
     async def scenario() -> tuple[list[Any], int, int]:
-        gate = CallGate(max_concurrency=1, deadline_s=0.16)  # answer stage: 0.08 s
+        gate = CallGate(max_concurrency=1, deadline_s=0.6)  # answer stage: until 0.3 s
         provider = _Counting()
         outcomes = await asyncio.gather(
             *(gate.call(provider, request, policy, "answer") for _ in range(4))
         )
-        await asyncio.sleep(0.2)  # past the whole deadline
+        await asyncio.sleep(0.4)  # past the whole deadline (0.6 s)
         late = await gate.call(provider, request, policy, "synthesize")
         return [*outcomes, late], provider.calls, gate.given_up
 
     outcomes, calls, given_up = asyncio.run(scenario())
     assert [o.ok for o in outcomes] == [True, False, False, False, False]
-    # the second call started at 0.05 s and was cut at 0.08 s; the rest never got a slot
+    # each call takes 0.2 s: the second started at 0.2 s and was cut at 0.3 s; the others
+    # never got the slot
     assert [o.attempts for o in outcomes] == [1, 1, 0, 0, 0]
     assert calls == 2 and given_up == 4
     assert all(isinstance(o.error, SessionDeadlineError) for o in outcomes[1:])
