@@ -386,3 +386,37 @@ def test_cli_exports_otlp_http_to_the_collector() -> None:
     }
     assert len({span.trace_id for span in received}) == 1
     assert b"canary-query-7f3a" not in b"".join(r.SerializeToString() for r in receiver.requests)
+
+
+def test_a_call_cut_at_the_session_deadline_is_an_error_span(spans: InMemorySpanExporter) -> None:
+    from llm_council.providers.base import Completion, Provider
+    from llm_council.providers.registry import register_provider, unregister_provider
+
+    class Stalled(Provider):
+        provider_name = "stalled"
+
+        async def complete(self, request: CompletionRequest) -> Completion:
+            await asyncio.sleep(3600)
+            raise AssertionError("unreachable")
+
+    register_provider("stalled", lambda name, options: Stalled(name))
+    try:
+        config = CouncilConfig(
+            members=(
+                CouncilMember(name="a", spec="simulated:balanced"),
+                CouncilMember(name="b", spec="simulated:harsh"),
+                CouncilMember(name="stuck", spec="stalled:stuck"),
+            ),
+            chairman=CouncilMember(name="chair", spec="simulated:balanced"),
+            session_deadline_s=0.4,
+        )
+        _run(config)
+    finally:
+        unregister_provider("stalled")
+    finished = spans.get_finished_spans()
+    (stuck,) = [s for s in finished if s.name == "chat stuck"]
+    assert stuck.status.status_code is StatusCode.ERROR
+    assert (stuck.attributes or {})["error.type"] == "session_deadline"
+    assert "session deadline of 0.4 s reached" in (stuck.status.description or "")
+    (session,) = _by_name(finished)["invoke_agent llm-council"]
+    assert (session.attributes or {})["llm_council.deadline_reached"] is True

@@ -74,6 +74,15 @@ def test_a_key_that_cannot_be_a_header_is_a_config_error_without_the_key(
     assert openai_fake.requests["m1"] == 0  # refused before any request
 
 
+@pytest.mark.parametrize("padding", ["\n", "\r\n", " ", "\t\n"])
+def test_whitespace_around_a_key_is_stripped_not_refused(
+    padding: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``OPENAI_API_KEY=$(cat key.txt)`` keeps the file's final newline: that key is fine."""
+    monkeypatch.setenv("OPENAI_API_KEY", f"{padding}{HEAD}{TAIL}{padding}")
+    asyncio.run(create_provider("openai:m", {"base_url": "http://127.0.0.1:9/v1"}).aclose())
+
+
 def test_a_custom_key_variable_is_named_and_its_key_redacted_in_logs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -83,7 +92,7 @@ def test_a_custom_key_variable_is_named_and_its_key_redacted_in_logs(
     # a valid key from a variable outside the known list is redacted once configured
     good = f"proxy-{secrets.token_hex(8)}"
     monkeypatch.setenv("MY_PROXY_KEY", good)
-    create_provider("openai:m", {"api_key_env": "MY_PROXY_KEY"})
+    asyncio.run(create_provider("openai:m", {"api_key_env": "MY_PROXY_KEY"}).aclose())
     err = io.StringIO()
     with redirect_stderr(err):
         configure_logging(json_logs=True, level="INFO", standard_logging=False)
