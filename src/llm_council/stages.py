@@ -1,10 +1,11 @@
 """The three stages as functions over typed values; config and providers are passed in.
 
 collect_answers (stage 1) -> collect_reviews (stage 2) -> aggregate (aggregate.py) ->
-synthesize (stage 3). Every provider call goes through
-:func:`~llm_council.providers.calling.call_with_retries` under one semaphore, so
-concurrency, retries, timeouts and the session deadline are handled once
-(:class:`~llm_council.providers.calling.CallGate`).
+synthesize (stage 3). Every provider call passes the session's
+:class:`~llm_council.providers.calling.CallGate` (one semaphore, the session deadline) into
+:func:`~llm_council.providers.calling.call_with_retries`, so concurrency, retries,
+timeouts and the deadline are handled once. Stage-1 answers longer than
+``config.max_answer_chars`` are cut here, before anyone else sees them.
 """
 
 from __future__ import annotations
