@@ -420,3 +420,16 @@ def test_a_call_cut_at_the_session_deadline_is_an_error_span(spans: InMemorySpan
     assert "session deadline of 0.4 s reached" in (stuck.status.description or "")
     (session,) = _by_name(finished)["invoke_agent llm-council"]
     assert (session.attributes or {})["llm_council.deadline_reached"] is True
+
+
+def test_collector_credentials_are_redacted_like_keys() -> None:
+    from llm_council.log_setup import redact
+    from llm_council.tracing_setup import _register_header_secrets
+
+    token = "collector-token-5e1f9a"
+    # (configure_tracing_from_env would also set the process-wide provider: not in a test)
+    _register_header_secrets(
+        {"OTEL_EXPORTER_OTLP_HEADERS": f"authorization=Bearer%20{token},x-team=core"}
+    )
+    assert redact(f"export failed: Bearer {token}") == "export failed: [redacted]"
+    assert redact(f"token {token} rejected") == "token [redacted] rejected"

@@ -16,8 +16,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import unquote
 
 from llm_council.errors import ConfigError, MissingDependencyError
+from llm_council.log_setup import register_secret
 
 EXPORTERS = ("console", "otlp", "none")
 DEFAULT_SERVICE_NAME = "llm-council"
@@ -43,6 +45,15 @@ def _requested_exporters(environ: Mapping[str, str]) -> list[str]:
             f"OTEL_EXPORTER_OTLP_PROTOCOL: only 'http/protobuf' is supported (got {protocol!r})"
         )
     return [n for n in names if n != "none"]
+
+
+def _register_header_secrets(environ: Mapping[str, str]) -> None:
+    """Collector credentials (``OTEL_EXPORTER_OTLP_HEADERS="authorization=Bearer t,..."``)
+    are redacted from logs and errors like API keys."""
+    for variable in ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"):
+        for pair in environ.get(variable, "").split(","):
+            _, _, value = pair.partition("=")
+            register_secret(unquote(value).strip())
 
 
 def _span_processor(name: str) -> Any:
@@ -74,6 +85,7 @@ def configure_tracing_from_env(environ: Mapping[str, str]) -> Callable[[], None]
             "OTEL_TRACES_EXPORTER is set but the OpenTelemetry SDK is not installed: "
             "pip install 'llm-council[otel]'"
         ) from error
+    _register_header_secrets(environ)
     service = environ.get("OTEL_SERVICE_NAME", "").strip() or DEFAULT_SERVICE_NAME
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
     try:
