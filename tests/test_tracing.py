@@ -429,7 +429,8 @@ def test_collector_credentials_are_redacted_like_keys() -> None:
     token = "collector-token-5e1f9a"
     # (configure_tracing_from_env would also set the process-wide provider: not in a test)
     _register_header_secrets(
-        {"OTEL_EXPORTER_OTLP_HEADERS": f"authorization=Bearer%20{token},x-team=core"}
+        {"OTEL_EXPORTER_OTLP_HEADERS": f"authorization=Bearer%20{token},x-team=production"}
     )
     assert redact(f"export failed: Bearer {token}") == "export failed: [redacted]"
     assert redact(f"token {token} rejected") == "token [redacted] rejected"
+    assert redact("team production") == "team production"  # not a credential header

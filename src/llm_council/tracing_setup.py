@@ -13,6 +13,7 @@ installed and tracing stays off. ``OTEL_SERVICE_NAME`` names the service
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -23,6 +24,7 @@ from llm_council.log_setup import register_secret
 
 EXPORTERS = ("console", "otlp", "none")
 DEFAULT_SERVICE_NAME = "llm-council"
+_CREDENTIAL_HEADER = re.compile(r"auth|key|token|secret|password|signature", re.IGNORECASE)
 
 
 def _requested_exporters(environ: Mapping[str, str]) -> list[str]:
@@ -49,11 +51,12 @@ def _requested_exporters(environ: Mapping[str, str]) -> list[str]:
 
 def _register_header_secrets(environ: Mapping[str, str]) -> None:
     """Collector credentials (``OTEL_EXPORTER_OTLP_HEADERS="authorization=Bearer t,..."``)
-    are redacted from logs and errors like API keys."""
+    are redacted from logs and errors like API keys (headers whose name says credential)."""
     for variable in ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"):
         for pair in environ.get(variable, "").split(","):
-            _, _, value = pair.partition("=")
-            register_secret(unquote(value).strip())
+            name, _, value = pair.partition("=")
+            if _CREDENTIAL_HEADER.search(unquote(name)):
+                register_secret(unquote(value).strip())
 
 
 def _span_processor(name: str) -> Any:
