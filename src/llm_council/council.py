@@ -60,14 +60,15 @@ def _degraded(answers: Sequence[MemberAnswer], reviews: Sequence[Review]) -> lis
     return failures
 
 
-def _limits_metadata(
+def _call_metadata(
     config: CouncilConfig, gate: CallGate, answers: Sequence[MemberAnswer]
 ) -> dict[str, Any]:
-    """What the session deadline and the answer cap did to this session."""
+    """What the session deadline and the answer cap did, and the tokens the calls used."""
     return {
         "session_deadline_s": config.session_deadline_s,
         "deadline_reached": gate.given_up > 0,
         "calls_given_up_at_deadline": gate.given_up,
+        "token_usage": gate.token_usage(),
         "max_answer_chars": config.max_answer_chars,
         "truncated_answers": [
             {
@@ -89,6 +90,9 @@ def _session_trace_summary(metadata: dict[str, Any]) -> dict[str, Any]:
         "llm_council.deadline_reached": metadata["deadline_reached"],
         "llm_council.truncated_answers": len(metadata["truncated_answers"]),
         "llm_council.middleware_errors": len(metadata["middleware_errors"]),
+        "gen_ai.usage.input_tokens": metadata["token_usage"]["input_tokens"],
+        "gen_ai.usage.output_tokens": metadata["token_usage"]["output_tokens"],
+        "llm_council.calls_without_usage": metadata["token_usage"]["calls_without_usage"],
     }
 
 
@@ -237,7 +241,7 @@ async def _run_session(
         "aggregate_rankings": [s.model_dump() for s in standings],
         "review_parse_status": {r.reviewer: r.parse_status for r in reviews},
         "degraded": degraded,
-        **_limits_metadata(config, gate, answers),
+        **_call_metadata(config, gate, answers),
         "stage_durations_s": {k: round(v, 4) for k, v in durations.items()},
     }
     added = await dispatcher.session_completed(

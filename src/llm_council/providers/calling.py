@@ -189,7 +189,8 @@ class CallGate:
 
     The deadline is per stage (:data:`STAGE_DEADLINE_SHARES` of ``deadline_s`` after the
     session began). The gate counts the calls it gave up at the deadline (``given_up``),
-    so the session can say whether the deadline cut anything.
+    so the session can say whether the deadline cut anything, and adds up the token usage
+    the providers reported (:meth:`token_usage`).
     """
 
     def __init__(self, max_concurrency: int, deadline_s: float | None = None) -> None:
@@ -197,6 +198,27 @@ class CallGate:
         self.deadline_s = deadline_s  # None: no deadline
         self.started_at = asyncio.get_running_loop().time()
         self.given_up = 0
+        self._input_tokens = 0
+        self._output_tokens = 0
+        self._calls_without_usage = 0
+
+    def token_usage(self) -> dict[str, int]:
+        """Tokens over the session's successful calls; calls whose provider reported no
+        counts are counted in ``calls_without_usage`` (so a total is never silently low)."""
+        return {
+            "input_tokens": self._input_tokens,
+            "output_tokens": self._output_tokens,
+            "calls_without_usage": self._calls_without_usage,
+        }
+
+    def _add_usage(self, outcome: CallOutcome) -> None:
+        if outcome.completion is None:
+            return
+        usage = outcome.completion.usage
+        if usage.input_tokens is None or usage.output_tokens is None:
+            self._calls_without_usage += 1
+        self._input_tokens += usage.input_tokens or 0
+        self._output_tokens += usage.output_tokens or 0
 
     def stage_deadline_at(self, stage: str) -> float | None:
         """The event-loop time at which ``stage``'s calls are given up."""
@@ -244,4 +266,5 @@ class CallGate:
             self.semaphore.release()
         if isinstance(outcome.error, SessionDeadlineError):
             self.given_up += 1
+        self._add_usage(outcome)
         return outcome
