@@ -81,3 +81,34 @@ def test_bad_config_is_one_clear_line_naming_the_file(
 def test_missing_file() -> None:
     with pytest.raises(ConfigError, match="config file not found: /no/such.toml"):
         load_council_config("/no/such.toml")
+
+
+TWO_MEMBERS = (
+    '[council]\nmembers=[{name="a", spec="simulated:x"}, {name="b", spec="simulated:y"}]\n'
+    'chairman={name="c", spec="simulated:x"}\n'
+)
+
+
+def test_session_limits_from_the_file_and_the_environment_overrides_them(tmp_path: Path) -> None:
+    path = _write(tmp_path, TWO_MEMBERS + "session_deadline_s = 90\nmax_answer_chars = 5000\n")
+    config = load_council_config(path, environ={})
+    assert config.session_deadline_s == 90.0 and config.max_answer_chars == 5000
+    overridden = load_council_config(path, environ={"LLM_COUNCIL_SESSION_DEADLINE_S": "12.5"})
+    assert overridden.session_deadline_s == 12.5 and overridden.max_answer_chars == 5000
+    # limits do not change which sessions are comparable
+    assert overridden.config_hash() == config.config_hash()
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("session_deadline_s = 0", "field 'session_deadline_s': Input should be greater than 0"),
+        ("session_deadline_s = nan", "field 'session_deadline_s': Input should be a finite"),
+        ("max_answer_chars = 0", "field 'max_answer_chars'"),
+    ],
+)
+def test_bad_session_limits_in_the_file(tmp_path: Path, line: str, message: str) -> None:
+    path = _write(tmp_path, TWO_MEMBERS + line + "\n")
+    with pytest.raises(ConfigError, match=message) as caught:
+        load_council_config(path, environ={})
+    assert str(path) in str(caught.value)

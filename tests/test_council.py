@@ -266,3 +266,42 @@ def test_a_member_without_its_api_key_is_named_in_one_config_error(
         ConfigError, match=r"^member 'gpt' \(openai:gpt-5.5\): .*set OPENAI_API_KEY$"
     ):
         run(config=config, seed=1)
+
+
+def test_token_usage_is_summed_and_calls_without_counts_are_counted(
+    scripted_provider: Any,
+) -> None:
+    from llm_council.providers.base import Completion, CompletionRequest, Provider, Usage
+    from llm_council.providers.registry import register_provider, unregister_provider
+
+    class Counted(Provider):
+        provider_name = "counted"
+
+        async def complete(self, request: CompletionRequest) -> Completion:
+            text = '{"ranking": ["Response A", "Response B"]}' if request.task == "review" else "ok"
+            return Completion(text=text, model="m", usage=Usage(input_tokens=10, output_tokens=3))
+
+    register_provider("counted", lambda name, options: Counted(name))
+    scripted_provider.scripts = {
+        "b": {
+            "answer": lambda r, n: "b's answer",
+            "review": lambda r, n: '{"ranking": ["Response A", "Response B"]}',
+        }
+    }
+    try:
+        config = CouncilConfig(
+            members=(
+                CouncilMember(name="a", spec="counted:a"),
+                CouncilMember(name="b", spec="fake:b"),
+            ),
+            chairman=CouncilMember(name="chair", spec="counted:chair"),
+        )
+        metadata = run(config=config, seed=1).metadata
+    finally:
+        unregister_provider("counted")
+    # counted: a's answer and review, the synthesis (3 calls x 10 in, 3 out); fake: 2 calls, no counts
+    assert metadata["token_usage"] == {
+        "input_tokens": 30,
+        "output_tokens": 9,
+        "calls_without_usage": 2,
+    }

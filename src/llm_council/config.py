@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import tomllib
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +24,14 @@ from llm_council.providers.calling import RetryPolicy
 from llm_council.providers.registry import split_spec
 
 SelfReviewPolicy = Literal["exclude_at_aggregation", "recuse"]
+
+DEFAULT_SESSION_DEADLINE_S = 300.0
+DEFAULT_MAX_ANSWER_CHARS = 100_000
+# Environment overrides of the config fields above (a service sets them per deployment).
+LIMIT_ENV: dict[str, tuple[str, type[int] | type[float]]] = {
+    "session_deadline_s": ("LLM_COUNCIL_SESSION_DEADLINE_S", float),
+    "max_answer_chars": ("LLM_COUNCIL_MAX_ANSWER_CHARS", int),
+}
 
 
 class CouncilMember(BaseModel):
@@ -52,6 +61,11 @@ class CouncilConfig(BaseModel):
     score_scale: tuple[float, float] = (1.0, 10.0)
     max_concurrency: int = Field(8, ge=1)
     retry: RetryPolicy = RetryPolicy()
+    # Wall-clock bound on stages 1-3 together: calls still running then are given up and
+    # their members degraded, so a hanging or trickling provider cannot hold a session.
+    session_deadline_s: float = Field(DEFAULT_SESSION_DEADLINE_S, gt=0, allow_inf_nan=False)
+    # Longer answers are cut before reviewers and the chairman see them (metadata says so).
+    max_answer_chars: int = Field(DEFAULT_MAX_ANSWER_CHARS, ge=1)
 
     @model_validator(mode="after")
     def _check(self) -> CouncilConfig:
@@ -147,11 +161,35 @@ def _real_council(document: dict[str, Any], environ: dict[str, str]) -> CouncilC
     return CouncilConfig.model_validate(council)
 
 
+def with_limit_overrides(config: CouncilConfig, environ: Mapping[str, str]) -> CouncilConfig:
+    """``config`` with ``session_deadline_s`` / ``max_answer_chars`` taken from the environment
+    where :data:`LIMIT_ENV`'s variables are set; a bad value is a :class:`ConfigError`."""
+    for field, (variable, number_type) in LIMIT_ENV.items():
+        raw = environ.get(variable, "").strip()
+        if not raw:
+            continue
+        try:
+            config = CouncilConfig.model_validate({**dict(config), field: number_type(raw)})
+        except ValueError as error:  # int("x") or pydantic's ValidationError (a ValueError)
+            reason = (
+                error.errors()[0]["msg"]
+                if isinstance(error, ValidationError)
+                else f"not {'an integer' if number_type is int else 'a number'}"
+            )
+            raise ConfigError(f"{variable}: {reason} (got {raw!r})") from None
+    return config
+
+
 def load_council_config(
     path: str | Path | None = None, *, environ: dict[str, str] | None = None
 ) -> CouncilConfig:
-    """Load the council to run (see module docstring for the resolution order)."""
+    """Load the council to run (see module docstring for the resolution order), then apply
+    the environment's limit overrides (:func:`with_limit_overrides`)."""
     env = dict(os.environ if environ is None else environ)
+    return with_limit_overrides(_load_council_config(path, env), env)
+
+
+def _load_council_config(path: str | Path | None, env: dict[str, str]) -> CouncilConfig:
     chosen = path or env.get("LLM_COUNCIL_CONFIG")
     if chosen:
         file = Path(chosen)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import time
 import uuid
@@ -12,10 +11,11 @@ from typing import Any
 
 import structlog
 
+from llm_council import tracing
 from llm_council.aggregate import aggregate_reviews
 from llm_council.config import CouncilConfig, CouncilMember, load_council_config
 from llm_council.errors import ConfigError, CouncilError
-from llm_council.log_setup import ensure_default_logging
+from llm_council.log_setup import ensure_default_logging, redact
 from llm_council.middleware import (
     Middleware,
     MiddlewareDispatcher,
@@ -25,6 +25,7 @@ from llm_council.middleware import (
     Stage2Completed,
     discover_middleware,
 )
+from llm_council.providers.calling import CallGate
 from llm_council.providers.registry import create_provider
 from llm_council.results import CouncilResult, MemberAnswer, Review
 from llm_council.stages import Seat, collect_answers, collect_reviews, synthesize
@@ -59,6 +60,42 @@ def _degraded(answers: Sequence[MemberAnswer], reviews: Sequence[Review]) -> lis
     return failures
 
 
+def _call_metadata(
+    config: CouncilConfig, gate: CallGate, answers: Sequence[MemberAnswer]
+) -> dict[str, Any]:
+    """What the session deadline and the answer cap did, and the tokens the calls used."""
+    return {
+        "session_deadline_s": config.session_deadline_s,
+        "deadline_reached": gate.given_up > 0,
+        "calls_given_up_at_deadline": gate.given_up,
+        "token_usage": gate.token_usage(),
+        "max_answer_chars": config.max_answer_chars,
+        "truncated_answers": [
+            {
+                "member": a.member,
+                "original_chars": a.original_chars,
+                "kept_chars": len(a.text or ""),
+            }
+            for a in answers
+            if a.original_chars is not None
+        ],
+    }
+
+
+def _session_trace_summary(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Scalars of the metadata worth seeing on the session span (never text)."""
+    return {
+        "llm_council.degraded_count": len(metadata["degraded"]),
+        "llm_council.degraded_stages": sorted({f["stage"] for f in metadata["degraded"]}),
+        "llm_council.deadline_reached": metadata["deadline_reached"],
+        "llm_council.truncated_answers": len(metadata["truncated_answers"]),
+        "llm_council.middleware_errors": len(metadata["middleware_errors"]),
+        "gen_ai.usage.input_tokens": metadata["token_usage"]["input_tokens"],
+        "gen_ai.usage.output_tokens": metadata["token_usage"]["output_tokens"],
+        "llm_council.calls_without_usage": metadata["token_usage"]["calls_without_usage"],
+    }
+
+
 async def run_full_council(
     query: str,
     *,
@@ -71,7 +108,9 @@ async def run_full_council(
 
     ``middleware=None`` uses every registered middleware that is enabled (for example
     the bias audit with ``LLM_COUNCIL_BIAS_AUDIT=true``); pass a list to choose exactly.
-    Raises :class:`CouncilError` only when no member could answer.
+    Raises :class:`CouncilError` only when no member could answer. The session, its
+    stages and its model calls are OpenTelemetry spans when tracing is configured
+    (:mod:`llm_council.tracing`).
     """
     if not query.strip():
         raise CouncilError("the query is empty")
@@ -79,113 +118,148 @@ async def run_full_council(
     config = config or load_council_config()
     seed = secrets.randbits(31) if seed is None else seed
     session_id = session_id or uuid.uuid4().hex
-    started_at = datetime.now(UTC).isoformat(timespec="milliseconds")
-    session_start = time.perf_counter()
     dispatcher = MiddlewareDispatcher(discover_middleware() if middleware is None else middleware)
     dispatcher.check_config()
     seats = [_seat(m) for m in config.members]
     chairman = _seat(config.chairman)
-    gate = asyncio.Semaphore(config.max_concurrency)
-    config_hash = config.config_hash()
-    durations: dict[str, float] = {}
-    bound_log = log.bind(session_id=session_id)
+    span_attributes = {
+        "llm_council.seed": seed,
+        "llm_council.council_config_hash": config.config_hash(),
+        "llm_council.members": [m.name for m in config.members],
+        "llm_council.chairman": config.chairman.name,
+        "llm_council.session_deadline_s": config.session_deadline_s,
+    }
     try:
-        await dispatcher.session_started(
-            SessionStarted(
-                session_id, query, tuple(m.name for m in config.members), config_hash, seed
+        with tracing.session_span(session_id, span_attributes) as session_trace:
+            result, middleware_results = await _run_session(
+                query, config, seed, session_id, dispatcher, seats, chairman
             )
-        )
-        stage_start = time.perf_counter()
-        answers = await collect_answers(query, seats, config, seed, gate)
-        durations["stage1"] = time.perf_counter() - stage_start
-        ok_answers = [a for a in answers if a.ok]
-        bound_log.info(
-            "stage1_done",
-            answered=len(ok_answers),
-            failed=len(answers) - len(ok_answers),
-            duration_s=round(durations["stage1"], 3),
-        )
-        if not ok_answers:
-            reasons = "; ".join(f"{a.member}: {a.error}" for a in answers)
-            raise CouncilError(f"every council member failed to answer: {reasons}")
-        await dispatcher.stage1_completed(Stage1Completed(session_id, tuple(answers)))
-
-        stage_start = time.perf_counter()
-        answered = {a.member for a in ok_answers}
-        reviewer_seats = [seat for seat in seats if seat.member.name in answered]
-        reviews = await collect_reviews(query, ok_answers, reviewer_seats, config, seed, gate)
-        standings = aggregate_reviews(reviews, [a.member for a in ok_answers])
-        durations["stage2"] = time.perf_counter() - stage_start
-        bound_log.info(
-            "stage2_done",
-            parsed=sum(r.ok for r in reviews),
-            reviews=len(reviews),
-            duration_s=round(durations["stage2"], 3),
-        )
-        await dispatcher.stage2_completed(
-            Stage2Completed(session_id, tuple(answers), tuple(reviews), tuple(standings))
-        )
-
-        stage_start = time.perf_counter()
-        synthesis, chairman_labels = await synthesize(
-            query, ok_answers, standings, chairman, config, seed, gate
-        )
-        durations["stage3"] = time.perf_counter() - stage_start
-        bound_log.info(
-            "stage3_done", fallback=synthesis.is_fallback, duration_s=round(durations["stage3"], 3)
-        )
-
-        degraded = _degraded(answers, reviews)
-        if synthesis.is_fallback:
-            degraded.append(
-                {
-                    "stage": "synthesize",
-                    "member": synthesis.chairman,
-                    "error": synthesis.error or "",
-                }
-            )
-        metadata: dict[str, Any] = {
-            "session_id": session_id,
-            "seed": seed,
-            "started_at": started_at,
-            "council_config_hash": config_hash,
-            "members": [{"name": m.name, "spec": m.spec} for m in config.members],
-            "chairman": {"name": config.chairman.name, "spec": config.chairman.spec},
-            "self_review": config.self_review,
-            "score_scale": list(config.score_scale),
-            "label_to_model": {
-                r.reviewer: {label: a.model_dump() for label, a in r.label_to_model.items()}
-                for r in reviews
-            },
-            "chairman_label_to_model": chairman_labels,
-            "aggregate_rankings": [s.model_dump() for s in standings],
-            "review_parse_status": {r.reviewer: r.parse_status for r in reviews},
-            "degraded": degraded,
-            "stage_durations_s": {k: round(v, 4) for k, v in durations.items()},
-        }
-        added = await dispatcher.session_completed(
-            SessionCompleted(
-                session_id,
-                query,
-                config_hash,
-                tuple(answers),
-                tuple(reviews),
-                tuple(standings),
-                synthesis,
-                started_at,
-                dict(metadata),
-            )
-        )
-        metadata.update(added)
-        metadata["middleware_errors"] = list(dispatcher.errors)
-        metadata["duration_s"] = round(time.perf_counter() - session_start, 4)
-        bound_log.info("session_done", degraded=len(degraded), duration_s=metadata["duration_s"])
-        return CouncilResult(stage1=answers, stage2=reviews, stage3=synthesis, metadata=metadata)
+            session_trace.add_middleware_results(middleware_results)
+            session_trace.set(_session_trace_summary(result.metadata))
+            return result
     finally:
         for seat in [*seats, chairman]:
             try:
                 await seat.provider.aclose()
             except Exception as error:  # closing must never mask the session's outcome
-                bound_log.warning(
-                    "provider_close_failed", provider=seat.provider.spec, error=str(error)
+                log.warning(
+                    "provider_close_failed",
+                    session_id=session_id,
+                    provider=seat.provider.spec,
+                    error=str(error),
                 )
+
+
+async def _run_session(
+    query: str,
+    config: CouncilConfig,
+    seed: int,
+    session_id: str,
+    dispatcher: MiddlewareDispatcher,
+    seats: list[Seat],
+    chairman: Seat,
+) -> tuple[CouncilResult, dict[str, Any]]:
+    """The three stages and the metadata; also returns what the middleware added."""
+    started_at = datetime.now(UTC).isoformat(timespec="milliseconds")
+    session_start = time.perf_counter()
+    config_hash = config.config_hash()
+    durations: dict[str, float] = {}
+    bound_log = log.bind(session_id=session_id)
+    await dispatcher.session_started(
+        SessionStarted(session_id, query, tuple(m.name for m in config.members), config_hash, seed)
+    )
+    gate = CallGate(config.max_concurrency, config.session_deadline_s)
+    stage_start = time.perf_counter()
+    with tracing.stage_span("answer") as stage_trace:
+        answers = await collect_answers(query, seats, config, seed, gate)
+        ok_answers = [a for a in answers if a.ok]
+        stage_trace.set(
+            {"llm_council.succeeded": len(ok_answers), "llm_council.calls": len(answers)}
+        )
+    durations["stage1"] = time.perf_counter() - stage_start
+    bound_log.info(
+        "stage1_done",
+        answered=len(ok_answers),
+        failed=len(answers) - len(ok_answers),
+        duration_s=round(durations["stage1"], 3),
+    )
+    if not ok_answers:
+        reasons = redact("; ".join(f"{a.member}: {a.error}" for a in answers))
+        raise CouncilError(f"every council member failed to answer: {reasons}")
+    await dispatcher.stage1_completed(Stage1Completed(session_id, tuple(answers)))
+
+    stage_start = time.perf_counter()
+    answered = {a.member for a in ok_answers}
+    reviewer_seats = [seat for seat in seats if seat.member.name in answered]
+    with tracing.stage_span("review") as stage_trace:
+        reviews = await collect_reviews(query, ok_answers, reviewer_seats, config, seed, gate)
+        stage_trace.set(
+            {"llm_council.succeeded": sum(r.ok for r in reviews), "llm_council.calls": len(reviews)}
+        )
+    standings = aggregate_reviews(reviews, [a.member for a in ok_answers])
+    durations["stage2"] = time.perf_counter() - stage_start
+    bound_log.info(
+        "stage2_done",
+        parsed=sum(r.ok for r in reviews),
+        reviews=len(reviews),
+        duration_s=round(durations["stage2"], 3),
+    )
+    await dispatcher.stage2_completed(
+        Stage2Completed(session_id, tuple(answers), tuple(reviews), tuple(standings))
+    )
+
+    stage_start = time.perf_counter()
+    with tracing.stage_span("synthesize") as stage_trace:
+        synthesis, chairman_labels = await synthesize(
+            query, ok_answers, standings, chairman, config, seed, gate
+        )
+        stage_trace.set({"llm_council.fallback": synthesis.is_fallback})
+    durations["stage3"] = time.perf_counter() - stage_start
+    bound_log.info(
+        "stage3_done", fallback=synthesis.is_fallback, duration_s=round(durations["stage3"], 3)
+    )
+
+    degraded = _degraded(answers, reviews)
+    if synthesis.is_fallback:
+        degraded.append(
+            {"stage": "synthesize", "member": synthesis.chairman, "error": synthesis.error or ""}
+        )
+    metadata: dict[str, Any] = {
+        "session_id": session_id,
+        "seed": seed,
+        "started_at": started_at,
+        "council_config_hash": config_hash,
+        "members": [{"name": m.name, "spec": m.spec} for m in config.members],
+        "chairman": {"name": config.chairman.name, "spec": config.chairman.spec},
+        "self_review": config.self_review,
+        "score_scale": list(config.score_scale),
+        "label_to_model": {
+            r.reviewer: {label: a.model_dump() for label, a in r.label_to_model.items()}
+            for r in reviews
+        },
+        "chairman_label_to_model": chairman_labels,
+        "aggregate_rankings": [s.model_dump() for s in standings],
+        "review_parse_status": {r.reviewer: r.parse_status for r in reviews},
+        "degraded": degraded,
+        **_call_metadata(config, gate, answers),
+        "stage_durations_s": {k: round(v, 4) for k, v in durations.items()},
+    }
+    added = await dispatcher.session_completed(
+        SessionCompleted(
+            session_id,
+            query,
+            config_hash,
+            tuple(answers),
+            tuple(reviews),
+            tuple(standings),
+            synthesis,
+            started_at,
+            dict(metadata),
+        )
+    )
+    metadata.update(added)
+    metadata["middleware_errors"] = list(dispatcher.errors)
+    metadata["duration_s"] = round(time.perf_counter() - session_start, 4)
+    bound_log.info("session_done", degraded=len(degraded), duration_s=metadata["duration_s"])
+    result = CouncilResult(stage1=answers, stage2=reviews, stage3=synthesis, metadata=metadata)
+    return result, added

@@ -61,6 +61,10 @@ class ProviderError(CouncilError):
         self.status_code = status_code
 
 
+class SessionDeadlineError(ProviderError):
+    """The core gave a call up at the session deadline (never retried: time is up)."""
+
+
 class MissingCredentialsError(ProviderError, ConfigError):
     """The environment variable holding a provider's API key is not set."""
 

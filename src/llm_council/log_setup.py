@@ -1,8 +1,11 @@
 """structlog configuration: console lines by default, JSON lines with a flag, to stderr.
 
-A redaction processor replaces the value of every secret environment variable (API keys,
-the hash secret) wherever it appears in a log event, as a last line of defence: no code
-path should log a secret in the first place.
+A redaction processor replaces every configured secret (the secret environment variables,
+and every API key a provider was configured with, whatever variable held it) wherever it
+appears in a log event, as a last line of defence: no code path should log a secret in
+the first place. It matches the secret as written and as error messages transform it
+(escaped as ``\\n`` by ``repr``/JSON, whitespace collapsed, or split at a control
+character), since an HTTP client's "illegal header value" error quotes the key escaped.
 
 The vendor SDKs log through the standard ``logging`` module (google-genai warns on stderr
 when both Google key variables are set, for instance). Those records are sent through
@@ -13,8 +16,11 @@ their debug output includes whole requests.
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import os
+import re
 import sys
 from collections.abc import MutableMapping
 from typing import Any
@@ -31,14 +37,47 @@ SECRET_ENV_VARS = (
 REDACTED = "[redacted]"
 
 
+# Shorter values (and shorter pieces of a secret split at a control character) are not
+# redacted: they are placeholders or fragments that would mangle ordinary words.
+MIN_SECRET_CHARS = 6
+_registered_secrets: set[str] = set()
+
+
+def register_secret(value: str) -> None:
+    """Redact ``value`` from now on in logs and errors (an API key read from any variable)."""
+    if len(value.strip()) >= MIN_SECRET_CHARS:
+        _registered_secrets.add(value)
+
+
 def secret_values() -> list[str]:
-    """The secret values currently set (only non-trivial ones, to avoid redacting noise)."""
-    return [v for name in SECRET_ENV_VARS if len(v := os.environ.get(name, "")) >= 6]
+    """The secret values currently configured (only non-trivial ones, to avoid redacting noise)."""
+    from_env = {os.environ.get(name, "") for name in SECRET_ENV_VARS}
+    return sorted(v for v in from_env | _registered_secrets if len(v.strip()) >= MIN_SECRET_CHARS)
+
+
+@functools.lru_cache(maxsize=64)
+def _forms(secret: str) -> frozenset[str]:
+    """The ways a secret shows up in error text: as is, escaped, whitespace-collapsed, split."""
+    forms = {
+        secret,
+        secret.strip(),
+        repr(secret)[1:-1],
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        repr(secret.encode("utf-8", "backslashreplace"))[2:-1],
+        " ".join(secret.split()),
+    }
+    forms.update(re.split(r"[\s\x00-\x1f\x7f-\x9f]+", secret))
+    return frozenset(form for form in forms if len(form) >= MIN_SECRET_CHARS)
 
 
 def redact(text: str, secrets: list[str] | None = None) -> str:
+    """``text`` with every form of every configured secret replaced by ``[redacted]``."""
+    forms: set[str] = set()
     for secret in secret_values() if secrets is None else secrets:
-        text = text.replace(secret, REDACTED)
+        forms |= _forms(secret)
+    for form in sorted(forms, key=len, reverse=True):  # longest first: whole before pieces
+        text = text.replace(form, REDACTED)
     return text
 
 

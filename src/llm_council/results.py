@@ -26,6 +26,8 @@ class MemberAnswer(_Frozen):
     member: str
     spec: str
     text: str | None = None
+    # the answer's length before it was cut to ``max_answer_chars``; None when not cut
+    original_chars: int | None = None
     error: str | None = None
     attempts: int = 0
     duration_s: float = 0.0

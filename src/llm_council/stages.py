@@ -1,9 +1,11 @@
 """The three stages as functions over typed values; config and providers are passed in.
 
 collect_answers (stage 1) -> collect_reviews (stage 2) -> aggregate (aggregate.py) ->
-synthesize (stage 3). Every provider call goes through
-:func:`~llm_council.providers.calling.call_with_retries` under one semaphore, so
-concurrency, retries and timeouts are handled once.
+synthesize (stage 3). Every provider call passes the session's
+:class:`~llm_council.providers.calling.CallGate` (one semaphore, the session deadline) into
+:func:`~llm_council.providers.calling.call_with_retries`, so concurrency, retries,
+timeouts and the deadline are handled once. Stage-1 answers longer than
+``config.max_answer_chars`` are cut here, before anyone else sees them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 
 from llm_council.anonymize import assign_labels
 from llm_council.config import CouncilConfig, CouncilMember
+from llm_council.log_setup import redact
 from llm_council.prompts import (
     ANSWER_SYSTEM,
     REVIEW_SYSTEM,
@@ -24,7 +27,7 @@ from llm_council.prompts import (
     new_nonce,
 )
 from llm_council.providers.base import CompletionRequest, Provider, Task
-from llm_council.providers.calling import CallOutcome, call_with_retries
+from llm_council.providers.calling import CallGate, CallOutcome
 from llm_council.ranking_parser import parse_review
 from llm_council.results import CandidateScore, MemberAnswer, ModelStanding, Review, Synthesis
 
@@ -37,6 +40,11 @@ class Seat:
     provider: Provider
 
 
+def error_text(error: Exception | None) -> str | None:
+    """An error as it may be shown (metadata, logs): every configured secret redacted."""
+    return None if error is None else redact(str(error))
+
+
 def call_seed(session_seed: int, member_name: str, stage: str) -> int:
     """A per-call sampling seed derived from the session seed (reproducible runs)."""
     digest = hashlib.sha256(f"{session_seed}\x00{member_name}\x00{stage}".encode()).digest()
@@ -44,10 +52,9 @@ def call_seed(session_seed: int, member_name: str, stage: str) -> int:
 
 
 async def _call(
-    seat: Seat, request: CompletionRequest, config: CouncilConfig, gate: asyncio.Semaphore
+    seat: Seat, request: CompletionRequest, config: CouncilConfig, gate: CallGate
 ) -> CallOutcome:
-    async with gate:
-        return await call_with_retries(seat.provider, request, config.retry)
+    return await gate.call(seat.provider, request, config.retry, request.task, seat.member.name)
 
 
 async def collect_answers(
@@ -55,7 +62,7 @@ async def collect_answers(
     seats: Sequence[Seat],
     config: CouncilConfig,
     session_seed: int,
-    gate: asyncio.Semaphore,
+    gate: CallGate,
 ) -> list[MemberAnswer]:
     """Stage 1: every member answers the query concurrently."""
 
@@ -67,11 +74,17 @@ async def collect_answers(
             seed=call_seed(session_seed, seat.member.name, "answer"),
         )
         outcome = await _call(seat, request, config, gate)
+        text = outcome.completion.text if outcome.completion else None
+        original_chars = None
+        if text is not None and len(text) > config.max_answer_chars:
+            # cut here so reviewers and the chairman never get more than the cap
+            original_chars, text = len(text), text[: config.max_answer_chars]
         return MemberAnswer(
             member=seat.member.name,
             spec=seat.member.spec,
-            text=outcome.completion.text if outcome.completion else None,
-            error=str(outcome.error) if outcome.error else None,
+            text=text,
+            original_chars=original_chars,
+            error=error_text(outcome.error),
             attempts=outcome.attempts,
             duration_s=round(outcome.duration_s, 4),
         )
@@ -93,7 +106,7 @@ async def collect_reviews(
     reviewer_seats: Sequence[Seat],
     config: CouncilConfig,
     session_seed: int,
-    gate: asyncio.Semaphore,
+    gate: CallGate,
 ) -> list[Review]:
     """Stage 2: each reviewer ranks and scores the answers under its own shuffled labels."""
     texts = {a.member: a.text for a in answers if a.text is not None}
@@ -127,7 +140,7 @@ async def collect_reviews(
             return base.model_copy(
                 update={
                     "parse_status": "missing",
-                    "error": str(outcome.error),
+                    "error": error_text(outcome.error),
                     "attempts": outcome.attempts,
                     "duration_s": round(outcome.duration_s, 4),
                 }
@@ -168,7 +181,7 @@ async def synthesize(
     chairman: Seat,
     config: CouncilConfig,
     session_seed: int,
-    gate: asyncio.Semaphore,
+    gate: CallGate,
 ) -> tuple[Synthesis, dict[str, dict[str, object]]]:
     """Stage 3: the chairman writes the final answer from the anonymized answers.
 
@@ -212,7 +225,8 @@ async def synthesize(
         chairman=chairman.member.name,
         text=texts[top] or "",
         is_fallback=True,
-        error=f"chairman failed ({outcome.error}); returning the top-ranked answer, by {top}",
+        error=f"chairman failed ({error_text(outcome.error)}); "
+        f"returning the top-ranked answer, by {top}",
         attempts=outcome.attempts,
         duration_s=round(outcome.duration_s, 4),
     )

@@ -17,6 +17,7 @@ from llm_council.config import load_council_config
 from llm_council.council import run_full_council
 from llm_council.log_setup import configure_logging
 from llm_council.results import CouncilResult
+from llm_council.tracing_setup import configure_tracing_from_env
 
 ANSWER_PREVIEW_CHARS = 600
 
@@ -136,14 +137,22 @@ def register(app: typer.Typer) -> None:
             str, typer.Option(help="Log level on stderr: debug, info, warning, error.")
         ] = "info",
     ) -> None:
-        """Ask the council a question: answers, anonymized peer review, and a synthesis."""
+        """Ask the council a question: answers, anonymized peer review, and a synthesis.
+
+        With OTEL_TRACES_EXPORTER=console|otlp the session is traced (OpenTelemetry).
+        """
         if log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
             raise typer.BadParameter(f"unknown log level '{log_level}'", param_hint="--log-level")
         configure_logging(json_logs=log_json, level=log_level)
         if bias_audit:
             os.environ["LLM_COUNCIL_BIAS_AUDIT"] = "true"
         council_config = load_council_config(config)
-        result = asyncio.run(run_full_council(query, config=council_config, seed=seed))
+        shutdown_tracing = configure_tracing_from_env(os.environ)
+        try:
+            result = asyncio.run(run_full_council(query, config=council_config, seed=seed))
+        finally:
+            if shutdown_tracing is not None:
+                shutdown_tracing()  # flush the spans, also after a failed session
         if as_json:
             typer.echo(json.dumps(result.to_json_dict(), indent=2, ensure_ascii=False))
         else:

@@ -5,13 +5,20 @@ timeouts, dropped connections), wait the server's ``retry-after`` when given and
 otherwise exponential backoff plus up to 1 s of random jitter (tenacity's
 ``wait_exponential_jitter``), cap each attempt with a timeout, and
 report how many attempts a call took so a retried call is never counted twice.
+
+Every call of a session passes one :class:`CallGate`: the session's concurrency limit and
+its deadline. A call still waiting or running at the deadline is given up with a
+non-retryable ``ProviderError`` ("session deadline ... reached"): per-attempt timeouts
+cannot catch a server that trickles one byte a second, a wall-clock deadline can.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from tenacity import (
     AsyncRetrying,
@@ -21,7 +28,8 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from llm_council.errors import ProviderError
+from llm_council import tracing
+from llm_council.errors import ProviderError, SessionDeadlineError
 from llm_council.providers.base import Completion, CompletionRequest, Provider
 
 
@@ -83,24 +91,89 @@ async def _attempt(provider: Provider, request: CompletionRequest, timeout_s: fl
         ) from exc
 
 
+SESSION_DEADLINE_ERROR = "session deadline"
+# How far into the session deadline each stage may run (fractions of it, from the start):
+# a member hanging in stage 1 leaves the reviews and the chairman time of their own.
+STAGE_DEADLINE_SHARES = {"answer": 0.5, "review": 0.8, "synthesize": 1.0}
+
+
+def deadline_error(
+    provider: Provider, deadline_s: float | None, stage: str = ""
+) -> SessionDeadlineError:
+    """The error of a call given up at the session deadline (``stage``: whose share ran out)."""
+    share = STAGE_DEADLINE_SHARES.get(stage)
+    where = f" (the {stage} stage may use {share:.0%} of it)" if share and share < 1 else ""
+    return SessionDeadlineError(
+        f"{provider.spec}: {SESSION_DEADLINE_ERROR} of {deadline_s or 0:g} s reached{where}",
+        provider=provider.provider_name,
+    )
+
+
 async def call_with_retries(
-    provider: Provider, request: CompletionRequest, policy: RetryPolicy | None = None
+    provider: Provider,
+    request: CompletionRequest,
+    policy: RetryPolicy | None = None,
+    *,
+    deadline_at: float | None = None,
+    deadline_s: float | None = None,
+    stage: str = "",
+    trace_attributes: Mapping[str, Any] | None = None,
 ) -> CallOutcome:
-    """Call ``provider`` under ``policy``; never raises for provider failures."""
+    """Call ``provider`` under ``policy``; never raises for provider failures.
+
+    ``deadline_at`` (event-loop time, see :meth:`asyncio.loop.time`) bounds the whole call,
+    retries and backoff included; ``deadline_s`` and ``stage`` are only quoted in the error.
+    The call is one ``chat`` span when tracing is on (:mod:`llm_council.tracing`), each
+    retried attempt an event on it; ``trace_attributes`` are added to the span.
+    """
     policy = policy or RetryPolicy()
+    with tracing.chat_span(
+        provider.provider_name, provider.model_name, request, trace_attributes or {}
+    ) as span:
+        outcome = await _call_with_retries(
+            provider, request, policy, deadline_at, deadline_s, stage, span
+        )
+        if outcome.completion is not None:
+            tracing.record_completion(span, outcome.completion, outcome.attempts)
+        elif outcome.error is not None:
+            tracing.record_failure(span, outcome.error, outcome.attempts)
+    return outcome
+
+
+async def _call_with_retries(
+    provider: Provider,
+    request: CompletionRequest,
+    policy: RetryPolicy,
+    deadline_at: float | None,
+    deadline_s: float | None,
+    stage: str,
+    span: tracing.SpanRecorder,
+) -> CallOutcome:
     started = time.perf_counter()
     attempts = 0
+
+    def before_retry(state: RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome is not None else None
+        wait_s = state.next_action.sleep if state.next_action is not None else 0.0
+        if error is not None:
+            tracing.record_retry(span, state.attempt_number, error, wait_s)
+
     try:
-        async for attempt in AsyncRetrying(
-            stop=stop_after_attempt(policy.max_attempts),
-            wait=_RetryAfterOrBackoff(policy),
-            retry=retry_if_exception(_is_retryable),
-            reraise=True,
-        ):
-            with attempt:
-                attempts += 1
-                completion = await _attempt(provider, request, policy.timeout_s)
+        async with asyncio.timeout_at(deadline_at):
+            async for attempt in AsyncRetrying(
+                stop=stop_after_attempt(policy.max_attempts),
+                wait=_RetryAfterOrBackoff(policy),
+                retry=retry_if_exception(_is_retryable),
+                before_sleep=before_retry,
+                reraise=True,
+            ):
+                with attempt:
+                    attempts += 1
+                    completion = await _attempt(provider, request, policy.timeout_s)
         return CallOutcome(completion, None, attempts, time.perf_counter() - started)
+    except TimeoutError:  # only the deadline's: _attempt turns its own timeout into ProviderError
+        error = deadline_error(provider, deadline_s, stage)
+        return CallOutcome(None, error, attempts, time.perf_counter() - started)
     except ProviderError as error:
         return CallOutcome(None, error, attempts, time.perf_counter() - started)
     except Exception as error:  # an unclassified bug in a provider module: do not crash the session
@@ -109,3 +182,89 @@ async def call_with_retries(
             provider=provider.provider_name,
         )
         return CallOutcome(None, wrapped, attempts, time.perf_counter() - started)
+
+
+class CallGate:
+    """What every provider call of one session passes: its concurrency limit and deadline.
+
+    The deadline is per stage (:data:`STAGE_DEADLINE_SHARES` of ``deadline_s`` after the
+    session began). The gate counts the calls it gave up at the deadline (``given_up``),
+    so the session can say whether the deadline cut anything, and adds up the token usage
+    the providers reported (:meth:`token_usage`).
+    """
+
+    def __init__(self, max_concurrency: int, deadline_s: float | None = None) -> None:
+        self.semaphore = asyncio.Semaphore(max_concurrency)
+        self.deadline_s = deadline_s  # None: no deadline
+        self.started_at = asyncio.get_running_loop().time()
+        self.given_up = 0
+        self._input_tokens = 0
+        self._output_tokens = 0
+        self._calls_without_usage = 0
+
+    def token_usage(self) -> dict[str, int]:
+        """Tokens over the session's successful calls; calls whose provider reported no
+        counts are counted in ``calls_without_usage`` (so a total is never silently low)."""
+        return {
+            "input_tokens": self._input_tokens,
+            "output_tokens": self._output_tokens,
+            "calls_without_usage": self._calls_without_usage,
+        }
+
+    def _add_usage(self, outcome: CallOutcome) -> None:
+        if outcome.completion is None:
+            return
+        usage = outcome.completion.usage
+        if usage.input_tokens is None or usage.output_tokens is None:
+            self._calls_without_usage += 1
+        self._input_tokens += usage.input_tokens or 0
+        self._output_tokens += usage.output_tokens or 0
+
+    def stage_deadline_at(self, stage: str) -> float | None:
+        """The event-loop time at which ``stage``'s calls are given up."""
+        if self.deadline_s is None:
+            return None
+        return self.started_at + STAGE_DEADLINE_SHARES.get(stage, 1.0) * self.deadline_s
+
+    def _give_up(
+        self, provider: Provider, stage: str, attempts: int, started: float
+    ) -> CallOutcome:
+        self.given_up += 1
+        error = deadline_error(provider, self.deadline_s, stage)
+        return CallOutcome(None, error, attempts, time.perf_counter() - started)
+
+    async def call(
+        self,
+        provider: Provider,
+        request: CompletionRequest,
+        policy: RetryPolicy,
+        stage: str,
+        member: str = "",
+    ) -> CallOutcome:
+        """Wait for a slot, then :func:`call_with_retries`; both bounded by the stage deadline."""
+        started = time.perf_counter()
+        deadline_at = self.stage_deadline_at(stage)
+        try:
+            async with asyncio.timeout_at(deadline_at):
+                await self.semaphore.acquire()
+        except TimeoutError:
+            return self._give_up(provider, stage, 0, started)
+        try:
+            if deadline_at is not None and asyncio.get_running_loop().time() >= deadline_at:
+                # a free slot is taken without suspending, so the timeout above cannot fire
+                return self._give_up(provider, stage, 0, started)
+            outcome = await call_with_retries(
+                provider,
+                request,
+                policy,
+                deadline_at=deadline_at,
+                deadline_s=self.deadline_s,
+                stage=stage,
+                trace_attributes={"llm_council.member": member, "llm_council.stage": stage},
+            )
+        finally:
+            self.semaphore.release()
+        if isinstance(outcome.error, SessionDeadlineError):
+            self.given_up += 1
+        self._add_usage(outcome)
+        return outcome

@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from llm_council.errors import ConfigError, MissingCredentialsError, MissingDependencyError
+from llm_council.providers.credentials import checked_api_key
 
 # Hostnames that always mean "this machine or the local network" (Ollama, vLLM, LM Studio).
 _LOCAL_HOSTNAMES = frozenset({"localhost", "host.docker.internal"})
@@ -35,7 +36,7 @@ def api_key_from_env(env_vars: tuple[str, ...]) -> str | None:
     for name in env_vars:
         value = os.environ.get(name, "").strip()
         if value:
-            return value
+            return checked_api_key(value, name)
     return None
 
 
