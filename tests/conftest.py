@@ -84,7 +84,13 @@ def _isolated_environment(
         "LLM_COUNCIL_BIAS_CHECK_PROBABILITY",
         "LLM_COUNCIL_SIMULATED_MEMBERS",
         "OPENAI_BASE_URL",
+        "LLM_COUNCIL_SESSION_DEADLINE_S",
+        "LLM_COUNCIL_MAX_ANSWER_CHARS",
+        "LLM_COUNCIL_OTEL_CAPTURE_CONTENT",
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
     ):
+        monkeypatch.delenv(name, raising=False)
+    for name in [name for name in os.environ if name.startswith("OTEL_")]:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv(
         "LLM_COUNCIL_BIAS_STORE", str(tmp_path_factory.mktemp("store") / "records.jsonl")
