@@ -18,7 +18,7 @@ import platformdirs
 
 from llm_council.calibration.bias_check import select_pairs_for_bias_check
 from llm_council.calibration.call_cache import CallCache
-from llm_council.calibration.pairs import Pair
+from llm_council.calibration.pairs import Pair, distinct_questions
 from llm_council.calibration.probes import PROBE_NAMES, run_probes
 from llm_council.calibration.report import (
     DEFAULT_HUMAN_KAPPA_THRESHOLD,
@@ -112,9 +112,12 @@ async def live_report(
     probes: Sequence[str] = PROBE_NAMES,
     on_call_done: Callable[[CallResult], None] | None = None,
     on_total: Callable[[int], None] | None = None,
+    source: str = "<pairs>",
 ) -> dict[str, Any]:
     """Judge every pair in both orders (and probes on the sampled pairs), then report."""
     _, model_name = split_spec(settings.spec)
+    # a replay file lists each id once per judge: a live run judges each id once (issue 10.8)
+    pairs = distinct_questions(pairs, path=source)
     provider = create_provider(settings.spec, settings.options)
     cache = CallCache(settings.cache_path)
     runner = JudgeRunner(
@@ -138,7 +141,8 @@ async def live_report(
         await provider.aclose()
     extra: dict[str, Any] = {
         "model_calls": runner.calls_made,
-        "cached_calls": sum(r.from_cache for r in results),
+        "cached_calls": runner.calls_from_checkpoint,
+        "reused_calls_in_run": runner.calls_reused_in_run,
         "cache": str(settings.cache_path) if settings.cache_path else None,
     }
     if probe_summaries is not None:

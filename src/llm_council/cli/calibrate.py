@@ -14,6 +14,14 @@ import typer
 
 from llm_council.atomic_files import write_json_atomically
 from llm_council.calibration.bias_check import bias_check_probability
+from llm_council.calibration.gate import (
+    DEFAULT_MIN_EVALUATED,
+    METRICS,
+    GateThresholds,
+    evaluate_gate,
+    parse_fail_under,
+    raise_for_gate,
+)
 from llm_council.calibration.pairs import read_pairs
 from llm_council.calibration.probes import PROBE_NAMES, parse_probe_names
 from llm_council.calibration.report import DEFAULT_HUMAN_KAPPA_THRESHOLD
@@ -141,8 +149,24 @@ def calibrate_command(
         bool, typer.Option("--bias-check", help="run the bias probes on every pair")
     ] = False,
     probes: Annotated[str, typer.Option(help="probes for the bias check")] = ",".join(PROBE_NAMES),
+    fail_under: Annotated[
+        str | None,
+        typer.Option(
+            help="exit 4 when a metric is below its floor, e.g. kappa=0.6,agreement=0.85"
+            f" (metrics: {', '.join(METRICS)})"
+        ),
+    ] = None,
+    min_evaluated: Annotated[
+        float,
+        typer.Option(help="exit 5 unless this share of pairs was judged in both orders"),
+    ] = DEFAULT_MIN_EVALUATED,
 ) -> None:
     """Position-swap calibration of an LLM judge (live with --model, else replay of verdicts)."""
+    thresholds = GateThresholds(
+        fail_under=parse_fail_under(fail_under),
+        min_evaluated=min_evaluated,
+        human_kappa=human_threshold,
+    )
     pairs = read_pairs(pairs_path)
     if model is None:
         reports = replay_reports(
@@ -178,12 +202,17 @@ def calibrate_command(
                     probes=parse_probe_names(probes),
                     on_call_done=on_done,
                     on_total=on_total,
+                    source=str(pairs_path),
                 )
             ]
         mode = "live"
+    gate = evaluate_gate(reports, thresholds)
     if output is not None:
-        write_json_atomically(output, {"format": REPORT_FORMAT, "mode": mode, "reports": reports})
+        write_json_atomically(
+            output, {"format": REPORT_FORMAT, "mode": mode, "reports": reports, "gate": gate}
+        )
     typer.echo("\n\n".join(render_summary(report) for report in reports))
+    raise_for_gate(gate)
     untrusted = untrusted_judges(reports)
     if untrusted:
         names = ", ".join(f"{r['judge']} (kappa {_kappa_text(r)})" for r in untrusted)
