@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from llm_council.atomic_files import write_json_atomically
+from llm_council.atomic_files import write_json_atomically, write_text_atomically
 from llm_council.calibration.bias_check import bias_check_probability
 from llm_council.calibration.gate import (
     DEFAULT_MIN_EVALUATED,
@@ -30,10 +30,12 @@ from llm_council.calibration.session import (
     JudgeUntrustedError,
     LiveSettings,
     default_cache_path,
-    replay_reports,
+    replay_study,
     run_live,
     untrusted_judges,
 )
+from llm_council.calibration.study import DEFAULT_MIN_SUBSET_N, parse_by
+from llm_council.calibration.study_render import render_study_html, render_study_text
 from llm_council.calibration.summary import render_summary
 from llm_council.errors import ConfigError
 
@@ -160,6 +162,20 @@ def calibrate_command(
         float,
         typer.Option(help="exit 5 unless this share of pairs was judged in both orders"),
     ] = DEFAULT_MIN_EVALUATED,
+    by: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--by",
+            help="study mode: every figure per subset (repeatable):"
+            " pair_type, subset_tags, model_pair, judge, metadata.NAME",
+        ),
+    ] = None,
+    min_subset_n: Annotated[
+        int, typer.Option(help="subsets with fewer evaluated pairs are marked too small")
+    ] = DEFAULT_MIN_SUBSET_N,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="write the study tables as an HTML page")
+    ] = None,
 ) -> None:
     """Position-swap calibration of an LLM judge (live with --model, else replay of verdicts)."""
     thresholds = GateThresholds(
@@ -167,14 +183,20 @@ def calibrate_command(
         min_evaluated=min_evaluated,
         human_kappa=human_threshold,
     )
+    study_keys = parse_by(by or [])
+    if min_subset_n < 1:
+        raise ConfigError(f"--min-subset-n must be >= 1, got {min_subset_n}")
     pairs = read_pairs(pairs_path)
+    comparison = None
     if model is None:
-        reports = replay_reports(
+        reports, comparison = replay_study(
             pairs,
             path=str(pairs_path),
             only_judge=judge,
             human_threshold=human_threshold,
             judge_family=judge_family,
+            by=study_keys,
+            min_subset_n=min_subset_n,
         )
         mode = "replay"
     else:
@@ -203,15 +225,22 @@ def calibrate_command(
                     on_call_done=on_done,
                     on_total=on_total,
                     source=str(pairs_path),
+                    by=study_keys,
+                    min_subset_n=min_subset_n,
                 )
             ]
         mode = "live"
     gate = evaluate_gate(reports, thresholds)
     if output is not None:
-        write_json_atomically(
-            output, {"format": REPORT_FORMAT, "mode": mode, "reports": reports, "gate": gate}
-        )
+        document = {"format": REPORT_FORMAT, "mode": mode, "reports": reports, "gate": gate}
+        if comparison is not None:
+            document["judge_comparison"] = comparison
+        write_json_atomically(output, document)
+    if html is not None:
+        write_text_atomically(html, render_study_html(reports, comparison))
     typer.echo("\n\n".join(render_summary(report) for report in reports))
+    if study_keys:
+        typer.echo("\n" + render_study_text(reports, comparison))
     raise_for_gate(gate)
     untrusted = untrusted_judges(reports)
     if untrusted:
