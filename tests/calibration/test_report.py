@@ -102,7 +102,7 @@ def test_verbosity_prefers_longer_and_self_preference_by_family() -> None:
     assert (own["judge_family"], own["pairs_with_own_answer"], own["own_wins"]) == ("gpt-4", 3, 2)
     # humans preferred the gpt-4 answer in pair 1 only (of 3)
     assert own["human_own_win_rate"]["rate"] == pytest.approx(1 / 3)
-    # own scores (own 1, other 0, tie 1/2), judge minus human: pair 1: 1-1, 2: 0-0, 4: 1-0
+    # own scores (own 1, other 0; ties left out), judge minus human: 1: 1-1, 2: 0-0, 4: 1-0
     assert own["excess_over_humans"]["estimate"] == pytest.approx(1 / 3)
     # 3 pairs are too few for an interval: no baseline verdict, no advice
     assert own["excess_over_humans"]["too_few"] and own["basis"] == "unadjusted"

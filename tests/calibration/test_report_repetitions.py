@@ -194,6 +194,22 @@ def test_self_preference_is_an_excess_over_humans_with_an_interval() -> None:
     assert item["failed"] and item["advice"] == "do not let this judge grade its own family"
 
 
+def test_position_ties_do_not_read_as_self_preference() -> None:
+    # seen on the PRD data (bard): a judge that flips on 30 of 40 pairs has 30 "tie"
+    # consolidated verdicts; humans reject its family's answers on 36 of 40. Scoring ties
+    # 1/2 made that a "significant excess"; only pairs where both are decisive count.
+    outcomes = []
+    for index in range(40):
+        pair = _pair(str(index), "b" if index >= 4 else "a", model_a="gpt-4o", model_b="llama")
+        if index < 30:
+            outcomes.append(PairOutcome(pair, ("a",), ("b",)))  # a flip: tie
+        else:
+            outcomes.append(PairOutcome(pair, ("b",), ("b",)))  # agrees with humans
+    own = compute_report(outcomes, ReportOptions(judge="gpt-4"))["self_preference"]
+    assert own["ties"] == 30 and own["excess_over_humans"]["n"] == 10
+    assert own["excess_over_humans"]["estimate"] == 0.0 and not own["significant_excess"]
+
+
 def test_self_preference_against_other_judges_without_human_labels() -> None:
     outcomes = [
         PairOutcome(Pair(str(i), "q", "x", "y", model_a="gpt-4o", model_b="llama"), ("a",), ("a",))

@@ -262,7 +262,7 @@ def _length_preference_item(verbosity: dict[str, Any]) -> dict[str, Any]:
         return {
             "check": "prefers longer (vs humans)",
             "value": excess["estimate"],
-            "threshold": "interval of the excess over humans includes 0",
+            "threshold": "excess interval reaching 0",
             "failed": significantly_positive(excess),
             "advice": "the judge picks the longer answer more often than humans do",
         }
@@ -291,7 +291,7 @@ def _self_preference_item(own: dict[str, Any]) -> dict[str, Any]:
     return {
         "check": f"own answers preferred (vs {basis.replace('_', ' ')})",
         "value": excess["estimate"],
-        "threshold": "interval of the excess includes 0",
+        "threshold": "excess interval reaching 0",
         "failed": own["significant_excess"],
         "advice": "do not let this judge grade its own family",
     }

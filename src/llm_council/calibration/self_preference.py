@@ -4,14 +4,16 @@ Self-preference, as the taxonomy we follow defines it, is choosing one's own fam
 OFTEN than blinded human raters (or other judges) would on the same pairs; a raw
 own-family win rate cannot tell a biased judge from a family whose answers are better.
 
-On pairs where exactly one answer is from the judge's family, each verdict gets an
-*own score*: 1 when it picks the own-family answer, 0 when it picks the other, 1/2 for a
-tie. The excess is the mean over those pairs of (judge's score - baseline's score), with a
-paired t interval:
+On pairs where exactly one answer is from the judge's family, a decisive verdict gets an
+*own score*: 1 when it picks the own-family answer, 0 when it picks the other. The excess
+is the mean of (judge's score - baseline's score) over the pairs where BOTH are decisive,
+with a paired t interval. Ties are left out rather than scored 1/2: a position-biased
+judge's flips become ``tie`` consolidated verdicts, and scoring them 1/2 would read as
+self-preference on every family whose answers humans usually reject.
 
 - over humans: the baseline is ``human_label``, on pairs that have one;
 - over other judges (a multi-judge file): the baseline is the mean own score the other
-  judges' consolidated verdicts give the SAME answer on the same pair.
+  judges' decisive consolidated verdicts give the SAME answer on the same pair.
 
 Only a significant excess (interval above 0, at least 10 pairs) raises the "do not let this
 judge grade its own family" advice; without any baseline the raw rate is shown labelled
@@ -29,8 +31,9 @@ from llm_council.calibration.outcomes import PairOutcome
 from llm_council.calibration.pairs import Winner
 
 
-def own_score(verdict: Winner, own: str) -> float:
-    return 0.5 if verdict == "tie" else float(verdict == own)
+def own_score(verdict: Winner, own: str) -> float | None:
+    """1 for the own-family answer, 0 for the other, None for a tie."""
+    return None if verdict == "tie" else float(verdict == own)
 
 
 def own_side(outcome: PairOutcome, family: str) -> str | None:
@@ -65,15 +68,18 @@ def self_preference(
         own_losses += verdict not in ("tie", own)
         judge_score = own_score(verdict, own)
         human = outcome.pair.human_label
-        if human is not None:
-            over_humans.append(judge_score - own_score(human, own))
-            if human != "tie":
-                human_decisive += 1
-                human_own_wins += human == own
-        others = (other_judges or {}).get(outcome.pair.pair_id)
-        if others:
-            baseline = sum(own_score(v, own) for v in others) / len(others)
-            over_judges.append(judge_score - baseline)
+        if human is not None and human != "tie":
+            human_decisive += 1
+            human_own_wins += human == own
+            if judge_score is not None:
+                over_humans.append(judge_score - float(human == own))
+        others = [
+            score
+            for v in (other_judges or {}).get(outcome.pair.pair_id, ())
+            if (score := own_score(v, own)) is not None
+        ]
+        if others and judge_score is not None:
+            over_judges.append(judge_score - sum(others) / len(others))
     excess_humans = mean_estimate(over_humans, conf)
     excess_judges = mean_estimate(over_judges, conf)
     if not excess_humans["too_few"]:

@@ -9,8 +9,8 @@
 A judge can pick the longer answer 80% of the time with r near 0 (it picks "longer"
 whatever the size of the gap), so the checklist tests both. A longer answer may also
 simply be better: where human labels exist, ``excess_over_humans`` compares the judge's
-length score with the humans' on the same pairs (longer won = 1, shorter = 0, tie = 1/2;
-paired t interval) and the checklist uses that instead of the raw rate.
+length score with the humans' on the same pairs (longer won = 1, shorter = 0; pairs where
+both are decisive; paired t interval) and the checklist uses that instead of the raw rate.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from typing import Any
 
 from llm_council.calibration.estimates import MIN_N_FOR_INTERVAL, finite, mean_estimate, rate
 from llm_council.calibration.outcomes import PairOutcome
-from llm_council.calibration.pairs import Winner
 from llm_council.stats.proportions import sign_test_p_value
 
 _PREFERENCE = {"a": 1.0, "b": -1.0, "tie": 0.0}
@@ -29,11 +28,6 @@ _PREFERENCE = {"a": 1.0, "b": -1.0, "tie": 0.0}
 
 def words(text: str) -> int:
     return max(1, len(text.split()))
-
-
-def length_score(verdict: Winner, longer: str) -> float:
-    """1 when the longer answer won, 0 when the shorter did, 1/2 for a tie."""
-    return 0.5 if verdict == "tie" else float(verdict == longer)
 
 
 def correlation_with_interval(
@@ -63,13 +57,11 @@ def verbosity(evaluated: Sequence[PairOutcome], conf: float) -> dict[str, Any]:
         if words_a == words_b:
             continue
         longer = "a" if words_a > words_b else "b"
-        human = outcome.pair.human_label
-        if human is not None:
-            differences.append(
-                length_score(outcome.consolidated, longer) - length_score(human, longer)
-            )
         if outcome.consolidated == "tie":
             continue
+        human = outcome.pair.human_label
+        if human is not None and human != "tie":
+            differences.append(float(outcome.consolidated == longer) - float(human == longer))
         decisive += 1
         longer_wins += outcome.consolidated == longer
     prefers_longer = rate(longer_wins, decisive, conf)
