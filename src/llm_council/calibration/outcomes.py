@@ -14,12 +14,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from llm_council.calibration.pairs import Judgment, Order, Pair, Winner, shown_order
 
 
 def order_verdict(verdicts: Sequence[Winner]) -> Winner:
     """The majority verdict of one order's repetitions; ``tie`` without a strict plurality."""
+    if len(verdicts) == 1:
+        return verdicts[0]
     counts = Counter(verdicts).most_common()
     if len(counts) > 1 and counts[0][1] == counts[1][1]:
         return "tie"
@@ -46,11 +49,11 @@ class PairOutcome:
     def evaluated(self) -> bool:
         return bool(self.ab) and bool(self.ba)
 
-    @property
+    @cached_property
     def verdict_ab(self) -> Winner:
         return order_verdict(self.ab)
 
-    @property
+    @cached_property
     def verdict_ba(self) -> Winner:
         return order_verdict(self.ba)
 

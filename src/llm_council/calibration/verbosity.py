@@ -46,14 +46,14 @@ def correlation_with_interval(
 
 
 def verbosity(evaluated: Sequence[PairOutcome], conf: float) -> dict[str, Any]:
-    log_ratio = [math.log(words(o.pair.response_a) / words(o.pair.response_b)) for o in evaluated]
+    lengths = [(words(o.pair.response_a), words(o.pair.response_b)) for o in evaluated]
+    log_ratio = [math.log(words_a / words_b) for words_a, words_b in lengths]
     preference = [(_PREFERENCE[o.verdict_ab] + _PREFERENCE[o.verdict_ba]) / 2 for o in evaluated]
     correlation = correlation_with_interval(log_ratio, preference, conf)
     too_few = correlation is None or len(evaluated) < MIN_N_FOR_INTERVAL
     longer_wins = decisive = 0
     differences = []
-    for outcome in evaluated:
-        words_a, words_b = words(outcome.pair.response_a), words(outcome.pair.response_b)
+    for outcome, (words_a, words_b) in zip(evaluated, lengths, strict=True):
         if words_a == words_b:
             continue
         longer = "a" if words_a > words_b else "b"
