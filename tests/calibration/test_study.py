@@ -133,3 +133,50 @@ def test_hostile_subset_names_are_escaped(
     assert "<script>" not in page.read_text() and "&lt;script&gt;" in page.read_text()
     out = capsys.readouterr().out
     assert "\u202e" not in out and "<script>alert(1)</script>??x" in out
+
+
+def test_live_study_with_repetitions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from .conftest import simulated_pair_records, write_jsonl
+
+    records = simulated_pair_records(24, seed=8)
+    for index, record in enumerate(records):
+        record["subset_tags"] = ["math"] if index % 2 else ["prose", "math"]
+    path = write_jsonl(tmp_path / "p.jsonl", records)
+    output = tmp_path / "r.json"
+    code = _run(
+        [
+            "calibrate",
+            str(path),
+            "--model",
+            "simulated:unbiased",
+            "--repetitions",
+            "3",
+            "--no-cache",
+            "--by",
+            "subset_tags",
+            "--min-subset-n",
+            "20",
+            "--human-threshold",
+            "-1",
+            "--output",
+            str(output),
+        ],
+        "llm-council",
+        app,
+    )
+    assert code == 0, capsys.readouterr().err
+    (report,) = json.loads(output.read_text())["reports"]
+    rows = {row["subset"]: row for row in report["subsets"]["subset_tags"]}
+    # every pair is tagged math; half are also prose (a pair counts in each of its tags)
+    assert (rows["math"]["n"], rows["prose"]["n"]) == (24, 12)
+    assert not rows["math"]["too_small"] and rows["prose"]["too_small"]
+    assert rows["prose"]["grade"] is None
+    stability = report["repetition_stability"]
+    assert stability["repetitions_per_order"] == {"3": 48}
+    assert 1 / 3 <= stability["majority_share"]["estimate"] <= 1.0
+    # every order verdict in the JSON is the majority of its three repetitions
+    from llm_council.calibration.outcomes import order_verdict
+
+    for pair in report["pairs"]:
+        assert pair["verdict_ab"] == order_verdict(pair["ab"])
+        assert pair["verdict_ba"] == order_verdict(pair["ba"])
