@@ -123,12 +123,12 @@ def _too_few(report: Mapping[str, Any], min_evaluated: float) -> str | None:
 
 
 def _commonest_reason(report: Mapping[str, Any]) -> str:
-    """``"; commonest problem (n=12): call failed ..."`` or ``""``."""
+    """``"; commonest problem (x12): call failed ..."`` or ``""``, on one line."""
     counts = Counter(item["reason"] for item in report["unevaluated"])
     if not counts:
         return ""
     reason, count = counts.most_common(1)[0]
-    return f"; commonest problem (x{count}): {reason[:200]}"
+    return f"; commonest problem (x{count}): {' '.join(reason.split())[:200]}"
 
 
 def evaluate_gate(

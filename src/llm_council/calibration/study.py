@@ -14,11 +14,12 @@ pairs keeps the two judges' verdicts on a pair together; see
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from llm_council.calibration.estimates import finite
 from llm_council.calibration.outcomes import PairOutcome
@@ -126,12 +127,16 @@ def subset_tables(
     return tables
 
 
-def _codes(rows: Sequence[tuple[str, str]]) -> np.ndarray:
+def _codes(rows: Sequence[tuple[str, str]]) -> NDArray[np.int64]:
     return np.array([[_CODES[x], _CODES[y]] for x, y in rows], dtype=np.int64).reshape(-1, 2)
 
 
 def _difference(
-    statistic: Any, first: np.ndarray, second: np.ndarray, conf: float, seed: int
+    statistic: Callable[[NDArray[np.int64]], float],
+    first: NDArray[np.int64],
+    second: NDArray[np.int64],
+    conf: float,
+    seed: int,
 ) -> dict[str, Any]:
     result = paired_bootstrap_difference(statistic, first, second, confidence=conf, seed=seed)
     return {

@@ -241,6 +241,8 @@ def calibrate_command(
     typer.echo("\n\n".join(render_summary(report) for report in reports))
     if study_keys:
         typer.echo("\n" + render_study_text(reports, comparison))
+        if "judge" in study_keys and comparison is None:
+            typer.echo(f"--by judge: one judge ({reports[0]['judge']}), nothing to compare")
     raise_for_gate(gate)
     untrusted = untrusted_judges(reports)
     if untrusted:
