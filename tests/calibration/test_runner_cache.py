@@ -170,3 +170,22 @@ def test_live_repetitions_give_repetition_stability(pairs_file) -> None:
     )
     assert exact["repetition_stability"]["all_repetitions_agree"]["rate"] == 1.0
     assert noisy["repetition_stability"]["all_repetitions_agree"]["rate"] < 1.0
+
+
+def test_cached_calls_count_probe_calls_too(pairs_file, tmp_path: Path) -> None:
+    # issue 10.9: a rerun of a finished run with probes reported only the position-swap
+    # cache hits (120 reported vs 417 reused; here main reported 24 with 158 checkpointed)
+    pairs = read_pairs(pairs_file(12))
+    settings = LiveSettings(spec="simulated:primacy", cache_path=tmp_path / "calls.jsonl")
+    first = run_live(pairs, settings, bias_check_probability=1.0)
+    checkpointed = (tmp_path / "calls.jsonl").read_text().count("\n")
+    again = run_live(pairs, settings, bias_check_probability=1.0)
+    assert again["model_calls"] == 0
+    # every checkpointed call (position-swap and probe) is served again at least once
+    assert again["cached_calls"] >= checkpointed > 2 * len(pairs)
+    # requests = paid + reused within the run (a probe's unperturbed baseline IS the
+    # position-swap call); on the rerun all of them come from the checkpoint
+    assert first["cached_calls"] == 0 and first["model_calls"] == checkpointed
+    assert first["reused_calls_in_run"] > 0
+    assert again["cached_calls"] == first["model_calls"] + first["reused_calls_in_run"]
+    assert again["reused_calls_in_run"] == 0
