@@ -258,3 +258,29 @@ def test_human_votes_give_a_majority_label_with_agreement() -> None:
     assert pair.human_label is None  # no strict majority: unlabelled, never guessed
     judged = Judgment("ab", "a", 0)
     assert judged.repetition == 0
+
+
+def test_annotator_agreement_is_reported_beside_the_majority_label() -> None:
+    votes_by_pair = [["a", "a", "b"]] * 6 + [["b", "b", "b"]] * 6 + [["a", "b"]] * 2
+    lines = [
+        json.dumps(
+            {
+                "id": str(index),
+                "prompt": "q",
+                "response_a": "x",
+                "response_b": "y",
+                "human_labels": votes,
+                "judge": "j",
+                "judgments": [{"order": "ab", "winner": "a"}, {"order": "ba", "winner": "a"}],
+            }
+        )
+        for index, votes in enumerate(votes_by_pair)
+    ]
+    pairs = parse_pairs_lines(lines, "f.jsonl")
+    outcomes = [judgments_to_outcome(pair, pair.judgments) for pair in pairs]
+    humans = compute_report(outcomes, ReportOptions(judge="j"))["human_agreement"]
+    assert humans["pairs"] == 12  # the two 1-1 splits have no majority: unlabelled
+    assert humans["pairs_with_several_annotators"] == 14
+    assert humans["pairs_without_majority"] == 2
+    # 6 pairs at 2/3 and 6 at 1: mean 5/6
+    assert humans["annotator_agreement"]["estimate"] == pytest.approx(5 / 6)

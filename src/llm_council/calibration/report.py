@@ -25,6 +25,7 @@ from typing import Any
 from llm_council.calibration.estimates import (
     MIN_N_FOR_INTERVAL,
     kappa_estimate,
+    mean_estimate,
     rate,
     significantly_positive,
 )
@@ -197,8 +198,9 @@ def _human_agreement(
     evaluated: Sequence[PairOutcome], threshold: float, conf: float
 ) -> dict[str, Any]:
     labelled = [o for o in evaluated if o.pair.human_label is not None]
+    annotators = _annotator_agreement(evaluated, conf)
     if not labelled:
-        return {"pairs": 0, "threshold": threshold, "trusted": None}
+        return {"pairs": 0, "threshold": threshold, "trusted": None, **annotators}
     judge = [o.consolidated for o in labelled]
     human = [o.pair.human_label for o in labelled]
     correct = sum(j == h for j, h in zip(judge, human, strict=True))
@@ -212,6 +214,25 @@ def _human_agreement(
         "threshold": threshold,
         # an undefined kappa is not evidence of agreement
         "trusted": value is not None and value >= threshold,
+        **annotators,
+    }
+
+
+def _annotator_agreement(evaluated: Sequence[PairOutcome], conf: float) -> dict[str, Any]:
+    """With several annotators per pair: how much they agree with their majority.
+
+    ``annotator_agreement`` is the mean over pairs with a majority of the share of votes
+    that gave it (t interval); pairs whose votes have no strict majority stay unlabelled
+    and are counted in ``pairs_without_majority``.
+    """
+    voted = [o.pair for o in evaluated if len(o.pair.human_votes) > 1]
+    if not voted:
+        return {}
+    shares = [a for p in voted if (a := p.human_vote_agreement) is not None]
+    return {
+        "pairs_with_several_annotators": len(voted),
+        "pairs_without_majority": sum(p.human_label is None for p in voted),
+        "annotator_agreement": mean_estimate(shares, conf),
     }
 
 
