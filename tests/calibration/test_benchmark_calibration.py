@@ -47,3 +47,21 @@ def test_live_simulated_throughput(tmp_path: Path) -> None:
     )
     print(f"same run from the checkpoint: {time.perf_counter() - started:.2f} s")
     assert resumed["model_calls"] == 0 and resumed["cached_calls"] == 2000
+
+
+@pytest.mark.benchmark
+def test_study_mode_throughput() -> None:
+    # 4000 records (2 judges x 2000 pairs), split per model pair and compared across judges
+    from llm_council.calibration.session import replay_study
+
+    base = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+    lines = [json.dumps({**r, "id": f"{r['id']}-{k}"}) for k in range(25) for r in base]
+    started = time.perf_counter()
+    reports, comparison = replay_study(
+        parse_pairs_lines(lines, "bench"), path="bench", by=("judge", "model_pair")
+    )
+    elapsed = time.perf_counter() - started
+    print(f"study mode (--by judge --by model_pair) on {len(lines)} records: {elapsed:.2f} s")
+    assert comparison is not None and comparison["common_pairs"] == 2000
+    assert all(len(r["subsets"]["model_pair"]) == 10 for r in reports)
+    assert elapsed < 30.0

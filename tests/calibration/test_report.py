@@ -63,16 +63,22 @@ def test_consistency_flips_direction_and_human_agreement() -> None:
     assert report["consistency"]["percent_agreement"] == pytest.approx(2 / 6)
     bias = report["position_bias"]
     assert bias["flip_rate"] == pytest.approx(4 / 6)
+    # 3 vs 1 is not significant (sign test p = 2 * 5/16 = 0.625): no direction is named
     assert (bias["flips_favoring_first"], bias["flips_favoring_second"], bias["direction"]) == (
         3,
         1,
-        "favors_first",
+        None,
     )
+    assert bias["direction_sign_test_p"] == pytest.approx(0.625)
     # kappa between orders: ab = a b a a tie b ; ba = a b b b b a (categories a, b, tie)
     # p_o = 2/6; ab marginals a 3, b 2, tie 1; ba marginals a 2, b 4, tie 0
     # p_e = (3*2 + 2*4 + 1*0)/36 = 14/36 ; kappa = (12/36 - 14/36)/(22/36) = -2/22
     assert report["consistency"]["kappa"] == pytest.approx(-2 / 22)
-    assert report["grade"] == "F"
+    # 6 pairs: too few to grade or to give kappa an interval (issue 13.4: no zero-width
+    # or tiny-n intervals); grade() itself would say F
+    assert report["grade"] is None and report["grade_note"] == "too few pairs (n=6 < 10)"
+    assert report["consistency"]["too_few"] and report["consistency"]["kappa_ci"] == [None, None]
+    assert grade(report["consistency"]["kappa"], report["position_bias"]["flip_rate"]) == "F"
     # consolidated verdicts: a b tie tie tie tie vs human a b a b tie a -> 3 of 6 correct
     assert report["human_agreement"]["accuracy"]["rate"] == pytest.approx(0.5)
     assert report["human_agreement"]["trusted"] is False
@@ -96,10 +102,12 @@ def test_verbosity_prefers_longer_and_self_preference_by_family() -> None:
     assert (own["judge_family"], own["pairs_with_own_answer"], own["own_wins"]) == ("gpt-4", 3, 2)
     # humans preferred the gpt-4 answer in pair 1 only (of 3)
     assert own["human_own_win_rate"]["rate"] == pytest.approx(1 / 3)
-    assert own["excess_over_humans"] == pytest.approx(2 / 3 - 1 / 3)
-    assert any(
-        item["check"] == "own answers preferred" and item["failed"] for item in report["checklist"]
-    )
+    # own scores (own 1, other 0; ties left out), judge minus human: 1: 1-1, 2: 0-0, 4: 1-0
+    assert own["excess_over_humans"]["estimate"] == pytest.approx(1 / 3)
+    # 3 pairs are too few for an interval: no baseline verdict, no advice
+    assert own["excess_over_humans"]["too_few"] and own["basis"] == "unadjusted"
+    (item,) = [i for i in report["checklist"] if i["check"].startswith("own answers")]
+    assert item["check"] == "own answers preferred (unadjusted)" and not item["failed"]
 
 
 def test_repetition_stability() -> None:

@@ -27,15 +27,16 @@ def test_both_orders_are_judged_and_swapped_verdicts_map_back(
     scripted_provider, pairs_file
 ) -> None:
     scripted_provider.scripts = {"judge": {"pairwise_judge": _always_first}}
-    path = pairs_file(5)
+    path = pairs_file(8)
     report = run_live(read_pairs(path), LiveSettings(spec="fake:judge"))
     # a judge that always picks the first slot says "a" in order ab and "b" in order ba
-    assert report["pairs_evaluated"] == 5
+    assert report["pairs_evaluated"] == 8
     assert all(row["ab"] == ["a"] and row["ba"] == ["b"] for row in report["pairs"])
     assert report["position_bias"]["flip_rate"] == 1.0
+    # 8 of 8 flips lean first: sign test p = 2 / 2**8 = 0.0078, so a direction is named
     assert report["position_bias"]["direction"] == "favors_first"
-    assert report["model_calls"] == 10
-    assert [task for _, task in scripted_provider.calls] == ["pairwise_judge"] * 10
+    assert report["model_calls"] == 16
+    assert [task for _, task in scripted_provider.calls] == ["pairwise_judge"] * 16
 
 
 def test_prompt_shows_response_b_first_in_swapped_order(scripted_provider, pairs_file) -> None:
@@ -161,7 +162,7 @@ def test_live_repetitions_give_repetition_stability(pairs_file) -> None:
     noisy = run_live(pairs, LiveSettings(spec="simulated:unbiased", repetitions=3))
     stability = noisy["repetition_stability"]
     assert stability["orders_with_repetitions"] == 40
-    assert stability["repetitions_per_order"] == {3: 40}
+    assert stability["repetitions_per_order"] == {"3": 40}
     assert noisy["model_calls"] == 120
     # with no noise every repetition of an order agrees
     exact = run_live(
@@ -169,3 +170,22 @@ def test_live_repetitions_give_repetition_stability(pairs_file) -> None:
     )
     assert exact["repetition_stability"]["all_repetitions_agree"]["rate"] == 1.0
     assert noisy["repetition_stability"]["all_repetitions_agree"]["rate"] < 1.0
+
+
+def test_cached_calls_count_probe_calls_too(pairs_file, tmp_path: Path) -> None:
+    # issue 10.9: a rerun of a finished run with probes reported only the position-swap
+    # cache hits (120 reported vs 417 reused; here main reported 24 with 158 checkpointed)
+    pairs = read_pairs(pairs_file(12))
+    settings = LiveSettings(spec="simulated:primacy", cache_path=tmp_path / "calls.jsonl")
+    first = run_live(pairs, settings, bias_check_probability=1.0)
+    checkpointed = (tmp_path / "calls.jsonl").read_text().count("\n")
+    again = run_live(pairs, settings, bias_check_probability=1.0)
+    assert again["model_calls"] == 0
+    # every checkpointed call (position-swap and probe) is served again at least once
+    assert again["cached_calls"] >= checkpointed > 2 * len(pairs)
+    # requests = paid + reused within the run (a probe's unperturbed baseline IS the
+    # position-swap call); on the rerun all of them come from the checkpoint
+    assert first["cached_calls"] == 0 and first["model_calls"] == checkpointed
+    assert first["reused_calls_in_run"] > 0
+    assert again["cached_calls"] == first["model_calls"] + first["reused_calls_in_run"]
+    assert again["reused_calls_in_run"] == 0

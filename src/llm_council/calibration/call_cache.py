@@ -47,6 +47,11 @@ class CallCache:
         self._handle: IO[str] | None = None
         if path is not None and path.exists():
             self._load(path)
+        self._loaded = frozenset(self._entries)
+
+    def was_loaded(self, key: str) -> bool:
+        """True when ``key`` came from the file at start (a previous run), not this run."""
+        return key in self._loaded
 
     def _load(self, path: Path) -> None:
         lines = path.read_text(encoding="utf-8").split("\n")

@@ -4,13 +4,21 @@ Live calibration needs ``id``, ``prompt``, ``response_a``, ``response_b``; repla
 ``judge`` and ``judgments`` (verdicts already recorded, ``winner`` always in the ORIGINAL
 labels). Every problem is reported with the file, the line and the field, because these
 files are written by hand or by other tools.
+
+The in-memory model (what importers produce): one :class:`Pair` per (judge, id), its
+``judgments`` each with an ``order``, a ``winner`` in the original labels and a 0-based
+``repetition`` index (the file's optional ``repetition`` field is 1-based), and optional
+human labels: ``human_label`` (the label used) and ``human_votes`` (one per annotator,
+from which a missing ``human_label`` is the strict-plurality majority).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+import warnings
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -33,6 +41,14 @@ class Judgment:
 
 
 @dataclass(frozen=True)
+class HumanVote:
+    """One human annotator's label for a pair (``annotator`` may be unknown)."""
+
+    winner: Winner
+    annotator: str | None = None
+
+
+@dataclass(frozen=True)
 class Pair:
     """A question with two answers; ``judgments`` are present only in replay files."""
 
@@ -50,9 +66,26 @@ class Pair:
     judge: str | None = None
     judgments: tuple[Judgment, ...] = ()
     line: int = 0
+    human_votes: tuple[HumanVote, ...] = ()
 
     def response(self, label: Literal["a", "b"]) -> str:
         return self.response_a if label == "a" else self.response_b
+
+    @property
+    def human_vote_agreement(self) -> float | None:
+        """Share of annotators who gave ``human_label`` (None without votes or label)."""
+        if not self.human_votes or self.human_label is None:
+            return None
+        agreeing = sum(vote.winner == self.human_label for vote in self.human_votes)
+        return agreeing / len(self.human_votes)
+
+
+def majority_label(votes: Sequence[Winner]) -> Winner | None:
+    """The strict plurality of ``votes``; ``None`` when empty or when the top counts tie."""
+    counts = Counter(votes).most_common()
+    if not counts or (len(counts) > 1 and counts[0][1] == counts[1][1]):
+        return None
+    return counts[0][0]
 
 
 def shown_order(order: Order) -> tuple[Literal["a", "b"], Literal["a", "b"]]:
@@ -96,10 +129,26 @@ def _winner(value: Any, field_name: str, where: tuple[str, int]) -> Winner:
     return cast(Winner, normalized)
 
 
+def _repetition(item: Mapping[str, Any], name: str, where: tuple[str, int]) -> int | None:
+    """The file's 1-based ``repetition`` as a 0-based index, or None when absent."""
+    value = item.get("repetition")
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise InputError(
+            f"field '{name}.repetition' must be an integer >= 1, got {value!r}",
+            path=where[0],
+            line=where[1],
+        )
+    return value - 1
+
+
 def _judgments(raw: Any, where: tuple[str, int]) -> tuple[Judgment, ...]:
     if not isinstance(raw, list):
         raise InputError("field 'judgments' must be a list", path=where[0], line=where[1])
     seen: dict[str, int] = {"ab": 0, "ba": 0}
+    taken: set[tuple[str, int]] = set()
+    explicit: set[bool] = set()
     judgments = []
     for index, item in enumerate(raw):
         name = f"judgments[{index}]"
@@ -113,10 +162,46 @@ def _judgments(raw: Any, where: tuple[str, int]) -> tuple[Judgment, ...]:
                 line=where[1],
             )
         winner = _winner(item.get("winner"), f"{name}.winner", where)
-        # repetitions are numbered in file order within each display order
-        judgments.append(Judgment(order=order, winner=winner, repetition=seen[order]))
-        seen[order] += 1
+        repetition = _repetition(item, name, where)
+        explicit.add(repetition is not None)
+        if len(explicit) > 1:
+            raise InputError(
+                f"field '{name}.repetition': give it on every judgment of the record or on none",
+                path=where[0],
+                line=where[1],
+            )
+        if repetition is None:
+            # without the field, repetitions are numbered in file order within each order
+            repetition = seen[order]
+            seen[order] += 1
+        if (order, repetition) in taken:
+            raise InputError(
+                f"field '{name}': repetition {repetition + 1} of order {order!r} given twice",
+                path=where[0],
+                line=where[1],
+            )
+        taken.add((order, repetition))
+        judgments.append(Judgment(order=order, winner=winner, repetition=repetition))
     return tuple(judgments)
+
+
+def _human_votes(raw: Any, where: tuple[str, int]) -> tuple[HumanVote, ...]:
+    """``human_labels``: a list of labels or of ``{"label": ..., "annotator": ...}``."""
+    if not isinstance(raw, list):
+        raise InputError("field 'human_labels' must be a list", path=where[0], line=where[1])
+    votes = []
+    for index, item in enumerate(raw):
+        name = f"human_labels[{index}]"
+        if isinstance(item, dict):
+            annotator = item.get("annotator")
+            if annotator is not None and not isinstance(annotator, str):
+                raise InputError(
+                    f"field '{name}.annotator' must be a string", path=where[0], line=where[1]
+                )
+            votes.append(HumanVote(_winner(item.get("label"), f"{name}.label", where), annotator))
+        else:
+            votes.append(HumanVote(_winner(item, name, where)))
+    return tuple(votes)
 
 
 def parse_pair(record: Any, where: tuple[str, int]) -> Pair:
@@ -144,6 +229,14 @@ def parse_pair(record: Any, where: tuple[str, int]) -> Pair:
             )
         models[side] = value
     human = record.get("human_label")
+    votes = (
+        _human_votes(record["human_labels"], where)
+        if record.get("human_labels") is not None
+        else ()
+    )
+    human_label = _winner(human, "human_label", where) if human is not None else None
+    if human_label is None and votes:
+        human_label = majority_label([vote.winner for vote in votes])
     tags = record.get("subset_tags") or []
     if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
         raise InputError(
@@ -164,7 +257,7 @@ def parse_pair(record: Any, where: tuple[str, int]) -> Pair:
         response_b=cast(str, _text_field(record, "response_b", where, required=True)),
         model_a=models["model_a"],
         model_b=models["model_b"],
-        human_label=_winner(human, "human_label", where) if human is not None else None,
+        human_label=human_label,
         reference_answer=_text_field(record, "reference_answer", where, required=False),
         pair_type=_text_field(record, "pair_type", where, required=False),
         subset_tags=tuple(tags),
@@ -172,6 +265,7 @@ def parse_pair(record: Any, where: tuple[str, int]) -> Pair:
         judge=judge,
         judgments=judgments,
         line=where[1],
+        human_votes=votes,
     )
 
 
@@ -206,7 +300,12 @@ def parse_pairs_lines(lines: Iterable[str], path: str) -> list[Pair]:
 
 
 def read_pairs(path: Path) -> list[Pair]:
-    """Read a pairs file; a missing or empty file is an :class:`InputError`."""
+    """Read a pairs file; a missing or empty file is an :class:`InputError`.
+
+    A torn last line (no final newline and not valid JSON: a writer killed mid-line) is
+    skipped with a warning naming ``file:line``; a malformed line anywhere else stays an
+    error, because only the last line can have been cut by a crash.
+    """
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -215,10 +314,49 @@ def read_pairs(path: Path) -> list[Pair]:
         raise InputError(f"not UTF-8 text ({error.reason})", path=str(path)) from None
     # split on "\n" only: str.splitlines() also splits on U+2028 etc., which are legal
     # inside JSON strings, and would shift every later line number
-    pairs = parse_pairs_lines(text.split("\n"), str(path))
+    lines = text.split("\n")
+    if lines[-1].strip() and _is_torn(lines[-1]):
+        warnings.warn(
+            f"{path}:{len(lines)}: skipped a torn last line (no newline, not valid JSON)",
+            stacklevel=2,
+        )
+        lines = lines[:-1]
+    pairs = parse_pairs_lines(lines, str(path))
     if not pairs:
         raise InputError("no pairs in file", path=str(path))
     return pairs
+
+
+def _is_torn(line: str) -> bool:
+    try:
+        json.loads(line)
+    except (json.JSONDecodeError, RecursionError):
+        return True
+    return False
+
+
+def distinct_questions(pairs: Sequence[Pair], path: str) -> list[Pair]:
+    """One pair per id for a live run, whatever judges the file recorded.
+
+    A replay file holds one record per (judge, id); a live run judges each question once,
+    so records repeating an id must agree on what is judged (prompt, answers, reference,
+    human label) and are merged; a disagreement is an error naming both lines.
+    """
+    first_by_id: dict[str, Pair] = {}
+    for pair in pairs:
+        first = first_by_id.get(pair.pair_id)
+        if first is None:
+            first_by_id[pair.pair_id] = replace(pair, judge=None, judgments=())
+            continue
+        for name in ("prompt", "response_a", "response_b", "reference_answer", "human_label"):
+            if getattr(first, name) != getattr(pair, name):
+                raise InputError(
+                    f"id {pair.pair_id!r} repeats line {first.line} with a different '{name}';"
+                    " a live run judges each id once",
+                    path=path,
+                    line=pair.line,
+                )
+    return list(first_by_id.values())
 
 
 def pair_to_record(pair: Pair, *, with_judgments: bool = True) -> dict[str, Any]:
@@ -238,7 +376,17 @@ def pair_to_record(pair: Pair, *, with_judgments: bool = True) -> dict[str, Any]
     record.update({key: value for key, value in optional.items() if value is not None})
     if pair.subset_tags:
         record["subset_tags"] = list(pair.subset_tags)
+    if pair.human_votes:
+        record["human_labels"] = [
+            {"label": vote.winner, "annotator": vote.annotator}
+            if vote.annotator is not None
+            else vote.winner
+            for vote in pair.human_votes
+        ]
     if with_judgments and pair.judge is not None:
         record["judge"] = pair.judge
-        record["judgments"] = [{"order": j.order, "winner": j.winner} for j in pair.judgments]
+        record["judgments"] = [
+            {"order": j.order, "winner": j.winner, "repetition": j.repetition + 1}
+            for j in pair.judgments
+        ]
     return record

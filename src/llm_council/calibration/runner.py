@@ -102,6 +102,11 @@ class JudgeRunner:
         self.temperature = temperature
         self.on_call_done = on_call_done
         self.calls_made = 0
+        # reuses of a stored verdict, position-swap and probe calls alike (issue 10.9):
+        # from the checkpoint of an earlier run, or from earlier in this run (a probe's
+        # unperturbed baseline is the position-swap call itself)
+        self.calls_from_checkpoint = 0
+        self.calls_reused_in_run = 0
 
     def _key(self, call: JudgeCall) -> str:
         first, second = call.texts_in_display_order()
@@ -119,6 +124,11 @@ class JudgeRunner:
         key = self._key(call)
         text = self.cache.get(key)
         from_cache = text is not None
+        if from_cache:
+            if self.cache.was_loaded(key):
+                self.calls_from_checkpoint += 1
+            else:
+                self.calls_reused_in_run += 1
         problem = None
         if text is None:
             first, second = call.texts_in_display_order()

@@ -18,7 +18,7 @@ import platformdirs
 
 from llm_council.calibration.bias_check import select_pairs_for_bias_check
 from llm_council.calibration.call_cache import CallCache
-from llm_council.calibration.pairs import Pair
+from llm_council.calibration.pairs import Pair, distinct_questions
 from llm_council.calibration.probes import PROBE_NAMES, run_probes
 from llm_council.calibration.report import (
     DEFAULT_HUMAN_KAPPA_THRESHOLD,
@@ -32,6 +32,12 @@ from llm_council.calibration.runner import (
     judge_key,
     outcomes_from_results,
     position_swap_calls,
+)
+from llm_council.calibration.study import (
+    DEFAULT_MIN_SUBSET_N,
+    compare_judges,
+    other_judges_verdicts,
+    subset_tables,
 )
 from llm_council.errors import CouncilError, InputError
 from llm_council.providers.registry import create_provider, split_spec
@@ -77,8 +83,37 @@ def replay_reports(
     only_judge: str | None = None,
     human_threshold: float = DEFAULT_HUMAN_KAPPA_THRESHOLD,
     judge_family: str | None = None,
+    by: Sequence[str] = (),
+    min_subset_n: int = DEFAULT_MIN_SUBSET_N,
 ) -> list[dict[str, Any]]:
     """One report per judge found in the records (no model calls)."""
+    return replay_study(
+        pairs,
+        path=path,
+        only_judge=only_judge,
+        human_threshold=human_threshold,
+        judge_family=judge_family,
+        by=by,
+        min_subset_n=min_subset_n,
+    )[0]
+
+
+def replay_study(
+    pairs: Sequence[Pair],
+    *,
+    path: str,
+    only_judge: str | None = None,
+    human_threshold: float = DEFAULT_HUMAN_KAPPA_THRESHOLD,
+    judge_family: str | None = None,
+    by: Sequence[str] = (),
+    min_subset_n: int = DEFAULT_MIN_SUBSET_N,
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Reports per judge, each with its ``subsets`` under ``by``, and the judge comparison
+    (``--by judge`` with two or more judges; else None).
+
+    In a multi-judge file every judge's self-preference is also measured against the other
+    judges' verdicts on the same pairs.
+    """
     judges = judges_in(pairs)
     if not judges:
         raise InputError(
@@ -91,15 +126,30 @@ def replay_reports(
                 f"judge '{only_judge}' not in the records; found: {', '.join(judges)}", path=path
             )
         judges = [only_judge]
+    # a record with no judge at all is unevaluated for every judge
+    outcomes = {
+        judge: outcomes_from_judgments([p for p in pairs if p.judge in (judge, None)])
+        for judge in judges
+    }
+    options = {
+        judge: ReportOptions(
+            judge=judge,
+            human_kappa_threshold=human_threshold,
+            judge_family=judge_family,
+            other_judges=other_judges_verdicts(outcomes, judge),
+        )
+        for judge in judges
+    }
     reports = []
     for judge in judges:
-        # a record with no judge at all is unevaluated for every judge
-        mine = [pair for pair in pairs if pair.judge in (judge, None)]
-        options = ReportOptions(
-            judge=judge, human_kappa_threshold=human_threshold, judge_family=judge_family
-        )
-        reports.append(compute_report(outcomes_from_judgments(mine), options))
-    return reports
+        report = compute_report(outcomes[judge], options[judge])
+        if by:
+            report["subsets"] = subset_tables(outcomes[judge], options[judge], by, min_subset_n)
+        reports.append(report)
+    comparison = None
+    if "judge" in by and len(judges) > 1:
+        comparison = compare_judges(outcomes, options, min_n=min_subset_n)
+    return reports, comparison
 
 
 async def live_report(
@@ -112,9 +162,14 @@ async def live_report(
     probes: Sequence[str] = PROBE_NAMES,
     on_call_done: Callable[[CallResult], None] | None = None,
     on_total: Callable[[int], None] | None = None,
+    source: str = "<pairs>",
+    by: Sequence[str] = (),
+    min_subset_n: int = DEFAULT_MIN_SUBSET_N,
 ) -> dict[str, Any]:
     """Judge every pair in both orders (and probes on the sampled pairs), then report."""
     _, model_name = split_spec(settings.spec)
+    # a replay file lists each id once per judge: a live run judges each id once (issue 10.8)
+    pairs = distinct_questions(pairs, path=source)
     provider = create_provider(settings.spec, settings.options)
     cache = CallCache(settings.cache_path)
     runner = JudgeRunner(
@@ -138,7 +193,8 @@ async def live_report(
         await provider.aclose()
     extra: dict[str, Any] = {
         "model_calls": runner.calls_made,
-        "cached_calls": sum(r.from_cache for r in results),
+        "cached_calls": runner.calls_from_checkpoint,
+        "reused_calls_in_run": runner.calls_reused_in_run,
         "cache": str(settings.cache_path) if settings.cache_path else None,
     }
     if probe_summaries is not None:
@@ -150,7 +206,11 @@ async def live_report(
         judge_family=judge_family,
         extra=extra,
     )
-    return compute_report(outcomes_from_results(pairs, results), options)
+    outcomes = outcomes_from_results(pairs, results)
+    report = compute_report(outcomes, options)
+    if by:
+        report["subsets"] = subset_tables(outcomes, options, by, min_subset_n)
+    return report
 
 
 def run_live(pairs: Sequence[Pair], settings: LiveSettings, **kwargs: Any) -> dict[str, Any]:

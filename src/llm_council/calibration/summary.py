@@ -19,11 +19,44 @@ def _num(value: float | None, digits: int = 2) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
+def _ci(low: float | None, high: float | None, too_few: bool, digits: int = 2) -> str:
+    return "[too few]" if too_few or low is None else f"[{_num(low, digits)}, {_num(high, digits)}]"
+
+
+def _kappa(section: dict[str, Any]) -> str:
+    low, high = section["kappa_ci"]
+    return f"{_num(section['kappa'])} {_ci(low, high, section['too_few'])}"
+
+
+def _direction(bias: dict[str, Any]) -> str:
+    counts = (
+        f"({bias['flips_favoring_first']} first / {bias['flips_favoring_second']} second,"
+        f" sign test p={_num(bias['direction_sign_test_p'], 3)})"
+    )
+    return f"direction {bias['direction'] or 'none significant'} {counts}"
+
+
+def _self_preference_line(own: dict[str, Any]) -> str:
+    if not own["pairs_with_own_answer"]:
+        return f"  self-preference     no pair names the judge's family '{own['judge_family']}'"
+    line = (
+        f"  self-preference     own family '{own['judge_family']}'"
+        f" wins {_interval(own['own_win_rate'])}"
+    )
+    if own["basis"] == "unadjusted":
+        return line + "  (unadjusted: no human labels or other judges to compare with)"
+    excess = own["excess_over_humans" if own["basis"] == "humans" else "excess_over_other_judges"]
+    return (
+        line + f"; excess over {own['basis'].replace('_', ' ')} {_num(excess['estimate'])}"
+        f" {_ci(excess['ci_low'], excess['ci_high'], excess['too_few'])} (n={excess['n']})"
+    )
+
+
 def render_summary(report: dict[str, Any]) -> str:
     """Grade first, then one line per finding, then what to do."""
     consistency = report["consistency"]
     bias = report["position_bias"]
-    grade = report["grade"] or "ungraded (kappa undefined)"
+    grade = report["grade"] or f"ungraded ({report.get('grade_note') or 'kappa undefined'})"
     lines = [
         f"Judge calibration: {report['judge']}   GRADE {grade}",
         f"  pairs evaluated     {report['pairs_evaluated']} of {report['pairs_total']}"
@@ -33,44 +66,42 @@ def render_summary(report: dict[str, Any]) -> str:
             else ""
         ),
         f"  order agreement     {_interval(consistency['agreement'])}"
-        f"   kappa {_num(consistency['kappa'])} [{_num(consistency['kappa_ci'][0])},"
-        f" {_num(consistency['kappa_ci'][1])}] {consistency['landis_koch']}",
-        f"  position flips      {_interval(bias['flips'])}   direction {bias['direction']}"
-        f" ({bias['flips_favoring_first']} first / {bias['flips_favoring_second']} second,"
-        f" sign test p={_num(bias['direction_sign_test_p'], 3)}"
-        f"{'' if bias['direction_significant'] else ', not significant'})",
+        f"   kappa {_kappa(consistency)} {consistency['landis_koch']}",
+        f"  position flips      {_interval(bias['flips'])}   {_direction(bias)}",
     ]
     verbosity = report["verbosity"]
+    r_low, r_high = verbosity["length_correlation_ci"]
     lines.append(
         f"  verbosity           length r={_num(verbosity['length_correlation'])}"
+        f" {_ci(r_low, r_high, r_low is None)}"
         f"   prefers longer {_interval(verbosity['prefers_longer'])}"
+        f" (sign test p={_num(verbosity['prefers_longer']['sign_test_p'], 3)})"
     )
-    own = report["self_preference"]
-    if own["pairs_with_own_answer"]:
-        human = own["human_own_win_rate"]
-        lines.append(
-            f"  self-preference     own family '{own['judge_family']}'"
-            f" wins {_interval(own['own_win_rate'])}"
-            + (f"; humans: {_pct(human['rate'])}" if human["rate"] is not None else "")
-        )
-    else:
-        lines.append(
-            f"  self-preference     no pair names the judge's family '{own['judge_family']}'"
-        )
+    lines.append(_self_preference_line(report["self_preference"]))
     humans = report["human_agreement"]
     if humans["pairs"]:
         verdict = "OK" if humans["trusted"] else "BELOW THRESHOLD"
         lines.append(
             f"  human agreement     accuracy {_interval(humans['accuracy'])}"
-            f"   kappa {_num(humans['kappa'])}"
+            f"   kappa {_kappa(humans)}"
             f" {humans['landis_koch']}  (threshold {humans['threshold']:g}: {verdict})"
         )
     stability = report.get("repetition_stability")
     if stability:
+        share = stability["majority_share"]
+        between = stability["kappa_between_repetitions"]
+        first, second = between["repetitions"]
         lines.append(
-            "  repetition          all repetitions agree"
+            "  repetition          all agree"
             f" {_interval(stability['all_repetitions_agree'])}"
-            f"   kappa rep1 vs rep2 {_num(stability['kappa_first_vs_second'])}"
+            f"   majority share {_num(share['estimate'])}"
+            f" {_ci(share['ci_low'], share['ci_high'], share['too_few'])}"
+            f"   kappa rep{first} vs rep{second} {_kappa(between)}"
+            + (
+                f"   reps per order {stability['repetitions_per_order']}"
+                if len(stability["repetitions_per_order"]) > 1
+                else ""
+            )
         )
     for probe in (report.get("probes") or {}).values():
         value = probe["value"]

@@ -12,8 +12,16 @@ from typing import Annotated, Any
 
 import typer
 
-from llm_council.atomic_files import write_json_atomically
+from llm_council.atomic_files import write_json_atomically, write_text_atomically
 from llm_council.calibration.bias_check import bias_check_probability
+from llm_council.calibration.gate import (
+    DEFAULT_MIN_EVALUATED,
+    METRICS,
+    GateThresholds,
+    evaluate_gate,
+    parse_fail_under,
+    raise_for_gate,
+)
 from llm_council.calibration.pairs import read_pairs
 from llm_council.calibration.probes import PROBE_NAMES, parse_probe_names
 from llm_council.calibration.report import DEFAULT_HUMAN_KAPPA_THRESHOLD
@@ -22,10 +30,12 @@ from llm_council.calibration.session import (
     JudgeUntrustedError,
     LiveSettings,
     default_cache_path,
-    replay_reports,
+    replay_study,
     run_live,
     untrusted_judges,
 )
+from llm_council.calibration.study import DEFAULT_MIN_SUBSET_N, parse_by
+from llm_council.calibration.study_render import render_study_html, render_study_text
 from llm_council.calibration.summary import render_summary
 from llm_council.errors import ConfigError
 
@@ -141,16 +151,52 @@ def calibrate_command(
         bool, typer.Option("--bias-check", help="run the bias probes on every pair")
     ] = False,
     probes: Annotated[str, typer.Option(help="probes for the bias check")] = ",".join(PROBE_NAMES),
+    fail_under: Annotated[
+        str | None,
+        typer.Option(
+            help="exit 4 when a metric is below its floor, e.g. kappa=0.6,agreement=0.85"
+            f" (metrics: {', '.join(METRICS)})"
+        ),
+    ] = None,
+    min_evaluated: Annotated[
+        float,
+        typer.Option(help="exit 5 unless this share of pairs was judged in both orders"),
+    ] = DEFAULT_MIN_EVALUATED,
+    by: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--by",
+            help="study mode: every figure per subset (repeatable):"
+            " pair_type, subset_tags, model_pair, judge, metadata.NAME",
+        ),
+    ] = None,
+    min_subset_n: Annotated[
+        int, typer.Option(help="subsets with fewer evaluated pairs are marked too small")
+    ] = DEFAULT_MIN_SUBSET_N,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="write the study tables as an HTML page")
+    ] = None,
 ) -> None:
     """Position-swap calibration of an LLM judge (live with --model, else replay of verdicts)."""
+    thresholds = GateThresholds(
+        fail_under=parse_fail_under(fail_under),
+        min_evaluated=min_evaluated,
+        human_kappa=human_threshold,
+    )
+    study_keys = parse_by(by or [])
+    if min_subset_n < 1:
+        raise ConfigError(f"--min-subset-n must be >= 1, got {min_subset_n}")
     pairs = read_pairs(pairs_path)
+    comparison = None
     if model is None:
-        reports = replay_reports(
+        reports, comparison = replay_study(
             pairs,
             path=str(pairs_path),
             only_judge=judge,
             human_threshold=human_threshold,
             judge_family=judge_family,
+            by=study_keys,
+            min_subset_n=min_subset_n,
         )
         mode = "replay"
     else:
@@ -178,12 +224,26 @@ def calibrate_command(
                     probes=parse_probe_names(probes),
                     on_call_done=on_done,
                     on_total=on_total,
+                    source=str(pairs_path),
+                    by=study_keys,
+                    min_subset_n=min_subset_n,
                 )
             ]
         mode = "live"
+    gate = evaluate_gate(reports, thresholds)
     if output is not None:
-        write_json_atomically(output, {"format": REPORT_FORMAT, "mode": mode, "reports": reports})
+        document = {"format": REPORT_FORMAT, "mode": mode, "reports": reports, "gate": gate}
+        if comparison is not None:
+            document["judge_comparison"] = comparison
+        write_json_atomically(output, document)
+    if html is not None:
+        write_text_atomically(html, render_study_html(reports, comparison))
     typer.echo("\n\n".join(render_summary(report) for report in reports))
+    if study_keys:
+        typer.echo("\n" + render_study_text(reports, comparison))
+        if "judge" in study_keys and comparison is None:
+            typer.echo(f"--by judge: one judge ({reports[0]['judge']}), nothing to compare")
+    raise_for_gate(gate)
     untrusted = untrusted_judges(reports)
     if untrusted:
         names = ", ".join(f"{r['judge']} (kappa {_kappa_text(r)})" for r in untrusted)

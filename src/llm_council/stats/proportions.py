@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from statistics import NormalDist
 
 
@@ -54,3 +55,35 @@ def sign_test_p_value(successes: int, n: int) -> float:
     from scipy import stats as scipy_stats  # deferred: scipy.stats costs ~1 s to import
 
     return float(scipy_stats.binomtest(successes, n, 0.5, alternative="two-sided").pvalue)
+
+
+def mean_t_interval(
+    values: Sequence[float], confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """Mean of ``values`` with its Student-t interval: ``(mean, low, high)``.
+
+    Used for paired differences (a judge's score minus a baseline's on the same pairs) and
+    for per-item shares (repetition stability), where each item contributes one value.
+
+    .. math::
+
+        \\bar d \\pm t_{n-1,\\,1-\\alpha/2}\\, s_d / \\sqrt{n}
+
+    (the paired t interval; e.g. Agresti, *Categorical Data Analysis*, 3rd ed., 2013,
+    section 11.1 for paired binary data scored 0/1, where it is the Wald interval with
+    the n-1 correction). Returns nan bounds for fewer than two values; a zero standard
+    deviation gives a zero-width interval, which callers report as "too few" at small n.
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    n = len(values)
+    if n == 0:
+        return (math.nan, math.nan, math.nan)
+    mean = math.fsum(values) / n
+    if n < 2:
+        return (mean, math.nan, math.nan)
+    variance = math.fsum((value - mean) ** 2 for value in values) / (n - 1)
+    from scipy import stats as scipy_stats  # deferred: scipy.stats costs ~1 s to import
+
+    half_width = float(scipy_stats.t.ppf(0.5 + confidence / 2.0, n - 1)) * math.sqrt(variance / n)
+    return (mean, mean - half_width, mean + half_width)
