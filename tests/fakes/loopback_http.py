@@ -36,6 +36,7 @@ class ReceivedRequest:
     path: str
     headers: dict[str, str]
     body: Any
+    client_port: int = 0  # the client's TCP port: equal ports mean a reused connection
 
 
 def openai_completion_body(text: str, model: str) -> dict[str, Any]:
@@ -101,7 +102,9 @@ class LoopbackJsonServer:
                 except ValueError:
                     parsed = raw
                 headers = {name.lower(): value for name, value in self.headers.items()}
-                reply = fake.choose_reply(ReceivedRequest("POST", self.path, headers, parsed))
+                port = int(self.client_address[1])
+                received = ReceivedRequest("POST", self.path, headers, parsed, port)
+                reply = fake.choose_reply(received)
                 if reply.delay_s and fake.stopping.wait(reply.delay_s):
                     return  # the test is over; the client is gone
                 body = (
