@@ -50,7 +50,7 @@ class CouncilConfig(BaseModel):
     chairman: CouncilMember
     self_review: SelfReviewPolicy = "exclude_at_aggregation"
     score_scale: tuple[float, float] = (1.0, 10.0)
-    max_concurrency: int = Field(8, ge=1)
+    max_concurrency: int = Field(16, ge=1)
     retry: RetryPolicy = RetryPolicy()
 
     @model_validator(mode="after")

@@ -91,6 +91,7 @@ async def call_with_retries(
     started = time.perf_counter()
     attempts = 0
     try:
+        await provider.prepare()  # building an SDK client is not part of any attempt's timeout
         async for attempt in AsyncRetrying(
             stop=stop_after_attempt(policy.max_attempts),
             wait=_RetryAfterOrBackoff(policy),

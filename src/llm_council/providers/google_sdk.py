@@ -93,6 +93,9 @@ class GoogleProvider(Provider):
 
         self._build_client = build
 
+    async def prepare(self) -> None:
+        await self._client()
+
     async def _client(self) -> Any:
         return await shared_client(self._client_key, self._build_client, _close_client)
 

@@ -92,6 +92,9 @@ class OpenAIProvider(Provider):
             "timeout": timeout_s,
         }
 
+    async def prepare(self) -> None:
+        await self._client()
+
     async def _client(self) -> Any:
         return await shared_client(
             self._client_key,
