@@ -122,9 +122,7 @@ def startup_s(runs: int) -> float:
     walls = []
     for _ in range(runs):
         started = time.perf_counter()
-        subprocess.run(
-            [CLI, "--help"], capture_output=True, check=True
-        )
+        subprocess.run([CLI, "--help"], capture_output=True, check=True)
         walls.append(time.perf_counter() - started)
     return statistics.median(walls)
 

@@ -89,7 +89,7 @@ def _normalize_label(raw: Any, known: dict[str, str]) -> str | None:
 
 
 def _score_value(raw: Any, high: float) -> tuple[float | None, str | None]:
-    """The score as a float, or ``None`` and why; ``'n/high'`` is n, any other fraction is refused."""
+    """The score, or ``None`` and why; ``"n/high"`` is n, any other fraction is refused."""
     if isinstance(raw, bool):
         return None, None
     if isinstance(raw, int | float):
@@ -269,7 +269,11 @@ def _with_channel(parsed: ParsedReview, channel: VerdictChannel) -> ParsedReview
 
 
 def _parse(
-    reply: str, known: dict[str, str], scale: tuple[float, float], nonce: str | None, structured: bool
+    reply: str,
+    known: dict[str, str],
+    scale: tuple[float, float],
+    nonce: str | None,
+    structured: bool,
 ) -> ParsedReview:
     if structured:
         try:

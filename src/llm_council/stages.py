@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from llm_council.anonymize import assign_labels
@@ -101,7 +101,7 @@ def _request(prompt: str, system: str, task: Task, seed: int) -> CompletionReque
 def _review_request(
     query: str,
     label_to_model: dict[str, LabelAssignment],
-    texts: dict[str, str | None],
+    texts: Mapping[str, str],
     config: CouncilConfig,
     nonce: str,
     mode: StructuredOutputMode,
@@ -109,7 +109,7 @@ def _review_request(
 ) -> CompletionRequest:
     """The stage-2 request: the verdict schema on the native path, nonce-tagged text otherwise."""
     candidates = [
-        ReviewPromptCandidate(label, texts[a.model] or "") for label, a in label_to_model.items()
+        ReviewPromptCandidate(label, texts[a.model]) for label, a in label_to_model.items()
     ]
     native = mode == "native"
     prompt = build_review_prompt(

@@ -119,7 +119,9 @@ class VendorCase:
             "modelVersion": model,
         }
 
-    def structured_body(self, verdict: dict[str, Any], model: str, tool_name: str) -> dict[str, Any]:
+    def structured_body(
+        self, verdict: dict[str, Any], model: str, tool_name: str
+    ) -> dict[str, Any]:
         """A 200 carrying ``verdict`` on the vendor's structured channel, as the API returns it.
 
         OpenAI and Google return the schema-conforming JSON as the message text; Anthropic

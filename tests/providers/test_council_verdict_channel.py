@@ -43,7 +43,9 @@ def _run(config: CouncilConfig) -> Any:
 def test_native_structured_output_carries_every_verdict(council_server, no_vendor_env):
     result = _run(_council(council_server, structured_output="native"))
     assert [r.verdict_channel for r in result.stage2] == ["structured"] * 3
-    assert all(r.parse_status == "json" and r.structured_output_refused is None for r in result.stage2)
+    assert all(
+        r.parse_status == "json" and r.structured_output_refused is None for r in result.stage2
+    )
     assert council_server.kinds["structured_review"] == 3
 
 

@@ -158,7 +158,11 @@ def test_members_share_one_client_and_reuse_its_connections(fake_vendor, no_vend
                 "created": 1,
                 "model": "m",
                 "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": "hi"},
+                        "finish_reason": "stop",
+                    }
                 ],
             }
         )

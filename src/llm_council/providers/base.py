@@ -125,7 +125,7 @@ class Provider(abc.ABC):
         """Send one request; raise :class:`ProviderError` (classified) on failure."""
 
     async def prepare(self) -> None:  # noqa: B027 - optional hook, default does nothing
-        """Get ready to call (build or fetch the shared SDK client) outside any attempt's timeout."""
+        """Get ready to call (build or fetch the shared SDK client), outside any timeout."""
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, default does nothing
         """Release network clients; the council calls it when a session ends."""
