@@ -69,17 +69,57 @@ def council(members: int, base_url: str, structured_output: str) -> CouncilConfi
     )
 
 
-async def measure(config: CouncilConfig, sessions: int) -> list[float]:
-    walls = []
+async def measure(config: CouncilConfig, sessions: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds (this process) of each session, run back to back."""
+    walls, cpus = [], []
     for seed in range(sessions):
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         result = await run_full_council(
             "How do I reduce tail latency?", config=config, seed=seed, middleware=[]
         )
         walls.append(time.perf_counter() - started)
+        cpus.append(time.process_time() - cpu_started)
         if result.metadata["degraded"]:
             raise SystemExit(f"a session degraded: {result.metadata['degraded']}")
-    return walls
+    return walls, cpus
+
+
+async def transport_floor(base_url: str, members: int, rounds: int) -> float:
+    """Median wall time of 3 rounds of ``members + 1`` concurrent raw HTTP/1.1 POSTs.
+
+    The same server, kept-alive connections, no SDK and no council: what this machine and
+    server allow for a session's three stages, so the council's ratio to it shows our own
+    overhead apart from the machine's (under load, wake-ups add milliseconds per call).
+    """
+    host_port = base_url.split("//", 1)[1].split("/", 1)[0]
+    host, port = host_port.rsplit(":", 1)
+    body = b'{"model": "floor", "messages": [{"role": "user", "content": "hi"}]}'
+    request = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host_port}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    streams = [await asyncio.open_connection(host, int(port)) for _ in range(members + 1)]
+
+    async def post(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(request)
+        await writer.drain()
+        headers = await reader.readuntil(b"\r\n\r\n")
+        length = next(
+            int(line.split(b":", 1)[1])
+            for line in headers.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )
+        await reader.readexactly(length)
+
+    walls = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        for _stage in range(3):
+            await asyncio.gather(*(post(r, w) for r, w in streams))
+        walls.append(time.perf_counter() - started)
+    for _, writer in streams:
+        writer.close()
+    return statistics.median(walls)
 
 
 def config_toml(members: int, base_url: str, structured_output: str) -> str:
@@ -145,7 +185,8 @@ def main() -> None:
         )
         for members in args.members:
             config = council(members, base_url, args.structured_output)
-            walls = asyncio.run(measure(config, args.sessions))
+            floor = asyncio.run(transport_floor(base_url, members, args.sessions))
+            walls, cpus = asyncio.run(measure(config, args.sessions))
             warm = walls[1:] or walls
             median = statistics.median(warm)
             print(
@@ -153,7 +194,13 @@ def main() -> None:
                 f"sessions={args.sessions}: first {walls[0]:.3f} s "
                 f"({walls[0] / IDEAL_S:.2f}x); then median {median:.3f} s, "
                 f"min {min(warm):.3f}, max {max(warm):.3f}; "
-                f"ratio {median / IDEAL_S:.3f}x (target <= 1.10)"
+                f"ratio {median / IDEAL_S:.3f}x (target <= 1.10); "
+                f"CPU per session {statistics.median(cpus[1:] or cpus):.3f} s"
+            )
+            print(
+                f"members={members:>2} transport floor (3 rounds of {members + 1} raw "
+                f"concurrent POSTs): {floor:.3f} s ({floor / IDEAL_S:.3f}x ideal); "
+                f"council / floor: {median / floor:.3f}x"
             )
             if args.ask_runs:
                 asks = time_ask(members, base_url, args.structured_output, args.ask_runs)

@@ -93,6 +93,10 @@ class LoopbackJsonServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes; with Nagle on, the body waits for the
+            # client's delayed ACK (40 ms on Linux) on a kept-alive connection. Real API
+            # servers set TCP_NODELAY, so the fake does too.
+            disable_nagle_algorithm = True
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
