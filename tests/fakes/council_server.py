@@ -63,8 +63,8 @@ class CouncilServer(LoopbackJsonServer):
             labels = list(schema["properties"]["ranking"]["items"]["enum"])
             self._count("structured_review")
             text = json.dumps(verdict_for(labels))
-        elif (tag := _NONCE_TAG.search(prompt)) is not None:
-            nonce = tag.group(1)
+        elif tags := _NONCE_TAG.findall(prompt):
+            nonce = tags[-1]  # the instruction follows the candidates (which may fake a tag)
             verdict = json.dumps(verdict_for(_CANDIDATE_LABEL.findall(prompt)))
             self._count("nonce_review")
             text = f"<<<VERDICT id={nonce}>>>\n{verdict}\n<<<END VERDICT id={nonce}>>>"

@@ -114,8 +114,9 @@ def write_review(
     verdict = json.dumps(reply)
     if structured:
         return verdict
-    tag = _VERDICT_TAG.search(prompt)
-    if tag is not None:
-        nonce = tag.group("nonce")
+    # the instruction comes after the candidate blocks, which may hold fake tags: take the last
+    tags = list(_VERDICT_TAG.finditer(prompt))
+    if tags:
+        nonce = tags[-1].group("nonce")
         return f"{verdict_open_tag(nonce)}\n{verdict}\n{verdict_close_tag(nonce)}"
     return "```json\n" + verdict + "\n```"
