@@ -9,16 +9,18 @@ reused by every member and every session on that loop; connections are kept aliv
 between sessions.
 
 Clients are per event loop because an async HTTP client's connections belong to the loop
-that opened them; a new loop (a new ``asyncio.run``) gets new clients, and the old loop's
-are dropped with it. :func:`close_shared_clients` closes the running loop's clients for
-callers that want a clean shutdown.
+that opened them; a new loop (a new ``asyncio.run``) gets new clients. A kept-alive
+connection refers to its loop, so a weak mapping would never let a loop go: instead the
+pool is a plain mapping, and the clients of loops that have since closed are dropped
+whenever a loop asks for its first client (at most one dead loop's clients linger, so
+``asyncio.run`` in a loop does not leak clients or sockets).
+:func:`close_shared_clients` closes the running loop's clients for a clean shutdown.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import weakref
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Any
 
@@ -26,12 +28,14 @@ ClientKey = tuple[Hashable, ...]
 
 Closer = Callable[[Any], Awaitable[None]]
 
-_clients: weakref.WeakKeyDictionary[
-    asyncio.AbstractEventLoop, dict[ClientKey, tuple[Any, Closer]]
-] = weakref.WeakKeyDictionary()
-_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[ClientKey, asyncio.Lock]] = (
-    weakref.WeakKeyDictionary()
-)
+_clients: dict[asyncio.AbstractEventLoop, dict[ClientKey, tuple[Any, Closer]]] = {}
+_locks: dict[asyncio.AbstractEventLoop, dict[ClientKey, asyncio.Lock]] = {}
+
+
+def _drop_closed_loops() -> None:
+    for loop in [loop for loop in _clients if loop.is_closed()]:
+        del _clients[loop]
+        _locks.pop(loop, None)
 
 
 def secret_digest(secret: str) -> str:
@@ -45,6 +49,8 @@ async def shared_client(key: ClientKey, build: Callable[[], Any], close: Closer)
     ``close`` is how :func:`close_shared_clients` releases it.
     """
     loop = asyncio.get_running_loop()
+    if loop not in _clients:
+        _drop_closed_loops()
     clients = _clients.setdefault(loop, {})
     entry = clients.get(key)
     if entry is not None:
@@ -66,3 +72,8 @@ async def close_shared_clients() -> int:
     for client, close in clients.values():
         await close(client)
     return len(clients)
+
+
+def pooled_loop_count() -> int:
+    """How many event loops currently hold clients (for the leak test)."""
+    return len(_clients)
