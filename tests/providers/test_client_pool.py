@@ -92,6 +92,50 @@ def test_many_asyncio_runs_do_not_accumulate_clients_or_sockets(fake_vendor, no_
         fake_vendor.reply(body)
         asyncio.run(call())
     gc.collect()
-    assert pooled_loop_count() <= 1  # only the last, closed loop's clients linger
+    assert pooled_loop_count() == 0  # each loop's clients were closed as it shut down
     assert _open_fds() - before <= 3
     assert len(fake_vendor.requests) == 16
+
+
+def test_clients_are_closed_inside_their_loop_at_shutdown_never_on_the_next(
+    fake_vendor, no_vendor_env, caplog
+):
+    # left to the garbage collector, the SDK schedules its close on whichever loop runs
+    # next, which fails with "Event loop is closed" (seen in the benchmark)
+    no_vendor_env.setenv("OPENAI_API_KEY", "sk-test-pool-0000")
+    provider = create_provider("openai:m", {"base_url": f"{fake_vendor.url}/v1"})
+    clients: list[Any] = []
+
+    async def call() -> None:
+        await provider.prepare()
+        clients.append(await provider._client())
+
+    asyncio.run(call())
+    assert clients[0].is_closed()
+
+    async def next_loop() -> None:
+        gc.collect()
+        await asyncio.sleep(0.01)
+
+    with caplog.at_level("ERROR", logger="asyncio"):
+        asyncio.run(next_loop())
+    assert not [r for r in caplog.records if r.name == "asyncio"]
+
+
+def test_an_explicit_close_then_new_clients_are_closed_once_at_shutdown() -> None:
+    made: list[_Client] = []
+
+    def build() -> _Client:
+        made.append(_Client())
+        return made[-1]
+
+    async def run() -> None:
+        await shared_client(("test", "x"), build, _close)
+        assert await close_shared_clients() == 1 and made[0].closed
+        await shared_client(("test", "x"), build, _close)
+        gc.collect()  # the first hook is finalized now; it must leave the new client alone
+        await asyncio.sleep(0.01)
+        assert not made[1].closed
+
+    asyncio.run(run())
+    assert made[1].closed and pooled_loop_count() == 0

@@ -9,19 +9,23 @@ reused by every member and every session on that loop; connections are kept aliv
 between sessions.
 
 Clients are per event loop because an async HTTP client's connections belong to the loop
-that opened them; a new loop (a new ``asyncio.run``) gets new clients. A kept-alive
-connection refers to its loop, so a weak mapping would never let a loop go: instead the
-pool is a plain mapping, and the clients of loops that have since closed are dropped
-whenever a loop asks for its first client (at most one dead loop's clients linger, so
-``asyncio.run`` in a loop does not leak clients or sockets).
-:func:`close_shared_clients` closes the running loop's clients for a clean shutdown.
+that opened them; a new loop (a new ``asyncio.run``) gets new clients. The old loop's
+clients are closed while that loop can still run their ``aclose``: the pool parks an
+async generator on each loop, and ``asyncio.run`` finalizes async generators
+(``loop.shutdown_asyncgens()``) before closing the loop, which closes the clients. (Left
+to the garbage collector, the SDK's ``__del__`` would schedule the close on the *next*
+loop and fail with "Event loop is closed".) For loops that never finalize their async
+generators, the clients of loops found closed are dropped when a new loop asks for its
+first client, so ``asyncio.run`` in a loop does not accumulate clients or sockets.
+:func:`close_shared_clients` closes the running loop's clients at any time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from typing import Any
 
 ClientKey = tuple[Hashable, ...]
@@ -30,12 +34,40 @@ Closer = Callable[[Any], Awaitable[None]]
 
 _clients: dict[asyncio.AbstractEventLoop, dict[ClientKey, tuple[Any, Closer]]] = {}
 _locks: dict[asyncio.AbstractEventLoop, dict[ClientKey, asyncio.Lock]] = {}
+# per loop: the parked generator (kept alive here) and the token it must still hold to act
+_shutdown_hooks: dict[asyncio.AbstractEventLoop, tuple[object, AsyncIterator[None]]] = {}
 
 
 def _drop_closed_loops() -> None:
     for loop in [loop for loop in _clients if loop.is_closed()]:
         del _clients[loop]
         _locks.pop(loop, None)
+        _shutdown_hooks.pop(loop, None)
+
+
+async def _close_at_loop_shutdown(
+    loop: asyncio.AbstractEventLoop, token: object
+) -> AsyncIterator[None]:
+    """Parked at its first ``yield``; finalized by ``loop.shutdown_asyncgens()``.
+
+    A hook replaced after an explicit :func:`close_shared_clients` no longer holds the
+    loop's token, so its late finalization leaves the loop's newer clients alone.
+    """
+    try:
+        yield
+    finally:
+        registered = _shutdown_hooks.get(loop)
+        if registered is not None and registered[0] is token:
+            await close_shared_clients()
+
+
+async def _register_loop(loop: asyncio.AbstractEventLoop) -> None:
+    _drop_closed_loops()
+    _clients[loop] = {}
+    token = object()
+    hook = _close_at_loop_shutdown(loop, token)
+    _shutdown_hooks[loop] = (token, hook)
+    await anext(hook)  # the loop now tracks it, and will finalize it on shutdown
 
 
 def secret_digest(secret: str) -> str:
@@ -50,8 +82,8 @@ async def shared_client(key: ClientKey, build: Callable[[], Any], close: Closer)
     """
     loop = asyncio.get_running_loop()
     if loop not in _clients:
-        _drop_closed_loops()
-    clients = _clients.setdefault(loop, {})
+        await _register_loop(loop)
+    clients = _clients[loop]
     entry = clients.get(key)
     if entry is not None:
         return entry[0]
@@ -65,12 +97,17 @@ async def shared_client(key: ClientKey, build: Callable[[], Any], close: Closer)
 
 
 async def close_shared_clients() -> int:
-    """Close and forget every client of the running loop; returns how many were closed."""
+    """Close and forget every client of the running loop; returns how many were closed.
+
+    A client whose close fails is still forgotten: shutting down must not fail on it.
+    """
     loop = asyncio.get_running_loop()
     clients = _clients.pop(loop, {})
     _locks.pop(loop, None)
+    _shutdown_hooks.pop(loop, None)
     for client, close in clients.values():
-        await close(client)
+        with contextlib.suppress(Exception):  # a half-dead connection must not block shutdown
+            await close(client)
     return len(clients)
 
 
