@@ -59,7 +59,7 @@ class CouncilConfig(BaseModel):
     chairman: CouncilMember
     self_review: SelfReviewPolicy = "exclude_at_aggregation"
     score_scale: tuple[float, float] = (1.0, 10.0)
-    max_concurrency: int = Field(8, ge=1)
+    max_concurrency: int = Field(16, ge=1)
     retry: RetryPolicy = RetryPolicy()
     # Wall-clock bound on stages 1-3 together: calls still running then are given up and
     # their members degraded, so a hanging or trickling provider cannot hold a session.

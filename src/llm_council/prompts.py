@@ -13,6 +13,9 @@ import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
+
+from llm_council.ranking_parser import verdict_close_tag, verdict_open_tag
 
 _BLOCK_PATTERN = re.compile(
     r"<<<CANDIDATE (?P<label>[^<>\n]+?) id=(?P<nonce>[0-9a-f]{8,32})>>>\n"
@@ -79,16 +82,63 @@ class ReviewPromptCandidate:
     text: str
 
 
+REVIEW_SCHEMA_NAME = "council_review_verdict"
+
+ReviewVerdictFormat = Literal["structured", "nonce"]
+
+
+def review_verdict_schema(labels: Sequence[str]) -> dict[str, Any]:
+    """The JSON schema of a stage-2 verdict, for the SDKs' structured-output channels.
+
+    Written for OpenAI's strict mode (every property required, no extra properties at any
+    level, so ``scores`` names each label), which Anthropic's tool ``input_schema`` and
+    Google's ``response_json_schema`` also accept.
+    """
+    return {
+        "type": "object",
+        "properties": {
+            "ranking": {"type": "array", "items": {"type": "string", "enum": list(labels)}},
+            "scores": {
+                "type": "object",
+                "properties": {label: {"type": "number"} for label in labels},
+                "required": list(labels),
+                "additionalProperties": False,
+            },
+            "rationale": {"type": "string"},
+        },
+        "required": ["ranking", "scores", "rationale"],
+        "additionalProperties": False,
+    }
+
+
 def build_review_prompt(
     query: str,
     candidates: Sequence[ReviewPromptCandidate],
     score_scale: tuple[float, float],
     nonce: str,
+    verdict_format: ReviewVerdictFormat = "nonce",
 ) -> str:
-    """The stage-2 prompt: the question, the delimited candidates, and the JSON to return."""
+    """The stage-2 prompt: the question, the delimited candidates, and how to give the verdict.
+
+    ``structured``: the provider enforces the verdict schema, so the prompt only names the
+    fields. ``nonce``: the verdict is asked for between tags carrying the nonce, which the
+    parser requires when present (candidate text never saw the nonce, so cannot forge it).
+    """
     low, high = score_scale
     blocks = "\n\n".join(format_candidate_block(c.label, c.text, nonce) for c in candidates)
     labels = ", ".join(f'"{c.label}"' for c in candidates)
+    shape = (
+        '{"ranking": [labels best first], "scores": {label: score}, '
+        '"rationale": "one or two sentences"}'
+    )
+    if verdict_format == "structured":
+        how = f"Give your verdict in the structured format requested:\n{shape}\n"
+    else:
+        how = (
+            "After any reasoning, give your verdict as one JSON object between these two "
+            "lines, exactly as written:\n"
+            f"{verdict_open_tag(nonce)}\n{shape}\n{verdict_close_tag(nonce)}\n"
+        )
     return (
         f"Question:\n{query}\n\n"
         f"Below are {len(candidates)} anonymous answers, each inside a block marked with the id "
@@ -96,9 +146,7 @@ def build_review_prompt(
         "of the answer being judged.\n\n"
         f"{blocks}\n\n"
         f"Score every answer from {low:g} (worst) to {high:g} (best) and rank them best first. "
-        "Reply with one JSON object and nothing else:\n"
-        '{"ranking": [labels best first], "scores": {label: score}, '
-        '"rationale": "one or two sentences"}\n'
+        f"{how}"
         f"Use exactly these labels: {labels}."
     )
 

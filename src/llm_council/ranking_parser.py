@@ -1,20 +1,27 @@
 """Parse a reviewer's reply into a ranking and scores; never raises.
 
-Accepted, in order of preference:
-1. a JSON object ``{"ranking": [...], "scores": {...}, "rationale": "..."}``, fenced or raw
-   (the *last* valid one wins, so a reply that quotes a candidate's fake JSON before giving
-   its own verdict is read correctly);
-2. a ``FINAL RANKING:`` numbered list (the last such block);
-3. otherwise the review is recorded as unparseable, with the reason.
+The verdict must come from a place candidate text cannot write into (ADR 0018). In order:
 
-The reviewer's own verdict comes last, after anything it quotes from the candidates, so
-the reply is searched from the end: JSON objects are tried latest-start first (quoted
-text full of ``{`` cannot push the verdict out of the search window), and a
-``FINAL RANKING:`` block written after the last valid JSON object wins over it (a
-candidate's fake JSON quoted before a plain-text verdict is not taken for the verdict).
+1. **structured** - the provider returned the verdict through the SDK's structured-output
+   channel (OpenAI ``json_schema``, an Anthropic forced tool call, Google
+   ``response_schema``): the whole reply is the verdict object, and only its top level
+   counts (a ``"ranking"`` nested inside it is ignored).
+2. **nonce** - the reply holds a block ``<<<VERDICT id=NONCE>>> ... <<<END VERDICT
+   id=NONCE>>>`` carrying this prompt's nonce, which candidates never saw (it is drawn
+   after they answered). When that tag is present, only the tagged text is read; anything
+   outside it (quotes of candidates, before or after) is ignored, however long the reply.
+3. **untagged** - neither: every top-level JSON object with a ``"ranking"`` and every
+   ``FINAL RANKING:`` block in the reply is a candidate verdict. If they all agree, that is
+   the verdict; if they disagree (a reviewer quoted a candidate's fake verdict, before or
+   after its own) the review is ``unparseable``, because nothing in untagged text tells the
+   reviewer's verdict from a quote. A forged verdict can then spoil an untagged review but
+   never flip it. Replies longer than ``MAX_REPLY_CHARS`` are not searched untagged (a
+   truncated reply could lose the real verdict and keep a quoted fake).
 
 Labels not shown to this reviewer are ignored, duplicates are dropped (first kept), and
-a missing or invalid score stays missing: it is never turned into 0.
+a missing or invalid score stays missing: it is never turned into 0. A score written as a
+fraction (``"8/10"``) is kept only when its denominator is the top of the declared scale;
+any other denominator (``"4/5"`` on 1-10) is rejected with a note, never silently dropped.
 """
 
 from __future__ import annotations
@@ -22,20 +29,31 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from llm_council.results import ParseStatus
 
 MAX_REPLY_CHARS = 200_000
-MAX_JSON_STARTS = 400
+MAX_JSON_STARTS = 2_000
+
+VerdictChannel = Literal["structured", "nonce", "untagged"]
 
 _LABEL = re.compile(r"\b[Rr]esponse\s+([A-Za-z]{1,3})\b")
 _FINAL_RANKING = re.compile(r"FINAL\s+RANKING\s*:", re.IGNORECASE)
-_NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:/\s*\d+(?:\.\d+)?)?\s*$")
+_NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:/\s*(\d+(?:\.\d+)?))?\s*$")
+_FENCE = re.compile(r"^```[A-Za-z]*\s*\n?(?P<body>.*?)\n?```$", re.DOTALL)
+
+
+def verdict_open_tag(nonce: str) -> str:
+    return f"<<<VERDICT id={nonce}>>>"
+
+
+def verdict_close_tag(nonce: str) -> str:
+    return f"<<<END VERDICT id={nonce}>>>"
 
 
 @dataclass(frozen=True)
@@ -46,6 +64,7 @@ class ParsedReview:
     rationale: str | None = None
     error: str | None = None
     notes: tuple[str, ...] = ()
+    channel: VerdictChannel | None = None  # where the verdict was read from
 
 
 class _ReviewJson(BaseModel):
@@ -69,71 +88,19 @@ def _normalize_label(raw: Any, known: dict[str, str]) -> str | None:
     return known.get(letters.upper())
 
 
-def _score_value(raw: Any) -> float | None:
+def _score_value(raw: Any, high: float) -> tuple[float | None, str | None]:
+    """The score, or ``None`` and why; ``"n/high"`` is n, any other fraction is refused."""
     if isinstance(raw, bool):
-        return None
+        return None, None
     if isinstance(raw, int | float):
         value = float(raw)
     elif isinstance(raw, str) and (m := _NUMBER.match(raw)):
         value = float(m.group(1))
+        if m.group(2) is not None and float(m.group(2)) != high:
+            return None, f"denominator {m.group(2)} is not the scale's top {high:g}"
     else:
-        return None
-    return value if math.isfinite(value) else None
-
-
-def _json_candidates(reply: str) -> Iterator[tuple[int, Any]]:
-    """Yield ``(end, obj)`` for JSON objects in the reply, the latest-starting first.
-
-    At most ``MAX_JSON_STARTS`` opening braces are tried, counted from the end, because
-    the verdict follows whatever the reviewer quoted. Fenced JSON needs no separate pass:
-    its opening brace is one of the starts.
-    """
-    decoder = json.JSONDecoder()
-    starts = [i for i, char in enumerate(reply) if char == "{"]
-    for start in reversed(starts[-MAX_JSON_STARTS:]):
-        try:
-            obj, end = decoder.raw_decode(reply, start)
-        except (ValueError, RecursionError):
-            continue
-        yield end, obj
-
-
-def _from_json(
-    reply: str, known: dict[str, str], scale: tuple[float, float]
-) -> tuple[ParsedReview, int] | None:
-    """The last valid review JSON object, parsed, and where it ends in ``reply``."""
-    last_valid: _ReviewJson | None = None
-    json_end = -1
-    for end, obj in _json_candidates(reply):
-        if not isinstance(obj, dict) or "ranking" not in obj:
-            continue
-        try:
-            last_valid = _ReviewJson.model_validate(obj)
-        except ValidationError:
-            continue
-        json_end = end
-        break
-    if last_valid is None:
-        return None
-    notes: list[str] = []
-    ranking = _dedupe_known(last_valid.ranking, known, notes)
-    scores: dict[str, float] = {}
-    low, high = scale
-    for raw_label, raw_score in last_valid.scores.items():
-        label = _normalize_label(raw_label, known)
-        if label is None:
-            notes.append(f"ignored score for unknown label {str(raw_label)[:40]!r}")
-            continue
-        value = _score_value(raw_score)
-        if value is None or not low <= value <= high:
-            notes.append(f"ignored invalid score {str(raw_score)[:40]!r} for {label}")
-            continue
-        scores.setdefault(label, value)
-    if not ranking and not scores:
-        error = "JSON had no ranking or score for a shown label"
-        return ParsedReview("unparseable", error=error, notes=tuple(notes)), json_end
-    verdict = ParsedReview("json", tuple(ranking), scores, last_valid.rationale, notes=tuple(notes))
-    return verdict, json_end
+        return None, None
+    return (value, None) if math.isfinite(value) else (None, None)
 
 
 def _dedupe_known(raw_labels: Sequence[Any], known: dict[str, str], notes: list[str]) -> list[str]:
@@ -149,44 +116,204 @@ def _dedupe_known(raw_labels: Sequence[Any], known: dict[str, str], notes: list[
     return ranking
 
 
-def _from_final_ranking(reply: str, known: dict[str, str]) -> ParsedReview | None:
-    markers = list(_FINAL_RANKING.finditer(reply))
-    if not markers:
-        return None
-    tail = reply[markers[-1].end() :]
+def _from_object(obj: Any, known: dict[str, str], scale: tuple[float, float]) -> ParsedReview:
+    """One verdict object, read at its top level only."""
+    if not isinstance(obj, dict) or "ranking" not in obj:
+        return ParsedReview("unparseable", error="verdict is not an object with a 'ranking'")
+    try:
+        verdict = _ReviewJson.model_validate(obj)
+    except ValidationError:
+        return ParsedReview("unparseable", error="verdict's 'ranking' is not a list")
     notes: list[str] = []
-    found = [f"Response {m.group(1)}" for m in _LABEL.finditer(tail)]
-    ranking = _dedupe_known(found, known, notes)
-    if not ranking:
+    ranking = _dedupe_known(verdict.ranking, known, notes)
+    scores: dict[str, float] = {}
+    low, high = scale
+    for raw_label, raw_score in verdict.scores.items():
+        label = _normalize_label(raw_label, known)
+        if label is None:
+            notes.append(f"ignored score for unknown label {str(raw_label)[:40]!r}")
+            continue
+        value, reason = _score_value(raw_score, high)
+        if value is None or not low <= value <= high:
+            why = f" ({reason})" if reason else ""
+            notes.append(f"ignored invalid score {str(raw_score)[:40]!r} for {label}{why}")
+            continue
+        scores.setdefault(label, value)
+    if not ranking and not scores:
+        error = "JSON had no ranking or score for a shown label"
+        return ParsedReview("unparseable", error=error, notes=tuple(notes))
+    return ParsedReview("json", tuple(ranking), scores, verdict.rationale, notes=tuple(notes))
+
+
+def _top_level_objects(text: str) -> tuple[list[tuple[int, int, Any]], bool]:
+    """``(start, end, obj)`` of each top-level JSON object, and whether the scan finished.
+
+    Scans forward; a decoded object is skipped whole, so objects nested in it (or in a
+    string inside it) are never taken for verdicts. At most ``MAX_JSON_STARTS`` braces are
+    tried; past that the scan reports itself unfinished rather than guess.
+    """
+    decoder = json.JSONDecoder()
+    found: list[tuple[int, int, Any]] = []
+    position, tried = 0, 0
+    while (start := text.find("{", position)) != -1:
+        tried += 1
+        if tried > MAX_JSON_STARTS:
+            return found, False
+        try:
+            obj, end = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            position = start + 1
+            continue
+        found.append((start, end, obj))
+        position = end
+    return found, True
+
+
+def _final_ranking_blocks(
+    text: str, object_spans: Sequence[tuple[int, int]], known: dict[str, str]
+) -> list[ParsedReview]:
+    """Each ``FINAL RANKING:`` block, read up to the next block or JSON object."""
+    markers = [m for m in _FINAL_RANKING.finditer(text)]
+    starts = sorted([m.start() for m in markers] + [start for start, _ in object_spans])
+    blocks = []
+    for marker in markers:
+        if any(start < marker.start() < end for start, end in object_spans):
+            continue  # the marker is text inside a JSON object, not a block of its own
+        stop = next((s for s in starts if s > marker.start()), len(text))
+        notes: list[str] = []
+        found = [f"Response {m.group(1)}" for m in _LABEL.finditer(text, marker.end(), stop)]
+        ranking = _dedupe_known(found, known, notes)
+        if ranking:
+            blocks.append(ParsedReview("final_ranking", tuple(ranking), notes=tuple(notes)))
+        else:
+            error = "FINAL RANKING block lists no shown label"
+            blocks.append(ParsedReview("unparseable", error=error, notes=tuple(notes)))
+    return blocks
+
+
+def _agreeing(verdicts: Sequence[ParsedReview], where: str) -> ParsedReview:
+    """The one verdict all parsed candidates agree on, else an ``unparseable`` naming why."""
+    valid = [v for v in verdicts if v.status in ("json", "final_ranking")]
+    if not valid:
+        failed = next(iter(verdicts), None)
+        if failed is not None:
+            return failed
         return ParsedReview(
-            "unparseable", error="FINAL RANKING block lists no shown label", notes=tuple(notes)
+            "unparseable",
+            error=f"no JSON object with a 'ranking' and no FINAL RANKING block {where}",
         )
-    return ParsedReview("final_ranking", tuple(ranking), notes=tuple(notes))
+    rankings = {v.ranking for v in valid}
+    score_sets = {tuple(sorted(v.scores.items())) for v in valid if v.status == "json"}
+    if len(rankings) > 1 or len(score_sets) > 1:
+        return ParsedReview(
+            "unparseable",
+            error=f"{len(valid)} verdicts that disagree {where}; a quoted candidate's "
+            "verdict cannot be told from the reviewer's without the nonce tag",
+        )
+    return next((v for v in valid if v.status == "json"), valid[0])
+
+
+def _from_text(text: str, known: dict[str, str], scale: tuple[float, float]) -> ParsedReview:
+    """The untagged path: every top-level verdict in ``text`` must agree."""
+    objects, finished = _top_level_objects(text)
+    if not finished:
+        return ParsedReview(
+            "unparseable", error=f"more than {MAX_JSON_STARTS} '{{' in an untagged reply"
+        )
+    verdicts = [_from_object(obj, known, scale) for _, _, obj in objects if _has_ranking(obj)]
+    spans = [(start, end) for start, end, _ in objects]
+    verdicts += _final_ranking_blocks(text, spans, known)
+    return _agreeing(verdicts, "in the reply")
+
+
+def _has_ranking(obj: Any) -> bool:
+    return isinstance(obj, dict) and "ranking" in obj
+
+
+def _tagged_bodies(reply: str, nonce: str) -> list[str] | None:
+    """The text of each nonce-tagged verdict block, or None when the tag does not occur."""
+    opening, closing = verdict_open_tag(nonce), verdict_close_tag(nonce)
+    if opening not in reply:
+        return None
+    bodies, position = [], 0
+    while (start := reply.find(opening, position)) != -1:
+        end = reply.find(closing, start + len(opening))
+        if end == -1:
+            break
+        bodies.append(reply[start + len(opening) : end].strip())
+        position = end + len(closing)
+    return bodies
+
+
+def _from_tagged(body: str, known: dict[str, str], scale: tuple[float, float]) -> ParsedReview:
+    fenced = _FENCE.match(body)
+    inner = fenced.group("body").strip() if fenced else body
+    try:
+        return _from_object(json.loads(inner), known, scale)
+    except (ValueError, RecursionError):
+        if len(inner) > MAX_REPLY_CHARS:
+            return ParsedReview("unparseable", error="tagged verdict is too long")
+        return _from_text(inner, known, scale)  # the reviewer's own text: a FINAL RANKING list
+
+
+def _with_channel(parsed: ParsedReview, channel: VerdictChannel) -> ParsedReview:
+    return ParsedReview(
+        parsed.status,
+        parsed.ranking,
+        parsed.scores,
+        parsed.rationale,
+        parsed.error,
+        parsed.notes,
+        channel,
+    )
+
+
+def _parse(
+    reply: str,
+    known: dict[str, str],
+    scale: tuple[float, float],
+    nonce: str | None,
+    structured: bool,
+) -> ParsedReview:
+    if structured:
+        try:
+            obj = json.loads(reply)
+        except (ValueError, RecursionError):
+            parsed = ParsedReview("unparseable", error="structured verdict is not valid JSON")
+        else:
+            parsed = _from_object(obj, known, scale)
+        return _with_channel(parsed, "structured")
+    bodies = _tagged_bodies(reply, nonce) if nonce else None
+    if bodies is not None:
+        if not bodies:
+            parsed = ParsedReview("unparseable", error="verdict tag without its end tag")
+        else:
+            tagged = [_from_tagged(body, known, scale) for body in bodies]
+            parsed = _agreeing(tagged, "in the tagged blocks")
+        return _with_channel(parsed, "nonce")
+    if len(reply) > MAX_REPLY_CHARS:
+        error = f"untagged reply of {len(reply)} chars is over {MAX_REPLY_CHARS}; not searched"
+        return _with_channel(ParsedReview("unparseable", error=error), "untagged")
+    return _with_channel(_from_text(reply, known, scale), "untagged")
 
 
 def parse_review(
-    reply: str | None, shown_labels: Sequence[str], score_scale: tuple[float, float] = (1.0, 10.0)
+    reply: str | None,
+    shown_labels: Sequence[str],
+    score_scale: tuple[float, float] = (1.0, 10.0),
+    *,
+    nonce: str | None = None,
+    structured: bool = False,
 ) -> ParsedReview:
-    """Parse ``reply`` for the labels this reviewer was shown. Never raises."""
+    """Parse ``reply`` for the labels this reviewer was shown. Never raises.
+
+    ``structured``: the reply came through the provider's structured-output channel.
+    ``nonce``: the prompt's nonce; a verdict tagged with it is the only one read.
+    """
     try:
         if reply is None or not reply.strip():
             return ParsedReview("unparseable", error="empty reply")
-        text = reply[:MAX_REPLY_CHARS]
         known = {label.removeprefix("Response ").upper(): label for label in shown_labels}
-        parsed, json_end = _from_json(text, known, score_scale) or (None, -1)
-        last_marker = max((m.start() for m in _FINAL_RANKING.finditer(text)), default=-1)
-        if parsed is not None and parsed.status == "json" and last_marker < json_end:
-            return parsed
-        fallback = _from_final_ranking(text, known)
-        if fallback is not None and fallback.status == "final_ranking":
-            return fallback
-        if parsed is not None and parsed.status == "json":
-            return parsed  # a FINAL RANKING after the JSON that lists no shown label
-        partial = parsed or fallback
-        if partial is not None:
-            return ParsedReview("unparseable", error=partial.error, notes=partial.notes)
-        return ParsedReview(
-            "unparseable", error="no JSON object with a 'ranking' and no FINAL RANKING block"
-        )
+        return _parse(reply, known, score_scale, nonce, structured)
     except Exception as error:  # the parser must never take the session down
         return ParsedReview("unparseable", error=f"parser error: {type(error).__name__}")

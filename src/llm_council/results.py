@@ -70,6 +70,11 @@ class Review(_Frozen):
     error: str | None = None
     attempts: int = 0
     duration_s: float = 0.0
+    # where the verdict was read (ADR 0018): "structured" (the SDK's structured output),
+    # "nonce" (text tagged with the prompt's nonce) or "untagged" (free text, all verdicts
+    # in it agreeing); and the server's refusal when native structured output fell back
+    verdict_channel: str | None = None
+    structured_output_refused: str | None = None
 
     @property
     def ok(self) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from llm_council.anonymize import assign_labels
@@ -20,16 +20,31 @@ from llm_council.config import CouncilConfig, CouncilMember
 from llm_council.log_setup import redact
 from llm_council.prompts import (
     ANSWER_SYSTEM,
+    REVIEW_SCHEMA_NAME,
     REVIEW_SYSTEM,
     ReviewPromptCandidate,
     build_review_prompt,
     build_synthesis_prompt,
     new_nonce,
+    review_verdict_schema,
 )
-from llm_council.providers.base import CompletionRequest, Provider, Task
+from llm_council.providers.base import (
+    CompletionRequest,
+    Provider,
+    StructuredOutputMode,
+    Task,
+    is_structured_output_refusal,
+)
 from llm_council.providers.calling import CallGate, CallOutcome
 from llm_council.ranking_parser import parse_review
-from llm_council.results import CandidateScore, MemberAnswer, ModelStanding, Review, Synthesis
+from llm_council.results import (
+    CandidateScore,
+    LabelAssignment,
+    MemberAnswer,
+    ModelStanding,
+    Review,
+    Synthesis,
+)
 
 
 @dataclass(frozen=True)
@@ -92,12 +107,42 @@ async def collect_answers(
     return list(await asyncio.gather(*(answer(seat) for seat in seats)))
 
 
-def _request(
-    prompt: str, system: str, task: Task, seed: int, json_output: bool = False
+def _request(prompt: str, system: str, task: Task, seed: int) -> CompletionRequest:
+    return CompletionRequest.from_prompt(prompt, system=system, task=task, seed=seed)
+
+
+def _review_request(
+    query: str,
+    label_to_model: dict[str, LabelAssignment],
+    texts: Mapping[str, str],
+    config: CouncilConfig,
+    nonce: str,
+    mode: StructuredOutputMode,
+    seed: int,
 ) -> CompletionRequest:
-    return CompletionRequest.from_prompt(
-        prompt, system=system, task=task, seed=seed, json_output=json_output
+    """The stage-2 request: the verdict schema on the native path, nonce-tagged text otherwise."""
+    candidates = [
+        ReviewPromptCandidate(label, texts[a.model]) for label, a in label_to_model.items()
+    ]
+    native = mode == "native"
+    prompt = build_review_prompt(
+        query, candidates, config.score_scale, nonce, "structured" if native else "nonce"
     )
+    return CompletionRequest.from_prompt(
+        prompt,
+        system=REVIEW_SYSTEM,
+        task="review",
+        seed=seed,
+        response_schema=review_verdict_schema(list(label_to_model)) if native else None,
+        response_schema_name=REVIEW_SCHEMA_NAME,
+    )
+
+
+def _refused_structured_output(outcome: CallOutcome) -> str | None:
+    error = outcome.error
+    if error is not None and is_structured_output_refusal(error.status_code, str(error)):
+        return str(error)
+    return None
 
 
 async def collect_reviews(
@@ -122,20 +167,23 @@ async def collect_reviews(
             return base.model_copy(
                 update={"parse_status": "missing", "error": "no answers to review"}
             )
-        prompt = build_review_prompt(
-            query,
-            [ReviewPromptCandidate(label, texts[a.model]) for label, a in label_to_model.items()],
-            config.score_scale,
-            new_nonce(),
-        )
-        request = _request(
-            prompt,
-            REVIEW_SYSTEM,
-            "review",
-            call_seed(session_seed, reviewer, "review"),
-            json_output=True,
-        )
+        nonce = new_nonce()
+        seed = call_seed(session_seed, reviewer, "review")
+        mode = seat.provider.structured_output
+        request = _review_request(query, label_to_model, texts, config, nonce, mode, seed)
         outcome = await _call(seat, request, config, gate)
+        refused = _refused_structured_output(outcome) if mode == "native" else None
+        if refused is not None:  # a server without json_schema: once more, nonce-tagged
+            request = _review_request(query, label_to_model, texts, config, nonce, "nonce", seed)
+            first_attempts, first_duration = outcome.attempts, outcome.duration_s
+            outcome = await _call(seat, request, config, gate)
+            outcome = CallOutcome(
+                outcome.completion,
+                outcome.error,
+                outcome.attempts + first_attempts,
+                outcome.duration_s + first_duration,
+            )
+            base = base.model_copy(update={"structured_output_refused": refused})
         if outcome.completion is None:
             return base.model_copy(
                 update={
@@ -145,7 +193,13 @@ async def collect_reviews(
                     "duration_s": round(outcome.duration_s, 4),
                 }
             )
-        parsed = parse_review(outcome.completion.text, list(label_to_model), config.score_scale)
+        parsed = parse_review(
+            outcome.completion.text,
+            list(label_to_model),
+            config.score_scale,
+            nonce=nonce,
+            structured=outcome.completion.channel == "structured",
+        )
         rank_of = {label: i for i, label in enumerate(parsed.ranking, start=1)}
         candidates = tuple(
             CandidateScore(
@@ -166,6 +220,7 @@ async def collect_reviews(
                 "parse_error": parsed.error,
                 "rationale": parsed.rationale,
                 "raw_text": outcome.completion.text,
+                "verdict_channel": parsed.channel,
                 "attempts": outcome.attempts,
                 "duration_s": round(outcome.duration_s, 4),
             }

@@ -231,7 +231,9 @@ def chat_span(
         "gen_ai.system": system_name,  # the name before semantic conventions 1.37
         "gen_ai.request.model": model,
         "gen_ai.request.max_tokens": request.max_tokens,
-        "gen_ai.output.type": "json" if request.json_output else "text",
+        "gen_ai.output.type": (
+            "json" if request.json_output or request.response_schema is not None else "text"
+        ),
         **attributes,
     }
     if request.temperature is not None:

@@ -36,6 +36,7 @@ class ReceivedRequest:
     path: str
     headers: dict[str, str]
     body: Any
+    client_port: int = 0  # the client's TCP port: equal ports mean a reused connection
 
 
 def openai_completion_body(text: str, model: str) -> dict[str, Any]:
@@ -92,6 +93,10 @@ class LoopbackJsonServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes; with Nagle on, the body waits for the
+            # client's delayed ACK (40 ms on Linux) on a kept-alive connection. Real API
+            # servers set TCP_NODELAY, so the fake does too.
+            disable_nagle_algorithm = True
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
@@ -101,7 +106,9 @@ class LoopbackJsonServer:
                 except ValueError:
                     parsed = raw
                 headers = {name.lower(): value for name, value in self.headers.items()}
-                reply = fake.choose_reply(ReceivedRequest("POST", self.path, headers, parsed))
+                port = int(self.client_address[1])
+                received = ReceivedRequest("POST", self.path, headers, parsed, port)
+                reply = fake.choose_reply(received)
                 if reply.delay_s and fake.stopping.wait(reply.delay_s):
                     return  # the test is over; the client is gone
                 body = (

@@ -4,6 +4,7 @@ vendors' wire formats so one test exercises all three SDKs."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import deque
 from collections.abc import Iterator
@@ -117,6 +118,29 @@ class VendorCase:
             },
             "modelVersion": model,
         }
+
+    def structured_body(
+        self, verdict: dict[str, Any], model: str, tool_name: str
+    ) -> dict[str, Any]:
+        """A 200 carrying ``verdict`` on the vendor's structured channel, as the API returns it.
+
+        OpenAI and Google return the schema-conforming JSON as the message text; Anthropic
+        returns a ``tool_use`` block whose ``input`` is the object (stop_reason ``tool_use``).
+        """
+        if self.prefix == "anthropic":
+            return {
+                "id": "msg_2",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [
+                    {"type": "tool_use", "id": "toolu_1", "name": tool_name, "input": verdict}
+                ],
+                "stop_reason": "tool_use",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 11, "output_tokens": 3},
+            }
+        return self.success_body(json.dumps(verdict), model)
 
     def error_body(self, status: int, message: str) -> dict[str, Any]:
         if self.prefix == "openai":

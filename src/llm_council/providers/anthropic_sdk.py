@@ -10,15 +10,30 @@ mode (structured outputs need a JSON schema, which a request does not carry), so
 accepts fenced or raw JSON either way. The API takes no sampling seed, and ``temperature``
 is no longer a parameter of the 2.x SDK's ``messages.create``, so neither is sent.
 
+A request's ``response_schema`` (the stage-2 verdict) becomes a forced tool call
+(``tools=[{"name", "input_schema"}]``, ``tool_choice={"type": "tool", "name"}``) and the
+verdict is the ``tool_use`` block's ``input``, a channel the answer text cannot write into
+(ADR 0018); ``structured_output="nonce"`` turns that off for gateways without tools.
+
 Options: ``api_key_env`` (default ``ANTHROPIC_API_KEY``), ``base_url`` (a proxy or
-gateway; the SDK also reads ``ANTHROPIC_BASE_URL``), ``timeout_s`` (default 600).
+gateway; the SDK also reads ``ANTHROPIC_BASE_URL``), ``timeout_s`` (default 600),
+``structured_output`` (``"native"``, the default, or ``"nonce"``). The SDK client is
+shared per process and event loop (:mod:`~llm_council.providers.client_pool`).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from llm_council.providers.base import Completion, CompletionRequest, Provider, Usage
+from llm_council.providers.base import (
+    Completion,
+    CompletionRequest,
+    Provider,
+    StructuredOutputMode,
+    Usage,
+)
+from llm_council.providers.client_pool import secret_digest, shared_client
 from llm_council.providers.error_mapping import (
     empty_answer_error,
     malformed_response_error,
@@ -29,12 +44,13 @@ from llm_council.providers.provider_setup import (
     positive_timeout,
     reject_unknown_options,
     require_api_key,
+    structured_output_mode,
 )
 
 DEFAULT_API_KEY_ENV = "ANTHROPIC_API_KEY"
 DEFAULT_SDK_TIMEOUT_S = 600.0
 JSON_ONLY_INSTRUCTION = "Reply with a single JSON object and nothing else."
-_OPTIONS = ("base_url", "api_key_env", "timeout_s")
+_OPTIONS = ("base_url", "api_key_env", "timeout_s", "structured_output")
 
 
 class AnthropicProvider(Provider):
@@ -49,21 +65,40 @@ class AnthropicProvider(Provider):
         key_env = str(options.get("api_key_env") or DEFAULT_API_KEY_ENV)
         api_key = require_api_key(self.provider_name, (key_env,))
         self._secrets = (api_key,)
-        self._client = self._sdk.AsyncAnthropic(
-            api_key=api_key,
-            base_url=options.get("base_url") or None,
-            max_retries=0,
-            timeout=positive_timeout(
-                self.provider_name, options.get("timeout_s", DEFAULT_SDK_TIMEOUT_S)
-            ),
+        self.structured_output: StructuredOutputMode = structured_output_mode(
+            self.provider_name, options.get("structured_output"), "native"
         )
+        timeout_s = positive_timeout(
+            self.provider_name, options.get("timeout_s", DEFAULT_SDK_TIMEOUT_S)
+        )
+        base_url = options.get("base_url") or None
+        self._client_key = ("anthropic", base_url, secret_digest(api_key), timeout_s)
+        self._client_settings = {
+            "api_key": api_key,
+            "base_url": base_url,
+            "max_retries": 0,
+            "timeout": timeout_s,
+        }
+
+    async def prepare(self) -> None:
+        await self._client()
+
+    async def _client(self) -> Any:
+        return await shared_client(
+            self._client_key,
+            lambda: self._sdk.AsyncAnthropic(**self._client_settings),
+            lambda client: client.close(),
+        )
+
+    def _sends_schema(self, request: CompletionRequest) -> bool:
+        return request.response_schema is not None and self.structured_output == "native"
 
     def request_arguments(self, request: CompletionRequest) -> dict[str, Any]:
         """The keyword arguments of ``messages.create`` for ``request``."""
         # The API has no "system" role inside messages: fold such messages into ``system``.
         system_parts = [request.system] if request.system else []
         system_parts += [m.content for m in request.messages if m.role == "system"]
-        if request.json_output:
+        if request.json_output and not self._sends_schema(request):
             system_parts.append(JSON_ONLY_INSTRUCTION)
         arguments: dict[str, Any] = {
             "model": self.model_name,
@@ -76,11 +111,22 @@ class AnthropicProvider(Provider):
         }
         if system_parts:
             arguments["system"] = "\n\n".join(system_parts)
+        if self._sends_schema(request):
+            name = request.response_schema_name
+            arguments["tools"] = [
+                {
+                    "name": name,
+                    "description": "Record your reply in this exact structure.",
+                    "input_schema": request.response_schema,
+                }
+            ]
+            arguments["tool_choice"] = {"type": "tool", "name": name}
         return arguments
 
     async def complete(self, request: CompletionRequest) -> Completion:
         try:
-            response = await self._client.messages.create(**self.request_arguments(request))
+            client = await self._client()
+            response = await client.messages.create(**self.request_arguments(request))
         except Exception as error:
             classified = stainless_sdk_error(
                 error, self._sdk, spec=self.spec, provider=self.provider_name, secrets=self._secrets
@@ -89,7 +135,43 @@ class AnthropicProvider(Provider):
                 raise
             # ``from None``: the SDK's exception text may echo the key, keep it out of tracebacks
             raise classified from None
+        if self._sends_schema(request):
+            return self._tool_completion_from(response, request.response_schema_name)
         return self._completion_from(response)
+
+    def _tool_completion_from(self, response: Any, tool_name: str) -> Completion:
+        """The forced tool call's ``input`` as the completion's (JSON) text."""
+        blocks = getattr(response, "content", None)
+        if not isinstance(blocks, list):
+            raise malformed_response_error(
+                self.spec, self.provider_name, "no 'content' in the body"
+            )
+        calls = [
+            block
+            for block in blocks
+            if getattr(block, "type", None) == "tool_use"
+            and getattr(block, "name", None) == tool_name
+        ]
+        stop_reason = getattr(response, "stop_reason", None)
+        stop_reason = stop_reason if isinstance(stop_reason, str) else None
+        if not calls:
+            raise empty_answer_error(self.spec, self.provider_name, stop_reason)
+        tool_input = getattr(calls[0], "input", None)
+        if not isinstance(tool_input, dict):
+            raise malformed_response_error(
+                self.spec, self.provider_name, "the tool_use block's 'input' is not an object"
+            )
+        model = getattr(response, "model", None)
+        usage = getattr(response, "usage", None)
+        return Completion(
+            text=json.dumps(tool_input),
+            model=model if isinstance(model, str) and model else self.model_name,
+            usage=Usage.from_counts(
+                getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None)
+            ),
+            finish_reason=stop_reason,
+            channel="structured",
+        )
 
     def _completion_from(self, response: Any) -> Completion:
         # The SDK builds response objects without validation, so every field is checked here.
@@ -122,4 +204,4 @@ class AnthropicProvider(Provider):
         )
 
     async def aclose(self) -> None:
-        await self._client.close()
+        """Nothing to release: the client is shared (``client_pool.close_shared_clients``)."""

@@ -160,6 +160,8 @@ async def _call_with_retries(
 
     try:
         async with asyncio.timeout_at(deadline_at):
+            # building an SDK client is not part of any attempt's timeout (but is of the deadline)
+            await provider.prepare()
             async for attempt in AsyncRetrying(
                 stop=stop_after_attempt(policy.max_attempts),
                 wait=_RetryAfterOrBackoff(policy),

@@ -10,8 +10,15 @@ classified by :mod:`llm_council.providers.error_mapping`. A 429 from Google usua
 carries its wait in the body (``google.rpc.RetryInfo.retryDelay``) rather than in a
 ``retry-after`` header, so both are read.
 
+A request's ``response_schema`` (the stage-2 verdict) is sent as
+``response_mime_type="application/json"`` with ``response_json_schema`` (the JSON-schema
+form of Gemini's structured output), so the reply is the verdict object and nothing else
+(ADR 0018); ``structured_output="nonce"`` turns that off for gateways without it.
+
 Options: ``api_key_env`` (default: ``GOOGLE_API_KEY``, then ``GEMINI_API_KEY``),
-``base_url`` (a proxy or gateway), ``timeout_s`` (SDK backstop, default 600).
+``base_url`` (a proxy or gateway), ``timeout_s`` (SDK backstop, default 600),
+``structured_output`` (``"native"``, the default, or ``"nonce"``). The SDK client is
+shared per process and event loop (:mod:`~llm_council.providers.client_pool`).
 """
 
 from __future__ import annotations
@@ -22,7 +29,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from llm_council.errors import ProviderError
-from llm_council.providers.base import Completion, CompletionRequest, Provider, Usage
+from llm_council.providers.base import (
+    Completion,
+    CompletionRequest,
+    Provider,
+    StructuredOutputMode,
+    Usage,
+)
+from llm_council.providers.client_pool import secret_digest, shared_client
 from llm_council.providers.error_mapping import (
     empty_answer_error,
     http_stack_error,
@@ -36,11 +50,12 @@ from llm_council.providers.provider_setup import (
     positive_timeout,
     reject_unknown_options,
     require_api_key,
+    structured_output_mode,
 )
 
 DEFAULT_API_KEY_ENVS = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
 DEFAULT_SDK_TIMEOUT_S = 600.0
-_OPTIONS = ("base_url", "api_key_env", "timeout_s")
+_OPTIONS = ("base_url", "api_key_env", "timeout_s", "structured_output")
 _RETRY_INFO_TYPE = "type.googleapis.com/google.rpc.RetryInfo"
 
 
@@ -59,15 +74,33 @@ class GoogleProvider(Provider):
         )
         api_key = require_api_key(self.provider_name, key_envs)
         self._secrets = (api_key,)
+        self.structured_output: StructuredOutputMode = structured_output_mode(
+            self.provider_name, options.get("structured_output"), "native"
+        )
         timeout_s = positive_timeout(
             self.provider_name, options.get("timeout_s", DEFAULT_SDK_TIMEOUT_S)
         )
-        http_options = genai.types.HttpOptions(
-            base_url=options.get("base_url") or None,
-            timeout=int(timeout_s * 1000),  # the SDK takes milliseconds
-            retry_options=genai.types.HttpRetryOptions(attempts=1),
-        )
-        self._client = genai.Client(api_key=api_key, vertexai=False, http_options=http_options)
+        base_url = options.get("base_url") or None
+        self._client_key = ("google", base_url, secret_digest(api_key), timeout_s)
+
+        def build() -> Any:
+            http_options = genai.types.HttpOptions(
+                base_url=base_url,
+                timeout=int(timeout_s * 1000),  # the SDK takes milliseconds
+                retry_options=genai.types.HttpRetryOptions(attempts=1),
+            )
+            return genai.Client(api_key=api_key, vertexai=False, http_options=http_options)
+
+        self._build_client = build
+
+    async def prepare(self) -> None:
+        await self._client()
+
+    async def _client(self) -> Any:
+        return await shared_client(self._client_key, self._build_client, _close_client)
+
+    def _sends_schema(self, request: CompletionRequest) -> bool:
+        return request.response_schema is not None and self.structured_output == "native"
 
     def request_arguments(self, request: CompletionRequest) -> dict[str, Any]:
         """The keyword arguments of ``generate_content`` for ``request`` (plain dicts)."""
@@ -80,8 +113,10 @@ class GoogleProvider(Provider):
             config["temperature"] = request.temperature
         if request.seed is not None:
             config["seed"] = request.seed
-        if request.json_output:
+        if request.json_output or self._sends_schema(request):
             config["response_mime_type"] = "application/json"
+        if self._sends_schema(request):
+            config["response_json_schema"] = request.response_schema
         contents = [
             {"role": "model" if m.role == "assistant" else "user", "parts": [{"text": m.content}]}
             for m in request.messages
@@ -91,16 +126,18 @@ class GoogleProvider(Provider):
 
     async def complete(self, request: CompletionRequest) -> Completion:
         try:
-            response = await self._client.aio.models.generate_content(
-                **self.request_arguments(request)
-            )
+            client = await self._client()
+            response = await client.aio.models.generate_content(**self.request_arguments(request))
         except Exception as error:
             classified = self._classify(error)
             if classified is None:
                 raise
             # ``from None``: the SDK's exception text may echo the key, keep it out of tracebacks
             raise classified from None
-        return self._completion_from(response)
+        completion = self._completion_from(response)
+        if self._sends_schema(request):
+            return completion.model_copy(update={"channel": "structured"})
+        return completion
 
     def _classify(self, error: Exception) -> ProviderError | None:
         if isinstance(error, self._errors.APIError):
@@ -160,8 +197,12 @@ class GoogleProvider(Provider):
         )
 
     async def aclose(self) -> None:
-        await self._client.aio.aclose()
-        self._client.close()
+        """Nothing to release: the client is shared (``client_pool.close_shared_clients``)."""
+
+
+async def _close_client(client: Any) -> None:
+    await client.aio.aclose()
+    client.close()
 
 
 def _retry_delay_from_details(details: object) -> float | None:

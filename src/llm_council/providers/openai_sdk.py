@@ -8,7 +8,15 @@ never retried twice; the SDK timeout is only a generous backstop behind the core
 
 Options (per council member): ``base_url`` (or env ``OPENAI_BASE_URL``) for an
 OpenAI-compatible server such as Ollama (``http://localhost:11434/v1``) or vLLM;
-``api_key_env`` (default ``OPENAI_API_KEY``); ``timeout_s`` (SDK backstop, default 600).
+``api_key_env`` (default ``OPENAI_API_KEY``); ``timeout_s`` (SDK backstop, default 600);
+``structured_output`` (``"native"``: a request's ``response_schema`` is sent as
+``response_format={"type": "json_schema", "json_schema": {..., "strict": true}}``;
+``"nonce"``: it is not sent and the verdict comes back as nonce-tagged text). The default
+is ``native`` for OpenAI's own endpoint and ``nonce`` for a custom ``base_url``, because
+many compatible servers do not implement ``json_schema``.
+
+The SDK client is shared per process and event loop (:mod:`~llm_council.providers.client_pool`),
+so a council of many members pays for one SSL context and one connection pool.
 """
 
 from __future__ import annotations
@@ -18,7 +26,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from llm_council.errors import MissingCredentialsError
-from llm_council.providers.base import Completion, CompletionRequest, Provider, Usage
+from llm_council.providers.base import (
+    Completion,
+    CompletionRequest,
+    Provider,
+    StructuredOutputMode,
+    Usage,
+)
+from llm_council.providers.client_pool import secret_digest, shared_client
 from llm_council.providers.error_mapping import (
     empty_answer_error,
     malformed_response_error,
@@ -30,6 +45,7 @@ from llm_council.providers.provider_setup import (
     is_local_url,
     positive_timeout,
     reject_unknown_options,
+    structured_output_mode,
 )
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
@@ -37,7 +53,7 @@ BASE_URL_ENV = "OPENAI_BASE_URL"
 # Sent to a local server that checks no key; the SDK refuses to start without one.
 LOCAL_PLACEHOLDER_KEY = "not-needed"
 DEFAULT_SDK_TIMEOUT_S = 600.0
-_OPTIONS = ("base_url", "api_key_env", "timeout_s")
+_OPTIONS = ("base_url", "api_key_env", "timeout_s", "structured_output")
 
 
 class OpenAIProvider(Provider):
@@ -58,21 +74,36 @@ class OpenAIProvider(Provider):
                 raise MissingCredentialsError(self.provider_name, (key_env,))
             api_key = LOCAL_PLACEHOLDER_KEY
         self._secrets = (api_key,)
+        is_openai = base_url is None or urlsplit(base_url).hostname == "api.openai.com"
         # OpenAI's reasoning models reject ``max_tokens``; compatible servers may only
         # know ``max_tokens``, so the newer name is used for OpenAI's own endpoint only.
-        self._token_limit_field = (
-            "max_completion_tokens"
-            if base_url is None or urlsplit(base_url).hostname == "api.openai.com"
-            else "max_tokens"
+        self._token_limit_field = "max_completion_tokens" if is_openai else "max_tokens"
+        self.structured_output: StructuredOutputMode = structured_output_mode(
+            self.provider_name, options.get("structured_output"), "native" if is_openai else "nonce"
         )
-        self._client = self._sdk.AsyncOpenAI(
-            api_key=api_key,
-            base_url=base_url,
-            max_retries=0,
-            timeout=positive_timeout(
-                self.provider_name, options.get("timeout_s", DEFAULT_SDK_TIMEOUT_S)
-            ),
+        timeout_s = positive_timeout(
+            self.provider_name, options.get("timeout_s", DEFAULT_SDK_TIMEOUT_S)
         )
+        self._client_key = ("openai", base_url, secret_digest(api_key), timeout_s)
+        self._client_settings = {
+            "api_key": api_key,
+            "base_url": base_url,
+            "max_retries": 0,
+            "timeout": timeout_s,
+        }
+
+    async def prepare(self) -> None:
+        await self._client()
+
+    async def _client(self) -> Any:
+        return await shared_client(
+            self._client_key,
+            lambda: self._sdk.AsyncOpenAI(**self._client_settings),
+            lambda client: client.close(),
+        )
+
+    def _sends_schema(self, request: CompletionRequest) -> bool:
+        return request.response_schema is not None and self.structured_output == "native"
 
     def request_arguments(self, request: CompletionRequest) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for ``request``."""
@@ -89,13 +120,23 @@ class OpenAIProvider(Provider):
             arguments["temperature"] = request.temperature
         if request.seed is not None:
             arguments["seed"] = request.seed
-        if request.json_output:
+        if self._sends_schema(request):
+            arguments["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": request.response_schema_name,
+                    "strict": True,
+                    "schema": request.response_schema,
+                },
+            }
+        elif request.json_output:
             arguments["response_format"] = {"type": "json_object"}
         return arguments
 
     async def complete(self, request: CompletionRequest) -> Completion:
         try:
-            response = await self._client.chat.completions.create(**self.request_arguments(request))
+            client = await self._client()
+            response = await client.chat.completions.create(**self.request_arguments(request))
         except Exception as error:
             classified = stainless_sdk_error(
                 error, self._sdk, spec=self.spec, provider=self.provider_name, secrets=self._secrets
@@ -104,7 +145,10 @@ class OpenAIProvider(Provider):
                 raise
             # ``from None``: the SDK's exception text may echo the key, keep it out of tracebacks
             raise classified from None
-        return self._completion_from(response)
+        completion = self._completion_from(response)
+        if self._sends_schema(request):
+            return completion.model_copy(update={"channel": "structured"})
+        return completion
 
     def _completion_from(self, response: Any) -> Completion:
         # The SDK builds response objects without validation, so every field is checked here.
@@ -138,4 +182,4 @@ class OpenAIProvider(Provider):
         )
 
     async def aclose(self) -> None:
-        await self._client.close()
+        """Nothing to release: the client is shared (``client_pool.close_shared_clients``)."""

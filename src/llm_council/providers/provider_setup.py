@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from llm_council.errors import ConfigError, MissingCredentialsError, MissingDependencyError
+from llm_council.providers.base import STRUCTURED_OUTPUT_MODES, StructuredOutputMode
 from llm_council.providers.credentials import checked_api_key
 
 # Hostnames that always mean "this machine or the local network" (Ollama, vLLM, LM Studio).
@@ -82,3 +83,18 @@ def positive_timeout(provider: str, value: object) -> float:
             f"option 'timeout_s' for provider '{provider}' must be > 0, got {value!r}"
         )
     return float(value)
+
+
+def structured_output_mode(
+    provider: str, value: object, default: StructuredOutputMode
+) -> StructuredOutputMode:
+    """Validate the ``structured_output`` option: ``"native"``, ``"nonce"`` or unset."""
+    if value is None:
+        return default
+    for mode in STRUCTURED_OUTPUT_MODES:
+        if value == mode:
+            return mode
+    raise ConfigError(
+        f"option 'structured_output' for provider '{provider}' must be one of "
+        f"{', '.join(STRUCTURED_OUTPUT_MODES)}, got {str(value)[:40]!r}"
+    )

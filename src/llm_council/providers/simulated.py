@@ -25,6 +25,7 @@ from llm_council.simulation.synthesis import write_synthesis
 
 class SimulatedProvider(Provider):
     provider_name = "simulated"
+    structured_output = "native"  # reviews come back on the structured channel, as from an SDK
 
     def __init__(self, model_name: str, **options: Any) -> None:
         super().__init__(model_name)
@@ -56,7 +57,8 @@ class SimulatedProvider(Provider):
             self._own_tags.add(tag)
             text = draw_answer(prompt, self.profile, tag, rng)
         elif request.task == "review":
-            text = write_review(prompt, self.profile, self._own_tags, rng)
+            structured = request.response_schema is not None
+            text = write_review(prompt, self.profile, self._own_tags, rng, structured)
         elif request.task == "synthesize":
             text = write_synthesis(prompt)
         elif request.task == "pairwise_judge":
@@ -69,4 +71,7 @@ class SimulatedProvider(Provider):
             model=f"simulated:{self.model_name}",
             usage=Usage(input_tokens=len(prompt.split()), output_tokens=len(text.split())),
             finish_reason="stop",
+            channel="structured"
+            if request.task == "review" and request.response_schema is not None
+            else "text",
         )

@@ -21,12 +21,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from llm_council.prompts import display_index_for, extract_candidate_blocks
+from llm_council.ranking_parser import verdict_close_tag, verdict_open_tag
 from llm_council.simulation.answers import read_footer
 from llm_council.simulation.profile import REFERENCE_ANSWER_WORDS, SimulatedProfile
 
 _SCALE = re.compile(
     r"Score every answer from (-?\d+(?:\.\d+)?) \(worst\) to (-?\d+(?:\.\d+)?) \(best\)"
 )
+
+_VERDICT_TAG = re.compile(r"<<<VERDICT id=(?P<nonce>[0-9a-f]{8,32})>>>")
 
 
 @dataclass(frozen=True)
@@ -77,9 +80,17 @@ def score_scale_from_prompt(prompt: str) -> tuple[float, float]:
 
 
 def write_review(
-    prompt: str, profile: SimulatedProfile, own_tags: Collection[str], rng: np.random.Generator
+    prompt: str,
+    profile: SimulatedProfile,
+    own_tags: Collection[str],
+    rng: np.random.Generator,
+    structured: bool = False,
 ) -> str:
-    """The reviewer's reply text, in the JSON format real reviewers are asked for."""
+    """The reviewer's verdict in the format the prompt asks for.
+
+    ``structured``: the bare JSON object (what a structured-output channel carries);
+    otherwise the JSON between the prompt's nonce tags when it asks for them, else fenced.
+    """
     low, high = score_scale_from_prompt(prompt)
     candidates = perceive(prompt, own_tags)
     raw = {
@@ -100,4 +111,12 @@ def write_review(
         if ranking
         else "Nothing to judge.",
     }
-    return "```json\n" + json.dumps(reply) + "\n```"
+    verdict = json.dumps(reply)
+    if structured:
+        return verdict
+    # the instruction comes after the candidate blocks, which may hold fake tags: take the last
+    tags = list(_VERDICT_TAG.finditer(prompt))
+    if tags:
+        nonce = tags[-1].group("nonce")
+        return f"{verdict_open_tag(nonce)}\n{verdict}\n{verdict_close_tag(nonce)}"
+    return "```json\n" + verdict + "\n```"

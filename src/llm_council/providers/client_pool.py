@@ -1,0 +1,116 @@
+"""SDK clients built once per event loop and shared by every provider that can use them.
+
+Building an SDK client is expensive and blocking: each ``AsyncOpenAI`` /
+``AsyncAnthropic`` / ``genai.Client`` builds an SSL context and loads the certificate
+bundle (about 23 ms), and a client owns a connection pool that is only useful if it lives
+longer than one call. So clients are keyed by ``(vendor, base URL, key digest, timeout)``,
+built in a worker thread (never on the event loop), at most once per key and loop, and
+reused by every member and every session on that loop; connections are kept alive
+between sessions.
+
+Clients are per event loop because an async HTTP client's connections belong to the loop
+that opened them; a new loop (a new ``asyncio.run``) gets new clients. The old loop's
+clients are closed while that loop can still run their ``aclose``: the pool parks an
+async generator on each loop, and ``asyncio.run`` finalizes async generators
+(``loop.shutdown_asyncgens()``) before closing the loop, which closes the clients. (Left
+to the garbage collector, the SDK's ``__del__`` would schedule the close on the *next*
+loop and fail with "Event loop is closed".) For loops that never finalize their async
+generators, the clients of loops found closed are dropped when a new loop asks for its
+first client, so ``asyncio.run`` in a loop does not accumulate clients or sockets.
+:func:`close_shared_clients` closes the running loop's clients at any time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
+from typing import Any
+
+ClientKey = tuple[Hashable, ...]
+
+Closer = Callable[[Any], Awaitable[None]]
+
+_clients: dict[asyncio.AbstractEventLoop, dict[ClientKey, tuple[Any, Closer]]] = {}
+_locks: dict[asyncio.AbstractEventLoop, dict[ClientKey, asyncio.Lock]] = {}
+# per loop: the parked generator (kept alive here) and the token it must still hold to act
+_shutdown_hooks: dict[asyncio.AbstractEventLoop, tuple[object, AsyncIterator[None]]] = {}
+
+
+def _drop_closed_loops() -> None:
+    for loop in [loop for loop in _clients if loop.is_closed()]:
+        del _clients[loop]
+        _locks.pop(loop, None)
+        _shutdown_hooks.pop(loop, None)
+
+
+async def _close_at_loop_shutdown(
+    loop: asyncio.AbstractEventLoop, token: object
+) -> AsyncIterator[None]:
+    """Parked at its first ``yield``; finalized by ``loop.shutdown_asyncgens()``.
+
+    A hook replaced after an explicit :func:`close_shared_clients` no longer holds the
+    loop's token, so its late finalization leaves the loop's newer clients alone.
+    """
+    try:
+        yield
+    finally:
+        registered = _shutdown_hooks.get(loop)
+        if registered is not None and registered[0] is token:
+            await close_shared_clients()
+
+
+async def _register_loop(loop: asyncio.AbstractEventLoop) -> None:
+    _drop_closed_loops()
+    _clients[loop] = {}
+    token = object()
+    hook = _close_at_loop_shutdown(loop, token)
+    _shutdown_hooks[loop] = (token, hook)
+    await anext(hook)  # the loop now tracks it, and will finalize it on shutdown
+
+
+def secret_digest(secret: str) -> str:
+    """A digest standing for an API key in a pool key, so the key itself is never a dict key."""
+    return hashlib.sha256(secret.encode()).hexdigest()[:16]
+
+
+async def shared_client(key: ClientKey, build: Callable[[], Any], close: Closer) -> Any:
+    """The running loop's client for ``key``, building it once in a worker thread.
+
+    ``close`` is how :func:`close_shared_clients` releases it.
+    """
+    loop = asyncio.get_running_loop()
+    if loop not in _clients:
+        await _register_loop(loop)
+    clients = _clients[loop]
+    entry = clients.get(key)
+    if entry is not None:
+        return entry[0]
+    lock = _locks.setdefault(loop, {}).setdefault(key, asyncio.Lock())
+    async with lock:
+        entry = clients.get(key)
+        if entry is None:
+            entry = (await asyncio.to_thread(build), close)
+            clients[key] = entry
+    return entry[0]
+
+
+async def close_shared_clients() -> int:
+    """Close and forget every client of the running loop; returns how many were closed.
+
+    A client whose close fails is still forgotten: shutting down must not fail on it.
+    """
+    loop = asyncio.get_running_loop()
+    clients = _clients.pop(loop, {})
+    _locks.pop(loop, None)
+    _shutdown_hooks.pop(loop, None)
+    for client, close in clients.values():
+        with contextlib.suppress(Exception):  # a half-dead connection must not block shutdown
+            await close(client)
+    return len(clients)
+
+
+def pooled_loop_count() -> int:
+    """How many event loops currently hold clients (for the leak test)."""
+    return len(_clients)
