@@ -14,6 +14,7 @@ import typer
 
 from llm_council.atomic_files import write_json_atomically
 from llm_council.calibration.bias_check import bias_check_probability
+from llm_council.calibration.importers import load_pairs_any
 from llm_council.calibration.pairs import read_pairs
 from llm_council.calibration.probes import PROBE_NAMES, parse_probe_names
 from llm_council.calibration.report import DEFAULT_HUMAN_KAPPA_THRESHOLD
@@ -27,6 +28,7 @@ from llm_council.calibration.session import (
     untrusted_judges,
 )
 from llm_council.calibration.summary import render_summary
+from llm_council.cli.convert import HumanOption, InputFormatOption, MapOption
 from llm_council.errors import ConfigError
 
 ModelOption = Annotated[
@@ -141,9 +143,12 @@ def calibrate_command(
         bool, typer.Option("--bias-check", help="run the bias probes on every pair")
     ] = False,
     probes: Annotated[str, typer.Option(help="probes for the bias check")] = ",".join(PROBE_NAMES),
+    input_format: InputFormatOption = "ours",
+    mapping: MapOption = None,
+    human: HumanOption = None,
 ) -> None:
     """Position-swap calibration of an LLM judge (live with --model, else replay of verdicts)."""
-    pairs = read_pairs(pairs_path)
+    pairs = load_pairs_any(pairs_path, input_format, mapping or [], human)
     if model is None:
         reports = replay_reports(
             pairs,
