@@ -157,11 +157,22 @@ def _dataset_rows(directory: Path) -> Iterator[tuple[int, Row]]:
         file_path = directory / name
         if Path(name).is_absolute() or ".." in Path(name).parts or not file_path.is_file():
             raise InputError(f"data file {name!r} not found", path=str(state_path))
-        try:
-            with pa.memory_map(str(file_path)) as source:
-                table = pa.ipc.open_stream(source).read_all()
-        except pa.ArrowInvalid as error:
-            raise InputError(f"cannot read Arrow: {error}", path=str(file_path)) from None
+        table = _arrow_table(pa, file_path)
         for row in table.to_pylist():
             number += 1
             yield number, row
+
+
+def _arrow_table(pa: Any, file_path: Path) -> Any:
+    """``datasets`` writes the Arrow streaming format; the random-access file format also reads."""
+    try:
+        with pa.memory_map(str(file_path)) as source:
+            return pa.ipc.open_stream(source).read_all()
+    except pa.ArrowInvalid:
+        pass
+    try:
+        with pa.memory_map(str(file_path)) as source:
+            return pa.ipc.open_file(source).read_all()
+    except pa.ArrowInvalid as error:
+        message = str(error).splitlines()[0] if str(error) else "not an Arrow file"
+        raise InputError(f"cannot read Arrow: {message}", path=str(file_path)) from None
