@@ -20,15 +20,15 @@ InputFormatOption = Annotated[
     str,
     typer.Option(
         "--input-format",
-        help=f"format of the input: {', '.join(INPUT_FORMATS[1:])} (see docs/calibration.md)",
+        help=f"format of the input: {', '.join(INPUT_FORMATS)} (docs/calibration.md)",
     ),
 ]
 MapOption = Annotated[
     list[str] | None,
     typer.Option(
         "--map",
-        help="mapped format: FIELD=COLUMN[:VALUE=OURS,...] items, e.g."
-        " id=pair,order=shown,winner=verdict:A=a,B=b,tie=tie (repeatable)",
+        help="mapped format: FIELD=COLUMN[:VALUE=OURS...] items, e.g."
+        " id=pair,order=shown,winner=verdict:A=a:B=b:tie=tie (repeatable)",
     ),
 ]
 HumanOption = Annotated[
@@ -46,7 +46,9 @@ def convert_command(
 ) -> None:
     """Convert a judgment log to our replay pairs JSONL (then: llm-council calibrate OUT)."""
     result = import_file(source, input_format, mapping or [], human)
-    records_to_pairs(result, str(source))  # the replay parser accepts every line, or nothing is written
+    records_to_pairs(
+        result, str(source)
+    )  # the replay parser accepts every line, or nothing is written
     with atomic_writer(out) as stream:
         for record in result.records:
             stream.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -44,9 +44,9 @@ FASTCHAT = LOGS / "fastchat_pair.jsonl"
 HUMAN = LOGS / "mtbench_human.jsonl"
 MAPPED = LOGS / "mapped_verdicts.csv"
 CSV_MAP = (
-    "id=pair_id,judge=grader,order=shown_first:original=ab,swapped=ba,"
-    "winner=verdict:A=first,B=second,tie=tie,ERR=error,"
-    "prompt=question,response_a=answer_1,response_b=answer_2,human_label=gold:A=a,B=b,tie=tie"
+    "id=pair_id,judge=grader,order=shown_first:original=ab:swapped=ba,"
+    "winner=verdict:A=first:B=second:tie=tie:ERR=error,"
+    "prompt=question,response_a=answer_1,response_b=answer_2,human_label=gold:A=a:B=b:tie=tie"
 )
 
 
@@ -93,7 +93,12 @@ def test_calibrate_input_format_reads_the_log_directly(tmp_path: Path) -> None:
     assert _run(convert, "llm-council", app) == 0
     assert _run(["calibrate", str(pairs), "--output", str(converted)], "llm-council", app) == 0
     direct_args = [
-        "calibrate", str(FASTCHAT), "--input-format", "fastchat-pair", "--output", str(direct)
+        "calibrate",
+        str(FASTCHAT),
+        "--input-format",
+        "fastchat-pair",
+        "--output",
+        str(direct),
     ]
     assert _run(direct_args, "llm-council", app) == 0
     assert json.loads(converted.read_text()) == json.loads(direct.read_text())
@@ -104,8 +109,14 @@ def test_human_judgments_attach_majority_labels(
 ) -> None:
     report_path = tmp_path / "report.json"
     args = [
-        "calibrate", str(FASTCHAT), "--input-format", "fastchat-pair",
-        "--human", str(HUMAN), "--output", str(report_path),
+        "calibrate",
+        str(FASTCHAT),
+        "--input-format",
+        "fastchat-pair",
+        "--human",
+        str(HUMAN),
+        "--output",
+        str(report_path),
     ]
     # both judges' human kappa (0.4 and -2/7) is below the default 0.6: exit 3
     assert _run(args, "llm-council", app) == 3

@@ -100,7 +100,10 @@ def test_same_judge_other_prompt_on_same_pair_is_an_error() -> None:
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"g1_winner": "A"}, "f:1: field 'g1_winner' must be one of model_1, model_2, tie, error; got 'A'"),
+        (
+            {"g1_winner": "A"},
+            "f:1: field 'g1_winner' must be one of model_1, model_2, tie, error; got 'A'",
+        ),
         ({"g2_winner": None}, "f:1: field 'g2_winner' must be one of"),
         ({"judge": "gpt-4"}, "f:1: field 'judge' must be a [model, prompt_name] list, got 'gpt-4'"),
         ({"judge": ["gpt-4"]}, "f:1: field 'judge' must be a [model, prompt_name] list"),

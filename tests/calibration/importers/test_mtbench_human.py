@@ -90,14 +90,19 @@ def test_short_conversation_is_an_error_naming_the_field() -> None:
         vote("tie", "x", turn=2, conversation_a=[{"role": "user", "content": "Q1"}],
              conversation_b=[])
     )  # fmt: skip
-    with pytest.raises(InputError, match=r"^h:1: field 'conversation_a' has no assistant message 2"):
+    with pytest.raises(
+        InputError, match=r"^h:1: field 'conversation_a' has no assistant message 2"
+    ):
         read_human_judgments(rows, "h")
 
 
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"winner": "A"}, "h:1: field 'winner' must be one of model_a, model_b, tie, tie (bothbad); got 'A'"),
+        (
+            {"winner": "A"},
+            "h:1: field 'winner' must be one of model_a, model_b, tie, tie (bothbad); got 'A'",
+        ),
         ({"judge": None}, "h:1: field 'judge' must be the annotator id string, got None"),
         ({"model_b": ""}, "h:1: field 'model_b' must be a non-empty string, got ''"),
     ],

@@ -47,7 +47,9 @@ def import_file(
         raise ConfigError(f"--human is for --input-format fastchat-pair, not {input_format!r}")
     if input_format == "mapped":
         if not mapping:
-            raise ConfigError("--input-format mapped needs --map (e.g. id=COL,winner=COL,order=COL)")
+            raise ConfigError(
+                "--input-format mapped needs --map (e.g. id=COL,winner=COL,order=COL)"
+            )
         result = mapped_records(read_rows(path), parse_map(mapping), str(path), path.stem)
     elif input_format == "mtbench-human":
         result = human_pair_records(read_human_judgments(read_rows(path), str(path)))

@@ -2,12 +2,13 @@
 
 The ``--map`` syntax (repeatable; the mappings are merged)::
 
-    FIELD=COLUMN[:VALUE=OURS[,VALUE=OURS...]][,FIELD=COLUMN...]
+    FIELD=COLUMN[:VALUE=OURS[:VALUE=OURS...]][,FIELD=COLUMN...]
 
-e.g. ``--map id=pair_id,order=shown,winner=verdict:A=a,B=b,Tie=tie,judge=grader``. After a
-value map, an item whose left side is not a field name continues that value map; value
-keys match the cell text exactly (booleans read as ``true``/``false``). Without a value
-map a cell is read as-is, trimmed and lower-cased.
+e.g. ``--map id=pair_id,order=shown,winner=verdict:A=a:B=b:Tie=tie,judge=grader``: commas
+separate fields, colons the entries of a value map (so labels such as ``model_a`` cannot
+be mistaken for a field; a column name or label cannot contain ``,`` ``:`` or ``=``). Value
+keys match the cell text exactly (booleans read as ``true``/``false``); a cell missing from
+the value map is an error. Without a value map a cell is trimmed and lower-cased.
 
 Fields: ``id`` (required); the verdicts either LONG, ``winner`` + ``order`` (one row per
 judgment, ``order`` values ``ab``/``ba``), or WIDE, ``winner_ab`` and/or ``winner_ba`` (one
@@ -71,35 +72,30 @@ class ColumnMap:
 
 
 def parse_map(specs: Sequence[str]) -> dict[str, ColumnMap]:
-    """``["id=pair,winner=v:A=a,B=b"]`` -> {field: ColumnMap}; a bad item is a ConfigError."""
+    """``["id=pair,winner=v:A=a:B=b"]`` -> {field: ColumnMap}; a bad item is a ConfigError."""
     mapping: dict[str, ColumnMap] = {}
     for spec in specs:
-        open_field: str | None = None
         for item in spec.split(","):
             left, sep, right = item.partition("=")
-            left = left.strip()
-            if not sep or not left:
+            name = left.strip()
+            if not sep or not name:
                 raise ConfigError(f"--map item {item!r} must be FIELD=COLUMN")
-            if left not in FIELDS and open_field is not None:
-                mapping[open_field] = ColumnMap(
-                    mapping[open_field].column, {**mapping[open_field].values, left: right.strip()}
-                )
-                continue
-            if left not in FIELDS:
-                raise ConfigError(f"--map: unknown field {left!r} (fields: {', '.join(FIELDS)})")
-            if left in mapping:
-                raise ConfigError(f"--map: field {left!r} mapped twice")
-            column, colon, first_value = right.partition(":")
+            if name not in FIELDS:
+                raise ConfigError(f"--map: unknown field {name!r} (fields: {', '.join(FIELDS)})")
+            if name in mapping:
+                raise ConfigError(f"--map: field {name!r} mapped twice")
+            column, *value_items = right.split(":")
             if not column.strip():
                 raise ConfigError(f"--map item {item!r}: empty column name")
             values: dict[str, str] = {}
-            if colon:
-                cell, eq, ours = first_value.partition("=")
+            for value_item in value_items:
+                cell, eq, ours = value_item.partition("=")
                 if not eq:
-                    raise ConfigError(f"--map item {item!r}: value map must be VALUE=OURS")
+                    raise ConfigError(
+                        f"--map item {item!r}: value map entry {value_item!r} must be VALUE=OURS"
+                    )
                 values[cell.strip()] = ours.strip()
-            mapping[left] = ColumnMap(column.strip(), values)
-            open_field = left if colon else None
+            mapping[name] = ColumnMap(column.strip(), values)
     _check_map(mapping)
     return mapping
 
@@ -114,7 +110,9 @@ def _check_map(mapping: Mapping[str, ColumnMap]) -> None:
     if long_form and not ("winner" in mapping and "order" in mapping):
         raise ConfigError("--map: winner= needs order= (or use winner_ab=/winner_ba=)")
     if not (long_form or wide_form or "human_label" in mapping):
-        raise ConfigError("--map needs verdicts (winner+order or winner_ab/winner_ba) or human_label")
+        raise ConfigError(
+            "--map needs verdicts (winner+order or winner_ab/winner_ba) or human_label"
+        )
     for name, column_map in mapping.items():
         allowed = _ALLOWED.get(name)
         bad = [v for v in column_map.values.values() if allowed and v not in allowed]
@@ -181,7 +179,9 @@ class _RowReader:
             return None
         if not text.strip().isdigit() or int(text) < 1:
             column = self.mapping["repetition"].column
-            raise self.where.error(f"column {column!r} (repetition): expected an integer >= 1; got {text!r}")
+            raise self.where.error(
+                f"column {column!r} (repetition): expected an integer >= 1; got {text!r}"
+            )
         return int(text)
 
 

@@ -78,9 +78,7 @@ def _turn_message(row: Mapping[str, Any], name: str, role: str, turn: int, where
         else []
     )
     if len(messages) < turn or not isinstance(messages[turn - 1].get("content"), str):
-        raise where.error(
-            f"field '{name}' has no {role} message {turn} with string 'content'"
-        )
+        raise where.error(f"field '{name}' has no {role} message {turn} with string 'content'")
     return str(messages[turn - 1]["content"])
 
 
@@ -162,9 +160,7 @@ def _apply(record: dict[str, Any], votes: Sequence[HumanVoteRow], text: PairText
     record["metadata"].update(fields.pop("metadata"))
     record.update(fields)
     if text is not None:
-        record.update(
-            prompt=text.prompt, response_a=text.response_a, response_b=text.response_b
-        )
+        record.update(prompt=text.prompt, response_a=text.response_a, response_b=text.response_b)
         record["metadata"]["answer_text"] = True
 
 

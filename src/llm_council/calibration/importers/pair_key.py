@@ -70,9 +70,7 @@ def turn(row: Mapping[str, Any], where: Where) -> int:
     return value
 
 
-def pair_key(
-    row: Mapping[str, Any], first: str, second: str, where: Where
-) -> tuple[PairKey, bool]:
+def pair_key(row: Mapping[str, Any], first: str, second: str, where: Where) -> tuple[PairKey, bool]:
     """The key of a row naming its models in ``first``/``second``; True when they were swapped."""
     model_first, model_second = text(row, first, where), text(row, second, where)
     if model_first == model_second:

@@ -75,7 +75,9 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, Row]]:
                 f"invalid JSON: {error.msg} (column {error.colno})", path=str(path), line=number
             ) from None
         except RecursionError:
-            raise InputError("invalid JSON: nested too deeply", path=str(path), line=number) from None
+            raise InputError(
+                "invalid JSON: nested too deeply", path=str(path), line=number
+            ) from None
         if not isinstance(row, dict):
             raise InputError(
                 f"expected a JSON object, got {type(row).__name__}", path=str(path), line=number
@@ -138,9 +140,7 @@ def _dataset_rows(directory: Path) -> Iterator[tuple[int, Row]]:
                 "this is a DatasetDict; give one split's directory (e.g. .../train)",
                 path=str(directory),
             )
-        raise InputError(
-            "not a saved datasets directory (no state.json)", path=str(directory)
-        )
+        raise InputError("not a saved datasets directory (no state.json)", path=str(directory))
     try:
         state = json.loads(_read_text(state_path))
         names = [entry["filename"] for entry in state["_data_files"]]
