@@ -148,7 +148,7 @@ def calibrate_command(
     human: HumanOption = None,
 ) -> None:
     """Position-swap calibration of an LLM judge (live with --model, else replay of verdicts)."""
-    pairs = load_pairs_any(pairs_path, input_format, mapping or [], human)
+    pairs = load_pairs_any(pairs_path, input_format, mapping or [], human, live=model is not None)
     if model is None:
         reports = replay_reports(
             pairs,

@@ -15,6 +15,7 @@ from llm_council.calibration.importers import (
     records_to_pairs,
     render_import_summary,
 )
+from llm_council.errors import InputError
 
 InputFormatOption = Annotated[
     str,
@@ -49,9 +50,12 @@ def convert_command(
     records_to_pairs(
         result, str(source)
     )  # the replay parser accepts every line, or nothing is written
-    with atomic_writer(out) as stream:
-        for record in result.records:
-            stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+    try:
+        with atomic_writer(out) as stream:
+            for record in result.records:
+                stream.write(json.dumps(record, ensure_ascii=False) + "\n")
+    except OSError as error:  # a directory, a full disk, no permission: nothing was replaced
+        raise InputError(f"cannot write: {error.strerror or error}", path=str(out)) from None
     typer.echo(render_import_summary(result, str(source)))
     typer.echo(f"wrote {len(result.records)} pairs to {out}")
 

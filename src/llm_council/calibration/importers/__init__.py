@@ -74,13 +74,27 @@ def load_pairs_any(
     input_format: str = "ours",
     mapping: Sequence[str] = (),
     human_path: Path | None = None,
+    *,
+    live: bool = False,
 ) -> list[Pair]:
-    """Pairs from ``path`` in any supported format; ``ours`` is :func:`read_pairs`."""
+    """Pairs from ``path`` in any supported format; ``ours`` is :func:`read_pairs`.
+
+    ``live`` (a judge will be called) refuses imported pairs without answer text: a judge
+    shown two empty answers returns verdicts that mean nothing.
+    """
     if input_format == "ours":
         if mapping or human_path is not None:
             raise ConfigError("--map and --human need --input-format other than 'ours'")
         return read_pairs(path)
-    return records_to_pairs(import_file(path, input_format, mapping, human_path), str(path))
+    result = import_file(path, input_format, mapping, human_path)
+    if live:
+        textless = [r for r in result.records if not r["metadata"].get("answer_text")]
+        if textless:
+            raise ConfigError(
+                f"{len(textless)} imported pairs have no answer text (first {textless[0]['id']!r}):"
+                " they can be replayed but not judged live; drop --model"
+            )
+    return records_to_pairs(result, str(path))
 
 
 __all__ = [
