@@ -54,6 +54,10 @@ def test_votes_become_a_majority_label_with_agreement() -> None:
 
 
 def test_tied_annotators_give_no_label_and_are_counted() -> None:
+    rows = numbered(vote("model_a", "x"), vote("model_b", "y"), vote("tie", "x"), vote("tie", "y"))
+    result = human_pair_records(read_human_judgments(rows, "h"))  # a: 1, b: 1, tie: 2 -> tie
+    assert result.records[0]["human_label"] == "tie"
+    assert result.counts["human_repeat_votes"] == 2
     rows = numbered(vote("model_a", "x"), vote("model_b", "y"))
     result = human_pair_records(read_human_judgments(rows, "h"))
     (record,) = result.records

@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from llm_council.calibration.importers.pair_key import PairKey, Where, pair_key
+from llm_council.calibration.importers.pair_key import PairKey, Where, empty_pair_record, pair_key
 from llm_council.calibration.importers.result import ImportResult
 from llm_council.calibration.importers.tables import Row
 
@@ -58,24 +58,6 @@ def _game_winner(row: Mapping[str, Any], name: str, where: Where) -> str:
     if value not in GAME_WINNERS:
         raise where.error(f"field '{name}' must be one of {', '.join(GAME_WINNERS)}; got {value!r}")
     return str(value)
-
-
-def empty_pair_record(key: PairKey, source_format: str) -> dict[str, Any]:
-    """A replay record for ``key`` without text, verdicts or labels yet."""
-    return {
-        "id": key.pair_id,
-        "prompt": "",
-        "response_a": "",
-        "response_b": "",
-        "metadata": {
-            "model_a": key.model_a,
-            "model_b": key.model_b,
-            "question_id": key.question_id,
-            "turn": key.turn,
-            "source_format": source_format,
-            "answer_text": False,
-        },
-    }
 
 
 def fastchat_pair_records(rows: Iterable[tuple[int, Row]], path: str) -> ImportResult:

@@ -225,8 +225,8 @@ def mapped_records(
             record["judgments"].append(judgment)
             counts["games"] += 1
     out = tuple(records.values())
-    for record in out:
-        if not record["judgments"] and "winner" not in mapping and "winner_ab" not in mapping:
+    if not any(name in mapping for name in ("winner", "winner_ab", "winner_ba")):
+        for record in out:  # human labels only: labelled pairs, no judge
             del record["judgments"]
             del record["judge"]
     return ImportResult(

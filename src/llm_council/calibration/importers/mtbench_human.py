@@ -28,8 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llm_council.calibration.importers.fastchat import empty_pair_record
-from llm_council.calibration.importers.pair_key import PairKey, Where, pair_key
+from llm_council.calibration.importers.pair_key import PairKey, Where, empty_pair_record, pair_key
 from llm_council.calibration.importers.result import ImportResult
 from llm_council.calibration.importers.tables import Row
 
@@ -149,6 +148,10 @@ def human_counts(judgments: HumanJudgments) -> dict[str, Any]:
         "human_labelled": sum(label is not None for label in labels.values()),
         "human_no_majority": sum(label is None for label in labels.values()),
         "human_multi_annotator": len(multi),
+        # each row is a vote; an annotator voting twice on a pair counts twice (said here)
+        "human_repeat_votes": sum(
+            len(votes) - len({v.annotator for v in votes}) for votes in judgments.votes.values()
+        ),
         "human_unanimous": sum(share == 1.0 for share in shares),
         # pairs with tied annotators have no majority and are counted above, not averaged
         "human_agreement_mean": sum(shares) / len(shares) if shares else None,

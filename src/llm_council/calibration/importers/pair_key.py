@@ -78,3 +78,21 @@ def pair_key(row: Mapping[str, Any], first: str, second: str, where: Where) -> t
     swapped = model_second < model_first
     model_a, model_b = (model_second, model_first) if swapped else (model_first, model_second)
     return PairKey(question_id(row, where), turn(row, where), model_a, model_b), swapped
+
+
+def empty_pair_record(key: PairKey, source_format: str) -> dict[str, Any]:
+    """A replay record for ``key`` without text, verdicts or labels yet."""
+    return {
+        "id": key.pair_id,
+        "prompt": "",
+        "response_a": "",
+        "response_b": "",
+        "metadata": {
+            "model_a": key.model_a,
+            "model_b": key.model_b,
+            "question_id": key.question_id,
+            "turn": key.turn,
+            "source_format": source_format,
+            "answer_text": False,
+        },
+    }

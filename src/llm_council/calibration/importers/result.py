@@ -35,6 +35,7 @@ _LABELS = {
     "human_no_majority": "human pairs with tied annotators (no label)",
     "human_multi_annotator": "human pairs with 2+ annotators",
     "human_unanimous": "of which unanimous",
+    "human_repeat_votes": "votes by an annotator who already voted on that pair (each counted)",
     "human_agreement_mean": "mean share of annotators agreeing with the majority (2+ annotators)",
     "human_pairs_attached": "judge pairs given a human label",
     "human_pairs_unmatched": "human pairs matching no judge pair",

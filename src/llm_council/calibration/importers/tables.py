@@ -12,6 +12,7 @@ ever touches the network.
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -58,7 +59,7 @@ def read_rows(path: Path) -> Iterator[tuple[int, Row]]:
 
 def _read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")  # a spreadsheet's BOM is not a column name
     except UnicodeDecodeError as error:
         raise InputError(f"not UTF-8 text ({error.reason})", path=str(path)) from None
 
@@ -88,7 +89,8 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, Row]]:
 def _csv_rows(path: Path) -> Iterator[tuple[int, Row]]:
     text = _read_text(path)
     delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
-    reader = csv.reader(text.splitlines(keepends=True), delimiter=delimiter)
+    # newline="": split records on \n, \r, \r\n only (never U+2028), quoted newlines kept
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     try:
         header = next(reader)
     except StopIteration:
