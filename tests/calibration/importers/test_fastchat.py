@@ -111,6 +111,8 @@ def test_same_judge_other_prompt_on_same_pair_is_an_error() -> None:
         ({"model_1": 7}, "f:1: field 'model_1' must be a non-empty string, got 7"),
         ({"turn": 0}, "f:1: field 'turn' must be an integer >= 1, got 0"),
         ({"turn": True}, "f:1: field 'turn' must be an integer >= 1, got True"),
+        ({"turn": "\u00b2"}, "f:1: field 'turn' must be an integer >= 1, got '\u00b2'"),
+        ({"turn": " 0"}, "f:1: field 'turn' must be an integer >= 1, got ' 0'"),
         ({"question_id": [1]}, "f:1: field 'question_id' must be an integer or a string, got [1]"),
         ({"question_id": None}, "f:1: missing field 'question_id'"),
     ],

@@ -126,10 +126,10 @@ def test_boolean_and_integer_cells_and_repetitions() -> None:
         {"order": "ab", "winner": "a", "repetition": 1},
         {"order": "ba", "winner": "b", "repetition": 2},
     ]
-    bad = [(1, {"pid": 5, "w": "a", "swapped": False, "rep": "first"})]
+    bad = [(1, {"pid": 5, "w": "a", "swapped": False, "rep": "\u00b2"})]
     with pytest.raises(
         InputError,
-        match=r"^t:1: column 'rep' \(repetition\): expected an integer >= 1; got 'first'",
+        match=r"^t:1: column 'rep' \(repetition\): expected an integer >= 1; got '\u00b2'",
     ):
         mapped_records(bad, mapping, "t", "j")
 

@@ -24,15 +24,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, cast
 
-from llm_council.calibration.importers.pair_key import Where
+from llm_council.calibration.importers.pair_key import Where, parse_positive_int
 from llm_council.calibration.importers.result import ImportResult
 from llm_council.calibration.importers.tables import Row
-from llm_council.calibration.pairs import slot_to_original
+from llm_council.calibration.pairs import Order, slot_to_original
 from llm_council.errors import ConfigError
 
 SOURCE_FORMAT = "mapped"
+Slot = Literal["first", "second", "tie"]
 PAIR_TEXT_FIELDS = (
     "model_a",
     "model_b",
@@ -177,12 +178,13 @@ class _RowReader:
         text = self.value("repetition")
         if text is None:
             return None
-        if not text.strip().isdigit() or int(text) < 1:
+        repetition = parse_positive_int(text)
+        if repetition is None:
             column = self.mapping["repetition"].column
             raise self.where.error(
                 f"column {column!r} (repetition): expected an integer >= 1; got {text!r}"
             )
-        return int(text)
+        return repetition
 
 
 def mapped_records(
@@ -217,7 +219,7 @@ def mapped_records(
                 counts["error_games_dropped"] += 1
                 continue
             if winner in ("first", "second"):
-                winner = slot_to_original(order, winner)  # type: ignore[arg-type]
+                winner = slot_to_original(cast(Order, order), cast(Slot, winner))
             judgment: dict[str, Any] = {"order": order, "winner": winner}
             repetition = reader.repetition()
             if repetition is not None:

@@ -60,11 +60,19 @@ def question_id(row: Mapping[str, Any], where: Where) -> str:
     return str(value)
 
 
+def parse_positive_int(text: str) -> int | None:
+    """``"3"`` -> 3; None for anything that is not a plain integer >= 1 (``"²"``, ``"1.5"``)."""
+    stripped = text.strip()
+    if not stripped.isascii() or not stripped.isdigit():
+        return None
+    return int(stripped) if int(stripped) >= 1 else None
+
+
 def turn(row: Mapping[str, Any], where: Where) -> int:
     """``turn`` (1-based); absent means 1, as in single-turn MT-bench logs."""
     value = row.get("turn", 1)
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value)
+    if isinstance(value, str):
+        value = parse_positive_int(value) or value
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise where.error(f"field 'turn' must be an integer >= 1, got {value!r}")
     return value
