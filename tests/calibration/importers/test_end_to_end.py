@@ -92,15 +92,9 @@ def test_calibrate_input_format_reads_the_log_directly(tmp_path: Path) -> None:
     convert = ["convert", str(FASTCHAT), "--input-format", "fastchat-pair", "--out", str(pairs)]
     assert _run(convert, "llm-council", app) == 0
     assert _run(["calibrate", str(pairs), "--output", str(converted)], "llm-council", app) == 0
-    direct_args = [
-        "calibrate",
-        str(FASTCHAT),
-        "--input-format",
-        "fastchat-pair",
-        "--output",
-        str(direct),
-    ]
-    assert _run(direct_args, "llm-council", app) == 0
+    # the shape the issue quotes: calibrate --input-format NAME FILE
+    direct_args = ["calibrate", "--input-format", "fastchat-pair", str(FASTCHAT)]
+    assert _run([*direct_args, "--output", str(direct)], "llm-council", app) == 0
     assert json.loads(converted.read_text()) == json.loads(direct.read_text())
 
 
