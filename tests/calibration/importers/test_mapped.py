@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 from llm_council.calibration.importers import import_file, load_pairs_any
 from llm_council.calibration.importers.mapped import ColumnMap, mapped_records, parse_map
-from llm_council.errors import ConfigError, InputError
+from llm_council.errors import ConfigError, InputError, MissingDependencyError
 
 LOGS = Path(__file__).parents[2] / "data" / "judgment_logs"
 LONG_MAP = (
@@ -178,3 +179,15 @@ def test_dataset_dict_and_escaping_shards_are_refused(tmp_path: Path) -> None:
     (split / "state.json").write_text(json.dumps({"_data_files": [{"filename": "../x.arrow"}]}))
     with pytest.raises(InputError, match="data file '../x.arrow' not found"):
         import_file(split, "mapped", ["id=a,winner_ab=b"])
+
+
+def test_datasets_directory_without_pyarrow_says_how_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "state.json").write_text(json.dumps({"_data_files": [{"filename": "d.arrow"}]}))
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # what an install without the extra sees
+    with pytest.raises(MissingDependencyError, match=r"pip install 'llm-council\[arrow\]'"):
+        import_file(tmp_path, "mapped", ["id=a,winner_ab=b"])
+    (tmp_path / "state.json").write_text(json.dumps({"_data_files": [{"filename": 3}]}))
+    with pytest.raises(InputError, match="field '_data_files' missing or malformed"):
+        import_file(tmp_path, "mapped", ["id=a,winner_ab=b"])

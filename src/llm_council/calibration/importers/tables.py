@@ -146,6 +146,8 @@ def _dataset_rows(directory: Path) -> Iterator[tuple[int, Row]]:
     try:
         state = json.loads(_read_text(state_path))
         names = [entry["filename"] for entry in state["_data_files"]]
+        if not all(isinstance(name, str) for name in names):
+            raise TypeError
     except (json.JSONDecodeError, KeyError, TypeError):
         raise InputError("field '_data_files' missing or malformed", path=str(state_path)) from None
     try:
