@@ -188,3 +188,35 @@ def test_malformed_mapped_row_names_csv_line_and_column(
     error = capsys.readouterr().err.strip()
     assert f"{log}:3: column 'verdict': value 'maybe' is not in the --map winner values" in error
     assert not out.exists()
+
+
+def test_self_preference_runs_on_model_names_without_answer_text(tmp_path: Path) -> None:
+    """gpt-4 judging gpt-4 (a, sorted first) against vicuna-13b on three questions:
+    q1 both games gpt-4 -> own win; q2 g1 gpt-4, g2 vicuna -> flip, consolidated tie;
+    q3 both vicuna -> own loss. Own family decisive: 1 win of 2."""
+    log = tmp_path / "gpt-4_pair.jsonl"
+    games = {1: ("model_1", "model_1"), 2: ("model_1", "model_2"), 3: ("model_2", "model_2")}
+    log.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "question_id": q,
+                    "model_1": "gpt-4",
+                    "model_2": "vicuna-13b",
+                    "g1_winner": g1,
+                    "g2_winner": g2,
+                    "judge": ["gpt-4", "pair-v2"],
+                    "turn": 1,
+                }  # fmt: skip
+            )
+            + "\n"
+            for q, (g1, g2) in games.items()
+        )
+    )
+    report_path = tmp_path / "report.json"
+    args = ["calibrate", "--input-format", "fastchat-pair", str(log), "--output", str(report_path)]
+    assert _run(args, "llm-council", app) == 0
+    own = _reports(report_path)["gpt-4"]["self_preference"]
+    assert (own["pairs_with_own_answer"], own["own_wins"], own["own_losses"], own["ties"]) == (
+        3, 1, 1, 1
+    )  # fmt: skip
