@@ -21,7 +21,8 @@ InputFormatOption = Annotated[
     str,
     typer.Option(
         "--input-format",
-        help=f"format of the input: {', '.join(INPUT_FORMATS)} (docs/calibration.md)",
+        help=f"format of the input: {', '.join(INPUT_FORMATS)} ('ours' is our pairs JSONL,"
+        " for calibrate; see docs/calibration.md)",
     ),
 ]
 MapOption = Annotated[
