@@ -71,12 +71,17 @@ def render_summary(report: dict[str, Any]) -> str:
     ]
     verbosity = report["verbosity"]
     r_low, r_high = verbosity["length_correlation_ci"]
-    lines.append(
-        f"  verbosity           length r={_num(verbosity['length_correlation'])}"
-        f" {_ci(r_low, r_high, r_low is None)}"
-        f"   prefers longer {_interval(verbosity['prefers_longer'])}"
-        f" (sign test p={_num(verbosity['prefers_longer']['sign_test_p'], 3)})"
-    )
+    without_text = verbosity.get("pairs_without_text", 0)
+    if without_text and without_text == report["pairs_evaluated"]:
+        lines.append("  verbosity           not measured: no answer text (imported verdicts)")
+    else:
+        lines.append(
+            f"  verbosity           length r={_num(verbosity['length_correlation'])}"
+            f" {_ci(r_low, r_high, r_low is None)}"
+            f"   prefers longer {_interval(verbosity['prefers_longer'])}"
+            f" (sign test p={_num(verbosity['prefers_longer']['sign_test_p'], 3)})"
+            + (f"; {without_text} pairs without answer text left out" if without_text else "")
+        )
     lines.append(_self_preference_line(report["self_preference"]))
     humans = report["human_agreement"]
     if humans["pairs"]:

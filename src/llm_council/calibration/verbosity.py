@@ -45,7 +45,9 @@ def correlation_with_interval(
     return (float(result.statistic), float(result.pvalue), interval.low, interval.high)
 
 
-def verbosity(evaluated: Sequence[PairOutcome], conf: float) -> dict[str, Any]:
+def verbosity(all_evaluated: Sequence[PairOutcome], conf: float) -> dict[str, Any]:
+    # imported verdicts (FastChat, MT-bench) may carry no answer text: nothing to measure
+    evaluated = [o for o in all_evaluated if o.pair.metadata.get("answer_text") is not False]
     lengths = [(words(o.pair.response_a), words(o.pair.response_b)) for o in evaluated]
     log_ratio = [math.log(words_a / words_b) for words_a, words_b in lengths]
     preference = [(_PREFERENCE[o.verdict_ab] + _PREFERENCE[o.verdict_ba]) / 2 for o in evaluated]
@@ -75,6 +77,7 @@ def verbosity(evaluated: Sequence[PairOutcome], conf: float) -> dict[str, Any]:
             else [finite(correlation[2]), finite(correlation[3])]
         ),
         "length_correlation_n": len(evaluated),
+        "pairs_without_text": len(all_evaluated) - len(evaluated),
         "length_measure": "log(words_a / words_b) vs position-balanced preference for a",
         "prefers_longer": prefers_longer,
         "excess_over_humans": mean_estimate(differences, conf),

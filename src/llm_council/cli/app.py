@@ -28,9 +28,9 @@ def _root() -> None:
 
 
 def _register_commands() -> None:
-    from llm_council.cli import ask, bias_import, bias_report, calibrate
+    from llm_council.cli import ask, bias_import, bias_report, calibrate, convert
 
-    for module in (ask, bias_report, bias_import, calibrate):
+    for module in (ask, bias_report, bias_import, calibrate, convert):
         module.register(app)
 
 

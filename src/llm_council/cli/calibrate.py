@@ -22,6 +22,7 @@ from llm_council.calibration.gate import (
     parse_fail_under,
     raise_for_gate,
 )
+from llm_council.calibration.importers import load_pairs_any
 from llm_council.calibration.pairs import read_pairs
 from llm_council.calibration.probes import PROBE_NAMES, parse_probe_names
 from llm_council.calibration.report import DEFAULT_HUMAN_KAPPA_THRESHOLD
@@ -37,6 +38,7 @@ from llm_council.calibration.session import (
 from llm_council.calibration.study import DEFAULT_MIN_SUBSET_N, parse_by
 from llm_council.calibration.study_render import render_study_html, render_study_text
 from llm_council.calibration.summary import render_summary
+from llm_council.cli.convert import HumanOption, InputFormatOption, MapOption
 from llm_council.errors import ConfigError
 
 ModelOption = Annotated[
@@ -176,6 +178,9 @@ def calibrate_command(
     html: Annotated[
         Path | None, typer.Option("--html", help="write the study tables as an HTML page")
     ] = None,
+    input_format: InputFormatOption = "ours",
+    mapping: MapOption = None,
+    human: HumanOption = None,
 ) -> None:
     """Position-swap calibration of an LLM judge (live with --model, else replay of verdicts)."""
     thresholds = GateThresholds(
@@ -186,7 +191,7 @@ def calibrate_command(
     study_keys = parse_by(by or [])
     if min_subset_n < 1:
         raise ConfigError(f"--min-subset-n must be >= 1, got {min_subset_n}")
-    pairs = read_pairs(pairs_path)
+    pairs = load_pairs_any(pairs_path, input_format, mapping or [], human, live=model is not None)
     comparison = None
     if model is None:
         reports, comparison = replay_study(
