@@ -40,6 +40,7 @@ ADDED_KEYS = {
     "significance_level",
     "indicator_only",
     "methods",
+    "risk_flags",
 }
 
 TEXTS = {"a": "short answer " * 10, "b": "a longer answer " * 40, "c": "medium " * 60}
@@ -122,7 +123,8 @@ def test_detects_each_injected_bias_and_only_it() -> None:
     texts, scores, positions = _council(3, 12, verbosity=2.0, noise=0.2)
     audit = run_bias_audit(texts, scores, positions)
     assert audit.length_bias_detected and audit.length_score_correlation > 0.5
-    assert "length" not in audit.indicator_only  # 12 pairs
+    assert "little power" not in audit.indicator_only["length"]  # 12 pairs
+    assert audit.overall_bias_risk == "low"  # length alone is never a risk flag
 
     texts, scores, positions = _council(4, 8, self=3.0)
     audit = run_bias_audit(texts, scores, positions)
@@ -213,9 +215,11 @@ def test_bad_input_is_a_one_line_input_error(stage1: object, scores: object, mes
         run_bias_audit(stage1, scores)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("n_answers", "risk"), [(5, "low"), (10, "medium")])
-def test_length_flag_raises_risk_only_with_enough_answers(n_answers: int, risk: str) -> None:
-    # three outside judges (no self-reviews), scores rising exactly with log length
+@pytest.mark.parametrize("n_answers", [5, 10])
+def test_length_flag_is_reported_but_never_raises_risk(n_answers: int) -> None:
+    # three outside judges (no self-reviews), scores rising exactly with log length: the
+    # flag fires, but a length-score correlation cannot tell judges rewarding length from
+    # longer answers being better, so it is not a risk flag at any number of answers
     texts = {f"c{i}": "w " * (50 * 2**i) for i in range(n_answers)}
     offsets = {"j1": 0.0, "j2": 0.1, "j3": -0.1}
     scores = {
@@ -224,5 +228,8 @@ def test_length_flag_raises_risk_only_with_enough_answers(n_answers: int, risk: 
     }
     audit = run_bias_audit(texts, scores)
     assert audit.length_bias_detected and audit.flags_raised == ["length_bias_detected"]
-    assert audit.overall_bias_risk == risk
-    assert ("length" in audit.indicator_only) is (n_answers < 10)
+    assert audit.risk_flags == []
+    assert audit.overall_bias_risk == "low"
+    note = audit.indicator_only["length"]
+    assert "consensus score" in note and "padding probe" in note and "reviewer x length" in note
+    assert ("little power" in note) is (n_answers < 10)

@@ -38,7 +38,12 @@ METHODS: dict[str, str] = {
     "length": (
         "Pearson r between log(word count) and the mean score the other members gave each "
         "answer (unit: one answer per candidate); exact two-sided t test with n-2 df; flag "
-        "when p < significance_level and |r| >= length_correlation_threshold"
+        "when p < significance_level and |r| >= length_correlation_threshold. What it "
+        "measures: whether longer answers got higher consensus scores in this session. It "
+        "cannot separate 'judges reward length' from 'longer answers were better' (with no "
+        "judge bias and quality correlated 0.5 / 0.8 with log length it fires in about 10% / "
+        "28% of sessions), so it never raises overall_bias_risk. What separates the two: the "
+        "padding probe (same answer, padded) and bias-report's reviewer x length term"
     ),
     "position": (
         "additive model score = mean + reviewer + candidate (self-reviews excluded); "
@@ -59,8 +64,11 @@ METHODS: dict[str, str] = {
         "flag when adjusted p < significance_level and adjusted >= self_preference_floor"
     ),
     "overall_bias_risk": (
-        "low: no flag; medium: one flag; high: two or more flags; a length flag counts only "
-        "with at least minimum_length_pairs answers (fewer are an indicator, not evidence)"
+        "low: no risk flag; medium: one; high: two or more. Risk flags (risk_flags) are "
+        "position, harsh/generous and self-preference: tests of a judge behaviour with a "
+        "known false-positive rate. The length flag is reported in flags_raised but is not "
+        "a risk flag: its null ('length unrelated to consensus score') is false whenever "
+        "answer quality varies with length, which is not a judge bias"
     ),
 }
 
@@ -110,12 +118,17 @@ def _length_fields(
         consensus = np.nanmean(model.others_scores, axis=0) if table.reviewers else np.array([])
     log_words = np.log(np.maximum(table.length_words, 1.0))
     correlation = pearson_correlation_t_test(log_words, consensus)
-    if correlation.n_pairs < thresholds.minimum_length_pairs:
-        notes["length"] = (
-            f"only {correlation.n_pairs} length-score pairs: the test keeps its false-positive "
-            "rate but has little power, so a length flag does not raise overall_bias_risk; "
-            "pool sessions with `llm-council bias-report`"
-        )
+    few_pairs = (
+        f"only {correlation.n_pairs} length-score pairs, so the test has little power; "
+        if correlation.n_pairs < thresholds.minimum_length_pairs
+        else ""
+    )
+    notes["length"] = (
+        f"{few_pairs}length_score_correlation is the correlation of answer length with the "
+        "consensus score: it cannot tell 'judges reward length' from 'longer answers were "
+        "better', so length_bias_detected never raises overall_bias_risk. The padding "
+        "probe and `llm-council bias-report`'s reviewer x length term separate the two"
+    )
     detected = (
         correlation.r is not None
         and correlation.p_value is not None
@@ -150,6 +163,24 @@ def _position_fields(
     row_ids = model.active_rows[fit.rows]
     slots = table.positions[row_ids, model.active_columns[fit.columns]]
     known = slots != UNKNOWN_POSITION
+    if np.unique(slots[known]).size < 2:
+        notes["position"] = "fewer than two known display positions: position not tested"
+        return fields
+    # identifiability first: a slot effect confounded with the answers (one shared order,
+    # or too few reviewers) has no estimate and no test, whatever a solver would return
+    slot_effects = joint_slot_effects(
+        fit.design[known],
+        fit.residuals[known],
+        slots[known],
+        covariance_unscaled=fit.covariance_unscaled if known.all() else None,
+    )
+    if slot_effects is None:
+        notes["position"] = (
+            "slot effects are not identified: the display slots are confounded with the "
+            "answers (every reviewer saw the same order, or too few reviewers and orders), "
+            "so position is neither estimated nor tested"
+        )
+        return fields
     position = position_randomization_test(
         fit.residuals[known],
         slots[known],
@@ -157,13 +188,7 @@ def _position_fields(
         n_permutations=thresholds.position_permutations,
         seed=permutation_seed,
     )
-    slot_effects = joint_slot_effects(
-        fit.design[known],
-        fit.residuals[known],
-        slots[known],
-        covariance_unscaled=fit.covariance_unscaled if known.all() else None,
-    )
-    if position is None or slot_effects is None:
+    if position is None:
         notes["position"] = "fewer than two known display positions: position not tested"
         return fields
     variance = _finite_or_none(slot_effects.weighted_variance)
@@ -196,6 +221,7 @@ def _leniency_fields(
             significance_level=thresholds.significance_level,
             effect_floor=thresholds.reviewer_offset_floor,
             first_fit=model.fit,
+            minimum_residual_df=thresholds.minimum_test_df,
         )
         for verdict in verdicts:
             name = table.reviewers[model.active_rows[verdict.reviewer_index]]
@@ -237,12 +263,15 @@ def _self_preference_fields(
             fit_cells.append((row_lookup[row], column_lookup[col], own_score))
             fit_names.append(name)
     if model.fit is not None and fit_cells:
+        testable = model.fit.residual_df >= thresholds.minimum_test_df
         tests = self_preference_tests(model.fit, fit_cells)
         for name, test in zip(fit_names, tests, strict=True):
             adjusted[name] = _finite_or_none(test.estimate)
-            p_values[name] = _finite_or_none(test.p_value_adjusted)
+            p_values[name] = _finite_or_none(test.p_value_adjusted) if testable else None
             if (
-                test.p_value_adjusted is not None
+                testable
+                and 
+test.p_value_adjusted is not None
                 and test.p_value_adjusted < thresholds.significance_level
                 and test.estimate >= thresholds.self_preference_floor
             ):
@@ -250,7 +279,7 @@ def _self_preference_fields(
         pooled = pooled_self_preference_test(model.fit, fit_cells)
         if pooled is not None:
             pooled_estimate = _finite_or_none(pooled.estimate)
-            pooled_p_value = _finite_or_none(pooled.p_value)
+            pooled_p_value = _finite_or_none(pooled.p_value) if testable else None
     return {
         "self_preference": raw,
         "self_preference_adjusted": adjusted,
@@ -296,6 +325,13 @@ def audit_score_table(
             "the scores do not identify reviewer and answer effects (too few reviewers, "
             "answers or overlapping scores): no leniency, position or self-preference test"
         )
+    elif residual_df < thresholds.minimum_test_df:
+        notes["reviewers"] = (
+            f"only {residual_df} residual degree(s) of freedom (a 3-member council with "
+            "self-reviews excluded has 1): the leniency and self-preference t tests do not "
+            f"keep their false-positive rate below {thresholds.minimum_test_df} df with "
+            "integer scores, so they are not run; offsets and self-preference are estimates only"
+        )
     elif residual_df < thresholds.minimum_residual_df:
         notes["reviewers"] = (
             f"only {residual_df} residual degrees of freedom: leniency, position and "
@@ -316,12 +352,9 @@ def audit_score_table(
         "self_preference_detected": self_preference["self_preference_detected"],
     }
     flags_raised = [name for name, fired in flags.items() if fired]
-    # A length flag from fewer than minimum_length_pairs answers is an indicator, not
-    # evidence (few answers, and answer quality itself varies with length): it is
-    # reported but does not raise the risk level.
-    risk_flags = [
-        name for name in flags_raised if not (name == "length_bias_detected" and "length" in notes)
-    ]
+    # The length flag measures answers as much as judges (see METHODS["length"]): it is
+    # reported, never counted as a risk.
+    risk_flags = [name for name in flags_raised if name != "length_bias_detected"]
     return BiasAuditResult(
         **length,
         **position,
@@ -347,6 +380,7 @@ def audit_score_table(
         significance_level=thresholds.significance_level,
         indicator_only=notes,
         methods=dict(METHODS),
+        risk_flags=risk_flags,
     )
 
 

@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import stdtr
 
-from llm_council.stats.additive_model import AdditiveFit, fit_additive_two_way
+from llm_council.stats.additive_model import AdditiveFit, design_rank, fit_additive_two_way
 
 
 @dataclass(frozen=True)
@@ -281,6 +281,7 @@ def step_down_reviewer_offsets(
     significance_level: float,
     effect_floor: float,
     first_fit: AdditiveFit | None = None,
+    minimum_residual_df: int = 1,
 ) -> list[ReviewerOffsetVerdict]:
     r"""Flag harsh/generous reviewers one at a time, removing each before re-testing.
 
@@ -291,8 +292,9 @@ def step_down_reviewer_offsets(
     :math:`|\hat L_r| \ge` ``effect_floor``, if that p-value is below
     ``significance_level``; the flagged reviewer is removed so it no longer drags the
     others' reference point (one harsh reviewer would otherwise make the rest look
-    generous). It stops at the first non-significant step or with fewer than 3
-    reviewers. ``first_fit``, when given, must be the fit of ``scores`` itself (it saves
+    generous). It stops at the first non-significant step, with fewer than 3
+    reviewers, or when a fit has fewer than ``minimum_residual_df`` residual degrees of
+    freedom (its t tests would not keep their level; those reviewers get no p-value). ``first_fit``, when given, must be the fit of ``scores`` itself (it saves
     refitting). With no offsets at all a flag needs the first step to reject, so the
     family-wise false-positive rate is at most ``significance_level``. Reference: Holm
     (1979), Scand. J. Statist. 6:65-70; Rosner (1983), Technometrics 25:165-172
@@ -309,10 +311,16 @@ def step_down_reviewer_offsets(
         if fit is None:
             break
         tests = reviewer_offset_tests(fit)
+        testable = fit.residual_df >= minimum_residual_df
         for local, test in enumerate(tests):
             verdicts[remaining[local]] = ReviewerOffsetVerdict(
-                remaining[local], test.estimate, test.p_value_adjusted, flagged=False
+                remaining[local],
+                test.estimate,
+                test.p_value_adjusted if testable else None,
+                flagged=False,
             )
+        if not testable:
+            break
         eligible = [
             (test.p_value_adjusted, local)
             for local, test in enumerate(tests)
@@ -337,6 +345,22 @@ class SlotEffects:
     weighted_variance: float
 
 
+def slot_effects_identified(design: ArrayLike, slot_indicators: ArrayLike) -> bool:
+    r"""Whether every slot contrast is estimable next to the reviewer and answer effects.
+
+    The slot effects :math:`\gamma` of ``y = X b + Z \gamma + e`` are all estimable iff
+    :math:`\operatorname{rank}[X\;Z] = \operatorname{rank} X + \operatorname{cols} Z`
+    (Searle 1987, sec. 5.4: estimability), checked by SVD with
+    :func:`~llm_council.stats.additive_model.design_rank`. It fails when every reviewer
+    saw the same order (slot = answer) or when too few reviewers saw too few orders.
+    """
+    x = np.asarray(design, dtype=float)
+    z = np.asarray(slot_indicators, dtype=float)
+    if z.ndim != 2 or z.shape[1] == 0:
+        return False
+    return design_rank(np.hstack([x, z])) == design_rank(x) + z.shape[1]
+
+
 def joint_slot_effects(
     design: ArrayLike,
     residuals: ArrayLike,
@@ -352,6 +376,8 @@ def joint_slot_effects(
     are shrunk towards 0 because the answer and reviewer effects soak up part of a slot
     effect; :math:`\hat\gamma` is not. Returned centred (count-weighted mean 0) with the
     count-weighted variance :math:`\frac1N\sum_k n_k \hat\gamma_k^2` in points squared.
+    Returns ``None`` when the slot effects are not identified
+    (:func:`slot_effects_identified`): a near-singular system would give any number.
     Reference: Lovell (1963), JASA 58:993-1010; Searle (1987), ch. 6.
     """
     x = np.asarray(design, dtype=float)
@@ -363,16 +389,15 @@ def joint_slot_effects(
     n_slots = slot_values.size
     if n_slots < 2:
         return None
+    indicators = (slot_codes[:, None] == np.arange(1, n_slots)[None, :]).astype(float)
+    if not slot_effects_identified(x, indicators):
+        return None
     inverse_gram = (
         np.linalg.pinv(x.T @ x) if covariance_unscaled is None else np.asarray(covariance_unscaled)
     )
     annihilator = np.eye(e.size) - x @ inverse_gram @ x.T
-    indicators = (slot_codes[:, None] == np.arange(1, n_slots)[None, :]).astype(float)
     gram = indicators.T @ annihilator @ indicators
-    try:
-        gamma = np.linalg.solve(gram, indicators.T @ e)
-    except np.linalg.LinAlgError:  # a slot collinear with reviewer/answer effects
-        gamma = np.linalg.pinv(gram, hermitian=True) @ (indicators.T @ e)
+    gamma = np.linalg.solve(gram, indicators.T @ e)
     counts = np.bincount(slot_codes, minlength=n_slots).astype(float)
     effects = np.concatenate([[0.0], gamma])
     effects -= (counts @ effects) / e.size
