@@ -41,6 +41,7 @@ ADDED_KEYS = {
     "indicator_only",
     "methods",
     "risk_flags",
+    "reviewer_offsets_vs_median",
 }
 
 TEXTS = {"a": "short answer " * 10, "b": "a longer answer " * 40, "c": "medium " * 60}

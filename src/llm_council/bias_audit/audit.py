@@ -28,6 +28,7 @@ from llm_council.stats.additive_model import AdditiveFit, fit_additive_two_way
 from llm_council.stats.correlation import pearson_correlation_t_test
 from llm_council.stats.session_tests import (
     joint_slot_effects,
+    median_reference_offsets,
     pooled_self_preference_test,
     position_randomization_test,
     self_preference_tests,
@@ -53,10 +54,13 @@ METHODS: dict[str, str] = {
         "significance_level and variance >= position_variance_threshold"
     ),
     "leniency": (
-        "reviewer effect minus the mean of the other reviewers' effects in the additive "
+        "reviewer effect minus the mean of the reference reviewers' effects in the additive "
         "model (same answers); two-sided t test, Holm step-down removing each flagged "
-        "reviewer before re-testing; harsh/generous when adjusted p < significance_level "
-        "and |offset| >= reviewer_offset_floor points"
+        "reviewer from the reference before re-testing the rest, so one outlier does not "
+        "make the others look harsh or generous; harsh/generous when adjusted p < "
+        "significance_level and |offset| >= reviewer_offset_floor points. Not tested below "
+        "minimum_test_df residual df. reviewer_offsets_vs_median: effect minus the median "
+        "reviewer effect (breakdown point 50%), an estimate only"
     ),
     "self_preference": (
         "raw: own score minus the others' mean for that answer; adjusted: own score minus "
@@ -192,6 +196,18 @@ def _position_fields(
         notes["position"] = "fewer than two known display positions: position not tested"
         return fields
     variance = _finite_or_none(slot_effects.weighted_variance)
+    scored = fit.observed
+    # values inside an interval of width w have a weighted variance of at most w^2 / 4
+    # (Popoviciu 1935): slot effects beyond the scores' own spread are noise, not a number
+    largest_possible = float(scored.max() - scored.min()) ** 2 / 4.0
+    if variance is not None and variance > largest_possible:
+        notes["position"] = (
+            f"slot effects are only weakly identified: their variance ({variance:.3g} "
+            f"points^2) exceeds the {largest_possible:.3g} the observed scores allow, so it is "
+            "not reported; the randomization p-value stays valid"
+        )
+        fields["position_score_p_value"] = position.p_value
+        return fields
     fields.update(
         position_score_variance=variance,
         position_score_p_value=position.p_value,
@@ -212,10 +228,13 @@ def _leniency_fields(
 ) -> dict[str, Any]:
     """Each reviewer against the others on the same answers, Holm step-down."""
     offsets: dict[str, float | None] = dict.fromkeys(table.reviewers)
+    robust_offsets: dict[str, float | None] = dict.fromkeys(table.reviewers)
     p_values: dict[str, float | None] = dict.fromkeys(table.reviewers)
     harsh: list[str] = []
     generous: list[str] = []
     if model.fit is not None:
+        for local, offset in enumerate(median_reference_offsets(model.fit).tolist()):
+            robust_offsets[table.reviewers[model.active_rows[local]]] = _finite_or_none(offset)
         verdicts = step_down_reviewer_offsets(
             model.others_scores[np.ix_(model.active_rows, model.active_columns)],
             significance_level=thresholds.significance_level,
@@ -232,6 +251,7 @@ def _leniency_fields(
     return {
         "reviewer_offsets": offsets,
         "reviewer_offset_p_values": p_values,
+        "reviewer_offsets_vs_median": robust_offsets,
         "harsh_reviewers": harsh,
         "generous_reviewers": generous,
     }

@@ -105,3 +105,11 @@ class BiasAuditResult(BaseModel):
             "length_bias_detected)"
         ),
     )
+    reviewer_offsets_vs_median: dict[str, float | None] = Field(
+        default_factory=dict,
+        description=(
+            "points above the median reviewer on the same answers (additive model): a "
+            "reference no single outlier can move; an estimate, the flags come from the "
+            "step-down test behind reviewer_offsets"
+        ),
+    )

@@ -139,6 +139,24 @@ def pooled_self_preference_test(
     return _t_test(float(errors.mean()), variance_unscaled, fit, one_sided=True, n_comparisons=1)
 
 
+def median_reference_offsets(fit: AdditiveFit) -> np.ndarray:
+    r"""Each reviewer's effect minus the median reviewer effect, in points.
+
+    .. math:: o_r = \hat\alpha_r - \operatorname{median}_{r'} \hat\alpha_{r'}
+
+    The reviewer effects :math:`\hat\alpha` of the additive model are identified up to a
+    common constant, which the difference removes. The median's breakdown point is 50%
+    (Hampel 1974, JASA 69:383-393): fewer than half of the reviewers, however harsh,
+    cannot move the reference, so one harsh reviewer does not make the rest look
+    generous as it does against the others' mean (:func:`reviewer_offset_tests`, whose
+    contrast for a neutral reviewer absorbs :math:`-\delta/(R-1)` of a harsh one's
+    :math:`\delta`). An estimate, not a test: flags come from
+    :func:`step_down_reviewer_offsets`.
+    """
+    effects = np.concatenate([[0.0], fit.coefficients[1 : fit.n_reviewers]])
+    return effects - float(np.median(effects))
+
+
 @dataclass(frozen=True)
 class PositionTest:
     """Between-slot variance of residuals, its randomization p-value, and slot means."""
