@@ -305,4 +305,3 @@ def main() -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-

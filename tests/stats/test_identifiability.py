@@ -6,11 +6,13 @@ import numpy as np
 import pytest
 
 from llm_council.stats.additive_model import design_rank, fit_additive_two_way
-from llm_council.stats.session_tests import (
+from llm_council.stats.position_tests import (
     joint_slot_effects,
+    slot_effects_identified,
+)
+from llm_council.stats.session_tests import (
     median_reference_offsets,
     reviewer_offset_tests,
-    slot_effects_identified,
     step_down_reviewer_offsets,
 )
 
@@ -92,9 +94,7 @@ def test_median_reference_is_not_moved_by_one_harsh_reviewer() -> None:
     table += np.random.default_rng(3).normal(0, 1e-9, size=table.shape)  # s^2 > 0
     fit = fit_additive_two_way(table)
     assert fit is not None
-    np.testing.assert_allclose(
-        median_reference_offsets(fit), [-1.5, 0.0, 0.0, 0.0, 0.0], atol=1e-6
-    )
+    np.testing.assert_allclose(median_reference_offsets(fit), [-1.5, 0.0, 0.0, 0.0, 0.0], atol=1e-6)
     mean_contrasts = [test.estimate for test in reviewer_offset_tests(fit)]
     np.testing.assert_allclose(mean_contrasts, [-1.5, 0.375, 0.375, 0.375, 0.375], atol=1e-6)
 
@@ -107,9 +107,7 @@ def test_median_reference_tolerates_two_outliers_in_five() -> None:
     table += np.random.default_rng(4).normal(0, 1e-9, size=table.shape)
     fit = fit_additive_two_way(table)
     assert fit is not None
-    np.testing.assert_allclose(
-        median_reference_offsets(fit), [-2.0, 0.0, 0.0, 0.0, 3.0], atol=1e-6
-    )
+    np.testing.assert_allclose(median_reference_offsets(fit), [-2.0, 0.0, 0.0, 0.0, 3.0], atol=1e-6)
 
 
 def test_step_down_gives_no_p_values_below_the_minimum_df() -> None:

@@ -26,11 +26,10 @@ from llm_council.bias_audit.thresholds import AuditThresholds, load_thresholds
 from llm_council.prompts import label_for
 from llm_council.stats.additive_model import AdditiveFit, fit_additive_two_way
 from llm_council.stats.correlation import pearson_correlation_t_test
+from llm_council.stats.position_tests import joint_slot_effects, position_randomization_test
 from llm_council.stats.session_tests import (
-    joint_slot_effects,
     median_reference_offsets,
     pooled_self_preference_test,
-    position_randomization_test,
     self_preference_tests,
     step_down_reviewer_offsets,
 )
@@ -290,8 +289,7 @@ def _self_preference_fields(
             p_values[name] = _finite_or_none(test.p_value_adjusted) if testable else None
             if (
                 testable
-                and 
-test.p_value_adjusted is not None
+                and test.p_value_adjusted is not None
                 and test.p_value_adjusted < thresholds.significance_level
                 and test.estimate >= thresholds.self_preference_floor
             ):
