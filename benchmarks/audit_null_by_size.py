@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from generators.independent_council import CouncilSpec, generate_sessions  # noqa: E402
 from llm_council.bias_audit.audit import run_bias_audit  # noqa: E402
 from llm_council.bias_audit.result import BiasAuditResult  # noqa: E402
-from llm_council.bias_audit.thresholds import load_thresholds  # noqa: E402
+from llm_council.bias_audit.thresholds import AuditThresholds, load_thresholds  # noqa: E402
 from llm_council.log_setup import configure_logging  # noqa: E402
 
 SIZES = (3, 4, 5, 7, 9)
@@ -54,11 +54,12 @@ FLAGS: dict[str, Callable[[BiasAuditResult], bool]] = {
     "position": lambda audit: audit.position_bias_detected,
     "harsh": lambda audit: bool(audit.harsh_reviewers),
     "generous": lambda audit: bool(audit.generous_reviewers),
+    "harsh or generous": lambda audit: bool(audit.harsh_reviewers or audit.generous_reviewers),
     "self-pref": lambda audit: audit.self_preference_detected,
     "risk > low": lambda audit: audit.overall_bias_risk != "low",
 }
 #: flags held to the nominal rate under the null ("risk > low" is their union)
-CALIBRATED_FLAGS = ("length", "position", "harsh", "generous", "self-pref")
+CALIBRATED_FLAGS = ("length", "position", "harsh or generous", "self-pref")
 
 
 def ceiling(n_sessions: int) -> float:
@@ -112,9 +113,11 @@ def independent_rates(
     n_sessions: int,
     seed: int,
     extras: Mapping[str, Callable[[BiasAuditResult], bool]] | None = None,
+    *,
+    thresholds: AuditThresholds | None = None,
 ) -> FlagRates:
     """Run the audit on ``n_sessions`` generated sessions and count each flag."""
-    thresholds = load_thresholds()
+    thresholds = thresholds or load_thresholds()
     counts = dict.fromkeys(FLAGS, 0)
     extra_counts = dict.fromkeys(extras or {}, 0)
     for session in generate_sessions(spec, n_sessions, seed):
@@ -172,7 +175,8 @@ def _rate_cells(rates: FlagRates, names: Sequence[str], limit: float | None) -> 
 
 
 def null_table(title: str, rows: Sequence[tuple[str, FlagRates]]) -> str:
-    columns = (*CALIBRATED_FLAGS, "risk > low")
+    columns = ("length", "position", "harsh", "generous", "harsh or generous", "self-pref")
+    columns = (*columns, "risk > low")
     n_sessions = rows[0][1].n_sessions if rows else 0
     lines = [
         f"{title}: {n_sessions} sessions per row; target per flag <= "
@@ -200,7 +204,7 @@ def power_table(title: str, rows: Sequence[tuple[str, FlagRates]], columns: Sequ
 
 
 def run_independent(
-    sizes: Sequence[int], n_sessions: int, seed: int
+    sizes: Sequence[int], n_sessions: int, seed: int, thresholds: AuditThresholds
 ) -> tuple[list[tuple[str, FlagRates]], list[tuple[str, FlagRates]]]:
     null_rows: list[tuple[str, FlagRates]] = []
     power_rows: list[tuple[str, FlagRates]] = []
@@ -208,13 +212,20 @@ def run_independent(
     for n_members in sizes:
         for index, setting in enumerate(NULL_SETTINGS):
             rates = independent_rates(
-                setting.spec(n_members), n_sessions, seed * 7919 + 100 * n_members + index
+                setting.spec(n_members),
+                n_sessions,
+                seed * 7919 + 100 * n_members + index,
+                thresholds=thresholds,
             )
             null_rows.append((f"{n_members} members, {setting.name}", rates))
         for index, (scenario, biases) in enumerate(POWER_SCENARIOS.items()):
             spec = per_reviewer.spec(n_members, **biases(n_members))
             rates = independent_rates(
-                spec, n_sessions, seed * 104729 + 100 * n_members + index, POWER_EXTRAS
+                spec,
+                n_sessions,
+                seed * 104729 + 100 * n_members + index,
+                POWER_EXTRAS,
+                thresholds=thresholds,
             )
             power_rows.append((f"{n_members} members, {scenario}", rates))
         print(f"independent generator: {n_members} members done", file=sys.stderr)
@@ -272,10 +283,20 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--skip-simulator", action="store_true")
+    parser.add_argument("--simulator-sessions", type=int, default=None)
+    parser.add_argument(
+        "--equal-reviewer-noise",
+        action="store_true",
+        help="pooled t tests (AuditThresholds.equal_reviewer_noise) instead of per-reviewer noise",
+    )
     args = parser.parse_args()
     configure_logging(level="ERROR")
     started = time.perf_counter()
-    null_rows, power_rows = run_independent(args.sizes, args.sessions, args.seed)
+    thresholds = load_thresholds().model_copy(
+        update={"equal_reviewer_noise": args.equal_reviewer_noise}
+    )
+    print(f"equal_reviewer_noise = {thresholds.equal_reviewer_noise}")
+    null_rows, power_rows = run_independent(args.sizes, args.sessions, args.seed, thresholds)
     print(null_table("Independent generator, no bias", null_rows))
     print()
     power_columns = (
@@ -290,7 +311,9 @@ def main() -> int:
     if not args.skip_simulator:
         with tempfile.TemporaryDirectory() as scratch:
             os.environ["LLM_COUNCIL_BIAS_STORE"] = os.path.join(scratch, "bias_records.jsonl")
-            sim_null, sim_power = run_simulator(args.sizes, args.sessions, args.seed)
+            sim_null, sim_power = run_simulator(
+                args.sizes, args.simulator_sessions or args.sessions, args.seed
+            )
         print()
         print(null_table("Simulated council, 'unbiased' members", sim_null))
         print()

@@ -27,6 +27,7 @@ from llm_council.prompts import label_for
 from llm_council.stats.additive_model import AdditiveFit, fit_additive_two_way
 from llm_council.stats.correlation import pearson_correlation_t_test
 from llm_council.stats.position_tests import joint_slot_effects, position_randomization_test
+from llm_council.stats.reviewer_noise import ReviewerNoise, estimate_reviewer_noise
 from llm_council.stats.session_tests import (
     median_reference_offsets,
     pooled_self_preference_test,
@@ -63,7 +64,9 @@ METHODS: dict[str, str] = {
     ),
     "self_preference": (
         "raw: own score minus the others' mean for that answer; adjusted: own score minus "
-        "the additive model's prediction; one-sided t test, Bonferroni over self-reviews; "
+        "the additive model's prediction; one-sided t test with the reviewer's own noise "
+        "variance and Satterthwaite df (pooled with equal_reviewer_noise), Bonferroni over "
+        "self-reviews; "
         "flag when adjusted p < significance_level and adjusted >= self_preference_floor"
     ),
     "overall_bias_risk": (
@@ -95,21 +98,38 @@ def _risk_level(flag_count: int) -> RiskLevel:
 
 @dataclass(frozen=True)
 class _SessionModel:
-    """The non-self scores and the additive model fitted to their non-empty rows/columns."""
+    """The non-self scores, the additive model fitted to their non-empty rows/columns,
+    and its per-reviewer noise (``None`` with equal_reviewer_noise or when not estimable).
+    """
 
     others_scores: np.ndarray
     active_rows: np.ndarray
     active_columns: np.ndarray
     fit: AdditiveFit | None
+    noise: ReviewerNoise | None
 
 
-def _fit_session(table: ScoreTable) -> _SessionModel:
+def _fit_session(table: ScoreTable, thresholds: AuditThresholds) -> _SessionModel:
     usable = ~np.isnan(table.scores) & ~table.is_self
     others_scores = np.where(usable, table.scores, np.nan)
     active_rows = np.flatnonzero(usable.any(axis=1))
     active_columns = np.flatnonzero(usable.any(axis=0))
     fit = fit_additive_two_way(others_scores[np.ix_(active_rows, active_columns)])
-    return _SessionModel(others_scores, active_rows, active_columns, fit)
+    noise = (
+        estimate_reviewer_noise(fit)
+        if fit is not None and not thresholds.equal_reviewer_noise
+        else None
+    )
+    return _SessionModel(others_scores, active_rows, active_columns, fit, noise)
+
+
+def _reviewer_tests_runnable(model: _SessionModel, thresholds: AuditThresholds) -> bool:
+    """Enough residual df, and per-reviewer noise estimated unless assumed equal."""
+    return (
+        model.fit is not None
+        and model.fit.residual_df >= thresholds.minimum_test_df
+        and (thresholds.equal_reviewer_noise or model.noise is not None)
+    )
 
 
 def _length_fields(
@@ -240,6 +260,7 @@ def _leniency_fields(
             effect_floor=thresholds.reviewer_offset_floor,
             first_fit=model.fit,
             minimum_residual_df=thresholds.minimum_test_df,
+            per_reviewer_noise=not thresholds.equal_reviewer_noise,
         )
         for verdict in verdicts:
             name = table.reviewers[model.active_rows[verdict.reviewer_index]]
@@ -282,8 +303,8 @@ def _self_preference_fields(
             fit_cells.append((row_lookup[row], column_lookup[col], own_score))
             fit_names.append(name)
     if model.fit is not None and fit_cells:
-        testable = model.fit.residual_df >= thresholds.minimum_test_df
-        tests = self_preference_tests(model.fit, fit_cells)
+        testable = _reviewer_tests_runnable(model, thresholds)
+        tests = self_preference_tests(model.fit, fit_cells, model.noise)
         for name, test in zip(fit_names, tests, strict=True):
             adjusted[name] = _finite_or_none(test.estimate)
             p_values[name] = _finite_or_none(test.p_value_adjusted) if testable else None
@@ -294,7 +315,7 @@ def _self_preference_fields(
                 and test.estimate >= thresholds.self_preference_floor
             ):
                 preferring.append(name)
-        pooled = pooled_self_preference_test(model.fit, fit_cells)
+        pooled = pooled_self_preference_test(model.fit, fit_cells, model.noise)
         if pooled is not None:
             pooled_estimate = _finite_or_none(pooled.estimate)
             pooled_p_value = _finite_or_none(pooled.p_value) if testable else None
@@ -335,7 +356,7 @@ def audit_score_table(
     table: ScoreTable, thresholds: AuditThresholds, *, permutation_seed: int = 0
 ) -> BiasAuditResult:
     """Every per-session statistic and flag for one session's score table."""
-    model = _fit_session(table)
+    model = _fit_session(table, thresholds)
     notes: dict[str, str] = {}
     residual_df = model.fit.residual_df if model.fit is not None else 0
     if model.fit is None:
@@ -349,6 +370,12 @@ def audit_score_table(
             "self-reviews excluded has 1): the leniency and self-preference t tests do not "
             f"keep their false-positive rate below {thresholds.minimum_test_df} df with "
             "integer scores, so they are not run; offsets and self-preference are estimates only"
+        )
+    elif not _reviewer_tests_runnable(model, thresholds):
+        notes["reviewers"] = (
+            "the scores do not estimate each reviewer's own noise (a reviewer with no "
+            "residual information): leniency and self-preference are not tested; set "
+            "equal_reviewer_noise to test them under equal noise"
         )
     elif residual_df < thresholds.minimum_residual_df:
         notes["reviewers"] = (

@@ -68,6 +68,15 @@ class AuditThresholds(BaseModel):
             "11-12% of null sessions instead of 5% (measured, docs/bias-audit.md)"
         ),
     )
+    equal_reviewer_noise: bool = Field(
+        False,
+        description=(
+            "assume every reviewer scores with the same noise: pooled t tests for leniency "
+            "and self-preference, more power, but above their level when reviewers differ "
+            "(self-preference 8-9%, harsh-or-generous 10% at 7-9 members with noise SDs "
+            "0.5-2.0); the default estimates each reviewer's noise"
+        ),
+    )
     position_permutations: int = Field(
         499, ge=99, description="Monte Carlo re-orderings for the position p-value (Jockel 1986)"
     )

@@ -22,6 +22,12 @@ from numpy.typing import ArrayLike
 from scipy.special import stdtr
 
 from llm_council.stats.additive_model import AdditiveFit, fit_additive_two_way
+from llm_council.stats.reviewer_noise import (
+    NoiseAwareTest,
+    ReviewerNoise,
+    estimate_reviewer_noise,
+    noise_aware_t_test,
+)
 
 
 @dataclass(frozen=True)
@@ -62,7 +68,22 @@ def _t_test(
     )
 
 
-def reviewer_offset_tests(fit: AdditiveFit) -> list[ContrastTest]:
+def _noise_aware(test: NoiseAwareTest, *, n_comparisons: int) -> ContrastTest:
+    """A :class:`NoiseAwareTest` as a :class:`ContrastTest` with a Bonferroni p-value."""
+    if test.p_value is None or test.standard_error is None:
+        return ContrastTest(test.estimate, None, None, None, None)
+    return ContrastTest(
+        estimate=test.estimate,
+        standard_error=test.standard_error,
+        t_statistic=test.estimate / test.standard_error,
+        p_value=test.p_value,
+        p_value_adjusted=min(1.0, test.p_value * n_comparisons),
+    )
+
+
+def reviewer_offset_tests(
+    fit: AdditiveFit, noise: ReviewerNoise | None = None
+) -> list[ContrastTest]:
     r"""Each reviewer's leniency relative to the other reviewers, with Bonferroni p-values.
 
     For reviewer r the contrast :math:`L_r = \alpha_r - \frac{1}{R-1}\sum_{r'\ne r}\alpha_{r'}`
@@ -74,11 +95,21 @@ def reviewer_offset_tests(fit: AdditiveFit) -> list[ContrastTest]:
     significance level. Reference: Searle (1987), *Linear Models for Unbalanced Data*,
     sec. 5.5 (estimable functions and their t tests); Miller (1981), *Simultaneous
     Statistical Inference*, ch. 1 (Bonferroni).
+
+    With ``noise`` (per-reviewer variances, :mod:`llm_council.stats.reviewer_noise`)
+    :math:`\operatorname{Var} \hat L_r = \sum_i w_i^2 \sigma^2_{g(i)}` with
+    :math:`w = X (X^TX)^{-1} c`, estimated per reviewer, with Satterthwaite df.
     """
     tests: list[ContrastTest] = []
     for reviewer_index in range(fit.n_reviewers):
         contrast = fit.reviewer_vs_others_contrast(reviewer_index)
         estimate = float(contrast @ fit.coefficients)
+        if noise is not None:
+            aware = noise_aware_t_test(
+                noise, estimate, noise.projection @ contrast, one_sided=False
+            )
+            tests.append(_noise_aware(aware, n_comparisons=fit.n_reviewers))
+            continue
         variance_unscaled = float(contrast @ fit.covariance_unscaled @ contrast)
         tests.append(
             _t_test(
@@ -89,7 +120,9 @@ def reviewer_offset_tests(fit: AdditiveFit) -> list[ContrastTest]:
 
 
 def self_preference_tests(
-    fit: AdditiveFit, self_cells: list[tuple[int, int, float]]
+    fit: AdditiveFit,
+    self_cells: list[tuple[int, int, float]],
+    noise: ReviewerNoise | None = None,
 ) -> list[ContrastTest]:
     r"""How far each reviewer's score of its own answer exceeds the model's prediction.
 
@@ -102,11 +135,24 @@ def self_preference_tests(
     one-sided (self-*preference*), Bonferroni-adjusted over the self-reviews. Reference:
     Seber & Lee (2003), *Linear Regression Analysis*, 2nd ed., sec. 5.3 (prediction of a
     new observation).
+
+    With ``noise``: :math:`\operatorname{Var}(y_0 - \hat y_0) = \sigma^2_{r_0} + \sum_i
+    w_i^2 \sigma^2_{g(i)}`, :math:`w = X (X^TX)^{-1} x_0`, each variance the reviewer's own
+    (:func:`~llm_council.stats.reviewer_noise.noise_aware_t_test`): a noisy reviewer's own
+    score is judged against its own noise, not the council's average noise.
     """
     tests: list[ContrastTest] = []
     for reviewer_index, candidate_index, score in self_cells:
         cell = fit.cell_vector(reviewer_index, candidate_index)
         estimate = float(score - cell @ fit.coefficients)
+        if noise is not None:
+            own = np.zeros(fit.n_reviewers)
+            own[reviewer_index] = 1.0
+            aware = noise_aware_t_test(
+                noise, estimate, noise.projection @ cell, new_cell_weights=own, one_sided=True
+            )
+            tests.append(_noise_aware(aware, n_comparisons=len(self_cells)))
+            continue
         variance_unscaled = 1.0 + float(cell @ fit.covariance_unscaled @ cell)
         tests.append(
             _t_test(estimate, variance_unscaled, fit, one_sided=True, n_comparisons=len(self_cells))
@@ -115,7 +161,9 @@ def self_preference_tests(
 
 
 def pooled_self_preference_test(
-    fit: AdditiveFit, self_cells: list[tuple[int, int, float]]
+    fit: AdditiveFit,
+    self_cells: list[tuple[int, int, float]],
+    noise: ReviewerNoise | None = None,
 ) -> ContrastTest | None:
     r"""Mean self-preference over all self-reviews of the session, one-sided t test.
 
@@ -123,13 +171,23 @@ def pooled_self_preference_test(
     :math:`\operatorname{Cov}(d) = \sigma^2 (I + X_S (X^TX)^{-1} X_S^T)`, so the mean
     :math:`\bar d` has variance :math:`\sigma^2\, \mathbf 1^T (I + X_S (X^TX)^{-1}
     X_S^T) \mathbf 1 / m^2` and :math:`\bar d / SE \sim t_{n-p}`. Reference: Seber & Lee
-    (2003), sec. 5.3.
+    (2003), sec. 5.3. With ``noise``, each reviewer's own variance as in
+    :func:`self_preference_tests` (weights :math:`1/m` on the self-reviews).
     """
     if not self_cells:
         return None
     cells = np.array([fit.cell_vector(r, c) for r, c, _ in self_cells])
     scores = np.array([score for _, _, score in self_cells])
     errors = scores - cells @ fit.coefficients
+    if noise is not None:
+        share = 1.0 / len(self_cells)
+        own = np.zeros(fit.n_reviewers)
+        np.add.at(own, [r for r, _, _ in self_cells], share**2)
+        fitted_weights = noise.projection @ (cells.sum(axis=0) * share)
+        aware = noise_aware_t_test(
+            noise, float(errors.mean()), fitted_weights, new_cell_weights=own, one_sided=True
+        )
+        return _noise_aware(aware, n_comparisons=1)
     ones = np.ones(len(self_cells))
     covariance = np.eye(len(self_cells)) + cells @ fit.covariance_unscaled @ cells.T
     variance_unscaled = float(ones @ covariance @ ones) / len(self_cells) ** 2
@@ -171,6 +229,7 @@ def step_down_reviewer_offsets(
     effect_floor: float,
     first_fit: AdditiveFit | None = None,
     minimum_residual_df: int = 1,
+    per_reviewer_noise: bool = False,
 ) -> list[ReviewerOffsetVerdict]:
     r"""Flag harsh/generous reviewers one at a time, removing each before re-testing.
 
@@ -188,7 +247,8 @@ def step_down_reviewer_offsets(
     With no offsets at all a flag needs the first step to reject, so the
     family-wise false-positive rate is at most ``significance_level``. Reference: Holm
     (1979), Scand. J. Statist. 6:65-70; Rosner (1983), Technometrics 25:165-172
-    (sequential outlier removal).
+    (sequential outlier removal). ``per_reviewer_noise``: each fit's tests use
+    per-reviewer variances (:func:`reviewer_offset_tests` with ``noise``).
     """
     table = np.asarray(scores, dtype=float)
     remaining = list(range(table.shape[0]))
@@ -200,8 +260,11 @@ def step_down_reviewer_offsets(
         fit = first_fit if reuse else fit_additive_two_way(sub_table)
         if fit is None:
             break
-        tests = reviewer_offset_tests(fit)
-        testable = fit.residual_df >= minimum_residual_df
+        noise = estimate_reviewer_noise(fit) if per_reviewer_noise else None
+        tests = reviewer_offset_tests(fit, noise)
+        testable = fit.residual_df >= minimum_residual_df and (
+            noise is not None or not per_reviewer_noise
+        )
         for local, test in enumerate(tests):
             verdicts[remaining[local]] = ReviewerOffsetVerdict(
                 remaining[local],
