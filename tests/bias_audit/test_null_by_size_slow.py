@@ -1,0 +1,39 @@
+"""False-positive rate of every per-session flag at 3-9 members on the independent generator.
+
+Slow (minutes): ``.venv/bin/python -m pytest tests/bias_audit/test_null_by_size_slow.py -m slow``.
+The same measurement, with power and the simulator, is ``benchmarks/audit_null_by_size.py``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "audit_null_by_size.py"
+N_SESSIONS = 600
+
+
+def load_benchmark() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("audit_null_by_size", BENCHMARK)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while building
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n_members", [3, 4, 5, 7, 9])
+def test_every_flag_keeps_its_level_at_every_council_size(n_members: int) -> None:
+    by_size = load_benchmark()
+    ceiling = by_size.ceiling(N_SESSIONS)  # 5% + 2 binomial SEs = 6.8% at 600 sessions
+    for index, setting in enumerate(by_size.NULL_SETTINGS):
+        rates = by_size.independent_rates(
+            setting.spec(n_members), N_SESSIONS, seed=5000 + 10 * n_members + index
+        )
+        for flag in by_size.CALIBRATED_FLAGS:
+            assert rates.rates[flag] <= ceiling, (n_members, setting.name, flag, rates.rates)
