@@ -175,8 +175,15 @@ def _rate_cells(rates: FlagRates, names: Sequence[str], limit: float | None) -> 
 
 
 def null_table(title: str, rows: Sequence[tuple[str, FlagRates]]) -> str:
-    columns = ("length", "position", "harsh", "generous", "harsh or generous", "self-pref")
-    columns = (*columns, "risk > low")
+    columns = (
+        "length",
+        "position",
+        "harsh",
+        "generous",
+        "harsh or generous",
+        "self-pref",
+        "risk > low",
+    )
     n_sessions = rows[0][1].n_sessions if rows else 0
     lines = [
         f"{title}: {n_sessions} sessions per row; target per flag <= "

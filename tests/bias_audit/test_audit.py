@@ -123,7 +123,8 @@ def test_detects_each_injected_bias_and_only_it() -> None:
 
     texts, scores, positions = _council(3, 12, verbosity=2.0, noise=0.2)
     audit = run_bias_audit(texts, scores, positions)
-    assert audit.length_bias_detected and audit.length_score_correlation > 0.5
+    assert audit.length_bias_detected
+    assert audit.length_score_correlation is not None and audit.length_score_correlation > 0.5
     assert "little power" not in audit.indicator_only["length"]  # 12 pairs
     assert audit.overall_bias_risk == "low"  # length alone is never a risk flag
 

@@ -63,7 +63,7 @@ def estimate_reviewer_noise(fit: AdditiveFit) -> ReviewerNoise | None:
     expectation = groups.T @ (annihilator**2) @ groups
     if np.linalg.matrix_rank(expectation) < n_reviewers:
         return None
-    inverse_expectation = np.linalg.inv(expectation)
+    inverse_expectation = np.asarray(np.linalg.inv(expectation), dtype=np.float64)
     sums_of_squares = groups.T @ fit.residuals**2
     return ReviewerNoise(
         variances=inverse_expectation @ sums_of_squares,
@@ -109,7 +109,9 @@ def noise_aware_t_test(
     variance is not positive.
     """
     n_reviewers = noise.variances.size
-    weights = np.bincount(noise.reviewer_of_cell, weights=cell_weights**2, minlength=n_reviewers)
+    weights = np.bincount(
+        noise.reviewer_of_cell, weights=cell_weights**2, minlength=n_reviewers
+    ).astype(np.float64)
     if new_cell_weights is not None:
         weights = weights + new_cell_weights
     variance, degrees_of_freedom = satterthwaite_variance(noise, weights)
