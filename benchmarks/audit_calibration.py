@@ -77,6 +77,9 @@ FLAGS: dict[str, Callable[[Mapping[str, Any]], bool]] = {
     ),
     "harsh": lambda audit: bool(audit["harsh_reviewers"]),
     "generous": lambda audit: bool(audit["generous_reviewers"]),
+    "harsh or generous": lambda audit: bool(
+        audit["harsh_reviewers"] or audit["generous_reviewers"]
+    ),
     "self-pref": lambda audit: bool(audit["self_preference_detected"]),
     "risk > low": lambda audit: audit["overall_bias_risk"] != "low",
 }

@@ -17,7 +17,7 @@ reviewer at -2 (rate at which *that* reviewer is named harsh), self-preference +
 every reviewer, slot A +2 in every reviewer.
 
     .venv/bin/python benchmarks/audit_null_by_size.py [--sessions 600] [--seed 1]
-        [--sizes 3 4 5 7 9] [--skip-simulator]
+        [--sizes 3 4 5 7 9] [--skip-simulator] [--skip-independent]
 """
 
 from __future__ import annotations
@@ -273,6 +273,7 @@ def run_simulator(
                     "position": raw["position"],
                     "harsh": raw["harsh"],
                     "generous": raw["generous"],
+                    "harsh or generous": raw["harsh or generous"],
                     "self-pref": raw["self-pref"],
                     "risk > low": raw["risk > low"],
                 },
@@ -290,6 +291,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--skip-simulator", action="store_true")
+    parser.add_argument("--skip-independent", action="store_true")
     parser.add_argument("--simulator-sessions", type=int, default=None)
     parser.add_argument(
         "--equal-reviewer-noise",
@@ -303,18 +305,20 @@ def main() -> int:
         update={"equal_reviewer_noise": args.equal_reviewer_noise}
     )
     print(f"equal_reviewer_noise = {thresholds.equal_reviewer_noise}")
-    null_rows, power_rows = run_independent(args.sizes, args.sessions, args.seed, thresholds)
-    print(null_table("Independent generator, no bias", null_rows))
-    print()
-    power_columns = (
-        "judge-0 named harsh",
-        "a neutral reviewer labelled",
-        "self-pref",
-        "position",
-        "risk > low",
-    )
-    print(power_table("Independent generator, injected bias", power_rows, power_columns))
-    failures = [label for label, rates in null_rows if null_failures(rates)]
+    failures: list[str] = []
+    if not args.skip_independent:
+        null_rows, power_rows = run_independent(args.sizes, args.sessions, args.seed, thresholds)
+        print(null_table("Independent generator, no bias", null_rows))
+        print()
+        power_columns = (
+            "judge-0 named harsh",
+            "a neutral reviewer labelled",
+            "self-pref",
+            "position",
+            "risk > low",
+        )
+        print(power_table("Independent generator, injected bias", power_rows, power_columns))
+        failures += [label for label, rates in null_rows if null_failures(rates)]
     if not args.skip_simulator:
         with tempfile.TemporaryDirectory() as scratch:
             os.environ["LLM_COUNCIL_BIAS_STORE"] = os.path.join(scratch, "bias_records.jsonl")
