@@ -279,7 +279,12 @@ def run_simulator(
                 },
                 {"judge-0 named harsh": raw["harsh = m0"]},
             )
-            row = (f"{n_members} members, {scenario.description}", rates)
+            description = (
+                "unbiased members (no bias)"
+                if scenario is calibration.NULL_SCENARIO
+                else scenario.description
+            )
+            row = (f"{n_members} members, {description}", rates)
             (null_rows if scenario is calibration.NULL_SCENARIO else power_rows).append(row)
         print(f"simulator: {n_members} members done", file=sys.stderr)
     return null_rows, power_rows

@@ -8,7 +8,6 @@ self-preference rate of 3-member councils before the minimum-df rule, not a smal
 from __future__ import annotations
 
 from generators.independent_council import CouncilSpec, generate_sessions
-
 from llm_council.bias_audit import run_bias_audit
 from llm_council.bias_audit.result import BiasAuditResult
 
