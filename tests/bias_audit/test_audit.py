@@ -235,3 +235,20 @@ def test_length_flag_is_reported_but_never_raises_risk(n_answers: int) -> None:
     note = audit.indicator_only["length"]
     assert "consensus score" in note and "padding probe" in note and "reviewer x length" in note
     assert ("little power" in note) is (n_answers < 10)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e12])
+def test_scores_fitting_exactly_are_not_tested(scale: float) -> None:
+    # score = reviewer + answer exactly: the residuals are rounding error (~1e-15 of the
+    # scores), and a t test on them gave p ~ 1e-40 and "harsh" flags before the fix
+    names = [f"m{i}" for i in range(5)]
+    texts = {name: "w " * (10 * (i + 1)) for i, name in enumerate(names)}
+    scores = {
+        reviewer: {candidate: scale * (i + 1) + j for j, candidate in enumerate(names)}
+        for i, reviewer in enumerate(names)
+    }
+    audit = run_bias_audit(texts, scores)
+    assert audit.harsh_reviewers == [] and audit.generous_reviewers == []
+    assert not audit.self_preference_detected
+    assert set(audit.reviewer_offset_p_values.values()) == {None}
+    assert "exactly" in audit.indicator_only["reviewers"]

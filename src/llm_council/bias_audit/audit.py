@@ -329,6 +329,11 @@ def audit_score_table(
             f"keep their false-positive rate below {thresholds.minimum_test_df} df with "
             "integer scores, so they are not run; offsets and self-preference are estimates only"
         )
+    elif model.fit.residual_variance == 0.0:
+        notes["reviewers"] = (
+            "the scores fit reviewer + answer effects exactly (no residual variation): "
+            "there is no noise to test against, so leniency and self-preference are not tested"
+        )
     elif not _reviewer_tests_runnable(model, thresholds):
         notes["reviewers"] = (
             "the scores do not estimate each reviewer's own noise (a reviewer with no "

@@ -130,6 +130,12 @@ def fit_additive_two_way(scores: ArrayLike) -> AdditiveFit | None:
     covariance_unscaled = (right_vectors / singular_values**2) @ right_vectors.T
     coefficients = covariance_unscaled @ (design.T @ observed)
     residuals = observed - design @ coefficients
+    # Scores the model fits exactly (e.g. every reviewer gave the same scores) leave
+    # residuals at rounding level; a variance from them would make any t statistic
+    # astronomically large. Below 1e-9 of the scores' magnitude they are zero.
+    rounding_level = 1e-9 * max(1.0, float(np.abs(observed).max()))
+    if float(np.abs(residuals).max()) <= rounding_level:
+        residuals = np.zeros_like(residuals)
     residual_df = int(observed.size - n_parameters)
     residual_variance = float(residuals @ residuals) / residual_df
     return AdditiveFit(
