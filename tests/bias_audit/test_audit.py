@@ -252,3 +252,23 @@ def test_scores_fitting_exactly_are_not_tested(scale: float) -> None:
     assert not audit.self_preference_detected
     assert set(audit.reviewer_offset_p_values.values()) == {None}
     assert "exactly" in audit.indicator_only["reviewers"]
+
+
+def test_median_reference_offsets_reach_the_result() -> None:
+    # m0 is 1.5 points harsh on every answer, the others agree up to +-0.05: against the
+    # median reviewer m0 sits at -1.5 and the rest near 0; against the others' mean
+    # (including m0) a neutral reviewer would sit at +1.5/4 = +0.375.
+    names = [f"m{i}" for i in range(5)]
+    texts = {name: "w " * (20 * (i + 1)) for i, name in enumerate(names)}
+    wobble = [0.05, -0.05, 0.0, 0.05, -0.05]
+    scores = {
+        reviewer: {
+            candidate: 3.0 + j - 1.5 * (i == 0) + wobble[(i + j) % 5]
+            for j, candidate in enumerate(names)
+        }
+        for i, reviewer in enumerate(names)
+    }
+    audit = run_bias_audit(texts, scores)
+    robust = audit.reviewer_offsets_vs_median
+    assert robust["m0"] == pytest.approx(-1.5, abs=0.1)
+    assert all(abs(robust[name] or 0.0) <= 0.1 for name in names[1:])
