@@ -1,8 +1,9 @@
 """Fast regression guards on the per-session null at small councils (the slow test is exact).
 
 Independent generator (integer scores clipped to 1-10, missing cells, a missing review);
-200 sessions per case, so the bound (10%) catches a gross regression such as the 11-12%
-self-preference rate of 3-member councils before the minimum-df rule, not a small drift.
+200 sessions per case, so the bound (10%) catches a gross regression such as the 12%
+self-preference rate of 3-member councils before issue 9 (t tests on the rounding-level
+residuals of exact fits), not a small drift.
 """
 
 from __future__ import annotations
@@ -29,15 +30,16 @@ def _rate(audits: list[BiasAuditResult], flag: str) -> float:
 
 
 def test_three_member_council_without_missing_cells_does_not_run_the_t_tests() -> None:
-    # 3 x 3 with self-reviews out: 6 cells, 5 parameters, 1 residual df. The pooled t
-    # tests fired in 12% (self-preference) and 10.8% (harsh or generous) of null sessions.
+    # 3 x 3 with self-reviews out: 6 cells, 5 parameters, 1 residual df. The t tests
+    # fired in 12% (self-preference) and 10.8% (harsh or generous) of null sessions: in
+    # 19% of them integer scores fit exactly and the residual was rounding error.
     audits = _audits(CouncilSpec(n_members=3), 200, seed=91)
     for flag in ("self", "lenient", "position"):
         assert _rate(audits, flag) < 0.10
     refused = [a for a in audits if a.sample_sizes["residual_df"] == 1]
     assert len(refused) > 150
     for audit in refused:
-        assert "do not" in audit.indicator_only["reviewers"]
+        assert "not tested" in audit.indicator_only["reviewers"]
         assert set(audit.self_preference_p_values.values()) <= {None}
         assert set(audit.reviewer_offset_p_values.values()) <= {None}
 

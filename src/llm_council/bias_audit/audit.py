@@ -324,10 +324,10 @@ def audit_score_table(
         )
     elif residual_df < thresholds.minimum_test_df:
         notes["reviewers"] = (
-            f"only {residual_df} residual degree(s) of freedom (a 3-member council with "
-            "self-reviews excluded has 1): the leniency and self-preference t tests do not "
-            f"keep their false-positive rate below {thresholds.minimum_test_df} df with "
-            "integer scores, so they are not run; offsets and self-preference are estimates only"
+            f"only {residual_df} residual degree(s) of freedom (a complete 3-member council "
+            "with self-reviews excluded has 1): a t test on so little noise information "
+            "cannot detect a bias, so leniency and self-preference are not tested; offsets "
+            "and self-preference are estimates only"
         )
     elif model.fit.residual_variance == 0.0:
         notes["reviewers"] = (

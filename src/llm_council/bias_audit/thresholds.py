@@ -64,8 +64,9 @@ class AuditThresholds(BaseModel):
         ge=1,
         description=(
             "below this many residual degrees of freedom the leniency and self-preference "
-            "t tests do not run: with integer scores a single residual df makes them fire in "
-            "11-12% of null sessions instead of 5% (measured, docs/bias-audit.md)"
+            "t tests do not run: at 1 df (a complete 3-member council) they keep their level "
+            "but cannot detect anything (|t| > 38 needed at 0.05 over 3 reviewers), so an "
+            "indicator note says more than a p-value"
         ),
     )
     equal_reviewer_noise: bool = Field(
