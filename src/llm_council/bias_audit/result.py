@@ -95,7 +95,10 @@ class BiasAuditResult(BaseModel):
     thresholds: dict[str, float]
     significance_level: float
     indicator_only: dict[str, str] = Field(
-        description="results resting on too few data for a statistical claim, with why"
+        description=(
+            "what was not tested or rests on too few data for a statistical claim, with why; "
+            "'length' is always present and says what the length number can and cannot mean"
+        )
     )
     methods: dict[str, str]
     risk_flags: list[str] = Field(
