@@ -10,11 +10,22 @@ from scipy import stats as scipy_stats
 
 from llm_council.stats.additive_model import fit_additive_two_way
 from llm_council.stats.reviewer_noise import (
+    ReviewerNoise,
     estimate_reviewer_noise,
     noise_aware_t_test,
     satterthwaite_variance,
 )
 from llm_council.stats.session_tests import reviewer_offset_tests, self_preference_tests
+
+
+def _with_variances(noise: ReviewerNoise, variances: np.ndarray) -> ReviewerNoise:
+    """The same design with other per-reviewer variances (and their M Sigma M)."""
+    sigma = np.maximum(variances, 0.0)[noise.reviewer_of_cell]
+    return replace(
+        noise,
+        variances=variances,
+        residual_covariance=(noise.annihilator * sigma) @ noise.annihilator,
+    )
 
 
 def test_expectation_matrix_matches_the_balanced_closed_form() -> None:
@@ -69,7 +80,7 @@ def test_satterthwaite_df_is_the_residual_df_for_the_pooled_form() -> None:
     assert fit is not None
     noise = estimate_reviewer_noise(fit)
     assert noise is not None
-    equal = replace(noise, variances=np.full(5, fit.residual_variance))
+    equal = _with_variances(noise, np.full(5, fit.residual_variance))
     weights = np.linalg.inv(noise.inverse_expectation).T @ np.ones(5)
     variance, degrees_of_freedom = satterthwaite_variance(equal, weights)
     assert degrees_of_freedom == pytest.approx(fit.residual_df)
@@ -87,7 +98,7 @@ def test_equal_variances_reproduce_the_pooled_standard_errors() -> None:
     assert fit is not None
     noise = estimate_reviewer_noise(fit)
     assert noise is not None
-    equal = replace(noise, variances=np.full(5, fit.residual_variance))
+    equal = _with_variances(noise, np.full(5, fit.residual_variance))
     pooled = reviewer_offset_tests(fit)
     aware = reviewer_offset_tests(fit, equal)
     for expected, got in zip(pooled, aware, strict=True):
@@ -129,6 +140,6 @@ def test_no_positive_variance_means_no_test() -> None:
     assert fit is not None
     noise = estimate_reviewer_noise(fit)
     assert noise is not None
-    negative = replace(noise, variances=np.full(4, -0.1))
+    negative = _with_variances(noise, np.full(4, -0.1))
     result = noise_aware_t_test(negative, 1.0, np.ones(fit.observed.size), one_sided=True)
     assert result.p_value is None and result.standard_error is None

@@ -31,7 +31,9 @@ class ReviewerNoise:
     ``variances[r]`` estimates :math:`\sigma_r^2`; ``reviewer_of_cell`` maps each
     observed cell to its reviewer; ``projection`` is the fit's :math:`X(X^TX)^{-1}`
     (cells x parameters) and ``annihilator`` :math:`M = I - X(X^TX)^{-1}X^T`;
-    ``inverse_expectation`` is :math:`A^{-1}` (see :func:`estimate_reviewer_noise`).
+    ``inverse_expectation`` is :math:`A^{-1}` (see :func:`estimate_reviewer_noise`);
+    ``residual_covariance`` is :math:`M \hat\Sigma M` with the variances floored at zero,
+    computed once for every Satterthwaite df of the session.
     """
 
     variances: FloatArray
@@ -39,6 +41,7 @@ class ReviewerNoise:
     projection: FloatArray
     annihilator: FloatArray
     inverse_expectation: FloatArray
+    residual_covariance: FloatArray
 
 
 def estimate_reviewer_noise(fit: AdditiveFit) -> ReviewerNoise | None:
@@ -65,12 +68,15 @@ def estimate_reviewer_noise(fit: AdditiveFit) -> ReviewerNoise | None:
         return None
     inverse_expectation = np.asarray(np.linalg.inv(expectation), dtype=np.float64)
     sums_of_squares = groups.T @ fit.residuals**2
+    variances = inverse_expectation @ sums_of_squares
+    residual_covariance = (annihilator * np.maximum(variances, 0.0)[reviewers]) @ annihilator
     return ReviewerNoise(
-        variances=inverse_expectation @ sums_of_squares,
+        variances=variances,
         reviewer_of_cell=reviewers,
         projection=projection,
         annihilator=annihilator,
         inverse_expectation=inverse_expectation,
+        residual_covariance=residual_covariance,
     )
 
 
@@ -139,10 +145,7 @@ def satterthwaite_variance(
     if not variance > 0.0:
         return variance, None
     cell_form = (noise.inverse_expectation.T @ reviewer_weights)[noise.reviewer_of_cell]
-    covariance = (
-        noise.annihilator * np.maximum(noise.variances, 0.0)[noise.reviewer_of_cell]
-    ) @ noise.annihilator
-    weighted = cell_form[:, None] * covariance
+    weighted = cell_form[:, None] * noise.residual_covariance
     variance_of_variance = 2.0 * float(np.sum(weighted * weighted.T))
     if not variance_of_variance > 0.0:
         return variance, None
