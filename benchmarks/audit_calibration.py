@@ -48,8 +48,13 @@ class Scenario:
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
+#: the largest council the by-size benchmark (audit_null_by_size.py) runs
+MAX_MEMBERS = 9
+
+
 def _all_members(**options: Any) -> dict[str, dict[str, Any]]:
-    return {f"m{i}": dict(options) for i in range(N_MEMBERS)}
+    # options for members a smaller council does not have are ignored by council_for
+    return {f"m{i}": dict(options) for i in range(MAX_MEMBERS)}
 
 
 NULL_SCENARIO = Scenario("null", "5 x unbiased (no bias)")
@@ -72,6 +77,9 @@ FLAGS: dict[str, Callable[[Mapping[str, Any]], bool]] = {
     ),
     "harsh": lambda audit: bool(audit["harsh_reviewers"]),
     "generous": lambda audit: bool(audit["generous_reviewers"]),
+    "harsh or generous": lambda audit: bool(
+        audit["harsh_reviewers"] or audit["generous_reviewers"]
+    ),
     "self-pref": lambda audit: bool(audit["self_preference_detected"]),
     "risk > low": lambda audit: audit["overall_bias_risk"] != "low",
 }
@@ -79,14 +87,14 @@ FLAGS: dict[str, Callable[[Mapping[str, Any]], bool]] = {
 CALIBRATED_FLAGS = ("length", "position", "harsh", "generous", "self-pref")
 
 
-def council_for(scenario: Scenario) -> CouncilConfig:
+def council_for(scenario: Scenario, n_members: int = N_MEMBERS) -> CouncilConfig:
     members = tuple(
         CouncilMember(
             name=f"m{i}",
             spec="simulated:unbiased",
             options=dict(scenario.options.get(f"m{i}", {})),
         )
-        for i in range(N_MEMBERS)
+        for i in range(n_members)
     )
     return CouncilConfig(
         members=members, chairman=CouncilMember(name="chair", spec="simulated:unbiased")
@@ -94,10 +102,19 @@ def council_for(scenario: Scenario) -> CouncilConfig:
 
 
 async def run_scenario(
-    scenario: Scenario, n_sessions: int, seed: int, on_session: Callable[[], None] | None = None
+    scenario: Scenario,
+    n_sessions: int,
+    seed: int,
+    on_session: Callable[[], None] | None = None,
+    *,
+    n_members: int = N_MEMBERS,
 ) -> dict[str, float]:
-    """Fraction of sessions in which each flag of :data:`FLAGS` fired, plus named-harsh rate."""
-    config = council_for(scenario)
+    """Fraction of sessions in which each flag of :data:`FLAGS` fired, plus named-harsh rate.
+
+    Scenario options name members m0, m1, ...; options for members the council of
+    ``n_members`` does not have are ignored.
+    """
+    config = council_for(scenario, n_members)
     middleware = BiasAuditMiddleware()
     counts = dict.fromkeys(FLAGS, 0)
     harsh_named = 0

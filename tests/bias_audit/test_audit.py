@@ -40,6 +40,8 @@ ADDED_KEYS = {
     "significance_level",
     "indicator_only",
     "methods",
+    "risk_flags",
+    "reviewer_offsets_vs_median",
 }
 
 TEXTS = {"a": "short answer " * 10, "b": "a longer answer " * 40, "c": "medium " * 60}
@@ -121,8 +123,10 @@ def test_detects_each_injected_bias_and_only_it() -> None:
 
     texts, scores, positions = _council(3, 12, verbosity=2.0, noise=0.2)
     audit = run_bias_audit(texts, scores, positions)
-    assert audit.length_bias_detected and audit.length_score_correlation > 0.5
-    assert "length" not in audit.indicator_only  # 12 pairs
+    assert audit.length_bias_detected
+    assert audit.length_score_correlation is not None and audit.length_score_correlation > 0.5
+    assert "little power" not in audit.indicator_only["length"]  # 12 pairs
+    assert audit.overall_bias_risk == "low"  # length alone is never a risk flag
 
     texts, scores, positions = _council(4, 8, self=3.0)
     audit = run_bias_audit(texts, scores, positions)
@@ -213,9 +217,11 @@ def test_bad_input_is_a_one_line_input_error(stage1: object, scores: object, mes
         run_bias_audit(stage1, scores)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("n_answers", "risk"), [(5, "low"), (10, "medium")])
-def test_length_flag_raises_risk_only_with_enough_answers(n_answers: int, risk: str) -> None:
-    # three outside judges (no self-reviews), scores rising exactly with log length
+@pytest.mark.parametrize("n_answers", [5, 10])
+def test_length_flag_is_reported_but_never_raises_risk(n_answers: int) -> None:
+    # three outside judges (no self-reviews), scores rising exactly with log length: the
+    # flag fires, but a length-score correlation cannot tell judges rewarding length from
+    # longer answers being better, so it is not a risk flag at any number of answers
     texts = {f"c{i}": "w " * (50 * 2**i) for i in range(n_answers)}
     offsets = {"j1": 0.0, "j2": 0.1, "j3": -0.1}
     scores = {
@@ -224,5 +230,45 @@ def test_length_flag_raises_risk_only_with_enough_answers(n_answers: int, risk: 
     }
     audit = run_bias_audit(texts, scores)
     assert audit.length_bias_detected and audit.flags_raised == ["length_bias_detected"]
-    assert audit.overall_bias_risk == risk
-    assert ("length" in audit.indicator_only) is (n_answers < 10)
+    assert audit.risk_flags == []
+    assert audit.overall_bias_risk == "low"
+    note = audit.indicator_only["length"]
+    assert "consensus score" in note and "padding probe" in note and "reviewer x length" in note
+    assert ("little power" in note) is (n_answers < 10)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e12])
+def test_scores_fitting_exactly_are_not_tested(scale: float) -> None:
+    # score = reviewer + answer exactly: the residuals are rounding error (~1e-15 of the
+    # scores), and a t test on them gave p ~ 1e-40 and "harsh" flags before the fix
+    names = [f"m{i}" for i in range(5)]
+    texts = {name: "w " * (10 * (i + 1)) for i, name in enumerate(names)}
+    scores = {
+        reviewer: {candidate: scale * (i + 1) + j for j, candidate in enumerate(names)}
+        for i, reviewer in enumerate(names)
+    }
+    audit = run_bias_audit(texts, scores)
+    assert audit.harsh_reviewers == [] and audit.generous_reviewers == []
+    assert not audit.self_preference_detected
+    assert set(audit.reviewer_offset_p_values.values()) == {None}
+    assert "exactly" in audit.indicator_only["reviewers"]
+
+
+def test_median_reference_offsets_reach_the_result() -> None:
+    # m0 is 1.5 points harsh on every answer, the others agree up to +-0.05: against the
+    # median reviewer m0 sits at -1.5 and the rest near 0; against the others' mean
+    # (including m0) a neutral reviewer would sit at +1.5/4 = +0.375.
+    names = [f"m{i}" for i in range(5)]
+    texts = {name: "w " * (20 * (i + 1)) for i, name in enumerate(names)}
+    wobble = [0.05, -0.05, 0.0, 0.05, -0.05]
+    scores = {
+        reviewer: {
+            candidate: 3.0 + j - 1.5 * (i == 0) + wobble[(i + j) % 5]
+            for j, candidate in enumerate(names)
+        }
+        for i, reviewer in enumerate(names)
+    }
+    audit = run_bias_audit(texts, scores)
+    robust = audit.reviewer_offsets_vs_median
+    assert robust["m0"] == pytest.approx(-1.5, abs=0.1)
+    assert all(abs(robust[name] or 0.0) <= 0.1 for name in names[1:])

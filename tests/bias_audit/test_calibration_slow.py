@@ -41,8 +41,10 @@ def test_null_council_flags_stay_within_their_false_positive_rates() -> None:
 def test_injected_harsh_reviewer_is_found() -> None:
     calibration = load_benchmark()
     harsh = next(s for s in calibration.BIASED_SCENARIOS if s.name == "harsh")
-    rates = asyncio.run(calibration.run_scenario(harsh, 300, seed=12))
-    # 2,000-session benchmark: ~57% of sessions name m0; a floor far below that but far
-    # above the null rate (~2%) proves the flag responds to the bias
-    assert rates["harsh = m0"] >= 0.40
+    rates = asyncio.run(calibration.run_scenario(harsh, 300, seed=12, n_members=9))
+    # 9 members, per-reviewer noise (the default): m0 named in 79% of 300 sessions in
+    # benchmarks/audit_null_by_size.py. At 5 members a single session has ~2 residual df
+    # per reviewer and the harsh reviewer is named in only ~6% (docs/bias-audit.md); a
+    # floor far below 79% but far above the null rate (~1%) proves the flag responds.
+    assert rates["harsh = m0"] >= 0.50
     assert rates["generous"] <= 0.08

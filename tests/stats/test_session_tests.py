@@ -9,9 +9,12 @@ import pytest
 from scipy import stats as scipy_stats
 
 from llm_council.stats.additive_model import fit_additive_two_way
+from llm_council.stats.position_tests import (
+    joint_slot_effects,
+    position_randomization_test,
+)
 from llm_council.stats.session_tests import (
     pooled_self_preference_test,
-    position_randomization_test,
     reviewer_offset_tests,
     self_preference_tests,
     step_down_reviewer_offsets,
@@ -167,7 +170,6 @@ def test_joint_slot_effects_match_a_full_least_squares_fit() -> None:
     # Reference: fit score = mean + reviewer + answer + slot directly with lstsq; the
     # slot coefficients (slot 0 as base), centred with count weights, must equal the
     # Frisch-Waugh-Lovell estimates.
-    from llm_council.stats.session_tests import joint_slot_effects
 
     rng = np.random.default_rng(31)
     n = 5

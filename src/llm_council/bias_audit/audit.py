@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from llm_council.bias_audit.audit_methods import METHODS
 from llm_council.bias_audit.result import BiasAuditResult, RiskLevel
 from llm_council.bias_audit.score_table import (
     UNKNOWN_POSITION,
@@ -26,43 +27,14 @@ from llm_council.bias_audit.thresholds import AuditThresholds, load_thresholds
 from llm_council.prompts import label_for
 from llm_council.stats.additive_model import AdditiveFit, fit_additive_two_way
 from llm_council.stats.correlation import pearson_correlation_t_test
+from llm_council.stats.position_tests import joint_slot_effects, position_randomization_test
+from llm_council.stats.reviewer_noise import ReviewerNoise, estimate_reviewer_noise
 from llm_council.stats.session_tests import (
-    joint_slot_effects,
+    median_reference_offsets,
     pooled_self_preference_test,
-    position_randomization_test,
     self_preference_tests,
     step_down_reviewer_offsets,
 )
-
-METHODS: dict[str, str] = {
-    "length": (
-        "Pearson r between log(word count) and the mean score the other members gave each "
-        "answer (unit: one answer per candidate); exact two-sided t test with n-2 df; flag "
-        "when p < significance_level and |r| >= length_correlation_threshold"
-    ),
-    "position": (
-        "additive model score = mean + reviewer + candidate (self-reviews excluded); "
-        "position_score_variance: count-weighted variance over display slots of slot effects "
-        "fitted jointly with it; p: randomization test of the residuals' between-slot "
-        "variance, re-drawing each reviewer's own display order; flag when p < "
-        "significance_level and variance >= position_variance_threshold"
-    ),
-    "leniency": (
-        "reviewer effect minus the mean of the other reviewers' effects in the additive "
-        "model (same answers); two-sided t test, Holm step-down removing each flagged "
-        "reviewer before re-testing; harsh/generous when adjusted p < significance_level "
-        "and |offset| >= reviewer_offset_floor points"
-    ),
-    "self_preference": (
-        "raw: own score minus the others' mean for that answer; adjusted: own score minus "
-        "the additive model's prediction; one-sided t test, Bonferroni over self-reviews; "
-        "flag when adjusted p < significance_level and adjusted >= self_preference_floor"
-    ),
-    "overall_bias_risk": (
-        "low: no flag; medium: one flag; high: two or more flags; a length flag counts only "
-        "with at least minimum_length_pairs answers (fewer are an indicator, not evidence)"
-    ),
-}
 
 
 def _finite_or_none(value: float | None) -> float | None:
@@ -84,21 +56,38 @@ def _risk_level(flag_count: int) -> RiskLevel:
 
 @dataclass(frozen=True)
 class _SessionModel:
-    """The non-self scores and the additive model fitted to their non-empty rows/columns."""
+    """The non-self scores, the additive model fitted to their non-empty rows/columns,
+    and its per-reviewer noise (``None`` with equal_reviewer_noise or when not estimable).
+    """
 
     others_scores: np.ndarray
     active_rows: np.ndarray
     active_columns: np.ndarray
     fit: AdditiveFit | None
+    noise: ReviewerNoise | None
 
 
-def _fit_session(table: ScoreTable) -> _SessionModel:
+def _fit_session(table: ScoreTable, thresholds: AuditThresholds) -> _SessionModel:
     usable = ~np.isnan(table.scores) & ~table.is_self
     others_scores = np.where(usable, table.scores, np.nan)
     active_rows = np.flatnonzero(usable.any(axis=1))
     active_columns = np.flatnonzero(usable.any(axis=0))
     fit = fit_additive_two_way(others_scores[np.ix_(active_rows, active_columns)])
-    return _SessionModel(others_scores, active_rows, active_columns, fit)
+    noise = (
+        estimate_reviewer_noise(fit)
+        if fit is not None and not thresholds.equal_reviewer_noise
+        else None
+    )
+    return _SessionModel(others_scores, active_rows, active_columns, fit, noise)
+
+
+def _reviewer_tests_runnable(model: _SessionModel, thresholds: AuditThresholds) -> bool:
+    """Enough residual df, and per-reviewer noise estimated unless assumed equal."""
+    return (
+        model.fit is not None
+        and model.fit.residual_df >= thresholds.minimum_test_df
+        and (thresholds.equal_reviewer_noise or model.noise is not None)
+    )
 
 
 def _length_fields(
@@ -114,12 +103,17 @@ def _length_fields(
         )
     log_words = np.log(np.maximum(table.length_words, 1.0))
     correlation = pearson_correlation_t_test(log_words, consensus)
-    if correlation.n_pairs < thresholds.minimum_length_pairs:
-        notes["length"] = (
-            f"only {correlation.n_pairs} length-score pairs: the test keeps its false-positive "
-            "rate but has little power, so a length flag does not raise overall_bias_risk; "
-            "pool sessions with `llm-council bias-report`"
-        )
+    few_pairs = (
+        f"only {correlation.n_pairs} length-score pairs, so the test has little power; "
+        if correlation.n_pairs < thresholds.minimum_length_pairs
+        else ""
+    )
+    notes["length"] = (
+        f"{few_pairs}length_score_correlation is the correlation of answer length with the "
+        "consensus score: it cannot tell 'judges reward length' from 'longer answers were "
+        "better', so length_bias_detected never raises overall_bias_risk. The padding "
+        "probe and `llm-council bias-report`'s reviewer x length term separate the two"
+    )
     detected = (
         correlation.r is not None
         and correlation.p_value is not None
@@ -154,6 +148,24 @@ def _position_fields(
     row_ids = model.active_rows[fit.rows]
     slots = table.positions[row_ids, model.active_columns[fit.columns]]
     known = slots != UNKNOWN_POSITION
+    if np.unique(slots[known]).size < 2:
+        notes["position"] = "fewer than two known display positions: position not tested"
+        return fields
+    # identifiability first: a slot effect confounded with the answers (one shared order,
+    # or too few reviewers) has no estimate and no test, whatever a solver would return
+    slot_effects = joint_slot_effects(
+        fit.design[known],
+        fit.residuals[known],
+        slots[known],
+        covariance_unscaled=fit.covariance_unscaled if known.all() else None,
+    )
+    if slot_effects is None:
+        notes["position"] = (
+            "slot effects are not identified: the display slots are confounded with the "
+            "answers (every reviewer saw the same order, or too few reviewers and orders), "
+            "so position is neither estimated nor tested"
+        )
+        return fields
     position = position_randomization_test(
         fit.residuals[known],
         slots[known],
@@ -161,16 +173,22 @@ def _position_fields(
         n_permutations=thresholds.position_permutations,
         seed=permutation_seed,
     )
-    slot_effects = joint_slot_effects(
-        fit.design[known],
-        fit.residuals[known],
-        slots[known],
-        covariance_unscaled=fit.covariance_unscaled if known.all() else None,
-    )
-    if position is None or slot_effects is None:
+    if position is None:
         notes["position"] = "fewer than two known display positions: position not tested"
         return fields
     variance = _finite_or_none(slot_effects.weighted_variance)
+    scored = fit.observed
+    # values inside an interval of width w have a weighted variance of at most w^2 / 4
+    # (Popoviciu 1935): slot effects beyond the scores' own spread are noise, not a number
+    largest_possible = float(scored.max() - scored.min()) ** 2 / 4.0
+    if variance is not None and variance > largest_possible:
+        notes["position"] = (
+            f"slot effects are only weakly identified: their variance ({variance:.3g} "
+            f"points^2) exceeds the {largest_possible:.3g} the observed scores allow, so it is "
+            "not reported; the randomization p-value stays valid"
+        )
+        fields["position_score_p_value"] = position.p_value
+        return fields
     fields.update(
         position_score_variance=variance,
         position_score_p_value=position.p_value,
@@ -191,15 +209,20 @@ def _leniency_fields(
 ) -> dict[str, Any]:
     """Each reviewer against the others on the same answers, Holm step-down."""
     offsets: dict[str, float | None] = dict.fromkeys(table.reviewers)
+    robust_offsets: dict[str, float | None] = dict.fromkeys(table.reviewers)
     p_values: dict[str, float | None] = dict.fromkeys(table.reviewers)
     harsh: list[str] = []
     generous: list[str] = []
     if model.fit is not None:
+        for local, offset in enumerate(median_reference_offsets(model.fit).tolist()):
+            robust_offsets[table.reviewers[model.active_rows[local]]] = _finite_or_none(offset)
         verdicts = step_down_reviewer_offsets(
             model.others_scores[np.ix_(model.active_rows, model.active_columns)],
             significance_level=thresholds.significance_level,
             effect_floor=thresholds.reviewer_offset_floor,
             first_fit=model.fit,
+            minimum_residual_df=thresholds.minimum_test_df,
+            per_reviewer_noise=not thresholds.equal_reviewer_noise,
         )
         for verdict in verdicts:
             name = table.reviewers[model.active_rows[verdict.reviewer_index]]
@@ -210,6 +233,7 @@ def _leniency_fields(
     return {
         "reviewer_offsets": offsets,
         "reviewer_offset_p_values": p_values,
+        "reviewer_offsets_vs_median": robust_offsets,
         "harsh_reviewers": harsh,
         "generous_reviewers": generous,
     }
@@ -241,20 +265,22 @@ def _self_preference_fields(
             fit_cells.append((row_lookup[row], column_lookup[col], own_score))
             fit_names.append(name)
     if model.fit is not None and fit_cells:
-        tests = self_preference_tests(model.fit, fit_cells)
+        testable = _reviewer_tests_runnable(model, thresholds)
+        tests = self_preference_tests(model.fit, fit_cells, model.noise)
         for name, test in zip(fit_names, tests, strict=True):
             adjusted[name] = _finite_or_none(test.estimate)
-            p_values[name] = _finite_or_none(test.p_value_adjusted)
+            p_values[name] = _finite_or_none(test.p_value_adjusted) if testable else None
             if (
-                test.p_value_adjusted is not None
+                testable
+                and test.p_value_adjusted is not None
                 and test.p_value_adjusted < thresholds.significance_level
                 and test.estimate >= thresholds.self_preference_floor
             ):
                 preferring.append(name)
-        pooled = pooled_self_preference_test(model.fit, fit_cells)
+        pooled = pooled_self_preference_test(model.fit, fit_cells, model.noise)
         if pooled is not None:
             pooled_estimate = _finite_or_none(pooled.estimate)
-            pooled_p_value = _finite_or_none(pooled.p_value)
+            pooled_p_value = _finite_or_none(pooled.p_value) if testable else None
     return {
         "self_preference": raw,
         "self_preference_adjusted": adjusted,
@@ -292,13 +318,31 @@ def audit_score_table(
     table: ScoreTable, thresholds: AuditThresholds, *, permutation_seed: int = 0
 ) -> BiasAuditResult:
     """Every per-session statistic and flag for one session's score table."""
-    model = _fit_session(table)
+    model = _fit_session(table, thresholds)
     notes: dict[str, str] = {}
     residual_df = model.fit.residual_df if model.fit is not None else 0
     if model.fit is None:
         notes["reviewers"] = (
             "the scores do not identify reviewer and answer effects (too few reviewers, "
             "answers or overlapping scores): no leniency, position or self-preference test"
+        )
+    elif residual_df < thresholds.minimum_test_df:
+        notes["reviewers"] = (
+            f"only {residual_df} residual degree(s) of freedom (a complete 3-member council "
+            "with self-reviews excluded has 1): a t test on so little noise information "
+            "cannot detect a bias, so leniency and self-preference are not tested; offsets "
+            "and self-preference are estimates only"
+        )
+    elif model.fit.residual_variance == 0.0:
+        notes["reviewers"] = (
+            "the scores fit reviewer + answer effects exactly (no residual variation): "
+            "there is no noise to test against, so leniency and self-preference are not tested"
+        )
+    elif not _reviewer_tests_runnable(model, thresholds):
+        notes["reviewers"] = (
+            "the scores do not estimate each reviewer's own noise (a reviewer with no "
+            "residual information): leniency and self-preference are not tested; set "
+            "equal_reviewer_noise to test them under equal noise"
         )
     elif residual_df < thresholds.minimum_residual_df:
         notes["reviewers"] = (
@@ -320,12 +364,9 @@ def audit_score_table(
         "self_preference_detected": self_preference["self_preference_detected"],
     }
     flags_raised = [name for name, fired in flags.items() if fired]
-    # A length flag from fewer than minimum_length_pairs answers is an indicator, not
-    # evidence (few answers, and answer quality itself varies with length): it is
-    # reported but does not raise the risk level.
-    risk_flags = [
-        name for name in flags_raised if not (name == "length_bias_detected" and "length" in notes)
-    ]
+    # The length flag measures answers as much as judges (see METHODS["length"]): it is
+    # reported, never counted as a risk.
+    risk_flags = [name for name in flags_raised if name != "length_bias_detected"]
     return BiasAuditResult(
         **length,
         **position,
@@ -351,6 +392,7 @@ def audit_score_table(
         significance_level=thresholds.significance_level,
         indicator_only=notes,
         methods=dict(METHODS),
+        risk_flags=risk_flags,
     )
 
 

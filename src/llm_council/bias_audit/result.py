@@ -64,14 +64,26 @@ class BiasAuditResult(_ModelMethods):
 
     # --- the seed design's keys ---
     length_score_correlation: float | None = Field(
-        description="Pearson r of log word count vs mean score from the other members, per answer"
+        description=(
+            "Pearson r of log word count vs mean score from the other members, per answer: "
+            "whether longer answers got higher consensus scores. It cannot separate judges "
+            "rewarding length from longer answers being better (see the padding probe and "
+            "bias-report's reviewer x length term)"
+        )
     )
     length_score_p_value: float | None = Field(description="exact two-sided t test, n-2 df")
-    length_bias_detected: bool
+    length_bias_detected: bool = Field(
+        description=(
+            "length_score_correlation is significant and at least the threshold; an "
+            "indicator about the answers and judges together, never counted in "
+            "overall_bias_risk"
+        )
+    )
     position_score_variance: float | None = Field(
         description=(
             "variance over display slots of slot effects fitted jointly with reviewer and "
-            "answer effects (points^2)"
+            "answer effects (points^2); None when the slot effects are not identified "
+            "(e.g. every reviewer saw the same order; see indicator_only['position'])"
         )
     )
     position_bias_detected: bool
@@ -94,10 +106,17 @@ class BiasAuditResult(_ModelMethods):
         description="fitted effect of each display label in points (weighted mean 0)"
     )
     reviewer_offsets: dict[str, float | None] = Field(
-        description="points above the other reviewers on the same answers (additive model)"
+        description=(
+            "points above the reference reviewers on the same answers (additive model); the "
+            "reference is the other reviewers minus those flagged harsh/generous, so one "
+            "outlier does not shift the rest"
+        )
     )
     reviewer_offset_p_values: dict[str, float | None] = Field(
-        description="two-sided, Holm-adjusted, from the step-down procedure"
+        description=(
+            "two-sided, Holm-adjusted, from the step-down procedure; None where not tested "
+            "(see indicator_only['reviewers'])"
+        )
     )
     self_preference: dict[str, float | None] = Field(
         description="score given to its own answer minus the mean the others gave that answer"
@@ -118,6 +137,24 @@ class BiasAuditResult(_ModelMethods):
     thresholds: dict[str, float]
     significance_level: float
     indicator_only: dict[str, str] = Field(
-        description="results resting on too few data for a statistical claim, with why"
+        description=(
+            "what was not tested or rests on too few data for a statistical claim, with why; "
+            "'length' is always present and says what the length number can and cannot mean"
+        )
     )
     methods: dict[str, str]
+    risk_flags: list[str] = Field(
+        default_factory=list,
+        description=(
+            "the flags of flags_raised that count toward overall_bias_risk (all but "
+            "length_bias_detected)"
+        ),
+    )
+    reviewer_offsets_vs_median: dict[str, float | None] = Field(
+        default_factory=dict,
+        description=(
+            "points above the median reviewer on the same answers (additive model): a "
+            "reference no single outlier can move; an estimate, the flags come from the "
+            "step-down test behind reviewer_offsets"
+        ),
+    )

@@ -59,6 +59,25 @@ class AuditThresholds(BaseModel):
     minimum_residual_df: int = Field(
         10, ge=1, description="below this the reviewer tests are indicators only"
     )
+    minimum_test_df: int = Field(
+        2,
+        ge=1,
+        description=(
+            "below this many residual degrees of freedom the leniency and self-preference "
+            "t tests do not run: at 1 df (a complete 3-member council) they keep their level "
+            "but cannot detect anything (|t| > 38 needed at 0.05 over 3 reviewers), so an "
+            "indicator note says more than a p-value"
+        ),
+    )
+    equal_reviewer_noise: bool = Field(
+        False,
+        description=(
+            "assume every reviewer scores with the same noise: pooled t tests for leniency "
+            "and self-preference, more power, but above their level when reviewers differ "
+            "(self-preference 8-9%, harsh-or-generous 10% at 7-9 members with noise SDs "
+            "0.5-2.0); the default estimates each reviewer's noise"
+        ),
+    )
     position_permutations: int = Field(
         499, ge=99, description="Monte Carlo re-orderings for the position p-value (Jockel 1986)"
     )

@@ -76,6 +76,26 @@ class AdditiveFit:
         return contrast
 
 
+def design_rank(design: ArrayLike, singular_values: ArrayLike | None = None) -> int:
+    """Numerical rank of a design matrix: singular values above ``s_max * max(n, p) * eps``.
+
+    The tolerance is :func:`numpy.linalg.matrix_rank`'s default (Press et al., *Numerical
+    Recipes*, 3rd ed., sec. 2.6): a 0/1 design whose columns are confounded has a
+    singular value at rounding level, far below it, while an identified one has its
+    smallest singular value of order 1.
+    """
+    matrix = np.asarray(design, dtype=float)
+    if matrix.size == 0:
+        return 0
+    values = (
+        np.linalg.svd(matrix, compute_uv=False)
+        if singular_values is None
+        else np.asarray(singular_values, dtype=float)
+    )
+    tolerance = float(values.max()) * max(matrix.shape) * np.finfo(float).eps
+    return int(np.count_nonzero(values > tolerance))
+
+
 def fit_additive_two_way(scores: ArrayLike) -> AdditiveFit | None:
     """Fit :math:`y_{rc} = \\mu + \\alpha_r + \\beta_c + \\varepsilon` to the non-NaN cells.
 
@@ -101,13 +121,21 @@ def fit_additive_two_way(scores: ArrayLike) -> AdditiveFit | None:
     design[np.flatnonzero(candidate_rows), n_reviewers - 1 + columns[candidate_rows]] = 1.0
     if observed.size <= n_parameters:
         return None
-    # one symmetric eigendecomposition gives both the rank check and the inverse
-    eigenvalues, eigenvectors = np.linalg.eigh(design.T @ design)
-    if eigenvalues[0] <= 1e-9 * eigenvalues[-1]:
+    # The SVD of X itself (not of X^T X, which squares the condition number) gives the
+    # rank check and the solution; numpy.linalg.matrix_rank's tolerance.
+    _, singular_values, right_vectors_t = np.linalg.svd(design, full_matrices=False)
+    if design_rank(design, singular_values) < n_parameters:
         return None  # rank deficient: the observed cells do not connect everything
-    covariance_unscaled = (eigenvectors / eigenvalues) @ eigenvectors.T
+    right_vectors = right_vectors_t.T
+    covariance_unscaled = (right_vectors / singular_values**2) @ right_vectors.T
     coefficients = covariance_unscaled @ (design.T @ observed)
     residuals = observed - design @ coefficients
+    # Scores the model fits exactly (e.g. every reviewer gave the same scores) leave
+    # residuals at rounding level; a variance from them would make any t statistic
+    # astronomically large. Below 1e-9 of the scores' magnitude they are zero.
+    rounding_level = 1e-9 * max(1.0, float(np.abs(observed).max()))
+    if float(np.abs(residuals).max()) <= rounding_level:
+        residuals = np.zeros_like(residuals)
     residual_df = int(observed.size - n_parameters)
     residual_variance = float(residuals @ residuals) / residual_df
     return AdditiveFit(

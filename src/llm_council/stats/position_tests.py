@@ -1,0 +1,217 @@
+"""Per-session position tests: does a score depend on the display slot a reviewer saw?
+
+Two pieces: a randomization test of the additive model's residuals that re-draws each
+reviewer's own display order (valid at any size when the orders were drawn at random),
+and the slot effects fitted jointly with reviewer and answer effects, estimated only when
+the design identifies them (rank check first). Pure functions: arrays in, frozen
+dataclasses out.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from llm_council.stats.additive_model import design_rank
+
+
+@dataclass(frozen=True)
+class PositionTest:
+    """Between-slot variance of residuals, its randomization p-value, and slot means."""
+
+    between_position_variance: float
+    p_value: float
+    n_permutations: int
+    slot_means: dict[int, float]
+    slot_counts: dict[int, int]
+
+
+def _between_position_variance(
+    slot_sums: np.ndarray, slot_counts: np.ndarray, total: float, n_cells: int
+) -> np.ndarray:
+    """:math:`\\frac1N \\sum_k n_k (\\bar e_k - \\bar e)^2` from slot sums (vectorized)."""
+    return (np.sum(slot_sums**2 / slot_counts, axis=-1) - total**2 / n_cells) / n_cells
+
+
+#: groups up to this size draw from all their n! orderings, precomputed once
+_ENUMERATED_GROUP_SIZE = 6
+
+
+@lru_cache(maxsize=_ENUMERATED_GROUP_SIZE)
+def _all_orderings(size: int) -> np.ndarray:
+    return np.array(list(itertools.permutations(range(size))), dtype=np.intp)
+
+
+def _permuted_slot_sums(
+    codes: np.ndarray,
+    values: np.ndarray,
+    groups: np.ndarray,
+    n_slots: int,
+    n_draws: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Slot sums of the residuals under ``n_draws`` re-orderings of each group's own slots.
+
+    Groups (reviewers) of up to :data:`_ENUMERATED_GROUP_SIZE` cells have their n!
+    orderings enumerated once; a draw then picks one ordering index per group, which
+    samples the same uniform distribution as shuffling at the cost of one gather.
+    Larger groups are shuffled directly.
+    """
+    sums = np.zeros((n_draws, n_slots))
+    order = np.argsort(groups, kind="stable")
+    _, starts, sizes = np.unique(groups[order], return_index=True, return_counts=True)
+    members_by_size: dict[int, list[np.ndarray]] = {}
+    for start, size in zip(starts.tolist(), sizes.tolist(), strict=True):
+        members_by_size.setdefault(size, []).append(order[start : start + size])
+    for size, member_lists in members_by_size.items():
+        members = np.array(member_lists)  # (groups of this size, size)
+        if size <= _ENUMERATED_GROUP_SIZE:
+            orderings = _all_orderings(size)  # (size!, size)
+            arranged = codes[members][:, orderings]  # (G, size!, size) slot of each cell
+            one_hot = arranged[..., None] == np.arange(n_slots)
+            tables = np.einsum("gpnk,gn->gpk", one_hot, values[members])
+            picks = rng.integers(0, orderings.shape[0], size=(members.shape[0], n_draws))
+            sums += tables[np.arange(members.shape[0])[:, None], picks].sum(axis=0)
+            continue
+        for cells in members:
+            shuffled = rng.permuted(np.broadcast_to(codes[cells], (n_draws, size)), axis=1)
+            flat = (shuffled + n_slots * np.arange(n_draws)[:, None]).ravel()
+            sums += np.bincount(
+                flat, weights=np.tile(values[cells], n_draws), minlength=n_draws * n_slots
+            ).reshape(n_draws, n_slots)
+    return sums
+
+
+def position_randomization_test(
+    residuals: ArrayLike,
+    display_indexes: ArrayLike,
+    reviewer_indexes: ArrayLike,
+    *,
+    n_permutations: int = 999,
+    seed: int = 0,
+) -> PositionTest | None:
+    r"""Does the residual score depend on the display slot? Randomization test.
+
+    Statistic: the count-weighted variance of the slot means of the residuals,
+
+    .. math:: V = \frac1N \sum_k n_k (\bar e_k - \bar e)^2
+
+    (the one-way ANOVA between-groups sum of squares over N). Each reviewer's display
+    order was drawn uniformly at random and independently of the answers, so under "no
+    position effect" every re-shuffle of a reviewer's slots among its own scored cells
+    is equally likely. The p-value :math:`(1 + \#\{V_b \ge V\}) / (B + 1)` over B such
+    re-shuffles is therefore valid at any sample size (Fisher 1935, *The Design of
+    Experiments*, sec. 21; Phipson & Smyth 2010, Stat. Appl. Genet. Mol. Biol. 9:39 for
+    the +1). The residuals must not depend on the slots (e.g. from a model fitted
+    without them), which holds for :func:`~llm_council.stats.additive_model.fit_additive_two_way`.
+    """
+    residual_values = np.asarray(residuals, dtype=float)
+    slots = np.asarray(display_indexes, dtype=np.intp)
+    groups = np.asarray(reviewer_indexes, dtype=np.intp)
+    n_cells = residual_values.size
+    if n_cells < 2 or slots.shape != residual_values.shape or groups.shape != slots.shape:
+        return None
+    slot_values, slot_codes = np.unique(slots, return_inverse=True)
+    if slot_values.size < 2:
+        return None
+    n_slots = slot_values.size
+    slot_counts = np.bincount(slot_codes, minlength=n_slots).astype(float)
+    total = float(residual_values.sum())
+    observed_sums = np.bincount(slot_codes, weights=residual_values, minlength=n_slots)
+    observed = float(_between_position_variance(observed_sums, slot_counts, total, n_cells))
+
+    rng = np.random.default_rng(seed)
+    permuted_sums = _permuted_slot_sums(
+        slot_codes, residual_values, groups, n_slots, n_permutations, rng
+    )
+    null_values = _between_position_variance(permuted_sums, slot_counts, total, n_cells)
+    # a relative tolerance so floating-point ties with the observed value count as >=
+    exceed = int(np.count_nonzero(null_values >= observed * (1 - 1e-9) - 1e-12))
+    p_value = (1 + exceed) / (n_permutations + 1)
+    slot_means = {
+        int(slot): float(observed_sums[k] / slot_counts[k]) for k, slot in enumerate(slot_values)
+    }
+    slot_count_map = {int(slot): int(slot_counts[k]) for k, slot in enumerate(slot_values)}
+    return PositionTest(
+        between_position_variance=observed,
+        p_value=p_value,
+        n_permutations=n_permutations,
+        slot_means=slot_means,
+        slot_counts=slot_count_map,
+    )
+
+
+@dataclass(frozen=True)
+class SlotEffects:
+    """Display-slot effects estimated jointly with reviewer and answer effects."""
+
+    effects: dict[int, float]
+    counts: dict[int, int]
+    weighted_variance: float
+
+
+def slot_effects_identified(design: ArrayLike, slot_indicators: ArrayLike) -> bool:
+    r"""Whether every slot contrast is estimable next to the reviewer and answer effects.
+
+    The slot effects :math:`\gamma` of ``y = X b + Z \gamma + e`` are all estimable iff
+    :math:`\operatorname{rank}[X\;Z] = \operatorname{rank} X + \operatorname{cols} Z`
+    (Searle 1987, sec. 5.4: estimability), checked by SVD with
+    :func:`~llm_council.stats.additive_model.design_rank`. It fails when every reviewer
+    saw the same order (slot = answer) or when too few reviewers saw too few orders.
+    """
+    x = np.asarray(design, dtype=float)
+    z = np.asarray(slot_indicators, dtype=float)
+    if z.ndim != 2 or z.shape[1] == 0:
+        return False
+    return design_rank(np.hstack([x, z])) == design_rank(x) + z.shape[1]
+
+
+def joint_slot_effects(
+    design: ArrayLike,
+    residuals: ArrayLike,
+    display_indexes: ArrayLike,
+    covariance_unscaled: ArrayLike | None = None,
+) -> SlotEffects | None:
+    r"""Slot effects :math:`\hat\gamma_k` of the model score = mean + reviewer + answer + slot.
+
+    ``design`` is the additive model's X and ``residuals`` its residuals e. By
+    Frisch-Waugh-Lovell, with :math:`M = I - X X^+` and slot indicators Z (first slot as
+    base), :math:`\hat\gamma = (Z^T M Z)^{-1} Z^T e` (since :math:`Me = e`);
+    ``covariance_unscaled`` is :math:`(X^TX)^{-1}` when the caller has it. Slot means of e
+    are shrunk towards 0 because the answer and reviewer effects soak up part of a slot
+    effect; :math:`\hat\gamma` is not. Returned centred (count-weighted mean 0) with the
+    count-weighted variance :math:`\frac1N\sum_k n_k \hat\gamma_k^2` in points squared.
+    Returns ``None`` when the slot effects are not identified
+    (:func:`slot_effects_identified`): a near-singular system would give any number.
+    Reference: Lovell (1963), JASA 58:993-1010; Searle (1987), ch. 6.
+    """
+    x = np.asarray(design, dtype=float)
+    e = np.asarray(residuals, dtype=float)
+    slots = np.asarray(display_indexes, dtype=np.intp)
+    if e.size < 2 or x.shape[0] != e.size or slots.shape != e.shape:
+        return None
+    slot_values, slot_codes = np.unique(slots, return_inverse=True)
+    n_slots = slot_values.size
+    if n_slots < 2:
+        return None
+    indicators = (slot_codes[:, None] == np.arange(1, n_slots)[None, :]).astype(float)
+    if not slot_effects_identified(x, indicators):
+        return None
+    inverse_gram = (
+        np.linalg.pinv(x.T @ x) if covariance_unscaled is None else np.asarray(covariance_unscaled)
+    )
+    annihilator = np.eye(e.size) - x @ inverse_gram @ x.T
+    gram = indicators.T @ annihilator @ indicators
+    gamma = np.linalg.solve(gram, indicators.T @ e)
+    counts = np.bincount(slot_codes, minlength=n_slots).astype(float)
+    effects = np.concatenate([[0.0], gamma])
+    effects -= (counts @ effects) / e.size
+    return SlotEffects(
+        effects={int(slot): float(effects[k]) for k, slot in enumerate(slot_values)},
+        counts={int(slot): int(counts[k]) for k, slot in enumerate(slot_values)},
+        weighted_variance=float(counts @ effects**2) / e.size,
+    )
