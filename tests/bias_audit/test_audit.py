@@ -237,7 +237,7 @@ def test_length_flag_is_reported_but_never_raises_risk(n_answers: int) -> None:
     assert ("little power" in note) is (n_answers < 10)
 
 
-@pytest.mark.parametrize("scale", [1.0, 1e12])
+@pytest.mark.parametrize("scale", [1.0, 1e6])  # scores beyond ±1e9 are refused as input
 def test_scores_fitting_exactly_are_not_tested(scale: float) -> None:
     # score = reviewer + answer exactly: the residuals are rounding error (~1e-15 of the
     # scores), and a t test on them gave p ~ 1e-40 and "harsh" flags before the fix

@@ -27,7 +27,7 @@ from llm_council.bias_audit.score_table import (
 from llm_council.bias_audit.thresholds import AuditThresholds, load_thresholds
 from llm_council.errors import InputError
 from llm_council.stats.correlation import pearson_correlation_t_test
-from llm_council.stats.session_tests import joint_slot_effects, position_randomization_test
+from llm_council.stats.position_tests import joint_slot_effects, position_randomization_test
 from llm_council.stats.slot_identification import slot_effects_identified
 
 #: ``calculate_position_bias`` builds dense matrices of (scored cells)^2; past this many

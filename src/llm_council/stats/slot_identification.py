@@ -1,5 +1,8 @@
 """Are display-slot effects identified next to row and column effects? A rank check.
 
+The same check as :func:`llm_council.stats.position_tests.slot_effects_identified`
+(one SVD rank routine for every estimator), taking integer codes instead of a design.
+
 In the model ``score = mean + row + column + slot + error`` the slot effects can be
 estimated only if the slot indicators add ``n_slots - 1`` dimensions to the span of the
 row and column indicators. When every row saw the same order of the same columns, each
@@ -11,6 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike
+
+from llm_council.stats.position_tests import (
+    slot_effects_identified as position_slot_effects_identified,
+)
 
 
 def _indicators(codes: np.ndarray) -> np.ndarray:
@@ -38,10 +45,8 @@ def slot_effects_identified(
     if rows.size == 0 or not rows.shape == columns.shape == slots.shape:
         return False
     slot_matrix = _indicators(slots)
-    n_slots = slot_matrix.shape[1]
-    if n_slots < 2:
+    if slot_matrix.shape[1] < 2:
         return False
     base = np.hstack([_indicators(rows), _indicators(columns)])
-    full = np.hstack([base, slot_matrix])
-    added = int(np.linalg.matrix_rank(full)) - int(np.linalg.matrix_rank(base))
-    return added == n_slots - 1
+    # the first slot is the baseline: the other n_S - 1 indicator columns must add full rank
+    return position_slot_effects_identified(base, slot_matrix[:, 1:])
