@@ -59,7 +59,7 @@ def test_corrupt_and_wrong_type_lines_are_counted(write_lines: Writer) -> None:
 
 
 def test_unknown_schema_version_is_skipped_with_a_warning(write_lines: Writer) -> None:
-    future = record_line(reviewer_id="r9").replace('"schema_version":1', '"schema_version":2')
+    future = record_line(reviewer_id="r9").replace('"schema_version":1', '"schema_version":3')
     store = load_store(write_lines([record_line(), future, future]))
     assert store.n_records == 1
     assert store.n_unknown_version == 2

@@ -1,0 +1,1 @@
+"""``llm-council bias-compact``: placeholder replaced below."""
