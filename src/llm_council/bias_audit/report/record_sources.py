@@ -106,7 +106,10 @@ def redact_url(url: str) -> str:
 
 
 def read_postgres(
-    connection: duckdb.DuckDBPyConnection, url: str, since: datetime | None
+    connection: duckdb.DuckDBPyConnection,
+    url: str,
+    since: datetime | None,
+    columns: dict[str, str] = REPORT_COLUMNS,
 ) -> int:
     """Fill ``raw_lines`` from a PostgreSQL store (streamed to Arrow by the store module).
 
@@ -133,7 +136,7 @@ def read_postgres(
     present = set(table.column_names)
     selected = ", ".join(
         f"TRY_CAST({name} AS {kind}) AS {name}" if name in present else f"NULL::{kind} AS {name}"
-        for name, kind in REPORT_COLUMNS.items()
+        for name, kind in columns.items()
     )
     connection.execute(f"CREATE OR REPLACE TABLE raw_lines AS SELECT {selected} FROM postgres_rows")
     connection.unregister("postgres_rows")
