@@ -101,6 +101,40 @@ def since_filter_sql(since: datetime | None) -> tuple[str, list[object]]:
     )
 
 
+def create_records_table(
+    connection: duckdb.DuckDBPyConnection, kept_sql: str, parameters: list[object]
+) -> None:
+    """``records``, the analyses' table, from the lines ``kept_sql`` selects.
+
+    Sessions get dense indices in ``session_id`` order, so every source and engine numbers
+    them alike (the bootstrap resamples by index).
+    """
+    connection.execute(
+        f"""CREATE TABLE records AS
+            WITH kept AS ({kept_sql}),
+            sessions AS (
+                SELECT session_id,
+                       (row_number() OVER (ORDER BY session_id) - 1)::INTEGER AS session
+                FROM (SELECT DISTINCT session_id FROM kept))
+            SELECT session, session_id, reviewer_id AS reviewer, model_id AS model,
+                   position, n_candidates,
+                   response_length_words AS words, response_length_chars AS chars,
+                   score_value AS score, rank,
+                   coalesce(is_self_review, reviewer_id = model_id) AS is_self,
+                   coalesce(score_scale[1], 1.0) AS scale_low,
+                   coalesce(score_scale[2], 10.0) AS scale_high
+            FROM kept JOIN sessions USING (session_id)""",
+        parameters,
+    )
+
+
+def count_records(connection: duckdb.DuckDBPyConnection) -> tuple[int, int]:
+    """(records, sessions) in ``records``."""
+    sizes = connection.execute("SELECT count(*), count(DISTINCT session) FROM records").fetchone()
+    assert sizes is not None
+    return int(sizes[0]), int(sizes[1])
+
+
 def build_records(
     connection: duckdb.DuckDBPyConnection, *, since: datetime | None
 ) -> RecordCounts:
@@ -117,28 +151,12 @@ def build_records(
     create_session_check(connection, "raw_lines")
     n_incomplete_sessions, n_incomplete_records = incomplete_counts(connection)
     since_sql, parameters = since_filter_sql(since)
-    connection.execute(
-        f"""CREATE TABLE records AS
-            WITH kept AS (SELECT * FROM raw_lines WHERE {KEEP_COMPLETE} AND {since_sql}),
-            sessions AS (
-                SELECT session_id,
-                       (row_number() OVER (ORDER BY session_id) - 1)::INTEGER AS session
-                FROM (SELECT DISTINCT session_id FROM kept))
-            SELECT session, session_id, reviewer_id AS reviewer, model_id AS model,
-                   position, n_candidates,
-                   response_length_words AS words, response_length_chars AS chars,
-                   score_value AS score, rank,
-                   coalesce(is_self_review, reviewer_id = model_id) AS is_self,
-                   coalesce(score_scale[1], 1.0) AS scale_low,
-                   coalesce(score_scale[2], 10.0) AS scale_high
-            FROM kept JOIN sessions USING (session_id)""",
-        parameters,
+    create_records_table(
+        connection, f"SELECT * FROM raw_lines WHERE {KEEP_COMPLETE} AND {since_sql}", parameters
     )
     connection.execute("DROP TABLE raw_lines")
     connection.execute("DROP TABLE session_check")
-    sizes = connection.execute("SELECT count(*), count(DISTINCT session) FROM records").fetchone()
-    assert sizes is not None
-    n_records, n_sessions = int(sizes[0]), int(sizes[1])
+    n_records, n_sessions = count_records(connection)
     return RecordCounts(
         n_rows=n_rows,
         n_valid=n_valid,
