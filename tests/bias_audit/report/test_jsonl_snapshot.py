@@ -1,0 +1,78 @@
+"""One consistent prefix of a store that writers append to while the report reads it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from llm_council.bias_audit.report.jsonl_snapshot import count_lines
+from llm_council.bias_audit.report.loading import load_store
+
+from .conftest import record_line
+
+# Appends 20-line v2 sessions, one os.write per line (the worst case for a reader: it can
+# stop between any two lines), until the stop file appears.
+_WRITER = """
+import json, os, sys
+path, stop, template = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+session = 0
+while not os.path.exists(stop):
+    for index in range(20):
+        line = dict(template, session_id=f"live{session:07d}", reviewer_id=f"r{index % 5}",
+                    model_id=f"m{index // 5}", position=index // 5, schema_version=2,
+                    session_n_records=20)
+        os.write(descriptor, (json.dumps(line) + "\\n").encode())
+    session += 1
+"""
+
+
+def test_count_lines_stops_at_the_snapshot_size(tmp_path: Path) -> None:
+    path = tmp_path / "store.jsonl"
+    path.write_bytes(b'{"a":1}\n\n{"b":2}\n{"c":')
+    with path.open("rb") as handle:
+        whole = count_lines(handle.fileno(), path.stat().st_size)
+        prefix = count_lines(handle.fileno(), 9)  # '{"a":1}\n\n'
+    assert (whole.n_lines, whole.ends_mid_line, whole.complete_end) == (3, True, 17)
+    assert (prefix.n_lines, prefix.ends_mid_line, prefix.complete_end) == (1, False, 9)
+
+
+def test_report_while_a_writer_appends_sees_no_phantom_unreadable_lines(tmp_path: Path) -> None:
+    path, stop = tmp_path / "store.jsonl", tmp_path / "stop"
+    template = json.loads(record_line())
+    path.write_text("".join(record_line(session_id=f"old{i}") for i in range(200)))
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(path), str(stop), json.dumps(template)]
+    )
+    sessions_seen: list[int] = []
+    live_reads = 0
+    deadline = time.monotonic() + 60
+    try:
+        while path.stat().st_size < 60_000 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        while (live_reads < 3 or len(sessions_seen) < 8) and time.monotonic() < deadline:
+            store = load_store(path)
+            store.connection.close()
+            live_reads += store.read_while_appending
+            sessions_seen.append(store.n_sessions)
+            assert store.n_unreadable == 0, store.warnings
+            assert not [w for w in store.warnings if "unreadable" in w or "last line" in w]
+    finally:
+        stop.touch()
+        writer.wait(timeout=30)
+    assert live_reads >= 3, "the writer never appended during a read: the test proved nothing"
+    assert sessions_seen == sorted(sessions_seen)
+    assert sessions_seen[-1] > sessions_seen[0] > 200
+
+
+def test_a_file_that_stops_mid_line_without_writers_is_still_a_torn_line(tmp_path: Path) -> None:
+    path = tmp_path / "store.jsonl"
+    path.write_text(record_line() + record_line(reviewer_id="r2")[:40])
+    store = load_store(path)
+    assert not store.read_while_appending
+    assert store.n_records == 1
+    assert any("last line is incomplete" in warning for warning in store.warnings)
