@@ -24,9 +24,9 @@ def bias_compact(
 ) -> None:
     """Compact the bias-audit store into Parquet partitioned by date (idempotent)."""
     from llm_council.bias_audit.parquet_store import compact_store
-    from llm_council.bias_audit.store import store_path
+    from llm_council.bias_audit.report.record_sources import default_store_location
 
-    result = compact_store(store if store is not None else store_path(), out)
+    result = compact_store(store if store is not None else default_store_location(), out)
     days = ", ".join(result.days_written) if result.days_written else "none"
     print(
         f"compacted {result.n_sessions_written} session(s) ({result.n_records_written} records) "

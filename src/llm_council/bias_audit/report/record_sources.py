@@ -7,6 +7,8 @@ Each fills the ``raw_lines`` table of :mod:`.raw_records` with the columns of
 from __future__ import annotations
 
 import importlib
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -141,3 +143,15 @@ def read_postgres(
     connection.execute(f"CREATE OR REPLACE TABLE raw_lines AS SELECT {selected} FROM postgres_rows")
     connection.unregister("postgres_rows")
     return int(table.num_rows)
+
+
+def default_store_location(environ: Mapping[str, str] | None = None) -> str:
+    """``$LLM_COUNCIL_BIAS_STORE`` as given when it is a URL, else the JSONL store's path.
+
+    A URL must not go through :class:`~pathlib.Path`, which would fold its ``//``.
+    """
+    from llm_council.bias_audit.store import STORE_VARIABLE, store_path
+
+    env = os.environ if environ is None else environ
+    configured = env.get(STORE_VARIABLE, "").strip()
+    return configured if is_postgres_url(configured) else str(store_path(env))
