@@ -50,12 +50,12 @@ class JsonlSnapshot:
 def count_lines(descriptor: int, size: int) -> LineCount:
     """Count the non-empty lines in the first ``size`` bytes of ``descriptor``.
 
-    numpy compares 16 MB at a time (about 0.15 s for a million records); blank lines are
-    not counted because DuckDB skips them too. ``os.pread`` keeps the descriptor's offset
-    untouched, so this can run in a thread while another reader uses the same file.
+    ``bytearray.count`` (memchr speed) does the work 16 MB at a time; only a chunk that
+    holds blank lines (``\\n\\n``, which DuckDB skips too) goes through numpy to count them
+    exactly. ``os.preadv`` leaves the descriptor's offset alone, so this can run in a thread
+    while another reader uses the same file.
     """
     buffer = bytearray(_COUNT_CHUNK)
-    as_bytes = np.frombuffer(buffer, dtype=np.uint8)
     n_newlines = n_blank = 0
     previous_newline = True  # a newline at the very start is a blank line
     ends_mid_line = False
@@ -65,14 +65,16 @@ def count_lines(descriptor: int, size: int) -> LineCount:
         chunk = os.preadv(descriptor, [window], offset)
         if chunk == 0:  # truncated under us: the prefix ends here
             break
-        newline = as_bytes[:chunk] == _NEWLINE
-        positions = np.flatnonzero(newline)
-        n_newlines += len(positions)
-        n_blank += int(np.count_nonzero(newline[1:] & newline[:-1]))
-        n_blank += int(previous_newline and newline[0])
-        if len(positions):
-            complete_end = offset + int(positions[-1]) + 1
-        previous_newline = bool(newline[chunk - 1])
+        data = buffer if chunk == _COUNT_CHUNK else buffer[:chunk]
+        n_newlines += data.count(b"\n")
+        n_blank += int(previous_newline and data[0] == _NEWLINE)
+        if data.find(b"\n\n") >= 0:
+            newline = np.frombuffer(data, dtype=np.uint8) == _NEWLINE
+            n_blank += int(np.count_nonzero(newline[1:] & newline[:-1]))
+        last = data.rfind(b"\n")
+        if last >= 0:
+            complete_end = offset + last + 1
+        previous_newline = data[chunk - 1] == _NEWLINE
         ends_mid_line = not previous_newline
         offset += chunk
     return LineCount(

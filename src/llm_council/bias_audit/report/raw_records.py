@@ -102,20 +102,23 @@ def since_filter_sql(since: datetime | None) -> tuple[str, list[object]]:
 
 
 def create_records_table(
-    connection: duckdb.DuckDBPyConnection, kept_sql: str, parameters: list[object]
+    connection: duckdb.DuckDBPyConnection,
+    lines_sql: str,
+    sessions_sql: str,
+    parameters: list[object],
 ) -> None:
-    """``records``, the analyses' table, from the lines ``kept_sql`` selects.
+    """``records``, the analyses' table: the lines ``lines_sql`` selects, in the sessions
+    ``sessions_sql`` lists (one ``session_id`` per row).
 
     Sessions get dense indices in ``session_id`` order, so every source and engine numbers
     them alike (the bootstrap resamples by index).
     """
     connection.execute(
         f"""CREATE TABLE records AS
-            WITH kept AS ({kept_sql}),
-            sessions AS (
+            WITH sessions AS (
                 SELECT session_id,
                        (row_number() OVER (ORDER BY session_id) - 1)::INTEGER AS session
-                FROM (SELECT DISTINCT session_id FROM kept))
+                FROM ({sessions_sql}))
             SELECT session, session_id, reviewer_id AS reviewer, model_id AS model,
                    position, n_candidates,
                    response_length_words AS words, response_length_chars AS chars,
@@ -123,7 +126,7 @@ def create_records_table(
                    coalesce(is_self_review, reviewer_id = model_id) AS is_self,
                    coalesce(score_scale[1], 1.0) AS scale_low,
                    coalesce(score_scale[2], 10.0) AS scale_high
-            FROM kept JOIN sessions USING (session_id)""",
+            FROM ({lines_sql}) AS kept JOIN sessions USING (session_id)""",
         parameters,
     )
 
@@ -150,9 +153,17 @@ def build_records(
     n_rows, n_valid, n_unknown_version = (int(value) for value in counts)
     create_session_check(connection, "raw_lines")
     n_incomplete_sessions, n_incomplete_records = incomplete_counts(connection)
-    since_sql, parameters = since_filter_sql(since)
+    since_sql, since_parameters = since_filter_sql(since)
+    # Number the complete sessions from session_check (one row per session) and join the
+    # lines to them: half the work of numbering DISTINCT session_id over the kept lines.
+    sessions_sql = "SELECT session_id FROM session_check WHERE complete"
+    if since is not None:
+        sessions_sql += f" AND session_id IN (SELECT session_id FROM raw_lines WHERE {since_sql})"
     create_records_table(
-        connection, f"SELECT * FROM raw_lines WHERE {KEEP_COMPLETE} AND {since_sql}", parameters
+        connection,
+        f"SELECT * FROM raw_lines WHERE {KNOWN_VERSION} AND {VALID_LINE} AND {since_sql}",
+        sessions_sql,
+        [*since_parameters, *since_parameters],
     )
     connection.execute("DROP TABLE raw_lines")
     connection.execute("DROP TABLE session_check")

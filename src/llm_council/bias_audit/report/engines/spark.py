@@ -168,6 +168,7 @@ def spark_records(
                   CAST(rank AS INTEGER) AS rank,
                   CAST(is_self_review AS BOOLEAN) AS is_self_review
            FROM spark_cells""",
+        "SELECT DISTINCT session_id FROM spark_cells",
         [],
     )
     connection.unregister("spark_cells")
