@@ -7,8 +7,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from generators.independent_council import CouncilSpec, generate_sessions, write_store
 
+from generators.independent_council import CouncilSpec, generate_sessions, write_store
 from llm_council.bias_audit.parquet_store import compact_store
 from llm_council.bias_audit.report import build_report, render_json
 from llm_council.cli.app import _run, app
@@ -78,11 +78,22 @@ def test_compaction_is_idempotent_and_appends_only_new_sessions(
 def test_incomplete_session_waits_for_a_later_compaction(tmp_path: Path) -> None:
     lines = [
         {
-            "schema_version": 2, "session_id": sid, "timestamp": "2026-02-01T10:00:00Z",
-            "reviewer_id": f"r{i}", "model_id": "m", "position": i, "n_candidates": 3,
-            "response_length_chars": 10, "response_length_words": 2, "score_value": 5.0,
-            "score_scale": [1.0, 10.0], "rank": 1, "is_self_review": False,
-            "council_config_hash": "sha256:x", "query_hash": None, "session_n_records": 3,
+            "schema_version": 2,
+            "session_id": sid,
+            "timestamp": "2026-02-01T10:00:00Z",
+            "reviewer_id": f"r{i}",
+            "model_id": "m",
+            "position": i,
+            "n_candidates": 3,
+            "response_length_chars": 10,
+            "response_length_words": 2,
+            "score_value": 5.0,
+            "score_scale": [1.0, 10.0],
+            "rank": 1,
+            "is_self_review": False,
+            "council_config_hash": "sha256:x",
+            "query_hash": None,
+            "session_n_records": 3,
         }
         for sid in ("whole", "growing")
         for i in range(3)
@@ -116,7 +127,7 @@ def test_cli_compacts_then_reports_from_parquet(
     tmp_path: Path, sessions: list, capsys: pytest.CaptureFixture[str]
 ) -> None:
     store = _write(tmp_path / "store.jsonl", sessions)
-    out = tmp_path / "it's a \"dir\""
+    out = tmp_path / 'it\'s a "dir"'
     assert _run(["bias-compact", "--store", str(store), "--out", str(out)], "llm-council", app) == 0
     assert "compacted 120 session(s)" in capsys.readouterr().err
     code = _run(["bias-report", "--store", str(out), "--format", "json"], "llm-council", app)

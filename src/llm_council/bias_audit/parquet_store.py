@@ -87,9 +87,7 @@ def _write_day(connection: duckdb.DuckDBPyConnection, target: Path, day: str) ->
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     columns = ", ".join(ALL_COLUMNS)
-    old = (
-        f"SELECT {columns} FROM read_parquet(?) UNION ALL " if target.exists() else ""
-    )
+    old = f"SELECT {columns} FROM read_parquet(?) UNION ALL " if target.exists() else ""
     parameters: list[object] = [str(target)] if target.exists() else []
     parameters.append(day)
     connection.execute(
@@ -122,6 +120,7 @@ def _compact_locked(store: str, root: Path) -> CompactionResult:
     connection = duckdb.connect()
     try:
         connection.execute("SET TimeZone = 'UTC'")
+        connection.execute("SET enable_progress_bar = false")
         _, n_lines = _read_source(connection, store)
         row = connection.execute(
             f"SELECT count(*), count(*) FILTER (WHERE {VALID_LINE}) FROM raw_lines"
@@ -169,7 +168,9 @@ def _compact_locked(store: str, root: Path) -> CompactionResult:
         for day in new_days:
             _write_day(connection, _day_file(root, day), day)
     except duckdb.Error as error:
-        raise RecordError(f"cannot compact {redact_url(store)!r} into {str(root)!r}: {error}") from None
+        raise RecordError(
+            f"cannot compact {redact_url(store)!r} into {str(root)!r}: {error}"
+        ) from None
     finally:
         connection.close()
     return CompactionResult(

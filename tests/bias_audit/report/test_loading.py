@@ -136,7 +136,10 @@ def test_incomplete_v2_session_is_dropped_whole_and_reported(write_lines: Writer
 
 
 def test_session_whose_lines_disagree_on_the_count_is_incomplete(write_lines: Writer) -> None:
-    lines = [v2_line(2, session_id="s", reviewer_id="a"), v2_line(3, session_id="s", reviewer_id="b")]
+    lines = [
+        v2_line(2, session_id="s", reviewer_id="a"),
+        v2_line(3, session_id="s", reviewer_id="b"),
+    ]
     store = load_store(write_lines([*lines, record_line(session_id="other")]))
     assert (store.n_records, store.n_incomplete_sessions) == (1, 1)
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from generators.independent_council import CouncilSpec, generate_sessions, write_store
 
+from generators.independent_council import CouncilSpec, generate_sessions, write_store
 from llm_council.bias_audit.parquet_store import compact_store
 from llm_council.bias_audit.report import build_report, render_json
 from llm_council.bias_audit.report.loading import load_store

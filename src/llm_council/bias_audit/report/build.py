@@ -38,9 +38,7 @@ def build_report(
     step = on_step or (lambda _name: None)
     cutoff = parse_since(since) if since else None
     step("reading records")
-    store = load_store(
-        store_path, since=cutoff, since_label=since, threads=threads, engine=engine
-    )
+    store = load_store(store_path, since=cutoff, since_label=since, threads=threads, engine=engine)
     if store.n_records == 0:
         detail = f" since {since}" if since else ""
         raise RecordError(f"no usable bias-audit records{detail} in {store.path!r}")

@@ -79,14 +79,14 @@ def _new_connection(threads: int | None) -> duckdb.DuckDBPyConnection:
     connection = duckdb.connect()
     # row order carries no meaning here; not preserving it lets the parallel reader skip a merge
     connection.execute("SET preserve_insertion_order = false")
+    # DuckDB draws its own progress bar on a terminal; the CLI has one already
+    connection.execute("SET enable_progress_bar = false")
     if threads is not None:
         connection.execute(f"SET threads TO {int(threads)}")
     return connection
 
 
-def _warnings(
-    label: str, counts: RecordCounts, n_lines: int, torn: bool
-) -> tuple[int, list[str]]:
+def _warnings(label: str, counts: RecordCounts, n_lines: int, torn: bool) -> tuple[int, list[str]]:
     """The number of unreadable lines and the report's warnings about what was skipped."""
     n_unreadable = max(n_lines - counts.n_rows, 0) + (counts.n_rows - counts.n_valid)
     warnings: list[str] = []

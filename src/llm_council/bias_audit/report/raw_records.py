@@ -138,9 +138,7 @@ def count_records(connection: duckdb.DuckDBPyConnection) -> tuple[int, int]:
     return int(sizes[0]), int(sizes[1])
 
 
-def build_records(
-    connection: duckdb.DuckDBPyConnection, *, since: datetime | None
-) -> RecordCounts:
+def build_records(connection: duckdb.DuckDBPyConnection, *, since: datetime | None) -> RecordCounts:
     """Create ``records`` (the analyses' table) from ``raw_lines``, then drop ``raw_lines``."""
     counts = connection.execute(
         f"""SELECT count(*),

@@ -45,8 +45,7 @@ def list_partitions(root: Path) -> list[ParquetPartition]:
             day = date.fromisoformat(entry.name.removeprefix(PARTITION_PREFIX))
         except ValueError:
             raise RecordError(
-                f"{str(entry)!r}: partition name is not date=YYYY-MM-DD "
-                f"({entry.name!r})"
+                f"{str(entry)!r}: partition name is not date=YYYY-MM-DD ({entry.name!r})"
             ) from None
         partitions.append(ParquetPartition(day, entry))
     return sorted(partitions, key=lambda partition: partition.day)
@@ -81,7 +80,9 @@ def read_parquet_directory(
     _empty_raw_lines(connection)
     if not files:
         return 0
-    selected = ", ".join(f"CAST({name} AS {kind}) AS {name}" for name, kind in REPORT_COLUMNS.items())
+    selected = ", ".join(
+        f"CAST({name} AS {kind}) AS {name}" for name, kind in REPORT_COLUMNS.items()
+    )
     try:
         connection.execute(
             f"INSERT INTO raw_lines SELECT {selected} FROM read_parquet(?, union_by_name = true)",

@@ -81,7 +81,7 @@ def _spark_session() -> Any:
     return _session
 
 
-def _counts_sql(since_sql: str) -> str:
+def _counts_sql() -> str:
     return f"""
         WITH usable AS (SELECT * FROM raw_lines WHERE {_KNOWN} AND {_VALID}),
         session_check AS (
@@ -105,8 +105,10 @@ def _counts_sql(since_sql: str) -> str:
 
 def _sessions_sql(since_sql: str) -> str:
     cells = ", ".join(
-        f"{name}" if name not in ("scale_low", "scale_high") else
-        f"score_scale[{0 if name == 'scale_low' else 1}] AS {name}"
+        f"{name}"
+        if name not in ("scale_low", "scale_high")
+        # try_element_at: NULL, not an ANSI-mode error, for a short or missing scale
+        else f"try_element_at(score_scale, {1 if name == 'scale_low' else 2}) AS {name}"
         for name in _CELL_FIELDS
     )
     return f"""
@@ -148,12 +150,13 @@ def spark_records(
     if since is not None:
         cutoff = since.astimezone(UTC)
         # the partition column first (Spark prunes whole days), then the exact time
+        moment = cutoff.strftime("%Y-%m-%d %H:%M:%S.%f")
         since_sql = (
             f"date >= DATE '{cutoff.date().isoformat()}' AND "
-            f"try_cast(timestamp AS TIMESTAMP) >= TIMESTAMP '{cutoff.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
+            f"try_cast(timestamp AS TIMESTAMP) >= TIMESTAMP '{moment}'"
         )
     frame.createOrReplaceTempView("raw_lines")
-    count_row = spark.sql(_counts_sql(since_sql)).collect()[0]
+    count_row = spark.sql(_counts_sql()).collect()[0]
     sessions = spark.sql(_sessions_sql(since_sql)).collect()
     columns = _cells_to_columns(sessions)
     connection.register("spark_cells", columns)
