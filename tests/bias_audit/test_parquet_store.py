@@ -139,3 +139,14 @@ def test_compacting_into_a_file_is_a_clear_error(tmp_path: Path, sessions: list)
     (tmp_path / "file").write_text("x")
     with pytest.raises(RecordError, match="exists and is not a directory"):
         compact_store(_write(tmp_path / "store.jsonl", sessions), tmp_path / "file")
+
+
+def test_a_killed_compactions_temporary_file_is_never_read(tmp_path: Path, sessions: list) -> None:
+    out = tmp_path / "pq"
+    compact_store(_write(tmp_path / "store.jsonl", sessions[:24]), out)
+    day = out / "date=2026-01-05"
+    (day / ".part-0.parquet.4242.tmp").write_bytes(b"half a parquet file")
+    assert build_report(out).n_sessions == 24
+    grown = compact_store(_write(tmp_path / "more.jsonl", sessions[:30]), out)
+    assert grown.n_sessions_written == 6
+    assert build_report(out).n_sessions == 30

@@ -13,18 +13,19 @@ from llm_council.bias_audit.report.loading import load_store
 
 from .conftest import record_line
 
-# Appends 20-line v2 sessions, one os.write per line (the worst case for a reader: it can
-# stop between any two lines), until the stop file appears.
+# Appends v2 sessions of N lines, one os.write per line (the worst case for a reader: it
+# can stop between any two lines), until the stop file appears.
 _WRITER = """
 import json, os, sys
-path, stop, template = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+path, stop, template, size = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4])
+prefix = f"live{os.getpid()}-"
 descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 session = 0
 while not os.path.exists(stop):
-    for index in range(20):
-        line = dict(template, session_id=f"live{session:07d}", reviewer_id=f"r{index % 5}",
-                    model_id=f"m{index // 5}", position=index // 5, schema_version=2,
-                    session_n_records=20)
+    for index in range(size):
+        line = dict(template, session_id=f"{prefix}{session:07d}", reviewer_id=f"r{index % 10}",
+                    model_id=f"m{index // 10}", position=index // 10, schema_version=2,
+                    session_n_records=size)
         os.write(descriptor, (json.dumps(line) + "\\n").encode())
     session += 1
 """
@@ -45,7 +46,7 @@ def test_report_while_a_writer_appends_sees_no_phantom_unreadable_lines(tmp_path
     template = json.loads(record_line())
     path.write_text("".join(record_line(session_id=f"old{i}") for i in range(200)))
     writer = subprocess.Popen(
-        [sys.executable, "-c", _WRITER, str(path), str(stop), json.dumps(template)]
+        [sys.executable, "-c", _WRITER, str(path), str(stop), json.dumps(template), "20"]
     )
     sessions_seen: list[int] = []
     live_reads = 0
@@ -75,3 +76,31 @@ def test_a_file_that_stops_mid_line_without_writers_is_still_a_torn_line(tmp_pat
     assert not store.read_while_appending
     assert store.n_records == 1
     assert any("last line is incomplete" in warning for warning in store.warnings)
+
+
+def test_sigkilled_writers_leave_sessions_that_are_dropped_whole(tmp_path: Path) -> None:
+    """10-member sessions (100 lines) cut by SIGKILL: none is pooled, each is reported."""
+    path, never = tmp_path / "store.jsonl", tmp_path / "never"
+    template = json.dumps(json.loads(record_line()))
+    kills = 3
+    for _ in range(kills):
+        writer = subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(path), str(never), template, "100"]
+        )
+        deadline = time.monotonic() + 30
+        start = path.stat().st_size if path.exists() else 0
+        while (path.stat().st_size if path.exists() else 0) < start + 60_000:
+            assert time.monotonic() < deadline, "the writer never wrote"
+            time.sleep(0.005)
+        writer.kill()  # SIGKILL, while it appends line after line
+        writer.wait(timeout=30)
+    store = load_store(path)
+    per_session = store.connection.execute(
+        "SELECT DISTINCT count(*) FROM records GROUP BY session"
+    ).fetchall()
+    assert per_session == [(100,)]  # only whole sessions are pooled
+    # each kill cuts one session (unless it lands between two: p ~ 1/100); a line torn by a
+    # kill merges with the next writer's first line and cuts that session too
+    assert 1 <= store.n_incomplete_sessions <= 2 * kills
+    assert store.n_unreadable <= kills
+    assert any("incomplete session(s)" in warning for warning in store.warnings)

@@ -17,8 +17,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from llm_council.bias_audit.parquet_store import compact_store
 from llm_council.bias_audit.report import build_report, render_json
 from llm_council.bias_audit.report.loading import load_store
+from llm_council.bias_audit.report.record_sources import default_store_location
 from llm_council.errors import RecordError
 
 from .conftest import record_line
@@ -76,3 +78,19 @@ def test_a_driver_error_never_shows_the_password(monkeypatch: pytest.MonkeyPatch
         load_store(URL)
     assert "s3cr3t-pw" not in str(raised.value)
     assert "postgresql://auditor:***@db.internal:5432/council" in str(raised.value)
+
+
+def test_compaction_reads_a_postgres_store_too(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    rows = [json.loads(record_line(session_id=f"s{i}", reviewer_id="a")) for i in range(3)]
+    calls: list[tuple] = []
+    _install_stand_in(monkeypatch, rows, calls)
+    result = compact_store(URL, tmp_path / "pq")
+    assert (result.n_sessions_written, result.days_written) == (3, ("2026-01-10",))
+    assert calls == [(URL, None)]
+
+
+def test_a_postgres_url_in_the_environment_is_not_folded_into_a_path() -> None:
+    assert default_store_location({"LLM_COUNCIL_BIAS_STORE": URL}) == URL
+    assert default_store_location({"LLM_COUNCIL_BIAS_STORE": "/x/s.jsonl"}) == "/x/s.jsonl"
