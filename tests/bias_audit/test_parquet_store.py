@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -150,3 +152,35 @@ def test_a_killed_compactions_temporary_file_is_never_read(tmp_path: Path, sessi
     grown = compact_store(_write(tmp_path / "more.jsonl", sessions[:30]), out)
     assert grown.n_sessions_written == 6
     assert build_report(out).n_sessions == 30
+
+
+# Compaction in a child whose files may not grow past a limit (RLIMIT_FSIZE): writes past
+# it fail with EFBIG, as on a full disk, and the child must report it in one line.
+_LIMITED_COMPACTION = """
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+limit = int(sys.argv[3])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+from llm_council.cli.app import main
+main(["bias-compact", "--store", sys.argv[1], "--out", sys.argv[2]])
+"""
+
+
+def test_a_failed_day_write_keeps_the_old_file_and_leaves_no_temporary(
+    tmp_path: Path, sessions: list
+) -> None:
+    out = tmp_path / "pq"
+    compact_store(_write(tmp_path / "store.jsonl", sessions[:10]), out)
+    day = out / "date=2026-01-05"
+    before = (day / "part-0.parquet").read_bytes()
+    more = _write(tmp_path / "more.jsonl", sessions[:24])
+    child = subprocess.run(
+        [sys.executable, "-c", _LIMITED_COMPACTION, str(more), str(out), str(len(before))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert child.returncode != 0
+    assert child.stderr.startswith("error: cannot compact") and "Traceback" not in child.stderr
+    assert (day / "part-0.parquet").read_bytes() == before
+    assert sorted(path.name for path in day.iterdir()) == ["part-0.parquet"]

@@ -90,15 +90,20 @@ def _write_day(connection: duckdb.DuckDBPyConnection, target: Path, day: str) ->
     old = f"SELECT {columns} FROM read_parquet(?) UNION ALL " if target.exists() else ""
     parameters: list[object] = [str(target)] if target.exists() else []
     parameters.append(day)
-    connection.execute(
-        f"""COPY ({old}SELECT {columns} FROM fresh WHERE day = ?
-                  ORDER BY session_id, reviewer_id, model_id)
-            TO '{str(temporary).replace("'", "''")}' (FORMAT parquet, COMPRESSION zstd)""",
-        parameters,
-    )
-    with open(temporary, "rb") as written:
-        os.fsync(written.fileno())
-    os.replace(temporary, target)
+    try:
+        connection.execute(
+            f"""COPY ({old}SELECT {columns} FROM fresh WHERE day = ?
+                      ORDER BY session_id, reviewer_id, model_id)
+                TO '{str(temporary).replace("'", "''")}' (FORMAT parquet, COMPRESSION zstd)""",
+            parameters,
+        )
+        with open(temporary, "rb") as written:
+            os.fsync(written.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        # a full disk or an interrupt: the day keeps its old file, no half file is left
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def compact_store(store: str | Path, out_dir: str | Path) -> CompactionResult:
@@ -106,7 +111,10 @@ def compact_store(store: str | Path, out_dir: str | Path) -> CompactionResult:
     root = Path(out_dir).expanduser()
     if root.exists() and not root.is_dir():
         raise RecordError(f"--out {str(root)!r} exists and is not a directory")
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise RecordError(f"cannot create --out {str(root)!r}: {error.strerror}") from None
     try:
         with FileLock(str(root / LOCK_NAME), timeout=LOCK_TIMEOUT_S):
             return _compact_locked(str(store), root)
