@@ -156,7 +156,8 @@ def _compact_locked(store: str, root: Path) -> CompactionResult:
             connection, [_day_file(root, day) for day in days if _day_file(root, day).exists()]
         )
         connection.execute(
-            """CREATE TEMP TABLE fresh AS
+            # a view, not a copy: the day files are written from ``dated`` directly
+            """CREATE TEMP VIEW fresh AS
                SELECT * FROM dated
                WHERE day IS NOT NULL AND session_id NOT IN (SELECT session_id FROM compacted)"""
         )

@@ -27,10 +27,11 @@ def bias_compact(
     from llm_council.bias_audit.report.record_sources import default_store_location
 
     result = compact_store(store if store is not None else default_store_location(), out)
-    days = ", ".join(result.days_written) if result.days_written else "none"
+    days = result.days_written
+    span = f" ({days[0]} .. {days[-1]})" if len(days) > 1 else f" ({days[0]})" if days else ""
     print(
         f"compacted {result.n_sessions_written} session(s) ({result.n_records_written} records) "
-        f"into {result.out_dir}; day partitions written: {days}; "
+        f"into {result.out_dir}: {len(days)} day partition(s) written{span}; "
         f"{result.n_sessions_already_compacted} session(s) were already there",
         file=sys.stderr,
     )
