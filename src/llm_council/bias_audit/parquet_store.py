@@ -65,7 +65,10 @@ def _read_source(connection: duckdb.DuckDBPyConnection, store: str) -> tuple[str
     path = Path(store).expanduser()
     if not path.is_file():
         raise RecordError(f"no JSONL bias-audit store at {str(path)!r} to compact")
-    return str(path), read_jsonl_snapshot(connection, path, ALL_COLUMNS).n_lines
+    read_jsonl_snapshot(connection, path, ALL_COLUMNS)
+    row = connection.execute("SELECT count(*) FROM raw_lines").fetchone()
+    assert row is not None
+    return str(path), int(row[0])
 
 
 def _day_file(out_dir: Path, day: str) -> Path:

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from llm_council.bias_audit.report.jsonl_snapshot import count_lines
+from llm_council.bias_audit.report.jsonl_snapshot import complete_prefix_end
 from llm_council.bias_audit.report.loading import load_store
 
 from .conftest import record_line
@@ -31,20 +31,23 @@ while not os.path.exists(stop):
 """
 
 
-def test_count_lines_stops_at_the_snapshot_size(tmp_path: Path) -> None:
+def test_complete_prefix_ends_after_the_last_newline_before_the_snapshot(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "store.jsonl"
-    path.write_bytes(b'{"a":1}\n\n{"b":2}\n{"c":')
+    path.write_bytes(b'{"a":1}\n\n{"b":2}\n{"c":' + b"x" * 200_000)  # a long line in flight
     with path.open("rb") as handle:
-        whole = count_lines(handle.fileno(), path.stat().st_size)
-        prefix = count_lines(handle.fileno(), 9)  # '{"a":1}\n\n'
-    assert (whole.n_lines, whole.ends_mid_line, whole.complete_end) == (3, True, 17)
-    assert (prefix.n_lines, prefix.ends_mid_line, prefix.complete_end) == (1, False, 9)
+        size = path.stat().st_size
+        assert complete_prefix_end(handle.fileno(), size) == 17
+        assert complete_prefix_end(handle.fileno(), 9) == 9
+        assert complete_prefix_end(handle.fileno(), 7) == 0
 
 
 def test_report_while_a_writer_appends_sees_no_phantom_unreadable_lines(tmp_path: Path) -> None:
     path, stop = tmp_path / "store.jsonl", tmp_path / "stop"
     template = json.loads(record_line())
     path.write_text("".join(record_line(session_id=f"old{i}") for i in range(200)))
+    initial = path.stat().st_size
     writer = subprocess.Popen(
         [sys.executable, "-c", _WRITER, str(path), str(stop), json.dumps(template), "20"]
     )
@@ -52,7 +55,7 @@ def test_report_while_a_writer_appends_sees_no_phantom_unreadable_lines(tmp_path
     live_reads = 0
     deadline = time.monotonic() + 60
     try:
-        while path.stat().st_size < 60_000 and time.monotonic() < deadline:
+        while path.stat().st_size < initial + 60_000 and time.monotonic() < deadline:
             time.sleep(0.05)
         while (live_reads < 3 or len(sessions_seen) < 8) and time.monotonic() < deadline:
             store = load_store(path)

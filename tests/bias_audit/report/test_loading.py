@@ -173,3 +173,16 @@ def test_unknown_engine_is_a_clear_error(write_lines: Writer) -> None:
 def test_spark_engine_refuses_a_jsonl_file(write_lines: Writer) -> None:
     with pytest.raises(ConfigError, match="--engine spark reads a Parquet directory"):
         load_store(write_lines([record_line()]), engine="spark")
+
+
+def test_array_and_scalar_lines_do_not_wipe_out_the_other_records(write_lines: Writer) -> None:
+    # without records=true DuckDB switched the whole file to non-record mode: every row NULL
+    hostile = ["[1,2]\n", "42\n", '"text"\n', "null\n", "{}\n", "   \n"]
+    store = load_store(write_lines([record_line(), *hostile, record_line(reviewer_id="r2")]))
+    assert (store.n_records, store.n_unreadable) == (2, 5)  # the blank line is not a line
+
+
+def test_a_whole_last_record_without_its_newline_is_a_record(write_lines: Writer) -> None:
+    store = load_store(write_lines([record_line(), record_line(reviewer_id="r2").rstrip("\n")]))
+    assert (store.n_records, store.n_unreadable) == (2, 0)
+    assert store.warnings == ()

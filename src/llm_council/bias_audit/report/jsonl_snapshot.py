@@ -1,87 +1,58 @@
 """Read one consistent prefix of a JSONL store that writers may be appending to.
 
 The store is append-only, so its first ``size`` bytes never change once written. The
-reader takes ``size`` once, from the open descriptor, counts the lines in ``[0, size)``
-and lets DuckDB parse the file by path, in parallel. If the file is still ``size`` bytes
-(same inode, same mtime) after DuckDB finished, DuckDB read exactly that prefix: nothing
-was appended while it read. Otherwise a writer appended meanwhile and DuckDB may have
-read further than the count (the old code's thousands of phantom "unreadable lines"), so
-the reader copies the prefix up to its last newline into a private temporary file (in
-the kernel, ``copy_file_range``) and parses that instead. A line still being written at
-the snapshot is simply not read: it is neither a record nor a torn line.
+reader takes ``size`` once, from the open descriptor, and lets DuckDB parse the file by
+path, in parallel. If the file is still ``size`` bytes (same inode, same mtime) after
+DuckDB finished, DuckDB read exactly that prefix: nothing was appended while it read.
+Otherwise a writer appended meanwhile and DuckDB may have read into a line still being
+written (the old reader, which counted lines separately, reported thousands of phantom
+"unreadable lines"), so the reader copies the prefix up to its last newline into a private
+temporary file (in the kernel, ``copy_file_range``) and parses that instead. A line still
+being written at the snapshot is simply not read: it is neither a record nor a torn line.
+
+DuckDB gives one row per non-blank line (``records = true``: a line that is a JSON array or
+scalar is one unreadable row, not a switch of the whole file to another mode), so lines
+need no separate count: unreadable lines are the rows with a required field NULL.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
-import numpy as np
-
 from llm_council.errors import RecordError
 
-_COUNT_CHUNK = 1 << 24
-_NEWLINE = ord("\n")
-
-
-@dataclass(frozen=True)
-class LineCount:
-    """Non-empty lines in ``[0, size)`` and where the last complete line ends."""
-
-    n_lines: int
-    ends_mid_line: bool
-    complete_end: int
+_COPY_BLOCK = 1 << 24
+_TAIL_BLOCK = 1 << 16
 
 
 @dataclass(frozen=True)
 class JsonlSnapshot:
-    """What was read: the lines of the prefix, and whether writers were appending."""
+    """What was read: the prefix's length, and whether writers were appending."""
 
-    n_lines: int
-    torn_last_line: bool
+    ends_mid_line: bool
     snapshot_bytes: int
     read_while_appending: bool
 
 
-def count_lines(descriptor: int, size: int) -> LineCount:
-    """Count the non-empty lines in the first ``size`` bytes of ``descriptor``.
+def complete_prefix_end(descriptor: int, size: int) -> int:
+    """The offset just past the last newline in the first ``size`` bytes (0 if none).
 
-    ``bytearray.count`` (memchr speed) does the work 16 MB at a time; only a chunk that
-    holds blank lines (``\\n\\n``, which DuckDB skips too) goes through numpy to count them
-    exactly. ``os.preadv`` leaves the descriptor's offset alone, so this can run in a thread
-    while another reader uses the same file.
+    Reads backwards from ``size`` in small blocks, so a store ending in a newline costs one
+    ``pread`` of one block, whatever its size.
     """
-    buffer = bytearray(_COUNT_CHUNK)
-    n_newlines = n_blank = 0
-    previous_newline = True  # a newline at the very start is a blank line
-    ends_mid_line = False
-    complete_end = offset = 0
-    while offset < size:
-        window = memoryview(buffer)[: min(_COUNT_CHUNK, size - offset)]
-        chunk = os.preadv(descriptor, [window], offset)
-        if chunk == 0:  # truncated under us: the prefix ends here
-            break
-        data = buffer if chunk == _COUNT_CHUNK else buffer[:chunk]
-        n_newlines += data.count(b"\n")
-        n_blank += int(previous_newline and data[0] == _NEWLINE)
-        if data.find(b"\n\n") >= 0:
-            newline = np.frombuffer(data, dtype=np.uint8) == _NEWLINE
-            n_blank += int(np.count_nonzero(newline[1:] & newline[:-1]))
-        last = data.rfind(b"\n")
-        if last >= 0:
-            complete_end = offset + last + 1
-        previous_newline = data[chunk - 1] == _NEWLINE
-        ends_mid_line = not previous_newline
-        offset += chunk
-    return LineCount(
-        n_lines=n_newlines - n_blank + (1 if ends_mid_line else 0),
-        ends_mid_line=ends_mid_line,
-        complete_end=complete_end,
-    )
+    end = size
+    while end > 0:
+        start = max(0, end - _TAIL_BLOCK)
+        block = os.pread(descriptor, end - start, start)
+        newline = block.rfind(b"\n")
+        if newline >= 0:
+            return start + newline + 1
+        end = start
+    return 0
 
 
 def _parse_into_raw_lines(
@@ -91,7 +62,7 @@ def _parse_into_raw_lines(
     try:
         connection.execute(
             f"""CREATE OR REPLACE TABLE raw_lines AS SELECT * FROM read_json(
-                    ?, format = 'newline_delimited', ignore_errors = true,
+                    ?, format = 'newline_delimited', records = true, ignore_errors = true,
                     columns = {{{columns_sql}}})""",
             [path],
         )
@@ -118,7 +89,7 @@ def _copy_prefix(descriptor: int, length: int, target: int) -> int:
         os.lseek(target, 0, os.SEEK_SET)
     offset = 0
     while offset < length:
-        block = os.pread(descriptor, min(_COUNT_CHUNK, length - offset), offset)
+        block = os.pread(descriptor, min(_COPY_BLOCK, length - offset), offset)
         if not block:
             break
         os.write(target, block)
@@ -138,12 +109,7 @@ def read_jsonl_snapshot(
         descriptor = handle.fileno()
         before = os.fstat(descriptor)
         size = before.st_size
-        # Count in a thread while DuckDB parses (pread releases the GIL, DuckDB's threads
-        # never hold it), so the count costs almost no wall time.
-        with ThreadPoolExecutor(max_workers=1) as executor:
-            counting = executor.submit(count_lines, descriptor, size)
-            _parse_into_raw_lines(connection, str(path), columns, str(path))
-            count = counting.result()
+        _parse_into_raw_lines(connection, str(path), columns, str(path))
         try:
             after = os.stat(path)
         except OSError:
@@ -153,13 +119,11 @@ def read_jsonl_snapshot(
             size,
             before.st_mtime_ns,
         )
+        complete_end = complete_prefix_end(descriptor, size)
         if unchanged:
-            return JsonlSnapshot(count.n_lines, count.ends_mid_line, size, False)
+            return JsonlSnapshot(complete_end < size, size, False)
         # Appended (or replaced) while DuckDB read: parse a private copy of the prefix.
         with tempfile.NamedTemporaryFile(prefix="llm-council-snapshot-", suffix=".jsonl") as copy:
-            copied = _copy_prefix(descriptor, count.complete_end, copy.fileno())
-            if copied < count.complete_end:  # truncated meanwhile: count what was copied
-                count = count_lines(copy.fileno(), copied)
+            copied = _copy_prefix(descriptor, complete_end, copy.fileno())
             _parse_into_raw_lines(connection, copy.name, columns, str(path))
-    n_lines = count.n_lines - (1 if count.ends_mid_line else 0)
-    return JsonlSnapshot(n_lines, False, copied, True)
+    return JsonlSnapshot(False, copied, True)

@@ -89,6 +89,8 @@ def _new_connection(threads: int | None) -> duckdb.DuckDBPyConnection:
 def _warnings(label: str, counts: RecordCounts, n_lines: int, torn: bool) -> tuple[int, list[str]]:
     """The number of unreadable lines and the report's warnings about what was skipped."""
     n_unreadable = max(n_lines - counts.n_rows, 0) + (counts.n_rows - counts.n_valid)
+    # a last line without its newline is torn only if it did not parse as a record
+    torn = torn and n_unreadable > 0
     warnings: list[str] = []
     if torn:
         warnings.append(f"{label}: the last line is incomplete (an interrupted write); skipped it")
@@ -200,4 +202,6 @@ def _read_raw_lines(
             f"bias-audit store {str(path)!r} is not a regular file or a Parquet directory"
         )
     snapshot = read_jsonl_snapshot(connection, path, REPORT_COLUMNS)
-    return snapshot.n_lines, snapshot.torn_last_line, snapshot.read_while_appending
+    row = connection.execute("SELECT count(*) FROM raw_lines").fetchone()
+    assert row is not None
+    return int(row[0]), snapshot.ends_mid_line, snapshot.read_while_appending
