@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+
 from llm_council.errors import RecordError
 
 _COPY_BLOCK = 1 << 24
