@@ -101,9 +101,12 @@ def test_incomplete_session_waits_for_a_later_compaction(tmp_path: Path) -> None
         for i in range(3)
     ]
     store, out = tmp_path / "store.jsonl", tmp_path / "pq"
-    store.write_text("".join(json.dumps(line) + "\n" for line in lines[:5]))
+    future = {**lines[0], "session_id": "future", "schema_version": 9}
+    garbage = "[1,2]\n"
+    store.write_text("".join(json.dumps(line) + "\n" for line in [*lines[:5], future]) + garbage)
     first = compact_store(store, out)
     assert (first.n_sessions_written, first.n_incomplete_sessions) == (1, 1)
+    assert (first.n_unknown_version, first.n_unreadable) == (1, 1)
     store.write_text("".join(json.dumps(line) + "\n" for line in lines))
     second = compact_store(store, out)
     assert (second.n_sessions_written, second.n_incomplete_sessions) == (1, 0)

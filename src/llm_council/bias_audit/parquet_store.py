@@ -26,6 +26,7 @@ from llm_council.bias_audit.report.jsonl_snapshot import read_jsonl_snapshot
 from llm_council.bias_audit.report.raw_records import (
     ALL_COLUMNS,
     KEEP_COMPLETE,
+    KNOWN_VERSION,
     VALID_LINE,
     create_session_check,
     incomplete_counts,
@@ -55,20 +56,19 @@ class CompactionResult:
     n_incomplete_sessions: int
     n_incomplete_records: int
     n_unreadable: int
+    n_unknown_version: int
     n_undated: int
 
 
-def _read_source(connection: duckdb.DuckDBPyConnection, store: str) -> tuple[str, int]:
-    """Fill ``raw_lines`` (every record field) from ``store``; returns (label, lines)."""
+def _read_source(connection: duckdb.DuckDBPyConnection, store: str) -> None:
+    """Fill ``raw_lines`` (every record field, a row per line) from ``store``."""
     if is_postgres_url(store):
-        return redact_url(store), read_postgres(connection, store, None, ALL_COLUMNS)
+        read_postgres(connection, store, None, ALL_COLUMNS)
+        return
     path = Path(store).expanduser()
     if not path.is_file():
         raise RecordError(f"no JSONL bias-audit store at {str(path)!r} to compact")
     read_jsonl_snapshot(connection, path, ALL_COLUMNS)
-    row = connection.execute("SELECT count(*) FROM raw_lines").fetchone()
-    assert row is not None
-    return str(path), int(row[0])
 
 
 def _day_file(out_dir: Path, day: str) -> Path:
@@ -132,12 +132,15 @@ def _compact_locked(store: str, root: Path) -> CompactionResult:
     try:
         connection.execute("SET TimeZone = 'UTC'")
         connection.execute("SET enable_progress_bar = false")
-        _, n_lines = _read_source(connection, store)
+        _read_source(connection, store)
         row = connection.execute(
-            f"SELECT count(*), count(*) FILTER (WHERE {VALID_LINE}) FROM raw_lines"
+            f"""SELECT count(*) FILTER (WHERE schema_version IS NULL OR NOT ({VALID_LINE})),
+                       count(*) FILTER (WHERE schema_version IS NOT NULL AND {VALID_LINE}
+                                        AND NOT {KNOWN_VERSION})
+                FROM raw_lines"""
         ).fetchone()
         assert row is not None
-        n_unreadable = max(n_lines - int(row[0]), 0) + int(row[0]) - int(row[1])
+        n_unreadable, n_unknown_version = int(row[0]), int(row[1])
         create_session_check(connection, "raw_lines")
         n_incomplete_sessions, n_incomplete_records = incomplete_counts(connection)
         connection.execute(
@@ -194,5 +197,6 @@ def _compact_locked(store: str, root: Path) -> CompactionResult:
         n_incomplete_sessions=n_incomplete_sessions,
         n_incomplete_records=n_incomplete_records,
         n_unreadable=n_unreadable,
+        n_unknown_version=n_unknown_version,
         n_undated=int(undated[0]),
     )

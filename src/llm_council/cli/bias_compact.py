@@ -44,6 +44,12 @@ def bias_compact(
         )
     if result.n_unreadable:
         print(f"warning: {result.n_unreadable} unreadable line(s) not compacted", file=sys.stderr)
+    if result.n_unknown_version:
+        print(
+            f"warning: {result.n_unknown_version} line(s) of a schema_version this version "
+            "does not know not compacted; upgrade llm-council",
+            file=sys.stderr,
+        )
     if result.n_undated:
         print(
             f"warning: {result.n_undated} record(s) with an unreadable timestamp not compacted",
