@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -186,3 +187,10 @@ def test_a_whole_last_record_without_its_newline_is_a_record(write_lines: Writer
     store = load_store(write_lines([record_line(), record_line(reviewer_id="r2").rstrip("\n")]))
     assert (store.n_records, store.n_unreadable) == (2, 0)
     assert store.warnings == ()
+
+
+def test_a_fifo_as_store_is_refused_not_read(tmp_path: Path) -> None:
+    fifo = tmp_path / "store.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(RecordError, match="is not a regular file or a Parquet directory"):
+        load_store(fifo)
