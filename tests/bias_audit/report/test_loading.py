@@ -194,3 +194,16 @@ def test_a_fifo_as_store_is_refused_not_read(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     with pytest.raises(RecordError, match="is not a regular file or a Parquet directory"):
         load_store(fifo)
+
+
+def test_cli_engine_spark_on_a_jsonl_file_is_one_line(
+    write_lines: Writer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from llm_council.cli.app import _run, app
+
+    path = write_lines([record_line()])
+    code = _run(["bias-report", "--store", str(path), "--engine", "spark"], "llm-council", app)
+    error = capsys.readouterr().err
+    assert code != 0
+    assert error.startswith("error: --engine spark reads a Parquet directory")
+    assert error.count("\n") == 1
