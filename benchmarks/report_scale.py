@@ -216,6 +216,23 @@ def floor_child(kind: str, store: str) -> None:
     print(json.dumps({"groups": rows[0] if rows else 0}))
 
 
+def load_child(store: str) -> None:
+    """The report's loading alone (imports excluded): the share of the report that is I/O."""
+    from llm_council.bias_audit.report.loading import load_store
+
+    started, cpu_started = time.perf_counter(), time.process_time()
+    loaded = load_store(store)
+    print(
+        json.dumps(
+            {
+                "seconds": time.perf_counter() - started,
+                "cpu": time.process_time() - cpu_started,
+                "records": loaded.n_records,
+            }
+        )
+    )
+
+
 def _median_run(command: list[str], repeats: int) -> tuple[float, float, float]:
     """Median wall, median CPU and the largest peak RSS over ``repeats`` runs."""
     runs = [_measure(command)[:3] for _ in range(repeats)]
@@ -235,6 +252,7 @@ def main() -> None:
     parser.add_argument("--baseline-child", help=argparse.SUPPRESS)
     parser.add_argument("--core-child", help=argparse.SUPPRESS)
     parser.add_argument("--floor-child", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--load-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.baseline_child:
         print(json.dumps(baseline_pass(args.baseline_child)))
@@ -244,6 +262,9 @@ def main() -> None:
         return
     if args.floor_child:
         floor_child(*args.floor_child)
+        return
+    if args.load_child:
+        load_child(args.load_child)
         return
 
     load_before = " ".join(f"{value:.2f}" for value in os.getloadavg())
@@ -278,14 +299,26 @@ def main() -> None:
                 "--out",
                 report_path,
             ]
+            load_wall, _, load_rss, load_out = _measure([PYTHON, this, "--load-child", source])
+            loading = json.loads(load_out)
             first = _measure(command)[:3]
             warm = _median_run(command, args.repeats)
             reports[kind] = json.loads(Path(report_path).read_text())
             rows += [
                 (f"DuckDB floor: scan + per-session aggregate ({kind})", *floor),
+                (
+                    f"  report's loading alone, in-process ({kind})",
+                    loading["seconds"],
+                    loading["cpu"],
+                    load_rss,
+                ),
                 (f"bias-report {kind}, first run", *first),
                 (f"bias-report {kind}, warm (median of {args.repeats})", *warm),
             ]
+            ratios.append(
+                f"{kind}: loading alone / DuckDB floor = {loading['seconds'] / floor[0]:.2f}x "
+                f"(wall, loading excludes start-up), {loading['cpu'] / floor[1]:.2f}x (CPU)"
+            )
             ratios.append(
                 f"{kind}: report / DuckDB floor = {first[0] / floor[0]:.2f}x first run, "
                 f"{warm[0] / floor[0]:.2f}x warm (wall); {warm[1] / floor[1]:.2f}x (CPU)"
