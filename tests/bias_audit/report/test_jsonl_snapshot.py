@@ -57,7 +57,7 @@ def test_report_while_a_writer_appends_sees_no_phantom_unreadable_lines(tmp_path
     try:
         while path.stat().st_size < initial + 60_000 and time.monotonic() < deadline:
             time.sleep(0.05)
-        while (live_reads < 3 or len(sessions_seen) < 8) and time.monotonic() < deadline:
+        while (live_reads < 2 or len(sessions_seen) < 5) and time.monotonic() < deadline:
             store = load_store(path)
             store.connection.close()
             live_reads += store.read_while_appending
@@ -67,7 +67,7 @@ def test_report_while_a_writer_appends_sees_no_phantom_unreadable_lines(tmp_path
     finally:
         stop.touch()
         writer.wait(timeout=30)
-    assert live_reads >= 3, "the writer never appended during a read: the test proved nothing"
+    assert live_reads >= 2, "the writer never appended during a read: the test proved nothing"
     assert sessions_seen == sorted(sessions_seen)
     assert sessions_seen[-1] > sessions_seen[0] > 200
 
