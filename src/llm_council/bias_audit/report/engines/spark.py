@@ -75,7 +75,12 @@ def _spark_session() -> Any:
         .config("spark.sql.shuffle.partitions", "8")
     )
     if "--master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
-        builder = builder.master("local[*]")
+        # local mode: bind to loopback, so a container whose hostname does not resolve works
+        builder = (
+            builder.master("local[*]")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+        )
     _session = builder.getOrCreate()
     _session.sparkContext.setLogLevel("ERROR")
     return _session
