@@ -1,20 +1,23 @@
-"""Scale benchmark of ``llm-council bias-report``: 1,000,000 records, time and peak memory.
+"""Scale benchmark of ``llm-council bias-report``: JSONL and Parquet against the DuckDB floor.
 
-    .venv/bin/python benchmarks/report_scale.py                 # 1,000,000 records
+    .venv/bin/python benchmarks/report_scale.py                  # 1,000,000 records
     .venv/bin/python benchmarks/report_scale.py --records 200000 --keep /tmp/store.jsonl
+    .venv/bin/python benchmarks/report_scale.py --check          # + pure-Python cross-check
 
-Steps, each measured in its own subprocess (wall time, and peak resident memory from
-``os.wait4``'s rusage, i.e. ``ru_maxrss`` of that child alone):
+Every step runs in its own subprocess (wall time, CPU time of all its threads, and peak
+resident memory from ``os.wait4``'s rusage, i.e. ``ru_maxrss`` of that child alone):
 
-1. the generator writes the store (default council, 25 records per session);
-2. ``llm-council bias-report --format json`` on it (the real CLI: interpreter start, imports,
-   DuckDB load, every analysis, 200 bootstrap resamples, rendering);
-3. a straightforward pure-Python pass (``json.loads`` per line, dict accumulation) that
-   computes the core aggregates: per-reviewer mean score and paired leniency, mean score per
-   display slot, and the pooled per-session length correlation. The child checks that its
-   figures equal the report's, so the two passes did the same work.
+1. the generator writes the JSONL store (default council, 25 records per session), and
+   ``llm-council bias-compact`` copies it into Parquet day partitions;
+2. for each format, the *DuckDB floor*: a bare ``python`` + ``duckdb`` process that scans
+   the store and aggregates it per (session, reviewer), nothing else;
+3. ``llm-council bias-report --format json`` on the same store (the real CLI: start-up,
+   imports, loading, every analysis, 200 bootstrap resamples, rendering): the first run
+   and the median of ``--repeats`` warm runs; the ratio to the floor is printed;
+4. ``llm-council --help`` against ``python -c pass``.
 
-Targets (issue 4): report under 5 s and under 1.5 GB on this 2-core machine.
+Targets (issue 12): 1M records end to end <= 2.0 s as JSONL and <= 1.0 s as Parquet,
+``--help`` <= 0.4 s, peak memory not growing with records beyond per-session aggregates.
 """
 
 from __future__ import annotations
@@ -33,8 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 CLI = str(Path(PYTHON).with_name("llm-council"))
-TARGET_SECONDS = 5.0
-TARGET_MEMORY_MB = 1536.0
+TARGET_HELP_SECONDS = 0.4
 
 
 def _measure(command: list[str]) -> tuple[float, float, float, str]:
@@ -192,12 +194,65 @@ def _check_same(report: dict[str, object], baseline: dict[str, object]) -> None:
     assert math.isclose(pooled, baseline["pooled_r"], rel_tol=1e-7), (pooled, baseline["pooled_r"])  # type: ignore[arg-type]
 
 
+FLOOR_SQL = {
+    # what DuckDB alone needs to scan the store and aggregate it per session and reviewer
+    "jsonl": "read_json(?, format = 'newline_delimited', ignore_errors = true)",
+    "parquet": "read_parquet(?)",
+}
+
+
+def floor_child(kind: str, store: str) -> None:
+    """DuckDB alone: scan the store and aggregate per (session, reviewer); no report."""
+    import duckdb
+
+    source = store if kind == "jsonl" else f"{store}/*/*.parquet"
+    rows = duckdb.execute(
+        f"""SELECT count(*) FROM (
+                SELECT session_id, reviewer_id, avg(score_value), count(*),
+                       corr(score_value, ln(greatest(response_length_words, 1)))
+                FROM {FLOOR_SQL[kind]} GROUP BY session_id, reviewer_id)""",
+        [source],
+    ).fetchone()
+    print(json.dumps({"groups": rows[0] if rows else 0}))
+
+
+def load_child(store: str) -> None:
+    """The report's loading alone (imports excluded): the share of the report that is I/O."""
+    from llm_council.bias_audit.report.loading import load_store
+
+    started, cpu_started = time.perf_counter(), time.process_time()
+    loaded = load_store(store)
+    print(
+        json.dumps(
+            {
+                "seconds": time.perf_counter() - started,
+                "cpu": time.process_time() - cpu_started,
+                "records": loaded.n_records,
+            }
+        )
+    )
+
+
+def _median_run(command: list[str], repeats: int) -> tuple[float, float, float]:
+    """Median wall, median CPU and the largest peak RSS over ``repeats`` runs."""
+    runs = [_measure(command)[:3] for _ in range(repeats)]
+    walls = sorted(run[0] for run in runs)
+    cpus = sorted(run[1] for run in runs)
+    return walls[len(walls) // 2], cpus[len(cpus) // 2], max(run[2] for run in runs)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--keep", help="write the store here and keep it (default: a temp dir)")
+    parser.add_argument("--repeats", type=int, default=3, help="warm runs per measurement")
+    parser.add_argument(
+        "--check", action="store_true", help="also run the pure-Python pass and compare numbers"
+    )
     parser.add_argument("--baseline-child", help=argparse.SUPPRESS)
     parser.add_argument("--core-child", help=argparse.SUPPRESS)
+    parser.add_argument("--floor-child", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--load-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.baseline_child:
         print(json.dumps(baseline_pass(args.baseline_child)))
@@ -205,78 +260,99 @@ def main() -> None:
     if args.core_child:
         print(json.dumps(duckdb_core_pass(args.core_child)))
         return
+    if args.floor_child:
+        floor_child(*args.floor_child)
+        return
+    if args.load_child:
+        load_child(args.load_child)
+        return
 
     load_before = " ".join(f"{value:.2f}" for value in os.getloadavg())
+    this = str(Path(__file__).resolve())
     with tempfile.TemporaryDirectory() as scratch:
         store = args.keep or str(Path(scratch) / "store.jsonl")
-        report_path = str(Path(scratch) / "report.json")
+        parquet = str(Path(scratch) / "parquet")
         generate = [
-            PYTHON,
-            "-m",
-            "llm_council.bias_audit.simulated_records",
-            "--out",
-            store,
-            "--records",
-            str(args.records),
-            "--seed",
-            "2026",
-        ]
-        gen_wall, gen_cpu, gen_rss, gen_out = _measure(generate)
+            PYTHON, "-m", "llm_council.bias_audit.simulated_records",
+            "--out", store, "--records", str(args.records), "--seed", "2026",
+        ]  # fmt: skip
+        if not (args.keep and Path(store).exists()):
+            gen_out = _measure(generate)[3]
+        else:
+            gen_out = f"reusing {store}"
         size_mb = os.path.getsize(store) / 1e6
-        report_wall, report_cpu, report_rss, _ = _measure(
-            [CLI, "bias-report", "--store", store, "--format", "json", "--out", report_path]
-        )
-        import_wall, import_cpu, import_rss, _ = _measure(
-            [PYTHON, "-c", "import llm_council.cli.app, llm_council.bias_audit.report, scipy.stats"]
-        )
-        base_wall, base_cpu, base_rss, base_out = _measure(
-            [PYTHON, str(Path(__file__).resolve()), "--baseline-child", store]
-        )
-        core_wall, core_cpu, core_rss, core_out = _measure(
-            [PYTHON, str(Path(__file__).resolve()), "--core-child", store]
-        )
-        baseline = json.loads(base_out)
-        core = json.loads(core_out)
-        for name in ("mean_score", "leniency", "slot_mean"):
-            for key, value in core[name].items():
-                assert math.isclose(value, baseline[name][key], rel_tol=1e-9, abs_tol=1e-12)
-        assert math.isclose(core["pooled_r"], baseline["pooled_r"], rel_tol=1e-7)
-        report = json.loads(Path(report_path).read_text())
-        _check_same(report, baseline)
+        compact = _measure([CLI, "bias-compact", "--store", store, "--out", parquet])
+        parquet_mb = sum(f.stat().st_size for f in Path(parquet).rglob("*.parquet")) / 1e6
+        rows: list[tuple[str, float, float, float]] = []
+        ratios: list[str] = []
+        reports: dict[str, dict[str, object]] = {}
+        for kind, source in (("jsonl", store), ("parquet", parquet)):
+            floor = _median_run([PYTHON, this, "--floor-child", kind, source], args.repeats)
+            report_path = str(Path(scratch) / f"report-{kind}.json")
+            command = [
+                CLI,
+                "bias-report",
+                "--store",
+                source,
+                "--format",
+                "json",
+                "--out",
+                report_path,
+            ]
+            load_wall, _, load_rss, load_out = _measure([PYTHON, this, "--load-child", source])
+            loading = json.loads(load_out)
+            first = _measure(command)[:3]
+            warm = _median_run(command, args.repeats)
+            reports[kind] = json.loads(Path(report_path).read_text())
+            rows += [
+                (f"DuckDB floor: scan + per-session aggregate ({kind})", *floor),
+                (
+                    f"  report's loading alone, in-process ({kind})",
+                    loading["seconds"],
+                    loading["cpu"],
+                    load_rss,
+                ),
+                (f"bias-report {kind}, first run", *first),
+                (f"bias-report {kind}, warm (median of {args.repeats})", *warm),
+            ]
+            ratios.append(
+                f"{kind}: loading alone / DuckDB floor = {loading['seconds'] / floor[0]:.2f}x "
+                f"(wall, loading excludes start-up), {loading['cpu'] / floor[1]:.2f}x (CPU)"
+            )
+            ratios.append(
+                f"{kind}: report / DuckDB floor = {first[0] / floor[0]:.2f}x first run, "
+                f"{warm[0] / floor[0]:.2f}x warm (wall); {warm[1] / floor[1]:.2f}x (CPU)"
+            )
+        help_run = _median_run([CLI, "--help"], 5)
+        bare = _median_run([PYTHON, "-c", "pass"], 5)
+        rows += [("llm-council --help (median of 5)", *help_run), ("python -c pass", *bare)]
+        same = reports["jsonl"]["n_records"] == reports["parquet"]["n_records"]
+        if args.check:
+            baseline = json.loads(_measure([PYTHON, this, "--baseline-child", store])[3])
+            _check_same(reports["jsonl"], baseline)
+            _check_same(reports["parquet"], baseline)
 
-    print(gen_out.strip() + f" ({size_mb:.0f} MB)")
-    print(f"sessions in the report: {report['n_sessions']}, records: {report['n_records']}")
-    print()
-    rows = [
-        ("generate the store (numpy, JSON lines)", gen_wall, gen_cpu, gen_rss),
-        ("llm-council bias-report --format json (end to end)", report_wall, report_cpu, report_rss),
-        ("  of which: interpreter start + imports", import_wall, import_cpu, import_rss),
-        ("DuckDB pass, core aggregates only (same numbers)", core_wall, core_cpu, core_rss),
-        ("pure-Python line-by-line pass (core aggregates)", base_wall, base_cpu, base_rss),
-    ]
-    header = f"{'step':<52} {'wall s':>7} {'CPU s':>7} {'peak RSS MB':>12}"
-    print(f"load average before the run: {load_before}")
+    print(gen_out.strip() + f" ({size_mb:.0f} MB JSONL, {parquet_mb:.0f} MB Parquet)")
+    print(f"compaction: {compact[0]:.2f} s wall, {compact[2]:.0f} MB peak")
+    print(
+        f"sessions in the report: {reports['jsonl']['n_sessions']}, records: "
+        f"{reports['jsonl']['n_records']} (JSONL and Parquet agree: {same})"
+    )
+    print(f"load average before the run: {load_before} (2 cores shared: trust CPU s over wall s)")
+    header = f"{'step':<56} {'wall s':>7} {'CPU s':>7} {'peak RSS MB':>12}"
     print(header)
     print("-" * len(header))
     for name, wall, cpu, rss in rows:
-        print(f"{name:<52} {wall:>7.2f} {cpu:>7.2f} {rss:>12.0f}")
+        print(f"{name:<56} {wall:>7.2f} {cpu:>7.2f} {rss:>12.0f}")
     print()
+    for line in ratios:
+        print(line)
     print(
-        "core aggregates, in-process time excluding start-up: "
-        f"DuckDB {core['seconds']:.2f} s vs pure Python {baseline['seconds']:.2f} s "
-        f"= {baseline['seconds'] / core['seconds']:.1f}x"
+        f"--help / python -c pass = {help_run[0] / bare[0]:.1f}x; --help {help_run[0]:.2f} s "
+        f"(target <= {TARGET_HELP_SECONDS} s)"
     )
-    print(
-        f"speed-up of the report over the pure-Python pass: {base_wall / report_wall:.1f}x "
-        f"(the report also fits the joint model, Bradley-Terry with 200 bootstraps, ...)"
-    )
-    print("core aggregates of both passes agree (mean scores, leniency, slot means, pooled r)")
-    within_time = "yes" if report_wall < TARGET_SECONDS else "NO"
-    within_memory = "yes" if report_rss < TARGET_MEMORY_MB else "NO"
-    print(
-        f"report under {TARGET_SECONDS:.0f} s: {within_time}; "
-        f"under {TARGET_MEMORY_MB / 1024:.1f} GB: {within_memory}"
-    )
+    if args.check:
+        print("numbers of both reports equal the pure-Python pass (mean scores, leniency, ...)")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,11 @@ from llm_council.errors import ConfigError, RecordError
 _STEPS = 6  # the on_step calls build_report makes
 
 
+class Engine(StrEnum):
+    duckdb = "duckdb"
+    spark = "spark"
+
+
 class ReportFormat(StrEnum):
     text = "text"
     json = "json"
@@ -66,12 +71,19 @@ def bias_report(
         Path | None, typer.Option("--out", "-o", help="Write here instead of stdout.")
     ] = None,
     store: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--store",
-            help="JSONL store (default: LLM_COUNCIL_BIAS_STORE, else the user data directory).",
+            help="JSONL store, Parquet directory (bias-compact) or postgresql:// URL "
+            "(default: LLM_COUNCIL_BIAS_STORE, else the user data directory).",
         ),
     ] = None,
+    engine: Annotated[
+        Engine,
+        typer.Option(
+            "--engine", help="duckdb, or spark (a Parquet directory; needs llm-council[spark])."
+        ),
+    ] = Engine.duckdb,
     since: Annotated[
         str | None,
         typer.Option("--since", help="Only sessions since: 7d, 24h, 30m, 2w or an ISO date."),
@@ -83,13 +95,20 @@ def bias_report(
 ) -> None:
     """Pool the bias-audit records of every session: reviewer profiles, biases, leaderboard."""
     from llm_council.bias_audit.report import RENDERERS, build_report
-    from llm_council.bias_audit.store import store_path
+    from llm_council.bias_audit.report.record_sources import default_store_location
 
-    path = store if store is not None else store_path()
+    path = store if store is not None else default_store_location()
     if output_format is ReportFormat.html and out is None and sys.stdout.isatty():
         raise ConfigError("--format html writes a file: add --out report.html")
     with _step_progress() as on_step:
-        report = build_report(path, since=since, n_resamples=bootstrap, seed=seed, on_step=on_step)
+        report = build_report(
+            path,
+            since=since,
+            n_resamples=bootstrap,
+            seed=seed,
+            engine=engine.value,
+            on_step=on_step,
+        )
     for warning in report.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     text = RENDERERS[output_format.value](report)

@@ -26,16 +26,19 @@ def build_report(
     n_resamples: int = 200,
     seed: int = 0,
     threads: int | None = None,
+    engine: str = "duckdb",
     on_step: Callable[[str], None] | None = None,
 ) -> BiasReport:
     """Analyse every readable record in ``store_path`` (optionally only those since ``since``).
 
+    ``store_path`` is a JSONL file, a Parquet directory or a ``postgresql://`` URL; with
+    ``engine="spark"`` a Parquet directory is scanned by Apache Spark (:mod:`.loading`).
     ``on_step`` is called with the name of each step as it starts (for a progress bar).
     """
     step = on_step or (lambda _name: None)
     cutoff = parse_since(since) if since else None
     step("reading records")
-    store = load_store(store_path, since=cutoff, since_label=since, threads=threads)
+    store = load_store(store_path, since=cutoff, since_label=since, threads=threads, engine=engine)
     if store.n_records == 0:
         detail = f" since {since}" if since else ""
         raise RecordError(f"no usable bias-audit records{detail} in {store.path!r}")
@@ -86,6 +89,8 @@ def build_report(
             joint=joint.model if joint else None,
             leaderboard=leaderboard,
             significance_level=significance_level,
+            n_incomplete_sessions=store.n_incomplete_sessions,
+            n_incomplete_records=store.n_incomplete_records,
         )
     finally:
         connection.close()

@@ -166,6 +166,9 @@ class BiasReport:
     joint: JointModel | None
     leaderboard: Leaderboard | None
     significance_level: float = 0.05
+    # sessions dropped whole because their line count differs from session_n_records
+    n_incomplete_sessions: int = 0
+    n_incomplete_records: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: NaN and infinities become null (JSON has neither)."""

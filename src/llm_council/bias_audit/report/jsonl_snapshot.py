@@ -1,0 +1,130 @@
+"""Read one consistent prefix of a JSONL store that writers may be appending to.
+
+The store is append-only, so its first ``size`` bytes never change once written. The
+reader takes ``size`` once, from the open descriptor, and lets DuckDB parse the file by
+path, in parallel. If the file is still ``size`` bytes (same inode, same mtime) after
+DuckDB finished, DuckDB read exactly that prefix: nothing was appended while it read.
+Otherwise a writer appended meanwhile and DuckDB may have read into a line still being
+written (the old reader, which counted lines separately, reported thousands of phantom
+"unreadable lines"), so the reader copies the prefix up to its last newline into a private
+temporary file (in the kernel, ``copy_file_range``) and parses that instead. A line still
+being written at the snapshot is simply not read: it is neither a record nor a torn line.
+
+DuckDB gives one row per non-blank line (``records = true``: a line that is a JSON array or
+scalar is one unreadable row, not a switch of the whole file to another mode), so lines
+need no separate count: unreadable lines are the rows with a required field NULL.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from llm_council.errors import RecordError
+
+_COPY_BLOCK = 1 << 24
+_TAIL_BLOCK = 1 << 16
+
+
+@dataclass(frozen=True)
+class JsonlSnapshot:
+    """What was read: the prefix's length, and whether writers were appending."""
+
+    ends_mid_line: bool
+    snapshot_bytes: int
+    read_while_appending: bool
+
+
+def complete_prefix_end(descriptor: int, size: int) -> int:
+    """The offset just past the last newline in the first ``size`` bytes (0 if none).
+
+    Reads backwards from ``size`` in small blocks, so a store ending in a newline costs one
+    ``pread`` of one block, whatever its size.
+    """
+    end = size
+    while end > 0:
+        start = max(0, end - _TAIL_BLOCK)
+        block = os.pread(descriptor, end - start, start)
+        newline = block.rfind(b"\n")
+        if newline >= 0:
+            return start + newline + 1
+        end = start
+    return 0
+
+
+def _parse_into_raw_lines(
+    connection: duckdb.DuckDBPyConnection, path: str, columns: dict[str, str], label: str
+) -> None:
+    columns_sql = ", ".join(f"{name}: '{kind}'" for name, kind in columns.items())
+    try:
+        connection.execute(
+            f"""CREATE OR REPLACE TABLE raw_lines AS SELECT * FROM read_json(
+                    ?, format = 'newline_delimited', records = true, ignore_errors = true,
+                    columns = {{{columns_sql}}})""",
+            [path],
+        )
+    except duckdb.Error as error:
+        raise RecordError(f"cannot read bias-audit store {label!r}: {error}") from None
+
+
+def _copy_prefix(descriptor: int, length: int, target: int) -> int:
+    """Copy bytes ``[0, length)`` of ``descriptor`` to ``target`` (in the kernel if it can).
+
+    Returns how many bytes were copied: fewer than ``length`` only if the store was
+    truncated meanwhile (a writer rolling back a failed append).
+    """
+    offset = 0
+    try:
+        while offset < length:
+            copied = os.copy_file_range(descriptor, target, length - offset, offset)
+            if copied == 0:
+                break
+            offset += copied
+        return offset
+    except (AttributeError, OSError):
+        os.ftruncate(target, 0)
+        os.lseek(target, 0, os.SEEK_SET)
+    offset = 0
+    while offset < length:
+        block = os.pread(descriptor, min(_COPY_BLOCK, length - offset), offset)
+        if not block:
+            break
+        os.write(target, block)
+        offset += len(block)
+    return offset
+
+
+def read_jsonl_snapshot(
+    connection: duckdb.DuckDBPyConnection, path: Path, columns: dict[str, str]
+) -> JsonlSnapshot:
+    """Parse one consistent prefix of the JSONL store at ``path`` into ``raw_lines``."""
+    try:
+        handle = path.open("rb", buffering=0)
+    except OSError as error:
+        raise RecordError(f"cannot open bias-audit store {str(path)!r}: {error.strerror}") from None
+    with handle:
+        descriptor = handle.fileno()
+        before = os.fstat(descriptor)
+        size = before.st_size
+        _parse_into_raw_lines(connection, str(path), columns, str(path))
+        try:
+            after = os.stat(path)
+        except OSError:
+            after = None
+        unchanged = after is not None and (after.st_ino, after.st_size, after.st_mtime_ns) == (
+            before.st_ino,
+            size,
+            before.st_mtime_ns,
+        )
+        complete_end = complete_prefix_end(descriptor, size)
+        if unchanged:
+            return JsonlSnapshot(complete_end < size, size, False)
+        # Appended (or replaced) while DuckDB read: parse a private copy of the prefix.
+        with tempfile.NamedTemporaryFile(prefix="llm-council-snapshot-", suffix=".jsonl") as copy:
+            copied = _copy_prefix(descriptor, complete_end, copy.fileno())
+            _parse_into_raw_lines(connection, copy.name, columns, str(path))
+    return JsonlSnapshot(False, copied, True)

@@ -1,0 +1,178 @@
+"""From ``raw_lines`` (whatever a source read) to the typed, filtered ``records`` table.
+
+Every source (a JSONL file, a Parquet directory, PostgreSQL, Spark) first produces a
+``raw_lines`` table with the columns of :data:`REPORT_COLUMNS`, a line that could not be
+read being a row of NULLs. :func:`build_records` then applies the same rules to all of
+them: which lines are valid, which schema versions this reader knows, which sessions are
+complete, and ``--since``.
+
+Completeness (schema version 2): every line of a session carries ``session_n_records``,
+the number of lines the writer wrote for it. A session whose count of valid lines differs
+(a writer killed between lines, a line lost or duplicated) is dropped whole and reported,
+never pooled. Version-1 lines carry no count; their sessions are taken as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import duckdb
+
+# Explicit column types: DuckDB neither guesses nor widens, and a value of the wrong type
+# becomes NULL, which the validity check counts as an unreadable line.
+REPORT_COLUMNS = {
+    "schema_version": "INTEGER",
+    "session_id": "VARCHAR",
+    "timestamp": "VARCHAR",
+    "reviewer_id": "VARCHAR",
+    "model_id": "VARCHAR",
+    "position": "INTEGER",
+    "n_candidates": "INTEGER",
+    "response_length_chars": "BIGINT",
+    "response_length_words": "BIGINT",
+    "score_value": "DOUBLE",
+    "score_scale": "DOUBLE[]",
+    "rank": "INTEGER",
+    "is_self_review": "BOOLEAN",
+    "session_n_records": "INTEGER",
+}
+# Every field of a record, for copies that keep the whole record (Parquet compaction).
+ALL_COLUMNS = {**REPORT_COLUMNS, "council_config_hash": "VARCHAR", "query_hash": "VARCHAR"}
+REQUIRED = ("session_id", "reviewer_id", "model_id", "position", "response_length_words")
+# Version 2 adds ``session_n_records`` (issue 10 item 3); version 1 lines have none.
+READABLE_VERSIONS = (1, 2)
+
+VALID_LINE = " AND ".join(f"{name} IS NOT NULL" for name in REQUIRED)
+KNOWN_VERSION = f"schema_version IN ({', '.join(str(v) for v in READABLE_VERSIONS)})"
+
+
+@dataclass(frozen=True)
+class RecordCounts:
+    """What :func:`build_records` kept and dropped."""
+
+    n_rows: int
+    n_valid: int
+    n_unknown_version: int
+    n_incomplete_sessions: int
+    n_incomplete_records: int
+    n_before_since: int
+    n_records: int
+    n_sessions: int
+
+
+def create_session_check(connection: duckdb.DuckDBPyConnection, source: str) -> None:
+    """``session_check(session_id, n_lines, complete)`` over the usable lines of ``source``."""
+    connection.execute(
+        f"""CREATE OR REPLACE TEMP TABLE session_check AS
+            SELECT session_id, count(*) AS n_lines,
+                   count(session_n_records) = 0
+                   OR (count(session_n_records) = count(*)
+                       AND min(session_n_records) = count(*)
+                       AND max(session_n_records) = count(*)) AS complete
+            FROM {source} WHERE {KNOWN_VERSION} AND {VALID_LINE}
+            GROUP BY session_id"""
+    )
+
+
+def incomplete_counts(connection: duckdb.DuckDBPyConnection) -> tuple[int, int]:
+    """(sessions, lines) that ``session_check`` found incomplete."""
+    row = connection.execute(
+        """SELECT count(*), coalesce(sum(n_lines), 0)
+           FROM session_check WHERE NOT complete"""
+    ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+KEEP_COMPLETE = (
+    f"{KNOWN_VERSION} AND {VALID_LINE} AND session_id IN "
+    "(SELECT session_id FROM session_check WHERE complete)"
+)
+
+
+def since_filter_sql(since: datetime | None) -> tuple[str, list[object]]:
+    """The ``--since`` condition on ``timestamp`` and its parameters (TRUE without one)."""
+    if since is None:
+        return "TRUE", []
+    return (
+        "TRY_CAST(timestamp AS TIMESTAMPTZ) >= CAST(? AS TIMESTAMPTZ)",
+        [since.astimezone(UTC).isoformat()],
+    )
+
+
+def create_records_table(
+    connection: duckdb.DuckDBPyConnection,
+    lines_sql: str,
+    sessions_sql: str,
+    parameters: list[object],
+) -> None:
+    """``records``, the analyses' table: the lines ``lines_sql`` selects, in the sessions
+    ``sessions_sql`` lists (one ``session_id`` per row).
+
+    Sessions get dense indices in ``session_id`` order, so every source and engine numbers
+    them alike (the bootstrap resamples by index).
+    """
+    connection.execute(
+        f"""CREATE TABLE records AS
+            WITH sessions AS (
+                SELECT session_id,
+                       (row_number() OVER (ORDER BY session_id) - 1)::INTEGER AS session
+                FROM ({sessions_sql}))
+            SELECT session, session_id, reviewer_id AS reviewer, model_id AS model,
+                   position, n_candidates,
+                   response_length_words AS words, response_length_chars AS chars,
+                   score_value AS score, rank,
+                   coalesce(is_self_review, reviewer_id = model_id) AS is_self,
+                   coalesce(score_scale[1], 1.0) AS scale_low,
+                   coalesce(score_scale[2], 10.0) AS scale_high
+            FROM ({lines_sql}) AS kept JOIN sessions USING (session_id)""",
+        parameters,
+    )
+
+
+def count_records(connection: duckdb.DuckDBPyConnection) -> tuple[int, int]:
+    """(records, sessions) in ``records``."""
+    sizes = connection.execute("SELECT count(*), count(DISTINCT session) FROM records").fetchone()
+    assert sizes is not None
+    return int(sizes[0]), int(sizes[1])
+
+
+def build_records(connection: duckdb.DuckDBPyConnection, *, since: datetime | None) -> RecordCounts:
+    """Create ``records`` (the analyses' table) from ``raw_lines``, then drop ``raw_lines``."""
+    counts = connection.execute(
+        f"""SELECT count(*),
+                   count(*) FILTER (WHERE schema_version IS NOT NULL AND {VALID_LINE}),
+                   count(*) FILTER (WHERE schema_version IS NOT NULL AND {VALID_LINE}
+                                    AND NOT {KNOWN_VERSION})
+            FROM raw_lines"""
+    ).fetchone()
+    assert counts is not None
+    n_rows, n_valid, n_unknown_version = (int(value) for value in counts)
+    create_session_check(connection, "raw_lines")
+    n_incomplete_sessions, n_incomplete_records = incomplete_counts(connection)
+    since_sql, since_parameters = since_filter_sql(since)
+    # Number the complete sessions from session_check (one row per session) and join the
+    # lines to them: half the work of numbering DISTINCT session_id over the kept lines.
+    sessions_sql = "SELECT session_id FROM session_check WHERE complete"
+    if since is not None:
+        sessions_sql += f" AND session_id IN (SELECT session_id FROM raw_lines WHERE {since_sql})"
+    create_records_table(
+        connection,
+        f"SELECT * FROM raw_lines WHERE {KNOWN_VERSION} AND {VALID_LINE} AND {since_sql}",
+        sessions_sql,
+        [*since_parameters, *since_parameters],
+    )
+    connection.execute("DROP TABLE raw_lines")
+    connection.execute("DROP TABLE session_check")
+    n_records, n_sessions = count_records(connection)
+    return RecordCounts(
+        n_rows=n_rows,
+        n_valid=n_valid,
+        n_unknown_version=n_unknown_version,
+        n_incomplete_sessions=n_incomplete_sessions,
+        n_incomplete_records=n_incomplete_records,
+        n_before_since=n_valid - n_unknown_version - n_incomplete_records,
+        n_records=n_records,
+        n_sessions=n_sessions,
+    )
