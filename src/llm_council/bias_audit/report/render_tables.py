@@ -13,6 +13,7 @@ import json
 import math
 
 from llm_council.bias_audit.report.model import BiasReport, Interval
+from llm_council.bias_audit.report.safe_text import csv_text_cell
 
 CSV_COLUMNS = ("section", "subject", "metric", "estimate", "ci_low", "ci_high", "p_value", "n")
 
@@ -154,8 +155,12 @@ def csv_rows(report: BiasReport) -> list[tuple[str, str, str, str, str, str, str
 
 
 def render_csv(report: BiasReport) -> str:
+    """The long table, every cell quoted and text cells neutralised against formulas (OWASP)."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_ALL)
     writer.writerow(CSV_COLUMNS)
-    writer.writerows(csv_rows(report))
+    for section, subject, metric, *numbers in csv_rows(report):
+        writer.writerow(
+            [csv_text_cell(section), csv_text_cell(subject), csv_text_cell(metric), *numbers]
+        )
     return buffer.getvalue()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from llm_council.bias_audit.report.model import BiasReport, Interval
+from llm_council.bias_audit.report.safe_text import terminal_safe
 
 
 def fmt(value: float, digits: int = 2) -> str:
@@ -196,4 +197,5 @@ def render_text(report: BiasReport) -> str:
             )
     else:
         add("=== Leaderboard === no rankings to compare (needs ranked, non-self answers)")
-    return "\n".join(lines) + "\n"
+    # ids are untrusted: each line (ours hold no control characters) is made terminal-safe
+    return "\n".join(terminal_safe(line) for line in lines) + "\n"

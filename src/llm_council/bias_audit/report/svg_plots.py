@@ -12,6 +12,8 @@ import math
 from collections.abc import Sequence
 from html import escape
 
+from llm_council.bias_audit.report.safe_text import distinct_labels, terminal_safe
+
 _WIDTH = 640
 _ROW_HEIGHT = 26
 _LEFT = 170
@@ -104,13 +106,16 @@ def forest_plot(
         f'<text x="{_LEFT + plot_width / 2}" y="{height - 4}" text-anchor="middle" class="axis">'
         f"{escape(axis_label)}</text>"
     )
-    for row, (label, estimate, ci_low, ci_high) in enumerate(
-        zip(labels, estimates, lows, highs, strict=True)
+    # long ids are shortened in the middle to fit left of the axis; the full id is the tooltip
+    shown_labels = distinct_labels(labels)
+    for row, (full_label, shown, estimate, ci_low, ci_high) in enumerate(
+        zip(labels, shown_labels, estimates, lows, highs, strict=True)
     ):
+        label = terminal_safe(full_label)
         y = _TOP + _ROW_HEIGHT * row + _ROW_HEIGHT / 2
         parts.append(
             f'<text x="{_LEFT - 8}" y="{y + 4:.1f}" text-anchor="end" class="label">'
-            f"{escape(label)}</text>"
+            f"<title>{escape(label)}</title>{escape(shown)}</text>"
         )
         if (
             ci_low is not None
