@@ -157,7 +157,7 @@ def test_cli_warns_about_a_torn_line(
     )
     captured = capsys.readouterr()
     assert "last line is incomplete" in captured.err
-    assert captured.out.startswith("section,subject")
+    assert captured.out.startswith('"section","subject"')
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "csv", "html"])
