@@ -49,9 +49,11 @@ class ReviewerProfile:
     n_scores: int
     n_missing_scores: int
     mean_score: float
-    leniency: Interval  # points above (+) / below (-) the others on the same answers
+    leniency: Interval  # points above (+) / below (-) the reference reviewers, same answers
     leniency_z: float
     leniency_label: str  # harsh / generous / neutral / unknown
+    leniency_p_holm: float  # Holm-adjusted p of the step-down round that decided the label
+    in_leniency_reference: bool  # one of the reviewers the others are measured against
     spread: float  # pooled within-session sd of its scores
     spread_ratio: float  # spread / median reviewer spread
     spread_label: str  # discriminating / typical / compressed

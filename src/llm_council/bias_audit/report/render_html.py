@@ -73,7 +73,7 @@ def render_html(report: BiasReport) -> str:
     sections.append(
         _figure(
             forest_plot(
-                "Leniency vs the other reviewers on the same answers",
+                "Leniency vs the reference reviewers on the same answers",
                 [profile.reviewer for profile in profiles],
                 [profile.leniency.estimate for profile in profiles],
                 [profile.leniency.ci_low for profile in profiles],
@@ -81,7 +81,8 @@ def render_html(report: BiasReport) -> str:
                 axis_label="points above (+) or below (-) the others",
                 plot_id="plot-leniency",
             ),
-            "Each reviewer's mean paired deviation; harsh/generous when the interval excludes 0.",
+            "Each reviewer's mean paired deviation from the reference reviewers (outliers removed "
+            "by a Holm step-down); harsh/generous when the step-down flags it (5% family-wise).",
         )
     )
 

@@ -52,6 +52,19 @@ def csv_rows(report: BiasReport) -> list[tuple[str, str, str, str, str, str, str
     for profile in report.profiles:
         interval("reviewer", profile.reviewer, "leniency", profile.leniency, profile.n_sessions)
         scalar("reviewer", profile.reviewer, "leniency_z", profile.leniency_z, profile.n_sessions)
+        rows.append(
+            (
+                "reviewer",
+                profile.reviewer,
+                f"leniency_label:{profile.leniency_label}"
+                + ("" if profile.in_leniency_reference else ":outside_reference"),
+                "",
+                "",
+                "",
+                _cell(profile.leniency_p_holm),
+                str(profile.n_sessions),
+            )
+        )
         scalar("reviewer", profile.reviewer, "mean_score", profile.mean_score, profile.n_scores)
         scalar("reviewer", profile.reviewer, "score_sd", profile.spread, profile.n_scores)
         interval(

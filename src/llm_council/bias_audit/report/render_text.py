@@ -48,12 +48,23 @@ def render_text(report: BiasReport) -> str:
 
     add("")
     add(f"=== Reviewer Profiles ({report.n_sessions} sessions) ===")
-    add("Leniency = points above/below the other reviewers' mean on the same answers.")
+    outside = [p.reviewer for p in report.profiles if not p.in_leniency_reference]
+    add(
+        "Leniency = points above/below the reference reviewers' mean on the same answers; "
+        "labelled at 5% family-wise (Holm step-down)."
+    )
+    if outside:
+        add(
+            "Reference: every reviewer except "
+            + ", ".join(outside)
+            + " (removed as outliers, so they cannot shift the others' leniency)."
+        )
     for profile in report.profiles:
         add(profile.reviewer)
         add(
             f"  Leniency: {fmt_interval(profile.leniency)} ({profile.leniency_label}, "
-            f"z={fmt(profile.leniency_z, 1)})   Mean score: {fmt(profile.mean_score, 1)}"
+            f"z={fmt(profile.leniency_z, 1)}, Holm p={fmt_p(profile.leniency_p_holm)})   "
+            f"Mean score: {fmt(profile.mean_score, 1)}"
         )
         add(
             f"  Score sd: {fmt(profile.spread, 1)} ({profile.spread_label}, "
