@@ -89,8 +89,18 @@ def test_known_biases_are_recovered(biased_store: Path) -> None:
 
     labels = {p.reviewer: p.leniency_label for p in report.profiles}
     assert labels["harsh"] == "harsh"
-    assert report.position.direction == "primacy"
-    assert report.position.test_p_value < 1e-4
+    assert report.position.council.direction == "primacy"
+    assert report.position.council.test_p_value < 1e-4
+    # per reviewer: only "primacy" (+1 at slot A) is flagged; centred on its own average
+    # slot that is +1 - 1/5 = +0.8 at A and -0.2 elsewhere (shrunk a little by clipping)
+    by_reviewer = {profile.subject: profile for profile in report.position.per_reviewer}
+    primacy = by_reviewer["primacy"]
+    assert primacy.flagged and primacy.direction == "primacy"
+    assert primacy.slot_effect[0].estimate == pytest.approx(0.8, abs=0.15)
+    assert primacy.slot_effect[0].ci_low > 0.5
+    for slot_effect in primacy.slot_effect[1:]:
+        assert slot_effect.estimate == pytest.approx(-0.2, abs=0.15)
+    assert [name for name, p in by_reviewer.items() if p.flagged] == ["primacy"]
     assert report.length.pooled.ci_low > 0
     self_detected = {s.reviewer: s.detected for s in report.self_preference}
     assert self_detected["narcissist"]

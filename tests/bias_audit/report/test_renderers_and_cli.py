@@ -79,15 +79,20 @@ def test_csv_is_one_long_table(biased_report) -> None:  # type: ignore[no-untype
         "reviewer",
         "length",
         "position",
+        "position_by_reviewer",
         "self_preference",
         "joint_model",
         "leaderboard",
     }
+    primacy_a = next(
+        row for row in rows if row[:3] == ["position_by_reviewer", "primacy", "slot_effect:A"]
+    )
+    assert 0 < float(primacy_a[4]) < float(primacy_a[3]) < float(primacy_a[5])
     harsh = next(row for row in rows if row[:3] == ["reviewer", "harsh", "leniency"])
     assert float(harsh[4]) < float(harsh[3]) < float(harsh[5]) < 0
 
 
-def test_html_is_self_contained_with_five_plots(biased_report) -> None:  # type: ignore[no-untyped-def]
+def test_html_is_self_contained_with_six_plots(biased_report) -> None:  # type: ignore[no-untyped-def]
     page = render_html(biased_report)
     assert "<script" not in page.lower()
     assert re.findall(r"(?:src|href)=", page) == []
@@ -95,6 +100,7 @@ def test_html_is_self_contained_with_five_plots(biased_report) -> None:  # type:
     ids = re.findall(r'<svg id="([^"]+)"', page)
     assert ids == [
         "plot-position",
+        "plot-position-by-reviewer",
         "plot-leniency",
         "plot-length",
         "plot-self-preference",

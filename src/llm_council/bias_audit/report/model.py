@@ -77,19 +77,32 @@ class LengthBias:
 
 
 @dataclass(frozen=True)
-class PositionBias:
-    """Scores by display position, and the within-reviewer test of a position effect."""
+class SlotProfile:
+    """Slot effects of one scope (the council, or one reviewer) and the test that they are 0."""
 
-    positions: list[int]
-    mean_score: list[Interval]  # raw mean score per display position (session-clustered)
-    deviation: list[Interval]  # within-reviewer deviation from the answer's consensus
-    n_sessions: list[int]
-    test_n_candidates: int
-    test_statistic: float  # Hotelling F
+    subject: str  # "council" or the reviewer id
+    n_sessions: int
+    slot_effect: list[Interval]  # per slot: points vs this scope's average slot (centred score)
+    test_statistic: float  # cluster-robust Wald F that every slot equals the last
     test_df: tuple[int, int]
     test_p_value: float
+    adjusted_p_value: float  # Holm over reviewers (the council's is its own p)
     trend: Interval  # points per slot later in the order (<0: primacy)
-    direction: str  # primacy / recency / non-monotone / none detected
+    direction: str  # primacy / recency / non-monotone / none detected / not identified
+    identified: bool  # False when the slot is confounded with the candidate
+    flagged: bool  # identified and (adjusted) p < the significance level
+
+
+@dataclass(frozen=True)
+class PositionBias:
+    """Scores by display slot, council-wide and per reviewer (sessions of the common size)."""
+
+    positions: list[int]
+    mean_score: list[Interval]  # raw mean score per display slot (session-clustered)
+    n_sessions: list[int]
+    test_n_candidates: int  # the session size analysed (the most common one)
+    council: SlotProfile
+    per_reviewer: list[SlotProfile]
     significance_level: float
 
 

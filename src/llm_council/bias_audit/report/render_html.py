@@ -11,7 +11,7 @@ from html import escape
 
 from llm_council.bias_audit.report.model import BiasReport
 from llm_council.bias_audit.report.render_text import fmt, fmt_p, render_text, slot_letter
-from llm_council.bias_audit.report.svg_plots import forest_plot, scatter_plot
+from llm_council.bias_audit.report.svg_plots import forest_plot, heatmap_plot, scatter_plot
 
 _STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
@@ -49,7 +49,15 @@ def render_html(report: BiasReport) -> str:
 
     if report.position is not None:
         position = report.position
+        council = position.council
         sections.append("<h2>Score by display position</h2>")
+        verdict = (
+            f"Council-wide slot effects: F({council.test_df[0]}, {council.test_df[1]}) = "
+            f"{fmt(council.test_statistic)}, p = {fmt_p(council.test_p_value)}; "
+            f"direction: {council.direction}."
+            if council.identified
+            else f"Council-wide slot effects: {council.direction}."
+        )
         sections.append(
             _figure(
                 forest_plot(
@@ -62,9 +70,28 @@ def render_html(report: BiasReport) -> str:
                     reference=None,
                     plot_id="plot-position",
                 ),
-                f"Within-reviewer test: F({position.test_df[0]}, {position.test_df[1]}) = "
-                f"{fmt(position.test_statistic)}, p = {fmt_p(position.test_p_value)}; "
-                f"direction: {position.direction}.",
+                verdict,
+            )
+        )
+        reviewers = position.per_reviewer
+        sections.append(
+            _figure(
+                heatmap_plot(
+                    "Slot effect per reviewer",
+                    [profile.subject for profile in reviewers],
+                    [f"slot {slot_letter(slot)}" for slot in position.positions],
+                    [[e.estimate for e in profile.slot_effect] for profile in reviewers],
+                    [[(e.ci_low, e.ci_high) for e in profile.slot_effect] for profile in reviewers],
+                    row_notes=[
+                        f"{profile.direction}{', flagged' if profile.flagged else ''}"
+                        for profile in reviewers
+                    ],
+                    plot_id="plot-position-by-reviewer",
+                ),
+                "Score minus the same reviewer's mean in the session, by the slot it saw the "
+                "answer at (session-clustered intervals in the tooltips); flagged when the "
+                "reviewer's Wald test survives Holm's correction across reviewers at "
+                f"{fmt(100 * position.significance_level, 0)}%.",
             )
         )
 

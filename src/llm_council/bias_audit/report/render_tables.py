@@ -13,6 +13,7 @@ import json
 import math
 
 from llm_council.bias_audit.report.model import BiasReport, Interval
+from llm_council.bias_audit.report.render_text import slot_letter
 from llm_council.bias_audit.report.safe_text import csv_text_cell
 
 CSV_COLUMNS = ("section", "subject", "metric", "estimate", "ci_low", "ci_high", "p_value", "n")
@@ -103,30 +104,30 @@ def csv_rows(report: BiasReport) -> list[tuple[str, str, str, str, str, str, str
         )
     if report.position is not None:
         position = report.position
-        for slot, mean, deviation, n in zip(
-            position.positions,
-            position.mean_score,
-            position.deviation,
-            position.n_sessions,
-            strict=True,
+        for slot, mean, n in zip(
+            position.positions, position.mean_score, position.n_sessions, strict=True
         ):
-            interval("position", f"slot {chr(65 + slot)}", "mean_score", mean, n)
-            interval(
-                "position", f"slot {chr(65 + slot)}", "within_reviewer_deviation", deviation, n
+            interval("position", f"slot {slot_letter(slot)}", "mean_score", mean, n)
+        for profile in (position.council, *position.per_reviewer):
+            section = "position" if profile is position.council else "position_by_reviewer"
+            subject = "council" if profile is position.council else profile.subject
+            for slot, effect in zip(position.positions, profile.slot_effect, strict=False):
+                interval(
+                    section, subject, f"slot_effect:{slot_letter(slot)}", effect, profile.n_sessions
+                )
+            rows.append(
+                (
+                    section,
+                    subject,
+                    "wald_f" if profile.identified else "wald_f:not_identified",
+                    _cell(profile.test_statistic),
+                    "",
+                    "",
+                    _cell(profile.adjusted_p_value),
+                    _cell(profile.n_sessions),
+                )
             )
-        rows.append(
-            (
-                "position",
-                "all slots",
-                "hotelling_f",
-                _cell(position.test_statistic),
-                "",
-                "",
-                _cell(position.test_p_value),
-                _cell(position.test_df[1] + position.test_df[0]),
-            )
-        )
-        interval("position", "all slots", f"trend:{position.direction}", position.trend, None)
+            interval(section, subject, f"trend:{profile.direction}", profile.trend, None)
     for item in report.self_preference:
         interval("self_preference", item.reviewer, "joint_model", item.adjusted, item.n_sessions)
         interval("self_preference", item.reviewer, "raw", item.raw, item.n_sessions)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
-from llm_council.bias_audit.report.model import BiasReport, Interval
+from llm_council.bias_audit.report.model import BiasReport, Interval, PositionBias
 from llm_council.bias_audit.report.safe_text import terminal_safe
 
 
@@ -30,6 +31,52 @@ def fmt_interval(interval: Interval, digits: int = 2) -> str:
 
 def slot_letter(position: int) -> str:
     return chr(65 + position) if 0 <= position < 26 else str(position)
+
+
+def _add_position(add: Callable[[str], None], position: PositionBias) -> None:
+    council = position.council
+    add(
+        f"=== Position Bias (display slot each reviewer saw; "
+        f"{position.test_n_candidates}-candidate sessions) ==="
+    )
+    add("  Slot effect = score minus the same reviewer's mean score in that session, by slot.")
+    add("  slot   mean score [95% CI]     slot effect [95% CI]    sessions")
+    for slot, mean, effect, n in zip(
+        position.positions,
+        position.mean_score,
+        council.slot_effect,
+        position.n_sessions,
+        strict=True,
+    ):
+        add(f"  {slot_letter(slot):<5}  {fmt_interval(mean):<22}  {fmt_interval(effect):<22}  {n}")
+    if not council.identified:
+        add(f"  Council: {council.direction}; nothing is estimated or tested.")
+    else:
+        df1, df2 = council.test_df
+        add(
+            f"  Council (Wald, session-clustered): F({df1}, {df2}) = "
+            f"{fmt(council.test_statistic)}, p={fmt_p(council.test_p_value)}; "
+            f"direction: {council.direction} (trend {fmt_interval(council.trend, 3)} "
+            "points per slot later; < 0 favours early slots)"
+        )
+    level = fmt(100 * position.significance_level, 0)
+    add(f"  Per reviewer (flagged at Holm-adjusted p < {level}% across reviewers):")
+    for profile in position.per_reviewer:
+        if not profile.identified:
+            add(f"  {profile.subject}: {profile.direction}")
+            continue
+        mark = "  <- flagged" if profile.flagged else ""
+        add(
+            f"  {profile.subject}: {profile.direction}, Holm p={fmt_p(profile.adjusted_p_value)}, "
+            f"trend {fmt_interval(profile.trend, 3)}, {profile.n_sessions} sessions{mark}"
+        )
+        add(
+            "    "
+            + "  ".join(
+                f"{slot_letter(slot)} {fmt_interval(effect)}"
+                for slot, effect in zip(position.positions, profile.slot_effect, strict=False)
+            )
+        )
 
 
 def render_text(report: BiasReport) -> str:
@@ -103,30 +150,9 @@ def render_text(report: BiasReport) -> str:
     add("")
     position = report.position
     if position is not None:
-        add("=== Position Bias (display slot each reviewer saw) ===")
-        add("  slot   mean score [95% CI]     within-reviewer deviation [95% CI]   sessions")
-        for slot, mean, deviation, n in zip(
-            position.positions,
-            position.mean_score,
-            position.deviation,
-            position.n_sessions,
-            strict=True,
-        ):
-            add(
-                f"  {slot_letter(slot):<5}  {fmt_interval(mean):<22}  "
-                f"{fmt_interval(deviation):<36} {n}"
-            )
-        df1, df2 = position.test_df
-        add(
-            f"  Within-reviewer test ({position.test_n_candidates}-candidate sessions, Hotelling): "
-            f"F({df1}, {df2}) = {fmt(position.test_statistic)}, p={fmt_p(position.test_p_value)}"
-        )
-        add(
-            f"  Direction: {position.direction} (trend {fmt_interval(position.trend, 3)} "
-            "points per slot later; < 0 favours early slots)"
-        )
+        _add_position(add, position)
     else:
-        add("=== Position Bias === not enough data (needs answers scored by 3+ reviewers)")
+        add("=== Position Bias === not enough data (needs sessions with 2+ scored candidates)")
 
     add("")
     add("=== Self-Preference (bonus to its own answer) ===")
