@@ -24,6 +24,7 @@ from scipy import sparse
 from scipy import stats as scipy_stats
 
 from llm_council.bias_audit.report.model import JointEffect, JointModel
+from llm_council.bias_audit.report.tables import scores_sum_to_a_constant
 from llm_council.stats.joint_model import ols_absorbed_cluster_robust, wald_test
 
 
@@ -129,9 +130,12 @@ def fit_joint_model(connection: duckdb.DuckDBPyConnection) -> JointFit | None:
     fit = ols_absorbed_cluster_robust(raw_design, score, answer, session)
     intervals = fit.confidence_intervals()
 
+    forced_choice = scores_sum_to_a_constant(connection)
     effects: list[JointEffect] = []
     start = 0
     position_slice = slice(0, 0)
+    n_columns = fit.coefficients.size
+    nan = float("nan")
     for group, names, width in blocks:
         block_slice = slice(start, start + width)
         coefficients = fit.coefficients[block_slice]
@@ -145,19 +149,29 @@ def fit_joint_model(connection: duckdb.DuckDBPyConnection) -> JointFit | None:
             t_crit = float(scipy_stats.t.ppf(0.975, max(fit.n_clusters - 1, 1)))
             lows, highs = estimates - t_crit * standard_errors, estimates + t_crit * standard_errors
         else:
+            transform = np.eye(width)
             estimates, standard_errors = coefficients, fit.standard_errors[block_slice]
             lows, highs = intervals[block_slice, 0], intervals[block_slice, 1]
             if group == "position":
                 position_slice = block_slice
-        for name, estimate, low, high, se in zip(
-            names, estimates, lows, highs, standard_errors, strict=True
+        # rank check: an effect the design cannot identify is reported as such, not as a
+        # pseudo-inverse's arbitrary value with a near-zero standard error
+        contrasts = np.zeros((len(names), n_columns))
+        contrasts[:, block_slice] = transform
+        identified = fit.estimable(contrasts)
+        if group == "reviewer_leniency" and forced_choice:
+            identified[:] = False  # the scale fixes every reviewer's level in a session
+        for name, estimate, low, high, se, ok in zip(
+            names, estimates, lows, highs, standard_errors, identified, strict=True
         ):
-            effects.append(
-                JointEffect(name, group, float(estimate), float(low), float(high), float(se))
-            )
+            values = (float(estimate), float(low), float(high), float(se)) if ok else (nan,) * 4
+            effects.append(JointEffect(name, group, *values, identified=bool(ok)))
         start += width
 
-    if position_slice.stop > position_slice.start:
+    position_identified = position_slice.stop > position_slice.start and all(
+        effect.identified for effect in effects if effect.group == "position"
+    )
+    if position_identified:
         wald = wald_test(
             fit.coefficients[position_slice],
             fit.covariance[position_slice, position_slice],
@@ -165,7 +179,7 @@ def fit_joint_model(connection: duckdb.DuckDBPyConnection) -> JointFit | None:
         )
         wald_f, wald_p = wald.f_statistic, wald.p_value
     else:
-        wald_f = wald_p = float("nan")
+        wald_f = wald_p = nan
 
     # extra view: answer effects alpha = within-answer mean of (score - X beta), per model
     answer_effect_of_row = score - raw_design @ fit.coefficients
@@ -194,6 +208,7 @@ def fit_joint_model(connection: duckdb.DuckDBPyConnection) -> JointFit | None:
             n_sessions=fit.n_clusters,
             position_wald_f=float(wald_f),
             position_wald_p=float(wald_p),
+            position_identified=position_identified,
             residual_sd=residual_sd,
         ),
         adjusted_mean_by_model=adjusted,

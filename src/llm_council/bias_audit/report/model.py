@@ -127,6 +127,7 @@ class JointEffect:
     ci_low: float
     ci_high: float
     standard_error: float
+    identified: bool = True  # False: the design cannot separate it (all numbers NaN)
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,7 @@ class JointModel:
     position_wald_f: float
     position_wald_p: float
     residual_sd: float
+    position_identified: bool = True  # False: slots confounded with answers, no test run
 
 
 @dataclass(frozen=True)

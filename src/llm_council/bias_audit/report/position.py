@@ -14,6 +14,9 @@ and the council-wide average is zero by construction: on PRD it printed slot A a
 while a direct recount gives +0.028, and bard (+0.30) and claude (-0.13) cancel. The
 centred score needs only that the slot an answer lands in is random or counterbalanced
 (each reviewer's own shuffle, or every pair shown in both orders), which is the design.
+Self-reviews are included: the own answer lands at a random slot too, so a self bonus adds
+noise but no slot bias, and dropping it would leave holes in every self-reviewer's slots
+(with two candidates, a session with nothing left to compare).
 
 Identification is checked before anything is estimated: within each reviewer's session
 the slot columns must not lie in the span of the candidate columns (a fixed order, where
@@ -189,7 +192,7 @@ def position_bias(
 ) -> PositionBias | None:
     """Council-wide and per-reviewer slot effects on the most common session size."""
     mode_row = connection.execute(
-        """SELECT n_candidates FROM scored WHERE NOT is_self GROUP BY n_candidates
+        """SELECT n_candidates FROM scored GROUP BY n_candidates
            ORDER BY count(DISTINCT session) DESC, n_candidates DESC LIMIT 1"""
     ).fetchone()
     if mode_row is None or mode_row[0] is None or int(mode_row[0]) < 2:
@@ -199,7 +202,7 @@ def position_bias(
         """SELECT session, reviewer_index, model_index, position,
                   score - avg(score) OVER (PARTITION BY session, reviewer_index) AS centred
            FROM scored
-           WHERE NOT is_self AND n_candidates = ? AND position < n_candidates""",
+           WHERE n_candidates = ? AND position < n_candidates""",
         [n_slots],
     ).fetchnumpy()
     session = np.asarray(columns["session"], dtype=np.int64)
@@ -216,7 +219,7 @@ def position_bias(
     per_slot = connection.execute(
         """WITH slot_means AS (
                SELECT session, position, avg(score) AS mean_score
-               FROM scored WHERE NOT is_self AND n_candidates = ? GROUP BY session, position)
+               FROM scored WHERE n_candidates = ? GROUP BY session, position)
            SELECT position, count(*), avg(mean_score), stddev_samp(mean_score)
            FROM slot_means GROUP BY position ORDER BY position""",
         [n_slots],

@@ -100,6 +100,11 @@ def render_text(report: BiasReport) -> str:
         "Leniency = points above/below the reference reviewers' mean on the same answers; "
         "labelled at 5% family-wise (Holm step-down)."
     )
+    if report.profiles and all(p.leniency_label == "not identified" for p in report.profiles):
+        add(
+            "Leniency is not identified: every reviewer's scores in a session add up to the "
+            "same total (a forced-choice scale such as pairwise 1 / 0 / 0.5)."
+        )
     if outside:
         add(
             "Reference: every reviewer except "
@@ -190,11 +195,24 @@ def render_text(report: BiasReport) -> str:
                 continue
             add(f"  {title}")
             for effect in effects:
+                if not effect.identified:
+                    add(f"    {effect.term:<20} not identified (design or scale), not estimated")
+                    continue
                 add(
                     f"    {effect.term:<20} {fmt(effect.estimate):>6} "
                     f"[{fmt(effect.ci_low)}, {fmt(effect.ci_high)}]"
                 )
-        add(f"  Slots jointly: F = {fmt(joint.position_wald_f)}, p={fmt_p(joint.position_wald_p)}")
+        if joint.position_identified:
+            add(
+                f"  Slots jointly: F = {fmt(joint.position_wald_f)}, "
+                f"p={fmt_p(joint.position_wald_p)}"
+            )
+        elif any(effect.group == "position" for effect in joint.effects):
+            add(
+                "  Slots jointly: not identified (every reviewer of an answer saw it at the same "
+                "slot, so the answer's own effect absorbs the slot); not tested. The position "
+                "section's estimate uses the order varying across sessions instead."
+            )
 
     else:
         add("=== Joint Model === not enough data (needs 2+ sessions and more scores than terms)")

@@ -24,7 +24,7 @@ from llm_council.bias_audit.report.model import (
     SelfPreference,
     reliability_tier,
 )
-from llm_council.bias_audit.report.tables import nullable_floats
+from llm_council.bias_audit.report.tables import nullable_floats, scores_sum_to_a_constant
 from llm_council.stats.pooling import fisher_z_pooled_correlation, mean_interval_from_moments
 from llm_council.stats.robust_leniency import ReviewerLeniency, step_down_leniency
 
@@ -41,6 +41,10 @@ def _spread_label(ratio: float) -> str:
     if ratio <= 1 - _SPREAD_RATIO_BAND:
         return "compressed"
     return "typical"
+
+
+#: the label when each reviewer's scores in a session add up to the same total
+NOT_IDENTIFIED = "not identified"
 
 
 def _leniency_label(result: ReviewerLeniency) -> str:
@@ -110,7 +114,10 @@ def reviewer_profiles(connection: duckdb.DuckDBPyConnection) -> list[ReviewerPro
                SELECT reviewer, sqrt(avg(score_variance)) FROM per_session GROUP BY reviewer"""
         ).fetchall()
     }
-    leniencies = robust_leniencies(connection)
+    # on a forced-choice scale (pairwise 1/0/0.5) a reviewer's level is fixed by the scale:
+    # nothing to estimate, and an estimate would only echo its self-reviews
+    leniency_identified = not scores_sum_to_a_constant(connection)
+    leniencies = robust_leniencies(connection) if leniency_identified else {}
     length_correlations = reviewer_length_correlations(connection)
     finite_spreads = [value for value in spreads.values() if value is not None]
     median_spread = float(np.median(finite_spreads)) if finite_spreads else float("nan")
@@ -139,14 +146,22 @@ def reviewer_profiles(connection: duckdb.DuckDBPyConnection) -> list[ReviewerPro
                 mean_score=float("nan") if mean_score is None else float(mean_score),
                 leniency=leniency,
                 leniency_z=float(z),
-                leniency_label=_leniency_label(robust) if robust else "unknown",
+                leniency_label=(
+                    _leniency_label(robust)
+                    if robust
+                    else "unknown"
+                    if leniency_identified
+                    else NOT_IDENTIFIED
+                ),
                 leniency_p_holm=robust.adjusted_p_value if robust else nan,
-                in_leniency_reference=robust.in_reference if robust else False,
+                in_leniency_reference=robust.in_reference if robust else True,
                 spread=spread_value,
                 spread_ratio=float(ratio),
                 spread_label=_spread_label(ratio),
                 length_correlation=length_correlations.get(reviewer, nan_interval),
-                reliability=reliability_tier(estimate.n_clusters),
+                reliability=reliability_tier(
+                    estimate.n_clusters if leniency_identified else int(n_sessions)
+                ),
             )
         )
     return sorted(
