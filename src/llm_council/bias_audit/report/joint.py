@@ -16,6 +16,7 @@ Intervals are session-clustered (CR1).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import duckdb
@@ -36,15 +37,28 @@ class JointFit:
     adjusted_mean_by_model: dict[str, float]
 
 
-def _centring_transform(n_levels: int) -> np.ndarray:
-    """Map ``n_levels - 1`` coefficients against level 0 to ``n_levels`` centred effects."""
+def _centring_transform(n_levels: int, reference: np.ndarray | None = None) -> np.ndarray:
+    """Map ``n_levels - 1`` coefficients against level 0 to effects centred on a reference.
+
+    With ``reference`` (a boolean mask over levels) the effects are relative to the mean of
+    the reference levels, otherwise to the mean of all levels.
+    """
     to_full = np.zeros((n_levels, n_levels - 1))
     to_full[1:, :] = np.eye(n_levels - 1)
-    return (np.eye(n_levels) - 1.0 / n_levels) @ to_full
+    mask = np.ones(n_levels, dtype=bool) if reference is None else reference
+    weights = mask / mask.sum()
+    return (np.eye(n_levels) - np.outer(np.ones(n_levels), weights)) @ to_full
 
 
-def fit_joint_model(connection: duckdb.DuckDBPyConnection) -> JointFit | None:
-    """Fit the joint model on every scored record; None when there is too little data."""
+def fit_joint_model(
+    connection: duckdb.DuckDBPyConnection, leniency_reference: Collection[str] | None = None
+) -> JointFit | None:
+    """Fit the joint model on every scored record; None when there is too little data.
+
+    Leniencies are centred on the mean of the ``leniency_reference`` reviewers (the robust
+    reference of the reviewer profiles) when given, so one outlying reviewer does not shift
+    every other reviewer's leniency; verbosities are centred on all reviewers.
+    """
     columns = connection.execute(
         """SELECT session, model_index, reviewer_index, position,
                   ln(greatest(words, 1)) AS log_words,
@@ -141,7 +155,11 @@ def fit_joint_model(connection: duckdb.DuckDBPyConnection) -> JointFit | None:
         coefficients = fit.coefficients[block_slice]
         covariance = fit.covariance[block_slice, block_slice]
         if group in ("reviewer_leniency", "reviewer_verbosity"):
-            transform = _centring_transform(len(names))
+            reference = None
+            if group == "reviewer_leniency" and leniency_reference:
+                reference = np.array([name in leniency_reference for name in names])
+                reference = reference if reference.any() else None
+            transform = _centring_transform(len(names), reference)
             estimates = transform @ coefficients
             standard_errors = np.sqrt(
                 np.clip(np.diag(transform @ covariance @ transform.T), 0, None)

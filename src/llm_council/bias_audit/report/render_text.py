@@ -184,7 +184,7 @@ def render_text(report: BiasReport) -> str:
             f"{joint.n_sessions} session clusters; residual sd {fmt(joint.residual_sd)}"
         )
         titles = {
-            "reviewer_leniency": "Reviewer leniency (points, centred on the average reviewer)",
+            "reviewer_leniency": "Reviewer leniency (points vs the reference reviewers' mean)",
             "reviewer_verbosity": "Differential verbosity (points per ln(words), centred)",
             "position": "Display slot (points vs slot A)",
             "self_review": "Self-review bonus (points)",
