@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from llm_council.bias_audit.report import build_report, reliability_tier
+from llm_council.bias_audit.report import build_report, reliability_tier, render_text
 from llm_council.errors import RecordError
 
 from .conftest import record_line, scores_to_lines
@@ -129,3 +129,17 @@ def test_null_council_estimates_are_near_zero(null_store: Path) -> None:
     assert abs(report.length.pooled.estimate) < 0.08
     for entry in report.leaderboard.entries:
         assert entry.strength.ci_low < entry.strength.estimate < entry.strength.ci_high
+
+
+def test_models_never_compared_have_no_common_leaderboard(write_lines: Writer) -> None:
+    # sessions s1-s3 rank m1 vs m2, sessions s4-s6 rank m3 vs m4: two islands, no scale
+    table = {
+        f"s{i}": {
+            pair[0]: {"r1": 7.0, "r2": 6.0, "r3": 8.0},
+            pair[1]: {"r1": 5.0, "r2": 4.0, "r3": 6.0 + i % 2},
+        }
+        for i, pair in enumerate([("m1", "m2")] * 3 + [("m3", "m4")] * 3, start=1)
+    }
+    report = build_report(write_lines(scores_to_lines(table)), n_resamples=20)
+    assert report.leaderboard is None
+    assert "Leaderboard === not identified" in render_text(report)

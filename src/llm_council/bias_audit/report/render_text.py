@@ -251,6 +251,9 @@ def render_text(report: BiasReport) -> str:
                 f"raw {fmt(entry.mean_score)}"
             )
     else:
-        add("=== Leaderboard === no rankings to compare (needs ranked, non-self answers)")
+        add(
+            "=== Leaderboard === not identified: needs ranked, non-self answers, with every "
+            "model linked to the others by a chain of comparisons (a common scale)"
+        )
     # ids are untrusted: each line (ours hold no control characters) is made terminal-safe
     return "\n".join(terminal_safe(line) for line in lines) + "\n"
