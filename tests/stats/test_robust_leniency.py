@@ -49,7 +49,7 @@ def test_self_reviews_are_neither_leniency_nor_reference() -> None:
 
 def _council(n_sessions: int, offsets: list[float], seed: int) -> tuple[np.ndarray, ...]:
     rng = np.random.default_rng(seed)
-    n_reviewers, n_answers_per_session = len(offsets), 4
+    n_answers_per_session = 4
     rows = []
     for s in range(n_sessions):
         for a in range(n_answers_per_session):

@@ -30,10 +30,11 @@ def gram_null_space(gram: ArrayLike, rtol: float = RELATIVE_TOLERANCE) -> np.nda
     return np.asarray(eigenvectors[:, eigenvalues <= rtol * largest])
 
 
-def estimable(
-    contrasts: ArrayLike, null_space: ArrayLike, rtol: float = 1e-6
-) -> np.ndarray:
-    """For each row ``c`` of ``contrasts``: is ``c'beta`` estimable (``c`` orthogonal to the null space)?"""
+def estimable(contrasts: ArrayLike, null_space: ArrayLike, rtol: float = 1e-6) -> np.ndarray:
+    """Per row ``c`` of ``contrasts``: is ``c'beta`` estimable (``c`` orthogonal to null space)?
+
+    ``rtol`` is relative to the norm of ``c``; the basis is orthonormal.
+    """
     c = np.atleast_2d(np.asarray(contrasts, dtype=float))
     basis = np.asarray(null_space, dtype=float)
     if basis.size == 0:

@@ -91,7 +91,9 @@ def paired_deviation_by_session(
     reference_sum = np.bincount(
         answer, weights=np.where(counts_in_reference, values, 0.0), minlength=n_answers
     )
-    reference_n = np.bincount(answer, weights=counts_in_reference.astype(float), minlength=n_answers)
+    reference_n = np.bincount(
+        answer, weights=counts_in_reference.astype(float), minlength=n_answers
+    )
     other_sum = reference_sum[answer] - np.where(counts_in_reference, values, 0.0)
     other_n = reference_n[answer] - counts_in_reference
     usable = (~own) & (other_n >= 1)

@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
-from generators.independent_council import CouncilSpec, generate_sessions, write_store
 
+from generators.independent_council import CouncilSpec, generate_sessions, write_store
 from llm_council.bias_audit.report.loading import load_store
 from llm_council.bias_audit.report.position import position_bias
 from llm_council.bias_audit.report.reviewers import reviewer_profiles

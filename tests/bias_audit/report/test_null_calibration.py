@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from generators.independent_council import CouncilSpec, generate_sessions, write_store
 
+from generators.independent_council import CouncilSpec, generate_sessions, write_store
 from llm_council.bias_audit.report.joint import fit_joint_model
 from llm_council.bias_audit.report.length import pooled_length_bias
 from llm_council.bias_audit.report.loading import load_store
@@ -108,7 +108,13 @@ def null_rates(
     per_reviewer = {RATE_NAMES[2], RATE_NAMES[6]}
     return {
         name: count
-        / (self_tests if name == RATE_NAMES[8] else reviewer_tests if name in per_reviewer else n_runs)
+        / (
+            self_tests
+            if name == RATE_NAMES[8]
+            else reviewer_tests
+            if name in per_reviewer
+            else n_runs
+        )
         if (self_tests if name == RATE_NAMES[8] else 1)
         else float("nan")
         for name, count in counts.items()

@@ -8,8 +8,6 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .conftest import scores_to_lines
-
 from llm_council.bias_audit.report import build_report, render_csv, render_html, render_text
 from llm_council.bias_audit.report.safe_text import (
     csv_text_cell,
@@ -18,7 +16,9 @@ from llm_council.bias_audit.report.safe_text import (
     terminal_safe,
 )
 
-FORMULA_IDS = ("=HYPERLINK(\"http://x\")", "+1+1", "-2+3", "@SUM(A1)")
+from .conftest import scores_to_lines
+
+FORMULA_IDS = ('=HYPERLINK("http://x")', "+1+1", "-2+3", "@SUM(A1)")
 LONG_A = "openrouter/anthropic/claude-3.5-sonnet-reviewer-2024-06-20"
 LONG_B = "openrouter/anthropic/claude-3.5-sonnet-reviewer-2024-10-22"
 

@@ -16,8 +16,8 @@ import numpy as np
 from llm_council.bias_audit.report.model import Interval, Leaderboard, LeaderboardEntry
 from llm_council.stats.bradley_terry import (
     bradley_terry_session_bootstrap,
-    comparisons_connected,
     bradley_terry_with_covariate,
+    comparisons_connected,
 )
 
 

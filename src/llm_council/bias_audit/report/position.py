@@ -58,9 +58,7 @@ def _interval(mean: float | None, sd: float | None, n: int) -> Interval:
     )
 
 
-def slots_identified(
-    group: np.ndarray, model: np.ndarray, slot: np.ndarray, n_slots: int
-) -> bool:
+def slots_identified(group: np.ndarray, model: np.ndarray, slot: np.ndarray, n_slots: int) -> bool:
     """Are all slot contrasts estimable in ``score ~ group FE + model + slot``?
 
     The within-``group`` Gram of [model dummies, slot dummies] is formed sparsely; slot

@@ -108,26 +108,32 @@ def csv_rows(report: BiasReport) -> list[tuple[str, str, str, str, str, str, str
             position.positions, position.mean_score, position.n_sessions, strict=True
         ):
             interval("position", f"slot {slot_letter(slot)}", "mean_score", mean, n)
-        for profile in (position.council, *position.per_reviewer):
-            section = "position" if profile is position.council else "position_by_reviewer"
-            subject = "council" if profile is position.council else profile.subject
-            for slot, effect in zip(position.positions, profile.slot_effect, strict=False):
+        for slot_profile in (position.council, *position.per_reviewer):
+            section = "position" if slot_profile is position.council else "position_by_reviewer"
+            subject = "council" if slot_profile is position.council else slot_profile.subject
+            for slot, slot_effect in zip(
+                position.positions, slot_profile.slot_effect, strict=False
+            ):
                 interval(
-                    section, subject, f"slot_effect:{slot_letter(slot)}", effect, profile.n_sessions
+                    section,
+                    subject,
+                    f"slot_effect:{slot_letter(slot)}",
+                    slot_effect,
+                    slot_profile.n_sessions,
                 )
             rows.append(
                 (
                     section,
                     subject,
-                    "wald_f" if profile.identified else "wald_f:not_identified",
-                    _cell(profile.test_statistic),
+                    "wald_f" if slot_profile.identified else "wald_f:not_identified",
+                    _cell(slot_profile.test_statistic),
                     "",
                     "",
-                    _cell(profile.adjusted_p_value),
-                    _cell(profile.n_sessions),
+                    _cell(slot_profile.adjusted_p_value),
+                    _cell(slot_profile.n_sessions),
                 )
             )
-            interval(section, subject, f"trend:{profile.direction}", profile.trend, None)
+            interval(section, subject, f"trend:{slot_profile.direction}", slot_profile.trend, None)
     for item in report.self_preference:
         interval("self_preference", item.reviewer, "joint_model", item.adjusted, item.n_sessions)
         interval("self_preference", item.reviewer, "raw", item.raw, item.n_sessions)
