@@ -142,4 +142,4 @@ def test_models_never_compared_have_no_common_leaderboard(write_lines: Writer) -
     }
     report = build_report(write_lines(scores_to_lines(table)), n_resamples=20)
     assert report.leaderboard is None
-    assert "Leaderboard === not identified" in render_text(report)
+    assert "Leaderboard === no rankings to compare" in render_text(report)

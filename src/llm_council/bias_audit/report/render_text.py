@@ -252,8 +252,8 @@ def render_text(report: BiasReport) -> str:
             )
     else:
         add(
-            "=== Leaderboard === not identified: needs ranked, non-self answers, with every "
-            "model linked to the others by a chain of comparisons (a common scale)"
+            "=== Leaderboard === no rankings to compare (needs ranked, non-self answers, and "
+            "every model linked to the others by a chain of comparisons: one common scale)"
         )
     # ids are untrusted: each line (ours hold no control characters) is made terminal-safe
     return "\n".join(terminal_safe(line) for line in lines) + "\n"
