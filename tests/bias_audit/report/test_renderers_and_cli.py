@@ -46,6 +46,12 @@ def test_text_leads_with_reviewer_profiles(biased_report) -> None:  # type: igno
     assert text.index("=== ") == positions[0]
     assert "Reliability: high (400 sessions" in text
     assert "Adjusted view (extra; NOT used above)" in text
+    # primacy's +1 at slot A lifts its average: the profile points at the position section
+    primacy_block = text[
+        text.index("\nprimacy\n") : text.index("Reliability", text.index("\nprimacy\n"))
+    ]
+    assert "also flagged for position bias (primacy)" in primacy_block
+    assert "Reference: every reviewer except" in text
 
 
 def test_json_is_strict_and_complete(biased_report) -> None:  # type: ignore[no-untyped-def]

@@ -111,6 +111,9 @@ def render_text(report: BiasReport) -> str:
             + ", ".join(outside)
             + " (removed as outliers, so they cannot shift the others' leniency)."
         )
+    position_flagged = {
+        p.subject: p.direction for p in (report.position.per_reviewer if report.position else [])
+    }
     for profile in report.profiles:
         add(profile.reviewer)
         add(
@@ -118,6 +121,16 @@ def render_text(report: BiasReport) -> str:
             f"z={fmt(profile.leniency_z, 1)}, Holm p={fmt_p(profile.leniency_p_holm)})   "
             f"Mean score: {fmt(profile.mean_score, 1)}"
         )
+        direction = position_flagged.get(profile.reviewer)
+        if profile.leniency_label in ("harsh", "generous") and direction in (
+            "primacy",
+            "recency",
+            "non-monotone",
+        ):
+            add(
+                f"  Note: also flagged for position bias ({direction}); a bonus at some slots "
+                "raises its average too, so part of this leniency may be that (see Position Bias)"
+            )
         add(
             f"  Score sd: {fmt(profile.spread, 1)} ({profile.spread_label}, "
             f"{fmt(profile.spread_ratio)}x median)   "
