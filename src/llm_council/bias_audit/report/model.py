@@ -91,6 +91,7 @@ class SlotProfile:
     direction: str  # primacy / recency / non-monotone / none detected / not identified
     identified: bool  # False when the slot is confounded with the candidate
     flagged: bool  # identified and (adjusted) p < the significance level
+    basis: str  # "within answers" (answer fixed effects) / "across sessions" / "none"
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,8 @@ from the within-session slope of the centred score on the slot index.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import duckdb
 import numpy as np
 from scipy import sparse
@@ -37,6 +39,7 @@ from scipy import stats as scipy_stats
 from llm_council.bias_audit.report.model import Interval, PositionBias, SlotProfile
 from llm_council.stats.identifiability import estimable, gram_null_space
 from llm_council.stats.joint_model import (
+    ClusteredOlsFit,
     demean_within_groups,
     group_sum_matrix,
     ols_cluster_robust,
@@ -44,6 +47,7 @@ from llm_council.stats.joint_model import (
 )
 from llm_council.stats.pooling import mean_interval_from_moments
 from llm_council.stats.robust_leniency import holm_adjusted
+from llm_council.stats.slot_profiles import fit_reviewer_slots, scope_contrasts, slot_effects
 
 NOT_IDENTIFIED = (
     "not identified: the display slot is confounded with the candidate "
@@ -116,6 +120,7 @@ def _slot_profile(
             direction="not identified" if n_sessions >= 2 else "too few sessions",
             identified=False,
             flagged=False,
+            basis="none",
         )
     dummies = np.zeros((slot.size, n_slots))
     dummies[np.arange(slot.size), slot] = 1.0
@@ -158,6 +163,40 @@ def _slot_profile(
         direction="",
         identified=True,
         flagged=False,
+        basis="across sessions",
+    )
+
+
+def _within_profile(
+    subject: str,
+    fit: ClusteredOlsFit,
+    reviewers: Sequence[int] | np.ndarray,
+    n_reviewers: int,
+    n_slots: int,
+    clusters_of_scope: np.ndarray,
+) -> SlotProfile | None:
+    """The scope's within-answer slot profile, or None when the design cannot identify it."""
+    effects = slot_effects(fit, scope_contrasts(reviewers, n_reviewers, n_slots))
+    if effects is None:
+        return None
+    return SlotProfile(
+        subject=subject,
+        n_sessions=int(np.unique(clusters_of_scope).size),
+        slot_effect=[
+            Interval(float(b), float(low), float(high), float(p))
+            for b, low, high, p in zip(
+                effects.estimates, effects.ci_low, effects.ci_high, effects.p_values, strict=True
+            )
+        ],
+        test_statistic=effects.wald_f,
+        test_df=effects.wald_df,
+        test_p_value=effects.wald_p,
+        adjusted_p_value=effects.wald_p,
+        trend=Interval(effects.trend, *effects.trend_ci, effects.trend_p),
+        direction="",
+        identified=True,
+        flagged=False,
+        basis="within answers",
     )
 
 
@@ -197,7 +236,7 @@ def position_bias(
         return None
     n_slots = int(mode_row[0])
     columns = connection.execute(
-        """SELECT session, reviewer_index, model_index, position,
+        """SELECT session, reviewer_index, model_index, position, is_self, score,
                   score - avg(score) OVER (PARTITION BY session, reviewer_index) AS centred
            FROM scored
            WHERE n_candidates = ? AND position < n_candidates""",
@@ -210,6 +249,8 @@ def position_bias(
     model = np.asarray(columns["model_index"], dtype=np.int64)
     slot = np.asarray(columns["position"], dtype=np.int64)
     centred = np.asarray(columns["centred"], dtype=float)
+    is_self = np.asarray(columns["is_self"], dtype=bool)
+    score = np.asarray(columns["score"], dtype=float)
     names = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
     group = session * (int(reviewer.max()) + 1) + reviewer
     _, group = np.unique(group, return_inverse=True)
@@ -223,11 +264,34 @@ def position_bias(
         [n_slots],
     ).fetchall()
 
-    council = _slot_profile("council", session, group, model, slot, centred, n_slots)
+    # within answers first (answer fixed effects: quality removed, most power); where the
+    # design does not identify that (one shared order per session), across sessions
+    _, cluster = np.unique(session, return_inverse=True)
+    n_reviewers = int(reviewer.max()) + 1
+    within_fit = fit_reviewer_slots(
+        cluster * (int(model.max()) + 1) + model,
+        cluster,
+        reviewer,
+        slot,
+        is_self,
+        score,
+        n_reviewers,
+        n_slots,
+    )
+    present = np.unique(reviewer)
+    council = _within_profile(
+        "council", within_fit, present, n_reviewers, n_slots, cluster
+    ) or _slot_profile("council", session, group, model, slot, centred, n_slots)
     council = _with(council, council.test_p_value, significance_level)
     reviewers = []
-    for index in np.unique(reviewer):
+    for index in present:
         rows = reviewer == index
+        within = _within_profile(
+            names[int(index)], within_fit, [index], n_reviewers, n_slots, cluster[rows]
+        )
+        if within is not None:
+            reviewers.append(within)
+            continue
         _, reviewer_group = np.unique(group[rows], return_inverse=True)
         reviewers.append(
             _slot_profile(

@@ -125,7 +125,9 @@ def csv_rows(report: BiasReport) -> list[tuple[str, str, str, str, str, str, str
                 (
                     section,
                     subject,
-                    "wald_f" if slot_profile.identified else "wald_f:not_identified",
+                    f"wald_f:{slot_profile.basis}"
+                    if slot_profile.identified
+                    else "wald_f:not_identified",
                     _cell(slot_profile.test_statistic),
                     "",
                     "",

@@ -39,7 +39,11 @@ def _add_position(add: Callable[[str], None], position: PositionBias) -> None:
         f"=== Position Bias (display slot each reviewer saw; "
         f"{position.test_n_candidates}-candidate sessions) ==="
     )
-    add("  Slot effect = score minus the same reviewer's mean score in that session, by slot.")
+    add(
+        "  Slot effect = points vs the reviewer's own average slot: within answers (answer "
+        "fixed effects) when reviewers of an answer saw it at different slots, else across "
+        "sessions (score minus the reviewer's mean in the session; needs orders counterbalanced)."
+    )
     add("  slot   mean score [95% CI]     slot effect [95% CI]    sessions")
     for slot, mean, effect, n in zip(
         position.positions,
@@ -54,7 +58,7 @@ def _add_position(add: Callable[[str], None], position: PositionBias) -> None:
     else:
         df1, df2 = council.test_df
         add(
-            f"  Council (Wald, session-clustered): F({df1}, {df2}) = "
+            f"  Council ({council.basis}; Wald, session-clustered): F({df1}, {df2}) = "
             f"{fmt(council.test_statistic)}, p={fmt_p(council.test_p_value)}; "
             f"direction: {council.direction} (trend {fmt_interval(council.trend, 3)} "
             "points per slot later; < 0 favours early slots)"
@@ -68,7 +72,8 @@ def _add_position(add: Callable[[str], None], position: PositionBias) -> None:
         mark = "  <- flagged" if profile.flagged else ""
         add(
             f"  {profile.subject}: {profile.direction}, Holm p={fmt_p(profile.adjusted_p_value)}, "
-            f"trend {fmt_interval(profile.trend, 3)}, {profile.n_sessions} sessions{mark}"
+            f"trend {fmt_interval(profile.trend, 3)}, {profile.n_sessions} sessions, "
+            f"{profile.basis}{mark}"
         )
         add(
             "    "
