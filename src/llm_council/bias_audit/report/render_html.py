@@ -84,12 +84,14 @@ def render_html(report: BiasReport) -> str:
                     [[(e.ci_low, e.ci_high) for e in profile.slot_effect] for profile in reviewers],
                     row_notes=[
                         f"{profile.direction}{', flagged' if profile.flagged else ''}"
+                        f" ({profile.basis})"
                         for profile in reviewers
                     ],
                     plot_id="plot-position-by-reviewer",
                 ),
-                "Score minus the same reviewer's mean in the session, by the slot it saw the "
-                "answer at (session-clustered intervals in the tooltips); flagged when the "
+                "Points vs the reviewer's own average slot (within answers when reviewers saw "
+                "different orders, else across sessions; session-clustered intervals in the "
+                "tooltips); flagged when the "
                 "reviewer's Wald test survives Holm's correction across reviewers at "
                 f"{fmt(100 * position.significance_level, 0)}%.",
             )

@@ -246,7 +246,7 @@ def heatmap_plot(
     in a tooltip; ``row_notes`` are printed right of each row (e.g. "primacy, flagged").
     """
     cell_width, cell_height = 62, 24
-    left, top, right_note = _LEFT, _TOP + 14, 150
+    left, top, right_note = _LEFT, _TOP + 14, 250
     width = max(_WIDTH, left + cell_width * len(column_labels) + right_note)
     height = top + cell_height * max(len(row_labels), 1) + 30
     finite = _finite([value for row in estimates for value in row])
@@ -254,7 +254,7 @@ def heatmap_plot(
     parts = [
         f'<svg id="{plot_id}" xmlns="http://www.w3.org/2000/svg" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="{escape(title)}">',
+        f'style="max-width: 100%; height: auto" aria-label="{escape(title)}">',
         f'<text x="{width / 2}" y="18" text-anchor="middle" class="title">{escape(title)}</text>',
     ]
     for column, label in enumerate(column_labels):
