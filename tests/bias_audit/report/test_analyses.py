@@ -143,3 +143,18 @@ def test_models_never_compared_have_no_common_leaderboard(write_lines: Writer) -
     report = build_report(write_lines(scores_to_lines(table)), n_resamples=20)
     assert report.leaderboard is None
     assert "Leaderboard === no rankings to compare" in render_text(report)
+
+
+def test_a_fixed_display_order_does_not_identify_slot_effects(write_lines: Writer) -> None:
+    # scores_to_lines shows the models in sorted order to every reviewer in every session:
+    # m1 is always at slot A, so slot and model cannot be told apart
+    report = build_report(write_lines(scores_to_lines(HAND_TABLE)), n_resamples=20)
+    assert report.position is not None
+    council = report.position.council
+    assert not council.identified and council.direction == "not identified"
+    assert all(np.isnan(effect.estimate) for effect in council.slot_effect)
+    assert np.isnan(council.test_p_value)
+    assert not any(p.identified or p.flagged for p in report.position.per_reviewer)
+    text = render_text(report)
+    assert "Council: not identified (the display slot is confounded with the candidate)" in text
+    assert report.joint is None or not report.joint.position_identified

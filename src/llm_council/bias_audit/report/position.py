@@ -49,10 +49,8 @@ from llm_council.stats.pooling import mean_interval_from_moments
 from llm_council.stats.robust_leniency import holm_adjusted
 from llm_council.stats.slot_profiles import fit_reviewer_slots, scope_contrasts, slot_effects
 
-NOT_IDENTIFIED = (
-    "not identified: the display slot is confounded with the candidate "
-    "(the same model always shown at the same slot)"
-)
+#: the direction of a scope whose slot effects the design cannot identify
+NOT_IDENTIFIED = "not identified"
 
 
 def _interval(mean: float | None, sd: float | None, n: int) -> Interval:
@@ -117,7 +115,7 @@ def _slot_profile(
             test_p_value=nan,
             adjusted_p_value=nan,
             trend=nan_interval,
-            direction="not identified" if n_sessions >= 2 else "too few sessions",
+            direction=NOT_IDENTIFIED if n_sessions >= 2 else "too few sessions",
             identified=False,
             flagged=False,
             basis="none",

@@ -54,7 +54,11 @@ def _add_position(add: Callable[[str], None], position: PositionBias) -> None:
     ):
         add(f"  {slot_letter(slot):<5}  {fmt_interval(mean):<22}  {fmt_interval(effect):<22}  {n}")
     if not council.identified:
-        add(f"  Council: {council.direction}; nothing is estimated or tested.")
+        why = " (the display slot is confounded with the candidate)"
+        add(
+            f"  Council: {council.direction}{why if council.direction == 'not identified' else ''}"
+            "; nothing is estimated or tested."
+        )
     else:
         df1, df2 = council.test_df
         add(
@@ -67,7 +71,7 @@ def _add_position(add: Callable[[str], None], position: PositionBias) -> None:
     add(f"  Per reviewer (flagged at Holm-adjusted p < {level}% across reviewers):")
     for profile in position.per_reviewer:
         if not profile.identified:
-            add(f"  {profile.subject}: {profile.direction}")
+            add(f"  {profile.subject}: {profile.direction}; nothing is estimated or tested")
             continue
         mark = "  <- flagged" if profile.flagged else ""
         add(
