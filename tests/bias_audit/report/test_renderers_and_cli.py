@@ -74,6 +74,11 @@ def test_json_is_strict_and_complete(biased_report) -> None:  # type: ignore[no-
         "narcissist",
     }
     assert "NaN" not in render_json(biased_report)
+    per_reviewer = {p["subject"]: p for p in payload["position"]["per_reviewer"]}
+    assert set(per_reviewer) == {p["reviewer"] for p in payload["profiles"]}
+    assert per_reviewer["primacy"]["flagged"] and per_reviewer["primacy"]["direction"] == "primacy"
+    assert per_reviewer["primacy"]["basis"] == "within answers"
+    assert len(per_reviewer["primacy"]["slot_effect"]) == 5
 
 
 def test_csv_is_one_long_table(biased_report) -> None:  # type: ignore[no-untyped-def]
