@@ -179,7 +179,7 @@ def _within_profile(
         return None
     return SlotProfile(
         subject=subject,
-        n_sessions=int(np.unique(clusters_of_scope).size),
+        n_sessions=int(np.count_nonzero(np.bincount(clusters_of_scope))),
         slot_effect=[
             Interval(float(b), float(low), float(high), float(p))
             for b, low, high, p in zip(
@@ -250,8 +250,8 @@ def position_bias(
     is_self = np.asarray(columns["is_self"], dtype=bool)
     score = np.asarray(columns["score"], dtype=float)
     names = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
+    # ids need not be dense (group sums and cluster counts skip empty ids): no sorting
     group = session * (int(reviewer.max()) + 1) + reviewer
-    _, group = np.unique(group, return_inverse=True)
 
     per_slot = connection.execute(
         """WITH slot_means AS (
@@ -264,7 +264,7 @@ def position_bias(
 
     # within answers first (answer fixed effects: quality removed, most power); where the
     # design does not identify that (one shared order per session), across sessions
-    _, cluster = np.unique(session, return_inverse=True)
+    cluster = session
     n_reviewers = int(reviewer.max()) + 1
     within_fit = fit_reviewer_slots(
         cluster * (int(model.max()) + 1) + model,
