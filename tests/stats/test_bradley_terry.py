@@ -126,3 +126,20 @@ def test_covariate_fit_sandwich_matches_a_dense_computation() -> None:
     n_clusters = clusters.max() + 1
     covariance = n_clusters / (n_clusters - 1) * bread @ meat @ bread
     assert fit.slope_standard_error == pytest.approx(np.sqrt(covariance[0, 0]))
+
+
+def test_comparisons_connected_needs_one_chain() -> None:
+    from llm_council.stats.bradley_terry import comparisons_connected
+
+    # 0 beat 1 and 2 beat 3, but {0, 1} and {2, 3} never met: no common scale
+    split = np.zeros((4, 4))
+    split[0, 1] = split[2, 3] = 1
+    assert not comparisons_connected(split)
+    split[1, 2] = 1  # one comparison links the groups (direction does not matter here)
+    assert comparisons_connected(split)
+    only_one = np.zeros((3, 3))
+    assert not comparisons_connected(only_one)
+    # an item never compared at all is ignored, not a separate group
+    linked = np.zeros((3, 3))
+    linked[0, 1] = 2
+    assert comparisons_connected(linked)

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import sparse
 from scipy import stats as scipy_stats
+from scipy.sparse import csgraph
 
 
 def bradley_terry_mm(
@@ -54,6 +56,25 @@ def bradley_terry_mm(
         log_gamma = np.log(gamma)
     finite = np.where(np.isfinite(log_gamma), log_gamma, np.nan)
     return log_gamma - np.nanmean(finite, axis=-1, keepdims=True)
+
+
+def comparisons_connected(wins: ArrayLike) -> bool:
+    """Are all compared items linked by a chain of comparisons (an identified common scale)?
+
+    Strengths are only defined relative to each other within a connected component of the
+    comparison graph: two groups of models never compared, directly or through others, have
+    no common scale, and any offset between them is arbitrary (Zermelo 1929; Ford 1957,
+    Amer. Math. Monthly 64(8)). ``wins[i, j]`` counts i's wins over j; items without any
+    comparison are ignored.
+    """
+    w = np.asarray(wins, dtype=float)
+    compared = (w + w.T) > 0
+    present = compared.any(axis=1)
+    if present.sum() < 2:
+        return False
+    sub = compared[np.ix_(present, present)]
+    n_components, _ = csgraph.connected_components(sparse.csr_matrix(sub), directed=False)
+    return int(n_components) == 1
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ from numpy.typing import ArrayLike
 from scipy import sparse
 from scipy import stats as scipy_stats
 
+from llm_council.stats.identifiability import RELATIVE_TOLERANCE, estimable, gram_null_space
+
 
 def demean_within_groups(values: ArrayLike, group_index: ArrayLike) -> np.ndarray:
     """Subtract each group's mean from its rows (the within transformation).
@@ -59,6 +61,12 @@ class ClusteredOlsFit:
     residuals: np.ndarray
     n_observations: int
     n_clusters: int
+    #: orthonormal basis of the null space of the (demeaned) X'X; empty when full rank
+    null_space: np.ndarray
+
+    def estimable(self, contrasts: ArrayLike) -> np.ndarray:
+        """Per row ``c`` of ``contrasts``: is ``c'beta`` identified by the design?"""
+        return estimable(contrasts, self.null_space)
 
     @property
     def standard_errors(self) -> np.ndarray:
@@ -92,7 +100,8 @@ def ols_cluster_robust(
     y = np.asarray(response, dtype=float)
     clusters = np.asarray(cluster_index, dtype=np.int64)
     n, k = x.shape
-    xtx_inverse = np.linalg.pinv(x.T @ x)
+    # the same numerical rank as the identifiability check: round-off is not information
+    xtx_inverse = np.linalg.pinv(x.T @ x, rcond=RELATIVE_TOLERANCE, hermitian=True)
     coefficients = xtx_inverse @ (x.T @ y)
     residuals = y - x @ coefficients
     n_clusters = int(clusters.max()) + 1 if clusters.size else 0
@@ -102,7 +111,7 @@ def ols_cluster_robust(
     meat = scores.T @ scores
     factor = (c / max(c - 1, 1)) * ((n - 1) / max(n - k, 1))
     covariance = factor * xtx_inverse @ meat @ xtx_inverse
-    return ClusteredOlsFit(coefficients, covariance, residuals, n, c)
+    return ClusteredOlsFit(coefficients, covariance, residuals, n, c, gram_null_space(x.T @ x))
 
 
 def ols_absorbed_cluster_robust(
@@ -140,7 +149,7 @@ def ols_absorbed_cluster_robust(
     sum_y = group_sums @ y
     xtx = _dense(x.T @ x) - sum_x.T @ (sum_x * inverse_counts[:, None])
     xty = np.asarray(x.T @ y).ravel() - sum_x.T @ (sum_y * inverse_counts)
-    xtx_inverse = np.linalg.pinv(xtx)
+    xtx_inverse = np.linalg.pinv(xtx, rcond=RELATIVE_TOLERANCE, hermitian=True)
     coefficients = xtx_inverse @ xty
     raw_residuals = y - np.asarray(x @ coefficients).ravel()
     residuals = raw_residuals - ((sum_y - sum_x @ coefficients) * inverse_counts)[groups]
@@ -148,7 +157,7 @@ def ols_absorbed_cluster_robust(
     c = int((np.bincount(clusters) > 0).sum())
     factor = (c / max(c - 1, 1)) * ((n - 1) / max(n - k, 1))
     covariance = factor * xtx_inverse @ (scores.T @ scores) @ xtx_inverse
-    return ClusteredOlsFit(coefficients, covariance, residuals, n, c)
+    return ClusteredOlsFit(coefficients, covariance, residuals, n, c, gram_null_space(xtx))
 
 
 def _dense(matrix: Any) -> np.ndarray:

@@ -47,6 +47,15 @@ def test_every_plot_renders_with_its_marks(
                     assert box["x"] <= mark_box["x"] <= box["x"] + box["width"], plot_id
                 if plot_id != "plot-length":
                     assert svg.locator("line.interval").count() == n_marks, plot_id
+            grid = page.locator("svg#plot-position-by-reviewer")
+            n_cells = len(report.position.per_reviewer) * len(report.position.positions)
+            assert grid.locator("rect.mark").count() == n_cells
+            grid_box = grid.bounding_box()
+            assert grid_box is not None and grid_box["height"] > 50
+            for index in range(n_cells):
+                cell_box = grid.locator("rect.mark").nth(index).bounding_box()
+                assert cell_box is not None and cell_box["width"] > 10
+                assert cell_box["x"] + cell_box["width"] <= grid_box["x"] + grid_box["width"]
             fit = page.locator("svg#plot-length line.fit")
             assert fit.count() == 1 and fit.bounding_box()["width"] > 100
         finally:

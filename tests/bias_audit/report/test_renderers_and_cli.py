@@ -46,6 +46,12 @@ def test_text_leads_with_reviewer_profiles(biased_report) -> None:  # type: igno
     assert text.index("=== ") == positions[0]
     assert "Reliability: high (400 sessions" in text
     assert "Adjusted view (extra; NOT used above)" in text
+    # primacy's +1 at slot A lifts its average: the profile points at the position section
+    primacy_block = text[
+        text.index("\nprimacy\n") : text.index("Reliability", text.index("\nprimacy\n"))
+    ]
+    assert "also flagged for position bias (primacy)" in primacy_block
+    assert "Reference: every reviewer except" in text
 
 
 def test_json_is_strict_and_complete(biased_report) -> None:  # type: ignore[no-untyped-def]
@@ -68,6 +74,11 @@ def test_json_is_strict_and_complete(biased_report) -> None:  # type: ignore[no-
         "narcissist",
     }
     assert "NaN" not in render_json(biased_report)
+    per_reviewer = {p["subject"]: p for p in payload["position"]["per_reviewer"]}
+    assert set(per_reviewer) == {p["reviewer"] for p in payload["profiles"]}
+    assert per_reviewer["primacy"]["flagged"] and per_reviewer["primacy"]["direction"] == "primacy"
+    assert per_reviewer["primacy"]["basis"] == "within answers"
+    assert len(per_reviewer["primacy"]["slot_effect"]) == 5
 
 
 def test_csv_is_one_long_table(biased_report) -> None:  # type: ignore[no-untyped-def]
@@ -79,15 +90,20 @@ def test_csv_is_one_long_table(biased_report) -> None:  # type: ignore[no-untype
         "reviewer",
         "length",
         "position",
+        "position_by_reviewer",
         "self_preference",
         "joint_model",
         "leaderboard",
     }
+    primacy_a = next(
+        row for row in rows if row[:3] == ["position_by_reviewer", "primacy", "slot_effect:A"]
+    )
+    assert 0 < float(primacy_a[4]) < float(primacy_a[3]) < float(primacy_a[5])
     harsh = next(row for row in rows if row[:3] == ["reviewer", "harsh", "leniency"])
     assert float(harsh[4]) < float(harsh[3]) < float(harsh[5]) < 0
 
 
-def test_html_is_self_contained_with_five_plots(biased_report) -> None:  # type: ignore[no-untyped-def]
+def test_html_is_self_contained_with_six_plots(biased_report) -> None:  # type: ignore[no-untyped-def]
     page = render_html(biased_report)
     assert "<script" not in page.lower()
     assert re.findall(r"(?:src|href)=", page) == []
@@ -95,6 +111,7 @@ def test_html_is_self_contained_with_five_plots(biased_report) -> None:  # type:
     ids = re.findall(r'<svg id="([^"]+)"', page)
     assert ids == [
         "plot-position",
+        "plot-position-by-reviewer",
         "plot-leniency",
         "plot-length",
         "plot-self-preference",
@@ -157,7 +174,7 @@ def test_cli_warns_about_a_torn_line(
     )
     captured = capsys.readouterr()
     assert "last line is incomplete" in captured.err
-    assert captured.out.startswith("section,subject")
+    assert captured.out.startswith('"section","subject"')
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "csv", "html"])

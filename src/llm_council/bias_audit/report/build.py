@@ -50,12 +50,14 @@ def build_report(
         # its own cursor of the same in-memory database, while DuckDB (which releases the
         # GIL) answers the other sections' queries on this thread.
         with ThreadPoolExecutor(max_workers=2) as pool:
-            joint_future = pool.submit(fit_joint_model, connection.cursor())
             board_future = pool.submit(
                 build_leaderboard, connection.cursor(), n_resamples=n_resamples, seed=seed
             )
             step("profiling reviewers")
             profiles = reviewer_profiles(connection)
+            # the joint model's leniencies are centred on the profiles' robust reference
+            reference = [p.reviewer for p in profiles if p.in_leniency_reference]
+            joint_future = pool.submit(fit_joint_model, connection.cursor(), reference)
             step("length and position")
             length = pooled_length_bias(connection)
             position = position_bias(connection, significance_level)

@@ -16,6 +16,7 @@ Intervals are session-clustered (CR1).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import duckdb
@@ -24,6 +25,7 @@ from scipy import sparse
 from scipy import stats as scipy_stats
 
 from llm_council.bias_audit.report.model import JointEffect, JointModel
+from llm_council.bias_audit.report.tables import scores_sum_to_a_constant
 from llm_council.stats.joint_model import ols_absorbed_cluster_robust, wald_test
 
 
@@ -35,15 +37,28 @@ class JointFit:
     adjusted_mean_by_model: dict[str, float]
 
 
-def _centring_transform(n_levels: int) -> np.ndarray:
-    """Map ``n_levels - 1`` coefficients against level 0 to ``n_levels`` centred effects."""
+def _centring_transform(n_levels: int, reference: np.ndarray | None = None) -> np.ndarray:
+    """Map ``n_levels - 1`` coefficients against level 0 to effects centred on a reference.
+
+    With ``reference`` (a boolean mask over levels) the effects are relative to the mean of
+    the reference levels, otherwise to the mean of all levels.
+    """
     to_full = np.zeros((n_levels, n_levels - 1))
     to_full[1:, :] = np.eye(n_levels - 1)
-    return (np.eye(n_levels) - 1.0 / n_levels) @ to_full
+    mask = np.ones(n_levels, dtype=bool) if reference is None else reference
+    weights = mask / mask.sum()
+    return (np.eye(n_levels) - np.outer(np.ones(n_levels), weights)) @ to_full
 
 
-def fit_joint_model(connection: duckdb.DuckDBPyConnection) -> JointFit | None:
-    """Fit the joint model on every scored record; None when there is too little data."""
+def fit_joint_model(
+    connection: duckdb.DuckDBPyConnection, leniency_reference: Collection[str] | None = None
+) -> JointFit | None:
+    """Fit the joint model on every scored record; None when there is too little data.
+
+    Leniencies are centred on the mean of the ``leniency_reference`` reviewers (the robust
+    reference of the reviewer profiles) when given, so one outlying reviewer does not shift
+    every other reviewer's leniency; verbosities are centred on all reviewers.
+    """
     columns = connection.execute(
         """SELECT session, model_index, reviewer_index, position,
                   ln(greatest(words, 1)) AS log_words,
@@ -129,15 +144,22 @@ def fit_joint_model(connection: duckdb.DuckDBPyConnection) -> JointFit | None:
     fit = ols_absorbed_cluster_robust(raw_design, score, answer, session)
     intervals = fit.confidence_intervals()
 
+    forced_choice = scores_sum_to_a_constant(connection)
     effects: list[JointEffect] = []
     start = 0
     position_slice = slice(0, 0)
+    n_columns = fit.coefficients.size
+    nan = float("nan")
     for group, names, width in blocks:
         block_slice = slice(start, start + width)
         coefficients = fit.coefficients[block_slice]
         covariance = fit.covariance[block_slice, block_slice]
         if group in ("reviewer_leniency", "reviewer_verbosity"):
-            transform = _centring_transform(len(names))
+            reference = None
+            if group == "reviewer_leniency" and leniency_reference:
+                reference = np.array([name in leniency_reference for name in names])
+                reference = reference if reference.any() else None
+            transform = _centring_transform(len(names), reference)
             estimates = transform @ coefficients
             standard_errors = np.sqrt(
                 np.clip(np.diag(transform @ covariance @ transform.T), 0, None)
@@ -145,19 +167,29 @@ def fit_joint_model(connection: duckdb.DuckDBPyConnection) -> JointFit | None:
             t_crit = float(scipy_stats.t.ppf(0.975, max(fit.n_clusters - 1, 1)))
             lows, highs = estimates - t_crit * standard_errors, estimates + t_crit * standard_errors
         else:
+            transform = np.eye(width)
             estimates, standard_errors = coefficients, fit.standard_errors[block_slice]
             lows, highs = intervals[block_slice, 0], intervals[block_slice, 1]
             if group == "position":
                 position_slice = block_slice
-        for name, estimate, low, high, se in zip(
-            names, estimates, lows, highs, standard_errors, strict=True
+        # rank check: an effect the design cannot identify is reported as such, not as a
+        # pseudo-inverse's arbitrary value with a near-zero standard error
+        contrasts = np.zeros((len(names), n_columns))
+        contrasts[:, block_slice] = transform
+        identified = fit.estimable(contrasts)
+        if group == "reviewer_leniency" and forced_choice:
+            identified[:] = False  # the scale fixes every reviewer's level in a session
+        for name, estimate, low, high, se, ok in zip(
+            names, estimates, lows, highs, standard_errors, identified, strict=True
         ):
-            effects.append(
-                JointEffect(name, group, float(estimate), float(low), float(high), float(se))
-            )
+            values = (float(estimate), float(low), float(high), float(se)) if ok else (nan,) * 4
+            effects.append(JointEffect(name, group, *values, identified=bool(ok)))
         start += width
 
-    if position_slice.stop > position_slice.start:
+    position_identified = position_slice.stop > position_slice.start and all(
+        effect.identified for effect in effects if effect.group == "position"
+    )
+    if position_identified:
         wald = wald_test(
             fit.coefficients[position_slice],
             fit.covariance[position_slice, position_slice],
@@ -165,7 +197,7 @@ def fit_joint_model(connection: duckdb.DuckDBPyConnection) -> JointFit | None:
         )
         wald_f, wald_p = wald.f_statistic, wald.p_value
     else:
-        wald_f = wald_p = float("nan")
+        wald_f = wald_p = nan
 
     # extra view: answer effects alpha = within-answer mean of (score - X beta), per model
     answer_effect_of_row = score - raw_design @ fit.coefficients
@@ -194,6 +226,7 @@ def fit_joint_model(connection: duckdb.DuckDBPyConnection) -> JointFit | None:
             n_sessions=fit.n_clusters,
             position_wald_f=float(wald_f),
             position_wald_p=float(wald_p),
+            position_identified=position_identified,
             residual_sd=residual_sd,
         ),
         adjusted_mean_by_model=adjusted,

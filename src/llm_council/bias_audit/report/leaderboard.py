@@ -17,6 +17,7 @@ from llm_council.bias_audit.report.model import Interval, Leaderboard, Leaderboa
 from llm_council.stats.bradley_terry import (
     bradley_terry_session_bootstrap,
     bradley_terry_with_covariate,
+    comparisons_connected,
 )
 
 
@@ -71,6 +72,9 @@ def build_leaderboard(
     loser = np.where(a_won == 1, item_b, item_a)
     session_wins = np.zeros((n_sessions, n_models, n_models))
     np.add.at(session_wins, (session, winner, loser), 1.0)
+    if not comparisons_connected(session_wins.sum(axis=0)):
+        # models in separate groups that were never compared: no common scale to report
+        return None
     bootstrap = bradley_terry_session_bootstrap(
         session_wins, n_resamples=n_resamples, rng=np.random.default_rng(seed)
     )

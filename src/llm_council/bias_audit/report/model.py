@@ -49,9 +49,11 @@ class ReviewerProfile:
     n_scores: int
     n_missing_scores: int
     mean_score: float
-    leniency: Interval  # points above (+) / below (-) the others on the same answers
+    leniency: Interval  # points above (+) / below (-) the reference reviewers, same answers
     leniency_z: float
     leniency_label: str  # harsh / generous / neutral / unknown
+    leniency_p_holm: float  # Holm-adjusted p of the step-down round that decided the label
+    in_leniency_reference: bool  # one of the reviewers the others are measured against
     spread: float  # pooled within-session sd of its scores
     spread_ratio: float  # spread / median reviewer spread
     spread_label: str  # discriminating / typical / compressed
@@ -75,19 +77,33 @@ class LengthBias:
 
 
 @dataclass(frozen=True)
-class PositionBias:
-    """Scores by display position, and the within-reviewer test of a position effect."""
+class SlotProfile:
+    """Slot effects of one scope (the council, or one reviewer) and the test that they are 0."""
 
-    positions: list[int]
-    mean_score: list[Interval]  # raw mean score per display position (session-clustered)
-    deviation: list[Interval]  # within-reviewer deviation from the answer's consensus
-    n_sessions: list[int]
-    test_n_candidates: int
-    test_statistic: float  # Hotelling F
+    subject: str  # "council" or the reviewer id
+    n_sessions: int
+    slot_effect: list[Interval]  # per slot: points vs this scope's average slot (centred score)
+    test_statistic: float  # cluster-robust Wald F that every slot equals the last
     test_df: tuple[int, int]
     test_p_value: float
+    adjusted_p_value: float  # Holm over reviewers (the council's is its own p)
     trend: Interval  # points per slot later in the order (<0: primacy)
-    direction: str  # primacy / recency / non-monotone / none detected
+    direction: str  # primacy / recency / non-monotone / none detected / not identified
+    identified: bool  # False when the slot is confounded with the candidate
+    flagged: bool  # identified and (adjusted) p < the significance level
+    basis: str  # "within answers" (answer fixed effects) / "across sessions" / "none"
+
+
+@dataclass(frozen=True)
+class PositionBias:
+    """Scores by display slot, council-wide and per reviewer (sessions of the common size)."""
+
+    positions: list[int]
+    mean_score: list[Interval]  # raw mean score per display slot (session-clustered)
+    n_sessions: list[int]
+    test_n_candidates: int  # the session size analysed (the most common one)
+    council: SlotProfile
+    per_reviewer: list[SlotProfile]
     significance_level: float
 
 
@@ -112,6 +128,7 @@ class JointEffect:
     ci_low: float
     ci_high: float
     standard_error: float
+    identified: bool = True  # False: the design cannot separate it (all numbers NaN)
 
 
 @dataclass(frozen=True)
@@ -125,6 +142,7 @@ class JointModel:
     position_wald_f: float
     position_wald_p: float
     residual_sd: float
+    position_identified: bool = True  # False: slots confounded with answers, no test run
 
 
 @dataclass(frozen=True)

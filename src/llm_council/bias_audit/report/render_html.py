@@ -11,7 +11,7 @@ from html import escape
 
 from llm_council.bias_audit.report.model import BiasReport
 from llm_council.bias_audit.report.render_text import fmt, fmt_p, render_text, slot_letter
-from llm_council.bias_audit.report.svg_plots import forest_plot, scatter_plot
+from llm_council.bias_audit.report.svg_plots import forest_plot, heatmap_plot, scatter_plot
 
 _STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
@@ -49,7 +49,15 @@ def render_html(report: BiasReport) -> str:
 
     if report.position is not None:
         position = report.position
+        council = position.council
         sections.append("<h2>Score by display position</h2>")
+        verdict = (
+            f"Council-wide slot effects: F({council.test_df[0]}, {council.test_df[1]}) = "
+            f"{fmt(council.test_statistic)}, p = {fmt_p(council.test_p_value)}; "
+            f"direction: {council.direction}."
+            if council.identified
+            else f"Council-wide slot effects: {council.direction}."
+        )
         sections.append(
             _figure(
                 forest_plot(
@@ -62,9 +70,30 @@ def render_html(report: BiasReport) -> str:
                     reference=None,
                     plot_id="plot-position",
                 ),
-                f"Within-reviewer test: F({position.test_df[0]}, {position.test_df[1]}) = "
-                f"{fmt(position.test_statistic)}, p = {fmt_p(position.test_p_value)}; "
-                f"direction: {position.direction}.",
+                verdict,
+            )
+        )
+        reviewers = position.per_reviewer
+        sections.append(
+            _figure(
+                heatmap_plot(
+                    "Slot effect per reviewer",
+                    [profile.subject for profile in reviewers],
+                    [f"slot {slot_letter(slot)}" for slot in position.positions],
+                    [[e.estimate for e in profile.slot_effect] for profile in reviewers],
+                    [[(e.ci_low, e.ci_high) for e in profile.slot_effect] for profile in reviewers],
+                    row_notes=[
+                        f"{profile.direction}{', flagged' if profile.flagged else ''}"
+                        f" ({profile.basis})"
+                        for profile in reviewers
+                    ],
+                    plot_id="plot-position-by-reviewer",
+                ),
+                "Points vs the reviewer's own average slot (within answers when reviewers saw "
+                "different orders, else across sessions; session-clustered intervals in the "
+                "tooltips); flagged when the "
+                "reviewer's Wald test survives Holm's correction across reviewers at "
+                f"{fmt(100 * position.significance_level, 0)}%.",
             )
         )
 
@@ -73,7 +102,7 @@ def render_html(report: BiasReport) -> str:
     sections.append(
         _figure(
             forest_plot(
-                "Leniency vs the other reviewers on the same answers",
+                "Leniency vs the reference reviewers on the same answers",
                 [profile.reviewer for profile in profiles],
                 [profile.leniency.estimate for profile in profiles],
                 [profile.leniency.ci_low for profile in profiles],
@@ -81,7 +110,8 @@ def render_html(report: BiasReport) -> str:
                 axis_label="points above (+) or below (-) the others",
                 plot_id="plot-leniency",
             ),
-            "Each reviewer's mean paired deviation; harsh/generous when the interval excludes 0.",
+            "Each reviewer's mean paired deviation from the reference reviewers (outliers removed "
+            "by a Holm step-down); harsh/generous when the step-down flags it (5% family-wise).",
         )
     )
 

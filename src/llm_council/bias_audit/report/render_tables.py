@@ -13,6 +13,8 @@ import json
 import math
 
 from llm_council.bias_audit.report.model import BiasReport, Interval
+from llm_council.bias_audit.report.render_text import slot_letter
+from llm_council.bias_audit.report.safe_text import csv_text_cell
 
 CSV_COLUMNS = ("section", "subject", "metric", "estimate", "ci_low", "ci_high", "p_value", "n")
 
@@ -51,6 +53,19 @@ def csv_rows(report: BiasReport) -> list[tuple[str, str, str, str, str, str, str
     for profile in report.profiles:
         interval("reviewer", profile.reviewer, "leniency", profile.leniency, profile.n_sessions)
         scalar("reviewer", profile.reviewer, "leniency_z", profile.leniency_z, profile.n_sessions)
+        rows.append(
+            (
+                "reviewer",
+                profile.reviewer,
+                f"leniency_label:{profile.leniency_label}"
+                + ("" if profile.in_leniency_reference else ":outside_reference"),
+                "",
+                "",
+                "",
+                _cell(profile.leniency_p_holm),
+                str(profile.n_sessions),
+            )
+        )
         scalar("reviewer", profile.reviewer, "mean_score", profile.mean_score, profile.n_scores)
         scalar("reviewer", profile.reviewer, "score_sd", profile.spread, profile.n_scores)
         interval(
@@ -89,30 +104,38 @@ def csv_rows(report: BiasReport) -> list[tuple[str, str, str, str, str, str, str
         )
     if report.position is not None:
         position = report.position
-        for slot, mean, deviation, n in zip(
-            position.positions,
-            position.mean_score,
-            position.deviation,
-            position.n_sessions,
-            strict=True,
+        for slot, mean, n in zip(
+            position.positions, position.mean_score, position.n_sessions, strict=True
         ):
-            interval("position", f"slot {chr(65 + slot)}", "mean_score", mean, n)
-            interval(
-                "position", f"slot {chr(65 + slot)}", "within_reviewer_deviation", deviation, n
+            interval("position", f"slot {slot_letter(slot)}", "mean_score", mean, n)
+        for slot_profile in (position.council, *position.per_reviewer):
+            section = "position" if slot_profile is position.council else "position_by_reviewer"
+            subject = "council" if slot_profile is position.council else slot_profile.subject
+            for slot, slot_effect in zip(
+                position.positions, slot_profile.slot_effect, strict=False
+            ):
+                interval(
+                    section,
+                    subject,
+                    f"slot_effect:{slot_letter(slot)}",
+                    slot_effect,
+                    slot_profile.n_sessions,
+                )
+            rows.append(
+                (
+                    section,
+                    subject,
+                    f"wald_f:{slot_profile.basis}"
+                    if slot_profile.identified
+                    else "wald_f:not_identified",
+                    _cell(slot_profile.test_statistic),
+                    "",
+                    "",
+                    _cell(slot_profile.adjusted_p_value),
+                    _cell(slot_profile.n_sessions),
+                )
             )
-        rows.append(
-            (
-                "position",
-                "all slots",
-                "hotelling_f",
-                _cell(position.test_statistic),
-                "",
-                "",
-                _cell(position.test_p_value),
-                _cell(position.test_df[1] + position.test_df[0]),
-            )
-        )
-        interval("position", "all slots", f"trend:{position.direction}", position.trend, None)
+            interval(section, subject, f"trend:{slot_profile.direction}", slot_profile.trend, None)
     for item in report.self_preference:
         interval("self_preference", item.reviewer, "joint_model", item.adjusted, item.n_sessions)
         interval("self_preference", item.reviewer, "raw", item.raw, item.n_sessions)
@@ -154,8 +177,12 @@ def csv_rows(report: BiasReport) -> list[tuple[str, str, str, str, str, str, str
 
 
 def render_csv(report: BiasReport) -> str:
+    """The long table, every cell quoted and text cells neutralised against formulas (OWASP)."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_ALL)
     writer.writerow(CSV_COLUMNS)
-    writer.writerows(csv_rows(report))
+    for section, subject, metric, *numbers in csv_rows(report):
+        writer.writerow(
+            [csv_text_cell(section), csv_text_cell(subject), csv_text_cell(metric), *numbers]
+        )
     return buffer.getvalue()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
-from llm_council.bias_audit.report.model import BiasReport, Interval
+from llm_council.bias_audit.report.model import BiasReport, Interval, PositionBias
+from llm_council.bias_audit.report.safe_text import terminal_safe
 
 
 def fmt(value: float, digits: int = 2) -> str:
@@ -31,6 +33,61 @@ def slot_letter(position: int) -> str:
     return chr(65 + position) if 0 <= position < 26 else str(position)
 
 
+def _add_position(add: Callable[[str], None], position: PositionBias) -> None:
+    council = position.council
+    add(
+        f"=== Position Bias (display slot each reviewer saw; "
+        f"{position.test_n_candidates}-candidate sessions) ==="
+    )
+    add(
+        "  Slot effect = points vs the reviewer's own average slot: within answers (answer "
+        "fixed effects) when reviewers of an answer saw it at different slots, else across "
+        "sessions (score minus the reviewer's mean in the session; needs orders counterbalanced)."
+    )
+    add("  slot   mean score [95% CI]     slot effect [95% CI]    sessions")
+    for slot, mean, effect, n in zip(
+        position.positions,
+        position.mean_score,
+        council.slot_effect,
+        position.n_sessions,
+        strict=True,
+    ):
+        add(f"  {slot_letter(slot):<5}  {fmt_interval(mean):<22}  {fmt_interval(effect):<22}  {n}")
+    if not council.identified:
+        why = " (the display slot is confounded with the candidate)"
+        add(
+            f"  Council: {council.direction}{why if council.direction == 'not identified' else ''}"
+            "; nothing is estimated or tested."
+        )
+    else:
+        df1, df2 = council.test_df
+        add(
+            f"  Council ({council.basis}; Wald, session-clustered): F({df1}, {df2}) = "
+            f"{fmt(council.test_statistic)}, p={fmt_p(council.test_p_value)}; "
+            f"direction: {council.direction} (trend {fmt_interval(council.trend, 3)} "
+            "points per slot later; < 0 favours early slots)"
+        )
+    level = fmt(100 * position.significance_level, 0)
+    add(f"  Per reviewer (flagged at Holm-adjusted p < {level}% across reviewers):")
+    for profile in position.per_reviewer:
+        if not profile.identified:
+            add(f"  {profile.subject}: {profile.direction}; nothing is estimated or tested")
+            continue
+        mark = "  <- flagged" if profile.flagged else ""
+        add(
+            f"  {profile.subject}: {profile.direction}, Holm p={fmt_p(profile.adjusted_p_value)}, "
+            f"trend {fmt_interval(profile.trend, 3)}, {profile.n_sessions} sessions, "
+            f"{profile.basis}{mark}"
+        )
+        add(
+            "    "
+            + "  ".join(
+                f"{slot_letter(slot)} {fmt_interval(effect)}"
+                for slot, effect in zip(position.positions, profile.slot_effect, strict=False)
+            )
+        )
+
+
 def render_text(report: BiasReport) -> str:
     """The report as text, led by the reviewer profiles."""
     lines: list[str] = []
@@ -47,13 +104,42 @@ def render_text(report: BiasReport) -> str:
 
     add("")
     add(f"=== Reviewer Profiles ({report.n_sessions} sessions) ===")
-    add("Leniency = points above/below the other reviewers' mean on the same answers.")
+    outside = [p.reviewer for p in report.profiles if not p.in_leniency_reference]
+    add(
+        "Leniency = points above/below the reference reviewers' mean on the same answers; "
+        "labelled at 5% family-wise (Holm step-down)."
+    )
+    if report.profiles and all(p.leniency_label == "not identified" for p in report.profiles):
+        add(
+            "Leniency is not identified: every reviewer's scores in a session add up to the "
+            "same total (a forced-choice scale such as pairwise 1 / 0 / 0.5)."
+        )
+    if outside:
+        add(
+            "Reference: every reviewer except "
+            + ", ".join(outside)
+            + " (removed as outliers, so they cannot shift the others' leniency)."
+        )
+    position_flagged = {
+        p.subject: p.direction for p in (report.position.per_reviewer if report.position else [])
+    }
     for profile in report.profiles:
         add(profile.reviewer)
         add(
             f"  Leniency: {fmt_interval(profile.leniency)} ({profile.leniency_label}, "
-            f"z={fmt(profile.leniency_z, 1)})   Mean score: {fmt(profile.mean_score, 1)}"
+            f"z={fmt(profile.leniency_z, 1)}, Holm p={fmt_p(profile.leniency_p_holm)})   "
+            f"Mean score: {fmt(profile.mean_score, 1)}"
         )
+        direction = position_flagged.get(profile.reviewer)
+        if profile.leniency_label in ("harsh", "generous") and direction in (
+            "primacy",
+            "recency",
+            "non-monotone",
+        ):
+            add(
+                f"  Note: also flagged for position bias ({direction}); a bonus at some slots "
+                "raises its average too, so part of this leniency may be that (see Position Bias)"
+            )
         add(
             f"  Score sd: {fmt(profile.spread, 1)} ({profile.spread_label}, "
             f"{fmt(profile.spread_ratio)}x median)   "
@@ -91,30 +177,9 @@ def render_text(report: BiasReport) -> str:
     add("")
     position = report.position
     if position is not None:
-        add("=== Position Bias (display slot each reviewer saw) ===")
-        add("  slot   mean score [95% CI]     within-reviewer deviation [95% CI]   sessions")
-        for slot, mean, deviation, n in zip(
-            position.positions,
-            position.mean_score,
-            position.deviation,
-            position.n_sessions,
-            strict=True,
-        ):
-            add(
-                f"  {slot_letter(slot):<5}  {fmt_interval(mean):<22}  "
-                f"{fmt_interval(deviation):<36} {n}"
-            )
-        df1, df2 = position.test_df
-        add(
-            f"  Within-reviewer test ({position.test_n_candidates}-candidate sessions, Hotelling): "
-            f"F({df1}, {df2}) = {fmt(position.test_statistic)}, p={fmt_p(position.test_p_value)}"
-        )
-        add(
-            f"  Direction: {position.direction} (trend {fmt_interval(position.trend, 3)} "
-            "points per slot later; < 0 favours early slots)"
-        )
+        _add_position(add, position)
     else:
-        add("=== Position Bias === not enough data (needs answers scored by 3+ reviewers)")
+        add("=== Position Bias === not enough data (needs sessions with 2+ scored candidates)")
 
     add("")
     add("=== Self-Preference (bonus to its own answer) ===")
@@ -141,7 +206,7 @@ def render_text(report: BiasReport) -> str:
             f"{joint.n_sessions} session clusters; residual sd {fmt(joint.residual_sd)}"
         )
         titles = {
-            "reviewer_leniency": "Reviewer leniency (points, centred on the average reviewer)",
+            "reviewer_leniency": "Reviewer leniency (points vs the reference reviewers' mean)",
             "reviewer_verbosity": "Differential verbosity (points per ln(words), centred)",
             "position": "Display slot (points vs slot A)",
             "self_review": "Self-review bonus (points)",
@@ -152,11 +217,24 @@ def render_text(report: BiasReport) -> str:
                 continue
             add(f"  {title}")
             for effect in effects:
+                if not effect.identified:
+                    add(f"    {effect.term:<20} not identified (design or scale), not estimated")
+                    continue
                 add(
                     f"    {effect.term:<20} {fmt(effect.estimate):>6} "
                     f"[{fmt(effect.ci_low)}, {fmt(effect.ci_high)}]"
                 )
-        add(f"  Slots jointly: F = {fmt(joint.position_wald_f)}, p={fmt_p(joint.position_wald_p)}")
+        if joint.position_identified:
+            add(
+                f"  Slots jointly: F = {fmt(joint.position_wald_f)}, "
+                f"p={fmt_p(joint.position_wald_p)}"
+            )
+        elif any(effect.group == "position" for effect in joint.effects):
+            add(
+                "  Slots jointly: not identified (every reviewer of an answer saw it at the same "
+                "slot, so the answer's own effect absorbs the slot); not tested. The position "
+                "section's estimate uses the order varying across sessions instead."
+            )
 
     else:
         add("=== Joint Model === not enough data (needs 2+ sessions and more scores than terms)")
@@ -195,5 +273,9 @@ def render_text(report: BiasReport) -> str:
                 f"raw {fmt(entry.mean_score)}"
             )
     else:
-        add("=== Leaderboard === no rankings to compare (needs ranked, non-self answers)")
-    return "\n".join(lines) + "\n"
+        add(
+            "=== Leaderboard === no rankings to compare (needs ranked, non-self answers, and "
+            "every model linked to the others by a chain of comparisons: one common scale)"
+        )
+    # ids are untrusted: each line (ours hold no control characters) is made terminal-safe
+    return "\n".join(terminal_safe(line) for line in lines) + "\n"

@@ -1,10 +1,13 @@
 """Reviewer profiles (leniency, spread, reliability) and per-reviewer self-preference.
 
-Leniency is the mean paired deviation (score minus the other reviewers' mean on the same
-answer), first averaged within each session, then across sessions: sessions are the unit,
-so the interval is a t interval over session means. A reviewer is labelled harsh or
-generous only when that 95% interval excludes zero, which fires in 5% of reviewers when
-nothing is there (shown in tests/bias_audit/report/test_calibration.py).
+Leniency is the mean paired deviation (score minus the mean of the *reference* reviewers
+on the same answer), first averaged within each session, then across sessions: sessions are
+the unit, so the interval is a t interval over session means. The reference is robust: a
+Holm step-down removes outlying reviewers from it one at a time (at most a minority), so
+one harsh judge does not make every other judge look generous
+(:mod:`llm_council.stats.robust_leniency`). A reviewer is labelled harsh or generous only
+when the step-down flags it, which happens in at most 5% of no-bias stores (family-wise,
+measured in tests/bias_audit/report/test_null_calibration.py).
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ from llm_council.bias_audit.report.model import (
     SelfPreference,
     reliability_tier,
 )
-from llm_council.bias_audit.report.tables import nullable_floats
+from llm_council.bias_audit.report.tables import nullable_floats, scores_sum_to_a_constant
 from llm_council.stats.pooling import fisher_z_pooled_correlation, mean_interval_from_moments
+from llm_council.stats.robust_leniency import ReviewerLeniency, step_down_leniency
 
 #: a reviewer whose within-session score sd is this far above/below the median reviewer's
 #: is called discriminating / compressed (descriptive, not a test)
@@ -39,14 +43,40 @@ def _spread_label(ratio: float) -> str:
     return "typical"
 
 
-def _leniency_label(leniency: Interval) -> str:
-    if not np.isfinite(leniency.ci_low):
+#: the label when each reviewer's scores in a session add up to the same total
+NOT_IDENTIFIED = "not identified"
+
+
+def _leniency_label(result: ReviewerLeniency) -> str:
+    estimate = result.estimate
+    if not np.isfinite(estimate.ci_low):
         return "unknown"
-    if leniency.ci_high < 0:
-        return "harsh"
-    if leniency.ci_low > 0:
-        return "generous"
-    return "neutral"
+    if not result.flagged:
+        return "neutral"
+    return "harsh" if estimate.estimate < 0 else "generous"
+
+
+def robust_leniencies(connection: duckdb.DuckDBPyConnection) -> dict[str, ReviewerLeniency]:
+    """Each reviewer's leniency against the step-down reference (by reviewer id)."""
+    columns = connection.execute(
+        "SELECT session, model_index, reviewer_index, score, is_self FROM scored"
+    ).fetchnumpy()
+    names = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
+    session = np.asarray(columns["session"], dtype=np.int64)
+    if session.size == 0:
+        return {}
+    _, session_index = np.unique(session, return_inverse=True)
+    n_models = int(np.asarray(columns["model_index"]).max()) + 1
+    answer = session_index * n_models + np.asarray(columns["model_index"], dtype=np.int64)
+    results = step_down_leniency(
+        answer,
+        session_index,
+        np.asarray(columns["reviewer_index"], dtype=np.int64),
+        np.asarray(columns["score"], dtype=float),
+        np.asarray(columns["is_self"], dtype=bool),
+        n_reviewers=len(names),
+    )
+    return {names[index]: result for index, result in enumerate(results)}
 
 
 def reviewer_length_correlations(connection: duckdb.DuckDBPyConnection) -> dict[str, Interval]:
@@ -75,39 +105,36 @@ def reviewer_profiles(connection: duckdb.DuckDBPyConnection) -> list[ReviewerPro
                   avg(score)
            FROM records GROUP BY reviewer"""
     ).fetchall()
-    moments = {
-        row[0]: row[1:]
-        for row in connection.execute(
+    spreads = {
+        reviewer: spread
+        for reviewer, spread in connection.execute(
             """WITH per_session AS (
-                   SELECT reviewer, session,
-                          avg(deviation) FILTER (WHERE NOT is_self) AS leniency,
-                          var_samp(score) AS score_variance
+                   SELECT reviewer, session, var_samp(score) AS score_variance
                    FROM scored GROUP BY reviewer, session)
-               SELECT reviewer, count(leniency), avg(leniency), stddev_samp(leniency),
-                      sqrt(avg(score_variance))
-               FROM per_session GROUP BY reviewer"""
+               SELECT reviewer, sqrt(avg(score_variance)) FROM per_session GROUP BY reviewer"""
         ).fetchall()
     }
+    # on a forced-choice scale (pairwise 1/0/0.5) a reviewer's level is fixed by the scale:
+    # nothing to estimate, and an estimate would only echo its self-reviews
+    leniency_identified = not scores_sum_to_a_constant(connection)
+    leniencies = robust_leniencies(connection) if leniency_identified else {}
     length_correlations = reviewer_length_correlations(connection)
-    spreads = {reviewer: values[3] for reviewer, values in moments.items()}
     finite_spreads = [value for value in spreads.values() if value is not None]
     median_spread = float(np.median(finite_spreads)) if finite_spreads else float("nan")
-    nan_interval = Interval(float("nan"), float("nan"), float("nan"))
+    nan = float("nan")
+    nan_interval = Interval(nan, nan, nan)
 
     profiles = []
     for reviewer, n_sessions, n_scores, n_missing, mean_score in counts:
-        n_paired, mean_dev, sd_dev, spread = moments.get(reviewer, (0, None, None, None))
-        estimate = mean_interval_from_moments(
-            float("nan") if mean_dev is None else mean_dev,
-            float("nan") if sd_dev is None else sd_dev,
-            int(n_paired),
-        )
+        robust = leniencies.get(reviewer)
+        estimate = robust.estimate if robust else mean_interval_from_moments(nan, nan, 0)
         leniency = Interval.from_estimate(estimate)
         z = (
             estimate.estimate / estimate.standard_error
             if estimate.standard_error and np.isfinite(estimate.standard_error)
             else float("nan")
         )
+        spread = spreads.get(reviewer)
         spread_value = float("nan") if spread is None else float(spread)
         ratio = spread_value / median_spread if median_spread else float("nan")
         profiles.append(
@@ -119,12 +146,22 @@ def reviewer_profiles(connection: duckdb.DuckDBPyConnection) -> list[ReviewerPro
                 mean_score=float("nan") if mean_score is None else float(mean_score),
                 leniency=leniency,
                 leniency_z=float(z),
-                leniency_label=_leniency_label(leniency),
+                leniency_label=(
+                    _leniency_label(robust)
+                    if robust
+                    else "unknown"
+                    if leniency_identified
+                    else NOT_IDENTIFIED
+                ),
+                leniency_p_holm=robust.adjusted_p_value if robust else nan,
+                in_leniency_reference=robust.in_reference if robust else True,
                 spread=spread_value,
                 spread_ratio=float(ratio),
                 spread_label=_spread_label(ratio),
                 length_correlation=length_correlations.get(reviewer, nan_interval),
-                reliability=reliability_tier(int(n_paired)),
+                reliability=reliability_tier(
+                    estimate.n_clusters if leniency_identified else int(n_sessions)
+                ),
             )
         )
     return sorted(

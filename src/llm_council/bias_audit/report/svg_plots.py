@@ -12,6 +12,8 @@ import math
 from collections.abc import Sequence
 from html import escape
 
+from llm_council.bias_audit.report.safe_text import distinct_labels, terminal_safe
+
 _WIDTH = 640
 _ROW_HEIGHT = 26
 _LEFT = 170
@@ -104,13 +106,16 @@ def forest_plot(
         f'<text x="{_LEFT + plot_width / 2}" y="{height - 4}" text-anchor="middle" class="axis">'
         f"{escape(axis_label)}</text>"
     )
-    for row, (label, estimate, ci_low, ci_high) in enumerate(
-        zip(labels, estimates, lows, highs, strict=True)
+    # long ids are shortened in the middle to fit left of the axis; the full id is the tooltip
+    shown_labels = distinct_labels(labels)
+    for row, (full_label, shown, estimate, ci_low, ci_high) in enumerate(
+        zip(labels, shown_labels, estimates, lows, highs, strict=True)
     ):
+        label = terminal_safe(full_label)
         y = _TOP + _ROW_HEIGHT * row + _ROW_HEIGHT / 2
         parts.append(
             f'<text x="{_LEFT - 8}" y="{y + 4:.1f}" text-anchor="end" class="label">'
-            f"{escape(label)}</text>"
+            f"<title>{escape(label)}</title>{escape(shown)}</text>"
         )
         if (
             ci_low is not None
@@ -209,6 +214,88 @@ def scatter_plot(
     parts.append(
         f'<text x="14" y="{top + height_inner / 2}" text-anchor="middle" class="axis" '
         f'transform="rotate(-90 14 {top + height_inner / 2})">{escape(y_label)}</text>'
+    )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _diverging_fill(value: float, limit: float) -> str:
+    """Blue (negative) - white - orange (positive), saturating at ``limit``."""
+    if not math.isfinite(value) or limit <= 0:
+        return "#eef1f4"
+    t = max(-1.0, min(1.0, value / limit))
+    low, high = (47, 109, 179), (194, 65, 12)
+    end = high if t > 0 else low
+    mix = [round(255 + (channel - 255) * abs(t)) for channel in end]
+    return f"rgb({mix[0]},{mix[1]},{mix[2]})"
+
+
+def heatmap_plot(
+    title: str,
+    row_labels: Sequence[str],
+    column_labels: Sequence[str],
+    estimates: Sequence[Sequence[float]],
+    intervals: Sequence[Sequence[tuple[float, float]]],
+    *,
+    row_notes: Sequence[str],
+    plot_id: str,
+) -> str:
+    """A rows x columns grid of estimates (reviewer x slot), colour = signed size.
+
+    Each cell is a ``rect class="mark"`` with the estimate printed in it and its interval
+    in a tooltip; ``row_notes`` are printed right of each row (e.g. "primacy, flagged").
+    """
+    cell_width, cell_height = 62, 24
+    left, top, right_note = _LEFT, _TOP + 14, 250
+    width = max(_WIDTH, left + cell_width * len(column_labels) + right_note)
+    height = top + cell_height * max(len(row_labels), 1) + 30
+    finite = _finite([value for row in estimates for value in row])
+    limit = max((abs(value) for value in finite), default=0.0)
+    parts = [
+        f'<svg id="{plot_id}" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'style="max-width: 100%; height: auto" aria-label="{escape(title)}">',
+        f'<text x="{width / 2}" y="18" text-anchor="middle" class="title">{escape(title)}</text>',
+    ]
+    for column, label in enumerate(column_labels):
+        x = left + cell_width * column + cell_width / 2
+        parts.append(
+            f'<text x="{x:.1f}" y="{top - 6}" text-anchor="middle" class="tick">'
+            f"{escape(label)}</text>"
+        )
+    shown_labels = distinct_labels(row_labels)
+    for row, (full_label, shown) in enumerate(zip(row_labels, shown_labels, strict=True)):
+        y = top + cell_height * row
+        label = terminal_safe(full_label)
+        parts.append(
+            f'<text x="{left - 8}" y="{y + cell_height / 2 + 4:.1f}" text-anchor="end" '
+            f'class="label"><title>{escape(label)}</title>{escape(shown)}</text>'
+        )
+        for column, value in enumerate(estimates[row]):
+            x = left + cell_width * column
+            low, high = intervals[row][column]
+            text = f"{value:+.2f}" if math.isfinite(value) else "n/a"
+            tip = (
+                f"{label}, {column_labels[column]}: {value:.3g} [{low:.3g}, {high:.3g}]"
+                if math.isfinite(value)
+                else f"{label}, {column_labels[column]}: not estimated"
+            )
+            parts.append(
+                f'<rect x="{x}" y="{y}" width="{cell_width - 2}" height="{cell_height - 2}" '
+                f'fill="{_diverging_fill(value, limit)}" class="mark">'
+                f"<title>{escape(tip)}</title></rect>"
+            )
+            parts.append(
+                f'<text x="{x + cell_width / 2 - 1:.1f}" y="{y + cell_height / 2 + 3:.1f}" '
+                f'text-anchor="middle" class="tick">{text}</text>'
+            )
+        parts.append(
+            f'<text x="{left + cell_width * len(column_labels) + 8}" '
+            f'y="{y + cell_height / 2 + 4:.1f}" class="label">{escape(row_notes[row])}</text>'
+        )
+    parts.append(
+        f'<text x="{left}" y="{height - 8}" class="axis">points vs the reviewer\'s own average '
+        "slot (blue: lower, orange: higher)</text>"
     )
     parts.append("</svg>")
     return "".join(parts)

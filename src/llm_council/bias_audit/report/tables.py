@@ -56,3 +56,21 @@ def nullable_floats(column: Any) -> np.ndarray:
     """A fetched DuckDB column as floats, SQL NULL (a masked entry) as NaN."""
     filled: Any = np.ma.filled(np.ma.asarray(column, dtype=float), np.nan)
     return np.asarray(filled, dtype=float)
+
+
+def scores_sum_to_a_constant(connection: duckdb.DuckDBPyConnection) -> bool:
+    """Do all complete score sets of a reviewer in a session add up to one number?
+
+    Pairwise verdicts written as 1/0/0.5 (or any forced-choice allocation) do: then every
+    reviewer's mean in a session is fixed by the scale, and leniency (a reviewer's level
+    against the others') is not identified, whatever the design. Only sessions where the
+    reviewer scored every candidate it was shown count; at least two such sets are needed.
+    """
+    row = connection.execute(
+        """WITH complete AS (
+               SELECT sum(score) AS total FROM records
+               GROUP BY session, reviewer
+               HAVING count(score) = count(*) AND count(*) >= 2)
+           SELECT count(*), max(total) - min(total) FROM complete"""
+    ).fetchone()
+    return bool(row is not None and row[0] >= 2 and row[1] is not None and abs(row[1]) < 1e-9)

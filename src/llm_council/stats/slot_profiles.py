@@ -1,0 +1,123 @@
+"""Per-reviewer display-slot effects within answers (answer fixed effects, clustered errors).
+
+    score[s, r, m] = alpha[s, m] + b[r, slot_r(s, m)] + self[r] * is_self + error
+
+``alpha`` is one fixed effect per answer (absorbed by demeaning within the answer), so
+answer quality is removed exactly; ``b[r, k]`` is reviewer ``r``'s level at slot ``k``
+(its leniency is their mean). A scope's slot effect at ``k`` is the mean, over the scope's
+reviewers, of ``b[r, k] - mean_j b[r, j]``: points relative to the reviewer's own average
+slot. This is identified only when reviewers of the same answer saw it at different slots
+(each reviewer its own shuffle). With one shared order per session the common part of the
+slot effects is absorbed by ``alpha`` and the contrasts are not estimable: the caller then
+needs an across-session estimator (see ``bias_audit/report/position.py``). The check is
+the null space of the demeaned Gram matrix (:mod:`llm_council.stats.identifiability`).
+Covariance: CR1 with sessions as clusters; Wald tests with the Hotelling-type F of
+:func:`llm_council.stats.joint_model.wald_test`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import sparse
+from scipy import stats as scipy_stats
+
+from llm_council.stats.joint_model import ClusteredOlsFit, ols_absorbed_cluster_robust, wald_test
+
+
+@dataclass(frozen=True)
+class SlotEffects:
+    """A scope's centred slot effects with intervals, the all-equal test and the trend."""
+
+    estimates: np.ndarray
+    ci_low: np.ndarray
+    ci_high: np.ndarray
+    p_values: np.ndarray
+    wald_f: float
+    wald_df: tuple[int, int]
+    wald_p: float
+    trend: float  # least-squares slope of the effects on the slot index, points per slot
+    trend_ci: tuple[float, float]
+    trend_p: float
+    n_clusters: int
+
+
+def fit_reviewer_slots(
+    answer_index: ArrayLike,
+    session_index: ArrayLike,
+    reviewer_index: ArrayLike,
+    slot: ArrayLike,
+    is_self: ArrayLike,
+    score: ArrayLike,
+    n_reviewers: int,
+    n_slots: int,
+) -> ClusteredOlsFit:
+    """Fit the model above; columns ``r * n_slots + k`` then one self term per reviewer."""
+    reviewer = np.asarray(reviewer_index, dtype=np.int64)
+    slots = np.asarray(slot, dtype=np.int64)
+    own = np.asarray(is_self, dtype=bool)
+    n = reviewer.size
+    rows = np.arange(n)
+    slot_columns = reviewer * n_slots + slots
+    self_rows = rows[own]
+    design = sparse.csr_matrix(
+        (
+            np.ones(n + self_rows.size),
+            (
+                np.concatenate([rows, self_rows]),
+                np.concatenate([slot_columns, n_reviewers * n_slots + reviewer[own]]),
+            ),
+        ),
+        shape=(n, n_reviewers * n_slots + n_reviewers),
+    )
+    return ols_absorbed_cluster_robust(design, score, answer_index, session_index)
+
+
+def scope_contrasts(reviewers: ArrayLike, n_reviewers: int, n_slots: int) -> np.ndarray:
+    """``(n_slots, n_columns)``: row k = mean over ``reviewers`` of b[r, k] - mean_j b[r, j]."""
+    members = np.asarray(reviewers, dtype=np.int64)
+    contrasts = np.zeros((n_slots, n_reviewers * n_slots + n_reviewers))
+    centring = np.eye(n_slots) - 1.0 / n_slots
+    for r in members:
+        contrasts[:, r * n_slots : (r + 1) * n_slots] += centring / members.size
+    return contrasts
+
+
+def slot_effects(fit: ClusteredOlsFit, contrasts: np.ndarray) -> SlotEffects | None:
+    """Estimates and tests for one scope; None when the design does not identify them."""
+    if fit.n_clusters < 2 or not fit.estimable(contrasts).all():
+        return None
+    n_slots = contrasts.shape[0]
+    estimates = contrasts @ fit.coefficients
+    covariance = contrasts @ fit.covariance @ contrasts.T
+    se = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
+    df = max(fit.n_clusters - 1, 1)
+    t_crit = float(scipy_stats.t.ppf(0.975, df))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_values = np.where(se > 0, 2 * scipy_stats.t.sf(np.abs(estimates / se), df), np.nan)
+    # all slots equal: each of the first K-1 effects minus the last (the centred effects
+    # sum to zero, so K-1 contrasts carry all the information)
+    differences = np.hstack([np.eye(n_slots - 1), -np.ones((n_slots - 1, 1))]) @ contrasts
+    test = wald_test(
+        differences @ fit.coefficients, differences @ fit.covariance @ differences.T, fit.n_clusters
+    )
+    positions = np.arange(n_slots) - (n_slots - 1) / 2
+    trend_weights = positions / float(positions @ positions)
+    trend = float(trend_weights @ estimates)
+    trend_se = float(np.sqrt(max(trend_weights @ covariance @ trend_weights, 0.0)))
+    trend_p = float(2 * scipy_stats.t.sf(abs(trend / trend_se), df)) if trend_se > 0 else np.nan
+    return SlotEffects(
+        estimates=estimates,
+        ci_low=estimates - t_crit * se,
+        ci_high=estimates + t_crit * se,
+        p_values=np.asarray(p_values, dtype=float),
+        wald_f=test.f_statistic,
+        wald_df=(test.df_numerator, test.df_denominator),
+        wald_p=test.p_value,
+        trend=trend,
+        trend_ci=(trend - t_crit * trend_se, trend + t_crit * trend_se),
+        trend_p=trend_p,
+        n_clusters=fit.n_clusters,
+    )
