@@ -48,7 +48,7 @@ def server_factory() -> Iterator[Any]:
 
 def page_token(base: str) -> str:
     """The per-run token the page embeds (what the real page sends with every label)."""
-    with urllib.request.urlopen(base + "/", timeout=5) as response:
+    with urllib.request.urlopen(base + "/", timeout=30) as response:
         html = response.read().decode()
     match = re.search(r'<meta name="label-token" content="([^"]+)">', html)
     assert match, "the page embeds its token"
@@ -66,7 +66,7 @@ def _request(
     if host:
         request.add_unredirected_header("Host", host)
     try:
-        with urllib.request.urlopen(request, timeout=5) as response:
+        with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, json.loads(response.read() or b"null")
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read())
@@ -180,7 +180,7 @@ def test_killed_server_loses_no_label_and_restart_resumes(tmp_path: Path) -> Non
         assert status == 200
     finally:
         process.send_signal(signal.SIGKILL)
-        process.wait(timeout=10)
+        process.wait(timeout=60)
     assert json.loads(output.read_text().splitlines()[0])["id"] == state["pair"]["id"]
     process, base = start()
     try:
@@ -188,4 +188,4 @@ def test_killed_server_loses_no_label_and_restart_resumes(tmp_path: Path) -> Non
         assert resumed["progress"] == {"labelled": 1, "total": 4}
     finally:
         process.send_signal(signal.SIGINT)
-        process.wait(timeout=10)
+        process.wait(timeout=60)

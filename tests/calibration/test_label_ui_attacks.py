@@ -43,7 +43,7 @@ def label_server(pairs: list[Pair], tmp_path: Path) -> Iterator[tuple[str, Path]
 
 def _post(base: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
     host, port = base.removeprefix("http://").split(":")
-    connection = http.client.HTTPConnection(host, int(port), timeout=5)
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
     try:
         connection.putrequest("POST", "/api/label", skip_accept_encoding=True)
         for name, value in headers.items():
@@ -86,7 +86,7 @@ def test_cross_origin_text_plain_post_is_refused(
 
 def _raw_exchange(base: str, request: bytes) -> bytes:
     host, port = base.removeprefix("http://").split(":")
-    with socket.create_connection((host, int(port)), timeout=5) as connection:
+    with socket.create_connection((host, int(port)), timeout=30) as connection:
         connection.sendall(request)
         connection.shutdown(socket.SHUT_WR)
         chunks = []
@@ -134,7 +134,7 @@ def test_malformed_bodies_answer_400_without_a_traceback(
         assert reply.startswith(b"HTTP/1.0 400") or reply.startswith(b"HTTP/1.1 400"), reply[:80]
     finally:
         process.terminate()
-        _, stderr = process.communicate(timeout=10)
+        _, stderr = process.communicate(timeout=60)
     assert "Traceback" not in stderr
 
 
