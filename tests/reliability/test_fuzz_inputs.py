@@ -355,6 +355,8 @@ def check_pairs_reader(file_spec: tuple[list[str], str, bool]) -> None:
             assert all(1 <= pair.line <= content.count("\n") + 1 for pair in pairs)
 
 
+# a torn last line is skipped with a warning by design (issue 10, item 11): expected here
+@pytest.mark.filterwarnings("ignore:.*skipped a torn last line")
 @fuzz(DEFAULT_EXAMPLES)
 @given(file_spec=pair_files)
 def test_pairs_reader_fuzz(file_spec: tuple[list[str], str, bool]) -> None:
@@ -362,6 +364,7 @@ def test_pairs_reader_fuzz(file_spec: tuple[list[str], str, bool]) -> None:
 
 
 @pytest.mark.longfuzz
+@pytest.mark.filterwarnings("ignore:.*skipped a torn last line")
 @fuzz(LONG_EXAMPLES)
 @given(file_spec=pair_files)
 def test_pairs_reader_fuzz_long(file_spec: tuple[list[str], str, bool]) -> None:
