@@ -148,7 +148,14 @@ class PostgresServer:
         try:
             if bin_dir is not None and (self.directory / "data" / "postmaster.pid").exists():
                 self._run(
-                    [str(bin_dir / "pg_ctl"), "-D", str(self.directory / "data"), "-m", "immediate", "stop"]
+                    [
+                        str(bin_dir / "pg_ctl"),
+                        "-D",
+                        str(self.directory / "data"),
+                        "-m",
+                        "immediate",
+                        "stop",
+                    ]
                 )
         finally:
             shutil.rmtree(self.directory, ignore_errors=True)

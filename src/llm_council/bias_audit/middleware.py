@@ -17,9 +17,9 @@ import structlog
 
 from llm_council.bias_audit.audit import audit_score_table
 from llm_council.bias_audit.query_hash import query_hash_from_env
+from llm_council.bias_audit.record_stores import open_store
 from llm_council.bias_audit.records import records_from_session, utc_timestamp
 from llm_council.bias_audit.score_table import score_table_from_session
-from llm_council.bias_audit.record_stores import open_store
 from llm_council.bias_audit.store import PartialWriteError
 from llm_council.bias_audit.thresholds import load_thresholds
 from llm_council.errors import RecordError

@@ -149,7 +149,10 @@ def migration_statements(current: int, target: int = SCHEMA_VERSION) -> list[str
         )
     statements = [step for version in range(current, target) for step in MIGRATIONS[version]]
     if statements:
-        statements += ["DELETE FROM llm_council_schema", f"INSERT INTO llm_council_schema VALUES ({target})"]
+        statements += [
+            "DELETE FROM llm_council_schema",
+            f"INSERT INTO llm_council_schema VALUES ({target})",
+        ]
     return statements
 
 
@@ -344,7 +347,9 @@ def iter_arrow_batches(
                 else sql.Identifier(name)
                 for name in names
             ]
-            query = sql.SQL("SELECT {} FROM bias_records {} ORDER BY session_id, record_index").format(
+            query = sql.SQL(
+                "SELECT {} FROM bias_records {} ORDER BY session_id, record_index"
+            ).format(
                 sql.SQL(", ").join(columns),
                 sql.SQL("WHERE recorded_at >= %s" if since is not None else ""),
             )

@@ -107,7 +107,7 @@ def check_store_path(path: Path) -> None:
         raise _not_regular_error(path, mode)
 
 
-_LOCKS: dict[str, FileLock] = {}
+_LOCKS: dict[tuple[int, str], FileLock] = {}
 
 
 def _lock_path(path: Path) -> str:
@@ -115,11 +115,16 @@ def _lock_path(path: Path) -> str:
 
 
 def _lock_for(path: Path) -> FileLock:
-    """The store's lock (``<store>.lock``), one object per path: creating one costs ~0.1 ms."""
-    key = _lock_path(path)
+    """The store's lock (``<store>.lock``), one object per path and process.
+
+    Cached because creating one costs ~0.1 ms; per process because filelock refuses an
+    instance inherited across ``fork`` (a pre-forking server's workers each need their own).
+    """
+    lock_file = _lock_path(path)
+    key = (os.getpid(), lock_file)
     lock = _LOCKS.get(key)
     if lock is None:
-        lock = _LOCKS[key] = FileLock(key, timeout=LOCK_TIMEOUT_S)
+        lock = _LOCKS[key] = FileLock(lock_file, timeout=LOCK_TIMEOUT_S)
     return lock
 
 
@@ -182,8 +187,7 @@ def append_records(path: Path, records: Sequence[ReviewRecord]) -> int:
     if not records:
         return 0
     lines = [
-        (record.model_dump_json() + "\n").encode("utf-8")
-        for record in with_session_counts(records)
+        (record.model_dump_json() + "\n").encode("utf-8") for record in with_session_counts(records)
     ]
     try:
         check_store_path(path)
