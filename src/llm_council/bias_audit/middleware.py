@@ -4,8 +4,9 @@ Enabled by ``LLM_COUNCIL_BIAS_AUDIT=true`` (or 1/yes). At the end of a session i
 computes the :class:`BiasAuditResult` (stored at ``metadata["bias_audit"]``) and
 writes one record per (reviewer, candidate) to the record store (JSONL, or PostgreSQL
 for a ``postgresql://`` URL). Configuration errors (bad threshold, hashing on without a
-secret, a store path that is not a regular file, a bad store URL) are raised by :meth:`check_config` before
-the session's first model call, so they stop the run instead of surfacing after it.
+secret, a store path that is not a regular file, a bad store URL) are raised by
+:meth:`check_config` before the session's first model call, so they stop the run
+instead of surfacing after it.
 """
 
 from __future__ import annotations
