@@ -35,6 +35,7 @@ from llm_council.bias_audit.record_stores import redact_url
 from llm_council.errors import RecordError
 
 CONNECT_TIMEOUT_S = 10
+POOL_WAIT_S = 60.0  # a session waits this long for a free pooled connection
 POOL_MAX_SIZE = 8
 BATCH_SIZE = 10_000
 _MIGRATION_LOCK = 0x6C6C6D63  # pg_advisory_xact_lock key: "llmc"
@@ -221,7 +222,9 @@ class PostgresWriter:
 
     def __init__(self, url: str) -> None:
         self._url = url
-        self._pools: dict[int, tuple[asyncio.AbstractEventLoop, AsyncConnectionPool[Any]]] = {}
+        self._pools: dict[
+            int, tuple[asyncio.AbstractEventLoop, asyncio.Task[AsyncConnectionPool[Any]]]
+        ] = {}
         self._keepers: list[AsyncIterator[None]] = []
 
     @classmethod
@@ -239,11 +242,23 @@ class PostgresWriter:
         check_url(self._url)
 
     async def _pool(self) -> AsyncConnectionPool[Any]:
+        """This event loop's pool, opened (and the schema migrated) by the first caller."""
         loop = asyncio.get_running_loop()
         entry = self._pools.get(id(loop))
-        if entry is not None and entry[0] is loop:
-            return entry[1]
-        self._pools = {key: value for key, value in self._pools.items() if not value[0].is_closed()}
+        if entry is None or entry[0] is not loop:
+            self._pools = {
+                key: value for key, value in self._pools.items() if not value[0].is_closed()
+            }
+            # a task, so concurrent first sessions share one opening instead of racing
+            entry = (loop, loop.create_task(self._open_pool()))
+            self._pools[id(loop)] = entry
+        try:
+            return await asyncio.shield(entry[1])
+        except RecordError:
+            self._pools.pop(id(loop), None)  # let a later session retry the connection
+            raise
+
+    async def _open_pool(self) -> AsyncConnectionPool[Any]:
         self.check()
         try:  # one direct connection first: a bad server fails fast and clearly
             async with await AsyncConnection.connect(
@@ -256,7 +271,7 @@ class PostgresWriter:
             self._url,
             min_size=1,
             max_size=POOL_MAX_SIZE,
-            timeout=CONNECT_TIMEOUT_S,
+            timeout=POOL_WAIT_S,
             open=False,
             name="llm-council-records",
         )
@@ -264,15 +279,14 @@ class PostgresWriter:
         keeper = _keep_open(pool)
         await keeper.__anext__()
         self._keepers.append(keeper)
-        self._pools[id(loop)] = (loop, pool)
         return pool
 
     async def aclose(self) -> None:
         """Close this event loop's pool (``asyncio.run`` also does it at loop end)."""
         loop = asyncio.get_running_loop()
         entry = self._pools.pop(id(loop), None)
-        if entry is not None:
-            await entry[1].close()
+        if entry is not None and entry[0] is loop:
+            await (await entry[1]).close()
 
     async def write_session(self, records: Sequence[ReviewRecord]) -> int:
         """Write each session in ``records`` in its own transaction; return records added.
