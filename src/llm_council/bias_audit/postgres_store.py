@@ -20,7 +20,7 @@ the password from any driver message they quote.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
@@ -207,12 +207,13 @@ def _row(index: int, record: ReviewRecord, n_records: int) -> tuple[Any, ...]:
     )
 
 
-async def _keep_open(pool: AsyncConnectionPool[Any]) -> AsyncIterator[None]:
-    """Parked async generator: ``asyncio.run`` closes it at loop end, closing the pool."""
+async def _close_when_cancelled(pool: AsyncConnectionPool[Any]) -> None:
+    """Park until cancelled, then close the pool: ``asyncio.run`` cancels every task at
+    loop end, so the pool is closed inside its own loop instead of leaking past it."""
     try:
-        yield
+        await asyncio.Event().wait()
     finally:
-        await pool.close()
+        await pool.close(timeout=1.0)
 
 
 class PostgresWriter:
@@ -225,7 +226,7 @@ class PostgresWriter:
         self._pools: dict[
             int, tuple[asyncio.AbstractEventLoop, asyncio.Task[AsyncConnectionPool[Any]]]
         ] = {}
-        self._keepers: list[AsyncIterator[None]] = []
+        self._keepers: set[asyncio.Task[None]] = set()
 
     @classmethod
     def for_url(cls, url: str) -> PostgresWriter:
@@ -276,13 +277,13 @@ class PostgresWriter:
             name="llm-council-records",
         )
         await pool.open()
-        keeper = _keep_open(pool)
-        await keeper.__anext__()
-        self._keepers.append(keeper)
+        keeper = asyncio.get_running_loop().create_task(_close_when_cancelled(pool))
+        self._keepers.add(keeper)
+        keeper.add_done_callback(self._keepers.discard)
         return pool
 
     async def aclose(self) -> None:
-        """Close this event loop's pool (``asyncio.run`` also does it at loop end)."""
+        """Close this event loop's pool (``asyncio.run`` also does it, at loop end)."""
         loop = asyncio.get_running_loop()
         entry = self._pools.pop(id(loop), None)
         if entry is not None and entry[0] is loop:
