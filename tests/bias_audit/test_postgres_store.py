@@ -363,3 +363,36 @@ def test_eight_processes_write_concurrently_each_session_exactly_once(store_url:
 @pytest.mark.slow
 def test_eight_processes_by_a_thousand_sessions(store_url: str) -> None:
     _check_concurrent_writers(store_url, processes=8, sessions=1000)
+
+
+HOSTILE_IDS = [
+    "tab\there",
+    "new\nline",
+    "back\\slash\\N",
+    "quote'\"; DROP TABLE bias_records; --",
+    "\\.",
+    "emoji 🧑‍⚖️ and RTL \u202e",
+    "x" * 5000,
+]
+
+
+def test_hostile_ids_round_trip_unchanged(store_url: str) -> None:
+    records = [
+        r.model_copy(update={"reviewer_id": hostile, "model_id": hostile[::-1]})
+        for r, hostile in zip(session_records(9, 0, 3), HOSTILE_IDS, strict=False)
+    ]
+    assert write(store_url, records) == [len(records)]
+    table = postgres_store.fetch_arrow_table(store_url)
+    assert table.column("reviewer_id").to_pylist() == HOSTILE_IDS
+    assert table.column("model_id").to_pylist() == [h[::-1] for h in HOSTILE_IDS]
+
+
+def test_a_nul_character_fails_the_whole_session_with_one_line(store_url: str) -> None:
+    records = session_records(9, 1, 2)
+    records[1] = records[1].model_copy(update={"reviewer_id": "nul\x00byte"})
+    with pytest.raises(RecordError) as raised:
+        write(store_url, records)
+    assert "cannot write records" in str(raised.value) and "\n" not in str(raised.value)
+    with psycopg.connect(store_url) as connection:  # nothing of that session was kept
+        assert connection.execute("SELECT count(*) FROM bias_records").fetchone() == (0,)
+        assert connection.execute("SELECT count(*) FROM bias_sessions").fetchone() == (0,)
