@@ -144,7 +144,9 @@ def generate_session(
             slot_table[r, : len(effects)] = effects
 
     shared = rng.permutation(n)
-    missing_reviewer = int(rng.integers(0, n)) if rng.random() < spec.missing_review_rate else None
+    missing_reviewer = (
+        int(rng.integers(0, n)) if rng.random() < spec.missing_review_rate else None
+    )
     scores: dict[str, dict[str, float | None]] = {}
     positions: dict[str, dict[str, int]] = {}
     for r, reviewer in enumerate(members):

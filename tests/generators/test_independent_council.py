@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from generators.independent_council import CouncilSpec, generate_sessions, write_store
+
 from llm_council.bias_audit.record_schema import ReviewRecord
 
 
@@ -13,10 +13,7 @@ from llm_council.bias_audit.record_schema import ReviewRecord
 def test_scores_are_clipped_integers_with_ties(n_members: int) -> None:
     sessions = generate_sessions(CouncilSpec(n_members=n_members, base=8.5), 40, seed=3)
     scores = [
-        s
-        for session in sessions
-        for given in session.stage2_scores.values()
-        for s in given.values()
+        s for session in sessions for given in session.stage2_scores.values() for s in given.values()
     ]
     assert all(s is not None and s == int(s) and 1 <= s <= 10 for s in scores)
     assert scores.count(10.0) > len(scores) * 0.1  # the ceiling is reached often
