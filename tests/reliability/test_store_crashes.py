@@ -105,12 +105,8 @@ def _kill_repeatedly(path: Path, members: int, kills: int, seed: int) -> int:
     return sum(1 for count in on_disk.values() if count != members * members)
 
 
-@pytest.mark.parametrize("members", [10, 20])
-def test_repeated_sigkill_never_leaves_a_partial_session_in_a_read(
-    tmp_path: Path, members: int
-) -> None:
-    path = tmp_path / "records.jsonl"
-    partial_on_disk = _kill_repeatedly(path, members, kills=25, seed=members)
+def _check_repeated_sigkill(path: Path, members: int, kills: int) -> None:
+    partial_on_disk = _kill_repeatedly(path, members, kills=kills, seed=members)
     # the writers left behind whatever they left; now the reader's promise
     records, reader, caught = _read(path)
     per_session = Counter(record.session_id for record in records)
@@ -131,6 +127,21 @@ def test_repeated_sigkill_never_leaves_a_partial_session_in_a_read(
     append_records(path, session_records(7, 0, members))
     after, _, _ = _read(path)
     assert after[len(records) :] == session_records(7, 0, members)
+
+
+@pytest.mark.parametrize("members", [10, 20])
+def test_repeated_sigkill_never_leaves_a_partial_session_in_a_read(
+    tmp_path: Path, members: int
+) -> None:
+    _check_repeated_sigkill(tmp_path / "records.jsonl", members, kills=6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("members", [10, 20])
+def test_fifty_sigkills_never_leave_a_partial_session_in_a_read(
+    tmp_path: Path, members: int
+) -> None:
+    _check_repeated_sigkill(tmp_path / "records.jsonl", members, kills=50)
 
 
 def test_a_session_cut_at_a_page_boundary_is_dropped_and_reported(tmp_path: Path) -> None:
