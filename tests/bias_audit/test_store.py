@@ -289,3 +289,33 @@ def test_a_forked_child_can_append_after_its_parent(tmp_path: Path) -> None:
     child.join(timeout=30)
     assert child.exitcode == 0
     assert [r.session_id for r in read_records(path, strict=True)] == ["parent", "child"]
+
+
+def test_a_postgres_url_without_the_extra_names_the_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    from llm_council.bias_audit.record_stores import open_store
+    from llm_council.errors import MissingDependencyError
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if not installed
+    monkeypatch.delitem(sys.modules, "llm_council.bias_audit.postgres_store", raising=False)
+    with pytest.raises(MissingDependencyError) as raised:
+        open_store("postgresql://u:s3cret@h/db")
+    assert str(raised.value) == (
+        "a PostgreSQL record store needs the 'postgres' extra (psycopg is missing): "
+        "pip install 'llm-council[postgres]'"
+    )
+
+
+def test_store_spec_keeps_a_postgres_url_and_resolves_a_path(tmp_path: Path) -> None:
+    from llm_council.bias_audit.record_stores import JsonlWriter, open_store, store_spec
+
+    url = "postgresql://u@h/db"
+    assert store_spec({"LLM_COUNCIL_BIAS_STORE": url}) == url
+    assert store_spec({"LLM_COUNCIL_BIAS_STORE": str(tmp_path / "r.jsonl")}) == str(
+        tmp_path / "r.jsonl"
+    )
+    writer = open_store(str(tmp_path / "r.jsonl"))
+    assert isinstance(writer, JsonlWriter) and writer.description == str(tmp_path / "r.jsonl")

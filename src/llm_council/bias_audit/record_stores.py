@@ -25,6 +25,7 @@ from llm_council.bias_audit.store import (
     check_store_path,
     store_path,
 )
+from llm_council.errors import MissingDependencyError
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 
@@ -98,7 +99,12 @@ def open_store(spec: str | Path | None = None) -> RecordWriter:
     """The writer for ``spec`` (default: :func:`store_spec`); PostgreSQL needs the extra."""
     chosen = store_spec() if spec is None else spec
     if is_postgres_url(chosen):
-        from llm_council.bias_audit.postgres_store import PostgresWriter
-
+        try:
+            from llm_council.bias_audit.postgres_store import PostgresWriter
+        except ImportError as error:
+            raise MissingDependencyError(
+                f"a PostgreSQL record store needs the 'postgres' extra ({error.name} is "
+                "missing): pip install 'llm-council[postgres]'"
+            ) from None
         return PostgresWriter.for_url(str(chosen))
     return JsonlWriter(Path(chosen).expanduser())
