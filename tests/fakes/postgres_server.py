@@ -141,7 +141,24 @@ class PostgresServer:
                 "start",
             ]
         )
+        server._watch_parent(bin_dir)
         return server
+
+    def _watch_parent(self, bin_dir: Path) -> None:
+        """Stop the server if this process dies without ``stop()`` (a killed test run)."""
+        data = self.directory / "data"
+        script = (
+            f"while [ -d /proc/{os.getpid()} ]; do sleep 1; done; "
+            f"[ -f {data}/postmaster.pid ] && {bin_dir}/pg_ctl -D {data} -m immediate stop; "
+            f"rm -rf {self.directory}"
+        )
+        subprocess.Popen(
+            self._command(self._user, ["sh", "-c", script]),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
 
     def stop(self) -> None:
         bin_dir = _bin_dir()
