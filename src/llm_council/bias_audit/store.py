@@ -37,7 +37,7 @@ import platformdirs
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
-from llm_council.bias_audit.record_schema import ReviewRecord, upgrade_record
+from llm_council.bias_audit.record_schema import SCHEMA_VERSION, ReviewRecord, upgrade_record
 from llm_council.errors import InputError, RecordError
 
 STORE_VARIABLE = "LLM_COUNCIL_BIAS_STORE"
@@ -220,6 +220,13 @@ def append_records(path: Path, records: Sequence[ReviewRecord]) -> int:
 
 
 def _parse_line(raw_line: bytes) -> ReviewRecord:
+    """One line as a current-version record; raises what :func:`_describe` explains."""
+    try:  # fast path: a current-version line, parsed and validated in pydantic-core
+        record = ReviewRecord.model_validate_json(raw_line)
+        if record.schema_version == SCHEMA_VERSION:
+            return record
+    except ValidationError:
+        pass  # the slow path below says precisely what is wrong (or upgrades an old line)
     parsed = json.loads(raw_line.decode("utf-8"))
     if not isinstance(parsed, dict):
         raise ValueError(f"expected a JSON object, got {type(parsed).__name__}")
