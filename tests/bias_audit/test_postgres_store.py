@@ -47,8 +47,9 @@ writers = _load_benchmark()
 session_records = writers.session_records
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def postgres_server() -> Iterator[PostgresServer]:
+    """One server for this module, stopped when the module's tests are done."""
     reason = unavailable_reason()
     if reason is not None:
         if os.environ.get("CI", "").lower() == "true":
