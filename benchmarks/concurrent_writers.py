@@ -40,6 +40,7 @@ def session_records(writer: int, session: int, members: int) -> list[ReviewRecor
             rank=1 + candidate,
             is_self_review=reviewer == candidate,
             council_config_hash="sha256:0123456789abcdef",
+            session_n_records=members * members,
         )
         for reviewer in range(members)
         for candidate in range(members)

@@ -11,12 +11,14 @@ import pytest
 
 from llm_council.bias_audit.record_schema import ReviewRecord
 from llm_council.bias_audit.store import (
+    IncompleteSessionWarning,
     MalformedRecordWarning,
     RecordReader,
     TornRecordWarning,
     append_records,
     read_records,
     store_path,
+    with_session_counts,
 )
 from llm_council.errors import InputError, RecordError
 
@@ -54,7 +56,8 @@ def test_round_trip_and_null_score(tmp_path: Path) -> None:
     records = [make_record("s1", candidate=f"c{i}", position=i) for i in range(3)]
     records.append(make_record("s1", candidate="c9", score_value=None, rank=None))
     assert append_records(path, records) == 4
-    assert list(read_records(path)) == records
+    assert list(read_records(path)) == with_session_counts(records)
+    assert {r.session_n_records for r in read_records(path)} == {4}  # filled in by the writer
     last = json.loads(path.read_text().splitlines()[-1])
     assert last["score_value"] is None  # missing stays null, never 0
     assert oct(path.stat().st_mode & 0o777) == "0o600"
@@ -73,7 +76,7 @@ def test_torn_last_line_is_skipped_with_warning_and_nothing_else_lost(tmp_path: 
         handle.write(torn)
     reader = RecordReader(path)
     with pytest.warns(TornRecordWarning, match=r"records\.jsonl:6: skipped a torn last line"):
-        assert list(reader) == good
+        assert list(reader) == with_session_counts(good)
     assert reader.torn_tail
     assert [line for line, _ in reader.skipped] == [6]
 
@@ -171,3 +174,148 @@ def test_complete_last_line_without_newline_is_kept_and_extended_safely(tmp_path
     assert [r.session_id for r in read_records(path)] == ["s1"]
     append_records(path, [make_record("s2")])
     assert [r.session_id for r in read_records(path, strict=True)] == ["s1", "s2"]
+
+
+def test_version_1_lines_are_upgraded_and_kept_as_legacy(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    legacy = make_record("old").model_dump(mode="json")
+    del legacy["session_n_records"]
+    legacy["schema_version"] = 1
+    path.write_text(json.dumps(legacy) + "\n")
+    append_records(path, [make_record("new", candidate=f"c{i}") for i in range(2)])
+    records = list(read_records(path, strict=True))
+    assert [(r.session_id, r.schema_version, r.session_n_records) for r in records] == [
+        ("old", 2, None),  # unknown count: nothing to check it against, so kept
+        ("new", 2, 2),
+        ("new", 2, 2),
+    ]
+
+
+def test_every_record_of_a_session_carries_its_count(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    mixed_call = [make_record("a", candidate=f"c{i}") for i in range(3)] + [make_record("b")]
+    assert append_records(path, mixed_call) == 4
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(line["session_id"], line["session_n_records"]) for line in lines] == [
+        ("a", 3),
+        ("a", 3),
+        ("a", 3),
+        ("b", 1),
+    ]
+
+
+def _lines(*records: ReviewRecord) -> str:
+    return "".join(record.model_dump_json() + "\n" for record in records)
+
+
+@pytest.mark.parametrize(
+    ("session_lines", "found", "declared"),
+    [
+        # 2 of 3 lines present: a write cut short
+        ([{"candidate": "c0"}, {"candidate": "c1"}], 2, 3),
+        # the same complete session twice (a file concatenated with itself): 6 for 3
+        ([{"candidate": f"c{i % 3}"} for i in range(6)], 6, 3),
+    ],
+)
+def test_a_session_whose_count_disagrees_is_dropped_whole(
+    tmp_path: Path, session_lines: list[dict[str, str]], found: int, declared: int
+) -> None:
+    path = tmp_path / "records.jsonl"
+    partial = [make_record("cut", session_n_records=declared, **s) for s in session_lines]
+    whole = [make_record("ok", candidate=f"c{i}", session_n_records=2) for i in range(2)]
+    path.write_text(_lines(whole[0], *partial, whole[1]))
+    reader = RecordReader(path)
+    with pytest.warns(
+        IncompleteSessionWarning, match=rf"1 incomplete sessions \({found} records\)"
+    ):
+        assert list(reader) == whole  # interleaved with the partial one, still whole
+    assert reader.incomplete_sessions == {"cut": (found, declared)}
+    assert [line for line, _ in reader.skipped] == list(range(2, 2 + found))
+    assert all(reason.startswith("incomplete session") for _, reason in reader.skipped)
+
+
+def test_records_disagreeing_on_the_count_are_dropped(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    path.write_text(
+        _lines(
+            make_record("x", candidate="c0", session_n_records=2),
+            make_record("x", candidate="c1", session_n_records=3),
+            make_record("x", candidate="c2"),
+        )
+    )
+    reader = RecordReader(path)
+    with pytest.warns(IncompleteSessionWarning):
+        assert list(reader) == []
+    assert reader.incomplete_sessions == {"x": (3, -1)}
+    assert "disagree on session_n_records" in reader.skipped[0][1]
+
+
+def test_a_malformed_line_of_a_session_makes_it_incomplete(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    good = make_record("s", candidate="c0", session_n_records=2)
+    bad = make_record("s", candidate="c1", session_n_records=2).model_dump_json()
+    path.write_text(
+        good.model_dump_json() + "\n" + bad.replace('"position":0', '"position":-1') + "\n"
+    )
+    reader = RecordReader(path)
+    with (
+        pytest.warns(MalformedRecordWarning, match=r"records\.jsonl:2"),
+        pytest.warns(IncompleteSessionWarning),
+    ):
+        assert list(reader) == []
+    assert reader.incomplete_sessions == {"s": (1, 2)}
+    assert [line for line, _ in reader.skipped] == [2, 1]
+
+
+def test_the_reader_stops_at_the_length_it_started_with(tmp_path: Path) -> None:
+    path = tmp_path / "records.jsonl"
+    append_records(path, [make_record("s1", candidate=f"c{i}") for i in range(2)])
+    iterator = iter(RecordReader(path))
+    first = next(iterator)
+    append_records(path, [make_record("s2")])  # a writer appends during the read
+    assert [first.session_id, *(r.session_id for r in iterator)] == ["s1", "s1"]
+
+
+def _append_in_child(path: str) -> None:
+    append_records(Path(path), [make_record("child")])
+
+
+def test_a_forked_child_can_append_after_its_parent(tmp_path: Path) -> None:
+    # filelock refuses a lock object inherited across fork; the cache is per process
+    path = tmp_path / "records.jsonl"
+    append_records(path, [make_record("parent")])
+    child = multiprocessing.get_context("fork").Process(target=_append_in_child, args=(str(path),))
+    child.start()
+    child.join(timeout=30)
+    assert child.exitcode == 0
+    assert [r.session_id for r in read_records(path, strict=True)] == ["parent", "child"]
+
+
+def test_a_postgres_url_without_the_extra_names_the_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    from llm_council.bias_audit.record_stores import open_store
+    from llm_council.errors import MissingDependencyError
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if not installed
+    monkeypatch.delitem(sys.modules, "llm_council.bias_audit.postgres_store", raising=False)
+    with pytest.raises(MissingDependencyError) as raised:
+        open_store("postgresql://u:s3cret@h/db")
+    assert str(raised.value) == (
+        "a PostgreSQL record store needs the 'postgres' extra (psycopg is missing): "
+        "pip install 'llm-council[postgres]'"
+    )
+
+
+def test_store_spec_keeps_a_postgres_url_and_resolves_a_path(tmp_path: Path) -> None:
+    from llm_council.bias_audit.record_stores import JsonlWriter, open_store, store_spec
+
+    url = "postgresql://u@h/db"
+    assert store_spec({"LLM_COUNCIL_BIAS_STORE": url}) == url
+    assert store_spec({"LLM_COUNCIL_BIAS_STORE": str(tmp_path / "r.jsonl")}) == str(
+        tmp_path / "r.jsonl"
+    )
+    writer = open_store(str(tmp_path / "r.jsonl"))
+    assert isinstance(writer, JsonlWriter) and writer.description == str(tmp_path / "r.jsonl")

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from llm_council.bias_audit.record_schema import ReviewRecord
-from llm_council.bias_audit.store import RecordReader, append_records
+from llm_council.bias_audit.store import RecordReader, append_records, with_session_counts
 from llm_council.calibration.pairs import Pair, read_pairs
 from llm_council.errors import InputError, RecordError
 from llm_council.prompts import (
@@ -488,7 +488,8 @@ def test_appended_records_survive_any_torn_tail(records: list[ReviewRecord], tai
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             read_back = list(RecordReader(path))
-        assert read_back[: len(records)] == records
+        # append_records fills in session_n_records (record schema 2)
+        assert read_back[: len(records)] == with_session_counts(records)
 
 
 # ---- regression tests for bugs the fuzz found (now fixed) -------------------------------

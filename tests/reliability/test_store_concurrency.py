@@ -24,6 +24,7 @@ from types import ModuleType
 import pytest
 
 from llm_council.bias_audit.store import (
+    IncompleteSessionWarning,
     MalformedRecordWarning,
     RecordReader,
     TornRecordWarning,
@@ -108,9 +109,14 @@ def test_writer_killed_mid_run_loses_no_complete_line_and_the_next_writer_is_cle
     assert complete_lines > 100
 
     records, reader, caught = _read(path)
-    assert len(records) == complete_lines  # every complete line is a readable record
+    # every complete line is a readable record, except those of a session the kill cut short
+    dropped = sum(found for found, _ in reader.incomplete_sessions.values())
+    assert len(records) + dropped == complete_lines
+    assert len(reader.incomplete_sessions) <= 1
     assert reader.torn_tail == (not raw.endswith(b"\n"))
-    assert [w.category for w in caught] == ([TornRecordWarning] if reader.torn_tail else [])
+    expected = [IncompleteSessionWarning] if reader.incomplete_sessions else []
+    expected += [TornRecordWarning] if reader.torn_tail else []
+    assert sorted(w.category.__name__ for w in caught) == sorted(c.__name__ for c in expected)
 
     started = time.monotonic()
     append_records(path, writers.session_records(7, 0, 5))  # the lock died with the writer
@@ -118,9 +124,8 @@ def test_writer_killed_mid_run_loses_no_complete_line_and_the_next_writer_is_cle
     after, _, caught = _read(path)
     assert after[: len(records)] == records
     assert after[len(records) :] == writers.session_records(7, 0, 5)
-    assert all(
-        w.category is MalformedRecordWarning for w in caught
-    )  # only an old torn line, if any
+    # only an old torn line and the session it cut short, if any
+    assert {w.category for w in caught} <= {MalformedRecordWarning, IncompleteSessionWarning}
 
 
 def test_a_torn_tail_is_skipped_with_a_warning_and_never_swallows_the_next_record(

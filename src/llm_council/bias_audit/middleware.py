@@ -2,10 +2,12 @@
 
 Enabled by ``LLM_COUNCIL_BIAS_AUDIT=true`` (or 1/yes), or by the reference council's
 ``BIAS_AUDIT_ENABLED=true`` when ours is unset (ours wins when both are set). At the
-end of a session it computes the :class:`BiasAuditResult` (stored at ``metadata["bias_audit"]``) and
-appends one record per (reviewer, candidate) to the JSONL store. Configuration errors
-(bad threshold, hashing on without a secret) are raised by :meth:`check_config` before
-the session's first model call, so they stop the run instead of surfacing after it.
+end of a session it computes the :class:`BiasAuditResult` (stored at
+``metadata["bias_audit"]``) and writes one record per (reviewer, candidate) to the
+record store (JSONL, or PostgreSQL for a ``postgresql://`` URL). Configuration errors
+(bad threshold, hashing on without a secret, a store path that is not a regular file, a
+bad store URL) are raised by :meth:`check_config` before the session's first model call,
+so they stop the run instead of surfacing after it.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ import structlog
 
 from llm_council.bias_audit.audit import audit_score_table
 from llm_council.bias_audit.query_hash import query_hash_from_env
+from llm_council.bias_audit.record_stores import open_store
 from llm_council.bias_audit.records import records_from_session, utc_timestamp
 from llm_council.bias_audit.score_table import score_table_from_session
-from llm_council.bias_audit.store import append_records, store_path
+from llm_council.bias_audit.store import PartialWriteError
 from llm_council.bias_audit.thresholds import load_thresholds
 from llm_council.errors import RecordError
 from llm_council.middleware import Middleware, SessionCompleted
@@ -45,6 +48,7 @@ class BiasAuditMiddleware(Middleware):
         """Bad thresholds, or hashing on without a secret, stop the session before it runs."""
         load_thresholds()
         query_hash_from_env("")
+        open_store().check()  # a FIFO, directory or device as the store, or a bad URL
 
     async def on_session_end(self, event: SessionCompleted) -> dict[str, Any]:
         thresholds = load_thresholds()
@@ -53,10 +57,13 @@ class BiasAuditMiddleware(Middleware):
         audit = audit_score_table(table, thresholds).model_dump(mode="json")
         records = records_from_session(event, timestamp=utc_timestamp(), query_hash=query_hash)
         try:
-            audit["records_written"] = append_records(store_path(), records)
+            # awaited, never blocking the loop: JSONL in a worker thread, PostgreSQL async
+            audit["records_written"] = await open_store().write_session(records)
         except RecordError as error:
             # the statistics are still worth returning when only the store failed
             log.warning("bias_records_not_written", error=str(error))
             audit["records_written"] = 0
             audit["record_store_error"] = str(error)
+            if isinstance(error, PartialWriteError):  # rollback failed: say what is there
+                audit["records_left_incomplete"] = error.records_left
         return audit

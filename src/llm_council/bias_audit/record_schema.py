@@ -6,6 +6,12 @@ the user's secret, tagged with its algorithm (``hmac-sha256:<hex>``).
 
 Versioning: every line carries ``schema_version``. A bump adds a migration in
 :func:`upgrade_record` so readers keep reading older lines.
+
+Completeness (version 2): every record of a session carries ``session_n_records``, the
+number of records its session wrote. A reader that finds a different number of valid
+lines for a session drops the whole session and reports it, so a write cut short by a
+crash never pools part of a session (ADR 0020). ``None`` means "unknown": a version-1
+line written before the field existed.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class ReviewRecord(BaseModel):
@@ -39,14 +45,23 @@ class ReviewRecord(BaseModel):
     is_self_review: bool
     council_config_hash: str
     query_hash: str | None = None
+    session_n_records: int | None = Field(
+        default=None,
+        ge=1,
+        description="how many records this session wrote; null for legacy (version 1) lines",
+    )
 
 
 def upgrade_record(raw: dict[str, Any]) -> dict[str, Any]:
     """Bring a parsed line of any known schema version to the current one.
 
-    Version 1 is the first; future versions add a step here (numbered migrations).
+    Numbered migrations, applied in order: 1 -> 2 adds ``session_n_records = None``
+    ("unknown, legacy": a reader keeps such lines, having nothing to check them against).
     """
     version = raw.get("schema_version")
+    if version == 1:
+        raw = {**raw, "schema_version": 2, "session_n_records": None}
+        version = 2
     if version == SCHEMA_VERSION:
         return raw
     raise ValueError(f"unknown schema_version {version!r} (this reader knows 1..{SCHEMA_VERSION})")

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from llm_council.bias_audit.record_schema import SCHEMA_VERSION
 from llm_council.bias_audit.report import build_report, render_json
 from llm_council.bias_audit.report.loading import load_store, parse_since
 from llm_council.errors import ConfigError, InputError, RecordError
@@ -63,7 +64,9 @@ def test_corrupt_and_wrong_type_lines_are_counted(write_lines: Writer) -> None:
 
 
 def test_unknown_schema_version_is_skipped_with_a_warning(write_lines: Writer) -> None:
-    future = record_line(reviewer_id="r9").replace('"schema_version":1', '"schema_version":3')
+    future = record_line(reviewer_id="r9").replace(
+        f'"schema_version":{SCHEMA_VERSION}', '"schema_version":99'
+    )
     store = load_store(write_lines([record_line(), future, future]))
     assert store.n_records == 1
     assert store.n_unknown_version == 2

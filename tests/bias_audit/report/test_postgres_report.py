@@ -1,0 +1,50 @@
+"""`bias-report --store postgresql://...` against a real PostgreSQL server, end to end.
+
+The loader's own tests (test_postgres_source.py) use a stand-in for the driver module; this
+one writes through the real PostgreSQL writer and reads through the real reader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from generators.independent_council import CouncilSpec, generate_sessions
+from llm_council.bias_audit.record_schema import ReviewRecord
+from llm_council.bias_audit.record_stores import open_store
+from llm_council.bias_audit.report import build_report, render_json
+from llm_council.bias_audit.store import append_records
+
+from .report_numbers import assert_same_numbers
+
+pytest.importorskip("psycopg")
+
+
+def test_the_report_from_the_server_equals_the_report_from_the_jsonl_file(
+    store_url: str, tmp_path: Path
+) -> None:
+    spec = CouncilSpec(n_members=4, leniency=[-1.5, 0, 0, 0], missing_score_rate=0.05)
+    sessions = [
+        [ReviewRecord.model_validate(record) for record in session.records()]
+        for session in generate_sessions(spec, 40, seed=12)
+    ]
+    jsonl = tmp_path / "records.jsonl"
+    for records in sessions:
+        append_records(jsonl, records)
+
+    async def write_all() -> list[int]:
+        store = open_store(store_url)
+        return [await store.write_session(records) for records in sessions]
+
+    assert sum(asyncio.run(write_all())) == sum(len(records) for records in sessions)
+
+    from_postgres = json.loads(render_json(build_report(store_url, since="2000-01-01")))
+    from_file = json.loads(render_json(build_report(jsonl, since="2000-01-01")))
+    assert assert_same_numbers(from_file, from_postgres) > 50
+    assert from_postgres["store"].startswith("postgresql://")
+    password = urlsplit(store_url).password
+    assert password and password not in json.dumps(from_postgres)
