@@ -10,6 +10,7 @@ from __future__ import annotations
 from llm_council.anonymize import derive_position_mapping
 from llm_council.bias_audit.audit import audit_score_table, run_bias_audit
 from llm_council.bias_audit.record_schema import SCHEMA_VERSION, ReviewRecord, upgrade_record
+from llm_council.bias_audit.record_stores import open_store, store_spec
 from llm_council.bias_audit.reference_api import (
     audit_reviewer_calibration,
     calculate_length_correlation,
@@ -18,7 +19,9 @@ from llm_council.bias_audit.reference_api import (
 from llm_council.bias_audit.result import BiasAuditResult
 from llm_council.bias_audit.stage2_scores import extract_scores_from_stage2
 from llm_council.bias_audit.store import (
+    IncompleteSessionWarning,
     MalformedRecordWarning,
+    PartialWriteError,
     RecordReader,
     TornRecordWarning,
     append_records,
@@ -28,6 +31,10 @@ from llm_council.bias_audit.store import (
 from llm_council.bias_audit.thresholds import AuditThresholds, load_thresholds
 
 __all__ = [
+    "IncompleteSessionWarning",
+    "PartialWriteError",
+    "open_store",
+    "store_spec",
     "SCHEMA_VERSION",
     "AuditThresholds",
     "BiasAuditResult",
