@@ -37,6 +37,9 @@ _COLUMNS = {
     "score_scale": "DOUBLE[]",
     "rank": "INTEGER",
     "is_self_review": "BOOLEAN",
+    # live bias checks (ADR 0024): check records go to ``check_records``, never ``records``
+    "check_kind": "VARCHAR",
+    "check_treated": "BOOLEAN",
 }
 _REQUIRED = ("session_id", "reviewer_id", "model_id", "position", "response_length_words")
 _SINCE_PATTERN = re.compile(r"^(\d+)([smhdw])$")
@@ -158,6 +161,15 @@ def load_store(
     if since is not None:
         since_filter = "TRY_CAST(timestamp AS TIMESTAMPTZ) >= CAST(? AS TIMESTAMPTZ)"
         parameters.append(since.astimezone(UTC).isoformat())
+    # live bias checks (ADR 0024): kept in their own table, so no observational estimate
+    # sees a check review; the causal-checks section pairs them with ``records``
+    connection.execute(
+        f"""CREATE TABLE check_records AS SELECT * FROM raw_lines
+            WHERE check_kind IS NOT NULL
+              AND schema_version = {SCHEMA_VERSION} AND {valid} AND {since_filter}""",
+        parameters,
+    )
+    connection.execute("DELETE FROM raw_lines WHERE check_kind IS NOT NULL")
     connection.execute(
         f"""CREATE TABLE records AS
             WITH usable AS (

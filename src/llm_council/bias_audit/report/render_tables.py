@@ -12,6 +12,7 @@ import io
 import json
 import math
 
+from llm_council.bias_audit.report.render_causal import causal_check_csv_rows
 from llm_council.bias_audit.report.model import BiasReport, Interval
 
 CSV_COLUMNS = ("section", "subject", "metric", "estimate", "ci_low", "ci_high", "p_value", "n")
@@ -150,6 +151,7 @@ def csv_rows(report: BiasReport) -> list[tuple[str, str, str, str, str, str, str
                 entry.adjusted_mean_score,
                 entry.n_comparisons,
             )
+    rows += causal_check_csv_rows(report.causal_checks)  # ADR 0024
     return rows
 
 
