@@ -209,3 +209,41 @@ def test_records_carry_check_kind_and_the_audit_ignores_checks(
             if r["reviewer_id"] == line["reviewer_id"] and r["model_id"] == line["model_id"]
         )
         assert line["response_length_words"] >= 2 * original["response_length_words"]
+
+
+def test_cli_ask_with_probability_half_shows_bias_checks_and_the_report_section(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from llm_council.cli.app import main
+
+    def cli(*args: str) -> str:
+        with pytest.raises(SystemExit) as exited:
+            main(list(args))
+        assert int(exited.value.code or 0) == 0
+        return capsys.readouterr().out
+
+    store = tmp_path / "records.jsonl"
+    monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", str(store))
+    monkeypatch.setenv("LLM_COUNCIL_BIAS_CHECK_PROBABILITY", "0.5")
+    checked = 0
+    for seed in range(6):
+        out = cli(
+            "ask",
+            "How do I shard a queue?",
+            "--seed",
+            str(seed),
+            "--json",
+            "--bias-audit",
+            "--log-level",
+            "warning",
+        )
+        result = json.loads(out)
+        summary = result["metadata"]["bias_checks"]
+        assert summary["probability"] == 0.5
+        assert summary["calls"] == len(result.get("bias_check_reviews", []))
+        assert all(r["check_kind"] is None for r in result["stage2"])
+        checked += summary["calls"]
+    # 30 (session, reviewer) draws at p = 0.5 (fixed seeds): 15 expected, sd 2.7
+    assert 5 < checked < 25
+    text = cli("bias-report", "--store", str(store), "--bootstrap", "20")
+    assert "=== Causal checks" in text and f"{checked} check reviews" in text

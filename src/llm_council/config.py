@@ -35,7 +35,7 @@ LIMIT_ENV: dict[str, tuple[str, type[int] | type[float]]] = {
     "bias_check_probability": ("LLM_COUNCIL_BIAS_CHECK_PROBABILITY", float),
 }
 #: the default mix of live bias-check kinds (ADR 0024): equal weights
-DEFAULT_BIAS_CHECK_KINDS = {kind: 1.0 for kind in CHECK_KINDS}
+DEFAULT_BIAS_CHECK_KINDS: dict[str, float] = {kind: 1.0 for kind in CHECK_KINDS}
 
 
 class CouncilMember(BaseModel):

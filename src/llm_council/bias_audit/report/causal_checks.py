@@ -118,7 +118,7 @@ def slot_effect(
     session-clustered variance is
 
     .. math:: \\widehat{V} = \\frac{G}{G-1}\\,
-       \\frac{\\sum_s\\big(\\sum_j \\tilde x_{sj}\\hat e_{sj}\\big)^2}{\\big(\\sum \\tilde x^2\\big)^2}
+       \\frac{\\sum_s (\\sum_j \\tilde x_{sj}\\hat e_{sj})^2}{(\\sum \\tilde x^2)^2}
 
     with a t reference on G-1 df (Cameron & Miller 2015, sections II.C and VI.A).
     """
@@ -225,10 +225,11 @@ def _padding_arrays(
         if treated:
             entry["ratio"].append(math.log(max(int(row[9]), 1) / max(int(row[8]), 1)))  # type: ignore[call-overload]
     usable = {s: e for s, e in by_session.items() if e["treated"] and e["control"]}
-    treated = np.array([e["treated"][0] for e in usable.values()])
-    control = np.array([float(np.mean(e["control"])) for e in usable.values()])
+    treated_change = np.array([e["treated"][0] for e in usable.values()])
+    control_change = np.array([float(np.mean(e["control"])) for e in usable.values()])
     ratios = [e["ratio"][0] for e in usable.values()]
-    return treated, control, np.array(list(usable)), float(np.mean(ratios)) if ratios else math.nan
+    mean_ratio = float(np.mean(ratios)) if ratios else math.nan
+    return treated_change, control_change, np.array(list(usable)), mean_ratio
 
 
 def causal_checks(connection: duckdb.DuckDBPyConnection) -> CausalChecks | None:
@@ -241,7 +242,10 @@ def causal_checks(connection: duckdb.DuckDBPyConnection) -> CausalChecks | None:
         return None
     rows = connection.execute(_PAIRS_SQL).fetchall()
     reviewers = sorted(
-        {str(row[0]) for row in connection.execute("SELECT reviewer_id FROM check_records").fetchall()}
+        {
+            str(row[0])
+            for row in connection.execute("SELECT reviewer_id FROM check_records").fetchall()
+        }
     )
     results = []
     for reviewer in reviewers:

@@ -12,8 +12,8 @@ import io
 import json
 import math
 
-from llm_council.bias_audit.report.render_causal import causal_check_csv_rows
 from llm_council.bias_audit.report.model import BiasReport, Interval
+from llm_council.bias_audit.report.render_causal import causal_check_csv_rows
 
 CSV_COLUMNS = ("section", "subject", "metric", "estimate", "ci_low", "ci_high", "p_value", "n")
 

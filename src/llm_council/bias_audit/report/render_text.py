@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from llm_council.bias_audit.report.render_causal import causal_check_lines
 from llm_council.bias_audit.report.model import BiasReport, Interval
+from llm_council.bias_audit.report.render_causal import causal_check_lines
 
 
 def fmt(value: float, digits: int = 2) -> str:
