@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from llm_council import run_full_council
@@ -131,6 +132,10 @@ def test_kind_mix_follows_weights_and_skips_impossible_kinds() -> None:
     # share of reshuffle: 0.75, sd sqrt(4000 * .75 * .25) = 27.4
     assert abs(kinds.count("reshuffle") - 3000) < 120
     assert draw_check_kind(1, "r", {"reshuffle": 1.0}, 1) is None  # one answer: nothing to move
+    # identity is opt-in: the default mix never draws it
+    default_mix = fake_council("a", "b").bias_check_kinds
+    assert default_mix["identity"] == 0.0
+    assert all(draw_check_kind(seed, "r", default_mix, 3) != "identity" for seed in range(2000))
 
 
 def test_reshuffle_always_changes_the_order() -> None:
@@ -153,8 +158,8 @@ def test_padding_filler_doubles_words_and_respects_the_cap() -> None:
 
 
 def test_config_kinds_and_probability_are_validated() -> None:
-    with pytest.raises(ValueError, match="unknown bias check kind 'identity'"):
-        fake_council("a", "b", bias_check_kinds={"identity": 1.0})
+    with pytest.raises(ValueError, match="unknown bias check kind 'shout'"):
+        fake_council("a", "b", bias_check_kinds={"shout": 1.0})
     with pytest.raises(ValueError, match="positive weight"):
         fake_council("a", "b", bias_check_kinds={"repeat": 0.0})
     with pytest.raises(ValueError):
@@ -247,3 +252,45 @@ def test_cli_ask_with_probability_half_shows_bias_checks_and_the_report_section(
     assert 5 < checked < 25
     text = cli("bias-report", "--store", str(store), "--bootstrap", "20")
     assert "=== Causal checks" in text and f"{checked} check reviews" in text
+
+
+def test_identity_check_signs_another_answer_and_the_simulator_recognises_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    store = tmp_path / "records.jsonl"
+    monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", str(store))
+    config = CouncilConfig(
+        members=(
+            CouncilMember(
+                name="vain", spec="simulated:unbiased", options={"self_recognition": 3.0}
+            ),
+            CouncilMember(name="plain", spec="simulated:unbiased"),
+            CouncilMember(name="other", spec="simulated:unbiased"),
+        ),
+        chairman=CouncilMember(name="chair", spec="simulated:unbiased"),
+        bias_check_probability=1.0,
+        bias_check_kinds={"identity": 1.0},
+    )
+    gains: dict[str, list[float]] = {"vain": [], "plain": []}
+    for seed in range(8):
+        result = run(config=config, seed=seed, middleware=[BiasAuditMiddleware()])
+        for check in result.bias_check_reviews:
+            assert check.check_kind == "identity" and check.check_target != check.reviewer
+            original = next(r for r in result.stage2 if r.reviewer == check.reviewer)
+            before = {c.candidate: c.score for c in original.candidates}
+            after = {c.candidate: c.score for c in check.candidates}
+            if check.reviewer in gains:
+                gains[check.reviewer].append(after[check.check_target] - before[check.check_target])
+    # unbiased noise sd 1 on both asks: the signed answer moves by N(0, 2); "vain" adds 3
+    assert np.mean(gains["vain"]) > 1.5 and abs(np.mean(gains["plain"])) < 1.5
+    lines = [json.loads(line) for line in store.read_text().splitlines()]
+    signed = [line for line in lines if line["check_treated"]]
+    assert signed and all(line["check_kind"] == "identity" for line in signed)
+    normal = {
+        (line["session_id"], line["reviewer_id"], line["model_id"]): line
+        for line in lines
+        if line["check_kind"] is None
+    }
+    for line in signed:  # "(Answer written by unbiased.)" adds 4 words
+        original = normal[(line["session_id"], line["reviewer_id"], line["model_id"])]
+        assert line["response_length_words"] == original["response_length_words"] + 4

@@ -8,7 +8,10 @@ with ``--seed`` is reproducible:
 - ``reshuffle``: the same answers in a fresh display order (never the original order);
 - ``repeat``: the same answers in the same order, asked again (a fresh sampling seed);
 - ``padding``: the same order, one answer (drawn uniformly) padded with
-  :data:`PADDING_SENTENCE` repeated until its word count has doubled.
+  :data:`PADDING_SENTENCE` repeated until its word count has doubled;
+- ``identity`` (opt-in): the same order, one answer that is *not* the reviewer's own
+  (drawn uniformly) signed with the reviewer's own model name (:data:`IDENTITY_SIGNATURE`),
+  so a reviewer that favours what looks like its own work shows it.
 
 A check review goes through the same prompt and parser as the review it checks, carries
 ``check_kind``, and never enters the aggregate ranking or the synthesis.
@@ -24,13 +27,26 @@ from typing import Any, Literal
 from llm_council.prompts import label_for
 from llm_council.results import LabelAssignment, Review
 
-CheckKind = Literal["reshuffle", "repeat", "padding"]
-CHECK_KINDS: tuple[CheckKind, ...] = ("reshuffle", "repeat", "padding")
+CheckKind = Literal["reshuffle", "repeat", "padding", "identity"]
+CHECK_KINDS: tuple[CheckKind, ...] = ("reshuffle", "repeat", "padding", "identity")
+#: kinds drawn unless configured otherwise; ``identity`` is opt-in (weight 0 by default)
+DEFAULT_CHECK_WEIGHTS: dict[str, float] = {
+    "reshuffle": 1.0,
+    "repeat": 1.0,
+    "padding": 1.0,
+    "identity": 0.0,
+}
 
 #: The padding filler: one sentence that states nothing about any question. It is
 #: appended (after a blank line) to one answer until that answer's word count has doubled,
 #: so the padded answer differs from the original only in content-free length.
 PADDING_SENTENCE = "This sentence is padding and adds no information."
+#: The identity check's signature line, appended (after a blank line) to one other
+#: member's answer; ``{model}`` is the reviewer's model name from its spec (``gpt-4o``).
+IDENTITY_SIGNATURE = "(Answer written by {model}.)"
+
+
+_MIN_SHOWN = {"reshuffle": 2}
 
 
 def unit_draw(session_seed: int, reviewer: str, purpose: str) -> float:
@@ -49,13 +65,14 @@ def draw_check_kind(
 ) -> CheckKind | None:
     """The kind, drawn with probability proportional to its weight in ``mix``.
 
-    ``reshuffle`` and ``padding`` need something to move or pad (``reshuffle`` at least two
-    answers); kinds that cannot apply are left out of the draw. None when none can.
+    ``n_shown`` counts the answers the kind can work on: all shown answers, or for
+    ``identity`` the shown answers that are not the reviewer's own. ``reshuffle`` needs two;
+    kinds that cannot apply are left out of the draw. None when none can.
     """
     usable = {
         kind: float(mix.get(kind, 0.0))
         for kind in CHECK_KINDS
-        if mix.get(kind, 0.0) > 0 and not (kind == "reshuffle" and n_shown < 2) and n_shown > 0
+        if mix.get(kind, 0.0) > 0 and n_shown >= _MIN_SHOWN.get(kind, 1)
     }
     total = sum(usable.values())
     if total <= 0:
@@ -84,12 +101,20 @@ def reshuffled_labels(
     }
 
 
-def padded_candidate(
-    original: Mapping[str, LabelAssignment], session_seed: int, reviewer: str
+def treated_candidate(
+    original: Mapping[str, LabelAssignment], session_seed: int, reviewer: str, kind: str
 ) -> str:
-    """Which shown answer gets padded: uniform over the shown answers."""
+    """Which shown answer gets padded or signed: uniform over those the kind may change
+    (for ``identity``, every shown answer but the reviewer's own)."""
     order = [a.model for a in sorted(original.values(), key=lambda a: a.display_index)]
-    return order[int(unit_draw(session_seed, reviewer, "pad") * len(order))]
+    if kind == "identity":
+        order = [model for model in order if model != reviewer]
+    return order[int(unit_draw(session_seed, reviewer, f"treat:{kind}") * len(order))]
+
+
+def signed_text(text: str, model: str) -> str:
+    """``text`` with the :data:`IDENTITY_SIGNATURE` of ``model`` appended."""
+    return text + "\n\n" + IDENTITY_SIGNATURE.format(model=model)
 
 
 def pad_text(text: str, max_chars: int) -> str:

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from llm_council.bias_checks import CHECK_KINDS
+from llm_council.bias_checks import CHECK_KINDS, DEFAULT_CHECK_WEIGHTS
 from llm_council.errors import ConfigError
 from llm_council.providers.calling import RetryPolicy
 from llm_council.providers.registry import split_spec
@@ -34,8 +34,8 @@ LIMIT_ENV: dict[str, tuple[str, type[int] | type[float]]] = {
     "max_answer_chars": ("LLM_COUNCIL_MAX_ANSWER_CHARS", int),
     "bias_check_probability": ("LLM_COUNCIL_BIAS_CHECK_PROBABILITY", float),
 }
-#: the default mix of live bias-check kinds (ADR 0024): equal weights
-DEFAULT_BIAS_CHECK_KINDS: dict[str, float] = {kind: 1.0 for kind in CHECK_KINDS}
+#: the default mix of live bias-check kinds (ADR 0024): equal weights, identity opt-in
+DEFAULT_BIAS_CHECK_KINDS: dict[str, float] = dict(DEFAULT_CHECK_WEIGHTS)
 
 
 class CouncilMember(BaseModel):

@@ -78,11 +78,11 @@ class Review(_Frozen):
     # tokens the provider reported for this review's call(s); None when it reported none
     input_tokens: int | None = None
     output_tokens: int | None = None
-    # a live bias check (ADR 0024): None for the review that counts; "reshuffle", "repeat"
-    # or "padding" for the extra review of the same reviewer's answers that checks it.
-    # Check reviews never enter the aggregate ranking or the synthesis.
+    # a live bias check (ADR 0024): None for the review that counts; "reshuffle", "repeat",
+    # "padding" or "identity" for the extra review of the same reviewer's answers that
+    # checks it. Check reviews never enter the aggregate ranking or the synthesis.
     check_kind: str | None = None
-    # "padding": the candidate whose answer was padded; None otherwise
+    # "padding" / "identity": the candidate whose answer was padded / signed; else None
     check_target: str | None = None
 
     @property

@@ -20,8 +20,9 @@ from llm_council.bias_checks import (
     chosen_for_check,
     draw_check_kind,
     pad_text,
-    padded_candidate,
     reshuffled_labels,
+    signed_text,
+    treated_candidate,
 )
 from llm_council.config import CouncilConfig, CouncilMember
 from llm_council.log_setup import redact
@@ -43,6 +44,7 @@ from llm_council.providers.base import (
     is_structured_output_refusal,
 )
 from llm_council.providers.calling import CallGate, CallOutcome
+from llm_council.providers.registry import split_spec
 from llm_council.ranking_parser import parse_review
 from llm_council.results import (
     CandidateScore,
@@ -225,6 +227,14 @@ async def review_once(
     )
 
 
+def _usable_weights(config: CouncilConfig, n_shown: int, n_others: int) -> dict[str, float]:
+    """The configured mix, without ``identity`` when only the reviewer's own answer is shown."""
+    weights = dict(config.bias_check_kinds)
+    if n_others == 0 or n_shown == 0:
+        weights.pop("identity", None)
+    return weights
+
+
 async def _check_review(
     query: str,
     seat: Seat,
@@ -238,15 +248,23 @@ async def _check_review(
     reviewer = seat.member.name
     if not chosen_for_check(session_seed, reviewer, config.bias_check_probability):
         return None
-    kind = draw_check_kind(session_seed, reviewer, config.bias_check_kinds, len(original))
+    n_others = sum(a.model != reviewer for a in original.values())
+    kind = draw_check_kind(
+        session_seed, reviewer, _usable_weights(config, len(original), n_others), len(original)
+    )
     if kind is None:
         return None
     label_to_model, shown_texts, target = original, texts, None
     if kind == "reshuffle":
         label_to_model = reshuffled_labels(original, session_seed, reviewer)
-    elif kind == "padding":
-        target = padded_candidate(original, session_seed, reviewer)
-        shown_texts = {**texts, target: pad_text(texts[target], config.max_answer_chars)}
+    elif kind in ("padding", "identity"):
+        target = treated_candidate(original, session_seed, reviewer, kind)
+        changed = (
+            pad_text(texts[target], config.max_answer_chars)
+            if kind == "padding"
+            else signed_text(texts[target], split_spec(seat.member.spec)[1])
+        )
+        shown_texts = {**texts, target: changed}
     base = Review(
         reviewer=reviewer,
         label_to_model=label_to_model,

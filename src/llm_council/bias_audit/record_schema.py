@@ -40,11 +40,12 @@ class ReviewRecord(BaseModel):
     council_config_hash: str
     query_hash: str | None = None
     # live bias checks (ADR 0024), optional and appended so older lines still read:
-    # null for the review that counts; "reshuffle", "repeat" or "padding" for a check review
+    # null for the review that counts; "reshuffle", "repeat", "padding" or "identity" for a
+    # check review
     check_kind: str | None = None
     # where this reviewer saw this answer in the review the check repeats (its position)
     check_of_position: int | None = Field(default=None, ge=0)
-    # "padding": whether this answer is the padded one; null for other kinds
+    # "padding" / "identity": whether this answer is the padded / signed one; null otherwise
     check_treated: bool | None = None
 
 

@@ -15,8 +15,9 @@ from pydantic import TypeAdapter
 
 from llm_council.bias_audit.record_schema import ReviewRecord
 from llm_council.bias_audit.score_table import word_count
-from llm_council.bias_checks import pad_text
+from llm_council.bias_checks import pad_text, signed_text
 from llm_council.middleware import SessionCompleted
+from llm_council.results import Review
 
 _RECORD_LIST = TypeAdapter(list[ReviewRecord])
 
@@ -26,12 +27,28 @@ def utc_timestamp() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def _padded_lengths(event: SessionCompleted, candidate: str) -> tuple[int, int]:
-    """Lengths of ``candidate``'s answer as the padding check showed it (ADR 0024)."""
+def _changed_lengths(event: SessionCompleted, review: Review) -> tuple[int, int]:
+    """Lengths of the answer a padding or identity check changed, as the reviewer saw it
+    (ADR 0024): the same functions that changed it, applied again to the stored answer."""
+    candidate = review.check_target
     text = next((a.text for a in event.answers if a.member == candidate and a.text), "")
-    cap = event.metadata.get("max_answer_chars")
-    padded = pad_text(text, cap if isinstance(cap, int) else len(text) * 10 + 1000)
-    return len(padded), word_count(padded)
+    if review.check_kind == "padding":
+        cap = event.metadata.get("max_answer_chars")
+        shown = pad_text(text, cap if isinstance(cap, int) else len(text))
+    else:
+        spec = next(
+            (
+                m.get("spec", "")
+                for m in event.metadata.get("members", [])
+                if m.get("name") == review.reviewer
+            ),
+            "",
+        )
+        shown = signed_text(text, spec.partition(":")[2])
+    return len(shown), word_count(shown)
+
+
+_TREATING_KINDS = ("padding", "identity")
 
 
 def records_from_session(
@@ -54,15 +71,16 @@ def records_from_session(
             chars, words = lengths.get(entry.candidate, (0, 0))
             check: dict[str, Any] = {}
             if review.check_kind is not None:
+                treating = review.check_kind in _TREATING_KINDS
                 treated = review.check_target == entry.candidate
-                if review.check_kind == "padding" and treated:
-                    chars, words = _padded_lengths(event, entry.candidate)
+                if treating and treated:
+                    chars, words = _changed_lengths(event, review)
                 check = {
                     "check_kind": review.check_kind,
                     "check_of_position": original_position.get(review.reviewer, {}).get(
                         entry.candidate
                     ),
-                    "check_treated": treated if review.check_kind == "padding" else None,
+                    "check_treated": treated if treating else None,
                 }
             score = entry.score if entry.score is not None and math.isfinite(entry.score) else None
             fields.append(

@@ -119,6 +119,7 @@ class CheckWorld:
     reviewers: tuple[str, ...] = ("r1", "r2", "r3")
     slot_effect: dict[str, float] = field(default_factory=dict)  # points per slot later
     padding_effect: dict[str, float] = field(default_factory=dict)  # points when padded
+    identity_effect: dict[str, float] = field(default_factory=dict)  # points when signed
     noise_sd: float = 0.8
     integer_scores: bool = True
     check_kinds: tuple[str, ...] = ("reshuffle", "repeat", "padding")
@@ -190,8 +191,10 @@ def generate_check_lines(world: CheckWorld, seed: int) -> list[dict[str, object]
                         )
                     )
             else:
-                padded = order[int(rng.integers(len(order)))] if kind == "padding" else None
-                bonus = world.padding_effect.get(reviewer, 0.0)
+                treats = kind in ("padding", "identity")
+                padded = order[int(rng.integers(len(order)))] if treats else None
+                effects = world.padding_effect if kind == "padding" else world.identity_effect
+                bonus = effects.get(reviewer, 0.0)
                 for slot, model in enumerate(order):
                     extra = bonus if model == padded else 0.0
                     entry = line(
@@ -200,9 +203,9 @@ def generate_check_lines(world: CheckWorld, seed: int) -> list[dict[str, object]
                         _score(world, quality[model] + slope * slot + extra, rng),
                         check_kind=kind,
                         check_of_position=slot,
-                        check_treated=(model == padded) if kind == "padding" else None,
+                        check_treated=(model == padded) if treats else None,
                     )
-                    if model == padded:
+                    if model == padded and kind == "padding":
                         entry["response_length_words"] = 2 * words[model] + 8
                     lines.append(entry)
     return lines
@@ -239,6 +242,23 @@ def test_report_recovers_injected_effects_and_renders_them(tmp_path: Path) -> No
     assert "causal_checks,r1,slot_effect_per_slot" in csv_text
     section = json.loads(render_json(report))["causal_checks"]
     assert {r["reviewer"] for r in section["reviewers"]} == {"r1", "r2", "r3"}
+
+
+def test_report_recovers_an_identity_effect(tmp_path: Path) -> None:
+    world = CheckWorld(
+        n_sessions=40,
+        check_kinds=("identity", "repeat"),
+        identity_effect={"r3": 1.5},
+        noise_sd=0.7,
+    )
+    report = build_report(write_store(tmp_path / "s.jsonl", generate_check_lines(world, 3)))
+    assert report.causal_checks is not None
+    by_reviewer = {r.reviewer: r for r in report.causal_checks.reviewers}
+    r3 = by_reviewer["r3"].identity_effect
+    assert r3 is not None and r3.detected(0.05) and r3.ci_low < 1.5 < r3.ci_high
+    assert by_reviewer["r1"].identity_effect is not None
+    assert by_reviewer["r1"].slot_effect is None  # no reshuffle checks in this store
+    assert "Identity, points gained" in render_text(report)
 
 
 def test_report_without_checks_has_no_section_and_too_few_says_so(tmp_path: Path) -> None:

@@ -8,7 +8,8 @@ causal rather than inferred from who happened to see what. Every interval is
 session-clustered (a session contributes one check per reviewer at most).
 
 The statistics are pure functions over arrays (:func:`slot_effect`,
-:func:`repeat_stability`, :func:`padding_effect`); :func:`causal_checks` reads the pairs
+:func:`repeat_stability`, :func:`padding_effect`, which also measures the identity
+check); :func:`causal_checks` reads the pairs
 from the report's DuckDB tables and applies them per reviewer.
 """
 
@@ -63,6 +64,8 @@ class ReviewerCausalChecks:
     padding_sessions: int
     padding_effect: CheckEstimate | None  # points gained by the padded answer (padding)
     padding_log_word_ratio: float  # mean log(words padded / words original)
+    identity_sessions: int = 0
+    identity_effect: CheckEstimate | None = None  # points gained when signed as its own
 
 
 @dataclass(frozen=True)
@@ -188,7 +191,8 @@ def repeat_stability(
 def padding_effect(
     treated_change: np.ndarray, control_change: np.ndarray, sessions: np.ndarray
 ) -> CheckEstimate:
-    """Points the padded answer gained, net of the re-ask's shift on the other answers.
+    """Points the padded (or, for the identity check, signed) answer gained, net of the
+    re-ask's shift on the other answers.
 
     Per session :math:`d_s = \\Delta y_{padded} - \\overline{\\Delta y}_{others}` (a
     difference in differences: the unpadded answers of the same check review are the
@@ -212,10 +216,11 @@ _PAIRS_SQL = """
 """
 
 
-def _padding_arrays(
+def _treatment_arrays(
     rows: list[tuple[object, ...]],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """Per session: padded answer's change, mean change of the others, log word ratio."""
+    """Per session: the changed answer's score change, the others' mean change, and the
+    log word ratio of the changed answer (padding and identity checks)."""
     by_session: dict[str, dict[str, list[float]]] = {}
     for row in rows:
         session, treated = str(row[2]), bool(row[7])
@@ -269,6 +274,7 @@ def _reviewer_checks(reviewer: str, rows: list[tuple[object, ...]]) -> ReviewerC
         return np.array([float(row[index]) for row in chosen])  # type: ignore[arg-type]
 
     reshuffle, repeat, padding = of_kind("reshuffle"), of_kind("repeat"), of_kind("padding")
+    identity = of_kind("identity")
     n_reshuffle = len({row[2] for row in reshuffle})
     slot = None
     if n_reshuffle >= MIN_CHECK_SESSIONS:
@@ -283,10 +289,14 @@ def _reviewer_checks(reviewer: str, rows: list[tuple[object, ...]]) -> ReviewerC
         stability = repeat_stability(
             column(repeat, 5), column(repeat, 6), np.array([str(row[2]) for row in repeat])
         )
-    treated, control, sessions, log_ratio = _padding_arrays(padding)
+    treated, control, sessions, log_ratio = _treatment_arrays(padding)
     pad = None
     if sessions.size >= MIN_CHECK_SESSIONS:
         pad = padding_effect(treated, control, sessions)
+    signed, signed_control, signed_sessions, _ = _treatment_arrays(identity)
+    self_recognition = None
+    if signed_sessions.size >= MIN_CHECK_SESSIONS:
+        self_recognition = padding_effect(signed, signed_control, signed_sessions)
     return ReviewerCausalChecks(
         reviewer=reviewer,
         reshuffle_sessions=n_reshuffle,
@@ -296,4 +306,6 @@ def _reviewer_checks(reviewer: str, rows: list[tuple[object, ...]]) -> ReviewerC
         padding_sessions=int(sessions.size),
         padding_effect=pad,
         padding_log_word_ratio=log_ratio,
+        identity_sessions=int(signed_sessions.size),
+        identity_effect=self_recognition,
     )

@@ -62,6 +62,14 @@ def causal_check_lines(section: CausalChecks | None, significance_level: float) 
             )
         else:
             lines.append(f"  Padding: {too_few} ({reviewer.padding_sessions} sessions)")
+        if reviewer.identity_effect is not None:
+            flag = " DETECTED" if reviewer.identity_effect.detected(significance_level) else ""
+            lines.append(
+                "  Identity, points gained by an answer signed with its own model name: "
+                f"{_estimate(reviewer.identity_effect)}{flag}"
+            )
+        elif reviewer.identity_sessions:
+            lines.append(f"  Identity: {too_few} ({reviewer.identity_sessions} sessions)")
     return lines
 
 
@@ -81,6 +89,7 @@ def causal_check_csv_rows(section: CausalChecks | None) -> list[CsvRow]:
             "repeat_share_identical": reviewer.repeat.share_identical if reviewer.repeat else None,
             "repeat_icc": reviewer.repeat.icc if reviewer.repeat else None,
             "padding_effect": reviewer.padding_effect,
+            "identity_effect": reviewer.identity_effect,
         }
         for metric, value in estimates.items():
             if value is not None:
