@@ -7,7 +7,11 @@ read back by ``build_report``; the causal-checks section's tests are counted per
 - null: five ``unbiased`` members (no position, verbosity or any other bias; noise sd 1);
   every rejection of the slot or padding test at 5% is a false positive;
 - power: the default council (``primacy`` adds 1 point at slot A; ``verbose`` has
-  verbosity 1.5 points per ln(words/200), so doubling an answer adds 1.04 points).
+  verbosity 1.5 points per ln(words/200), so doubling an answer adds 1.04 points), with
+  ``narcissist`` also given ``self_recognition = 1.5`` (points for an answer signed with
+  its own model name).
+
+All four kinds are drawn with equal weight (identity included: it is opt-in in real use).
 
     .venv/bin/python benchmarks/bias_check_calibration.py [--stores 200] [--sessions 30]
 """
@@ -28,6 +32,8 @@ from llm_council.bias_audit.report import build_report
 from llm_council.config import CouncilConfig, CouncilMember, load_council_config
 from llm_council.log_setup import configure_logging
 
+ALL_KINDS = {"reshuffle": 1.0, "repeat": 1.0, "padding": 1.0, "identity": 1.0}
+
 
 def null_council() -> CouncilConfig:
     members = tuple(CouncilMember(name=f"unbiased{i}", spec="simulated:unbiased") for i in range(5))
@@ -35,6 +41,20 @@ def null_council() -> CouncilConfig:
         members=members,
         chairman=CouncilMember(name="chair", spec="simulated:unbiased"),
         bias_check_probability=1.0,
+        bias_check_kinds=ALL_KINDS,
+    )
+
+
+def biased_council() -> CouncilConfig:
+    default = load_council_config()
+    members = tuple(
+        member.model_copy(update={"options": {"self_recognition": 1.5}})
+        if member.name == "narcissist"
+        else member
+        for member in default.members
+    )
+    return default.model_copy(
+        update={"members": members, "bias_check_probability": 1.0, "bias_check_kinds": ALL_KINDS}
     )
 
 
@@ -64,10 +84,7 @@ def main() -> None:
     configure_logging(level="ERROR", standard_logging=False)
     for label, config in (
         ("null (unbiased council)", null_council()),
-        (
-            "power (default council)",
-            load_council_config().model_copy(update={"bias_check_probability": 1.0}),
-        ),
+        ("power (default council, narcissist self_recognition 1.5)", biased_council()),
     ):
         tests: Counter[str] = Counter()
         rejections: Counter[str] = Counter()
@@ -80,6 +97,7 @@ def main() -> None:
                     for kind, estimate in (
                         ("slot", result.slot_effect),  # type: ignore[attr-defined]
                         ("padding", result.padding_effect),  # type: ignore[attr-defined]
+                        ("identity", result.identity_effect),  # type: ignore[attr-defined]
                     ):
                         if estimate is not None:
                             tests[f"{name} {kind}"] += 1

@@ -281,19 +281,20 @@ def test_observational_sections_are_unchanged_by_check_records(tmp_path: Path) -
     assert with_checks.length == without.length and with_checks.position == without.position
 
 
-def _null_rejections(n_stores: int, n_sessions: int, seed: int) -> tuple[int, int]:
-    """Rejections at 5% of the slot and padding tests under no effect, pure functions only."""
-    rejections = trials = 0
+def _rejections(world: CheckWorld, n_stores: int, seed: int) -> tuple[int, int]:
+    """How many of ``n_stores`` stores reject (slot test, padding test) at 5% for r1."""
+    slot = padding = 0
     for store in range(n_stores):
-        lines = generate_check_lines(
-            CheckWorld(n_sessions=n_sessions, reviewers=("r1",)), seed + store
+        slot_rejects, padding_rejects = _reviewer_tests_reject(
+            generate_check_lines(world, seed + store)
         )
-        rejections += _reviewer_tests_reject(lines)
-        trials += 2
-    return rejections, trials
+        slot += slot_rejects
+        padding += padding_rejects
+    return slot, padding
 
 
-def _reviewer_tests_reject(lines: list[dict[str, object]]) -> int:
+def _reviewer_tests_reject(lines: list[dict[str, object]]) -> tuple[int, int]:
+    """Whether the slot and the padding tests reject at 5% on these lines (pure functions)."""
     original = {
         (line["session_id"], line["model_id"]): line for line in lines if "check_kind" not in line
     }
@@ -318,26 +319,35 @@ def _reviewer_tests_reject(lines: list[dict[str, object]]) -> int:
             float(np.mean([change(entry) for entry in mine if not entry["check_treated"]]))
         )
     padding = padding_effect(np.array(treated), np.array(control), np.array(sessions))
-    return int(slot.detected(0.05)) + int(padding.detected(0.05))
+    return int(slot.detected(0.05)), int(padding.detected(0.05))
+
+
+NULL_WORLD = CheckWorld(n_sessions=30, reviewers=("r1",))
 
 
 def test_null_false_positive_rate_quick() -> None:
     # 60 null stores x 2 tests = 120 tests; at a true 5% the count is <= 13 with 97% probability
-    rejections, trials = _null_rejections(60, 30, 100)
-    assert trials == 120 and rejections <= 13
+    slot, padding = _rejections(NULL_WORLD, 60, 100)
+    assert slot + padding <= 13
 
 
 @pytest.mark.slow
 def test_null_false_positive_rate_and_power_slow() -> None:
-    rejections, trials = _null_rejections(1000, 30, 10_000)
-    rate = rejections / trials
-    mc_error = math.sqrt(0.05 * 0.95 / trials)
-    print(f"null rejection rate {rate:.4f} over {trials} tests (MC se {mc_error:.4f})")
-    assert rate <= 0.05 + 3 * mc_error
-    detected = 0
-    for store in range(200):
-        world = CheckWorld(n_sessions=30, reviewers=("r1",), slot_effect={"r1": -0.3})
-        lines = generate_check_lines(world, 50_000 + store)
-        detected += _reviewer_tests_reject(lines)
-    print(f"power at slot effect -0.3/slot, 10 reshuffle sessions: {detected / 200:.3f}")
-    assert detected / 200 > 0.5
+    """Second generator: 30 sessions, kinds in rotation (10 reshuffle, 10 padding sessions),
+    4 answers, integer scores, noise sd 0.8. Prints the measured rates for the docs."""
+    n_null, n_power = 2000, 400
+    slot, padding = _rejections(NULL_WORLD, n_null, 10_000)
+    mc_error = math.sqrt(0.05 * 0.95 / n_null)
+    print(
+        f"\nnull: slot {slot / n_null:.4f}, padding {padding / n_null:.4f} (MC se {mc_error:.4f})"
+    )
+    assert slot / n_null <= 0.05 + 3 * mc_error and padding / n_null <= 0.05 + 3 * mc_error
+    world = CheckWorld(
+        n_sessions=30, reviewers=("r1",), slot_effect={"r1": -0.3}, padding_effect={"r1": 0.8}
+    )
+    slot_power, padding_power = _rejections(world, n_power, 50_000)
+    print(
+        f"power: slot -0.3/slot {slot_power / n_power:.3f}, "
+        f"padding +0.8 {padding_power / n_power:.3f}"
+    )
+    assert slot_power / n_power > 0.5 and padding_power / n_power > 0.5
