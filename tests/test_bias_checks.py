@@ -173,6 +173,30 @@ def test_environment_overrides_the_probability_and_rejects_bad_values() -> None:
         load_council_config(environ={"LLM_COUNCIL_BIAS_CHECK_PROBABILITY": "2"})
     with pytest.raises(ConfigError, match="not a number"):
         load_council_config(environ={"LLM_COUNCIL_BIAS_CHECK_PROBABILITY": "often"})
+    with pytest.raises(ConfigError, match="'nan'"):
+        load_council_config(environ={"LLM_COUNCIL_BIAS_CHECK_PROBABILITY": "nan"})
+
+
+def test_a_failed_check_is_counted_but_never_degrades_the_session(
+    scripted_provider: Any,
+) -> None:
+    from llm_council.errors import ProviderError
+
+    script_all(scripted_provider, NAMES)
+
+    def first_only(request: Any, call_number: int) -> str:
+        if call_number > 1:  # the check review is this reviewer's second review call
+            raise ProviderError("check refused", provider="fake", retryable=False)
+        return REVIEW_JSON
+
+    scripted_provider.scripts["a"]["review"] = first_only
+    result = run(config=fake_council(*NAMES, bias_check_probability=1.0), seed=3)
+    assert result.metadata["degraded"] == []
+    assert all(r.ok for r in result.stage2)
+    failed = next(c for c in result.bias_check_reviews if c.reviewer == "a")
+    assert failed.parse_status == "missing" and "check refused" in (failed.error or "")
+    summary = result.metadata["bias_checks"]
+    assert summary["calls"] == 3 and summary["parsed"] == 2
 
 
 def test_records_carry_check_kind_and_the_audit_ignores_checks(
