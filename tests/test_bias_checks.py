@@ -318,3 +318,33 @@ def test_identity_check_signs_another_answer_and_the_simulator_recognises_it(
     for line in signed:  # "(Answer written by unbiased.)" adds 4 words
         original = normal[(line["session_id"], line["reviewer_id"], line["model_id"])]
         assert line["response_length_words"] == original["response_length_words"] + 4
+
+
+@pytest.mark.slow
+def test_simulated_council_causal_section_recovers_its_configured_biases(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The default simulated council at p = 1, 90 sessions (about 30 per kind per reviewer):
+    primacy's +1 at slot A shows as a negative slot slope, verbose's verbosity 1.5 as a
+    padding gain near 1.5 * ln 2 = 1.04, and the unbiased-in-that-respect reviewers' intervals
+    hold zero (seeded, so reproducible)."""
+    from llm_council.bias_audit.report import build_report
+
+    store = tmp_path / "records.jsonl"
+    monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", str(store))
+    config = load_council_config().model_copy(update={"bias_check_probability": 1.0})
+    for seed in range(90):
+        run(config=config, seed=seed, middleware=[BiasAuditMiddleware()])
+    section = build_report(store, n_resamples=20).causal_checks
+    assert section is not None
+    by_reviewer = {r.reviewer: r for r in section.reviewers}
+    primacy, verbose = by_reviewer["primacy"], by_reviewer["verbose"]
+    assert primacy.slot_effect is not None and primacy.slot_effect.ci_high < 0
+    assert verbose.padding_effect is not None and verbose.padding_effect.ci_low > 0
+    assert verbose.padding_effect.ci_low < 1.04 < verbose.padding_effect.ci_high
+    assert by_reviewer["balanced"].padding_effect is not None
+    assert (
+        by_reviewer["balanced"].padding_effect.ci_low
+        < 0
+        < by_reviewer["balanced"].padding_effect.ci_high
+    )
