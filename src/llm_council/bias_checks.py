@@ -65,9 +65,9 @@ def draw_check_kind(
 ) -> CheckKind | None:
     """The kind, drawn with probability proportional to its weight in ``mix``.
 
-    ``n_shown`` counts the answers the kind can work on: all shown answers, or for
-    ``identity`` the shown answers that are not the reviewer's own. ``reshuffle`` needs two;
-    kinds that cannot apply are left out of the draw. None when none can.
+    ``n_shown`` is how many answers the reviewer was shown: ``reshuffle`` needs two, the
+    others one (the caller leaves ``identity`` out of ``mix`` when the only answer shown is
+    the reviewer's own). Kinds that cannot apply are left out of the draw; None when none can.
     """
     usable = {
         kind: float(mix.get(kind, 0.0))
