@@ -24,6 +24,7 @@ from llm_council.bias_audit.report.causal_checks import (
     repeat_stability,
     slot_effect,
 )
+from llm_council.bias_audit.report.render_html import render_html
 from llm_council.bias_audit.report.render_tables import render_csv, render_json
 from llm_council.bias_audit.report.render_text import render_text
 
@@ -240,6 +241,7 @@ def test_report_recovers_injected_effects_and_renders_them(tmp_path: Path) -> No
     assert "Re-shuffle, points per slot later" in text
     csv_text = render_csv(report)
     assert "causal_checks,r1,slot_effect_per_slot" in csv_text
+    assert "=== Causal checks" in render_html(report)  # through the embedded full text
     section = json.loads(render_json(report))["causal_checks"]
     assert {r["reviewer"] for r in section["reviewers"]} == {"r1", "r2", "r3"}
 
