@@ -3,9 +3,9 @@
 "Before" is the code at ``--base`` (a git revision without the checks, extracted with
 ``git archive`` into a temporary directory); "after" is this checkout. Each measurement is
 a child process that runs ``--sessions`` sessions of the default simulated council with
-the bias audit on (records to a temporary store) and prints seconds per session; before
-and after alternate ``--rounds`` times, and the paired differences are summarised, so
-machine load drifts into both arms alike.
+the bias audit on (records to a fresh temporary store) and prints seconds per session;
+before and after alternate ``--rounds`` times, each round swapping which runs first, and
+the paired differences are summarised, so machine load drifts into both arms alike.
 
     .venv/bin/python benchmarks/bias_check_overhead.py [--base 9e64c69] [--rounds 8]
 
@@ -86,10 +86,14 @@ def main() -> None:
         before_src, after_src = _extract(args.base, root), REPO / "src"
         before, after, checked = [], [], []
         for round_index in range(args.rounds):
-            store = root / f"store-{round_index}.jsonl"
-            before.append(_seconds_per_session(before_src, args.sessions, 0.0, store))
-            after.append(_seconds_per_session(after_src, args.sessions, 0.0, store))
-            checked.append(_seconds_per_session(after_src, args.sessions, 1.0, store))
+            # alternate which arm runs first (ABBA), each arm with its own fresh store
+            arms = [("before", before_src, 0.0, before), ("after", after_src, 0.0, after)]
+            if round_index % 2:
+                arms.reverse()
+            arms.append(("checked", after_src, 1.0, checked))
+            for name, src, probability, times in arms:
+                store = root / f"{name}-{round_index}.jsonl"
+                times.append(_seconds_per_session(src, args.sessions, probability, store))
     differences = [a - b for a, b in zip(after, before, strict=True)]
     ms = 1000.0
     print(f"sessions per measurement: {args.sessions}, rounds: {args.rounds}, base {args.base}")
