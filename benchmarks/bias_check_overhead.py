@@ -3,7 +3,8 @@
 "Before" is the code at ``--base`` (a git revision without the checks, extracted with
 ``git archive`` into a temporary directory); "after" is this checkout. Each measurement is
 a child process that runs ``--sessions`` sessions of the default simulated council with
-the bias audit on (records to a fresh temporary store) and prints seconds per session;
+the bias audit on (records to a fresh temporary store) and prints its CPU seconds per
+session (process time: the machine's other load does not count, only this code's work);
 before and after alternate ``--rounds`` times, each round swapping which runs first, and
 the paired differences are summarised, so machine load drifts into both arms alike.
 
@@ -39,9 +40,9 @@ async def run_all(n):
         await run_full_council("How do I shard a queue?", config=config, seed=seed,
                                middleware=[BiasAuditMiddleware()])
 asyncio.run(run_all(5))  # warm-up
-started = time.perf_counter()
+started = time.process_time()
 asyncio.run(run_all(sessions))
-print((time.perf_counter() - started) / sessions)
+print((time.process_time() - started) / sessions)
 """
 
 
@@ -97,8 +98,8 @@ def main() -> None:
     differences = [a - b for a, b in zip(after, before, strict=True)]
     ms = 1000.0
     print(f"sessions per measurement: {args.sessions}, rounds: {args.rounds}, base {args.base}")
-    print(f"before (p=0, base):      median {statistics.median(before) * ms:.2f} ms/session")
-    print(f"after  (p=0, this tree): median {statistics.median(after) * ms:.2f} ms/session")
+    print(f"before (p=0, base):      median {statistics.median(before) * ms:.2f} CPU ms/session")
+    print(f"after  (p=0, this tree): median {statistics.median(after) * ms:.2f} CPU ms/session")
     print(
         f"paired after - before:   median {statistics.median(differences) * ms:+.2f} ms, "
         f"range [{min(differences) * ms:+.2f}, {max(differences) * ms:+.2f}] ms"
@@ -106,7 +107,7 @@ def main() -> None:
     ratio = statistics.median(checked) / statistics.median(after)
     print(
         f"after  (p=1, every reviewer checked): median "
-        f"{statistics.median(checked) * ms:.2f} ms/session ({ratio:.2f}x p=0)"
+        f"{statistics.median(checked) * ms:.2f} CPU ms/session ({ratio:.2f}x p=0)"
     )
 
 
