@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from llm_council.bias_checks import CHECK_KINDS, DEFAULT_CHECK_WEIGHTS
 from llm_council.errors import ConfigError
 from llm_council.providers.calling import RetryPolicy
 from llm_council.providers.registry import split_spec
@@ -31,7 +32,10 @@ DEFAULT_MAX_ANSWER_CHARS = 100_000
 LIMIT_ENV: dict[str, tuple[str, type[int] | type[float]]] = {
     "session_deadline_s": ("LLM_COUNCIL_SESSION_DEADLINE_S", float),
     "max_answer_chars": ("LLM_COUNCIL_MAX_ANSWER_CHARS", int),
+    "bias_check_probability": ("LLM_COUNCIL_BIAS_CHECK_PROBABILITY", float),
 }
+#: the default mix of live bias-check kinds (ADR 0024): equal weights, identity opt-in
+DEFAULT_BIAS_CHECK_KINDS: dict[str, float] = dict(DEFAULT_CHECK_WEIGHTS)
 
 
 class CouncilMember(BaseModel):
@@ -66,6 +70,26 @@ class CouncilConfig(BaseModel):
     session_deadline_s: float = Field(DEFAULT_SESSION_DEADLINE_S, gt=0, allow_inf_nan=False)
     # Longer answers are cut before reviewers and the chairman see them (metadata says so).
     max_answer_chars: int = Field(DEFAULT_MAX_ANSWER_CHARS, ge=1)
+    # Live bias checks (ADR 0024): each (session, reviewer) gets one extra review with this
+    # probability (0 = off), its kind drawn with these relative weights.
+    bias_check_probability: float = Field(0.0, ge=0, le=1, allow_inf_nan=False)
+    bias_check_kinds: dict[str, float] = Field(
+        default_factory=lambda: dict(DEFAULT_BIAS_CHECK_KINDS)
+    )
+
+    @field_validator("bias_check_kinds")
+    @classmethod
+    def _known_check_kinds(cls, kinds: dict[str, float]) -> dict[str, float]:
+        for kind, weight in kinds.items():
+            if kind not in CHECK_KINDS:
+                raise ValueError(
+                    f"unknown bias check kind {kind!r} (known: {', '.join(CHECK_KINDS)})"
+                )
+            if not (weight >= 0 and weight != float("inf")):
+                raise ValueError(f"bias check weight of {kind!r} must be >= 0, got {weight!r}")
+        if not any(weight > 0 for weight in kinds.values()):
+            raise ValueError(f"bias_check_kinds needs a positive weight, got {kinds!r}")
+        return kinds
 
     @model_validator(mode="after")
     def _check(self) -> CouncilConfig:
@@ -162,8 +186,9 @@ def _real_council(document: dict[str, Any], environ: dict[str, str]) -> CouncilC
 
 
 def with_limit_overrides(config: CouncilConfig, environ: Mapping[str, str]) -> CouncilConfig:
-    """``config`` with ``session_deadline_s`` / ``max_answer_chars`` taken from the environment
-    where :data:`LIMIT_ENV`'s variables are set; a bad value is a :class:`ConfigError`."""
+    """``config`` with ``session_deadline_s`` / ``max_answer_chars`` /
+    ``bias_check_probability`` taken from the environment where :data:`LIMIT_ENV`'s
+    variables are set; a bad value is a :class:`ConfigError`."""
     for field, (variable, number_type) in LIMIT_ENV.items():
         raw = environ.get(variable, "").strip()
         if not raw:

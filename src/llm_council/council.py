@@ -13,6 +13,7 @@ import structlog
 
 from llm_council import tracing
 from llm_council.aggregate import aggregate_reviews
+from llm_council.bias_checks import bias_check_summary
 from llm_council.config import CouncilConfig, CouncilMember, load_council_config
 from llm_council.errors import ConfigError, CouncilError
 from llm_council.log_setup import ensure_default_logging, redact
@@ -80,6 +81,16 @@ def _call_metadata(
             if a.original_chars is not None
         ],
     }
+
+
+def _bias_check_metadata(config: CouncilConfig, check_reviews: Sequence[Review]) -> dict[str, Any]:
+    """``bias_checks`` when live checks are on (ADR 0024); nothing at all when they are off."""
+    if config.bias_check_probability <= 0:
+        return {}
+    summary = bias_check_summary(
+        check_reviews, config.bias_check_probability, config.bias_check_kinds
+    )
+    return {"bias_checks": summary}
 
 
 def _session_trace_summary(metadata: dict[str, Any]) -> dict[str, Any]:
@@ -192,9 +203,15 @@ async def _run_session(
     answered = {a.member for a in ok_answers}
     reviewer_seats = [seat for seat in seats if seat.member.name in answered]
     with tracing.stage_span("review") as stage_trace:
-        reviews = await collect_reviews(query, ok_answers, reviewer_seats, config, seed, gate)
+        reviews, check_reviews = await collect_reviews(
+            query, ok_answers, reviewer_seats, config, seed, gate
+        )
         stage_trace.set(
-            {"llm_council.succeeded": sum(r.ok for r in reviews), "llm_council.calls": len(reviews)}
+            {
+                "llm_council.succeeded": sum(r.ok for r in reviews),
+                "llm_council.calls": len(reviews),
+                "llm_council.bias_check_calls": len(check_reviews),
+            }
         )
     standings = aggregate_reviews(reviews, [a.member for a in ok_answers])
     durations["stage2"] = time.perf_counter() - stage_start
@@ -204,8 +221,10 @@ async def _run_session(
         reviews=len(reviews),
         duration_s=round(durations["stage2"], 3),
     )
+    # middleware sees the check reviews after the reviews, each flagged ``check_kind``
+    all_reviews = (*reviews, *check_reviews)
     await dispatcher.stage2_completed(
-        Stage2Completed(session_id, tuple(answers), tuple(reviews), tuple(standings))
+        Stage2Completed(session_id, tuple(answers), all_reviews, tuple(standings))
     )
 
     stage_start = time.perf_counter()
@@ -242,6 +261,7 @@ async def _run_session(
         "review_parse_status": {r.reviewer: r.parse_status for r in reviews},
         "degraded": degraded,
         **_call_metadata(config, gate, answers),
+        **_bias_check_metadata(config, check_reviews),
         "stage_durations_s": {k: round(v, 4) for k, v in durations.items()},
     }
     added = await dispatcher.session_completed(
@@ -250,7 +270,7 @@ async def _run_session(
             query,
             config_hash,
             tuple(answers),
-            tuple(reviews),
+            all_reviews,
             tuple(standings),
             synthesis,
             started_at,
@@ -261,5 +281,11 @@ async def _run_session(
     metadata["middleware_errors"] = list(dispatcher.errors)
     metadata["duration_s"] = round(time.perf_counter() - session_start, 4)
     bound_log.info("session_done", degraded=len(degraded), duration_s=metadata["duration_s"])
-    result = CouncilResult(stage1=answers, stage2=reviews, stage3=synthesis, metadata=metadata)
+    result = CouncilResult(
+        stage1=answers,
+        stage2=reviews,
+        stage3=synthesis,
+        metadata=metadata,
+        bias_check_reviews=check_reviews,
+    )
     return result, added

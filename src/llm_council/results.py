@@ -75,6 +75,15 @@ class Review(_Frozen):
     # in it agreeing); and the server's refusal when native structured output fell back
     verdict_channel: str | None = None
     structured_output_refused: str | None = None
+    # tokens the provider reported for this review's call(s); None when it reported none
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    # a live bias check (ADR 0024): None for the review that counts; "reshuffle", "repeat",
+    # "padding" or "identity" for the extra review of the same reviewer's answers that
+    # checks it. Check reviews never enter the aggregate ranking or the synthesis.
+    check_kind: str | None = None
+    # "padding" / "identity": the candidate whose answer was padded / signed; else None
+    check_target: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -113,9 +122,13 @@ class CouncilResult(_Frozen):
     stage2: list[Review]
     stage3: Synthesis
     metadata: dict[str, Any]
+    # the live bias checks' reviews (ADR 0024), never part of ``stage2``'s ranking
+    bias_check_reviews: list[Review] = []
 
     def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
         return iter((self.stage1, self.stage2, self.stage3, self.metadata))
 
     def to_json_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        """The result as JSON; ``bias_check_reviews`` only when there are some (ADR 0024)."""
+        exclude = None if self.bias_check_reviews else {"bias_check_reviews"}
+        return self.model_dump(mode="json", exclude=exclude)

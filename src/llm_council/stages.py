@@ -16,6 +16,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from llm_council.anonymize import assign_labels
+from llm_council.bias_checks import (
+    chosen_for_check,
+    draw_check_kind,
+    pad_text,
+    reshuffled_labels,
+    signed_text,
+    treated_candidate,
+)
 from llm_council.config import CouncilConfig, CouncilMember
 from llm_council.log_setup import redact
 from llm_council.prompts import (
@@ -36,6 +44,7 @@ from llm_council.providers.base import (
     is_structured_output_refusal,
 )
 from llm_council.providers.calling import CallGate, CallOutcome
+from llm_council.providers.registry import split_spec
 from llm_council.ranking_parser import parse_review
 from llm_council.results import (
     CandidateScore,
@@ -145,6 +154,129 @@ def _refused_structured_output(outcome: CallOutcome) -> str | None:
     return None
 
 
+async def review_once(
+    query: str,
+    seat: Seat,
+    label_to_model: dict[str, LabelAssignment],
+    texts: Mapping[str, str],
+    config: CouncilConfig,
+    seed: int,
+    gate: CallGate,
+    base: Review,
+) -> Review:
+    """One stage-2 request of ``seat`` over ``label_to_model``, parsed into ``base``'s fields."""
+    nonce = new_nonce()
+    mode = seat.provider.structured_output
+    request = _review_request(query, label_to_model, texts, config, nonce, mode, seed)
+    outcome = await _call(seat, request, config, gate)
+    refused = _refused_structured_output(outcome) if mode == "native" else None
+    if refused is not None:  # a server without json_schema: once more, nonce-tagged
+        request = _review_request(query, label_to_model, texts, config, nonce, "nonce", seed)
+        first_attempts, first_duration = outcome.attempts, outcome.duration_s
+        outcome = await _call(seat, request, config, gate)
+        outcome = CallOutcome(
+            outcome.completion,
+            outcome.error,
+            outcome.attempts + first_attempts,
+            outcome.duration_s + first_duration,
+        )
+        base = base.model_copy(update={"structured_output_refused": refused})
+    if outcome.completion is None:
+        return base.model_copy(
+            update={
+                "parse_status": "missing",
+                "error": error_text(outcome.error),
+                "attempts": outcome.attempts,
+                "duration_s": round(outcome.duration_s, 4),
+            }
+        )
+    parsed = parse_review(
+        outcome.completion.text,
+        list(label_to_model),
+        config.score_scale,
+        nonce=nonce,
+        structured=outcome.completion.channel == "structured",
+    )
+    rank_of = {label: i for i, label in enumerate(parsed.ranking, start=1)}
+    candidates = tuple(
+        CandidateScore(
+            candidate=a.model,
+            label=label,
+            display_index=a.display_index,
+            score=parsed.scores.get(label),
+            rank=rank_of.get(label),
+            is_self_review=a.model == base.reviewer,
+        )
+        for label, a in label_to_model.items()
+    )
+    usage = outcome.completion.usage
+    return base.model_copy(
+        update={
+            "candidates": candidates,
+            "ranking": tuple(label_to_model[label].model for label in parsed.ranking),
+            "parse_status": parsed.status,
+            "parse_error": parsed.error,
+            "rationale": parsed.rationale,
+            "raw_text": outcome.completion.text,
+            "verdict_channel": parsed.channel,
+            "attempts": outcome.attempts,
+            "duration_s": round(outcome.duration_s, 4),
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+        }
+    )
+
+
+def _usable_weights(config: CouncilConfig, n_shown: int, n_others: int) -> dict[str, float]:
+    """The configured mix, without ``identity`` when only the reviewer's own answer is shown."""
+    weights = dict(config.bias_check_kinds)
+    if n_others == 0 or n_shown == 0:
+        weights.pop("identity", None)
+    return weights
+
+
+async def _check_review(
+    query: str,
+    seat: Seat,
+    original: dict[str, LabelAssignment],
+    texts: Mapping[str, str],
+    config: CouncilConfig,
+    session_seed: int,
+    gate: CallGate,
+) -> Review | None:
+    """The reviewer's bias-check review (ADR 0024), or None when it was not chosen."""
+    reviewer = seat.member.name
+    if not chosen_for_check(session_seed, reviewer, config.bias_check_probability):
+        return None
+    n_others = sum(a.model != reviewer for a in original.values())
+    kind = draw_check_kind(
+        session_seed, reviewer, _usable_weights(config, len(original), n_others), len(original)
+    )
+    if kind is None:
+        return None
+    label_to_model, shown_texts, target = original, texts, None
+    if kind == "reshuffle":
+        label_to_model = reshuffled_labels(original, session_seed, reviewer)
+    elif kind in ("padding", "identity"):
+        target = treated_candidate(original, session_seed, reviewer, kind)
+        changed = (
+            pad_text(texts[target], config.max_answer_chars)
+            if kind == "padding"
+            else signed_text(texts[target], split_spec(seat.member.spec)[1])
+        )
+        shown_texts = {**texts, target: changed}
+    base = Review(
+        reviewer=reviewer,
+        label_to_model=label_to_model,
+        score_scale=config.score_scale,
+        check_kind=kind,
+        check_target=target,
+    )
+    # a fresh sampling seed: a repeat under the original seed would replay, not re-ask
+    seed = call_seed(session_seed, reviewer, f"review-check:{kind}")
+    return await review_once(query, seat, label_to_model, shown_texts, config, seed, gate, base)
+
+
 async def collect_reviews(
     query: str,
     answers: Sequence[MemberAnswer],
@@ -152,11 +284,16 @@ async def collect_reviews(
     config: CouncilConfig,
     session_seed: int,
     gate: CallGate,
-) -> list[Review]:
-    """Stage 2: each reviewer ranks and scores the answers under its own shuffled labels."""
+) -> tuple[list[Review], list[Review]]:
+    """Stage 2: each reviewer ranks and scores the answers under its own shuffled labels.
+
+    Returns the reviews, in seat order, and the bias-check reviews (ADR 0024) of the
+    reviewers chosen for one (empty when ``config.bias_check_probability`` is 0). Checks
+    run concurrently with the reviews, under the same gate and deadline.
+    """
     texts = {a.member: a.text for a in answers if a.text is not None}
 
-    async def review(seat: Seat) -> Review:
+    async def review(seat: Seat) -> tuple[Review, Review | None]:
         reviewer = seat.member.name
         shown = [m for m in texts if not (config.self_review == "recuse" and m == reviewer)]
         label_to_model = assign_labels(shown, reviewer, session_seed)
@@ -164,69 +301,20 @@ async def collect_reviews(
             reviewer=reviewer, label_to_model=label_to_model, score_scale=config.score_scale
         )
         if not shown:
-            return base.model_copy(
+            missing = base.model_copy(
                 update={"parse_status": "missing", "error": "no answers to review"}
             )
-        nonce = new_nonce()
+            return missing, None
         seed = call_seed(session_seed, reviewer, "review")
-        mode = seat.provider.structured_output
-        request = _review_request(query, label_to_model, texts, config, nonce, mode, seed)
-        outcome = await _call(seat, request, config, gate)
-        refused = _refused_structured_output(outcome) if mode == "native" else None
-        if refused is not None:  # a server without json_schema: once more, nonce-tagged
-            request = _review_request(query, label_to_model, texts, config, nonce, "nonce", seed)
-            first_attempts, first_duration = outcome.attempts, outcome.duration_s
-            outcome = await _call(seat, request, config, gate)
-            outcome = CallOutcome(
-                outcome.completion,
-                outcome.error,
-                outcome.attempts + first_attempts,
-                outcome.duration_s + first_duration,
-            )
-            base = base.model_copy(update={"structured_output_refused": refused})
-        if outcome.completion is None:
-            return base.model_copy(
-                update={
-                    "parse_status": "missing",
-                    "error": error_text(outcome.error),
-                    "attempts": outcome.attempts,
-                    "duration_s": round(outcome.duration_s, 4),
-                }
-            )
-        parsed = parse_review(
-            outcome.completion.text,
-            list(label_to_model),
-            config.score_scale,
-            nonce=nonce,
-            structured=outcome.completion.channel == "structured",
-        )
-        rank_of = {label: i for i, label in enumerate(parsed.ranking, start=1)}
-        candidates = tuple(
-            CandidateScore(
-                candidate=a.model,
-                label=label,
-                display_index=a.display_index,
-                score=parsed.scores.get(label),
-                rank=rank_of.get(label),
-                is_self_review=a.model == reviewer,
-            )
-            for label, a in label_to_model.items()
-        )
-        return base.model_copy(
-            update={
-                "candidates": candidates,
-                "ranking": tuple(label_to_model[label].model for label in parsed.ranking),
-                "parse_status": parsed.status,
-                "parse_error": parsed.error,
-                "rationale": parsed.rationale,
-                "raw_text": outcome.completion.text,
-                "verdict_channel": parsed.channel,
-                "attempts": outcome.attempts,
-                "duration_s": round(outcome.duration_s, 4),
-            }
-        )
+        main = review_once(query, seat, label_to_model, texts, config, seed, gate, base)
+        if config.bias_check_probability <= 0:
+            return await main, None
+        check = _check_review(query, seat, label_to_model, texts, config, session_seed, gate)
+        done, checked = await asyncio.gather(main, check)
+        return done, checked
 
-    return list(await asyncio.gather(*(review(seat) for seat in reviewer_seats)))
+    pairs = await asyncio.gather(*(review(seat) for seat in reviewer_seats))
+    return [done for done, _ in pairs], [check for _, check in pairs if check is not None]
 
 
 async def synthesize(

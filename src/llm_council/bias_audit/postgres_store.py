@@ -71,9 +71,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE bias_records ADD COLUMN session_n_records integer",
         "CREATE INDEX bias_records_recorded_at ON bias_records (recorded_at)",
     ),
+    (  # 3: live bias checks (ADR 0024): a check review's kind and what it repeats
+        "ALTER TABLE bias_records ADD COLUMN check_kind text",
+        "ALTER TABLE bias_records ADD COLUMN check_of_position integer",
+        "ALTER TABLE bias_records ADD COLUMN check_treated boolean",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
+_CHECK_COLUMNS = ("check_kind", "check_of_position", "check_treated")
 _WRITTEN_COLUMNS = (
     "session_id",
     "record_index",
@@ -93,6 +99,9 @@ _WRITTEN_COLUMNS = (
     "council_config_hash",
     "query_hash",
     "session_n_records",
+    "check_kind",
+    "check_of_position",
+    "check_treated",
 )
 
 # the JSONL record columns bias-report reads (report/loading.py), plus session_n_records
@@ -112,6 +121,9 @@ ARROW_SCHEMA = pa.schema(
         ("rank", pa.int32()),
         ("is_self_review", pa.bool_()),
         ("session_n_records", pa.int32()),
+        ("check_kind", pa.string()),
+        ("check_of_position", pa.int32()),
+        ("check_treated", pa.bool_()),
     ]
 )
 
@@ -204,6 +216,9 @@ def _row(index: int, record: ReviewRecord, n_records: int) -> tuple[Any, ...]:
         record.council_config_hash,
         record.query_hash,
         n_records,
+        record.check_kind,
+        record.check_of_position,
+        record.check_treated,
     )
 
 
@@ -356,9 +371,10 @@ def iter_arrow_batches(
     try:
         with Connection.connect(url, connect_timeout=CONNECT_TIMEOUT_S) as connection:
             version = _schema_version(connection, url)
+            added_in = {"session_n_records": 2, **dict.fromkeys(_CHECK_COLUMNS, 3)}
             columns = [
-                sql.SQL("NULL::integer")
-                if name == "session_n_records" and version < 2
+                sql.SQL("NULL")  # a column the stored schema does not have yet
+                if version < added_in.get(name, 0)
                 else sql.Identifier(name)
                 for name in names
             ]

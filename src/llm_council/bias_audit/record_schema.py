@@ -50,6 +50,14 @@ class ReviewRecord(BaseModel):
         ge=1,
         description="how many records this session wrote; null for legacy (version 1) lines",
     )
+    # live bias checks (ADR 0024), optional and appended so older lines still read:
+    # null for the review that counts; "reshuffle", "repeat", "padding" or "identity" for a
+    # check review
+    check_kind: str | None = None
+    # where this reviewer saw this answer in the review the check repeats (its position)
+    check_of_position: int | None = Field(default=None, ge=0)
+    # "padding" / "identity": whether this answer is the padded / signed one; null otherwise
+    check_treated: bool | None = None
 
 
 def upgrade_record(raw: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,9 @@ from pydantic import TypeAdapter
 
 from llm_council.bias_audit.record_schema import ReviewRecord
 from llm_council.bias_audit.score_table import word_count
+from llm_council.bias_checks import pad_text, signed_text
 from llm_council.middleware import SessionCompleted
+from llm_council.results import Review
 
 _RECORD_LIST = TypeAdapter(list[ReviewRecord])
 
@@ -23,6 +25,30 @@ _RECORD_LIST = TypeAdapter(list[ReviewRecord])
 def utc_timestamp() -> str:
     """Now, ISO 8601 in UTC with milliseconds (``2026-11-22T03:04:05.678+00:00``)."""
     return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def _changed_lengths(event: SessionCompleted, review: Review) -> tuple[int, int]:
+    """Lengths of the answer a padding or identity check changed, as the reviewer saw it
+    (ADR 0024): the same functions that changed it, applied again to the stored answer."""
+    candidate = review.check_target
+    text = next((a.text for a in event.answers if a.member == candidate and a.text), "")
+    if review.check_kind == "padding":
+        cap = event.metadata.get("max_answer_chars")
+        shown = pad_text(text, cap if isinstance(cap, int) else len(text))
+    else:
+        spec = next(
+            (
+                m.get("spec", "")
+                for m in event.metadata.get("members", [])
+                if m.get("name") == review.reviewer
+            ),
+            "",
+        )
+        shown = signed_text(text, spec.partition(":")[2])
+    return len(shown), word_count(shown)
+
+
+_TREATING_KINDS = ("padding", "identity")
 
 
 def records_from_session(
@@ -34,10 +60,28 @@ def records_from_session(
         if answer.text is not None:
             lengths[answer.member] = (len(answer.text), word_count(answer.text))
     fields: list[dict[str, Any]] = []
+    original_position = {
+        review.reviewer: {a.model: a.display_index for a in review.label_to_model.values()}
+        for review in event.reviews
+        if review.check_kind is None
+    }
     for review in event.reviews:
         shown = sorted(review.candidates, key=lambda entry: entry.display_index)
         for entry in shown:
             chars, words = lengths.get(entry.candidate, (0, 0))
+            check: dict[str, Any] = {}
+            if review.check_kind is not None:
+                treating = review.check_kind in _TREATING_KINDS
+                treated = review.check_target == entry.candidate
+                if treating and treated:
+                    chars, words = _changed_lengths(event, review)
+                check = {
+                    "check_kind": review.check_kind,
+                    "check_of_position": original_position.get(review.reviewer, {}).get(
+                        entry.candidate
+                    ),
+                    "check_treated": treated if treating else None,
+                }
             score = entry.score if entry.score is not None and math.isfinite(entry.score) else None
             fields.append(
                 {
@@ -55,6 +99,7 @@ def records_from_session(
                     "is_self_review": entry.is_self_review,
                     "council_config_hash": event.council_config_hash,
                     "query_hash": query_hash,
+                    **check,
                 }
             )
     # one validation call for the whole session is cheaper than one per record

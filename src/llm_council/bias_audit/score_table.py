@@ -65,9 +65,13 @@ def _empty_table(reviewers: Sequence[str], candidates: Sequence[str]) -> dict[st
 def score_table_from_session(
     answers: Iterable[MemberAnswer], reviews: Iterable[Review]
 ) -> ScoreTable:
-    """Build the table from the council's typed stage-1 answers and stage-2 reviews."""
+    """Build the table from the council's typed stage-1 answers and stage-2 reviews.
+
+    Bias-check reviews (``check_kind`` set, ADR 0024) are left out: the table is the
+    observational data, one review per reviewer.
+    """
     answer_list = [answer for answer in answers if answer.ok]
-    review_list = [review for review in reviews if review.candidates]
+    review_list = [review for review in reviews if review.candidates and review.check_kind is None]
     candidates: list[str] = [answer.member for answer in answer_list]
     for review in review_list:
         for entry in review.candidates:

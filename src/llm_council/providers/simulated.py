@@ -58,7 +58,9 @@ class SimulatedProvider(Provider):
             text = draw_answer(prompt, self.profile, tag, rng)
         elif request.task == "review":
             structured = request.response_schema is not None
-            text = write_review(prompt, self.profile, self._own_tags, rng, structured)
+            text = write_review(
+                prompt, self.profile, self._own_tags, rng, structured, self.model_name
+            )
         elif request.task == "synthesize":
             text = write_synthesis(prompt)
         elif request.task == "pairwise_judge":

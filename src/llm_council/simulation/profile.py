@@ -33,6 +33,11 @@ class SimulatedProfile(BaseModel):
         0.0, description="points per unit of log(words / 200): >0 favours long answers"
     )
     self_preference: float = Field(0.0, description="points added when it scores its own answer")
+    self_recognition: float = Field(
+        0.0,
+        description="points added to an answer signed with its own model name "
+        "(the identity bias check's signature)",
+    )
     score_decimals: int = Field(
         0, ge=0, le=3, description="scores are rounded to this many decimals"
     )

@@ -3,7 +3,8 @@
 Score model, per candidate shown at display slot ``i`` with ``w`` words::
 
     score = quality + leniency + position_effects[i] + verbosity * log(w / 200)
-            + self_preference * [own answer] + noise_sd * N(0, 1)
+            + self_preference * [own answer]
+            + self_recognition * [signed with its own model name] + noise_sd * N(0, 1)
 
 clipped to the declared scale and rounded to ``score_decimals``. With every bias zero the
 expected score is the answer's quality, independent of position and length.
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from llm_council.bias_checks import IDENTITY_SIGNATURE
 from llm_council.prompts import display_index_for, extract_candidate_blocks
 from llm_council.ranking_parser import verdict_close_tag, verdict_open_tag
 from llm_council.simulation.answers import read_footer
@@ -39,6 +41,7 @@ class PerceivedCandidate:
     words: int
     quality: float
     is_own: bool
+    carries_signature: bool = False
 
 
 def latent_quality_from_text(text: str) -> float:
@@ -47,7 +50,10 @@ def latent_quality_from_text(text: str) -> float:
     return 6.5 + float(np.random.default_rng(int.from_bytes(digest[:8], "big")).standard_normal())
 
 
-def perceive(prompt: str, own_tags: Collection[str]) -> list[PerceivedCandidate]:
+def perceive(
+    prompt: str, own_tags: Collection[str], signature: str | None = None
+) -> list[PerceivedCandidate]:
+    """The candidates as this judge sees them; ``signature`` is its own model-name line."""
     perceived = []
     for label, text in extract_candidate_blocks(prompt):
         author, quality = read_footer(text)
@@ -58,6 +64,7 @@ def perceive(prompt: str, own_tags: Collection[str]) -> list[PerceivedCandidate]
                 words=max(1, len(text.split())),
                 quality=quality if quality is not None else latent_quality_from_text(text),
                 is_own=author is not None and author in own_tags,
+                carries_signature=signature is not None and signature in text,
             )
         )
     return perceived
@@ -71,6 +78,7 @@ def expected_score(profile: SimulatedProfile, candidate: PerceivedCandidate) -> 
         + profile.position_effect(candidate.display_index)
         + profile.verbosity * math.log(candidate.words / REFERENCE_ANSWER_WORDS)
         + (profile.self_preference if candidate.is_own else 0.0)
+        + (profile.self_recognition if candidate.carries_signature else 0.0)
     )
 
 
@@ -85,14 +93,17 @@ def write_review(
     own_tags: Collection[str],
     rng: np.random.Generator,
     structured: bool = False,
+    model_name: str | None = None,
 ) -> str:
     """The reviewer's verdict in the format the prompt asks for.
 
     ``structured``: the bare JSON object (what a structured-output channel carries);
     otherwise the JSON between the prompt's nonce tags when it asks for them, else fenced.
+    ``model_name``: the judge's own model name, whose signature line it recognises.
     """
     low, high = score_scale_from_prompt(prompt)
-    candidates = perceive(prompt, own_tags)
+    signature = IDENTITY_SIGNATURE.format(model=model_name) if model_name else None
+    candidates = perceive(prompt, own_tags, signature)
     raw = {
         c.label: expected_score(profile, c) + profile.noise_sd * float(rng.standard_normal())
         for c in candidates

@@ -48,3 +48,34 @@ def test_the_report_from_the_server_equals_the_report_from_the_jsonl_file(
     assert from_postgres["store"].startswith("postgresql://")
     password = urlsplit(store_url).password
     assert password and password not in json.dumps(from_postgres)
+
+
+def test_check_reviews_round_trip_and_stay_out_of_the_observational_tables(
+    store_url: str, tmp_path: Path
+) -> None:
+    """A live bias check's records (ADR 0024) keep their ``check_kind`` through PostgreSQL,
+    count toward their session's completeness, and never reach ``records``."""
+    spec = CouncilSpec(n_members=4)
+    sessions = []
+    for session in generate_sessions(spec, 12, seed=13):
+        records = session.records()
+        repeats = [
+            {**record, "check_kind": "repeat", "check_of_position": record["position"]}
+            for record in records
+            if record["reviewer_id"] == "judge-0"
+        ]
+        sessions.append([ReviewRecord.model_validate(r) for r in [*records, *repeats]])
+    jsonl = tmp_path / "records.jsonl"
+    for records in sessions:
+        append_records(jsonl, records)
+
+    async def write_all() -> list[int]:
+        store = open_store(store_url)
+        return [await store.write_session(records) for records in sessions]
+
+    asyncio.run(write_all())
+    for source in (store_url, jsonl):
+        report = json.loads(render_json(build_report(source, since="2000-01-01")))
+        assert report["n_records"] == 12 * 16  # the check lines are not observations
+        assert report["n_sessions"] == 12 and report["n_incomplete_sessions"] == 0
+        assert report["causal_checks"] is not None

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
+from llm_council.bias_audit.report.causal_checks import causal_checks
 from llm_council.bias_audit.report.joint import fit_joint_model
 from llm_council.bias_audit.report.leaderboard import build_leaderboard, with_adjusted_means
 from llm_council.bias_audit.report.length import pooled_length_bias
@@ -66,6 +67,7 @@ def build_report(
             self_preference = self_preferences(connection, joint.model.effects if joint else [])
             step("leaderboard (bootstrap over sessions)")
             board = board_future.result()
+        causal = causal_checks(connection)  # ADR 0024: the live checks, if the store has any
         counts = connection.execute(
             "SELECT (SELECT count(*) FROM reviewers), (SELECT count(*) FROM models)"
         ).fetchone()
@@ -93,6 +95,7 @@ def build_report(
             significance_level=significance_level,
             n_incomplete_sessions=store.n_incomplete_sessions,
             n_incomplete_records=store.n_incomplete_records,
+            causal_checks=causal,
         )
     finally:
         connection.close()

@@ -9,6 +9,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from llm_council.bias_audit.report.causal_checks import CausalChecks
 from llm_council.stats.pooling import IntervalEstimate
 
 #: sessions a reviewer needs for each reliability tier (the issue's definition)
@@ -187,6 +188,7 @@ class BiasReport:
     # sessions dropped whole because their line count differs from session_n_records
     n_incomplete_sessions: int = 0
     n_incomplete_records: int = 0
+    causal_checks: CausalChecks | None = None  # ADR 0024; None when the store has no checks
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: NaN and infinities become null (JSON has neither)."""

@@ -36,6 +36,10 @@ REPORT_COLUMNS = {
     "rank": "INTEGER",
     "is_self_review": "BOOLEAN",
     "session_n_records": "INTEGER",
+    # live bias checks (ADR 0024): a check review's lines go to ``check_records``
+    "check_kind": "VARCHAR",
+    "check_of_position": "INTEGER",
+    "check_treated": "BOOLEAN",
 }
 # Every field of a record, for copies that keep the whole record (Parquet compaction).
 ALL_COLUMNS = {**REPORT_COLUMNS, "council_config_hash": "VARCHAR", "query_hash": "VARCHAR"}
@@ -138,6 +142,28 @@ def count_records(connection: duckdb.DuckDBPyConnection) -> tuple[int, int]:
     return int(sizes[0]), int(sizes[1])
 
 
+def split_check_records(
+    connection: duckdb.DuckDBPyConnection, since_sql: str, since_parameters: list[object]
+) -> int:
+    """Move the lines of live bias-check reviews (ADR 0024) from ``raw_lines`` into
+    ``check_records``, so no observational estimate ever sees a check review; the causal
+    checks section pairs them with ``records``. A session's completeness counts them (its
+    ``session_n_records`` does), so this runs after ``session_check`` is built. Returns
+    how many valid lines were check lines (kept or not)."""
+    connection.execute(
+        f"""CREATE OR REPLACE TABLE check_records AS SELECT * FROM raw_lines
+            WHERE check_kind IS NOT NULL AND {KEEP_COMPLETE} AND {since_sql}""",
+        since_parameters,
+    )
+    row = connection.execute(
+        f"""SELECT count(*) FROM raw_lines
+            WHERE check_kind IS NOT NULL AND {KNOWN_VERSION} AND {VALID_LINE}
+              AND session_id IN (SELECT session_id FROM session_check WHERE complete)"""
+    ).fetchone()
+    connection.execute("DELETE FROM raw_lines WHERE check_kind IS NOT NULL")
+    return int(row[0]) if row is not None else 0
+
+
 def build_records(connection: duckdb.DuckDBPyConnection, *, since: datetime | None) -> RecordCounts:
     """Create ``records`` (the analyses' table) from ``raw_lines``, then drop ``raw_lines``."""
     counts = connection.execute(
@@ -157,6 +183,7 @@ def build_records(connection: duckdb.DuckDBPyConnection, *, since: datetime | No
     sessions_sql = "SELECT session_id FROM session_check WHERE complete"
     if since is not None:
         sessions_sql += f" AND session_id IN (SELECT session_id FROM raw_lines WHERE {since_sql})"
+    n_check_records = split_check_records(connection, since_sql, since_parameters)
     create_records_table(
         connection,
         f"SELECT * FROM raw_lines WHERE {KNOWN_VERSION} AND {VALID_LINE} AND {since_sql}",
@@ -172,7 +199,7 @@ def build_records(connection: duckdb.DuckDBPyConnection, *, since: datetime | No
         n_unknown_version=n_unknown_version,
         n_incomplete_sessions=n_incomplete_sessions,
         n_incomplete_records=n_incomplete_records,
-        n_before_since=n_valid - n_unknown_version - n_incomplete_records,
+        n_before_since=n_valid - n_unknown_version - n_incomplete_records - n_check_records,
         n_records=n_records,
         n_sessions=n_sessions,
     )

@@ -13,6 +13,7 @@ import json
 import math
 
 from llm_council.bias_audit.report.model import BiasReport, Interval
+from llm_council.bias_audit.report.render_causal import causal_check_csv_rows
 from llm_council.bias_audit.report.render_text import slot_letter
 from llm_council.bias_audit.report.safe_text import csv_text_cell
 
@@ -173,6 +174,7 @@ def csv_rows(report: BiasReport) -> list[tuple[str, str, str, str, str, str, str
                 entry.adjusted_mean_score,
                 entry.n_comparisons,
             )
+    rows += causal_check_csv_rows(report.causal_checks)  # ADR 0024
     return rows
 
 

@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable
 
 from llm_council.bias_audit.report.model import BiasReport, Interval, PositionBias
+from llm_council.bias_audit.report.render_causal import causal_check_lines
 from llm_council.bias_audit.report.safe_text import terminal_safe
 
 
@@ -238,6 +239,8 @@ def render_text(report: BiasReport) -> str:
 
     else:
         add("=== Joint Model === not enough data (needs 2+ sessions and more scores than terms)")
+
+    lines += causal_check_lines(report.causal_checks, report.significance_level)  # ADR 0024
 
     add("")
     board = report.leaderboard

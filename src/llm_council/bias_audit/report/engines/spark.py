@@ -126,7 +126,7 @@ def _sessions_sql(since_sql: str) -> str:
                     AND max(session_n_records) = count(*)))
         SELECT session_id, collect_list(struct({cells})) AS cells
         FROM usable LEFT SEMI JOIN complete USING (session_id)
-        WHERE {since_sql}
+        WHERE {since_sql} AND check_kind IS NULL  -- live bias checks are not observations
         GROUP BY session_id"""
 
 
