@@ -33,7 +33,7 @@ from llm_council.providers.base import (
     StructuredOutputMode,
     Usage,
 )
-from llm_council.providers.client_pool import secret_digest, shared_client
+from llm_council.providers.client_pool import PooledClientProvider, secret_digest
 from llm_council.providers.error_mapping import (
     empty_answer_error,
     malformed_response_error,
@@ -53,7 +53,7 @@ JSON_ONLY_INSTRUCTION = "Reply with a single JSON object and nothing else."
 _OPTIONS = ("base_url", "api_key_env", "timeout_s", "structured_output")
 
 
-class AnthropicProvider(Provider):
+class AnthropicProvider(PooledClientProvider, Provider):
     """``anthropic:MODEL`` - Claude models."""
 
     provider_name = "anthropic"
@@ -80,18 +80,8 @@ class AnthropicProvider(Provider):
             "timeout": timeout_s,
         }
 
-    async def prepare(self) -> None:
-        await self._client()
-
-    async def _client(self) -> Any:
-        return await shared_client(
-            self._client_key,
-            lambda: self._sdk.AsyncAnthropic(**self._client_settings),
-            lambda client: client.close(),
-        )
-
-    def _sends_schema(self, request: CompletionRequest) -> bool:
-        return request.response_schema is not None and self.structured_output == "native"
+    def _build_client(self) -> Any:
+        return self._sdk.AsyncAnthropic(**self._client_settings)
 
     def request_arguments(self, request: CompletionRequest) -> dict[str, Any]:
         """The keyword arguments of ``messages.create`` for ``request``."""

@@ -114,3 +114,32 @@ async def close_shared_clients() -> int:
 def pooled_loop_count() -> int:
     """How many event loops currently hold clients (for the leak test)."""
     return len(_clients)
+
+
+class PooledClientProvider:
+    """What the three SDK providers share: a process-wide client for ``_client_key``, built
+    by ``_build_client`` in a worker thread before the first attempt (:meth:`prepare`),
+    and whether a request's schema goes out on the SDK's native structured channel.
+
+    A provider sets ``_client_key`` (vendor, base URL, key digest, timeout) and
+    ``_build_client`` in its ``__init__``; ``_close_client`` may be overridden.
+    """
+
+    _client_key: ClientKey
+    structured_output: str
+
+    def _build_client(self) -> Any:
+        raise NotImplementedError
+
+    @staticmethod
+    async def _close_client(client: Any) -> None:
+        await client.close()
+
+    async def prepare(self) -> None:
+        await self._client()
+
+    async def _client(self) -> Any:
+        return await shared_client(self._client_key, self._build_client, self._close_client)
+
+    def _sends_schema(self, request: Any) -> bool:
+        return request.response_schema is not None and self.structured_output == "native"

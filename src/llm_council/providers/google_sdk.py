@@ -36,7 +36,7 @@ from llm_council.providers.base import (
     StructuredOutputMode,
     Usage,
 )
-from llm_council.providers.client_pool import secret_digest, shared_client
+from llm_council.providers.client_pool import PooledClientProvider, secret_digest
 from llm_council.providers.error_mapping import (
     empty_answer_error,
     http_stack_error,
@@ -59,7 +59,7 @@ _OPTIONS = ("base_url", "api_key_env", "timeout_s", "structured_output")
 _RETRY_INFO_TYPE = "type.googleapis.com/google.rpc.RetryInfo"
 
 
-class GoogleProvider(Provider):
+class GoogleProvider(PooledClientProvider, Provider):
     """``google:MODEL`` - Gemini models through the Gemini Developer API."""
 
     provider_name = "google"
@@ -91,16 +91,13 @@ class GoogleProvider(Provider):
             )
             return genai.Client(api_key=api_key, vertexai=False, http_options=http_options)
 
-        self._build_client = build
+        self._build_client = build  # type: ignore[method-assign]
 
-    async def prepare(self) -> None:
-        await self._client()
-
-    async def _client(self) -> Any:
-        return await shared_client(self._client_key, self._build_client, _close_client)
-
-    def _sends_schema(self, request: CompletionRequest) -> bool:
-        return request.response_schema is not None and self.structured_output == "native"
+    @staticmethod
+    async def _close_client(client: Any) -> None:
+        """The genai client holds a sync and an async transport: close both."""
+        await client.aio.aclose()
+        client.close()
 
     def request_arguments(self, request: CompletionRequest) -> dict[str, Any]:
         """The keyword arguments of ``generate_content`` for ``request`` (plain dicts)."""
@@ -198,11 +195,6 @@ class GoogleProvider(Provider):
 
     async def aclose(self) -> None:
         """Nothing to release: the client is shared (``client_pool.close_shared_clients``)."""
-
-
-async def _close_client(client: Any) -> None:
-    await client.aio.aclose()
-    client.close()
 
 
 def _retry_delay_from_details(details: object) -> float | None:

@@ -33,7 +33,7 @@ from llm_council.providers.base import (
     StructuredOutputMode,
     Usage,
 )
-from llm_council.providers.client_pool import secret_digest, shared_client
+from llm_council.providers.client_pool import PooledClientProvider, secret_digest
 from llm_council.providers.error_mapping import (
     empty_answer_error,
     malformed_response_error,
@@ -56,7 +56,7 @@ DEFAULT_SDK_TIMEOUT_S = 600.0
 _OPTIONS = ("base_url", "api_key_env", "timeout_s", "structured_output")
 
 
-class OpenAIProvider(Provider):
+class OpenAIProvider(PooledClientProvider, Provider):
     """``openai:MODEL`` - OpenAI, or an OpenAI-compatible server given by ``base_url``."""
 
     provider_name = "openai"
@@ -92,18 +92,8 @@ class OpenAIProvider(Provider):
             "timeout": timeout_s,
         }
 
-    async def prepare(self) -> None:
-        await self._client()
-
-    async def _client(self) -> Any:
-        return await shared_client(
-            self._client_key,
-            lambda: self._sdk.AsyncOpenAI(**self._client_settings),
-            lambda client: client.close(),
-        )
-
-    def _sends_schema(self, request: CompletionRequest) -> bool:
-        return request.response_schema is not None and self.structured_output == "native"
+    def _build_client(self) -> Any:
+        return self._sdk.AsyncOpenAI(**self._client_settings)
 
     def request_arguments(self, request: CompletionRequest) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for ``request``."""
