@@ -33,6 +33,23 @@ class SimulatedProfile(BaseModel):
         0.0, description="points per unit of log(words / 200): >0 favours long answers"
     )
     self_preference: float = Field(0.0, description="points added when it scores its own answer")
+    favours: dict[str, float] = Field(
+        default_factory=dict,
+        description="points added when it scores the answer of the named member (favouritism); "
+        "applied by the record-store simulator (bias_audit.simulated_records)",
+    )
+    anchoring: float = Field(
+        0.0,
+        ge=0.0,
+        lt=1.0,
+        description="pull toward the mean of its earlier scores in the same review: "
+        "score_i += anchoring * (mean(score_0..i-1) - score_i); record-store simulator only",
+    )
+    leniency_drift_per_week: float = Field(
+        0.0,
+        description="points its leniency moves per week of session time (drift); "
+        "record-store simulator only",
+    )
     score_decimals: int = Field(
         0, ge=0, le=3, description="scores are rounded to this many decimals"
     )

@@ -61,8 +61,11 @@ class LoadedStore:
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
 
-def parse_since(value: str, *, now: datetime | None = None) -> datetime:
-    """Turn ``7d`` / ``24h`` / ``30m`` / ``2w`` or an ISO date/time into a UTC cut-off."""
+def parse_since(value: str, *, now: datetime | None = None, option: str = "--since") -> datetime:
+    """Turn ``7d`` / ``24h`` / ``30m`` / ``2w`` or an ISO date/time into a UTC cut-off.
+
+    ``option`` names the flag in the error (``--until`` parses the same way: ``7d`` = 7 days ago).
+    """
     text = value.strip()
     match = _SINCE_PATTERN.match(text)
     if match:
@@ -72,7 +75,7 @@ def parse_since(value: str, *, now: datetime | None = None) -> datetime:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise InputError(
-            f"--since {value!r} is neither a duration (7d, 24h, 30m, 2w) nor an ISO date"
+            f"{option} {value!r} is neither a duration (7d, 24h, 30m, 2w) nor an ISO date"
         ) from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
@@ -126,6 +129,7 @@ def load_store(
     since: datetime | None = None,
     since_label: str | None = None,
     threads: int | None = None,
+    until: datetime | None = None,
 ) -> LoadedStore:
     """Read ``store_path`` into DuckDB and build the ``records`` table the analyses query."""
     path = Path(store_path).expanduser()
@@ -158,6 +162,9 @@ def load_store(
     if since is not None:
         since_filter = "TRY_CAST(timestamp AS TIMESTAMPTZ) >= CAST(? AS TIMESTAMPTZ)"
         parameters.append(since.astimezone(UTC).isoformat())
+    if until is not None:
+        since_filter += " AND TRY_CAST(timestamp AS TIMESTAMPTZ) < CAST(? AS TIMESTAMPTZ)"
+        parameters.append(until.astimezone(UTC).isoformat())
     connection.execute(
         f"""CREATE TABLE records AS
             WITH usable AS (
@@ -173,7 +180,8 @@ def load_store(
                    score_value AS score, rank,
                    coalesce(is_self_review, reviewer_id = model_id) AS is_self,
                    coalesce(score_scale[1], 1.0) AS scale_low,
-                   coalesce(score_scale[2], 10.0) AS scale_high
+                   coalesce(score_scale[2], 10.0) AS scale_high,
+                   TRY_CAST(timestamp AS TIMESTAMPTZ) AS time
             FROM usable JOIN sessions USING (session_id)""",
         parameters,
     )
