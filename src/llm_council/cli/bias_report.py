@@ -76,6 +76,10 @@ def bias_report(
         str | None,
         typer.Option("--since", help="Only sessions since: 7d, 24h, 30m, 2w or an ISO date."),
     ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option("--until", help="Only sessions before: 7d (ago), 24h, or an ISO date."),
+    ] = None,
     bootstrap: Annotated[
         int, typer.Option("--bootstrap", min=20, help="Session resamples for the leaderboard.")
     ] = 200,
@@ -89,7 +93,9 @@ def bias_report(
     if output_format is ReportFormat.html and out is None and sys.stdout.isatty():
         raise ConfigError("--format html writes a file: add --out report.html")
     with _step_progress() as on_step:
-        report = build_report(path, since=since, n_resamples=bootstrap, seed=seed, on_step=on_step)
+        report = build_report(
+            path, since=since, until=until, n_resamples=bootstrap, seed=seed, on_step=on_step
+        )
     for warning in report.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     text = RENDERERS[output_format.value](report)

@@ -82,7 +82,9 @@ def test_csv_is_one_long_table(biased_report) -> None:  # type: ignore[no-untype
         "self_preference",
         "joint_model",
         "leaderboard",
-    }
+        "anchoring",
+        "favouritism",
+    }  # no "drift": the fixture store spans under 3 weeks
     harsh = next(row for row in rows if row[:3] == ["reviewer", "harsh", "leniency"])
     assert float(harsh[4]) < float(harsh[3]) < float(harsh[5]) < 0
 
@@ -99,6 +101,7 @@ def test_html_is_self_contained_with_five_plots(biased_report) -> None:  # type:
         "plot-length",
         "plot-self-preference",
         "plot-leaderboard",
+        "plot-favouritism",
     ]
 
 

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_council.stats.pooling import IntervalEstimate
+
+if TYPE_CHECKING:
+    from llm_council.bias_audit.report.families import BiasFamilies
 
 #: sessions a reviewer needs for each reliability tier (the issue's definition)
 RELIABILITY_TIERS = ((50, "high"), (20, "moderate"), (10, "preliminary"), (0, "insufficient"))
@@ -166,6 +169,8 @@ class BiasReport:
     joint: JointModel | None
     leaderboard: Leaderboard | None
     significance_level: float = 0.05
+    until: str | None = None
+    families: BiasFamilies | None = None  # anchoring, favouritism, drift (report/families.py)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: NaN and infinities become null (JSON has neither)."""

@@ -145,6 +145,10 @@ def render_html(report: BiasReport) -> str:
             )
         )
 
+    if report.families is not None:
+        from llm_council.bias_audit.report.render_families import families_html_sections
+
+        sections.extend(families_html_sections(report.families))
     sections.append("<h2>Full report</h2>")
     sections.append(f"<pre>{escape(render_text(report))}</pre>")
     body = "\n".join(sections)

@@ -150,6 +150,10 @@ def csv_rows(report: BiasReport) -> list[tuple[str, str, str, str, str, str, str
                 entry.adjusted_mean_score,
                 entry.n_comparisons,
             )
+    if report.families is not None:
+        from llm_council.bias_audit.report.render_families import families_csv_rows
+
+        rows.extend(families_csv_rows(report.families))
     return rows
 
 

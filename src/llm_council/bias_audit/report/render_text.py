@@ -196,4 +196,8 @@ def render_text(report: BiasReport) -> str:
             )
     else:
         add("=== Leaderboard === no rankings to compare (needs ranked, non-self answers)")
+    if report.families is not None:
+        from llm_council.bias_audit.report.render_families import families_text_lines
+
+        lines.extend(families_text_lines(report.families))
     return "\n".join(lines) + "\n"
