@@ -28,7 +28,7 @@ import numpy as np
 
 from llm_council.atomic_files import atomic_writer
 from llm_council.bias_audit.record_schema import SCHEMA_VERSION
-from llm_council.errors import CouncilError
+from llm_council.errors import ConfigError, CouncilError
 from llm_council.simulation.profile import REFERENCE_ANSWER_WORDS, SimulatedProfile
 from llm_council.simulation.profiles import resolve_profile
 
@@ -183,7 +183,10 @@ def _favour_table(
     for r, profile in enumerate(profiles):
         for name, points in profile.favours.items():
             if name not in column:
-                raise ValueError(f"favours names unknown member {name!r}")
+                raise ConfigError(
+                    f"favours of member {list(column)[r]!r} names unknown member {name!r} "
+                    f"(members: {', '.join(column)})"
+                )
             table[r, column[name]] = points
     return table
 

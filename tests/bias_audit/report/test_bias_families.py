@@ -24,12 +24,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from generators.independent_council import CouncilSpec, generate_sessions
 
+from generators.independent_council import CouncilSpec, generate_sessions, write_store
 from llm_council.bias_audit.report.families import BiasFamilies, bias_families
 from llm_council.bias_audit.report.loading import load_store
 from llm_council.bias_audit.report.tables import create_analysis_tables
 from llm_council.bias_audit.simulated_records import write_record_store
+from llm_council.errors import ConfigError
 from llm_council.simulation.profile import SimulatedProfile
 
 _WEEKS = 8
@@ -38,11 +39,16 @@ _START = datetime(2026, 1, 5, tzinfo=UTC)
 
 @dataclass(frozen=True)
 class Injection:
-    """Biases injected into members 0 (favours member 1), 1 (anchoring) and 2 (drift)."""
+    """Biases injected into members 0 (favours member 1), 1 (anchoring) and 2 (drift).
+
+    ``primacy`` adds points to the answer in display slot 0 for every reviewer, so the
+    council's consensus follows display order (the amplification target).
+    """
 
     favour_points: float = 0.0
     anchoring: float = 0.0
     drift_per_week: float = 0.0
+    primacy: float = 0.0
 
 
 def simulator_store(
@@ -55,6 +61,7 @@ def simulator_store(
             favours={names[1]: bias.favour_points} if i == 0 else {},
             anchoring=bias.anchoring if i == 1 else 0.0,
             leniency_drift_per_week=bias.drift_per_week if i == 2 else 0.0,
+            position_effects=(bias.primacy,) if bias.primacy else (),
         )
         for i in range(n_members)
     ]
@@ -99,6 +106,8 @@ def independent_store(
                     value += bias.anchoring * (float(np.mean(earlier)) - value)
                 if reviewer == names[2]:
                     value += bias.drift_per_week * weeks
+                if record["position"] == 0:
+                    value += bias.primacy
                 # stochastic rounding keeps the injected shift's expectation on integer scores
                 value = float(np.floor(value) + (rng.random() < value - np.floor(value)))
                 record["score_value"] = float(np.clip(value, 1.0, 10.0))
@@ -124,7 +133,14 @@ def alarms(families: BiasFamilies) -> dict[str, bool]:
         "favouritism": bool(matrix and any(cell.flagged for cell in matrix.cells)),
         "anchoring": any(item.detected for item in families.anchoring),
         "drift": bool(families.drift and any(s.detected for s in families.drift.series)),
+        "amplification": _amplified(families),
     }
+
+
+def _amplified(families: BiasFamilies) -> bool:
+    """The report-level amplification finding: more suspect sessions than chance (p < .05)."""
+    found = families.amplification
+    return bool(found and found.excess_p_value < 0.05)
 
 
 def hits(families: BiasFamilies, n_members: int) -> dict[str, bool]:
@@ -145,7 +161,12 @@ def hits(families: BiasFamilies, n_members: int) -> dict[str, bool]:
             for s in families.drift.series
         )
     )
-    return {"favouritism": favour, "anchoring": anchored, "drift": drifted}
+    return {
+        "favouritism": favour,
+        "anchoring": anchored,
+        "drift": drifted,
+        "amplification": _amplified(families),
+    }
 
 
 def _renamed(path: Path) -> Path:
@@ -159,7 +180,7 @@ STORES = {
     "simulator": simulator_store,
     "independent": lambda *args: _renamed(independent_store(*args)),
 }
-EFFECT = Injection(favour_points=1.0, anchoring=0.3, drift_per_week=0.1)
+EFFECT = Injection(favour_points=1.0, anchoring=0.3, drift_per_week=0.1, primacy=2.0)
 
 
 @pytest.mark.parametrize("generator", sorted(STORES))
@@ -167,18 +188,40 @@ def test_null_council_raises_no_flag(tmp_path: Path, generator: str) -> None:
     path = STORES[generator](tmp_path / "null.jsonl", 5, 300, 11, Injection())
     families = analyse(path)
     assert families.drift is not None and families.drift.n_weeks == _WEEKS
-    assert alarms(families) == {"favouritism": False, "anchoring": False, "drift": False}
+    assert alarms(families) == dict.fromkeys(
+        ("favouritism", "anchoring", "drift", "amplification"), False
+    )
 
 
 @pytest.mark.parametrize("generator", sorted(STORES))
 def test_injected_biases_are_found_on_their_targets(tmp_path: Path, generator: str) -> None:
     path = STORES[generator](tmp_path / "biased.jsonl", 5, 300, 12, EFFECT)
     families = analyse(path)
-    assert hits(families, 5) == {"favouritism": True, "anchoring": True, "drift": True}
+    found = hits(families, 5)
+    assert (found["favouritism"], found["anchoring"], found["drift"]) == (True, True, True)
     matrix = families.favouritism
     assert matrix is not None
     cell = next(c for c in matrix.cells if (c.reviewer, c.model) == ("judge0", "judge1"))
     assert cell.effect.ci_low < EFFECT.favour_points < cell.effect.ci_high
+
+
+@pytest.mark.parametrize("generator", sorted(STORES))
+def test_strong_primacy_makes_more_suspect_sessions_than_chance(
+    tmp_path: Path, generator: str
+) -> None:
+    path = STORES[generator](tmp_path / "primacy.jsonl", 5, 300, 13, Injection(primacy=3.0))
+    found = analyse(path).amplification
+    assert found is not None and found.excess_p_value < 0.01
+    assert found.n_suspect > 2 * found.expected_by_chance
+
+
+def test_shared_order_is_recognised_and_its_null_raises_no_alarm(tmp_path: Path) -> None:
+    spec = CouncilSpec(n_members=4, shared_order=True)
+    path = tmp_path / "shared.jsonl"
+    write_store(path, generate_sessions(spec, 300, seed=14))
+    found = analyse(path).amplification
+    assert found is not None and found.shared_order
+    assert found.excess_p_value > 0.05 and found.n_suspect <= 2 * found.expected_by_chance
 
 
 def test_simulator_defaults_leave_the_stream_unchanged(tmp_path: Path) -> None:
@@ -188,23 +231,29 @@ def test_simulator_defaults_leave_the_stream_unchanged(tmp_path: Path) -> None:
         SimulatedProfile(noise_sd=1.0, favours={}, anchoring=0.0, leniency_drift_per_week=0.0)
         for _ in names
     ]
-    first = write_record_store(tmp_path / "a.jsonl", list(zip(names, plain)), 20, seed=3)
-    second = write_record_store(tmp_path / "b.jsonl", list(zip(names, explicit)), 20, seed=3)
+    first = write_record_store(
+        tmp_path / "a.jsonl", list(zip(names, plain, strict=True)), 20, seed=3
+    )
+    second = write_record_store(
+        tmp_path / "b.jsonl", list(zip(names, explicit, strict=True)), 20, seed=3
+    )
     assert first == second
     assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
 
 
 def test_simulator_favour_names_an_unknown_member(tmp_path: Path) -> None:
     profiles = [SimulatedProfile(favours={"nobody": 1.0}), SimulatedProfile()]
-    with pytest.raises(ValueError, match="'nobody'"):
-        write_record_store(tmp_path / "x.jsonl", list(zip(["a", "b"], profiles)), 5, seed=0)
+    with pytest.raises(ConfigError, match="unknown member 'nobody'"):
+        write_record_store(
+            tmp_path / "x.jsonl", list(zip(["a", "b"], profiles, strict=True)), 5, seed=0
+        )
     assert not (tmp_path / "x.jsonl").exists()
 
 
 def _rates(
     generator: str, n_members: int, bias: Injection, runs: int, tmp: Path
 ) -> dict[str, float]:
-    counts = {"favouritism": 0, "anchoring": 0, "drift": 0}
+    counts = {"favouritism": 0, "anchoring": 0, "drift": 0, "amplification": 0}
     null = bias == Injection()
     for run in range(runs):
         path = STORES[generator](

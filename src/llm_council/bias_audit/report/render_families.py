@@ -55,6 +55,20 @@ def families_text_lines(families: BiasFamilies) -> list[str]:
             )
         for bloc in matrix.mutual_blocs:
             add(f"  Mutual-favour bloc: {', '.join(bloc)}")
+    amplified = families.amplification
+    if amplified is not None:
+        add("")
+        add("=== Amplification (strong agreement and scores following display order) ===")
+        order = "one shared order" if amplified.shared_order else "each reviewer's own order"
+        add(
+            f"  {amplified.n_suspect} suspect session(s) of {amplified.n_agreeing} with mean "
+            f"pairwise r >= {fmt(amplified.agreement_threshold, 1)} ({amplified.n_sessions} "
+            f"sessions; {order}); about {fmt(amplified.expected_by_chance, 1)} expected by "
+            f"chance (randomization test at {fmt(amplified.significance_level)}); excess "
+            f"p={fmt_p(amplified.excess_p_value)}"
+        )
+        if amplified.suspect_sessions:
+            add(f"  Suspect: {', '.join(amplified.suspect_sessions)}")
     drift = families.drift
     if drift is not None:
         add("")
@@ -115,6 +129,32 @@ def families_csv_rows(families: BiasFamilies) -> list[CsvRow]:
             metric = "self_preference" if cell.is_self else "favour_points"
             rows.append(_interval_row("favouritism", subject, metric, cell.effect, cell.n_sessions))
             rows.append(("favouritism", subject, "holm_p", _cell(cell.holm_p), "", "", "", ""))
+    amplified = families.amplification
+    if amplified is not None:
+        rows.append(
+            (
+                "amplification",
+                "sessions",
+                "suspect",
+                _cell(amplified.n_suspect),
+                "",
+                "",
+                _cell(amplified.excess_p_value),
+                _cell(amplified.n_agreeing),
+            )
+        )
+        rows.append(
+            (
+                "amplification",
+                "sessions",
+                "expected_by_chance",
+                _cell(amplified.expected_by_chance),
+                "",
+                "",
+                "",
+                "",
+            )
+        )
     if families.drift is not None:
         for series in families.drift.series:
             subject = f"{series.reviewer} {series.quantity}"
