@@ -52,7 +52,7 @@ def alignment_randomization_p(
     :math:`P(p \\le \\alpha) \\le \\alpha`.
     """
     values = np.asarray(scores_by_slot, dtype=float)
-    observed = alignment_statistic(values)
+    observed = np.abs(alignment_statistic(values)) - 1e-12
     n_sessions, _, n_slots = values.shape
     at_least = np.zeros(n_sessions)
     # the slots a permutation may use: a reviewer's scored slots, or (shared order) every
@@ -62,13 +62,30 @@ def alignment_randomization_p(
         in_use = np.broadcast_to(in_use.any(axis=1, keepdims=True), values.shape)
     slots = np.broadcast_to(np.arange(n_slots, dtype=float), values.shape)
     targets = np.argsort(np.where(in_use, slots, np.inf), axis=-1, kind="stable")
+    key_shape = (n_sessions, 1, n_slots) if shared_order else values.shape
+    if shared_order:
+        # a missing score moves with its answer, so each permuted table is re-centred
+        for _ in range(n_permutations):
+            keys = np.broadcast_to(rng.random(key_shape), values.shape)
+            sources = np.argsort(np.where(in_use, keys, np.inf), axis=-1, kind="stable")
+            permuted = values.copy()
+            np.put_along_axis(permuted, targets, np.take_along_axis(values, sources, -1), -1)
+            at_least += np.abs(alignment_statistic(permuted)) >= observed
+        return np.asarray((1.0 + at_least) / (n_permutations + 1.0))
+    # per-reviewer orders permute only scored slots: the centred scores and slot weights
+    # keep their sets, so T of a permutation is the centred scores against permuted weights
+    count = np.maximum(in_use.sum(axis=-1, keepdims=True), 1)
+    centred_y = np.where(in_use, values - np.nansum(values, -1, keepdims=True) / count, 0.0)
+    slot_mean = np.where(in_use, slots, 0.0).sum(axis=-1, keepdims=True) / count
+    centred_c = np.where(in_use, slot_mean - slots, 0.0)
+    scored = in_use.sum(axis=-1) >= 2
+    n_scored = np.maximum(scored.sum(axis=-1), 1)
     for _ in range(n_permutations):
-        key_shape = (n_sessions, 1, n_slots) if shared_order else values.shape
-        keys = np.broadcast_to(rng.random(key_shape), values.shape)
-        sources = np.argsort(np.where(in_use, keys, np.inf), axis=-1, kind="stable")
-        permuted = values.copy()
-        np.put_along_axis(permuted, targets, np.take_along_axis(values, sources, -1), -1)
-        at_least += np.abs(alignment_statistic(permuted)) >= np.abs(observed) - 1e-12
+        sources = np.argsort(np.where(in_use, rng.random(key_shape), np.inf), axis=-1)
+        weights = np.zeros_like(centred_c)
+        np.put_along_axis(weights, targets, np.take_along_axis(centred_c, sources, -1), -1)
+        per_reviewer = np.where(scored, (centred_y * weights).sum(axis=-1), 0.0)
+        at_least += np.abs(per_reviewer.sum(axis=-1) / n_scored) >= observed
     return np.asarray((1.0 + at_least) / (n_permutations + 1.0))
 
 
@@ -107,7 +124,7 @@ class AmplificationScreen:
 
     agreement: np.ndarray
     alignment: np.ndarray
-    p_value: np.ndarray
+    p_value: np.ndarray  # NaN for sessions below the agreement gate (not tested)
     suspect: np.ndarray  # agreement >= threshold and p < alpha
     expected_false_flags: float  # alpha * sessions passing the agreement gate
 
@@ -129,11 +146,17 @@ def amplification_screen(
     ``significance_level`` whatever the agreement, and the expected number of false flags
     is at most ``significance_level`` times the number of sessions passing the gate.
     """
+    by_slot = np.asarray(scores_by_slot, dtype=float)
     agreement = mean_pairwise_correlation(scores_by_model)
-    alignment = alignment_statistic(scores_by_slot)
-    p_value = alignment_randomization_p(scores_by_slot, rng, n_permutations, shared_order)
+    alignment = alignment_statistic(by_slot)
     gated = np.where(np.isfinite(agreement), agreement >= agreement_threshold, False)
-    suspect = gated & (p_value < significance_level)
+    # only sessions through the gate can be flagged, so only they are tested (the costly part)
+    p_value = np.full(gated.shape, np.nan)
+    if gated.any():
+        p_value[gated] = alignment_randomization_p(
+            by_slot[gated], rng, n_permutations, shared_order
+        )
+    suspect = gated & np.where(np.isfinite(p_value), p_value < significance_level, False)
     return AmplificationScreen(
         agreement=agreement,
         alignment=alignment,

@@ -41,9 +41,13 @@ def amplification(
     connection: duckdb.DuckDBPyConnection,
     significance_level: float = 0.05,
     seed: int = 0,
-    n_permutations: int = 199,
+    n_permutations: int = 99,
 ) -> Amplification | None:
-    """Screen every session with at least 2 reviewers and 3 answers."""
+    """Screen every session with at least 2 reviewers and 3 answers.
+
+    99 re-randomisations per gated session: p-values in steps of 0.01, exact at alpha = 0.05,
+    and about 1 CPU second per million records.
+    """
     rows = connection.execute(
         """SELECT r.session, r.session_id, rv.reviewer_index, m.model_index, r.position, r.score
            FROM records r JOIN reviewers rv USING (reviewer) JOIN models m USING (model)
