@@ -39,6 +39,7 @@ def render_html(report: BiasReport) -> str:
     """The report as one HTML document with five inline SVG plots."""
     sections: list[str] = []
     since = f" since {escape(report.since)}" if report.since else ""
+    since += f" until {escape(report.until)}" if report.until else ""
     sections.append(
         f"<p>{report.n_records} records{since} from <code>{escape(report.store)}</code>: "
         f"{report.n_sessions} sessions, {report.n_reviewers} reviewers, {report.n_models} models. "

@@ -37,6 +37,7 @@ def render_text(report: BiasReport) -> str:
     add = lines.append
     add(f"Bias report for {report.store}")
     since = f" since {report.since}" if report.since else ""
+    since += f" until {report.until}" if report.until else ""
     add(
         f"{report.n_records} records{since}: {report.n_sessions} sessions, "
         f"{report.n_reviewers} reviewers, {report.n_models} models. "
