@@ -29,9 +29,7 @@ def test_jackknife_correlation_matches_scipy_and_a_brute_force_jackknife() -> No
     y = 0.3 * x + rng.normal(size=cluster.size)
     result = cluster_jackknife_correlation(x, y, cluster)
     assert result.estimate == pytest.approx(stats.pearsonr(x, y)[0], abs=1e-12)
-    leave_out = np.array(
-        [stats.pearsonr(x[cluster != c], y[cluster != c])[0] for c in range(30)]
-    )
+    leave_out = np.array([stats.pearsonr(x[cluster != c], y[cluster != c])[0] for c in range(30)])
     se = np.sqrt(29 / 30 * np.sum((leave_out - leave_out.mean()) ** 2))
     assert result.standard_error == pytest.approx(se, rel=1e-9)
     t_crit = stats.t.ppf(0.975, 29)

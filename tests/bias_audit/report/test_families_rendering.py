@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
@@ -101,3 +102,36 @@ def test_cli_since_and_until_keep_only_the_window(
     payload = json.loads(capsys.readouterr().out)
     # sessions on Jan 3, 4, 5 (Jan 6 00:00 is excluded: --until is exclusive)
     assert payload["n_sessions"] == 3 and payload["until"] == "2026-01-06"
+
+
+def test_malformed_positions_and_huge_slot_counts_are_left_out(tmp_path: Path) -> None:
+    from llm_council.bias_audit.report.families import bias_families
+    from llm_council.bias_audit.report.loading import load_store
+    from llm_council.bias_audit.report.tables import create_analysis_tables
+
+    path = tmp_path / "store.jsonl"
+    members = [(name, SimulatedProfile(noise_sd=1.0)) for name in ("a", "b", "c")]
+    write_record_store(path, members, 30, seed=3)
+    hostile = {
+        "schema_version": 1,
+        "session_id": "evil",
+        "timestamp": "2026-01-30T00:00:00Z",
+        "reviewer_id": "a",
+        "model_id": "b",
+        "position": 2_000_000_000,
+        "n_candidates": 2_000_000_001,
+        "response_length_words": 10,
+        "score_value": 5.0,
+    }
+    negative = {**hostile, "session_id": "evil2", "position": -5, "n_candidates": 3}
+    with path.open("a", encoding="utf-8") as handle:
+        for record in (hostile, negative):
+            handle.write(json.dumps(record) + "\n")
+    store = load_store(path)
+    try:
+        create_analysis_tables(store.connection)
+        families = bias_families(store.connection)
+    finally:
+        store.connection.close()
+    assert families.amplification is not None and families.amplification.n_sessions == 30
+    assert {item.reviewer for item in families.anchoring} == {"a", "b", "c"}

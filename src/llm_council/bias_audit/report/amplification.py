@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import duckdb
 import numpy as np
 
+from llm_council.bias_audit.report.anchoring import MAX_SLOTS
 from llm_council.bias_audit.report.tables import nullable_floats
 from llm_council.stats.amplification import amplification_screen
 
@@ -49,9 +50,10 @@ def amplification(
     and about 1 CPU second per million records.
     """
     rows = connection.execute(
-        """SELECT r.session, r.session_id, rv.reviewer_index, m.model_index, r.position, r.score
+        f"""SELECT r.session, r.session_id, rv.reviewer_index, m.model_index, r.position, r.score
            FROM records r JOIN reviewers rv USING (reviewer) JOIN models m USING (model)
-           WHERE r.score IS NOT NULL AND r.position >= 0"""
+           WHERE r.score IS NOT NULL AND r.position >= 0
+             AND r.position < least(r.n_candidates, {MAX_SLOTS})"""
     ).fetchnumpy()
     if len(rows["session"]) == 0:
         return None

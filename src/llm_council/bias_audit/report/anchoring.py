@@ -31,6 +31,10 @@ from llm_council.stats.anchoring import (
 )
 from llm_council.stats.favouritism import holm_adjusted
 
+#: display slots at or beyond this (or beyond n_candidates) are malformed records: left out,
+#: so one corrupt line cannot make the per-review arrays huge
+MAX_SLOTS = 256
+
 
 @dataclass(frozen=True)
 class ReviewerAnchoring:
@@ -59,8 +63,9 @@ def anchoring_by_reviewer(
 ) -> list[ReviewerAnchoring]:
     """Both anchoring correlations per reviewer from the ``scored`` table."""
     rows = connection.execute(
-        """SELECT s.reviewer_index, s.session, s.position, s.score, s.deviation
-           FROM scored s ORDER BY s.reviewer_index, s.session, s.position"""
+        f"""SELECT s.reviewer_index, s.session, s.position, s.score, s.deviation
+           FROM scored s WHERE s.position >= 0 AND s.position < least(s.n_candidates, {MAX_SLOTS})
+           ORDER BY s.reviewer_index, s.session, s.position"""
     ).fetchnumpy()
     names = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
     if len(rows["session"]) == 0:

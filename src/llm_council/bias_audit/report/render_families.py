@@ -16,6 +16,8 @@ def families_text_lines(families: BiasFamilies) -> list[str]:
     """The three sections as text lines (each starts with a blank line)."""
     lines: list[str] = []
     add = lines.append
+    for note in families.notes:
+        add(f"note: {note}")
     if families.anchoring:
         add("")
         add("=== Anchoring (pull toward the review's earlier scores) ===")
