@@ -172,7 +172,7 @@ def families_csv_rows(families: BiasFamilies) -> list[CsvRow]:
                     (
                         "drift",
                         subject,
-                        f"week {week}",
+                        f"week {week} mean +- 1.96 se",
                         _cell(mean),
                         _cell(low),
                         _cell(high),
