@@ -12,6 +12,7 @@ from llm_council.stats.favouritism import (
     holm_adjusted,
     mutual_blocs,
     session_cell_effects,
+    spillover_weights,
 )
 
 
@@ -92,3 +93,26 @@ def test_mutual_blocs_join_reviewers_that_favour_each_other() -> None:
     favoured[2, 0] = True  # one-sided: no bloc
     assert mutual_blocs(favoured, [0, 1, 2, 3]) == [[0, 1]]
     assert mutual_blocs(favoured, [0, None, 2, 3]) == []
+
+
+def test_spillover_weights_complete_table_by_hand() -> None:
+    # one point in cell (1, 3) of a complete 4 x 4 table moves the single-cell estimates of
+    # its row and column by -1/(k-1) = -1/3, every other cell by 1/(k-1)^2 = 1/9
+    weights = spillover_weights(np.ones((4, 4), bool))[1, 3]
+    assert weights[1, 3] == pytest.approx(1.0)
+    assert weights[1, 0] == pytest.approx(-1 / 3) and weights[2, 3] == pytest.approx(-1 / 3)
+    assert weights[0, 0] == pytest.approx(1 / 9)
+
+
+def test_a_mutual_pair_leaves_its_spillover_marked_not_reported_as_sources() -> None:
+    rng = np.random.default_rng(6)
+    n_sessions, k = 600, 4
+    scores = rng.normal(6.5, 1.0, (n_sessions, 1, k)) + rng.normal(0, 1.0, (n_sessions, k, k))
+    scores[:, 0, 1] += 1.0
+    scores[:, 1, 0] += 1.0
+    result = favouritism_matrix(scores)
+    assert result.spillover is not None
+    sources = result.flagged & ~result.spillover
+    assert {tuple(int(v) for v in c) for c in np.argwhere(sources)} == {(0, 1), (1, 0)}
+    # the self cells (0, 0) and (1, 1) get about -2/3 from the pair: flagged, but explained
+    assert result.flagged[0, 0] and result.spillover[0, 0]

@@ -77,6 +77,27 @@ def cell_leverage_complement(observed: ArrayLike) -> np.ndarray:
     return np.where(leverage > _LEVERAGE_FLOOR, leverage, np.nan)
 
 
+def spillover_weights(observed: ArrayLike) -> np.ndarray:
+    r"""``W[c_r, c_m, d_r, d_m]``: what one point in cell ``c`` adds to the estimate of cell ``d``.
+
+    The single-cell estimate of ``d`` is its residual over :math:`M_{dd}`; a true effect in
+    another cell ``c`` reaches that residual through the residual maker, so the estimate of
+    ``d`` moves by :math:`M_{dc} / M_{dd}` per point in ``c`` (:math:`W_{cc} = 1`). Complete
+    ``k x k`` table: :math:`-1/(k-1)` on the row and column of ``c``, :math:`1/(k-1)^2`
+    elsewhere. NaN where ``c`` or ``d`` is unobserved.
+    """
+    pattern = np.asarray(observed, dtype=bool)
+    cells = np.argwhere(pattern)
+    indicators = np.full((len(cells), *pattern.shape), np.nan)
+    indicators[:, pattern] = 0.0
+    indicators[np.arange(len(cells)), cells[:, 0], cells[:, 1]] = 1.0
+    residual = additive_residuals(indicators)
+    leverage = cell_leverage_complement(pattern)
+    weights = np.full((*pattern.shape, *pattern.shape), np.nan)
+    weights[cells[:, 0], cells[:, 1]] = residual / leverage[None, :, :]
+    return weights
+
+
 def session_cell_effects(scores: ArrayLike) -> np.ndarray:
     """Per session and cell, the single-cell interaction effect ``residual / M_cc`` in points.
 
@@ -122,6 +143,9 @@ class FavouritismMatrix:
     holm_p: np.ndarray  # (reviewers, models), NaN where untested
     flagged: np.ndarray  # bool (reviewers, models): Holm p < alpha
     significance_level: float
+    #: bool (reviewers, models): a flagged cell whose interval holds the spill-over that the
+    #: larger flagged cells predict for it (see :func:`explain_spillover`)
+    spillover: np.ndarray | None = None
 
 
 def favouritism_matrix(scores: ArrayLike, significance_level: float = 0.05) -> FavouritismMatrix:
@@ -141,8 +165,51 @@ def favouritism_matrix(scores: ArrayLike, significance_level: float = 0.05) -> F
     ]
     raw_p = np.array([[cell.p_value for cell in row] for row in effects], dtype=float)
     holm_p = holm_adjusted(raw_p)
-    flagged = np.where(np.isfinite(holm_p), holm_p < significance_level, False)
-    return FavouritismMatrix(effects, holm_p, flagged.astype(bool), significance_level)
+    flagged = np.where(np.isfinite(holm_p), holm_p < significance_level, False).astype(bool)
+    observed = np.isfinite(np.asarray(scores, dtype=float))
+    # the most common pattern of observed cells stands for the design in the spill-over model
+    patterns, counts = np.unique(
+        observed.reshape(observed.shape[0], -1), axis=0, return_counts=True
+    )
+    modal = patterns[int(np.argmax(counts))].reshape(n_reviewers, n_models)
+
+    def grid(name: str) -> np.ndarray:
+        return np.array([[getattr(cell, name) for cell in row] for row in effects], dtype=float)
+
+    spillover = explain_spillover(
+        grid("estimate"), grid("ci_low"), grid("ci_high"), flagged, spillover_weights(modal)
+    )
+    return FavouritismMatrix(effects, holm_p, flagged, significance_level, spillover)
+
+
+def explain_spillover(
+    estimates: ArrayLike,
+    ci_low: ArrayLike,
+    ci_high: ArrayLike,
+    flagged: ArrayLike,
+    weights: ArrayLike,
+) -> np.ndarray:
+    """Which flagged cells are explained by spill-over from larger flagged cells.
+
+    Greedy, largest |estimate| first: a flagged cell is a *source* unless its interval
+    contains the non-zero sum, over the sources found so far, of source estimate x
+    :func:`spillover_weights`; then it is marked as spill-over. Flags are unchanged (their
+    false-alarm rate is Holm's); this only says which of them the others account for.
+    """
+    effect = np.asarray(estimates, dtype=float)
+    low, high = np.asarray(ci_low, dtype=float), np.asarray(ci_high, dtype=float)
+    flags = np.asarray(flagged, dtype=bool)
+    spill = np.asarray(weights, dtype=float)
+    explained = np.zeros(flags.shape, dtype=bool)
+    predicted = np.zeros(flags.shape)
+    cells = [tuple(int(v) for v in c) for c in np.argwhere(flags)]
+    for cell in sorted(cells, key=lambda c: -abs(effect[c])):
+        guess = predicted[cell]
+        if guess != 0.0 and low[cell] <= guess <= high[cell]:
+            explained[cell] = True
+            continue
+        predicted += effect[cell] * np.nan_to_num(spill[cell])
+    return explained
 
 
 def mutual_blocs(favoured: ArrayLike, reviewer_models: list[int | None]) -> list[list[int]]:

@@ -8,8 +8,9 @@ interval over the per-session effects; flags are Holm-corrected over every teste
 The diagonal (a reviewer on its own answer) is self-preference measured the same way.
 
 A large favour of ``r`` toward ``m`` leaves a small opposite trace on the rest of row
-``r`` and column ``m`` (about ``-delta / (k - 1)`` each), because the additive fit spreads
-it there; a "disfavour" flag next to a strong favour should be read with that in mind.
+``r`` and column ``m`` (about ``-delta / (k - 1)`` each, ``+delta / (k - 1)^2`` elsewhere),
+because only the double-centred interaction is identified. Flagged cells whose interval
+holds the trace the larger flags predict are marked ``spillover`` and listed apart.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class FavouritismCell:
     n_sessions: int
     holm_p: float
     flagged: bool  # Holm-adjusted p < significance level (either sign)
+    spillover: bool = False  # flagged, but the interval holds what larger flags spill onto it
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,8 @@ class Favouritism:
     correction: str = CORRECTION
 
     def flagged_pairs(self) -> list[FavouritismCell]:
-        return [cell for cell in self.cells if cell.flagged and not cell.is_self]
+        """Flagged reviewer-model pairs that are not spill-over of a larger flag (no self cells)."""
+        return [c for c in self.cells if c.flagged and not c.spillover and not c.is_self]
 
 
 def favouritism(
@@ -97,11 +100,15 @@ def favouritism(
                     n_sessions=estimate.n_clusters,
                     holm_p=float(matrix.holm_p[r, m]),
                     flagged=bool(matrix.flagged[r, m]),
+                    spillover=bool(matrix.spillover is not None and matrix.spillover[r, m]),
                 )
             )
     if not cells:
         return None
-    positive = matrix.flagged & np.array(
+    sources = matrix.flagged & ~(
+        matrix.spillover if matrix.spillover is not None else np.zeros_like(matrix.flagged)
+    )
+    positive = sources & np.array(
         [[cell.estimate > 0 for cell in row] for row in matrix.effects], dtype=bool
     )
     blocs = mutual_blocs(positive, [own_model.get(r) for r in range(len(reviewers))])

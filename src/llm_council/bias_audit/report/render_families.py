@@ -42,7 +42,7 @@ def families_text_lines(families: BiasFamilies) -> list[str]:
             f" at {fmt(matrix.significance_level)}. A strong favour leaves about -1/(k-1) of it "
             "on the rest of its row and column."
         )
-        flagged = [cell for cell in matrix.cells if cell.flagged]
+        flagged = [cell for cell in matrix.cells if cell.flagged and not cell.spillover]
         if not flagged:
             add("  No reviewer-model pair flagged.")
         for cell in flagged:
@@ -54,6 +54,12 @@ def families_text_lines(families: BiasFamilies) -> list[str]:
             add(
                 f"  {cell.reviewer} {kind} {cell.model}: {fmt_interval(cell.effect)} points "
                 f"(Holm p={fmt_p(cell.holm_p)}, {cell.n_sessions} sessions)"
+            )
+        spilled = [f"{c.reviewer}->{c.model}" for c in matrix.cells if c.spillover]
+        if spilled:
+            add(
+                f"  Also flagged, but consistent with spill-over from the flags above: "
+                f"{', '.join(spilled)}"
             )
         for bloc in matrix.mutual_blocs:
             add(f"  Mutual-favour bloc: {', '.join(bloc)}")

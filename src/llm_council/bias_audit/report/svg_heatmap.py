@@ -1,9 +1,10 @@
 """The favouritism heat map as inline SVG: reviewers down, candidate models across.
 
 Colour is the effect in points (blue = favours, red = disfavours, white = none), clipped
-at the largest absolute effect; a flagged cell (Holm) gets a heavy outline and a star, the
-self cell a diagonal hatch mark. Every cell carries ``class="cell"`` and a ``<title>``
-tooltip with the number and interval, so the picture never holds a number the text lacks.
+at the largest absolute effect. A flagged cell (Holm) gets a heavy outline and a star (a
+tilde when it is spill-over of a larger flag); the self cell an "s". Every cell carries
+``class="cell"`` and a ``<title>`` tooltip with the number and interval, so the picture
+never holds a number the text lacks.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ def favouritism_heatmap(matrix: Favouritism, plot_id: str = "plot-favouritism") 
                 f"[{effect.ci_low:+.2f}, {effect.ci_high:+.2f}] points, "
                 f"Holm p={cell.holm_p:.2g}, {cell.n_sessions} sessions"
                 + (" (self)" if cell.is_self else "")
+                + (" (flagged; consistent with spill-over)" if cell.spillover else "")
             )
             stroke = 'stroke="#1d232a" stroke-width="3"' if cell.flagged else 'stroke="#ffffff"'
             parts.append(
@@ -77,7 +79,9 @@ def favouritism_heatmap(matrix: Favouritism, plot_id: str = "plot-favouritism") 
                 f'fill="{_colour(effect.estimate, limit)}" {stroke}>'
                 f"<title>{escape(tooltip)}</title></rect>"
             )
-            mark = ("*" if cell.flagged else "") + ("s" if cell.is_self else "")
+            mark = ("~" if cell.spillover else "*" if cell.flagged else "") + (
+                "s" if cell.is_self else ""
+            )
             parts.append(
                 f'<text x="{x + _CELL / 2:.1f}" y="{y + _CELL / 2 + 4:.1f}" class="tick" '
                 f'text-anchor="middle">{effect.estimate:+.1f}{escape(mark)}</text>'
