@@ -9,11 +9,11 @@ from llm_council.stats.favouritism import (
     additive_residuals,
     cell_leverage_complement,
     favouritism_matrix,
-    holm_adjusted,
     mutual_blocs,
     session_cell_effects,
     spillover_weights,
 )
+from llm_council.stats.multiplicity import holm_adjusted
 
 
 def _lstsq_design(pattern: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:

@@ -29,7 +29,7 @@ from llm_council.stats.anchoring import (
     previous_scores_mean,
     running_mean_deviation,
 )
-from llm_council.stats.favouritism import holm_adjusted
+from llm_council.stats.multiplicity import holm_adjusted
 
 #: display slots at or beyond this (or beyond n_candidates) are malformed records: left out,
 #: so one corrupt line cannot make the per-review arrays huge

@@ -19,7 +19,7 @@ import numpy as np
 
 from llm_council.bias_audit.report.tables import nullable_floats
 from llm_council.stats.drift import CusumTest, WeeklySeries, cusum_change_test, weekly_series
-from llm_council.stats.favouritism import holm_adjusted
+from llm_council.stats.multiplicity import holm_adjusted
 
 _QUANTITIES = {
     "leniency": "avg(deviation)",
