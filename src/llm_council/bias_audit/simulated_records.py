@@ -28,7 +28,7 @@ import numpy as np
 
 from llm_council.atomic_files import atomic_writer
 from llm_council.bias_audit.record_schema import SCHEMA_VERSION
-from llm_council.errors import CouncilError
+from llm_council.errors import ConfigError, CouncilError
 from llm_council.simulation.profile import REFERENCE_ANSWER_WORDS, SimulatedProfile
 from llm_council.simulation.profiles import resolve_profile
 
@@ -75,11 +75,15 @@ def simulate_record_columns(
     self_review: bool = True,
     missing_score_rate: float = 0.0,
     score_scale: tuple[float, float] = (1.0, 10.0),
+    member_names: Sequence[str] | None = None,
+    session_weeks: np.ndarray | None = None,
 ) -> RecordColumns:
     """Draw ``n_sessions`` sessions of a council whose members are ``profiles``.
 
     Every member answers and reviews every answer (its own too when ``self_review``),
     each reviewer in its own uniformly shuffled display order, as the council does.
+    ``member_names`` (needed for ``favours``) name the profiles; ``session_weeks`` (for
+    ``leniency_drift_per_week``) is each session's time in weeks since the first one.
     """
     n_members = len(profiles)
     if n_members < 2:
@@ -97,6 +101,10 @@ def simulate_record_columns(
     for r, profile in enumerate(profiles):
         for slot in range(n_members):
             position_effect_table[r, slot] = profile.position_effect(slot)
+
+    favour_table = _favour_table(profiles, member_names)
+    drift = np.array([p.leniency_drift_per_week for p in profiles])
+    weeks = np.zeros(n_sessions) if session_weeks is None else np.asarray(session_weeks, float)
 
     shape = (n_sessions, n_members)
     quality = quality_mean + quality_sd * rng.standard_normal(shape)
@@ -128,8 +136,11 @@ def simulate_record_columns(
         + slot_effect
         + verbosity[None, :, None] * log_length[:, None, :]
         + self_preference[None, :, None] * is_self
+        + favour_table[None, :, :]
+        + (drift[None, :] * weeks[:, None])[:, :, None]
         + noise_sd[None, :, None] * rng.standard_normal((n_sessions, n_members, n_members))
     )
+    score = _anchored(score, order, np.array([p.anchoring for p in profiles]))
     score = np.clip(score, *score_scale)
     scale_factor = (10.0**decimals)[None, :, None]
     score = np.round(score * scale_factor) / scale_factor
@@ -157,6 +168,45 @@ def simulate_record_columns(
         rank=rank[keep],
         is_self_review=is_self[keep],
     )
+
+
+def _favour_table(
+    profiles: Sequence[SimulatedProfile], member_names: Sequence[str] | None
+) -> np.ndarray:
+    """``[reviewer, model]`` points from each profile's ``favours`` map (by member name)."""
+    table = np.zeros((len(profiles), len(profiles)))
+    if not any(p.favours for p in profiles):
+        return table
+    if member_names is None or len(member_names) != len(profiles):
+        raise ValueError("profiles with 'favours' need member_names, one per profile")
+    column = {name: index for index, name in enumerate(member_names)}
+    for r, profile in enumerate(profiles):
+        for name, points in profile.favours.items():
+            if name not in column:
+                raise ConfigError(
+                    f"favours of member {list(column)[r]!r} names unknown member {name!r} "
+                    f"(members: {', '.join(column)})"
+                )
+            table[r, column[name]] = points
+    return table
+
+
+def _anchored(score: np.ndarray, order: np.ndarray, anchoring: np.ndarray) -> np.ndarray:
+    """Pull each score toward the mean of the reviewer's earlier scores in its display order.
+
+    ``score_i += anchoring * (mean(score_0..score_{i-1}) - score_i)`` for slots ``i >= 1``,
+    in order, on the already pulled earlier scores. ``order[s, r, i]`` is the candidate at slot i.
+    """
+    if not np.any(anchoring):
+        return score
+    in_order = np.take_along_axis(score, order, axis=-1).copy()
+    weight = anchoring[None, :]
+    for slot in range(1, in_order.shape[-1]):
+        earlier = in_order[:, :, :slot].mean(axis=-1)
+        in_order[:, :, slot] += weight * (earlier - in_order[:, :, slot])
+    pulled = np.empty_like(score)
+    np.put_along_axis(pulled, order, in_order, axis=-1)
+    return pulled
 
 
 def _format_lines(
@@ -222,6 +272,7 @@ def iter_record_chunks(
     config_hash = "sha256:" + hashlib.sha256(json.dumps([names, seed]).encode()).hexdigest()
     for start in range(0, n_sessions, _SESSIONS_PER_CHUNK):
         count = min(_SESSIONS_PER_CHUNK, n_sessions - start)
+        weeks_per_session = session_spacing / timedelta(weeks=1)
         columns = simulate_record_columns(
             profiles,
             count,
@@ -229,6 +280,8 @@ def iter_record_chunks(
             self_review=self_review,
             missing_score_rate=missing_score_rate,
             score_scale=score_scale,
+            member_names=names,
+            session_weeks=np.arange(start, start + count) * weeks_per_session,
         )
         session_ids = [f"sim{seed}-{start + i:08d}" for i in range(count)]
         timestamps = [

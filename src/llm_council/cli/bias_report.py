@@ -88,6 +88,10 @@ def bias_report(
         str | None,
         typer.Option("--since", help="Only sessions since: 7d, 24h, 30m, 2w or an ISO date."),
     ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option("--until", help="Only sessions before: 7d (ago), 24h, or an ISO date."),
+    ] = None,
     bootstrap: Annotated[
         int, typer.Option("--bootstrap", min=20, help="Session resamples for the leaderboard.")
     ] = 200,
@@ -104,6 +108,7 @@ def bias_report(
         report = build_report(
             path,
             since=since,
+            until=until,
             n_resamples=bootstrap,
             seed=seed,
             engine=engine.value,

@@ -38,6 +38,23 @@ class SimulatedProfile(BaseModel):
         description="points added to an answer signed with its own model name "
         "(the identity bias check's signature)",
     )
+    favours: dict[str, float] = Field(
+        default_factory=dict,
+        description="points added when it scores the answer of the named member (favouritism); "
+        "applied by the record-store simulator (bias_audit.simulated_records)",
+    )
+    anchoring: float = Field(
+        0.0,
+        ge=0.0,
+        lt=1.0,
+        description="pull toward the mean of its earlier scores in the same review: "
+        "score_i += anchoring * (mean(score_0..i-1) - score_i); record-store simulator only",
+    )
+    leniency_drift_per_week: float = Field(
+        0.0,
+        description="points its leniency moves per week of session time (drift); "
+        "record-store simulator only",
+    )
     score_decimals: int = Field(
         0, ge=0, le=3, description="scores are rounded to this many decimals"
     )

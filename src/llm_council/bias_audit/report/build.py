@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from llm_council.bias_audit.report.causal_checks import causal_checks
+from llm_council.bias_audit.report.families import bias_families
 from llm_council.bias_audit.report.joint import fit_joint_model
 from llm_council.bias_audit.report.leaderboard import build_leaderboard, with_adjusted_means
 from llm_council.bias_audit.report.length import pooled_length_bias
@@ -23,6 +24,7 @@ def build_report(
     store_path: str | Path,
     *,
     since: str | None = None,
+    until: str | None = None,
     significance_level: float = 0.05,
     n_resamples: int = 200,
     seed: int = 0,
@@ -38,10 +40,13 @@ def build_report(
     """
     step = on_step or (lambda _name: None)
     cutoff = parse_since(since) if since else None
+    end = parse_since(until, option="--until") if until else None
     step("reading records")
-    store = load_store(store_path, since=cutoff, since_label=since, threads=threads, engine=engine)
+    store = load_store(
+        store_path, since=cutoff, since_label=since, threads=threads, engine=engine, until=end
+    )
     if store.n_records == 0:
-        detail = f" since {since}" if since else ""
+        detail = (f" since {since}" if since else "") + (f" until {until}" if until else "")
         raise RecordError(f"no usable bias-audit records{detail} in {store.path!r}")
     connection = store.connection
     try:
@@ -65,6 +70,8 @@ def build_report(
             step("fitting the joint model")
             joint = joint_future.result()
             self_preference = self_preferences(connection, joint.model.effects if joint else [])
+            step("anchoring, favouritism, drift")
+            families = bias_families(connection, significance_level, seed=seed)
             step("leaderboard (bootstrap over sessions)")
             board = board_future.result()
         causal = causal_checks(connection)  # ADR 0024: the live checks, if the store has any
@@ -96,6 +103,8 @@ def build_report(
             n_incomplete_sessions=store.n_incomplete_sessions,
             n_incomplete_records=store.n_incomplete_records,
             causal_checks=causal,
+            until=until,
+            families=families,
         )
     finally:
         connection.close()

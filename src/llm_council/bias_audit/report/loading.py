@@ -59,8 +59,11 @@ class LoadedStore:
     read_while_appending: bool = False
 
 
-def parse_since(value: str, *, now: datetime | None = None) -> datetime:
-    """Turn ``7d`` / ``24h`` / ``30m`` / ``2w`` or an ISO date/time into a UTC cut-off."""
+def parse_since(value: str, *, now: datetime | None = None, option: str = "--since") -> datetime:
+    """Turn ``7d`` / ``24h`` / ``30m`` / ``2w`` or an ISO date/time into a UTC cut-off.
+
+    ``option`` names the flag in the error (``--until`` parses the same way: ``7d`` = 7 days ago).
+    """
     text = value.strip()
     match = _SINCE_PATTERN.match(text)
     if match:
@@ -70,7 +73,7 @@ def parse_since(value: str, *, now: datetime | None = None) -> datetime:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise InputError(
-            f"--since {value!r} is neither a duration (7d, 24h, 30m, 2w) nor an ISO date"
+            f"{option} {value!r} is neither a duration (7d, 24h, 30m, 2w) nor an ISO date"
         ) from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
@@ -122,6 +125,7 @@ def load_store(
     since_label: str | None = None,
     threads: int | None = None,
     engine: str = "duckdb",
+    until: datetime | None = None,
 ) -> LoadedStore:
     """Read ``store`` into DuckDB and build the ``records`` table the analyses query."""
     if engine not in ENGINES:
@@ -151,7 +155,7 @@ def load_store(
 
         connection = _new_connection(threads)
         try:
-            counts = spark_records(connection, path, since=since)
+            counts = spark_records(connection, path, since=since, until=until)
         except BaseException:
             connection.close()
             raise
@@ -160,7 +164,7 @@ def load_store(
         connection = _new_connection(threads)
         try:
             n_lines, torn, appending = _read_raw_lines(connection, location, path, since)
-            counts = build_records(connection, since=since)
+            counts = build_records(connection, since=since, until=until)
         except BaseException:
             connection.close()
             raise

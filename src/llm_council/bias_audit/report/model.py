@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_council.bias_audit.report.causal_checks import CausalChecks
 from llm_council.stats.pooling import IntervalEstimate
+
+if TYPE_CHECKING:
+    from llm_council.bias_audit.report.families import BiasFamilies
 
 #: sessions a reviewer needs for each reliability tier (the issue's definition)
 RELIABILITY_TIERS = ((50, "high"), (20, "moderate"), (10, "preliminary"), (0, "insufficient"))
@@ -189,6 +192,8 @@ class BiasReport:
     n_incomplete_sessions: int = 0
     n_incomplete_records: int = 0
     causal_checks: CausalChecks | None = None  # ADR 0024; None when the store has no checks
+    until: str | None = None
+    families: BiasFamilies | None = None  # anchoring, favouritism, drift (report/families.py)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: NaN and infinities become null (JSON has neither)."""

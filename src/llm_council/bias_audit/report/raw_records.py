@@ -95,14 +95,20 @@ KEEP_COMPLETE = (
 )
 
 
-def since_filter_sql(since: datetime | None) -> tuple[str, list[object]]:
-    """The ``--since`` condition on ``timestamp`` and its parameters (TRUE without one)."""
-    if since is None:
-        return "TRUE", []
-    return (
-        "TRY_CAST(timestamp AS TIMESTAMPTZ) >= CAST(? AS TIMESTAMPTZ)",
-        [since.astimezone(UTC).isoformat()],
-    )
+def since_filter_sql(
+    since: datetime | None, until: datetime | None = None
+) -> tuple[str, list[object]]:
+    """The ``--since`` / ``--until`` condition on ``timestamp`` and its parameters
+    (``since <= time < until``; TRUE without either)."""
+    conditions: list[str] = []
+    parameters: list[object] = []
+    if since is not None:
+        conditions.append("TRY_CAST(timestamp AS TIMESTAMPTZ) >= CAST(? AS TIMESTAMPTZ)")
+        parameters.append(since.astimezone(UTC).isoformat())
+    if until is not None:
+        conditions.append("TRY_CAST(timestamp AS TIMESTAMPTZ) < CAST(? AS TIMESTAMPTZ)")
+        parameters.append(until.astimezone(UTC).isoformat())
+    return (" AND ".join(conditions) or "TRUE"), parameters
 
 
 def create_records_table(
@@ -129,7 +135,8 @@ def create_records_table(
                    score_value AS score, rank,
                    coalesce(is_self_review, reviewer_id = model_id) AS is_self,
                    coalesce(score_scale[1], 1.0) AS scale_low,
-                   coalesce(score_scale[2], 10.0) AS scale_high
+                   coalesce(score_scale[2], 10.0) AS scale_high,
+                   TRY_CAST(timestamp AS TIMESTAMPTZ) AS time
             FROM ({lines_sql}) AS kept JOIN sessions USING (session_id)""",
         parameters,
     )
@@ -164,7 +171,12 @@ def split_check_records(
     return int(row[0]) if row is not None else 0
 
 
-def build_records(connection: duckdb.DuckDBPyConnection, *, since: datetime | None) -> RecordCounts:
+def build_records(
+    connection: duckdb.DuckDBPyConnection,
+    *,
+    since: datetime | None,
+    until: datetime | None = None,
+) -> RecordCounts:
     """Create ``records`` (the analyses' table) from ``raw_lines``, then drop ``raw_lines``."""
     counts = connection.execute(
         f"""SELECT count(*),
@@ -177,11 +189,11 @@ def build_records(connection: duckdb.DuckDBPyConnection, *, since: datetime | No
     n_rows, n_valid, n_unknown_version = (int(value) for value in counts)
     create_session_check(connection, "raw_lines")
     n_incomplete_sessions, n_incomplete_records = incomplete_counts(connection)
-    since_sql, since_parameters = since_filter_sql(since)
+    since_sql, since_parameters = since_filter_sql(since, until)
     # Number the complete sessions from session_check (one row per session) and join the
     # lines to them: half the work of numbering DISTINCT session_id over the kept lines.
     sessions_sql = "SELECT session_id FROM session_check WHERE complete"
-    if since is not None:
+    if since is not None or until is not None:
         sessions_sql += f" AND session_id IN (SELECT session_id FROM raw_lines WHERE {since_sql})"
     n_check_records = split_check_records(connection, since_sql, since_parameters)
     create_records_table(

@@ -39,6 +39,7 @@ def render_html(report: BiasReport) -> str:
     """The report as one HTML document with five inline SVG plots."""
     sections: list[str] = []
     since = f" since {escape(report.since)}" if report.since else ""
+    since += f" until {escape(report.until)}" if report.until else ""
     sections.append(
         f"<p>{report.n_records} records{since} from <code>{escape(report.store)}</code>: "
         f"{report.n_sessions} sessions, {report.n_reviewers} reviewers, {report.n_models} models. "
@@ -175,6 +176,10 @@ def render_html(report: BiasReport) -> str:
             )
         )
 
+    if report.families is not None:
+        from llm_council.bias_audit.report.render_families import families_html_sections
+
+        sections.extend(families_html_sections(report.families))
     sections.append("<h2>Full report</h2>")
     sections.append(f"<pre>{escape(render_text(report))}</pre>")
     body = "\n".join(sections)

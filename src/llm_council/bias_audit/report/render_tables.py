@@ -175,6 +175,10 @@ def csv_rows(report: BiasReport) -> list[tuple[str, str, str, str, str, str, str
                 entry.n_comparisons,
             )
     rows += causal_check_csv_rows(report.causal_checks)  # ADR 0024
+    if report.families is not None:
+        from llm_council.bias_audit.report.render_families import families_csv_rows
+
+        rows.extend(families_csv_rows(report.families))
     return rows
 
 

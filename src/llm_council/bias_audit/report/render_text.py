@@ -95,6 +95,7 @@ def render_text(report: BiasReport) -> str:
     add = lines.append
     add(f"Bias report for {report.store}")
     since = f" since {report.since}" if report.since else ""
+    since += f" until {report.until}" if report.until else ""
     add(
         f"{report.n_records} records{since}: {report.n_sessions} sessions, "
         f"{report.n_reviewers} reviewers, {report.n_models} models. "
@@ -280,5 +281,9 @@ def render_text(report: BiasReport) -> str:
             "=== Leaderboard === no rankings to compare (needs ranked, non-self answers, and "
             "every model linked to the others by a chain of comparisons: one common scale)"
         )
+    if report.families is not None:
+        from llm_council.bias_audit.report.render_families import families_text_lines
+
+        lines.extend(families_text_lines(report.families))
     # ids are untrusted: each line (ours hold no control characters) is made terminal-safe
     return "\n".join(terminal_safe(line) for line in lines) + "\n"

@@ -46,6 +46,7 @@ _CELL_FIELDS = {
     "scale_high": object,
     "rank": object,
     "is_self_review": object,
+    "timestamp": object,
 }
 _session: Any = None
 
@@ -143,7 +144,11 @@ def _cells_to_columns(rows: list[Any]) -> dict[str, np.ndarray]:
 
 
 def spark_records(
-    connection: duckdb.DuckDBPyConnection, root: Path, *, since: datetime | None
+    connection: duckdb.DuckDBPyConnection,
+    root: Path,
+    *,
+    since: datetime | None,
+    until: datetime | None = None,
 ) -> RecordCounts:
     """Scan the Parquet store at ``root`` on Spark and build ``records`` in ``connection``."""
     spark = _spark_session()
@@ -160,6 +165,9 @@ def spark_records(
             f"date >= DATE '{cutoff.date().isoformat()}' AND "
             f"try_cast(timestamp AS TIMESTAMP) >= TIMESTAMP '{moment}'"
         )
+    if until is not None:
+        end = until.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+        since_sql += f" AND try_cast(timestamp AS TIMESTAMP) < TIMESTAMP '{end}'"
     frame.createOrReplaceTempView("raw_lines")
     count_row = spark.sql(_counts_sql()).collect()[0]
     sessions = spark.sql(_sessions_sql(since_sql)).collect()
@@ -174,7 +182,8 @@ def spark_records(
                   CAST(score_value AS DOUBLE) AS score_value,
                   [CAST(scale_low AS DOUBLE), CAST(scale_high AS DOUBLE)] AS score_scale,
                   CAST(rank AS INTEGER) AS rank,
-                  CAST(is_self_review AS BOOLEAN) AS is_self_review
+                  CAST(is_self_review AS BOOLEAN) AS is_self_review,
+                  CAST(timestamp AS VARCHAR) AS timestamp
            FROM spark_cells""",
         "SELECT DISTINCT session_id FROM spark_cells",
         [],

@@ -1,0 +1,111 @@
+"""Amplification: sessions where the council agrees strongly and the consensus follows order.
+
+A session is *suspect* when its reviewers' scores correlate strongly (mean pairwise r at or
+above :data:`AGREEMENT_THRESHOLD`) and its scores fall (or rise) with display slot beyond
+what re-randomised orders produce (two-sided randomization p < alpha; see
+:mod:`llm_council.stats.amplification`). With no position effect each session is flagged
+with probability <= alpha, so the report also shows the count expected by chance and a
+one-sided binomial test of the excess over all sessions that pass the agreement gate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import duckdb
+import numpy as np
+
+from llm_council.bias_audit.report.anchoring import MAX_SLOTS
+from llm_council.bias_audit.report.tables import nullable_floats
+from llm_council.stats.amplification import amplification_screen
+
+#: mean pairwise r at or above which a council "agrees strongly" (descriptive gate)
+AGREEMENT_THRESHOLD = 0.7
+#: how many suspect session ids the report lists (the count is always complete)
+_LISTED = 20
+
+
+@dataclass(frozen=True)
+class Amplification:
+    n_sessions: int
+    n_agreeing: int  # sessions passing the agreement gate
+    n_suspect: int
+    expected_by_chance: float  # alpha * n_agreeing (an upper bound with no position effect)
+    excess_p_value: float  # one-sided binomial test of n_suspect against alpha * n_agreeing
+    shared_order: bool  # every reviewer saw the same order in every session
+    agreement_threshold: float
+    significance_level: float
+    suspect_sessions: list[str] = field(default_factory=list)  # first few session ids
+
+
+def amplification(
+    connection: duckdb.DuckDBPyConnection,
+    significance_level: float = 0.05,
+    seed: int = 0,
+    n_permutations: int = 99,
+) -> Amplification | None:
+    """Screen every session with at least 2 reviewers and 3 answers.
+
+    99 re-randomisations per gated session: p-values in steps of 0.01, exact at alpha = 0.05,
+    and about 1 CPU second per million records.
+    """
+    rows = connection.execute(
+        f"""SELECT r.session, r.session_id, rv.reviewer_index, m.model_index, r.position, r.score
+           FROM records r JOIN reviewers rv USING (reviewer) JOIN models m USING (model)
+           WHERE r.score IS NOT NULL AND r.position >= 0
+             AND r.position < least(r.n_candidates, {MAX_SLOTS})"""
+    ).fetchnumpy()
+    if len(rows["session"]) == 0:
+        return None
+    _, session = np.unique(np.asarray(rows["session"]), return_inverse=True)
+    reviewer = np.asarray(rows["reviewer_index"], dtype=np.int64)
+    model = np.asarray(rows["model_index"], dtype=np.int64)
+    position = np.asarray(rows["position"], dtype=np.int64)
+    score = nullable_floats(rows["score"])
+    n_sessions = int(session.max()) + 1
+    n_reviewers, n_models = int(reviewer.max()) + 1, int(model.max()) + 1
+    n_slots = int(position.max()) + 1
+    by_slot = np.full((n_sessions, n_reviewers, n_slots), np.nan)
+    by_model = np.full((n_sessions, n_reviewers, n_models), np.nan)
+    by_slot[session, reviewer, position] = score
+    by_model[session, reviewer, model] = score
+    shared_row = connection.execute(
+        """SELECT coalesce(bool_and(n_orders = 1), false) FROM (
+               SELECT count(DISTINCT position) AS n_orders FROM records GROUP BY session, model)"""
+    ).fetchone()
+    shared = bool(shared_row[0]) if shared_row else False
+    screen = amplification_screen(
+        by_slot,
+        by_model,
+        np.random.default_rng(seed),
+        agreement_threshold=AGREEMENT_THRESHOLD,
+        significance_level=significance_level,
+        n_permutations=n_permutations,
+        shared_order=shared,
+    )
+    session_ids = np.empty(n_sessions, dtype=object)
+    session_ids[session] = np.asarray(rows["session_id"], dtype=object)
+    n_agreeing = int(np.sum(np.nan_to_num(screen.agreement, nan=-1.0) >= AGREEMENT_THRESHOLD))
+    n_suspect = int(screen.suspect.sum())
+    from scipy import stats as scipy_stats  # deferred: scipy.stats costs ~1 s to import
+
+    excess = (
+        float(
+            scipy_stats.binomtest(
+                n_suspect, n_agreeing, significance_level, alternative="greater"
+            ).pvalue
+        )
+        if n_agreeing
+        else float("nan")
+    )
+    return Amplification(
+        n_sessions=n_sessions,
+        n_agreeing=n_agreeing,
+        n_suspect=n_suspect,
+        expected_by_chance=screen.expected_false_flags,
+        excess_p_value=excess,
+        shared_order=shared,
+        agreement_threshold=AGREEMENT_THRESHOLD,
+        significance_level=significance_level,
+        suspect_sessions=[str(s) for s in session_ids[screen.suspect][:_LISTED]],
+    )

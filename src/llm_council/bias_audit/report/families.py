@@ -1,0 +1,60 @@
+"""The further bias families: anchoring, favouritism, amplification and drift, built together.
+
+Kept in one object so the report model and the renderers each gain one field / one call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import duckdb
+
+from llm_council.bias_audit.report.amplification import Amplification, amplification
+from llm_council.bias_audit.report.anchoring import ReviewerAnchoring, anchoring_by_reviewer
+from llm_council.bias_audit.report.drift import Drift, drift_by_reviewer
+from llm_council.bias_audit.report.favouritism import Favouritism, favouritism
+
+#: the favouritism and amplification tables are dense (sessions x reviewers x models);
+#: above this many cells (e.g. an imported log with thousands of human raters) they are
+#: skipped with a note rather than exhausting memory
+MAX_TABLE_CELLS = 40_000_000
+
+
+@dataclass(frozen=True)
+class BiasFamilies:
+    """Anchoring per reviewer, the favouritism matrix, amplification and weekly drift."""
+
+    anchoring: list[ReviewerAnchoring] = field(default_factory=list)
+    favouritism: Favouritism | None = None
+    drift: Drift | None = None
+    amplification: Amplification | None = None
+    notes: list[str] = field(default_factory=list)  # families skipped, and why
+
+
+def bias_families(
+    connection: duckdb.DuckDBPyConnection, significance_level: float = 0.05, seed: int = 0
+) -> BiasFamilies:
+    """Compute every family from the ``records`` and ``scored`` tables."""
+    size = connection.execute(
+        """SELECT count(DISTINCT session) * (SELECT count(*) FROM reviewers)
+                  * (SELECT count(*) FROM models) FROM records"""
+    ).fetchone()
+    cells = int(size[0]) if size and size[0] is not None else 0
+    dense_ok = cells <= MAX_TABLE_CELLS
+    notes = (
+        []
+        if dense_ok
+        else [
+            f"favouritism and amplification skipped: sessions x reviewers x models = {cells} "
+            f"cells exceeds {MAX_TABLE_CELLS} (narrow the window with --since/--until)"
+        ]
+    )
+    return BiasFamilies(
+        anchoring=anchoring_by_reviewer(connection, significance_level),
+        favouritism=favouritism(connection, significance_level) if dense_ok else None,
+        drift=drift_by_reviewer(connection, significance_level, seed=seed),
+        amplification=amplification(connection, significance_level, seed=seed)
+        if dense_ok
+        else None,
+        notes=notes,
+    )

@@ -1,0 +1,166 @@
+"""Amplification: sessions whose judges agree strongly *and* whose scores follow display order.
+
+Per session the scores are laid out as ``scores[reviewer, slot]`` in each reviewer's own
+display order (NaN where nothing was scored). Two numbers:
+
+- *agreement*: the mean pairwise Pearson correlation of the reviewers' scores over the
+  answers both scored (a descriptive gate, not a test);
+- *alignment*: how much the scores fall with display slot,
+  :math:`T = \\frac{1}{R}\\sum_r \\sum_i (y_{ri} - \\bar y_r)(\\bar c - c_i)`
+  with :math:`c_i` the slot index (positive = earlier slots score higher, primacy; negative
+  = recency), tested two-sided by re-randomising the display orders.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+
+def alignment_statistic(scores_by_slot: ArrayLike) -> np.ndarray:
+    """:math:`T` per session for ``scores_by_slot`` of shape (..., reviewers, slots)."""
+    values = np.asarray(scores_by_slot, dtype=float)
+    observed = np.isfinite(values)
+    slots = np.broadcast_to(np.arange(values.shape[-1], dtype=float), values.shape)
+    count = np.maximum(observed.sum(axis=-1, keepdims=True), 1)
+    centred_y = np.where(observed, values - np.nansum(values, -1, keepdims=True) / count, 0.0)
+    slot_mean = np.where(observed, slots, 0.0).sum(axis=-1, keepdims=True) / count
+    centred_c = np.where(observed, slot_mean - slots, 0.0)
+    per_reviewer = (centred_y * centred_c).sum(axis=-1)
+    scored = observed.sum(axis=-1) >= 2
+    with np.errstate(invalid="ignore"):
+        return np.asarray(
+            np.where(scored, per_reviewer, 0.0).sum(axis=-1) / np.maximum(scored.sum(axis=-1), 1)
+        )
+
+
+def alignment_randomization_p(
+    scores_by_slot: ArrayLike,
+    rng: np.random.Generator,
+    n_permutations: int = 199,
+    shared_order: bool = False,
+) -> np.ndarray:
+    """Two-sided Monte Carlo p-value of :math:`|T|` per session under re-randomised orders.
+
+    The council assigns display orders at random, so under "no position effect" every
+    reordering of a reviewer's scores over its slots was equally likely: permuting the slot
+    axis (independently per reviewer, or one permutation for all with ``shared_order``)
+    gives the exact null of :math:`T` (Fisher's randomization test; Edgington & Onghena,
+    *Randomization Tests*, 4th ed., 2007), with the +1 correction so
+    :math:`P(p \\le \\alpha) \\le \\alpha`.
+    """
+    values = np.asarray(scores_by_slot, dtype=float)
+    observed = np.abs(alignment_statistic(values)) - 1e-12
+    n_sessions, _, n_slots = values.shape
+    at_least = np.zeros(n_sessions)
+    # the slots a permutation may use: a reviewer's scored slots, or (shared order) every
+    # slot any reviewer of the session used; other slots stay where they are
+    in_use = np.isfinite(values)
+    if shared_order:
+        in_use = np.broadcast_to(in_use.any(axis=1, keepdims=True), values.shape)
+    slots = np.broadcast_to(np.arange(n_slots, dtype=float), values.shape)
+    targets = np.argsort(np.where(in_use, slots, np.inf), axis=-1, kind="stable")
+    key_shape = (n_sessions, 1, n_slots) if shared_order else values.shape
+    if shared_order:
+        # a missing score moves with its answer, so each permuted table is re-centred
+        for _ in range(n_permutations):
+            keys = np.broadcast_to(rng.random(key_shape), values.shape)
+            sources = np.argsort(np.where(in_use, keys, np.inf), axis=-1, kind="stable")
+            permuted = values.copy()
+            np.put_along_axis(permuted, targets, np.take_along_axis(values, sources, -1), -1)
+            at_least += np.abs(alignment_statistic(permuted)) >= observed
+        return np.asarray((1.0 + at_least) / (n_permutations + 1.0))
+    # per-reviewer orders permute only scored slots: the centred scores and slot weights
+    # keep their sets, so T of a permutation is the centred scores against permuted weights
+    count = np.maximum(in_use.sum(axis=-1, keepdims=True), 1)
+    centred_y = np.where(in_use, values - np.nansum(values, -1, keepdims=True) / count, 0.0)
+    slot_mean = np.where(in_use, slots, 0.0).sum(axis=-1, keepdims=True) / count
+    centred_c = np.where(in_use, slot_mean - slots, 0.0)
+    scored = in_use.sum(axis=-1) >= 2
+    n_scored = np.maximum(scored.sum(axis=-1), 1)
+    for _ in range(n_permutations):
+        sources = np.argsort(np.where(in_use, rng.random(key_shape), np.inf), axis=-1)
+        weights = np.zeros_like(centred_c)
+        np.put_along_axis(weights, targets, np.take_along_axis(centred_c, sources, -1), -1)
+        per_reviewer = np.where(scored, (centred_y * weights).sum(axis=-1), 0.0)
+        at_least += np.abs(per_reviewer.sum(axis=-1) / n_scored) >= observed
+    return np.asarray((1.0 + at_least) / (n_permutations + 1.0))
+
+
+def mean_pairwise_correlation(scores_by_model: ArrayLike) -> np.ndarray:
+    """Mean Pearson r over reviewer pairs, per session, on answers both scored (NaN if none).
+
+    ``scores_by_model`` has shape (sessions, reviewers, models); pairs with fewer than 3
+    common answers or a constant vector are left out of the mean.
+    """
+    values = np.asarray(scores_by_model, dtype=float)
+    n_sessions, n_reviewers, _ = values.shape
+    total = np.zeros(n_sessions)
+    count = np.zeros(n_sessions)
+    for a in range(n_reviewers):
+        for b in range(a + 1, n_reviewers):
+            x, y = values[:, a, :], values[:, b, :]
+            both = np.isfinite(x) & np.isfinite(y)
+            n = both.sum(axis=1)
+            safe_n = np.maximum(n, 1)
+            xm = np.where(both, x, 0.0).sum(axis=1) / safe_n
+            ym = np.where(both, y, 0.0).sum(axis=1) / safe_n
+            dx = np.where(both, x - xm[:, None], 0.0)
+            dy = np.where(both, y - ym[:, None], 0.0)
+            denominator = np.sqrt((dx * dx).sum(axis=1) * (dy * dy).sum(axis=1))
+            usable = (n >= 3) & (denominator > 0)
+            r = np.where(usable, (dx * dy).sum(axis=1) / np.where(usable, denominator, 1.0), 0.0)
+            total += r
+            count += usable
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(np.where(count > 0, total / count, np.nan))
+
+
+@dataclass(frozen=True)
+class AmplificationScreen:
+    """Per session: agreement, alignment, its p-value and whether it is flagged as suspect."""
+
+    agreement: np.ndarray
+    alignment: np.ndarray
+    p_value: np.ndarray  # NaN for sessions below the agreement gate (not tested)
+    suspect: np.ndarray  # agreement >= threshold and p < alpha
+    expected_false_flags: float  # alpha * sessions passing the agreement gate
+
+
+def amplification_screen(
+    scores_by_slot: ArrayLike,
+    scores_by_model: ArrayLike,
+    rng: np.random.Generator,
+    *,
+    agreement_threshold: float = 0.7,
+    significance_level: float = 0.05,
+    n_permutations: int = 199,
+    shared_order: bool = False,
+) -> AmplificationScreen:
+    """Flag sessions with agreement >= ``agreement_threshold`` and alignment p < alpha.
+
+    The agreement gate is descriptive; the alignment test is exact under random display
+    orders, so with no position effect a session is flagged with probability at most
+    ``significance_level`` whatever the agreement, and the expected number of false flags
+    is at most ``significance_level`` times the number of sessions passing the gate.
+    """
+    by_slot = np.asarray(scores_by_slot, dtype=float)
+    agreement = mean_pairwise_correlation(scores_by_model)
+    alignment = alignment_statistic(by_slot)
+    gated = np.where(np.isfinite(agreement), agreement >= agreement_threshold, False)
+    # only sessions through the gate can be flagged, so only they are tested (the costly part)
+    p_value = np.full(gated.shape, np.nan)
+    if gated.any():
+        p_value[gated] = alignment_randomization_p(
+            by_slot[gated], rng, n_permutations, shared_order
+        )
+    suspect = gated & np.where(np.isfinite(p_value), p_value < significance_level, False)
+    return AmplificationScreen(
+        agreement=agreement,
+        alignment=alignment,
+        p_value=p_value,
+        suspect=suspect,
+        expected_false_flags=float(significance_level * gated.sum()),
+    )

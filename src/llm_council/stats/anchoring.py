@@ -1,0 +1,96 @@
+"""Anchoring within one review: how a score relates to the scores given before it.
+
+Scores of one review are laid out by display slot (``scores_in_order[review, slot]``,
+NaN where the slot holds no scored answer). Two quantities per scored slot ``i >= 1``:
+
+- the *running-mean deviation* ``score_i - mean(score_0..score_{i-1})`` (the design's
+  definition of anchoring correlates it with ``i``);
+- the *previous mean* ``mean(score_0..score_{i-1})``, which an anchored judge is pulled
+  toward.
+
+Both are over the previously *scored* slots only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import stats as scipy_stats
+
+from llm_council.stats.pooling import IntervalEstimate
+
+
+def previous_scores_mean(scores_in_order: ArrayLike) -> np.ndarray:
+    """Mean of the scores at earlier slots of the same review (NaN at the first scored slot)."""
+    values = np.asarray(scores_in_order, dtype=float)
+    observed = np.isfinite(values)
+    running_sum = np.cumsum(np.where(observed, values, 0.0), axis=-1)
+    running_count = np.cumsum(observed, axis=-1)
+    before_sum = running_sum - np.where(observed, values, 0.0)
+    before_count = running_count - observed
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = before_sum / before_count
+    return np.where(observed & (before_count > 0), mean, np.nan)
+
+
+def running_mean_deviation(scores_in_order: ArrayLike) -> np.ndarray:
+    """``score_i - mean(earlier scores of the review)``; NaN where undefined."""
+    values = np.asarray(scores_in_order, dtype=float)
+    return values - previous_scores_mean(values)
+
+
+def _pearson_from_sums(sums: np.ndarray) -> np.ndarray:
+    """Pearson r from rows of (n, Sx, Sy, Sxx, Syy, Sxy)."""
+    n, sx, sy, sxx, syy, sxy = (sums[..., i] for i in range(6))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cov = sxy - sx * sy / n
+        var_x = sxx - sx * sx / n
+        var_y = syy - sy * sy / n
+        return np.asarray(cov / np.sqrt(var_x * var_y))
+
+
+def cluster_jackknife_correlation(
+    x: ArrayLike, y: ArrayLike, cluster: ArrayLike, confidence: float = 0.95
+) -> IntervalEstimate:
+    r"""Pearson r over all pairs, with a delete-one-cluster jackknife t interval and test.
+
+    With :math:`r_{(-c)}` the correlation leaving cluster ``c`` out and ``C`` clusters,
+
+    .. math::
+
+        \widehat{se}^2 = \frac{C - 1}{C} \sum_c \bigl(r_{(-c)} - \bar r_{(\cdot)}\bigr)^2,
+
+    the interval is :math:`r \pm t_{C-1}\,\widehat{se}` and the p-value that of
+    :math:`r / \widehat{se}` on ``C - 1`` degrees of freedom (Quenouille 1956; Efron &
+    Tibshirani, *An Introduction to the Bootstrap*, 1993, ch. 11). Sessions are the
+    clusters: pairs from one session are not independent. Pairs with a NaN are dropped.
+    """
+    x_values = np.asarray(x, dtype=float).ravel()
+    y_values = np.asarray(y, dtype=float).ravel()
+    cluster_ids = np.asarray(cluster).ravel()
+    keep = np.isfinite(x_values) & np.isfinite(y_values)
+    x_values, y_values, cluster_ids = x_values[keep], y_values[keep], cluster_ids[keep]
+    nan = float("nan")
+    _, index = np.unique(cluster_ids, return_inverse=True)
+    n_clusters = int(index.max()) + 1 if index.size else 0
+    if n_clusters < 3:
+        return IntervalEstimate(nan, nan, nan, nan, nan, n_clusters)
+    terms = np.stack(
+        [np.ones_like(x_values), x_values, y_values, x_values**2, y_values**2, x_values * y_values],
+        axis=1,
+    )
+    per_cluster = np.zeros((n_clusters, 6))
+    np.add.at(per_cluster, index, terms)
+    total = per_cluster.sum(axis=0)
+    r = float(_pearson_from_sums(total))
+    leave_out = _pearson_from_sums(total[None, :] - per_cluster)
+    if not np.isfinite(r) or not np.all(np.isfinite(leave_out)):
+        return IntervalEstimate(r, nan, nan, nan, nan, n_clusters)
+    se = float(np.sqrt((n_clusters - 1) / n_clusters * np.sum((leave_out - leave_out.mean()) ** 2)))
+    if se == 0.0:
+        return IntervalEstimate(r, r, r, 0.0, nan, n_clusters)
+    t_crit = float(scipy_stats.t.ppf(0.5 + confidence / 2, n_clusters - 1))
+    p_value = float(2 * scipy_stats.t.sf(abs(r / se), n_clusters - 1))
+    return IntervalEstimate(
+        r, max(-1.0, r - t_crit * se), min(1.0, r + t_crit * se), se, p_value, n_clusters
+    )

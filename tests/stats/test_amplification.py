@@ -1,0 +1,65 @@
+"""Amplification statistics against hand values, exact enumeration and numpy."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from llm_council.stats.amplification import (
+    alignment_randomization_p,
+    alignment_statistic,
+    amplification_screen,
+    mean_pairwise_correlation,
+)
+
+
+def test_alignment_by_hand() -> None:
+    # reviewer 0: y = 9, 7, 5 (mean 7), c-bar - c = 1, 0, -1 -> 2 + 0 + 2 = 4
+    # reviewer 1: y = 5, nan, 7 (mean 6), observed slots 0, 2 (mean 1) -> (-1)(1) + (1)(-1) = -2
+    scores = np.array([[[9.0, 7.0, 5.0], [5.0, np.nan, 7.0]]])
+    assert alignment_statistic(scores).tolist() == pytest.approx([(4.0 - 2.0) / 2])
+
+
+def test_randomization_p_matches_exact_enumeration() -> None:
+    scores = np.array([[[9.0, 8.0, 5.0, 6.0]]])
+    observed = abs(alignment_statistic(scores)[0])
+    exact = np.mean(
+        [
+            abs(alignment_statistic(scores[:, :, list(order)])[0]) >= observed - 1e-12
+            for order in itertools.permutations(range(4))
+        ]
+    )
+    p = alignment_randomization_p(scores, np.random.default_rng(0), n_permutations=20000)
+    assert p[0] == pytest.approx(exact, abs=0.01)
+
+
+def test_randomization_keeps_missing_slots_fixed() -> None:
+    scores = np.array([[[7.0, np.nan, 3.0, 5.0]]])
+    # scored slots 0, 2, 3 -> weights c-bar - c = 5/3, -1/3, -4/3; centred scores 2, -2, 0.
+    # The 3! = 6 assignments give T = 4, 6, -4, -6, 2, -2; |T| >= 4 in 4 of 6 -> p = 4/6
+    # (a permutation over all four slots, moving the gap, would give other values).
+    p = alignment_randomization_p(scores, np.random.default_rng(1), n_permutations=20000)
+    assert p[0] == pytest.approx(4 / 6, abs=0.01)
+
+
+def test_mean_pairwise_correlation_matches_numpy() -> None:
+    rng = np.random.default_rng(2)
+    table = rng.normal(size=(1, 3, 6))
+    r = np.corrcoef(table[0])
+    assert mean_pairwise_correlation(table)[0] == pytest.approx((r[0, 1] + r[0, 2] + r[1, 2]) / 3)
+
+
+def test_screen_false_flags_stay_at_alpha_and_primacy_is_found() -> None:
+    rng = np.random.default_rng(3)
+    n_sessions, k = 1500, 5
+    quality = rng.normal(0, 2.0, (n_sessions, 1, k))
+    by_model = quality + rng.normal(0, 0.5, (n_sessions, k, k))  # strong agreement
+    order = np.argsort(rng.random((n_sessions, k, k)), axis=-1)  # slot -> model
+    by_slot = np.take_along_axis(by_model, order, axis=-1)
+    null = amplification_screen(by_slot, by_model, rng, n_permutations=99)
+    assert null.suspect.mean() <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / n_sessions)
+    primacy = by_slot + np.array([2.0, 1.0, 0.0, 0.0, 0.0])
+    found = amplification_screen(primacy, by_model, rng, n_permutations=99)
+    assert found.suspect.mean() > 0.2
