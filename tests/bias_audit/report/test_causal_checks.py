@@ -30,6 +30,8 @@ from llm_council.bias_audit.report.render_html import render_html
 from llm_council.bias_audit.report.render_tables import render_csv, render_json
 from llm_council.bias_audit.report.render_text import render_text
 
+from .report_numbers import assert_same_numbers
+
 # --- the statistics against independent references ------------------------------------
 
 
@@ -281,8 +283,15 @@ def test_observational_sections_are_unchanged_by_check_records(tmp_path: Path) -
     plain = [line for line in lines if "check_kind" not in line]
     with_checks = build_report(write_store(tmp_path / "a.jsonl", lines), n_resamples=20)
     without = build_report(write_store(tmp_path / "b.jsonl", plain), n_resamples=20)
-    assert with_checks.profiles == without.profiles
-    assert with_checks.length == without.length and with_checks.position == without.position
+    # equal to 1e-9: DuckDB's parallel aggregation may change the last bit between runs
+    observational = ("profiles", "length", "position")
+    assert (
+        assert_same_numbers(
+            {key: json.loads(render_json(with_checks))[key] for key in observational},
+            {key: json.loads(render_json(without))[key] for key in observational},
+        )
+        > 20
+    )
 
 
 def _rejections(world: CheckWorld, n_stores: int, seed: int) -> tuple[int, int]:
