@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
+from llm_council.prompts import REVIEW_SYSTEM, extract_candidate_blocks
+
 
 @dataclass(frozen=True)
 class Reply:
@@ -129,3 +131,16 @@ class LoopbackJsonServer:
                 pass  # keep test output clean
 
         return Handler
+
+
+def sensible_reply(model: str, messages: list[dict[str, str]]) -> str:
+    """What a well-behaved model says: an answer, a JSON review, or a synthesis."""
+    system = next((m["content"] for m in messages if m["role"] == "system"), "")
+    prompt = "\n".join(m["content"] for m in messages if m["role"] == "user")
+    if system == REVIEW_SYSTEM:
+        labels = [label for label, _ in extract_candidate_blocks(prompt)]
+        scores = {label: 9 - index for index, label in enumerate(labels)}
+        return json.dumps({"ranking": labels, "scores": scores, "rationale": "in order"})
+    if "As chairman" in prompt:
+        return f"Synthesis by {model}."
+    return f"Answer by {model}: use a cache and measure p99."

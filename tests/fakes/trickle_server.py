@@ -16,21 +16,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from fakes.loopback_http import openai_completion_body
-from llm_council.prompts import REVIEW_SYSTEM, extract_candidate_blocks
-
-
-def sensible_text(model: str, messages: list[dict[str, str]]) -> str:
-    """What a well-behaved model says to one council request."""
-    system = next((m["content"] for m in messages if m["role"] == "system"), "")
-    prompt = "\n".join(m["content"] for m in messages if m["role"] == "user")
-    if system == REVIEW_SYSTEM:
-        labels = [label for label, _ in extract_candidate_blocks(prompt)]
-        scores = {label: 9 - index for index, label in enumerate(labels)}
-        return json.dumps({"ranking": labels, "scores": scores, "rationale": "in order"})
-    if "As chairman" in prompt:
-        return f"Synthesis by {model}."
-    return f"Answer by {model}: use a cache and measure p99."
+from fakes.loopback_http import openai_completion_body, sensible_reply
 
 
 class TrickleServer:
@@ -85,7 +71,7 @@ class TrickleServer:
                 model = str(request.get("model"))
                 with server._lock:
                     server.requests.append(model)
-                text = sensible_text(model, request.get("messages", []))
+                text = sensible_reply(model, request.get("messages", []))
                 body = json.dumps(openai_completion_body(text, model)).encode()
                 try:
                     self.send_response(200)

@@ -11,7 +11,6 @@ reports.
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections import Counter, defaultdict, deque
@@ -25,9 +24,9 @@ from fakes.loopback_http import (
     ReceivedRequest,
     Reply,
     openai_completion_body,
+    sensible_reply,
 )
 from llm_council.config import CouncilConfig, CouncilMember
-from llm_council.prompts import REVIEW_SYSTEM, extract_candidate_blocks
 from llm_council.providers.calling import RetryPolicy
 
 SENSIBLE = Reply(status=0)  # in a script: "behave normally for this request"
@@ -43,19 +42,6 @@ def reply_from_spec(spec: ReplySpec, model: str) -> Reply:
     return Reply(
         spec.get("status", 200), body, dict(spec.get("headers", {})), spec.get("delay_s", 0.0)
     )
-
-
-def sensible_reply(model: str, messages: list[dict[str, str]]) -> str:
-    """What a well-behaved model says: an answer, a JSON review, or a synthesis."""
-    system = next((m["content"] for m in messages if m["role"] == "system"), "")
-    prompt = "\n".join(m["content"] for m in messages if m["role"] == "user")
-    if system == REVIEW_SYSTEM:
-        labels = [label for label, _ in extract_candidate_blocks(prompt)]
-        scores = {label: 9 - index for index, label in enumerate(labels)}
-        return json.dumps({"ranking": labels, "scores": scores, "rationale": "in order"})
-    if "As chairman" in prompt:
-        return f"Synthesis by {model}."
-    return f"Answer by {model}: use a cache and measure p99."
 
 
 def _model_in_path(path: str) -> str:

@@ -8,8 +8,7 @@ from __future__ import annotations
 import math
 
 from llm_council.bias_audit.report.causal_checks import CausalChecks, CheckEstimate
-
-CsvRow = tuple[str, str, str, str, str, str, str, str]
+from llm_council.bias_audit.report.csv_cells import CsvRow, cell_text
 
 
 def _number(value: float, digits: int = 2) -> str:
@@ -78,9 +77,6 @@ def causal_check_csv_rows(section: CausalChecks | None) -> list[CsvRow]:
     if section is None:
         return []
 
-    def cell(value: float) -> str:
-        return repr(value) if math.isfinite(value) else ""
-
     rows: list[CsvRow] = []
     for reviewer in section.reviewers:
         estimates = {
@@ -98,10 +94,10 @@ def causal_check_csv_rows(section: CausalChecks | None) -> list[CsvRow]:
                         "causal_checks",
                         reviewer.reviewer,
                         metric,
-                        cell(value.estimate),
-                        cell(value.ci_low),
-                        cell(value.ci_high),
-                        cell(value.p_value),
+                        cell_text(value.estimate),
+                        cell_text(value.ci_low),
+                        cell_text(value.ci_high),
+                        cell_text(value.p_value),
                         str(value.n_sessions),
                     )
                 )

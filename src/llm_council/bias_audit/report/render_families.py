@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from html import escape
 
+from llm_council.bias_audit.report.csv_cells import CsvRow, cell_text, interval_row
 from llm_council.bias_audit.report.families import BiasFamilies
-from llm_council.bias_audit.report.model import Interval
 from llm_council.bias_audit.report.render_text import fmt, fmt_interval, fmt_p
 from llm_council.bias_audit.report.svg_heatmap import favouritism_heatmap
-
-CsvRow = tuple[str, str, str, str, str, str, str, str]
 
 
 def families_text_lines(families: BiasFamilies) -> list[str]:
@@ -98,36 +96,17 @@ def families_text_lines(families: BiasFamilies) -> list[str]:
     return lines
 
 
-def _cell(value: float | int | None) -> str:
-    if value is None or (isinstance(value, float) and value != value):
-        return ""
-    return repr(value) if isinstance(value, float) else str(value)
-
-
-def _interval_row(section: str, subject: str, metric: str, value: Interval, n: int) -> CsvRow:
-    return (
-        section,
-        subject,
-        metric,
-        _cell(value.estimate),
-        _cell(value.ci_low),
-        _cell(value.ci_high),
-        _cell(value.p_value),
-        _cell(n),
-    )
-
-
 def families_csv_rows(families: BiasFamilies) -> list[CsvRow]:
     """Rows in the report CSV's columns (section, subject, metric, estimate, ci, p, n)."""
     rows: list[CsvRow] = []
     for item in families.anchoring:
         rows.append(
-            _interval_row(
+            interval_row(
                 "anchoring", item.reviewer, "conditional_r", item.conditional, item.n_sessions
             )
         )
         rows.append(
-            _interval_row(
+            interval_row(
                 "anchoring", item.reviewer, "design_r", item.design_correlation, item.n_sessions
             )
         )
@@ -135,8 +114,8 @@ def families_csv_rows(families: BiasFamilies) -> list[CsvRow]:
         for cell in families.favouritism.cells:
             subject = f"{cell.reviewer} -> {cell.model}"
             metric = "self_preference" if cell.is_self else "favour_points"
-            rows.append(_interval_row("favouritism", subject, metric, cell.effect, cell.n_sessions))
-            rows.append(("favouritism", subject, "holm_p", _cell(cell.holm_p), "", "", "", ""))
+            rows.append(interval_row("favouritism", subject, metric, cell.effect, cell.n_sessions))
+            rows.append(("favouritism", subject, "holm_p", cell_text(cell.holm_p), "", "", "", ""))
     amplified = families.amplification
     if amplified is not None:
         rows.append(
@@ -144,11 +123,11 @@ def families_csv_rows(families: BiasFamilies) -> list[CsvRow]:
                 "amplification",
                 "sessions",
                 "suspect",
-                _cell(amplified.n_suspect),
+                cell_text(amplified.n_suspect),
                 "",
                 "",
-                _cell(amplified.excess_p_value),
-                _cell(amplified.n_agreeing),
+                cell_text(amplified.excess_p_value),
+                cell_text(amplified.n_agreeing),
             )
         )
         rows.append(
@@ -156,7 +135,7 @@ def families_csv_rows(families: BiasFamilies) -> list[CsvRow]:
                 "amplification",
                 "sessions",
                 "expected_by_chance",
-                _cell(amplified.expected_by_chance),
+                cell_text(amplified.expected_by_chance),
                 "",
                 "",
                 "",
@@ -179,11 +158,11 @@ def families_csv_rows(families: BiasFamilies) -> list[CsvRow]:
                         "drift",
                         subject,
                         f"week {week} mean +- 1.96 se",
-                        _cell(mean),
-                        _cell(low),
-                        _cell(high),
+                        cell_text(mean),
+                        cell_text(low),
+                        cell_text(high),
                         "",
-                        _cell(n),
+                        cell_text(n),
                     )
                 )
             rows.append(
@@ -191,10 +170,10 @@ def families_csv_rows(families: BiasFamilies) -> list[CsvRow]:
                     "drift",
                     subject,
                     "cusum",
-                    _cell(series.cusum_statistic),
+                    cell_text(series.cusum_statistic),
                     "",
                     "",
-                    _cell(series.holm_p),
+                    cell_text(series.holm_p),
                     "",
                 )
             )

@@ -10,8 +10,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 
+from llm_council.bias_audit.report.csv_cells import cell_text, interval_row
 from llm_council.bias_audit.report.model import BiasReport, Interval
 from llm_council.bias_audit.report.render_causal import causal_check_csv_rows
 from llm_council.bias_audit.report.render_text import slot_letter
@@ -24,32 +24,15 @@ def render_json(report: BiasReport) -> str:
     return json.dumps(report.to_dict(), indent=2, allow_nan=False) + "\n"
 
 
-def _cell(value: float | int | None) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return ""
-    return repr(value) if isinstance(value, float) else str(value)
-
-
 def csv_rows(report: BiasReport) -> list[tuple[str, str, str, str, str, str, str, str]]:
     """Every estimate of the report as a row of :data:`CSV_COLUMNS`."""
     rows = []
 
     def interval(section: str, subject: str, metric: str, value: Interval, n: int | None) -> None:
-        rows.append(
-            (
-                section,
-                subject,
-                metric,
-                _cell(value.estimate),
-                _cell(value.ci_low),
-                _cell(value.ci_high),
-                _cell(value.p_value),
-                _cell(n),
-            )
-        )
+        rows.append(interval_row(section, subject, metric, value, n))
 
     def scalar(section: str, subject: str, metric: str, value: float, n: int | None) -> None:
-        rows.append((section, subject, metric, _cell(value), "", "", "", _cell(n)))
+        rows.append((section, subject, metric, cell_text(value), "", "", "", cell_text(n)))
 
     for profile in report.profiles:
         interval("reviewer", profile.reviewer, "leniency", profile.leniency, profile.n_sessions)
@@ -63,7 +46,7 @@ def csv_rows(report: BiasReport) -> list[tuple[str, str, str, str, str, str, str
                 "",
                 "",
                 "",
-                _cell(profile.leniency_p_holm),
+                cell_text(profile.leniency_p_holm),
                 str(profile.n_sessions),
             )
         )
@@ -129,11 +112,11 @@ def csv_rows(report: BiasReport) -> list[tuple[str, str, str, str, str, str, str
                     f"wald_f:{slot_profile.basis}"
                     if slot_profile.identified
                     else "wald_f:not_identified",
-                    _cell(slot_profile.test_statistic),
+                    cell_text(slot_profile.test_statistic),
                     "",
                     "",
-                    _cell(slot_profile.adjusted_p_value),
-                    _cell(slot_profile.n_sessions),
+                    cell_text(slot_profile.adjusted_p_value),
+                    cell_text(slot_profile.n_sessions),
                 )
             )
             interval(section, subject, f"trend:{slot_profile.direction}", slot_profile.trend, None)
@@ -147,11 +130,11 @@ def csv_rows(report: BiasReport) -> list[tuple[str, str, str, str, str, str, str
                     "joint_model",
                     effect.term,
                     effect.group,
-                    _cell(effect.estimate),
-                    _cell(effect.ci_low),
-                    _cell(effect.ci_high),
+                    cell_text(effect.estimate),
+                    cell_text(effect.ci_low),
+                    cell_text(effect.ci_high),
                     "",
-                    _cell(report.joint.n_sessions),
+                    cell_text(report.joint.n_sessions),
                 )
             )
     if report.leaderboard is not None:
@@ -189,6 +172,11 @@ def render_csv(report: BiasReport) -> str:
     writer.writerow(CSV_COLUMNS)
     for section, subject, metric, *numbers in csv_rows(report):
         writer.writerow(
-            [csv_text_cell(section), csv_text_cell(subject), csv_text_cell(metric), *numbers]
+            [
+                csv_text_cell(section),
+                csv_text_cell(subject),
+                csv_text_cell(metric),
+                *numbers,
+            ]
         )
     return buffer.getvalue()
