@@ -75,7 +75,7 @@ def _report(evaluated: int, total: int, human_kappa: float | None = 0.7) -> dict
             {"id": str(i), "reason": "missing order ba"} for i in range(total - evaluated)
         ],
         "consistency": {"percent_agreement": 0.9, "kappa": 0.8},
-        "human_agreement": {"kappa": human_kappa, "accuracy": {"rate": 0.8}},
+        "human_agreement": {"kappa": human_kappa, "pairs": evaluated, "accuracy": {"rate": 0.8}},
     }
 
 
@@ -200,3 +200,39 @@ def test_calibrate_accepts_a_torn_labels_file(
         code = _run([*args, "--human-threshold", "-1"], "llm-council", app)
     assert code == 0
     assert "pairs evaluated     12 of 12" in capsys.readouterr().out
+
+
+def test_two_human_labels_are_not_enough_to_trust_or_to_pass_a_kappa_floor(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review finding: 40 pairs with only 2 human labels gave kappa 1.00, "trusted" and a
+    passing ``--fail-under human_kappa=0.9``. Below 10 labelled pairs kappa counts as
+    undefined: the floor fails (exit 4) and the judge is not trusted (exit 3 without a floor)."""
+    records = []
+    for index in range(40):
+        winner = "a" if index % 2 == 0 else "b"
+        record = {
+            "id": f"p{index}",
+            "prompt": "q",
+            "response_a": "one answer",
+            "response_b": "another answer",
+            "judge": "j",
+            "judgments": [{"order": "ab", "winner": winner}, {"order": "ba", "winner": winner}],
+        }
+        if index < 2:
+            record["human_label"] = winner  # the judge agrees with both labels: kappa 1.0
+        records.append(record)
+    pairs = write_jsonl(tmp_path / "pairs.jsonl", records)
+    output = tmp_path / "r.json"
+    code = _run(
+        ["calibrate", str(pairs), "--fail-under", "human_kappa=0.9", "--output", str(output)],
+        "x",
+        app,
+    )
+    assert code == 4
+    report = json.loads(output.read_text())["reports"][0]
+    assert report["human_agreement"]["kappa"] == 1.0 and report["human_agreement"]["pairs"] == 2
+    assert report["human_agreement"]["trusted"] is False
+    capsys.readouterr()
+    assert _run(["calibrate", str(pairs)], "x", app) == 3
+    assert "from only 2 labelled pairs, too few" in capsys.readouterr().err

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm_council.calibration.estimates import MIN_N_FOR_INTERVAL
 from llm_council.errors import ConfigError, CouncilError
 
 #: default share of pairs that must be judged in both orders
@@ -40,7 +41,11 @@ class GateFailedError(CouncilError):
 
 
 def _human_kappa(report: Mapping[str, Any]) -> float | None:
-    return report["human_agreement"].get("kappa")
+    """Undefined (so a floor on it fails) below MIN_N_FOR_INTERVAL labelled pairs."""
+    human = report["human_agreement"]
+    if (human.get("pairs") or 0) < MIN_N_FOR_INTERVAL:
+        return None
+    return human.get("kappa")
 
 
 def _order_agreement(report: Mapping[str, Any]) -> float | None:

@@ -212,8 +212,10 @@ def _human_agreement(
         **kappa,
         "landis_koch": landis_koch_label(float("nan") if value is None else value),
         "threshold": threshold,
-        # an undefined kappa is not evidence of agreement
-        "trusted": value is not None and value >= threshold,
+        # an undefined kappa, or one from fewer than MIN_N_FOR_INTERVAL labelled pairs, is
+        # not evidence of agreement (2 labels can give kappa 1.0); n, not a zero SE, decides,
+        # so a judge that agrees perfectly on many labels stays trusted
+        "trusted": value is not None and len(labelled) >= MIN_N_FOR_INTERVAL and value >= threshold,
         **annotators,
     }
 

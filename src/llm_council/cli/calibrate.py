@@ -14,6 +14,7 @@ import typer
 
 from llm_council.atomic_files import write_json_atomically, write_text_atomically
 from llm_council.calibration.bias_check import bias_check_probability
+from llm_council.calibration.estimates import MIN_N_FOR_INTERVAL
 from llm_council.calibration.gate import (
     DEFAULT_MIN_EVALUATED,
     METRICS,
@@ -40,6 +41,7 @@ from llm_council.calibration.study_render import render_study_html, render_study
 from llm_council.calibration.summary import render_summary
 from llm_council.cli.convert import HumanOption, InputFormatOption, MapOption
 from llm_council.errors import ConfigError
+from llm_council.safe_text import terminal_safe
 
 ModelOption = Annotated[
     str | None, typer.Option("--model", "-m", help="judge spec, e.g. openai:gpt-4o")
@@ -251,7 +253,9 @@ def calibrate_command(
     raise_for_gate(gate)
     untrusted = untrusted_judges(reports)
     if untrusted:
-        names = ", ".join(f"{r['judge']} (kappa {_kappa_text(r)})" for r in untrusted)
+        names = ", ".join(
+            f"{terminal_safe(str(r['judge']))} (kappa {_kappa_text(r)})" for r in untrusted
+        )
         raise JudgeUntrustedError(
             f"human agreement below {human_threshold:g} for {names}: "
             "do not trust until recalibrated"
@@ -259,8 +263,12 @@ def calibrate_command(
 
 
 def _kappa_text(report: dict[str, Any]) -> str:
-    kappa = report["human_agreement"]["kappa"]
-    return "undefined" if kappa is None else f"{kappa:.2f}"
+    human = report["human_agreement"]
+    if human["kappa"] is None:
+        return "undefined"
+    if human["pairs"] < MIN_N_FOR_INTERVAL:
+        return f"{human['kappa']:.2f} from only {human['pairs']} labelled pairs, too few"
+    return f"{human['kappa']:.2f}"
 
 
 def probe_command(

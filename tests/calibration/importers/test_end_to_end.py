@@ -149,7 +149,8 @@ def test_mapped_csv_with_display_slot_verdicts(tmp_path: Path) -> None:
     report_path = tmp_path / "report.json"
     args = ["calibrate", str(MAPPED), "--input-format", "mapped", "--map", CSV_MAP,
             "--output", str(report_path), "--human-threshold", "0"]  # fmt: skip
-    assert _run(args, "llm-council", app) == 0
+    # exit 3: 3 human labels are too few to trust the judge (fewer than 10 labelled pairs)
+    assert _run(args, "llm-council", app) == 3
     report = _reports(report_path)["judge-x"]
     assert (report["pairs_total"], report["pairs_evaluated"]) == (4, 3)
     assert report["consistency"]["percent_agreement"] == pytest.approx(2 / 3)

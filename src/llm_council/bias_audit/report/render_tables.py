@@ -15,7 +15,7 @@ from llm_council.bias_audit.report.csv_cells import cell_text, interval_row
 from llm_council.bias_audit.report.model import BiasReport, Interval
 from llm_council.bias_audit.report.render_causal import causal_check_csv_rows
 from llm_council.bias_audit.report.render_text import slot_letter
-from llm_council.bias_audit.report.safe_text import csv_text_cell
+from llm_council.safe_text import csv_text_cell
 
 CSV_COLUMNS = ("section", "subject", "metric", "estimate", "ci_low", "ci_high", "p_value", "n")
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from llm_council.bias_audit.report.model import BiasReport, Interval, PositionBias
 from llm_council.bias_audit.report.render_causal import causal_check_lines
-from llm_council.bias_audit.report.safe_text import terminal_safe
+from llm_council.safe_text import terminal_safe
 
 
 def fmt(value: float, digits: int = 2) -> str:
