@@ -259,3 +259,24 @@ def test_random_lines_are_converted_or_reported_never_raised(
     # every non-blank line is either written or reported with its line number
     assert summary.n_records_written + len(summary.skipped) == summary.n_lines
     assert len(list(read_records(target, strict=True))) == summary.n_records_written
+
+
+@pytest.mark.parametrize("via", ["environment", "option"])
+def test_a_postgres_store_is_refused_without_echoing_its_password(
+    via: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Review finding: the URL was taken as a file path: a local file named after it was
+    written and the password printed in the summary."""
+    from llm_council.cli.app import _run, app
+
+    url = "postgresql://u:sekret-pw@localhost:1/db"
+    monkeypatch.chdir(tmp_path)
+    args = ["bias-import", "--from", "reference", str(FIXTURE)]
+    if via == "environment":
+        monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", url)
+    else:
+        args += ["--store", url]
+    assert _run(args, "llm-council", app) == 1
+    captured = capsys.readouterr()
+    assert "PostgreSQL URL" in captured.err and "sekret-pw" not in captured.err + captured.out
+    assert list(tmp_path.iterdir()) == []

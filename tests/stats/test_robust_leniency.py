@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
+from llm_council.stats.multiplicity import holm_adjusted
 from llm_council.stats.robust_leniency import (
-    holm_adjusted,
     paired_deviation_by_session,
     step_down_leniency,
 )

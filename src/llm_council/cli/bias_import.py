@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from llm_council.errors import RecordError
+
 if TYPE_CHECKING:
     from llm_council.bias_audit.reference_import import ImportSummary
 
@@ -73,10 +75,19 @@ def bias_import(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Convert the reference council's bias records (schema 1.x) into the bias-audit store."""
+    from llm_council.bias_audit.record_stores import is_postgres_url, redact_url, store_spec
     from llm_council.bias_audit.reference_import import import_reference_store
-    from llm_council.bias_audit.store import store_path
 
-    target = store if store is not None else store_path()
+    spec = str(store) if store is not None else store_spec()
+    if spec.lower().startswith(("postgresql:", "postgres:")):
+        # a --store given as a Path has its '//' folded, so the URL cannot be parsed (nor its
+        # password blanked) any more: then name it without echoing it
+        shown = repr(redact_url(spec)) if is_postgres_url(spec) else "the store"
+        raise RecordError(
+            f"bias-import writes a JSONL store, and {shown} is a PostgreSQL URL: import into "
+            "a JSONL file with --store FILE, then write it to PostgreSQL"
+        )
+    target = Path(spec).expanduser()
     summary = import_reference_store(source, target, dry_run=dry_run)
     if as_json:
         sys.stdout.write(json.dumps(summary.to_json(), indent=2) + "\n")

@@ -15,8 +15,6 @@ import typer
 from llm_council.atomic_files import write_text_atomically
 from llm_council.errors import ConfigError, RecordError
 
-_STEPS = 6  # the on_step calls build_report makes
-
 
 class Engine(StrEnum):
     duckdb = "duckdb"
@@ -44,6 +42,8 @@ def _step_progress() -> Iterator[Callable[[str], None] | None]:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from llm_council.bias_audit.report.build import REPORT_STEPS
+
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -51,7 +51,7 @@ def _step_progress() -> Iterator[Callable[[str], None] | None]:
         console=Console(stderr=True),
         transient=True,
     ) as progress:
-        task = progress.add_task("bias report", total=_STEPS)
+        task = progress.add_task("bias report", total=REPORT_STEPS)
         started = [False]
 
         def on_step(name: str) -> None:

@@ -33,26 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from llm_council.stats.multiplicity import holm_adjusted
 from llm_council.stats.pooling import IntervalEstimate, cluster_mean_interval
-
-
-def holm_adjusted(p_values: ArrayLike) -> np.ndarray:
-    """Holm's adjusted p-values: ``max_{j<=i} min(1, (m - j + 1) p_(j))`` in sorted order.
-
-    NaN p-values are left NaN and do not count towards ``m``. Holm (1979).
-    """
-    p = np.asarray(p_values, dtype=float)
-    adjusted = np.full(p.shape, np.nan)
-    finite = np.flatnonzero(np.isfinite(p))
-    m = finite.size
-    if m == 0:
-        return adjusted
-    order = finite[np.argsort(p[finite], kind="stable")]
-    running = 0.0
-    for rank, index in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * float(p[index])))
-        adjusted[index] = running
-    return adjusted
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,9 @@ from llm_council.bias_audit.report.reviewers import reviewer_profiles, self_pref
 from llm_council.bias_audit.report.tables import create_analysis_tables
 from llm_council.errors import RecordError
 
+#: how many times :func:`build_report` calls ``on_step`` (the CLI's progress bar total)
+REPORT_STEPS = 7
+
 
 def build_report(
     store_path: str | Path,

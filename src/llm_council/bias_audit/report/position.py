@@ -45,8 +45,8 @@ from llm_council.stats.joint_model import (
     ols_cluster_robust,
     wald_test,
 )
+from llm_council.stats.multiplicity import holm_adjusted
 from llm_council.stats.pooling import mean_interval_from_moments
-from llm_council.stats.robust_leniency import holm_adjusted
 from llm_council.stats.slot_profiles import fit_reviewer_slots, scope_contrasts, slot_effects
 
 #: the direction of a scope whose slot effects the design cannot identify
@@ -237,7 +237,7 @@ def position_bias(
         """SELECT session, reviewer_index, model_index, position, is_self, score,
                   score - avg(score) OVER (PARTITION BY session, reviewer_index) AS centred
            FROM scored
-           WHERE n_candidates = ? AND position < n_candidates""",
+           WHERE n_candidates = ? AND position >= 0 AND position < n_candidates""",
         [n_slots],
     ).fetchnumpy()
     session = np.asarray(columns["session"], dtype=np.int64)
@@ -256,7 +256,9 @@ def position_bias(
     per_slot = connection.execute(
         """WITH slot_means AS (
                SELECT session, position, avg(score) AS mean_score
-               FROM scored WHERE n_candidates = ? GROUP BY session, position)
+               FROM scored
+               WHERE n_candidates = ? AND position >= 0 AND position < n_candidates
+               GROUP BY session, position)
            SELECT position, count(*), avg(mean_score), stddev_samp(mean_score)
            FROM slot_means GROUP BY position ORDER BY position""",
         [n_slots],

@@ -169,8 +169,14 @@ def spark_records(
         end = until.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
         since_sql += f" AND try_cast(timestamp AS TIMESTAMP) < TIMESTAMP '{end}'"
     frame.createOrReplaceTempView("raw_lines")
-    count_row = spark.sql(_counts_sql()).collect()[0]
-    sessions = spark.sql(_sessions_sql(since_sql)).collect()
+    try:
+        count_row = spark.sql(_counts_sql()).collect()[0]
+        sessions = spark.sql(_sessions_sql(since_sql)).collect()
+    except Exception as error:  # a bad column type or a missing column: Spark's own errors
+        first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise RecordError(
+            f"Spark cannot read the Parquet store {str(root)!r}: {first_line}"
+        ) from None
     columns = _cells_to_columns(sessions)
     connection.register("spark_cells", columns)
     create_records_table(
