@@ -150,7 +150,7 @@ def _review_request(
 def _refused_structured_output(outcome: CallOutcome) -> str | None:
     error = outcome.error
     if error is not None and is_structured_output_refusal(error.status_code, str(error)):
-        return str(error)
+        return error_text(error)  # redacted like every other error the metadata keeps
     return None
 
 

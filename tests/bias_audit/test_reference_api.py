@@ -518,6 +518,19 @@ def test_extract_scores_from_stage2_reference_dict_form_and_abstention() -> None
     assert scores == {"openai/gpt-5": {"anthropic/claude": 8.0}, "google/gemini": {}}
 
 
+def test_extract_scores_from_stage2_drops_parsed_scores_off_the_scale() -> None:
+    # review finding: {"Response A": 1000, "Response B": -5} on 1-10 reached the statistics
+    stage2_results = [
+        {
+            "model": "openai/gpt-5",
+            "ranking": "...",
+            "parsed_ranking": {"scores": {"Response A": 1000, "Response B": -5, "Response C": 7}},
+        }
+    ]
+    scores = extract_scores_from_stage2(stage2_results, LABEL_TO_MODEL)
+    assert list(scores["openai/gpt-5"].values()) == [7.0]
+
+
 def test_extract_scores_from_stage2_with_our_per_reviewer_label_maps() -> None:
     result = asyncio.run(
         run_full_council("Why is the sky blue?", config=simulated_council(), seed=3)

@@ -90,8 +90,10 @@ def _scores_of(
             scores = {}
             for label, raw in given.items():
                 value = _number(raw)
-                if isinstance(label, str) and label in labels and value is not None:
-                    scores[labels[label]] = value
+                # off the declared scale is not a score (as in the verdict-text path below)
+                on_scale = value is not None and score_scale[0] <= value <= score_scale[1]
+                if isinstance(label, str) and label in labels and on_scale:
+                    scores[labels[label]] = float(value)  # type: ignore[arg-type]
             return scores
         parsed = parsed.get("ranking")
     text = result.get("ranking")
