@@ -148,13 +148,18 @@ def test_reshuffle_always_changes_the_order() -> None:
         assert fresh["Response A"].model == "y" and fresh["Response B"].model == "x"
 
 
-def test_padding_filler_doubles_words_and_respects_the_cap() -> None:
+def test_padding_filler_doubles_words_even_for_an_answer_at_the_cap() -> None:
+    # review finding: the padded copy used to be cut to the answer cap, so an answer already
+    # at the cap (stage 1 cuts to it) came back unchanged yet counted as a padding treatment
     text = "one two three four five six seven eight nine ten"
-    padded = pad_text(text, 10_000)
+    padded = pad_text(text)
     assert padded.startswith(text) and PADDING_SENTENCE in padded
     assert len(padded.split()) >= 2 * len(text.split())
-    assert pad_text(text, 20) == text  # cap below the original: never cut the answer
-    assert len(pad_text(text, 60)) == 60
+    at_cap = "word " * 200  # 1,000 characters, as if cut to max_answer_chars = 1000
+    assert len(pad_text(at_cap).split()) >= 400
+    # bounded: one filler sentence per sentence-length of original words, plus one
+    sentences = 200 // len(PADDING_SENTENCE.split()) + 1
+    assert len(pad_text(at_cap)) <= len(at_cap) + 2 + sentences * (len(PADDING_SENTENCE) + 1)
 
 
 def test_config_kinds_and_probability_are_validated() -> None:

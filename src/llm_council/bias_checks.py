@@ -117,17 +117,18 @@ def signed_text(text: str, model: str) -> str:
     return text + "\n\n" + IDENTITY_SIGNATURE.format(model=model)
 
 
-def pad_text(text: str, max_chars: int) -> str:
+def pad_text(text: str) -> str:
     """``text`` with :data:`PADDING_SENTENCE` appended until its words have doubled.
 
-    At least one sentence is added; the result is cut to ``max_chars`` (the session's
-    answer cap) but never below the original text.
+    At least one sentence is added. The copy is not cut to the session's answer cap: an
+    answer already at the cap would come back unpadded and still be recorded as a padding
+    treatment, biasing the padding effect toward zero. Its size stays bounded: the answer
+    was cut to ``max_answer_chars`` in stage 1, so the copy is at most about twice that.
     """
     words = len(text.split())
     per_sentence = len(PADDING_SENTENCE.split())
     repeats = max(1, -(-words // per_sentence))
-    padded = text + "\n\n" + " ".join([PADDING_SENTENCE] * repeats)
-    return padded[: max(max_chars, len(text))]
+    return text + "\n\n" + " ".join([PADDING_SENTENCE] * repeats)
 
 
 def bias_check_summary(

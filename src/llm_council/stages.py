@@ -260,7 +260,7 @@ async def _check_review(
     elif kind in ("padding", "identity"):
         target = treated_candidate(original, session_seed, reviewer, kind)
         changed = (
-            pad_text(texts[target], config.max_answer_chars)
+            pad_text(texts[target])
             if kind == "padding"
             else signed_text(texts[target], split_spec(seat.member.spec)[1])
         )

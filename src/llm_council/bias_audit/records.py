@@ -33,8 +33,7 @@ def _changed_lengths(event: SessionCompleted, review: Review) -> tuple[int, int]
     candidate = review.check_target
     text = next((a.text for a in event.answers if a.member == candidate and a.text), "")
     if review.check_kind == "padding":
-        cap = event.metadata.get("max_answer_chars")
-        shown = pad_text(text, cap if isinstance(cap, int) else len(text))
+        shown = pad_text(text)
     else:
         spec = next(
             (
