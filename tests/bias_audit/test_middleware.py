@@ -66,7 +66,8 @@ def audit_on(monkeypatch: pytest.MonkeyPatch) -> Path:
         ("false", False),
         ("0", False),
         ("", False),
-        ("on", False),
+        ("on", True),
+        ("off", False),
     ],
 )
 def test_enabled_only_by_the_switch(
@@ -262,3 +263,18 @@ def test_records_never_contain_input_text(
         assert record.response_length_chars == len(texts[record.model_id])
         assert record.response_length_words == len(texts[record.model_id].split())
     store.unlink()
+
+
+def test_the_switch_accepts_on_and_refuses_a_typo(monkeypatch: pytest.MonkeyPatch) -> None:
+    # review finding: "on" (accepted by the sibling switches) and a typo both silently meant off
+    from llm_council.bias_audit.middleware import BiasAuditMiddleware
+    from llm_council.errors import ConfigError
+
+    monkeypatch.setenv("LLM_COUNCIL_BIAS_AUDIT", "on")
+    assert BiasAuditMiddleware().enabled()
+    monkeypatch.setenv("LLM_COUNCIL_BIAS_AUDIT", "ture")
+    with pytest.raises(ConfigError, match="LLM_COUNCIL_BIAS_AUDIT='ture'"):
+        BiasAuditMiddleware().enabled()
+    monkeypatch.delenv("LLM_COUNCIL_BIAS_AUDIT")
+    monkeypatch.setenv("BIAS_AUDIT_ENABLED", "true")
+    assert BiasAuditMiddleware().enabled()

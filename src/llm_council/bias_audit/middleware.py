@@ -1,7 +1,8 @@
 """``BiasAuditMiddleware``: the audit as an opt-in plug-in of the council.
 
-Enabled by ``LLM_COUNCIL_BIAS_AUDIT=true`` (or 1/yes), or by the reference council's
-``BIAS_AUDIT_ENABLED=true`` when ours is unset (ours wins when both are set). At the
+Enabled by ``LLM_COUNCIL_BIAS_AUDIT=true`` (or 1/yes/on; an unknown word is a
+ConfigError), or by the reference council's ``BIAS_AUDIT_ENABLED=true`` when ours is
+unset (ours wins when both are set). At the
 end of a session it computes the :class:`BiasAuditResult` (stored at
 ``metadata["bias_audit"]``) and writes one record per (reviewer, candidate) to the
 record store (JSONL, or PostgreSQL for a ``postgresql://`` URL). Configuration errors
@@ -18,7 +19,7 @@ from typing import Any, ClassVar
 import structlog
 
 from llm_council.bias_audit.audit import audit_score_table
-from llm_council.bias_audit.query_hash import query_hash_from_env
+from llm_council.bias_audit.query_hash import env_flag, query_hash_from_env
 from llm_council.bias_audit.record_stores import open_store
 from llm_council.bias_audit.records import records_from_session, utc_timestamp
 from llm_council.bias_audit.score_table import score_table_from_session
@@ -29,7 +30,6 @@ from llm_council.middleware import Middleware, SessionCompleted
 
 ENABLE_VARIABLE = "LLM_COUNCIL_BIAS_AUDIT"
 REFERENCE_ENABLE_VARIABLE = "BIAS_AUDIT_ENABLED"  # the reference council's switch (ADR 0015)
-_TRUE_VALUES = {"true", "1", "yes"}
 
 log = structlog.get_logger("llm_council.bias_audit")
 
@@ -40,9 +40,10 @@ class BiasAuditMiddleware(Middleware):
     name: ClassVar[str] = "bias_audit"
 
     def enabled(self) -> bool:
-        ours = os.environ.get(ENABLE_VARIABLE, "").strip()
-        switch = ours or os.environ.get(REFERENCE_ENABLE_VARIABLE, "").strip()
-        return switch.lower() in _TRUE_VALUES
+        """The switch (ours wins when set); a word that is not true/false is a ConfigError,
+        so a typo such as ``ture`` stops the run instead of silently turning the audit off."""
+        ours_set = os.environ.get(ENABLE_VARIABLE, "").strip() != ""
+        return env_flag(ENABLE_VARIABLE if ours_set else REFERENCE_ENABLE_VARIABLE, os.environ)
 
     def check_config(self) -> None:
         """Bad thresholds, or hashing on without a secret, stop the session before it runs."""
