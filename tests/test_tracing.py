@@ -431,6 +431,8 @@ def test_collector_credentials_are_redacted_like_keys() -> None:
     _register_header_secrets(
         {"OTEL_EXPORTER_OTLP_HEADERS": f"authorization=Bearer%20{token},x-team=production"}
     )
-    assert redact(f"export failed: Bearer {token}") == "export failed: [redacted]"
+    assert redact(f"export failed: Bearer {token}") == "export failed: Bearer [redacted]"
     assert redact(f"token {token} rejected") == "token [redacted] rejected"
     assert redact("team production") == "team production"  # not a credential header
+    # the scheme is not a secret: ordinary words stay readable in every log line
+    assert redact("client used Bearer auth") == "client used Bearer auth"

@@ -56,7 +56,11 @@ def _register_header_secrets(environ: Mapping[str, str]) -> None:
         for pair in environ.get(variable, "").split(","):
             name, _, value = pair.partition("=")
             if _CREDENTIAL_HEADER.search(unquote(name)):
-                register_secret(unquote(value).strip())
+                # register the credential, not its scheme: "Bearer tok" registered whole
+                # made the redactor's word pieces blank every "Bearer" in every log line
+                words = unquote(value).split()
+                if words:
+                    register_secret(words[-1])
 
 
 def _span_processor(name: str) -> Any:
