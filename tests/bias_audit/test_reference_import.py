@@ -280,3 +280,35 @@ def test_a_postgres_store_is_refused_without_echoing_its_password(
     captured = capsys.readouterr()
     assert "PostgreSQL URL" in captured.err and "sekret-pw" not in captured.err + captured.out
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_session_gets_one_timestamp_and_a_wild_position_is_skipped(tmp_path: Path) -> None:
+    """Review findings: a session stamped 23:59:59 and 00:00:01 was split across two day
+    partitions (and lost to --since); a position of 5e9 made the report drop the session."""
+    base = json.loads(FIXTURE.read_text().splitlines()[0])
+    rows = []
+    for index, (model, stamp) in enumerate(
+        [("m1", "2025-01-01T23:59:59+00:00"), ("m2", "2025-01-02T00:00:01+00:00")]
+    ):
+        for reviewer in ("r1", "r2"):
+            rows.append(
+                {
+                    **base,
+                    "session_id": "s-midnight",
+                    "timestamp": stamp,
+                    "reviewer_id": reviewer,
+                    "model_id": model,
+                    "position": index,
+                }  # fmt: skip
+            )
+    rows.append({**rows[0], "model_id": "m3", "position": 5_000_000_000})
+    source = tmp_path / "reference.jsonl"
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    summary = import_reference_store(source, tmp_path / "store.jsonl")
+    assert summary.n_records_written == 4
+    assert any("position 5000000000" in reason for _, reason in summary.skipped)
+    records = list(read_records(tmp_path / "store.jsonl"))
+    from datetime import datetime
+
+    instants = {datetime.fromisoformat(record.timestamp) for record in records}
+    assert instants == {datetime.fromisoformat("2025-01-02T00:00:01+00:00")}

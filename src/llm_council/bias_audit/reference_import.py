@@ -265,6 +265,19 @@ def _parsed_lines(source: Path, summary: _Tally) -> Iterator[_Row]:
             yield row
 
 
+#: no council shows this many answers to one reviewer; a larger position is a broken record
+MAX_DISPLAY_SLOTS = 256
+
+
+def _instant(timestamp: str) -> tuple[int, object]:
+    """Sort key: parsed ISO 8601 instants first, in time order; unparseable text after."""
+    try:
+        parsed = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    except ValueError:
+        return (1, timestamp)
+    return (0, parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC))
+
+
 def _session_records(rows: list[_Row], summary: _Tally) -> list[ReviewRecord]:
     """The session's records with n_candidates; conflicting rows are skipped."""
     kept: list[_Row] = []
@@ -273,7 +286,12 @@ def _session_records(rows: list[_Row], summary: _Tally) -> list[ReviewRecord]:
     for row in rows:
         cell = (row.fields["reviewer_id"], row.fields["model_id"])
         slot = (row.fields["reviewer_id"], row.fields["position"])
-        if cell in seen_cells:
+        if row.fields["position"] >= MAX_DISPLAY_SLOTS:
+            # one such row would make n_candidates absurd and the report drop the session
+            summary.skipped.append(
+                (row.line, f"position {row.fields['position']} >= {MAX_DISPLAY_SLOTS}")
+            )
+        elif cell in seen_cells:
             summary.skipped.append((row.line, "duplicate (session, reviewer, model) record"))
         elif slot in seen_slots:
             summary.skipped.append((row.line, "two answers at one position for this reviewer"))
@@ -286,12 +304,16 @@ def _session_records(rows: list[_Row], summary: _Tally) -> list[ReviewRecord]:
     for row in kept:
         reviewer = row.fields["reviewer_id"]
         highest[reviewer] = max(highest.get(reviewer, 0), row.fields["position"] + 1)
+    # one timestamp per session (its latest), as our writer stamps them: a session must
+    # not straddle two days (Parquet partitions, --since)
+    session_time = max((row.fields["timestamp"] for row in kept), key=_instant, default="")
     records: list[ReviewRecord] = []
     for row in kept:
         reviewer = row.fields["reviewer_id"]
         try:
             record = ReviewRecord(
-                **row.fields, n_candidates=max(shown[reviewer], highest[reviewer])
+                **{**row.fields, "timestamp": session_time},
+                n_candidates=max(shown[reviewer], highest[reviewer]),
             )
         except ValidationError as error:
             first = error.errors()[0]
