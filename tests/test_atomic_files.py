@@ -33,3 +33,18 @@ def test_nan_is_refused_before_anything_is_replaced(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         write_json_atomically(target, {"r": float("nan")})
     assert not target.exists() and list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("write", [write_text_atomically, write_json_atomically])
+def test_an_unwritable_target_is_one_input_error_and_leaves_nothing(write, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # review finding: `calibrate --html DIR` / `--output DIR` ended in a traceback
+    from llm_council.errors import InputError
+
+    target = tmp_path / "a-directory"
+    target.mkdir()
+    with pytest.raises(InputError, match="cannot write: Is a directory") as raised:
+        write(target, {"x": 1} if write is write_json_atomically else "text")
+    assert "\n" not in str(raised.value)
+    assert list(target.iterdir()) == [] and sorted(p.name for p in tmp_path.iterdir()) == [
+        "a-directory"
+    ]

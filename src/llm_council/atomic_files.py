@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
+from llm_council.errors import InputError
+
 
 @contextmanager
 def atomic_writer(path: str | Path, *, mode: int = 0o644) -> Iterator[TextIO]:
@@ -36,12 +38,23 @@ def atomic_writer(path: str | Path, *, mode: int = 0o644) -> Iterator[TextIO]:
 
 
 def write_text_atomically(path: str | Path, text: str) -> None:
-    with atomic_writer(path) as stream:
+    """``text`` to ``path``, whole or not at all; an unwritable path is one ``InputError``."""
+    with _one_line_errors(path), atomic_writer(path) as stream:
         stream.write(text)
 
 
 def write_json_atomically(path: str | Path, document: Any) -> None:
     """Indented JSON with a final newline; NaN and infinity are refused (not JSON)."""
-    with atomic_writer(path) as stream:
+    with _one_line_errors(path), atomic_writer(path) as stream:
         json.dump(document, stream, indent=2, allow_nan=False)
         stream.write("\n")
+
+
+@contextmanager
+def _one_line_errors(path: str | Path) -> Iterator[None]:
+    """A directory, a full disk or no permission: one line naming the path (nothing was
+    replaced), instead of a traceback from every command that writes an output."""
+    try:
+        yield
+    except OSError as error:
+        raise InputError(f"cannot write: {error.strerror or error}", path=str(path)) from None

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from llm_council.atomic_files import write_text_atomically
-from llm_council.errors import ConfigError, RecordError
+from llm_council.errors import ConfigError
 
 
 class Engine(StrEnum):
@@ -120,10 +120,7 @@ def bias_report(
     if out is None:
         sys.stdout.write(text)
         return
-    try:
-        write_text_atomically(out, text)
-    except OSError as error:
-        raise RecordError(f"cannot write the report to {str(out)!r}: {error.strerror}") from None
+    write_text_atomically(out, text)  # an unwritable path is one InputError
     print(f"wrote {output_format.value} report to {out}", file=sys.stderr)
 
 
