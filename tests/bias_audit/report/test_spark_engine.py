@@ -92,3 +92,19 @@ def test_spark_counts_what_it_skipped(parquet_store: Path, tmp_path: Path) -> No
     assert by_spark.n_records == by_duckdb.n_records == load_store(parquet_store).n_records
     assert by_spark.warnings == by_duckdb.warnings
     assert len(by_spark.warnings) == 2
+
+
+def test_spark_says_it_left_the_check_records_out(parquet_store: Path, tmp_path: Path) -> None:
+    """Review finding: Spark dropped the causal-checks section without a word, which reads
+    as "no checks were run". Its other numbers still equal DuckDB's."""
+    from .test_causal_checks import CheckWorld, generate_check_lines
+    from .test_causal_checks import write_store as write_lines
+
+    store = write_lines(tmp_path / "checks.jsonl", generate_check_lines(CheckWorld(), 3))
+    compact_store(store, tmp_path / "pq")
+    by_duckdb = build_report(tmp_path / "pq", engine="duckdb")
+    by_spark = build_report(tmp_path / "pq", engine="spark")
+    assert by_duckdb.causal_checks is not None and by_spark.causal_checks is None
+    assert any("bias-check record(s) not analysed" in w for w in by_spark.warnings)
+    assert not any("bias-check" in w for w in by_duckdb.warnings)
+    assert by_spark.n_records == by_duckdb.n_records

@@ -115,6 +115,11 @@ def _warnings(label: str, counts: RecordCounts, n_lines: int, torn: bool) -> tup
             f"({counts.n_incomplete_records} records) dropped: fewer or more lines than the "
             "session_n_records its writer declared (a writer killed mid-session)"
         )
+    if counts.n_check_records_ignored:
+        warnings.append(
+            f"{label}: {counts.n_check_records_ignored} live bias-check record(s) not analysed: "
+            "the causal checks section is computed by the DuckDB engine (--engine duckdb)"
+        )
     return n_unreadable, warnings
 
 

@@ -63,6 +63,8 @@ class RecordCounts:
     n_before_since: int
     n_records: int
     n_sessions: int
+    # live bias-check lines the engine left out without analysing them (Spark: ADR 0024)
+    n_check_records_ignored: int = 0
 
 
 def create_session_check(connection: duckdb.DuckDBPyConnection, source: str) -> None:

@@ -172,6 +172,13 @@ def spark_records(
     try:
         count_row = spark.sql(_counts_sql()).collect()[0]
         sessions = spark.sql(_sessions_sql(since_sql)).collect()
+        n_check = (
+            spark.sql("SELECT count(*) AS n FROM raw_lines WHERE check_kind IS NOT NULL").collect()[
+                0
+            ]["n"]
+            if "check_kind" in frame.columns
+            else 0
+        )
     except Exception as error:  # a bad column type or a missing column: Spark's own errors
         first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise RecordError(
@@ -205,4 +212,5 @@ def spark_records(
         n_before_since=int(count_row["n_complete"]),
         n_records=n_records,
         n_sessions=n_sessions,
+        n_check_records_ignored=int(n_check),
     )
