@@ -186,7 +186,7 @@ def test_client_errors_are_not_retryable_and_never_show_the_key(
 
     assert not error.retryable
     assert error.status_code == status
-    assert "Incorrect API key: ***" in str(error)
+    assert "Incorrect API key: [redacted]" in str(error)
     rendered = (
         str(error) + repr(error) + repr(provider) + "".join(traceback.format_exception(error))
     )

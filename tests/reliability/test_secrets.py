@@ -178,8 +178,8 @@ def test_cli_output_and_logs_never_show_a_secret(audited_run: dict[str, Any]) ->
     metadata = json.loads(as_json.stdout)["metadata"]
     errors = {f["member"]: f["error"] for f in metadata["degraded"]}
     assert set(errors) == {"leaky-openai", "leaky-anthropic", "leaky-google", "chair"}
-    assert "HTTP error 401: Incorrect API key provided: ***" in errors["leaky-openai"]
-    assert all("***" in errors[m] for m in ("leaky-anthropic", "leaky-google", "chair"))
+    assert "HTTP error 401: Incorrect API key provided: [redacted]" in errors["leaky-openai"]
+    assert all("[redacted]" in errors[m] for m in ("leaky-anthropic", "leaky-google", "chair"))
     not_json = [line for line in as_json.stderr.splitlines() if line.strip() and not _is_json(line)]
     assert not_json == []  # --log-json: every stderr line is a JSON log event
     assert "stage1_done" in as_json.stderr and "stage1_done" in console.stderr
@@ -246,7 +246,7 @@ def test_a_fatal_error_message_shows_no_secret(
     assert code == 1
     (error_line,) = [line for line in captured.err.splitlines() if line.startswith("error:")]
     assert error_line.startswith("error: every council member failed to answer: leaky-openai: ")
-    assert "***" in error_line
+    assert "[redacted]" in error_line
     _assert_no_secret(captured.out + captured.err, "the fatal error output")
     assert "Traceback" not in captured.err
 

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from types import ModuleType
 
 from llm_council.errors import ProviderError
+from llm_council.log_setup import redact as redact_secrets
 
 # Statuses a retry can fix: the server is busy, restarting or lost the request.
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
@@ -35,7 +36,6 @@ RETRYABLE_STATUSES = frozenset({408, 409, 429})
 MAX_SERVER_MESSAGE_CHARS = 300
 # Shorter values than this are not redacted: they are placeholders like "not-needed",
 # not secrets, and replacing them would mangle ordinary words in messages.
-MIN_SECRET_CHARS = 12
 
 
 def is_retryable_status(status_code: int) -> bool:
@@ -90,11 +90,9 @@ def _parse_non_negative_float(raw: str | None) -> float | None:
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret replaced by ``***`` (secrets shorter than 12 chars are kept)."""
-    for secret in secrets:
-        if secret and len(secret) >= MIN_SECRET_CHARS:
-            text = text.replace(secret, "***")
-    return text
+    """``text`` with every form of each secret (escaped, JSON-quoted, split at a control
+    character) replaced by ``[redacted]``: the one redactor of :mod:`llm_council.log_setup`."""
+    return redact_secrets(text, list(secrets))
 
 
 def _shorten(text: str) -> str:
