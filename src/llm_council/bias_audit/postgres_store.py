@@ -76,10 +76,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE bias_records ADD COLUMN check_of_position integer",
         "ALTER TABLE bias_records ADD COLUMN check_treated boolean",
     ),
+    (  # 4: style mimicry, reasoning-chain bias and parse outcomes (issue 11 section 2)
+        "ALTER TABLE bias_records ADD COLUMN similarity_to_own double precision",
+        "ALTER TABLE bias_records ADD COLUMN rationale_chars bigint",
+        "ALTER TABLE bias_records ADD COLUMN review_status text",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _CHECK_COLUMNS = ("check_kind", "check_of_position", "check_treated")
+_FAMILY_COLUMNS = ("similarity_to_own", "rationale_chars", "review_status")
 _WRITTEN_COLUMNS = (
     "session_id",
     "record_index",
@@ -102,6 +108,9 @@ _WRITTEN_COLUMNS = (
     "check_kind",
     "check_of_position",
     "check_treated",
+    "similarity_to_own",
+    "rationale_chars",
+    "review_status",
 )
 
 # the JSONL record columns bias-report reads (report/loading.py), plus session_n_records
@@ -124,6 +133,9 @@ ARROW_SCHEMA = pa.schema(
         ("check_kind", pa.string()),
         ("check_of_position", pa.int32()),
         ("check_treated", pa.bool_()),
+        ("similarity_to_own", pa.float64()),
+        ("rationale_chars", pa.int64()),
+        ("review_status", pa.string()),
     ]
 )
 
@@ -219,6 +231,9 @@ def _row(index: int, record: ReviewRecord, n_records: int) -> tuple[Any, ...]:
         record.check_kind,
         record.check_of_position,
         record.check_treated,
+        record.similarity_to_own,
+        record.rationale_chars,
+        record.review_status,
     )
 
 
@@ -371,7 +386,11 @@ def iter_arrow_batches(
     try:
         with Connection.connect(url, connect_timeout=CONNECT_TIMEOUT_S) as connection:
             version = _schema_version(connection, url)
-            added_in = {"session_n_records": 2, **dict.fromkeys(_CHECK_COLUMNS, 3)}
+            added_in = {
+                "session_n_records": 2,
+                **dict.fromkeys(_CHECK_COLUMNS, 3),
+                **dict.fromkeys(_FAMILY_COLUMNS, 4),
+            }
             columns = [
                 sql.SQL("NULL")  # a column the stored schema does not have yet
                 if version < added_in.get(name, 0)

@@ -58,6 +58,17 @@ class ReviewRecord(BaseModel):
     check_of_position: int | None = Field(default=None, ge=0)
     # "padding" / "identity": whether this answer is the padded / signed one; null otherwise
     check_treated: bool | None = None
+    # issue 11 section 2, optional and appended like the check fields (null = not measured,
+    # or a line written before the field existed):
+    # style mimicry: lexical similarity in [0, 1] of this answer to the reviewer's own
+    # stage-1 answer, computed at audit time (the texts go no further); null for a
+    # self-review or when the reviewer gave no answer
+    similarity_to_own: float | None = Field(default=None, ge=0.0, le=1.0)
+    # reasoning-chain bias: characters of this review's rationale; null when it gave none
+    rationale_chars: int | None = Field(default=None, ge=0)
+    # how this review's verdict was read: "json", "final_ranking", "unparseable",
+    # "missing", "refused" or "error"; null on lines written before the field existed
+    review_status: str | None = None
 
 
 def upgrade_record(raw: dict[str, Any]) -> dict[str, Any]:

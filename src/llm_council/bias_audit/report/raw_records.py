@@ -40,6 +40,10 @@ REPORT_COLUMNS = {
     "check_kind": "VARCHAR",
     "check_of_position": "INTEGER",
     "check_treated": "BOOLEAN",
+    # issue 11 section 2: style mimicry, reasoning-chain bias, parse outcomes
+    "similarity_to_own": "DOUBLE",
+    "rationale_chars": "BIGINT",
+    "review_status": "VARCHAR",
 }
 # Every field of a record, for copies that keep the whole record (Parquet compaction).
 ALL_COLUMNS = {**REPORT_COLUMNS, "council_config_hash": "VARCHAR", "query_hash": "VARCHAR"}
