@@ -7,20 +7,9 @@ were all unparsed both reported "low", i.e. "checked and found nothing".
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
-from pathlib import Path
-
 import numpy as np
-import pytest
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from llm_council import run_full_council, tracing
 from llm_council.bias_audit import run_bias_audit
-from llm_council.bias_audit.middleware import BiasAuditMiddleware
-from llm_council.config import CouncilConfig, CouncilMember
 
 TEXTS = {"a": "short answer " * 10, "b": "a longer answer " * 40, "c": "medium " * 60}
 #: a complete 3-member council: each reviewer scores all three answers, its own included
@@ -95,32 +84,3 @@ def test_a_flag_is_never_hidden_behind_not_tested() -> None:
     audit = run_bias_audit(texts, scores, orders)
     assert audit.harsh_reviewers == ["m0"]
     assert audit.overall_bias_risk in ("medium", "high") and "leniency" in audit.risk_tests_run
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracing.use_tracer_provider(provider)
-    yield exporter
-    tracing.use_tracer_provider(None)
-    provider.shutdown()
-
-
-def test_metadata_and_tracing_attribute_say_not_tested(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spans: InMemorySpanExporter
-) -> None:
-    monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", str(tmp_path / "records.jsonl"))
-    config = CouncilConfig(
-        members=tuple(CouncilMember(name=f"m{i}", spec="simulated:unbiased") for i in range(3)),
-        chairman=CouncilMember(name="chair", spec="simulated:unbiased"),
-    )
-    result = asyncio.run(
-        run_full_council("q", config=config, seed=7, middleware=[BiasAuditMiddleware()])
-    )
-    audit = result.metadata["bias_audit"]
-    assert audit["overall_bias_risk"] == "not_tested" and audit["risk_tests_run"] == []
-    (session,) = [s for s in spans.get_finished_spans() if s.name == "invoke_agent llm-council"]
-    attributes = dict(session.attributes or {})
-    assert attributes["llm_council.bias_audit.overall_bias_risk"] == "not_tested"

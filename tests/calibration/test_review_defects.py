@@ -144,27 +144,29 @@ def test_mapped_importer_headers_in_errors_are_terminal_safe(tmp_path: Path) -> 
     assert "\\u001b]0;pwned\\u0007head\\u202e" in message
 
 
-def test_mapped_repeated_repetition_names_the_users_file_line(tmp_path: Path) -> None:
-    table = tmp_path / "reps.csv"
-    table.write_text("pid,w,o,rep\np1,a,ab,1\np1,b,ba,1\np1,a,ab,2\np1,b,ab,1\n", encoding="utf-8")
-    with pytest.raises(InputError) as caught:
-        load_pairs_any(table, "mapped", ["id=pid,winner=w,order=o,repetition=rep"])
-    message = str(caught.value)
-    # line 5 of the user's CSV repeats repetition 1 of order ab first given on line 2
-    assert message.startswith(f"{table}:5: repetition 1 of order 'ab'")
-    assert "already on line 2" in message and "as converted" not in message
-
-
-def test_mapped_rows_mixing_given_and_missing_repetitions_name_both_lines(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("rows", "start", "also"),
+    [
+        # line 5 of the user's CSV repeats repetition 1 of order ab first given on line 2
+        (
+            "p1,a,ab,1\np1,b,ba,1\np1,a,ab,2\np1,b,ab,1\n",
+            ":5: repetition 1 of order 'ab'",
+            "already on line 2",
+        ),
+        # a pair whose rows mix a set and an empty repetition cell
+        ("p1,a,ab,1\np1,b,ba,\n", ":3: column 'rep' (repetition) is empty here", "set on line 2"),
+    ],
+)
+def test_mapped_repetition_errors_name_the_users_file_lines(
+    tmp_path: Path, rows: str, start: str, also: str
 ) -> None:
-    table = tmp_path / "mixed.csv"
-    table.write_text("pid,w,o,rep\np1,a,ab,1\np1,b,ba,\n", encoding="utf-8")
+    table = tmp_path / "reps.csv"
+    table.write_text("pid,w,o,rep\n" + rows, encoding="utf-8")
     with pytest.raises(InputError) as caught:
         load_pairs_any(table, "mapped", ["id=pid,winner=w,order=o,repetition=rep"])
     message = str(caught.value)
-    assert message.startswith(f"{table}:3: column 'rep' (repetition) is empty here")
-    assert "set on line 2" in message
+    assert message.startswith(f"{table}{start}")
+    assert also in message and "as converted" not in message
 
 
 @pytest.mark.parametrize(
