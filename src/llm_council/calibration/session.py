@@ -41,7 +41,6 @@ from llm_council.calibration.study import (
 )
 from llm_council.errors import CouncilError, InputError
 from llm_council.providers.registry import create_provider, split_spec
-from llm_council.safe_text import terminal_safe
 
 REPORT_FORMAT = "llm-council-calibration/1"
 
@@ -124,9 +123,10 @@ def replay_study(
     judges = all_judges
     if only_judge is not None:
         if only_judge not in all_judges:
+            # repr escapes control and bidi characters: names from the file print safely
             raise InputError(
-                f"judge {terminal_safe(repr(only_judge))} not in the records; found: "
-                f"{', '.join(terminal_safe(repr(judge)) for judge in all_judges)}",
+                f"judge {only_judge!r} not in the records; found: "
+                f"{', '.join(repr(judge) for judge in all_judges)}",
                 path=path,
             )
         judges = [only_judge]

@@ -261,23 +261,29 @@ class _RepetitionLines:
         self, key: tuple[str, str], order: str, repetition: int | None, reader: _RowReader
     ) -> None:
         where = reader.where
-        judge, pair_id = (terminal_safe(repr(part)) for part in key)
         given, line = self.given.setdefault(key, (repetition is not None, where.line))
         if given != (repetition is not None):
-            column = terminal_safe(repr(reader.mapping["repetition"].column))
+            column = reader.mapping["repetition"].column
             raise where.error(
-                f"column {column} (repetition) is {'empty' if given else 'set'} here but"
-                f" {'set' if given else 'empty'} on line {line} for judge {judge} and id"
-                f" {pair_id}: give it on every row of a pair or on none"
+                f"column {column!r} (repetition) is {'empty' if given else 'set'} here but"
+                f" {'set' if given else 'empty'} on line {line} for {_pair_name(key)}:"
+                " give it on every row of a pair or on none"
             )
         if repetition is None:
             return  # numbered in file order, so never repeated
         seen = self.lines.setdefault((*key, order, repetition), where.line)
         if seen != where.line:
             raise where.error(
-                f"repetition {repetition} of order {order!r} for judge {judge} and id {pair_id}"
+                f"repetition {repetition} of order {order!r} for {_pair_name(key)}"
                 f" is already on line {seen}"
             )
+
+
+def _pair_name(key: tuple[str, str]) -> str:
+    """``judge 'j' and id 'p'``: ``repr`` escapes every non-printable character (control,
+    C1 and bidi controls alike), so the quoted names are terminal-safe."""
+    judge, pair_id = key
+    return f"judge {judge!r} and id {pair_id!r}"
 
 
 def _verdicts(reader: _RowReader) -> list[tuple[str, str]]:
