@@ -163,7 +163,7 @@ def null_table(rates: Mapping[str, float], n_sessions: int) -> str:
     checks = null_checks(rates, n_sessions)
     lines = [
         f"Null council ({NULL_SCENARIO.description}), {n_sessions} sessions; target per flag "
-        f"<= {ceiling:.1%} (5% + 1.96 SE), risk 'low' >= 85%",
+        f"<= {ceiling:.1%} (5% + 1.96 SE), no risk flag (low or not_tested) >= 85%",
         "",
         "| flag | firing rate | ± 1.96 SE | target met |",
         "|---|---|---|---|",
