@@ -107,7 +107,7 @@ def row_cells(row: Mapping[str, Any]) -> list[str]:
 
 
 def _markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = ["| " + " | ".join(_clean(cell) for cell in header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_clean(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)
 
