@@ -5,7 +5,8 @@ Runs full simulated-council sessions (``run_full_council`` with the real
 
 1. the null council: 5 members of profile ``unbiased`` (no bias, i.i.d. noise). Target:
    each flag fires in <= 5% of sessions + Monte Carlo error (1.96 standard errors), and
-   ``overall_bias_risk`` is "low" in >= 85%;
+   ``overall_bias_risk`` is "low" or "not_tested" (no risk flag) in >= 85%, and the
+   share of "not_tested" sessions (no risk test could run) is printed;
 2. injected biases, one scenario each: a harsh reviewer (member m0, leniency -2); a
    primacy effect of +1 / +2 points at slot A in *all* reviewers; verbosity 1.5 points
    per log-length unit in all reviewers; self-preference +1.5 in all reviewers and in
@@ -81,7 +82,8 @@ FLAGS: dict[str, Callable[[Mapping[str, Any]], bool]] = {
         audit["harsh_reviewers"] or audit["generous_reviewers"]
     ),
     "self-pref": lambda audit: bool(audit["self_preference_detected"]),
-    "risk > low": lambda audit: audit["overall_bias_risk"] != "low",
+    "risk > low": lambda audit: audit["overall_bias_risk"] in ("medium", "high"),
+    "risk not tested": lambda audit: audit["overall_bias_risk"] == "not_tested",
 }
 #: flags whose null firing rate must stay within the nominal 5%
 CALIBRATED_FLAGS = ("length", "position", "harsh", "generous", "self-pref")
@@ -161,7 +163,7 @@ def null_table(rates: Mapping[str, float], n_sessions: int) -> str:
     checks = null_checks(rates, n_sessions)
     lines = [
         f"Null council ({NULL_SCENARIO.description}), {n_sessions} sessions; target per flag "
-        f"<= {ceiling:.1%} (5% + 1.96 SE), risk 'low' >= 85%",
+        f"<= {ceiling:.1%} (5% + 1.96 SE), no risk flag (low or not_tested) >= 85%",
         "",
         "| flag | firing rate | ± 1.96 SE | target met |",
         "|---|---|---|---|",
@@ -176,8 +178,13 @@ def null_table(rates: Mapping[str, float], n_sessions: int) -> str:
         )
     low = 1 - rates["risk > low"]
     lines.append(
-        f"| overall_bias_risk = low | {low:.1%} | {monte_carlo_margin(low, n_sessions):.1%} | "
-        f"{'yes' if checks['risk low'] else 'NO'} |"
+        f"| overall_bias_risk = low or not_tested | {low:.1%} | "
+        f"{monte_carlo_margin(low, n_sessions):.1%} | {'yes' if checks['risk low'] else 'NO'} |"
+    )
+    untested = rates["risk not tested"]
+    lines.append(
+        f"| overall_bias_risk = not_tested | {untested:.1%} | "
+        f"{monte_carlo_margin(untested, n_sessions):.1%} | (info) |"
     )
     return "\n".join(lines)
 

@@ -56,7 +56,8 @@ FLAGS: dict[str, Callable[[BiasAuditResult], bool]] = {
     "generous": lambda audit: bool(audit.generous_reviewers),
     "harsh or generous": lambda audit: bool(audit.harsh_reviewers or audit.generous_reviewers),
     "self-pref": lambda audit: audit.self_preference_detected,
-    "risk > low": lambda audit: audit.overall_bias_risk != "low",
+    "risk > low": lambda audit: audit.overall_bias_risk in ("medium", "high"),
+    "risk not tested": lambda audit: audit.overall_bias_risk == "not_tested",
 }
 #: flags held to the nominal rate under the null ("risk > low" is their union)
 CALIBRATED_FLAGS = ("length", "position", "harsh or generous", "self-pref")
@@ -183,6 +184,7 @@ def null_table(title: str, rows: Sequence[tuple[str, FlagRates]]) -> str:
         "harsh or generous",
         "self-pref",
         "risk > low",
+        "risk not tested",
     )
     n_sessions = rows[0][1].n_sessions if rows else 0
     lines = [
@@ -276,6 +278,7 @@ def run_simulator(
                     "harsh or generous": raw["harsh or generous"],
                     "self-pref": raw["self-pref"],
                     "risk > low": raw["risk > low"],
+                    "risk not tested": raw["risk not tested"],
                 },
                 {"judge-0 named harsh": raw["harsh = m0"]},
             )

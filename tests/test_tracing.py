@@ -379,13 +379,35 @@ def test_cli_exports_otlp_http_to_the_collector() -> None:
     attributes = {a.key: a.value for a in session.attributes}
     assert attributes["gen_ai.operation.name"].string_value == "invoke_agent"
     assert attributes["llm_council.bias_audit.overall_bias_risk"].string_value in {
+        "not_tested",
         "low",
         "medium",
         "high",
-        "insufficient_data",
     }
     assert len({span.trace_id for span in received}) == 1
     assert b"canary-query-7f3a" not in b"".join(r.SerializeToString() for r in receiver.requests)
+
+
+def test_a_session_nothing_could_test_is_not_tested_on_the_span(
+    spans: InMemorySpanExporter, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a complete 3-member council has 1 residual df: no leniency or self-preference test,
+    # so the attribute must not say "low" (ADR 0032)
+    from llm_council.bias_audit.middleware import BiasAuditMiddleware
+
+    monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", str(tmp_path / "records.jsonl"))
+    config = CouncilConfig(
+        members=tuple(CouncilMember(name=f"m{i}", spec="simulated:unbiased") for i in range(3)),
+        chairman=CouncilMember(name="chair", spec="simulated:unbiased"),
+    )
+    result = asyncio.run(
+        run_full_council("q", config=config, seed=7, middleware=[BiasAuditMiddleware()])
+    )
+    audit = result.metadata["bias_audit"]
+    assert audit["overall_bias_risk"] == "not_tested" and audit["risk_tests_run"] == []
+    (session,) = _by_name(spans.get_finished_spans())["invoke_agent llm-council"]
+    attributes = dict(session.attributes or {})
+    assert attributes["llm_council.bias_audit.overall_bias_risk"] == "not_tested"
 
 
 def test_a_call_cut_at_the_session_deadline_is_an_error_span(spans: InMemorySpanExporter) -> None:

@@ -28,6 +28,9 @@ SelfReviewPolicy = Literal["exclude_at_aggregation", "recuse"]
 
 DEFAULT_SESSION_DEADLINE_S = 300.0
 DEFAULT_MAX_ANSWER_CHARS = 100_000
+#: the answer cap every config hash implied before the cap was hashed: a config with this
+#: cap hashes as it always did (a fixed number, NOT the default, which may change)
+LEGACY_HASH_MAX_ANSWER_CHARS = 100_000
 # Environment overrides of the config fields above (a service sets them per deployment).
 LIMIT_ENV: dict[str, tuple[str, type[int] | type[float]]] = {
     "session_deadline_s": ("LLM_COUNCIL_SESSION_DEADLINE_S", float),
@@ -107,13 +110,25 @@ class CouncilConfig(BaseModel):
         return self
 
     def config_hash(self) -> str:
-        """A stable fingerprint of what makes sessions comparable (no secrets in it)."""
-        canonical = {
+        """A stable fingerprint of what makes sessions comparable (no secrets in it).
+
+        It covers every setting that changes what a reviewer is shown or how its verdict
+        reads: the members (name, spec, options), the chairman, ``self_review`` (recusal
+        hides the reviewer's own answer), ``score_scale`` and ``max_answer_chars`` (answers
+        are cut before reviewers see them). Limits that only decide whether a call finishes
+        (``session_deadline_s``, ``max_concurrency``, ``retry``) and the live bias checks
+        (extra requests kept out of the ranking) are left out. ``max_answer_chars`` enters
+        only when it is not :data:`LEGACY_HASH_MAX_ANSWER_CHARS`, the value every earlier
+        hash implied, so stores written before it was hashed keep matching.
+        """
+        canonical: dict[str, Any] = {
             "members": [[m.name, m.spec, m.options] for m in self.members],
             "chairman": [self.chairman.name, self.chairman.spec],
             "self_review": self.self_review,
             "score_scale": list(self.score_scale),
         }
+        if self.max_answer_chars != LEGACY_HASH_MAX_ANSWER_CHARS:
+            canonical["max_answer_chars"] = self.max_answer_chars
         digest = hashlib.sha256(
             json.dumps(canonical, sort_keys=True, default=str).encode()
         ).hexdigest()

@@ -133,9 +133,10 @@ async def run_full_council(
     dispatcher.check_config()
     seats = [_seat(m) for m in config.members]
     chairman = _seat(config.chairman)
+    config_hash = config.config_hash()  # once per session: the span and the records share it
     span_attributes = {
         "llm_council.seed": seed,
-        "llm_council.council_config_hash": config.config_hash(),
+        "llm_council.council_config_hash": config_hash,
         "llm_council.members": [m.name for m in config.members],
         "llm_council.chairman": config.chairman.name,
         "llm_council.session_deadline_s": config.session_deadline_s,
@@ -143,7 +144,7 @@ async def run_full_council(
     try:
         with tracing.session_span(session_id, span_attributes) as session_trace:
             result, middleware_results = await _run_session(
-                query, config, seed, session_id, dispatcher, seats, chairman
+                query, config, config_hash, seed, session_id, dispatcher, seats, chairman
             )
             session_trace.add_middleware_results(middleware_results)
             session_trace.set(_session_trace_summary(result.metadata))
@@ -164,6 +165,7 @@ async def run_full_council(
 async def _run_session(
     query: str,
     config: CouncilConfig,
+    config_hash: str,
     seed: int,
     session_id: str,
     dispatcher: MiddlewareDispatcher,
@@ -173,7 +175,6 @@ async def _run_session(
     """The three stages and the metadata; also returns what the middleware added."""
     started_at = datetime.now(UTC).isoformat(timespec="milliseconds")
     session_start = time.perf_counter()
-    config_hash = config.config_hash()
     durations: dict[str, float] = {}
     bound_log = log.bind(session_id=session_id)
     await dispatcher.session_started(

@@ -42,6 +42,7 @@ ADDED_KEYS = {
     "methods",
     "risk_flags",
     "reviewer_offsets_vs_median",
+    "risk_tests_run",
 }
 
 TEXTS = {"a": "short answer " * 10, "b": "a longer answer " * 40, "c": "medium " * 60}
@@ -56,7 +57,7 @@ def test_json_keys_exactly() -> None:
     audit = run_bias_audit(TEXTS, SCORES).model_dump(mode="json")
     assert set(audit) == ISSUE_KEYS | ADDED_KEYS
     assert isinstance(audit["length_bias_detected"], bool)
-    assert audit["overall_bias_risk"] in {"low", "medium", "high"}
+    assert audit["overall_bias_risk"] in {"not_tested", "low", "medium", "high"}
     assert set(audit["reviewer_mean_scores"]) == {"a", "b", "c"}
     assert audit["thresholds"]["length_correlation_threshold"] == 0.3
     assert audit["thresholds"]["position_variance_threshold"] == 0.5
@@ -194,7 +195,9 @@ def test_missing_scores_are_left_out_not_zero() -> None:
 def test_degenerate_input_gives_no_claims() -> None:
     audit = run_bias_audit({"a": "x", "b": "y"}, {"a": {"b": 5}, "b": {"a": 6}})
     assert isinstance(audit, BiasAuditResult)
-    assert audit.length_score_correlation is None and audit.overall_bias_risk == "low"
+    # nothing could be tested: "low" would claim a clean bill of health
+    assert audit.length_score_correlation is None and audit.overall_bias_risk == "not_tested"
+    assert audit.risk_tests_run == []
     assert "reviewers" in audit.indicator_only
 
 

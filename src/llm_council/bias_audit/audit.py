@@ -48,10 +48,24 @@ def _nanmean(values: np.ndarray) -> float | None:
     return float(finite.mean()) if finite.size else None
 
 
-def _risk_level(flag_count: int) -> RiskLevel:
+def _risk_level(flag_count: int, tests_run: int) -> RiskLevel:
+    """``not_tested`` when no risk test ran: "no flag" from no test is not "low"."""
     if flag_count == 0:
-        return "low"
+        return "low" if tests_run else "not_tested"
     return "medium" if flag_count == 1 else "high"
+
+
+def _risk_tests_run(
+    position: Mapping[str, Any], leniency: Mapping[str, Any], self_pref: Mapping[str, Any]
+) -> list[str]:
+    """The risk tests that produced a p-value (a test that did not run leaves None)."""
+    ran = {
+        "position": position["position_score_p_value"] is not None,
+        "leniency": any(p is not None for p in leniency["reviewer_offset_p_values"].values()),
+        "self_preference": self_pref["pooled_self_preference_p_value"] is not None
+        or any(p is not None for p in self_pref["self_preference_p_values"].values()),
+    }
+    return [name for name, done in ran.items() if done]
 
 
 @dataclass(frozen=True)
@@ -367,13 +381,14 @@ def audit_score_table(
     # The length flag measures answers as much as judges (see METHODS["length"]): it is
     # reported, never counted as a risk.
     risk_flags = [name for name in flags_raised if name != "length_bias_detected"]
+    risk_tests_run = _risk_tests_run(position, leniency, self_preference)
     return BiasAuditResult(
         **length,
         **position,
         **leniency,
         **self_preference,
         **_reviewer_summaries(table, model),
-        overall_bias_risk=_risk_level(len(risk_flags)),
+        overall_bias_risk=_risk_level(len(risk_flags), len(risk_tests_run)),
         flags_raised=flags_raised,
         sample_sizes={
             "n_reviewers": len(table.reviewers),
@@ -393,6 +408,7 @@ def audit_score_table(
         indicator_only=notes,
         methods=dict(METHODS),
         risk_flags=risk_flags,
+        risk_tests_run=risk_tests_run,
     )
 
 

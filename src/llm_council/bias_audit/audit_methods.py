@@ -41,7 +41,10 @@ METHODS: dict[str, str] = {
         "flag when adjusted p < significance_level and adjusted >= self_preference_floor"
     ),
     "overall_bias_risk": (
-        "low: no risk flag; medium: one; high: two or more. Risk flags (risk_flags) are "
+        "not_tested: no risk test could run (risk_tests_run is empty: too few reviewers "
+        "or residual df, no known display orders, no parsed reviews); low: at least one "
+        "risk test ran and no risk flag fired; medium: one; high: two or more. Risk flags "
+        "(risk_flags) are "
         "position, harsh/generous and self-preference: tests of a judge behaviour with a "
         "known false-positive rate. The length flag is reported in flags_raised but is not "
         "a risk flag: its null ('length unrelated to consensus score') is false whenever "

@@ -18,7 +18,10 @@ from pydantic import ConfigDict, Field, TypeAdapter
 from pydantic.dataclasses import dataclass
 from pydantic.fields import FieldInfo
 
-RiskLevel = Literal["low", "medium", "high"]
+#: ``not_tested``: no risk test could run (too few reviewers or residual df, no known
+#: display orders, no parsed reviews), so "no flag" would say nothing; ``low``: at least
+#: one risk test ran and none fired; ``medium``: one risk flag; ``high``: two or more.
+RiskLevel = Literal["not_tested", "low", "medium", "high"]
 
 
 _ADAPTERS: dict[type, TypeAdapter[Any]] = {}
@@ -156,5 +159,12 @@ class BiasAuditResult(_ModelMethods):
             "points above the median reviewer on the same answers (additive model): a "
             "reference no single outlier can move; an estimate, the flags come from the "
             "step-down test behind reviewer_offsets"
+        ),
+    )
+    risk_tests_run: list[str] = Field(
+        default_factory=list,
+        description=(
+            "the risk tests that ran in this session (position, leniency, self_preference); "
+            "empty means overall_bias_risk is 'not_tested', and 'low' rests only on these"
         ),
     )

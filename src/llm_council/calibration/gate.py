@@ -23,6 +23,7 @@ from typing import Any
 
 from llm_council.calibration.estimates import MIN_N_FOR_INTERVAL
 from llm_council.errors import ConfigError, CouncilError
+from llm_council.safe_text import terminal_safe
 
 #: default share of pairs that must be judged in both orders
 DEFAULT_MIN_EVALUATED = 0.5
@@ -121,7 +122,8 @@ def _too_few(report: Mapping[str, Any], min_evaluated: float) -> str | None:
     if evaluated == 0 or evaluated < min_evaluated * total:
         reasons = _commonest_reason(report)
         return (
-            f"{report['judge']}: only {evaluated} of {total} pairs judged in both orders"
+            f"{terminal_safe(str(report['judge']))}: only {evaluated} of {total} pairs judged"
+            " in both orders"
             f" (need {min_evaluated:.0%}){reasons}"
         )
     return None
@@ -133,7 +135,7 @@ def _commonest_reason(report: Mapping[str, Any]) -> str:
     if not counts:
         return ""
     reason, count = counts.most_common(1)[0]
-    return f"; commonest problem (x{count}): {' '.join(reason.split())[:200]}"
+    return f"; commonest problem (x{count}): {terminal_safe(' '.join(reason.split())[:200])}"
 
 
 def evaluate_gate(
@@ -157,7 +159,8 @@ def evaluate_gate(
                         "metric": name,
                         "value": value,
                         "threshold": floor,
-                        "message": f"{report['judge']}: {name} {shown} < {floor:g}"
+                        "message": f"{terminal_safe(str(report['judge']))}: {name} {shown}"
+                        f" < {floor:g}"
                         f" ({METRICS[name][0]})",
                     }
                 )

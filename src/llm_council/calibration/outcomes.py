@@ -11,22 +11,18 @@ Repetition stability is the only figure that looks inside the repetitions.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+from llm_council.calibration.majority import strict_plurality
 from llm_council.calibration.pairs import Judgment, Order, Pair, Winner, shown_order
 
 
 def order_verdict(verdicts: Sequence[Winner]) -> Winner:
     """The majority verdict of one order's repetitions; ``tie`` without a strict plurality."""
-    if len(verdicts) == 1:
-        return verdicts[0]
-    counts = Counter(verdicts).most_common()
-    if len(counts) > 1 and counts[0][1] == counts[1][1]:
-        return "tie"
-    return counts[0][0]
+    majority = strict_plurality(verdicts)
+    return "tie" if majority is None else majority
 
 
 @dataclass(frozen=True)

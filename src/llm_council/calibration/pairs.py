@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from llm_council.calibration.majority import strict_plurality
 from llm_council.errors import InputError
 
 Winner = Literal["a", "b", "tie"]
@@ -78,14 +78,6 @@ class Pair:
             return None
         agreeing = sum(vote.winner == self.human_label for vote in self.human_votes)
         return agreeing / len(self.human_votes)
-
-
-def majority_label(votes: Sequence[Winner]) -> Winner | None:
-    """The strict plurality of ``votes``; ``None`` when empty or when the top counts tie."""
-    counts = Counter(votes).most_common()
-    if not counts or (len(counts) > 1 and counts[0][1] == counts[1][1]):
-        return None
-    return counts[0][0]
 
 
 def shown_order(order: Order) -> tuple[Literal["a", "b"], Literal["a", "b"]]:
@@ -236,7 +228,7 @@ def parse_pair(record: Any, where: tuple[str, int]) -> Pair:
     )
     human_label = _winner(human, "human_label", where) if human is not None else None
     if human_label is None and votes:
-        human_label = majority_label([vote.winner for vote in votes])
+        human_label = strict_plurality([vote.winner for vote in votes])
     tags = record.get("subset_tags") or []
     if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
         raise InputError(

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from llm_council.calibration.estimates import kappa_estimate, mean_estimate, rate
+from llm_council.calibration.majority import modal_share
 from llm_council.calibration.outcomes import PairOutcome
 from llm_council.stats.agreement import cohen_kappa
 
@@ -37,9 +38,7 @@ def repetition_stability(evaluated: Sequence[PairOutcome], conf: float) -> dict[
     if not repeated:
         return None
     stable = sum(len(set(by_number.values())) == 1 for by_number in repeated)
-    shares = [
-        Counter(by_number.values()).most_common(1)[0][1] / len(by_number) for by_number in repeated
-    ]
+    shares = [modal_share(by_number.values()) for by_number in repeated]
     numbers = sorted({number for by_number in repeated for number in by_number})
     first, second = numbers[0], numbers[1]
     both = [by_number for by_number in repeated if first in by_number and second in by_number]

@@ -111,6 +111,8 @@ def compute_report(outcomes: Sequence[PairOutcome], options: ReportOptions) -> d
         "pairs_evaluated": n,
         "pairs_unevaluated": len(unevaluated),
         "unevaluated": unevaluated,
+        # the level of every interval below (two-sided), printed where a threshold names it
+        "confidence": conf,
     }
     report["consistency"] = _consistency(evaluated, conf)
     report["position_bias"] = _position_bias(evaluated, conf)
@@ -127,7 +129,7 @@ def compute_report(outcomes: Sequence[PairOutcome], options: ReportOptions) -> d
     report["grade_note"] = (
         None if n >= MIN_N_FOR_INTERVAL else f"too few pairs (n={n} < {MIN_N_FOR_INTERVAL})"
     )
-    report["checklist"] = _checklist(report)
+    report["checklist"] = _checklist(report, conf)
     report["pairs"] = [
         {
             "id": o.pair.pair_id,
@@ -238,7 +240,7 @@ def _annotator_agreement(evaluated: Sequence[PairOutcome], conf: float) -> dict[
     }
 
 
-def _checklist(report: dict[str, Any]) -> list[dict[str, Any]]:
+def _checklist(report: dict[str, Any], conf: float) -> list[dict[str, Any]]:
     """The issue's thresholds that apply to a position-swap run; probes add their own.
 
     One positional bar: the grade summarises kappa and flips (B tolerates up to 20%
@@ -274,12 +276,12 @@ def _checklist(report: dict[str, Any]) -> list[dict[str, Any]]:
             "advice": "the bigger the length gap, the more the judge favours the longer answer",
         }
     )
-    items.append(_length_preference_item(verbosity))
+    items.append(_length_preference_item(verbosity, conf))
     items.append(_self_preference_item(report["self_preference"]))
     return items
 
 
-def _length_preference_item(verbosity: dict[str, Any]) -> dict[str, Any]:
+def _length_preference_item(verbosity: dict[str, Any], conf: float) -> dict[str, Any]:
     excess = verbosity["excess_over_humans"]
     if not excess["too_few"]:
         return {
@@ -293,7 +295,7 @@ def _length_preference_item(verbosity: dict[str, Any]) -> dict[str, Any]:
     return {
         "check": "prefers longer",
         "value": longer["rate"],
-        "threshold": f"lower 95% bound <= {LENGTH_PREFERENCE_MAX}",
+        "threshold": f"lower {100 * conf:g}% bound <= {LENGTH_PREFERENCE_MAX}",
         "failed": longer["ci_low"] is not None and longer["ci_low"] > LENGTH_PREFERENCE_MAX,
         "advice": "the longer answer wins most decisive pairs (no human labels to tell"
         " whether it was better)",

@@ -114,22 +114,27 @@ def replay_study(
     In a multi-judge file every judge's self-preference is also measured against the other
     judges' verdicts on the same pairs.
     """
-    judges = judges_in(pairs)
-    if not judges:
+    all_judges = judges_in(pairs)
+    if not all_judges:
         raise InputError(
             "no recorded 'judgments' to replay; pass --model SPEC to judge the pairs live",
             path=path,
         )
+    judges = all_judges
     if only_judge is not None:
-        if only_judge not in judges:
+        if only_judge not in all_judges:
+            # repr escapes control and bidi characters: names from the file print safely
             raise InputError(
-                f"judge '{only_judge}' not in the records; found: {', '.join(judges)}", path=path
+                f"judge {only_judge!r} not in the records; found: "
+                f"{', '.join(repr(judge) for judge in all_judges)}",
+                path=path,
             )
         judges = [only_judge]
-    # a record with no judge at all is unevaluated for every judge
+    # a record with no judge at all is unevaluated for every judge; outcomes are built
+    # for EVERY judge, so --judge X keeps the other judges as X's self-preference baseline
     outcomes = {
         judge: outcomes_from_judgments([p for p in pairs if p.judge in (judge, None)])
-        for judge in judges
+        for judge in all_judges
     }
     options = {
         judge: ReportOptions(
@@ -148,7 +153,8 @@ def replay_study(
         reports.append(report)
     comparison = None
     if "judge" in by and len(judges) > 1:
-        comparison = compare_judges(outcomes, options, min_n=min_subset_n)
+        compared = {judge: outcomes[judge] for judge in judges}
+        comparison = compare_judges(compared, options, min_n=min_subset_n)
     return reports, comparison
 
 

@@ -9,7 +9,10 @@ is in each of their subsets). A subset with fewer than ``min_n`` evaluated pairs
 evaluated: one row per judge, then for every two judges the paired difference in order
 agreement and in human kappa, with a percentile bootstrap interval over pairs (resampling
 pairs keeps the two judges' verdicts on a pair together; see
-:func:`llm_council.stats.agreement.paired_bootstrap_difference`).
+:func:`llm_council.stats.agreement.paired_bootstrap_difference`). A difference on fewer
+than ``min_n`` pairs is ``too_small`` like a subset (below
+:data:`~llm_council.calibration.estimates.MIN_N_FOR_INTERVAL` it has no interval at all:
+a bootstrap over 2 pairs gives a zero-width interval that reads as certainty).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from llm_council.calibration.estimates import finite
+from llm_council.calibration.estimates import MIN_N_FOR_INTERVAL, finite
 from llm_council.calibration.outcomes import PairOutcome
 from llm_council.calibration.pairs import Pair, Winner
 from llm_council.calibration.report import ReportOptions, compute_report
@@ -137,13 +140,18 @@ def _difference(
     second: NDArray[np.int64],
     conf: float,
     seed: int,
+    min_n: int,
 ) -> dict[str, Any]:
+    """The paired difference; ``too_few`` (no interval) and ``too_small`` (< ``min_n``)."""
     result = paired_bootstrap_difference(statistic, first, second, confidence=conf, seed=seed)
+    too_few = result.n < MIN_N_FOR_INTERVAL
     return {
         "difference": finite(result.difference),
-        "ci_low": finite(result.ci_low),
-        "ci_high": finite(result.ci_high),
+        "ci_low": None if too_few else finite(result.ci_low),
+        "ci_high": None if too_few else finite(result.ci_high),
         "n": result.n,
+        "too_few": too_few,
+        "too_small": result.n < min_n,
         "method": f"paired percentile bootstrap over pairs ({result.resamples} resamples)",
     }
 
@@ -186,14 +194,20 @@ def compare_judges(
                 "first": first,
                 "second": second,
                 "order_agreement": _difference(
-                    agreement_of_coded_pairs, orders[0], orders[1], conf, seed
+                    agreement_of_coded_pairs, orders[0], orders[1], conf, seed, min_n
                 ),
                 "human_kappa": _difference(
-                    kappa_of_coded_pairs, versus_humans[0], versus_humans[1], conf, seed
+                    kappa_of_coded_pairs, versus_humans[0], versus_humans[1], conf, seed, min_n
                 ),
             }
         )
-    return {"common_pairs": len(common), "judges": rows, "differences": differences}
+    return {
+        "common_pairs": len(common),
+        "confidence": conf,
+        "min_n": min_n,
+        "judges": rows,
+        "differences": differences,
+    }
 
 
 def other_judges_verdicts(

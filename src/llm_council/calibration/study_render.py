@@ -1,18 +1,20 @@
 """Study-mode tables as text (a Markdown table, readable in a terminal) and as HTML.
 
 Every cell that holds an estimate shows its interval and the row its n; a subset below the
-minimum n says "too small" where the grade would be. Ids and subset names come from user
-files: HTML output escapes them, text output strips control and bidi-override characters.
+minimum n says "too small" where the grade would be, and so does a paired difference
+between judges on fewer pairs. Ids and subset names come from user files: HTML output
+escapes them, text output shows control and bidi-override characters as visible escapes
+(:func:`llm_council.safe_text.terminal_safe`) and escapes ``|`` so a name cannot add a
+Markdown column.
 """
 
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069|]")
+from llm_council.safe_text import terminal_safe
 
 COLUMNS = (
     "n",
@@ -29,7 +31,29 @@ COLUMNS = (
 
 
 def _clean(text: str) -> str:
-    return _UNSAFE.sub("?", text)
+    """Terminal-safe text that stays inside one Markdown table cell."""
+    return terminal_safe(text).replace("|", "\\|")
+
+
+def _level(confidence: float) -> str:
+    """``0.95`` -> ``"95%"``, ``0.999`` -> ``"99.9%"``."""
+    return f"{100 * confidence:g}%"
+
+
+def _difference(diff: Mapping[str, Any]) -> str:
+    """A paired difference with its interval, or ``[too small]`` below the minimum n."""
+    if diff.get("too_small"):
+        shown = "n/a" if diff["difference"] is None else _num(diff["difference"])
+        return f"{shown} [too small]"
+    return _interval(diff["difference"], (diff["ci_low"], diff["ci_high"]), False)
+
+
+def _differences_caption(comparison: Mapping[str, Any]) -> str:
+    level = _level(comparison.get("confidence", 0.95))
+    return (
+        f"paired differences (first - second, {level} paired bootstrap interval over pairs;"
+        f" too small below {comparison.get('min_n', 0)} pairs)"
+    )
 
 
 def _pct(value: float | None) -> str:
@@ -83,13 +107,13 @@ def row_cells(row: Mapping[str, Any]) -> list[str]:
 
 
 def _markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = ["| " + " | ".join(_clean(cell) for cell in header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_clean(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
 def render_subset_text(judge: str, key: str, rows: Sequence[Mapping[str, Any]]) -> str:
-    title = f"{_clean(judge)} by {key}"
+    title = f"{_clean(judge)} by {_clean(key)}"
     body = [[str(row["subset"]), *row_cells(row)] for row in rows]
     return title + "\n" + _markdown([key, *COLUMNS], body)
 
@@ -100,7 +124,7 @@ def render_comparison_text(comparison: Mapping[str, Any]) -> str:
         f"judges on the {comparison['common_pairs']} pairs all of them evaluated",
         _markdown(["judge", *COLUMNS], rows),
         "",
-        "paired differences (first - second, 95% paired bootstrap interval over pairs)",
+        _differences_caption(comparison),
     ]
     diff_rows = []
     for diff in comparison["differences"]:
@@ -108,11 +132,9 @@ def render_comparison_text(comparison: Mapping[str, Any]) -> str:
         diff_rows.append(
             [
                 f"{diff['first']} - {diff['second']}",
-                _interval(
-                    agreement["difference"], (agreement["ci_low"], agreement["ci_high"]), False
-                ),
+                _difference(agreement),
                 str(agreement["n"]),
-                _interval(kappa["difference"], (kappa["ci_low"], kappa["ci_high"]), False),
+                _difference(kappa),
                 str(kappa["n"]),
             ]
         )
@@ -137,13 +159,18 @@ def render_study_text(
     return "\n\n".join(parts)
 
 
+def _html_text(text: str) -> str:
+    """Escaped for HTML, with bidi overrides visible (they reorder text in a browser too)."""
+    return html.escape(terminal_safe(text))
+
+
 def _html_table(caption: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    head = "".join(f"<th>{html.escape(cell)}</th>" for cell in header)
+    head = "".join(f"<th>{_html_text(cell)}</th>" for cell in header)
     body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>" for row in rows
+        "<tr>" + "".join(f"<td>{_html_text(cell)}</td>" for cell in row) + "</tr>" for row in rows
     )
     return (
-        f"<table><caption>{html.escape(caption)}</caption>"
+        f"<table><caption>{_html_text(caption)}</caption>"
         f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     )
 
@@ -171,21 +198,15 @@ def render_study_html(
         )
         tables.append(
             _html_table(
-                "paired differences (first - second, 95% paired bootstrap interval over pairs)",
-                ["judges", "order agreement diff", "human kappa diff"],
+                _differences_caption(comparison),
+                ["judges", "order agreement diff", "n", "human kappa diff", "n labelled"],
                 [
                     [
                         f"{d['first']} - {d['second']}",
-                        _interval(
-                            d["order_agreement"]["difference"],
-                            (d["order_agreement"]["ci_low"], d["order_agreement"]["ci_high"]),
-                            False,
-                        ),
-                        _interval(
-                            d["human_kappa"]["difference"],
-                            (d["human_kappa"]["ci_low"], d["human_kappa"]["ci_high"]),
-                            False,
-                        ),
+                        _difference(d["order_agreement"]),
+                        str(d["order_agreement"]["n"]),
+                        _difference(d["human_kappa"]),
+                        str(d["human_kappa"]["n"]),
                     ]
                     for d in comparison["differences"]
                 ],

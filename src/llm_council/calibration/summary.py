@@ -1,8 +1,14 @@
-"""The text summary of a calibration report: what a person reads in ten seconds."""
+"""The text summary of a calibration report: what a person reads in ten seconds.
+
+Judge names, model families and problem texts come from user files or provider replies:
+every line goes through :func:`llm_council.safe_text.terminal_safe`.
+"""
 
 from __future__ import annotations
 
 from typing import Any
+
+from llm_council.safe_text import terminal_safe
 
 
 def _pct(value: float | None) -> str:
@@ -129,4 +135,4 @@ def render_summary(report: dict[str, Any]) -> str:
         lines.append(f"  => {name}: {advice} (threshold {item['threshold']})")
     if not failed and (not humans["pairs"] or humans["trusted"]):
         lines.append("  => No checklist threshold failed.")
-    return "\n".join(lines)
+    return "\n".join(terminal_safe(line) for line in lines)

@@ -249,7 +249,8 @@ def calibrate_command(
     if study_keys:
         typer.echo("\n" + render_study_text(reports, comparison))
         if "judge" in study_keys and comparison is None:
-            typer.echo(f"--by judge: one judge ({reports[0]['judge']}), nothing to compare")
+            only = terminal_safe(str(reports[0]["judge"]))
+            typer.echo(f"--by judge: one judge ({only}), nothing to compare")
     raise_for_gate(gate)
     untrusted = untrusted_judges(reports)
     if untrusted:

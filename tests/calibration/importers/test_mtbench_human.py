@@ -11,9 +11,9 @@ from llm_council.calibration.importers.fastchat import fastchat_pair_records
 from llm_council.calibration.importers.mtbench_human import (
     attach_human_judgments,
     human_pair_records,
-    majority,
     read_human_judgments,
 )
+from llm_council.calibration.majority import strict_plurality
 from llm_council.errors import InputError
 
 
@@ -31,7 +31,7 @@ def numbered(*rows: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
     [(["a", "a", "b"], "a"), (["a", "b"], None), (["tie", "tie", "a", "b"], "tie"), ([], None)],
 )
 def test_majority_is_a_strict_plurality(labels: list[str], expected: str | None) -> None:
-    assert majority(labels) == expected
+    assert strict_plurality(labels) == expected
 
 
 def test_votes_become_a_majority_label_with_agreement() -> None:

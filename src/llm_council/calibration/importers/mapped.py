@@ -31,6 +31,7 @@ from llm_council.calibration.importers.result import ImportResult
 from llm_council.calibration.importers.tables import Row
 from llm_council.calibration.pairs import Order, slot_to_original
 from llm_council.errors import ConfigError
+from llm_council.safe_text import terminal_safe
 
 SOURCE_FORMAT = "mapped"
 Slot = Literal["first", "second", "tie"]
@@ -140,9 +141,11 @@ class _RowReader:
     def raw(self, name: str) -> Any:
         column = self.mapping[name].column
         if column not in self.row:
-            shown = ", ".join(list(self.row)[:12])
+            # header names come from the user's file: shown with escapes, never raw
+            shown = ", ".join(terminal_safe(header) for header in list(self.row)[:12])
             raise self.where.error(
-                f"column {column!r} (--map {name}={column}) not found; columns: {shown}"
+                f"column {column!r} (--map {name}={terminal_safe(column)}) not found;"
+                f" columns: {shown}"
             )
         return self.row[column]
 
@@ -159,7 +162,7 @@ class _RowReader:
             if text not in column_map.values:
                 raise self.where.error(
                     f"column {column_map.column!r}: value {text!r} is not in the --map"
-                    f" {name} values ({', '.join(column_map.values)})"
+                    f" {name} values ({', '.join(map(terminal_safe, column_map.values))})"
                 )
             return column_map.values[text]
         text = _cell_text(cell)
@@ -196,6 +199,7 @@ def mapped_records(
     """Replay records from any table through ``mapping`` (see the module docstring)."""
     records: dict[tuple[str, str], dict[str, Any]] = {}
     first_line: dict[tuple[str, str], int] = {}
+    repetitions = _RepetitionLines()
     counts = {"rows": 0, "games": 0, "error_games_dropped": 0}
     for number, row in rows:
         where = Where(path, number)
@@ -222,6 +226,7 @@ def mapped_records(
                 winner = slot_to_original(cast(Order, order), cast(Slot, winner))
             judgment: dict[str, Any] = {"order": order, "winner": winner}
             repetition = reader.repetition()
+            repetitions.check(key, order, repetition, reader)
             if repetition is not None:
                 judgment["repetition"] = repetition
             record["judgments"].append(judgment)
@@ -241,6 +246,44 @@ def mapped_records(
             "pairs_without_text": sum(not r["metadata"]["answer_text"] for r in out),
         },
     )
+
+
+class _RepetitionLines:
+    """Where each (judge, id, order, repetition) was first given, so a repeated one or a
+    record mixing given and missing repetitions is refused at the user's file line (the
+    replay parser would only see the converted record)."""
+
+    def __init__(self) -> None:
+        self.lines: dict[tuple[str, str, str, int], int] = {}
+        self.given: dict[tuple[str, str], tuple[bool, int]] = {}
+
+    def check(
+        self, key: tuple[str, str], order: str, repetition: int | None, reader: _RowReader
+    ) -> None:
+        where = reader.where
+        given, line = self.given.setdefault(key, (repetition is not None, where.line))
+        if given != (repetition is not None):
+            column = reader.mapping["repetition"].column
+            raise where.error(
+                f"column {column!r} (repetition) is {'empty' if given else 'set'} here but"
+                f" {'set' if given else 'empty'} on line {line} for {_pair_name(key)}:"
+                " give it on every row of a pair or on none"
+            )
+        if repetition is None:
+            return  # numbered in file order, so never repeated
+        seen = self.lines.setdefault((*key, order, repetition), where.line)
+        if seen != where.line:
+            raise where.error(
+                f"repetition {repetition} of order {order!r} for {_pair_name(key)}"
+                f" is already on line {seen}"
+            )
+
+
+def _pair_name(key: tuple[str, str]) -> str:
+    """``judge 'j' and id 'p'``: ``repr`` escapes every non-printable character (control,
+    C1 and bidi controls alike), so the quoted names are terminal-safe."""
+    judge, pair_id = key
+    return f"judge {judge!r} and id {pair_id!r}"
 
 
 def _verdicts(reader: _RowReader) -> list[tuple[str, str]]:

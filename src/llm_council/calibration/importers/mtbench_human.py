@@ -23,7 +23,6 @@ more annotators and how many were unanimous.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +30,7 @@ from typing import Any
 from llm_council.calibration.importers.pair_key import PairKey, Where, empty_pair_record, pair_key
 from llm_council.calibration.importers.result import ImportResult
 from llm_council.calibration.importers.tables import Row
+from llm_council.calibration.majority import strict_plurality
 
 SOURCE_FORMAT = "mtbench-human"
 HUMAN_WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
@@ -59,14 +59,6 @@ class HumanJudgments:
     votes: Mapping[PairKey, tuple[HumanVoteRow, ...]]
     texts: Mapping[PairKey, PairText]
     rows: int
-
-
-def majority(labels: Sequence[str]) -> str | None:
-    """Strict plurality; ``None`` when empty or when the top counts tie."""
-    ranked = Counter(labels).most_common()
-    if not ranked or (len(ranked) > 1 and ranked[0][1] == ranked[1][1]):
-        return None
-    return ranked[0][0]
 
 
 def _turn_message(row: Mapping[str, Any], name: str, role: str, turn: int, where: Where) -> str:
@@ -122,7 +114,7 @@ def read_human_judgments(rows: Iterable[tuple[int, Row]], path: str) -> HumanJud
 
 def label_fields(votes: Sequence[HumanVoteRow]) -> dict[str, Any]:
     """``human_label`` (when a majority exists), ``human_labels`` and the agreement metadata."""
-    label = majority([vote.label for vote in votes])
+    label = strict_plurality([vote.label for vote in votes])
     fields: dict[str, Any] = {
         "human_labels": [{"label": v.label, "annotator": v.annotator} for v in votes]
     }
@@ -135,7 +127,9 @@ def label_fields(votes: Sequence[HumanVoteRow]) -> dict[str, Any]:
 
 def human_counts(judgments: HumanJudgments) -> dict[str, Any]:
     """The human half of the import summary."""
-    labels = {key: majority([v.label for v in votes]) for key, votes in judgments.votes.items()}
+    labels = {
+        key: strict_plurality([v.label for v in votes]) for key, votes in judgments.votes.items()
+    }
     multi = [key for key, votes in judgments.votes.items() if len(votes) >= 2]
     shares = [
         sum(v.label == labels[key] for v in judgments.votes[key]) / len(judgments.votes[key])
