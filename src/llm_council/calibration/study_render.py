@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from llm_council.calibration.judge_independence_render import render_independence_html
+
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069|]")
 
 COLUMNS = (
@@ -149,9 +151,12 @@ def _html_table(caption: str, header: Sequence[str], rows: Sequence[Sequence[str
 
 
 def render_study_html(
-    reports: Sequence[Mapping[str, Any]], comparison: Mapping[str, Any] | None
+    reports: Sequence[Mapping[str, Any]],
+    comparison: Mapping[str, Any] | None,
+    independence: Mapping[str, Any] | None = None,
 ) -> str:
-    """A standalone HTML page with one table per (judge, key) and the judge comparison."""
+    """A standalone HTML page with one table per (judge, key), the judge comparison and the
+    effective number of independent judges (replay of 2+ judges)."""
     tables = [
         _html_table(
             f"{report['judge']} by {key}",
@@ -191,6 +196,8 @@ def render_study_html(
                 ],
             )
         )
+    if independence is not None:
+        tables.append(render_independence_html(independence))
     style = (
         "body{font-family:sans-serif}table{border-collapse:collapse;margin:1em 0}"
         "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}caption{font-weight:bold}"
