@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy.stats import multivariate_normal, norm
 
 MODELS = ("alpha", "beta")
 
@@ -84,3 +85,32 @@ def judge_records(
                 }
             )
     return records
+
+
+def latent_error_matrix(
+    items: int, judges: int, *, shared_share: float, error: float, rng: np.random.Generator
+) -> np.ndarray:
+    """A second mechanism: judge j errs when ``sqrt(s) Z_i + sqrt(1 - s) U_ij > z``.
+
+    ``Z_i`` (the pair's shared difficulty) and ``U_ij`` are standard normal, ``s`` =
+    ``shared_share`` and ``z = Phi^-1(1 - error)``: latent errors correlate ``s``, the
+    indicators less (see :func:`latent_true_error_correlation`).
+    """
+    threshold = float(norm.ppf(1 - error))
+    shared = rng.standard_normal(items)[:, None]
+    own = rng.standard_normal((items, judges))
+    latent = np.sqrt(shared_share) * shared + np.sqrt(1 - shared_share) * own
+    return (latent > threshold).astype(float)
+
+
+def latent_true_error_correlation(shared_share: float, error: float) -> float:
+    """Indicator correlation of :func:`latent_error_matrix`: the bivariate normal orthant
+    probability P(X > z, Y > z) at correlation s, from scipy, minus error^2, over
+    error (1 - error)."""
+    threshold = float(norm.ppf(1 - error))
+    both = float(
+        multivariate_normal(mean=[0, 0], cov=[[1, shared_share], [shared_share, 1]]).cdf(
+            [-threshold, -threshold]
+        )
+    )
+    return (both - error**2) / (error * (1 - error))

@@ -95,3 +95,18 @@ def test_a_judge_without_error_variation_is_undefined() -> None:
 def test_bad_shapes_and_missing_values_are_refused(bad: np.ndarray) -> None:
     with pytest.raises(ValueError):
         effective_judges(bad)
+
+
+def test_second_generator_latent_shared_difficulty() -> None:
+    # a different mechanism: errors from a thresholded Gaussian with a shared component;
+    # the true indicator correlation comes from scipy's bivariate normal orthant probability
+    from generators.shared_error_judges import latent_error_matrix, latent_true_error_correlation
+
+    rho = latent_true_error_correlation(0.3, 0.25)
+    assert 0.15 < rho < 0.2  # ~0.174: well below the latent 0.3
+    errors = latent_error_matrix(
+        20000, 4, shared_share=0.3, error=0.25, rng=np.random.default_rng(8)
+    )
+    result = effective_judges(errors, resamples=300)
+    assert result.effective_judges == pytest.approx(4 / (1 + 3 * rho), abs=0.15)
+    assert result.ci_low <= 4 / (1 + 3 * rho) <= result.ci_high < 4

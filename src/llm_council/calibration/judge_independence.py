@@ -91,7 +91,7 @@ def shared_error_matrix(
     return judges, kept, errors, conflicting
 
 
-def _too_few_reason(judges: Sequence[str], errors: np.ndarray) -> str | None:
+def too_few_reason(judges: Sequence[str], errors: np.ndarray) -> str | None:
     n = errors.shape[0]
     if n < MIN_SHARED_PAIRS:
         return f"only {n} shared labelled pairs (< {MIN_SHARED_PAIRS})"
@@ -136,7 +136,7 @@ def judge_independence(
             " (always right or always wrong): its error correlation is undefined"
         )
         return {**section, "not_computed": reason, "too_few": True, "too_few_reason": reason}
-    too_few = _too_few_reason(judges, errors)
+    too_few = too_few_reason(judges, errors)
     result = effective_judges(
         errors, confidence=confidence, resamples=resamples, seed=seed, interval=too_few is None
     )
