@@ -74,18 +74,22 @@ class Scenario:
 
 
 SCENARIOS = (
-    Scenario("mix", 3, 50, 0.3, 0.0),
-    Scenario("mix", 3, 100, 0.2, 0.0),
-    Scenario("mix", 5, 100, 0.2, 0.0),
+    # independent judges: coverage of k and the false-alarm rate of "fail together"
+    Scenario("mix", 3, 100, 0.3, 0.0),
+    Scenario("mix", 5, 100, 0.3, 0.0),
+    Scenario("mix", 5, 100, 0.2, 0.0),  # 4 expected joint errors: mostly "too few"
     Scenario("mix", 5, 300, 0.2, 0.0),
     Scenario("mix", 7, 300, 0.3, 0.0),
     Scenario("latent", 5, 100, 0.25, 0.0),
-    Scenario("mix", 5, 100, 0.2, 0.05),
-    Scenario("mix", 5, 100, 0.2, 0.1),
+    Scenario("latent", 3, 200, 0.15, 0.0),
+    # a shared-error component: power
+    Scenario("mix", 5, 100, 0.3, 0.05),
+    Scenario("mix", 5, 100, 0.3, 0.1),
     Scenario("mix", 5, 300, 0.2, 0.05),
     Scenario("mix", 3, 100, 0.3, 0.1),
     Scenario("latent", 5, 100, 0.25, 0.2),
     Scenario("latent", 5, 300, 0.25, 0.1),
+    # independent judges, 10% of human labels wrong: the caveat, measured
     Scenario("mix", 5, 300, 0.2, 0.0, label_noise=0.1),
 )
 

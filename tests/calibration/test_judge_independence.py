@@ -175,3 +175,11 @@ def test_cli_text_json_and_html_with_hostile_judge_names(
     # --judge replays one judge: nothing to compare, no section
     assert _run([*args, "--judge", "a"], "llm-council", app) == 0
     assert "effective_judges" not in json.loads(output.read_text())
+
+
+def test_few_expected_joint_errors_is_too_few_naming_the_judges() -> None:
+    # 5 judges, 100 pairs, 10% errors: ~1 joint error expected per pair of judges (< 5)
+    section = _section(judge_records(100, 5, shared=0.0, error=0.1, seed=3))
+    assert section["too_few"] and section["effective_judges"]["ci_low"] is None
+    assert "expected to err together" in section["too_few_reason"]
+    assert section["shared_error_detected"] is False

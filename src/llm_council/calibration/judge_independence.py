@@ -15,9 +15,8 @@ correlation equals the error rate), which would report correlation where there i
 Caveat shown with the number: the human label is the reference, so an item the humans
 got wrong is an error shared by every judge that got it right; noisy labels lower
 ``n_eff`` (10% label noise makes 5 independent 80%-accurate judges look like 3; see
-docs/calibration.md). Too few: fewer than :data:`MIN_SHARED_PAIRS` shared labelled pairs,
-or a judge with fewer than :data:`MIN_EACH_WAY` errors or correct verdicts on them,
-gets a point estimate without an interval and no flag.
+docs/calibration.md). Too few (:func:`too_few_reason`): a point estimate without an
+interval and no flag.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ from llm_council.calibration.pairs import Pair
 from llm_council.stats.effective_judges import effective_judges
 
 MIN_SHARED_PAIRS = 30
-MIN_EACH_WAY = 5
+MIN_EXPECTED_JOINT = 5
 ERROR_DEFINITION = "consolidated verdict != human label (order flips count as tie)"
 METHOD = (
     "Kish n_eff = k / (1 + (k-1) * mean pairwise correlation of error indicators);"
@@ -92,15 +91,28 @@ def shared_error_matrix(
 
 
 def too_few_reason(judges: Sequence[str], errors: np.ndarray) -> str | None:
+    """Why no interval: too few pairs, or two judges expected to err (or be right)
+    together by chance on fewer than :data:`MIN_EXPECTED_JOINT` pairs.
+
+    The second rule is Cochran's (1954) expected-count rule for a 2x2 table, here the
+    table of two judges' errors: with few expected joint errors the spread of their
+    correlation depends on its value, and the bootstrap interval missed ``k`` for 10% of
+    independent judges (5 judges, 100 pairs, 20% errors: 4 expected joint errors;
+    docs/calibration.md).
+    """
     n = errors.shape[0]
     if n < MIN_SHARED_PAIRS:
         return f"only {n} shared labelled pairs (< {MIN_SHARED_PAIRS})"
-    wrong = errors.sum(axis=0)
-    for judge, count in zip(judges, wrong, strict=True):
-        if min(count, n - count) < MIN_EACH_WAY:
+    rates = errors.mean(axis=0)
+    for a, b in combinations(range(len(judges)), 2):
+        both_wrong = n * rates[a] * rates[b]
+        both_right = n * (1 - rates[a]) * (1 - rates[b])
+        expected = min(both_wrong, both_right)
+        if expected < MIN_EXPECTED_JOINT:
+            kind = "err" if both_wrong <= both_right else "be right"
             return (
-                f"judge {judge!r} has {int(count)} errors in {n} pairs"
-                f" (needs >= {MIN_EACH_WAY} errors and >= {MIN_EACH_WAY} correct)"
+                f"judges {judges[a]!r} and {judges[b]!r} are expected to {kind} together"
+                f" on only {expected:.1f} of {n} pairs by chance (< {MIN_EXPECTED_JOINT})"
             )
     return None
 
