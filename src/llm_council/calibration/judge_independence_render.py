@@ -93,6 +93,7 @@ def render_independence_text(section: Mapping[str, Any]) -> str:
 
 def render_independence_html(section: Mapping[str, Any]) -> str:
     """One ``<section>`` for the calibration HTML page."""
+    rates = section["error_rates"]
     paragraphs = "".join(
         f"<p>{html.escape(line.strip())}</p>" for line in independence_lines(section)[1:]
     )
@@ -102,6 +103,7 @@ def render_independence_html(section: Mapping[str, Any]) -> str:
             f"<td>{html.escape(cell)}</td>"
             for cell in (
                 f"{pair['first']} - {pair['second']}",
+                f"{_num(rates[pair['first']])}, {_num(rates[pair['second']])}",
                 _num(pair["r"]),
             )
         )
@@ -109,7 +111,7 @@ def render_independence_html(section: Mapping[str, Any]) -> str:
         for pair in section.get("pair_correlations") or []
     )
     table = (
-        '<table class="effective-judges"><thead><tr><th>judges</th>'
+        '<table class="effective-judges"><thead><tr><th>judges</th><th>error rates</th>'
         "<th>error correlation r</th></tr></thead>"
         f"<tbody>{rows}</tbody></table>"
         if rows
