@@ -183,3 +183,25 @@ def test_few_expected_joint_errors_is_too_few_naming_the_judges() -> None:
     assert section["too_few"] and section["effective_judges"]["ci_low"] is None
     assert "expected to err together" in section["too_few_reason"]
     assert section["shared_error_detected"] is False
+
+
+def test_imported_judgment_log_gives_the_same_section(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the same 3 judges as a long-layout CSV (one row per judgment) through --map
+    records = judge_records(80, 3, shared=0.1, error=0.25, seed=21)
+    rows = ["pair,grader,shown,verdict,gold"]
+    for r in records:
+        rows += [
+            f"{r['id']},{r['judge']},{j['order']},{j['winner']},{r['human_label']}"
+            for j in r["judgments"]
+        ]
+    log = tmp_path / "log.csv"
+    log.write_text("\n".join(rows) + "\n")
+    output = tmp_path / "r.json"
+    mapping = "id=pair,judge=grader,order=shown,winner=verdict,human_label=gold"
+    args = ["calibrate", str(log), "--input-format", "mapped", "--map", mapping]
+    assert _run([*args, "--human-threshold", "0", "--output", str(output)], "x", app) == 0
+    imported = json.loads(output.read_text())["effective_judges"]
+    assert imported["shared_labelled_pairs"] == 80
+    assert imported == _section(records)
