@@ -110,3 +110,15 @@ def test_second_generator_latent_shared_difficulty() -> None:
     result = effective_judges(errors, resamples=300)
     assert result.effective_judges == pytest.approx(4 / (1 + 3 * rho), abs=0.15)
     assert result.ci_low <= 4 / (1 + 3 * rho) <= result.ci_high < 4
+
+
+def test_signed_score_errors_in_any_unit() -> None:
+    # correlation is scale-free: errors in millipoints give the same n_eff as in points,
+    # and a constant column is undefined at any scale
+    rng = np.random.default_rng(4)
+    shared = rng.standard_normal((300, 1))
+    errors = shared + rng.standard_normal((300, 3))
+    points = effective_judges(errors, interval=False).effective_judges
+    assert effective_judges(errors * 1e-6, interval=False).effective_judges == pytest.approx(points)
+    constant = np.column_stack([errors[:, :2], np.full(300, 3e-7)])
+    assert math.isnan(mean_error_correlation(constant))

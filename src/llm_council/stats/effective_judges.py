@@ -87,8 +87,9 @@ def _correlations_from_moments(
     scale = np.sqrt(np.clip(variance, 0.0, None))
     with np.errstate(invalid="ignore", divide="ignore"):
         correlation = covariance / (scale[:, :, None] * scale[:, None, :])
-    # a judge whose errors do not vary has no correlation with anyone
-    constant = variance <= 1e-12
+    # a judge whose errors do not vary has no correlation with anyone (relative to the
+    # errors' own scale, so score errors in any unit are judged alike)
+    constant = variance <= 1e-12 * np.einsum("bjj->bj", second_moment)
     correlation[constant[:, :, None] | constant[:, None, :]] = np.nan
     return np.asarray(correlation)
 
