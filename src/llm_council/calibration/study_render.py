@@ -14,6 +14,7 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from llm_council.calibration.judge_independence_render import render_independence_html
 from llm_council.safe_text import terminal_safe
 
 COLUMNS = (
@@ -176,9 +177,12 @@ def _html_table(caption: str, header: Sequence[str], rows: Sequence[Sequence[str
 
 
 def render_study_html(
-    reports: Sequence[Mapping[str, Any]], comparison: Mapping[str, Any] | None
+    reports: Sequence[Mapping[str, Any]],
+    comparison: Mapping[str, Any] | None,
+    independence: Mapping[str, Any] | None = None,
 ) -> str:
-    """A standalone HTML page with one table per (judge, key) and the judge comparison."""
+    """A standalone HTML page with one table per (judge, key), the judge comparison and the
+    effective number of independent judges (replay of 2+ judges)."""
     tables = [
         _html_table(
             f"{report['judge']} by {key}",
@@ -212,6 +216,8 @@ def render_study_html(
                 ],
             )
         )
+    if independence is not None:
+        tables.append(render_independence_html(independence))
     style = (
         "body{font-family:sans-serif}table{border-collapse:collapse;margin:1em 0}"
         "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}caption{font-weight:bold}"

@@ -24,6 +24,8 @@ from llm_council.calibration.gate import (
     raise_for_gate,
 )
 from llm_council.calibration.importers import load_pairs_any
+from llm_council.calibration.judge_independence import judge_independence_from_pairs
+from llm_council.calibration.judge_independence_render import render_independence_text
 from llm_council.calibration.pairs import read_pairs
 from llm_council.calibration.probes import PROBE_NAMES, parse_probe_names
 from llm_council.calibration.report import DEFAULT_HUMAN_KAPPA_THRESHOLD
@@ -32,6 +34,7 @@ from llm_council.calibration.session import (
     JudgeUntrustedError,
     LiveSettings,
     default_cache_path,
+    judges_in,
     replay_study,
     run_live,
     untrusted_judges,
@@ -195,6 +198,7 @@ def calibrate_command(
         raise ConfigError(f"--min-subset-n must be >= 1, got {min_subset_n}")
     pairs = load_pairs_any(pairs_path, input_format, mapping or [], human, live=model is not None)
     comparison = None
+    independence = None  # effective number of judges: replay of 2+ judges only
     if model is None:
         reports, comparison = replay_study(
             pairs,
@@ -206,6 +210,8 @@ def calibrate_command(
             min_subset_n=min_subset_n,
         )
         mode = "replay"
+        if judge is None:
+            independence = judge_independence_from_pairs(pairs, judges_in(pairs))
     else:
         settings = _live_settings(
             pairs_path,
@@ -242,10 +248,14 @@ def calibrate_command(
         document = {"format": REPORT_FORMAT, "mode": mode, "reports": reports, "gate": gate}
         if comparison is not None:
             document["judge_comparison"] = comparison
+        if independence is not None:
+            document["effective_judges"] = independence
         write_json_atomically(output, document)
     if html is not None:
-        write_text_atomically(html, render_study_html(reports, comparison))
+        write_text_atomically(html, render_study_html(reports, comparison, independence))
     typer.echo("\n\n".join(render_summary(report) for report in reports))
+    if independence is not None:
+        typer.echo("\n" + render_independence_text(independence))
     if study_keys:
         typer.echo("\n" + render_study_text(reports, comparison))
         if "judge" in study_keys and comparison is None:

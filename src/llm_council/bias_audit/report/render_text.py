@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from llm_council.bias_audit.report.effective_judges_note import effective_judges_note_text
 from llm_council.bias_audit.report.model import BiasReport, Interval, PositionBias
 from llm_council.bias_audit.report.render_causal import causal_check_lines
 from llm_council.safe_text import terminal_safe
@@ -263,6 +264,7 @@ def render_text(report: BiasReport) -> str:
             "  Log-odds of winning per unit ln(words) difference: "
             f"{fmt_interval(board.length_slope)}"
         )
+        add(effective_judges_note_text())  # not identified from scores (ADR 0025)
         add("")
         add("=== Adjusted view (extra; NOT used above): mean of joint-model answer effects ===")
         ordered = sorted(
