@@ -25,8 +25,9 @@ from llm_council.bias_audit.score_table import (
 )
 from llm_council.bias_audit.thresholds import AuditThresholds, load_thresholds
 from llm_council.prompts import label_for
-from llm_council.stats.additive_model import AdditiveFit, fit_additive_two_way
+from llm_council.stats.additive_model import AdditiveFit
 from llm_council.stats.correlation import pearson_correlation_t_test
+from llm_council.stats.design_cache import fit_additive_two_way_cached
 from llm_council.stats.position_tests import joint_slot_effects, position_randomization_test
 from llm_council.stats.reviewer_noise import ReviewerNoise, estimate_reviewer_noise
 from llm_council.stats.session_tests import (
@@ -72,7 +73,7 @@ def _fit_session(table: ScoreTable, thresholds: AuditThresholds) -> _SessionMode
     others_scores = np.where(usable, table.scores, np.nan)
     active_rows = np.flatnonzero(usable.any(axis=1))
     active_columns = np.flatnonzero(usable.any(axis=0))
-    fit = fit_additive_two_way(others_scores[np.ix_(active_rows, active_columns)])
+    fit = fit_additive_two_way_cached(others_scores[np.ix_(active_rows, active_columns)])
     noise = (
         estimate_reviewer_noise(fit)
         if fit is not None and not thresholds.equal_reviewer_noise
@@ -223,6 +224,7 @@ def _leniency_fields(
             first_fit=model.fit,
             minimum_residual_df=thresholds.minimum_test_df,
             per_reviewer_noise=not thresholds.equal_reviewer_noise,
+            first_noise=model.noise,
         )
         for verdict in verdicts:
             name = table.reviewers[model.active_rows[verdict.reviewer_index]]
