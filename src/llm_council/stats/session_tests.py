@@ -224,7 +224,12 @@ def median_reference_offsets(fit: AdditiveFit) -> np.ndarray:
     :func:`step_down_reviewer_offsets`.
     """
     effects = np.concatenate([[0.0], fit.coefficients[1 : fit.n_reviewers]])
-    return effects - float(np.median(effects))
+    # numpy.median's value (middle element, or the mean of the two middle ones) from a
+    # sort, without its per-call machinery
+    ordered = np.sort(effects)
+    middle = ordered.size // 2
+    median = ordered[middle] if ordered.size % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return effects - float(median)
 
 
 @dataclass(frozen=True)
@@ -271,10 +276,13 @@ def step_down_reviewer_offsets(
     remaining = list(range(table.shape[0]))
     verdicts: dict[int, ReviewerOffsetVerdict] = {}
     while len(remaining) >= 3:
-        sub_table = table[remaining]
-        sub_table = sub_table[:, ~np.all(np.isnan(sub_table), axis=0)]
         reuse = first_fit is not None and len(remaining) == table.shape[0]
-        fit = first_fit if reuse else fit_additive_two_way_cached(sub_table)
+        if reuse:
+            fit = first_fit
+        else:
+            sub_table = table[remaining]
+            sub_table = sub_table[:, ~np.all(np.isnan(sub_table), axis=0)]
+            fit = fit_additive_two_way_cached(sub_table)
         if fit is None:
             break
         noise = None
