@@ -189,5 +189,6 @@ def main() -> None:
                 f"ratio {ours / ref:.2f} (target ours <= reference: {verdict})"
             )
 
+
 if __name__ == "__main__":
     main()

@@ -33,15 +33,19 @@ def _differences(expected: Any, actual: Any, where: str) -> list[str]:
             for position, (left, right) in enumerate(zip(expected, actual, strict=True))
             for difference in _differences(left, right, f"{where}[{position}]")
         ]
-    if isinstance(expected, float) and isinstance(actual, float | int) and not isinstance(
-        actual, bool
+    if (
+        isinstance(expected, float)
+        and isinstance(actual, float | int)
+        and not isinstance(actual, bool)
     ):
         if math.isclose(expected, actual, rel_tol=TOLERANCE, abs_tol=TOLERANCE):
             return []
         return [f"{where}: {expected!r} != {actual!r}"]
-    return [] if expected == actual and type(expected) is type(actual) else [
-        f"{where}: {expected!r} != {actual!r}"
-    ]
+    return (
+        []
+        if expected == actual and type(expected) is type(actual)
+        else [f"{where}: {expected!r} != {actual!r}"]
+    )
 
 
 def test_every_seeded_audit_equals_the_saved_result_to_1e_12() -> None:
