@@ -74,7 +74,7 @@ def _fit_session(table: ScoreTable, thresholds: AuditThresholds) -> _SessionMode
         consensus = np.where(usable, table.scores, 0.0).sum(axis=0) / usable.sum(axis=0)
     active_rows = np.flatnonzero(usable.any(axis=1))
     active_columns = np.flatnonzero(usable.any(axis=0))
-    active_scores = others_scores[np.ix_(active_rows, active_columns)]
+    active_scores = others_scores[active_rows][:, active_columns]
     fit = fit_additive_two_way_cached(active_scores)
     noise = (
         estimate_reviewer_noise(fit)

@@ -133,6 +133,19 @@ def reviewer_offset_tests(
     return tests
 
 
+def _cell_vectors(fit: AdditiveFit, self_cells: list[tuple[int, int, float]]) -> np.ndarray:
+    """:meth:`AdditiveFit.cell_vector` of every self-review cell, one row each."""
+    reviewers = np.array([r for r, _, _ in self_cells], dtype=np.intp)
+    candidates = np.array([c for _, c, _ in self_cells], dtype=np.intp)
+    cells = np.zeros((len(self_cells), fit.design.shape[1]))
+    cells[:, 0] = 1.0
+    with_reviewer = np.flatnonzero(reviewers > 0)
+    cells[with_reviewer, reviewers[with_reviewer]] = 1.0
+    with_candidate = np.flatnonzero(candidates > 0)
+    cells[with_candidate, fit.n_reviewers - 1 + candidates[with_candidate]] = 1.0
+    return cells
+
+
 def self_preference_tests(
     fit: AdditiveFit,
     self_cells: list[tuple[int, int, float]],
@@ -156,7 +169,7 @@ def self_preference_tests(
     score is judged against its own noise, not the council's average noise.
     """
     if noise is not None and self_cells:
-        cells = np.array([fit.cell_vector(r, c) for r, c, _ in self_cells])
+        cells = _cell_vectors(fit, self_cells)
         estimates = np.array([score for _, _, score in self_cells]) - cells @ fit.coefficients
         own = np.zeros((fit.n_reviewers, len(self_cells)))
         own[[r for r, _, _ in self_cells], np.arange(len(self_cells))] = 1.0
@@ -191,13 +204,12 @@ def pooled_self_preference_test(
     """
     if not self_cells:
         return None
-    cells = np.array([fit.cell_vector(r, c) for r, c, _ in self_cells])
+    cells = _cell_vectors(fit, self_cells)
     scores = np.array([score for _, _, score in self_cells])
     errors = scores - cells @ fit.coefficients
     if noise is not None:
         share = 1.0 / len(self_cells)
-        own = np.zeros(fit.n_reviewers)
-        np.add.at(own, [r for r, _, _ in self_cells], share**2)
+        own = np.bincount([r for r, _, _ in self_cells], minlength=fit.n_reviewers) * share**2
         fitted_weights = noise.projection @ (cells.sum(axis=0) * share)
         aware = noise_aware_t_test(
             noise, float(errors.mean()), fitted_weights, new_cell_weights=own, one_sided=True
