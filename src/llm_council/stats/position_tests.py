@@ -126,7 +126,10 @@ def _permuted_slot_sums(
         all_picks = _ordering_picks(seed, n_draws, counts)
         for members, picks in zip(members_by_size.values(), all_picks, strict=True):
             tables = _enumerated_tables(codes, values, members, n_slots)
-            sums += tables[np.arange(members.shape[0])[:, None], picks].sum(axis=0)
+            # row (g, pick) of the stacked tables: a row copy per draw (np.take) instead of
+            # fancy indexing's element-wise gather, summed over groups in the same order
+            rows = picks + tables.shape[1] * np.arange(members.shape[0])[:, None]
+            sums += tables.reshape(-1, n_slots).take(rows, axis=0).sum(axis=0)
         return sums
     rng = np.random.default_rng(seed)
     for size, members in members_by_size.items():
