@@ -72,3 +72,53 @@ def test_the_golden_cases_exercise_every_flag_and_note() -> None:
     notes = {note for saved in golden for note in saved["result"]["indicator_only"]}
     assert {"reviewers", "position"} <= notes
     assert any(len(saved["result"]["harsh_reviewers"]) >= 2 for saved in golden)
+
+
+def test_the_session_table_equals_the_mapping_table_of_the_same_session() -> None:
+    """Both entry points of the audit build one table (the golden cases use the mappings)."""
+    import asyncio
+
+    import numpy as np
+
+    from llm_council import run_full_council
+    from llm_council.bias_audit.score_table import (
+        score_table_from_mappings,
+        score_table_from_session,
+    )
+    from llm_council.config import CouncilConfig, CouncilMember
+    from llm_council.middleware import Middleware, SessionCompleted
+
+    events: list[SessionCompleted] = []
+
+    class Capture(Middleware):
+        name = "capture"
+
+        async def on_session_end(self, event: SessionCompleted) -> None:
+            events.append(event)
+            return None
+
+    config = CouncilConfig(
+        members=tuple(CouncilMember(name=f"m{i}", spec="simulated:unbiased") for i in range(4)),
+        chairman=CouncilMember(name="chair", spec="simulated:unbiased"),
+    )
+    for seed in range(3):
+        asyncio.run(run_full_council("q", config=config, seed=seed, middleware=[Capture()]))
+    for event in events:
+        session = score_table_from_session(event.answers, event.reviews)
+        mapped = score_table_from_mappings(
+            {answer.member: answer.text or "" for answer in event.answers if answer.ok},
+            {
+                review.reviewer: {entry.candidate: entry.score for entry in review.candidates}
+                for review in event.reviews
+            },
+            {
+                review.reviewer: {e.candidate: e.display_index for e in review.candidates}
+                for review in event.reviews
+            },
+        )
+        assert session.reviewers == mapped.reviewers
+        assert session.candidates == mapped.candidates
+        for field in ("scores", "positions", "is_self", "length_chars", "length_words"):
+            left, right = getattr(session, field), getattr(mapped, field)
+            assert left.dtype == right.dtype and left.shape == right.shape, field
+            assert np.array_equal(left, right, equal_nan=left.dtype.kind == "f"), field

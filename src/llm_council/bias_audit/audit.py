@@ -146,16 +146,21 @@ def _position_fields(
     row_ids = model.active_rows[fit.rows]
     slots = table.positions[row_ids, model.active_columns[fit.columns]]
     known = slots != UNKNOWN_POSITION
-    known_slots = slots[known]
+    all_known = bool(known.all())
+    # every slot known (the middleware's case): the fit's own arrays, no masked copies
+    known_slots, design, residuals, reviewer_ids = (
+        (slots, fit.design, fit.residuals, row_ids)
+        if all_known
+        else (slots[known], fit.design[known], fit.residuals[known], row_ids[known])
+    )
     if known_slots.size == 0 or known_slots.min() == known_slots.max():
         notes["position"] = "fewer than two known display positions: position not tested"
         return fields
     # identifiability first: a slot effect confounded with the answers (one shared order,
     # or too few reviewers) has no estimate and no test, whatever a solver would return
-    all_known = bool(known.all())
     slot_effects = joint_slot_effects(
-        fit.design[known],
-        fit.residuals[known],
+        design,
+        residuals,
         known_slots,
         covariance_unscaled=fit.covariance_unscaled if all_known else None,
         annihilator=model.noise.annihilator if all_known and model.noise is not None else None,
@@ -168,9 +173,9 @@ def _position_fields(
         )
         return fields
     position = position_randomization_test(
-        fit.residuals[known],
+        residuals,
         known_slots,
-        row_ids[known],
+        reviewer_ids,
         n_permutations=thresholds.position_permutations,
         seed=permutation_seed,
     )
