@@ -206,9 +206,14 @@ def noise_aware_t_tests(
     n_reviewers = noise.variances.size
     n_tests = estimates.size
     cells_by_test = noise.reviewer_of_cell[:, None] * n_tests + np.arange(n_tests)
-    weights = np.bincount(
-        cells_by_test.ravel(), weights=(cell_weights**2).ravel(), minlength=n_reviewers * n_tests
-    ).reshape(n_reviewers, n_tests)
+    weights = np.asarray(
+        np.bincount(
+            cells_by_test.ravel(),
+            weights=(cell_weights**2).ravel(),
+            minlength=n_reviewers * n_tests,
+        ).reshape(n_reviewers, n_tests),
+        dtype=np.float64,
+    )
     if new_cell_weights is not None:
         weights = weights + new_cell_weights
     variances = noise.variances @ weights

@@ -209,7 +209,10 @@ def pooled_self_preference_test(
     errors = scores - cells @ fit.coefficients
     if noise is not None:
         share = 1.0 / len(self_cells)
-        own = np.bincount([r for r, _, _ in self_cells], minlength=fit.n_reviewers) * share**2
+        own = np.asarray(
+            np.bincount([r for r, _, _ in self_cells], minlength=fit.n_reviewers) * share**2,
+            dtype=np.float64,
+        )
         fitted_weights = noise.projection @ (cells.sum(axis=0) * share)
         aware = noise_aware_t_test(
             noise, float(errors.mean()), fitted_weights, new_cell_weights=own, one_sided=True
