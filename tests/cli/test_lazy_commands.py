@@ -1,8 +1,10 @@
-"""``llm-council --help`` imports no command module; each command still loads when run."""
+"""``llm-council --help`` imports no command module (nor typer or rich) and says what
+typer would; each command still loads when run."""
 
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 import sys
 
@@ -11,7 +13,18 @@ import typer
 
 from llm_council.cli.app import COMMANDS, _run, app
 
-_HEAVY = ("scipy", "duckdb", "numpy", "pydantic", "openai", "anthropic", "structlog")
+_HEAVY = (
+    "scipy",
+    "duckdb",
+    "numpy",
+    "pydantic",
+    "openai",
+    "anthropic",
+    "structlog",
+    "typer",
+    "rich",
+    "click",
+)
 
 
 def test_help_lists_every_command_without_importing_them() -> None:
@@ -27,8 +40,48 @@ def test_help_lists_every_command_without_importing_them() -> None:
     )
     help_text, _, imported = result.stdout.rpartition("\n[")
     assert imported.strip() == "]", f"--help imported: [{imported}"
-    for name in COMMANDS:
+    for name, entry in COMMANDS.items():
         assert name in help_text
+        assert entry.summary in " ".join(help_text.split())
+
+
+@pytest.mark.parametrize("columns", ["80", "55", "120"])
+def test_fast_help_is_exactly_typers_own_plain_help(columns: str) -> None:
+    """The table-printed help and typer's (without rich) agree byte for byte, so the fast
+    path can neither drop a command nor drift from what the typer app would say."""
+    environment = {**os.environ, "COLUMNS": columns, "TYPER_USE_RICH": "0"}
+
+    def output(code: str) -> str:
+        result = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=environment
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    fast = output("from llm_council.cli.app import main; main(['--help'])")
+    through_typer = output(
+        "import sys; from llm_council.cli.command_group import run; "
+        "sys.exit(run(['--help'], 'llm-council'))"
+    )
+    assert fast == through_typer
+    assert fast.startswith("Usage: llm-council [OPTIONS] COMMAND [ARGS]...")
+    assert [
+        line.split()[0]
+        for line in fast.split("Commands:\n")[1].splitlines()
+        if line.startswith("  ") and not line.startswith("   ")
+    ] == list(COMMANDS)
+
+
+def test_a_commands_help_goes_through_typer_and_lists_its_options() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", "from llm_council.cli.app import main; main(['ask', '--help'])"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TYPER_USE_RICH": "0"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Usage: llm-council ask" in result.stdout
+    assert "--bias-audit" in result.stdout and "--json" in result.stdout
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))

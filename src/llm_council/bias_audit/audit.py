@@ -9,7 +9,6 @@ own answer is a different question) and used only for self-preference.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,8 +24,9 @@ from llm_council.bias_audit.score_table import (
 )
 from llm_council.bias_audit.thresholds import AuditThresholds, load_thresholds
 from llm_council.prompts import label_for
-from llm_council.stats.additive_model import AdditiveFit, fit_additive_two_way
+from llm_council.stats.additive_model import AdditiveFit
 from llm_council.stats.correlation import pearson_correlation_t_test
+from llm_council.stats.design_cache import fit_additive_two_way_cached
 from llm_council.stats.position_tests import joint_slot_effects, position_randomization_test
 from llm_council.stats.reviewer_noise import ReviewerNoise, estimate_reviewer_noise
 from llm_council.stats.session_tests import (
@@ -41,11 +41,6 @@ def _finite_or_none(value: float | None) -> float | None:
     if value is None or not math.isfinite(value):
         return None
     return float(value)
-
-
-def _nanmean(values: np.ndarray) -> float | None:
-    finite = values[~np.isnan(values)]
-    return float(finite.mean()) if finite.size else None
 
 
 def _risk_level(flag_count: int, tests_run: int) -> RiskLevel:
@@ -72,11 +67,14 @@ def _risk_tests_run(
 class _SessionModel:
     """The non-self scores, the additive model fitted to their non-empty rows/columns,
     and its per-reviewer noise (``None`` with equal_reviewer_noise or when not estimable).
+    ``consensus[c]`` is the mean non-self score of answer c (NaN when it has none).
     """
 
     others_scores: np.ndarray
     active_rows: np.ndarray
     active_columns: np.ndarray
+    active_scores: np.ndarray
+    consensus: np.ndarray
     fit: AdditiveFit | None
     noise: ReviewerNoise | None
 
@@ -84,15 +82,22 @@ class _SessionModel:
 def _fit_session(table: ScoreTable, thresholds: AuditThresholds) -> _SessionModel:
     usable = ~np.isnan(table.scores) & ~table.is_self
     others_scores = np.where(usable, table.scores, np.nan)
+    # numpy.nanmean's own steps (NaN -> 0, sum, divide by the count): the same numbers
+    # without its warnings machinery; an answer nobody else scored gets NaN
+    with np.errstate(invalid="ignore", divide="ignore"):
+        consensus = np.where(usable, table.scores, 0.0).sum(axis=0) / usable.sum(axis=0)
     active_rows = np.flatnonzero(usable.any(axis=1))
     active_columns = np.flatnonzero(usable.any(axis=0))
-    fit = fit_additive_two_way(others_scores[np.ix_(active_rows, active_columns)])
+    active_scores = others_scores[active_rows][:, active_columns]
+    fit = fit_additive_two_way_cached(active_scores)
     noise = (
         estimate_reviewer_noise(fit)
         if fit is not None and not thresholds.equal_reviewer_noise
         else None
     )
-    return _SessionModel(others_scores, active_rows, active_columns, fit, noise)
+    return _SessionModel(
+        others_scores, active_rows, active_columns, active_scores, consensus, fit, noise
+    )
 
 
 def _reviewer_tests_runnable(model: _SessionModel, thresholds: AuditThresholds) -> bool:
@@ -108,15 +113,8 @@ def _length_fields(
     table: ScoreTable, model: _SessionModel, thresholds: AuditThresholds, notes: dict[str, str]
 ) -> dict[str, Any]:
     """Length vs score, one pair per answer so pairs are independent under the null."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns give NaN, wanted
-        consensus = (
-            np.nanmean(model.others_scores, axis=0)
-            if table.reviewers
-            else np.full(len(table.candidates), np.nan)
-        )
     log_words = np.log(np.maximum(table.length_words, 1.0))
-    correlation = pearson_correlation_t_test(log_words, consensus)
+    correlation = pearson_correlation_t_test(log_words, model.consensus)
     few_pairs = (
         f"only {correlation.n_pairs} length-score pairs, so the test has little power; "
         if correlation.n_pairs < thresholds.minimum_length_pairs
@@ -162,16 +160,24 @@ def _position_fields(
     row_ids = model.active_rows[fit.rows]
     slots = table.positions[row_ids, model.active_columns[fit.columns]]
     known = slots != UNKNOWN_POSITION
-    if np.unique(slots[known]).size < 2:
+    all_known = bool(known.all())
+    # every slot known (the middleware's case): the fit's own arrays, no masked copies
+    known_slots, design, residuals, reviewer_ids = (
+        (slots, fit.design, fit.residuals, row_ids)
+        if all_known
+        else (slots[known], fit.design[known], fit.residuals[known], row_ids[known])
+    )
+    if known_slots.size == 0 or known_slots.min() == known_slots.max():
         notes["position"] = "fewer than two known display positions: position not tested"
         return fields
     # identifiability first: a slot effect confounded with the answers (one shared order,
     # or too few reviewers) has no estimate and no test, whatever a solver would return
     slot_effects = joint_slot_effects(
-        fit.design[known],
-        fit.residuals[known],
-        slots[known],
-        covariance_unscaled=fit.covariance_unscaled if known.all() else None,
+        design,
+        residuals,
+        known_slots,
+        covariance_unscaled=fit.covariance_unscaled if all_known else None,
+        annihilator=model.noise.annihilator if all_known and model.noise is not None else None,
     )
     if slot_effects is None:
         notes["position"] = (
@@ -181,9 +187,9 @@ def _position_fields(
         )
         return fields
     position = position_randomization_test(
-        fit.residuals[known],
-        slots[known],
-        row_ids[known],
+        residuals,
+        known_slots,
+        reviewer_ids,
         n_permutations=thresholds.position_permutations,
         seed=permutation_seed,
     )
@@ -231,12 +237,13 @@ def _leniency_fields(
         for local, offset in enumerate(median_reference_offsets(model.fit).tolist()):
             robust_offsets[table.reviewers[model.active_rows[local]]] = _finite_or_none(offset)
         verdicts = step_down_reviewer_offsets(
-            model.others_scores[np.ix_(model.active_rows, model.active_columns)],
+            model.active_scores,
             significance_level=thresholds.significance_level,
             effect_floor=thresholds.reviewer_offset_floor,
             first_fit=model.fit,
             minimum_residual_df=thresholds.minimum_test_df,
             per_reviewer_noise=not thresholds.equal_reviewer_noise,
+            first_noise=model.noise,
         )
         for verdict in verdicts:
             name = table.reviewers[model.active_rows[verdict.reviewer_index]]
@@ -271,8 +278,8 @@ def _self_preference_fields(
     for row, col in zip(self_rows.tolist(), self_columns.tolist(), strict=True):
         name = table.reviewers[row]
         own_score = float(table.scores[row, col])
-        others_mean = _nanmean(model.others_scores[:, col])
-        raw[name] = None if others_mean is None else own_score - others_mean
+        others_mean = float(model.consensus[col])
+        raw[name] = None if math.isnan(others_mean) else own_score - others_mean
         adjusted[name] = None
         p_values[name] = None
         if model.fit is not None and row in row_lookup and col in column_lookup:

@@ -78,20 +78,35 @@ def score_table_from_session(
             if entry.candidate not in candidates:
                 candidates.append(entry.candidate)
     reviewers = [review.reviewer for review in review_list]
-    arrays = _empty_table(reviewers, candidates)
     column = {name: index for index, name in enumerate(candidates)}
+    n_columns = len(candidates)
+    # filled as Python lists and converted once: one numpy call per array, not per cell
+    length_chars = [math.nan] * n_columns
+    length_words = [math.nan] * n_columns
     for answer in answer_list:
         text = answer.text or ""
-        arrays["length_chars"][column[answer.member]] = len(text)
-        arrays["length_words"][column[answer.member]] = word_count(text)
+        length_chars[column[answer.member]] = len(text)
+        length_words[column[answer.member]] = word_count(text)
+    scores = [[math.nan] * n_columns for _ in review_list]
+    positions = [[UNKNOWN_POSITION] * n_columns for _ in review_list]
+    is_self = [[False] * n_columns for _ in review_list]
     for row, review in enumerate(review_list):
         for entry in review.candidates:
             col = column[entry.candidate]
             if entry.score is not None and math.isfinite(entry.score):
-                arrays["scores"][row, col] = entry.score
-            arrays["positions"][row, col] = entry.display_index
-            arrays["is_self"][row, col] = entry.is_self_review
-    return ScoreTable(reviewers=tuple(reviewers), candidates=tuple(candidates), **arrays)
+                scores[row][col] = entry.score
+            positions[row][col] = entry.display_index
+            is_self[row][col] = entry.is_self_review
+    shape = (len(review_list), n_columns)
+    return ScoreTable(
+        reviewers=tuple(reviewers),
+        candidates=tuple(candidates),
+        scores=np.array(scores, dtype=np.float64).reshape(shape),
+        positions=np.array(positions, dtype=np.intp).reshape(shape),
+        is_self=np.array(is_self, dtype=bool).reshape(shape),
+        length_chars=np.array(length_chars, dtype=np.float64),
+        length_words=np.array(length_words, dtype=np.float64),
+    )
 
 
 def _model_name(value: Any, where: str) -> str:

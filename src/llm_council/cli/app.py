@@ -1,25 +1,20 @@
-"""The ``llm-council`` typer application and its error handling.
+"""The ``llm-council`` entry point: the command table and the start-up fast path.
 
 Each command lives in its own module with a ``register(app)`` function, listed in
-:data:`COMMANDS` with its one-line summary. A module is imported only when its command
-runs (or its own ``--help`` is asked for): ``llm-council --help`` prints the summaries from
-the table and imports no command module, so start-up does not pay for scipy, DuckDB or the
-providers' SDKs. User mistakes (any :class:`~llm_council.errors.CouncilError`) become one
-line on stderr and a non-zero exit code, never a traceback.
+:data:`COMMANDS` with its one-line summary. ``llm-council --help`` is printed from this
+table alone, in click's plain help layout, without importing typer, rich or any command
+module (typer and rich alone cost more than the 0.4 s start-up budget on a loaded
+machine, issue 12 section 5). Everything else goes through the typer application in
+:mod:`llm_council.cli.command_group`, which imports a command's module only when that
+command runs or its own ``--help`` is asked for.
 """
 
 from __future__ import annotations
 
-import importlib
+import shutil
 import sys
-from difflib import get_close_matches
+import textwrap
 from typing import Any, NamedTuple
-
-import typer
-from typer import _click
-from typer.core import TyperCommand, TyperGroup
-
-from llm_council.errors import CouncilError
 
 
 class CommandEntry(NamedTuple):
@@ -28,6 +23,8 @@ class CommandEntry(NamedTuple):
     module: str
     summary: str
 
+
+ROOT_HELP = "Ask a council of LLMs, audit how its judges grade, and calibrate LLM judges."
 
 # To add a command: its module defines ``register(app)``; add one line here.
 COMMANDS: dict[str, CommandEntry] = {
@@ -69,102 +66,60 @@ COMMANDS: dict[str, CommandEntry] = {
     ),
 }
 
-
-class LazyCommandGroup(TyperGroup):
-    """A typer group that imports a command's module the first time the command is needed."""
-
-    def __init__(self, **attrs: Any) -> None:
-        super().__init__(**attrs)
-        self._listing_only = False
-
-    def list_commands(self, ctx: _click.Context) -> list[str]:
-        return [*COMMANDS, *(name for name in self.commands if name not in COMMANDS)]
-
-    def get_command(self, ctx: _click.Context, cmd_name: str) -> _click.Command | None:
-        loaded = self.commands.get(cmd_name)
-        if loaded is not None:
-            return loaded
-        entry = COMMANDS.get(cmd_name)
-        if entry is None:
-            return None
-        if self._listing_only:
-            return TyperCommand(cmd_name, help=entry.summary, short_help=entry.summary)
-        self._load(entry.module)
-        return self.commands.get(cmd_name)
-
-    def _load(self, module_name: str) -> None:
-        """Import a command module and add every command its ``register`` defines."""
-        module = importlib.import_module(module_name)
-        holder = typer.Typer(add_completion=False)
-        module.register(holder)
-        for name, command in typer.main.get_group(holder).commands.items():
-            self.commands.setdefault(name, command)
-
-    def format_help(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
-        self._listing_only = True
-        try:
-            super().format_help(ctx, formatter)
-        finally:
-            self._listing_only = False
-
-    def resolve_command(
-        self, ctx: _click.Context, args: list[str]
-    ) -> tuple[str | None, _click.Command | None, list[str]]:
-        try:
-            return super().resolve_command(ctx, args)
-        except _click.exceptions.UsageError as error:
-            # typer suggests only from the commands loaded so far; suggest from all of them
-            matches = get_close_matches(args[0], self.list_commands(ctx)) if args else []
-            if matches and "Did you mean" not in error.message:
-                suggestions = ", ".join(repr(match) for match in matches)
-                error.message = f"{error.message.rstrip('.')}. Did you mean {suggestions}?"
-            raise
+#: click's help layout: at most 80 columns minus a margin of 2, at least 50
+_MAX_WIDTH = 80
+_MIN_WIDTH = 50
 
 
-app = typer.Typer(
-    name="llm-council",
-    cls=LazyCommandGroup,
-    help="Ask a council of LLMs, audit how its judges grade, and calibrate LLM judges.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+def top_level_help(prog_name: str = "llm-council") -> str:
+    """``llm-council --help`` as click lays out plain help (what typer prints without
+    rich): usage, the description, the one option, and every command of :data:`COMMANDS`
+    with its summary, wrapped to the terminal like click does."""
+    width = max(min(shutil.get_terminal_size().columns, _MAX_WIDTH) - 2, _MIN_WIDTH)
+    name_width = max(len(name) for name in COMMANDS)
+    text_column = 2 + name_width + 2
+    lines = [
+        f"Usage: {prog_name} [OPTIONS] COMMAND [ARGS]...",
+        "",
+        *textwrap.wrap(ROOT_HELP, width, initial_indent="  ", subsequent_indent="  "),
+        "",
+        "Options:",
+        "  --help  Show this message and exit.",
+        "",
+        "Commands:",
+    ]
+    for name, entry in COMMANDS.items():
+        wrapped = textwrap.wrap(entry.summary, max(width - text_column, 10)) or [""]
+        lines.append(f"  {name.ljust(name_width)}  {wrapped[0]}")
+        lines.extend(" " * text_column + more for more in wrapped[1:])
+    return "\n".join(lines) + "\n"
 
 
-@app.callback()
-def _root() -> None:
-    """Ask a council of LLMs, audit how its judges grade, and calibrate LLM judges."""
+def _run_typer(argv: list[str], prog_name: str) -> int:
+    from llm_council.cli.command_group import run
 
-
-def _run(argv: list[str] | None, prog_name: str, command_app: typer.Typer) -> int:
-    try:
-        result = command_app(args=argv, prog_name=prog_name, standalone_mode=False)
-    except CouncilError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return error.exit_code
-    except typer.Abort:
-        print("aborted", file=sys.stderr)
-        return 130
-    except typer.Exit as error:
-        return int(error.exit_code)
-    except typer.TyperException as error:  # usage errors: typer prints them itself
-        show = getattr(error, "show", None)
-        if callable(show):
-            show()
-        else:
-            print(f"error: {error}", file=sys.stderr)
-        return int(getattr(error, "exit_code", 2))
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    return result if isinstance(result, int) else 0
+    return run(argv, prog_name)
 
 
 def main(argv: list[str] | None = None) -> None:
-    sys.exit(_run(argv, "llm-council", app))
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--help"]:
+        sys.stdout.write(top_level_help("llm-council"))
+        sys.exit(0)
+    sys.exit(_run_typer(args, "llm-council"))
 
 
 def calibrate_main(argv: list[str] | None = None) -> None:
     """The ``calibrate`` console script: ``llm-council calibrate`` under a shorter name."""
     args = list(sys.argv[1:] if argv is None else argv)
-    sys.exit(_run(["calibrate", *args], "calibrate", app))
+    sys.exit(_run_typer(["calibrate", *args], "calibrate"))
+
+
+def __getattr__(name: str) -> Any:
+    """``app``, ``LazyCommandGroup`` and ``_run`` (the typer side) on first use, so
+    importing this module stays free of typer."""
+    if name in ("app", "LazyCommandGroup", "run", "_run"):
+        from llm_council.cli import command_group
+
+        return getattr(command_group, "run" if name == "_run" else name)
+    raise AttributeError(f"module 'llm_council.cli.app' has no attribute {name!r}")

@@ -46,35 +46,96 @@ def _all_orderings(size: int) -> np.ndarray:
     return np.array(list(itertools.permutations(range(size))), dtype=np.intp)
 
 
+def _groups_by_size(groups: np.ndarray) -> dict[int, np.ndarray]:
+    """The cell indexes of each group, stacked per group size: ``{size: (G, size)}``, sizes
+    in order of first appearance among the sorted group ids (the order draws are made in)."""
+    return _groups_by_size_cached(groups.tobytes())
+
+
+@lru_cache(maxsize=64)
+def _groups_by_size_cached(group_bytes: bytes) -> dict[int, np.ndarray]:
+    groups = np.frombuffer(group_bytes, dtype=np.intp)
+    order = np.argsort(groups, kind="stable")
+    _, starts, sizes = np.unique(groups[order], return_index=True, return_counts=True)
+    members_by_size: dict[int, list[np.ndarray]] = {}
+    for start, size in zip(starts.tolist(), sizes.tolist(), strict=True):
+        members_by_size.setdefault(size, []).append(order[start : start + size])
+    stacked = {size: np.array(member_lists) for size, member_lists in members_by_size.items()}
+    for members in stacked.values():
+        members.flags.writeable = False  # shared by every session with these groups
+    return stacked
+
+
+#: draw plans kept (one per seed, number of draws and group sizes: a council size is one)
+_PICK_CACHE_SIZE = 64
+
+
+@lru_cache(maxsize=_PICK_CACHE_SIZE)
+def _ordering_picks(
+    seed: int, n_draws: int, group_counts: tuple[tuple[int, int], ...]
+) -> tuple[np.ndarray, ...]:
+    """The ordering index each group gets in each draw, per ``(size, groups)`` bucket, drawn
+    from ``default_rng(seed)`` in bucket order: exactly the integers the uncached path draws,
+    so a seed gives the same p-value either way. Only for sizes that are enumerated."""
+    rng = np.random.default_rng(seed)
+    picks = []
+    for size, count in group_counts:
+        drawn = rng.integers(0, _all_orderings(size).shape[0], size=(count, n_draws))
+        drawn.flags.writeable = False
+        picks.append(drawn)
+    return tuple(picks)
+
+
+def _enumerated_tables(
+    codes: np.ndarray, values: np.ndarray, members: np.ndarray, n_slots: int
+) -> np.ndarray:
+    """``tables[g, p, k]``: group g's residual sum at slot k under its ordering p.
+
+    A group's cells sit at distinct slots, so each entry is one residual or 0 (no
+    rounding, whatever the summation order)."""
+    orderings = _all_orderings(members.shape[1])  # (size!, size)
+    arranged = codes[members][:, orderings]  # (G, size!, size): slot of each cell
+    n_groups, n_orderings = arranged.shape[:2]
+    bins = arranged + n_slots * np.arange(n_groups * n_orderings).reshape(n_groups, -1, 1)
+    cell_values = np.broadcast_to(values[members][:, None, :], arranged.shape)
+    return np.bincount(
+        bins.ravel(), weights=cell_values.ravel(), minlength=n_groups * n_orderings * n_slots
+    ).reshape(n_groups, n_orderings, n_slots)
+
+
 def _permuted_slot_sums(
     codes: np.ndarray,
     values: np.ndarray,
     groups: np.ndarray,
     n_slots: int,
     n_draws: int,
-    rng: np.random.Generator,
+    seed: int,
 ) -> np.ndarray:
     """Slot sums of the residuals under ``n_draws`` re-orderings of each group's own slots.
 
     Groups (reviewers) of up to :data:`_ENUMERATED_GROUP_SIZE` cells have their n!
     orderings enumerated once; a draw then picks one ordering index per group, which
-    samples the same uniform distribution as shuffling at the cost of one gather.
-    Larger groups are shuffled directly.
+    samples the same uniform distribution as shuffling at the cost of one gather. When
+    every group is that small the picks depend only on the seed and the group sizes and
+    are drawn once (:func:`_ordering_picks`). Larger groups are shuffled directly.
     """
     sums = np.zeros((n_draws, n_slots))
-    order = np.argsort(groups, kind="stable")
-    _, starts, sizes = np.unique(groups[order], return_index=True, return_counts=True)
-    members_by_size: dict[int, list[np.ndarray]] = {}
-    for start, size in zip(starts.tolist(), sizes.tolist(), strict=True):
-        members_by_size.setdefault(size, []).append(order[start : start + size])
-    for size, member_lists in members_by_size.items():
-        members = np.array(member_lists)  # (groups of this size, size)
+    members_by_size = _groups_by_size(groups)
+    if max(members_by_size) <= _ENUMERATED_GROUP_SIZE:
+        counts = tuple((size, members.shape[0]) for size, members in members_by_size.items())
+        all_picks = _ordering_picks(seed, n_draws, counts)
+        for members, picks in zip(members_by_size.values(), all_picks, strict=True):
+            tables = _enumerated_tables(codes, values, members, n_slots)
+            # row (g, pick) of the stacked tables: a row copy per draw (np.take) instead of
+            # fancy indexing's element-wise gather, summed over groups in the same order
+            rows = picks + tables.shape[1] * np.arange(members.shape[0])[:, None]
+            sums += tables.reshape(-1, n_slots).take(rows, axis=0).sum(axis=0)
+        return sums
+    rng = np.random.default_rng(seed)
+    for size, members in members_by_size.items():
         if size <= _ENUMERATED_GROUP_SIZE:
-            orderings = _all_orderings(size)  # (size!, size)
-            arranged = codes[members][:, orderings]  # (G, size!, size) slot of each cell
-            one_hot = arranged[..., None] == np.arange(n_slots)
-            tables = np.einsum("gpnk,gn->gpk", one_hot, values[members])
-            picks = rng.integers(0, orderings.shape[0], size=(members.shape[0], n_draws))
+            tables = _enumerated_tables(codes, values, members, n_slots)
+            picks = rng.integers(0, tables.shape[1], size=(members.shape[0], n_draws))
             sums += tables[np.arange(members.shape[0])[:, None], picks].sum(axis=0)
             continue
         for cells in members:
@@ -124,9 +185,8 @@ def position_randomization_test(
     observed_sums = np.bincount(slot_codes, weights=residual_values, minlength=n_slots)
     observed = float(_between_position_variance(observed_sums, slot_counts, total, n_cells))
 
-    rng = np.random.default_rng(seed)
     permuted_sums = _permuted_slot_sums(
-        slot_codes, residual_values, groups, n_slots, n_permutations, rng
+        slot_codes, residual_values, groups, n_slots, n_permutations, seed
     )
     null_values = _between_position_variance(permuted_sums, slot_counts, total, n_cells)
     # a relative tolerance so floating-point ties with the observed value count as >=
@@ -154,7 +214,9 @@ class SlotEffects:
     weighted_variance: float
 
 
-def slot_effects_identified(design: ArrayLike, slot_indicators: ArrayLike) -> bool:
+def slot_effects_identified(
+    design: ArrayLike, slot_indicators: ArrayLike, *, design_rank_known: int | None = None
+) -> bool:
     r"""Whether every slot contrast is estimable next to the reviewer and answer effects.
 
     The slot effects :math:`\gamma` of ``y = X b + Z \gamma + e`` are all estimable iff
@@ -162,12 +224,14 @@ def slot_effects_identified(design: ArrayLike, slot_indicators: ArrayLike) -> bo
     (Searle 1987, sec. 5.4: estimability), checked by SVD with
     :func:`~llm_council.stats.additive_model.design_rank`. It fails when every reviewer
     saw the same order (slot = answer) or when too few reviewers saw too few orders.
+    ``design_rank_known``: rank X when the caller already has it (it saves one SVD).
     """
     x = np.asarray(design, dtype=float)
     z = np.asarray(slot_indicators, dtype=float)
     if z.ndim != 2 or z.shape[1] == 0:
         return False
-    return design_rank(np.hstack([x, z])) == design_rank(x) + z.shape[1]
+    rank_x = design_rank(x) if design_rank_known is None else design_rank_known
+    return design_rank(np.hstack([x, z])) == rank_x + z.shape[1]
 
 
 def joint_slot_effects(
@@ -175,13 +239,16 @@ def joint_slot_effects(
     residuals: ArrayLike,
     display_indexes: ArrayLike,
     covariance_unscaled: ArrayLike | None = None,
+    *,
+    annihilator: ArrayLike | None = None,
 ) -> SlotEffects | None:
     r"""Slot effects :math:`\hat\gamma_k` of the model score = mean + reviewer + answer + slot.
 
     ``design`` is the additive model's X and ``residuals`` its residuals e. By
     Frisch-Waugh-Lovell, with :math:`M = I - X X^+` and slot indicators Z (first slot as
     base), :math:`\hat\gamma = (Z^T M Z)^{-1} Z^T e` (since :math:`Me = e`);
-    ``covariance_unscaled`` is :math:`(X^TX)^{-1}` when the caller has it. Slot means of e
+    ``covariance_unscaled`` is :math:`(X^TX)^{-1}` when the caller has it (X then has full
+    column rank), ``annihilator`` M when the caller has it. Slot means of e
     are shrunk towards 0 because the answer and reviewer effects soak up part of a slot
     effect; :math:`\hat\gamma` is not. Returned centred (count-weighted mean 0) with the
     count-weighted variance :math:`\frac1N\sum_k n_k \hat\gamma_k^2` in points squared.
@@ -199,13 +266,17 @@ def joint_slot_effects(
     if n_slots < 2:
         return None
     indicators = (slot_codes[:, None] == np.arange(1, n_slots)[None, :]).astype(float)
-    if not slot_effects_identified(x, indicators):
+    full_rank = x.shape[1] if covariance_unscaled is not None else None
+    if not slot_effects_identified(x, indicators, design_rank_known=full_rank):
         return None
-    inverse_gram = (
-        np.linalg.pinv(x.T @ x) if covariance_unscaled is None else np.asarray(covariance_unscaled)
-    )
-    annihilator = np.eye(e.size) - x @ inverse_gram @ x.T
-    gram = indicators.T @ annihilator @ indicators
+    if annihilator is None:
+        inverse_gram = (
+            np.linalg.pinv(x.T @ x)
+            if covariance_unscaled is None
+            else np.asarray(covariance_unscaled)
+        )
+        annihilator = np.eye(e.size) - x @ inverse_gram @ x.T
+    gram = indicators.T @ np.asarray(annihilator) @ indicators
     gamma = np.linalg.solve(gram, indicators.T @ e)
     counts = np.bincount(slot_codes, minlength=n_slots).astype(float)
     effects = np.concatenate([[0.0], gamma])

@@ -44,6 +44,45 @@ class ReviewerNoise:
     residual_covariance: FloatArray
 
 
+@dataclass(frozen=True)
+class _NoiseDesign:
+    """The design-only part of :func:`estimate_reviewer_noise` (read-only arrays)."""
+
+    projection: FloatArray
+    annihilator: FloatArray
+    inverse_expectation: FloatArray
+
+
+#: designs kept; one per pattern of observed cells (see stats/design_cache.py)
+NOISE_DESIGN_CACHE_SIZE = 256
+_NOISE_DESIGNS: dict[tuple[int, int, bytes], _NoiseDesign | None] = {}
+
+
+def _noise_design(fit: AdditiveFit) -> _NoiseDesign | None:
+    """Projection, annihilator and :math:`A^{-1}` of ``fit``'s design, computed once per
+    design (they depend on X only); ``None`` when :math:`A` is singular."""
+    key = (fit.n_reviewers, fit.design.shape[1], fit.design.tobytes() + fit.rows.tobytes())
+    if key in _NOISE_DESIGNS:
+        return _NOISE_DESIGNS[key]
+    reviewers = fit.rows
+    n_reviewers = fit.n_reviewers
+    projection = fit.design @ fit.covariance_unscaled
+    annihilator = np.eye(fit.observed.size) - projection @ fit.design.T
+    groups = np.zeros((fit.observed.size, n_reviewers))
+    groups[np.arange(fit.observed.size), reviewers] = 1.0
+    expectation = groups.T @ (annihilator**2) @ groups
+    parts: _NoiseDesign | None = None
+    if np.linalg.matrix_rank(expectation) == n_reviewers:
+        inverse_expectation = np.asarray(np.linalg.inv(expectation), dtype=np.float64)
+        for array in (projection, annihilator, inverse_expectation):
+            array.flags.writeable = False
+        parts = _NoiseDesign(projection, annihilator, inverse_expectation)
+    if len(_NOISE_DESIGNS) >= NOISE_DESIGN_CACHE_SIZE:
+        _NOISE_DESIGNS.pop(next(iter(_NOISE_DESIGNS)))  # oldest first
+    _NOISE_DESIGNS[key] = parts
+    return parts
+
+
 def estimate_reviewer_noise(fit: AdditiveFit) -> ReviewerNoise | None:
     r"""One noise variance per reviewer, unbiased when each reviewer has its own.
 
@@ -55,27 +94,23 @@ def estimate_reviewer_noise(fit: AdditiveFit) -> ReviewerNoise | None:
     heteroscedastic variances; Horn, Horn & Duncan 1975, JASA 70:380-385). Returns
     ``None`` when :math:`A` is singular (a reviewer with no residual information).
     Estimates can fall below zero by chance; they are kept as they are here, and a test
-    whose estimated variance is not positive is not run.
+    whose estimated variance is not positive is not run. :math:`M` and :math:`A^{-1}`
+    depend on the design only and are computed once per design.
     """
-    reviewers = fit.rows
-    n_reviewers = fit.n_reviewers
-    projection = fit.design @ fit.covariance_unscaled
-    annihilator = np.eye(fit.observed.size) - projection @ fit.design.T
-    groups = np.zeros((fit.observed.size, n_reviewers))
-    groups[np.arange(fit.observed.size), reviewers] = 1.0
-    expectation = groups.T @ (annihilator**2) @ groups
-    if np.linalg.matrix_rank(expectation) < n_reviewers:
+    parts = _noise_design(fit)
+    if parts is None:
         return None
-    inverse_expectation = np.asarray(np.linalg.inv(expectation), dtype=np.float64)
-    sums_of_squares = groups.T @ fit.residuals**2
-    variances = inverse_expectation @ sums_of_squares
+    reviewers = fit.rows
+    sums_of_squares = np.bincount(reviewers, weights=fit.residuals**2, minlength=fit.n_reviewers)
+    variances = parts.inverse_expectation @ sums_of_squares
+    annihilator = parts.annihilator
     residual_covariance = (annihilator * np.maximum(variances, 0.0)[reviewers]) @ annihilator
     return ReviewerNoise(
         variances=variances,
         reviewer_of_cell=reviewers,
-        projection=projection,
+        projection=parts.projection,
         annihilator=annihilator,
-        inverse_expectation=inverse_expectation,
+        inverse_expectation=parts.inverse_expectation,
         residual_covariance=residual_covariance,
     )
 
@@ -150,3 +185,62 @@ def satterthwaite_variance(
     if not variance_of_variance > 0.0:
         return variance, None
     return variance, 2.0 * variance**2 / variance_of_variance
+
+
+def noise_aware_t_tests(
+    noise: ReviewerNoise,
+    estimates: FloatArray,
+    cell_weights: FloatArray,
+    *,
+    new_cell_weights: FloatArray | None = None,
+    one_sided: bool,
+) -> list[NoiseAwareTest]:
+    r""":func:`noise_aware_t_test` for k estimates of one fit at once (same formulas).
+
+    ``cell_weights`` is cells x k (column j: the :math:`w` of estimate j),
+    ``new_cell_weights`` reviewers x k. With :math:`S = C \circ C^T` for the residual
+    covariance :math:`C = M\hat\Sigma M`, the Satterthwaite variance of estimate j is
+    :math:`2 f_j^T S f_j` with :math:`f_j` its per-cell form, which equals the scalar
+    function's :math:`2\sum (f_j C) \circ (f_j C)^T` (the sum regrouped).
+    """
+    n_reviewers = noise.variances.size
+    n_tests = estimates.size
+    cells_by_test = noise.reviewer_of_cell[:, None] * n_tests + np.arange(n_tests)
+    weights = np.asarray(
+        np.bincount(
+            cells_by_test.ravel(),
+            weights=(cell_weights**2).ravel(),
+            minlength=n_reviewers * n_tests,
+        ).reshape(n_reviewers, n_tests),
+        dtype=np.float64,
+    )
+    if new_cell_weights is not None:
+        weights = weights + new_cell_weights
+    variances = noise.variances @ weights
+    cell_forms = (noise.inverse_expectation.T @ weights)[noise.reviewer_of_cell]
+    covariance = noise.residual_covariance
+    variance_of_variances = 2.0 * np.sum(cell_forms * ((covariance * covariance.T) @ cell_forms), 0)
+    tests: list[NoiseAwareTest] = []
+    testable = (variances > 0.0) & (variance_of_variances > 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        degrees = 2.0 * variances**2 / variance_of_variances
+        errors = np.sqrt(np.where(testable, variances, 1.0))
+        t_statistics = estimates / errors
+        tails = stdtr(
+            np.where(testable, degrees, 1.0), -t_statistics if one_sided else -np.abs(t_statistics)
+        )
+    for index in range(n_tests):
+        estimate = float(estimates[index])
+        if not testable[index]:
+            tests.append(NoiseAwareTest(estimate, None, None, None))
+            continue
+        tail = float(tails[index])
+        tests.append(
+            NoiseAwareTest(
+                estimate=estimate,
+                standard_error=float(errors[index]),
+                degrees_of_freedom=float(degrees[index]),
+                p_value=tail if one_sided else min(1.0, 2.0 * tail),
+            )
+        )
+    return tests

@@ -16,17 +16,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import stdtr
 
-from llm_council.stats.additive_model import AdditiveFit, fit_additive_two_way
+from llm_council.stats.additive_model import AdditiveFit
+from llm_council.stats.design_cache import fit_additive_two_way_cached
 from llm_council.stats.reviewer_noise import (
     NoiseAwareTest,
     ReviewerNoise,
     estimate_reviewer_noise,
     noise_aware_t_test,
+    noise_aware_t_tests,
 )
 
 
@@ -81,6 +84,17 @@ def _noise_aware(test: NoiseAwareTest, *, n_comparisons: int) -> ContrastTest:
     )
 
 
+@lru_cache(maxsize=64)
+def _reviewer_contrasts(n_reviewers: int, n_parameters: int) -> np.ndarray:
+    """Every reviewer's :meth:`AdditiveFit.reviewer_vs_others_contrast`, one row each
+    (read-only, built once per model size)."""
+    contrasts = np.zeros((n_reviewers, n_parameters))
+    contrasts[:, 1:n_reviewers] = -1.0 / (n_reviewers - 1)
+    contrasts[np.arange(1, n_reviewers), np.arange(1, n_reviewers)] = 1.0
+    contrasts.flags.writeable = False
+    return contrasts
+
+
 def reviewer_offset_tests(
     fit: AdditiveFit, noise: ReviewerNoise | None = None
 ) -> list[ContrastTest]:
@@ -100,16 +114,16 @@ def reviewer_offset_tests(
     :math:`\operatorname{Var} \hat L_r = \sum_i w_i^2 \sigma^2_{g(i)}` with
     :math:`w = X (X^TX)^{-1} c`, estimated per reviewer, with Satterthwaite df.
     """
+    if noise is not None:
+        contrasts = _reviewer_contrasts(fit.n_reviewers, fit.design.shape[1])
+        batch = noise_aware_t_tests(
+            noise, contrasts @ fit.coefficients, noise.projection @ contrasts.T, one_sided=False
+        )
+        return [_noise_aware(aware, n_comparisons=fit.n_reviewers) for aware in batch]
     tests: list[ContrastTest] = []
     for reviewer_index in range(fit.n_reviewers):
         contrast = fit.reviewer_vs_others_contrast(reviewer_index)
         estimate = float(contrast @ fit.coefficients)
-        if noise is not None:
-            aware = noise_aware_t_test(
-                noise, estimate, noise.projection @ contrast, one_sided=False
-            )
-            tests.append(_noise_aware(aware, n_comparisons=fit.n_reviewers))
-            continue
         variance_unscaled = float(contrast @ fit.covariance_unscaled @ contrast)
         tests.append(
             _t_test(
@@ -117,6 +131,19 @@ def reviewer_offset_tests(
             )
         )
     return tests
+
+
+def _cell_vectors(fit: AdditiveFit, self_cells: list[tuple[int, int, float]]) -> np.ndarray:
+    """:meth:`AdditiveFit.cell_vector` of every self-review cell, one row each."""
+    reviewers = np.array([r for r, _, _ in self_cells], dtype=np.intp)
+    candidates = np.array([c for _, c, _ in self_cells], dtype=np.intp)
+    cells = np.zeros((len(self_cells), fit.design.shape[1]))
+    cells[:, 0] = 1.0
+    with_reviewer = np.flatnonzero(reviewers > 0)
+    cells[with_reviewer, reviewers[with_reviewer]] = 1.0
+    with_candidate = np.flatnonzero(candidates > 0)
+    cells[with_candidate, fit.n_reviewers - 1 + candidates[with_candidate]] = 1.0
+    return cells
 
 
 def self_preference_tests(
@@ -141,18 +168,19 @@ def self_preference_tests(
     (:func:`~llm_council.stats.reviewer_noise.noise_aware_t_test`): a noisy reviewer's own
     score is judged against its own noise, not the council's average noise.
     """
+    if noise is not None and self_cells:
+        cells = _cell_vectors(fit, self_cells)
+        estimates = np.array([score for _, _, score in self_cells]) - cells @ fit.coefficients
+        own = np.zeros((fit.n_reviewers, len(self_cells)))
+        own[[r for r, _, _ in self_cells], np.arange(len(self_cells))] = 1.0
+        batch = noise_aware_t_tests(
+            noise, estimates, noise.projection @ cells.T, new_cell_weights=own, one_sided=True
+        )
+        return [_noise_aware(aware, n_comparisons=len(self_cells)) for aware in batch]
     tests: list[ContrastTest] = []
     for reviewer_index, candidate_index, score in self_cells:
         cell = fit.cell_vector(reviewer_index, candidate_index)
         estimate = float(score - cell @ fit.coefficients)
-        if noise is not None:
-            own = np.zeros(fit.n_reviewers)
-            own[reviewer_index] = 1.0
-            aware = noise_aware_t_test(
-                noise, estimate, noise.projection @ cell, new_cell_weights=own, one_sided=True
-            )
-            tests.append(_noise_aware(aware, n_comparisons=len(self_cells)))
-            continue
         variance_unscaled = 1.0 + float(cell @ fit.covariance_unscaled @ cell)
         tests.append(
             _t_test(estimate, variance_unscaled, fit, one_sided=True, n_comparisons=len(self_cells))
@@ -176,13 +204,15 @@ def pooled_self_preference_test(
     """
     if not self_cells:
         return None
-    cells = np.array([fit.cell_vector(r, c) for r, c, _ in self_cells])
+    cells = _cell_vectors(fit, self_cells)
     scores = np.array([score for _, _, score in self_cells])
     errors = scores - cells @ fit.coefficients
     if noise is not None:
         share = 1.0 / len(self_cells)
-        own = np.zeros(fit.n_reviewers)
-        np.add.at(own, [r for r, _, _ in self_cells], share**2)
+        own = np.asarray(
+            np.bincount([r for r, _, _ in self_cells], minlength=fit.n_reviewers) * share**2,
+            dtype=np.float64,
+        )
         fitted_weights = noise.projection @ (cells.sum(axis=0) * share)
         aware = noise_aware_t_test(
             noise, float(errors.mean()), fitted_weights, new_cell_weights=own, one_sided=True
@@ -209,7 +239,12 @@ def median_reference_offsets(fit: AdditiveFit) -> np.ndarray:
     :func:`step_down_reviewer_offsets`.
     """
     effects = np.concatenate([[0.0], fit.coefficients[1 : fit.n_reviewers]])
-    return effects - float(np.median(effects))
+    # numpy.median's value (middle element, or the mean of the two middle ones) from a
+    # sort, without its per-call machinery
+    ordered = np.sort(effects)
+    middle = ordered.size // 2
+    median = ordered[middle] if ordered.size % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return effects - float(median)
 
 
 @dataclass(frozen=True)
@@ -230,6 +265,7 @@ def step_down_reviewer_offsets(
     first_fit: AdditiveFit | None = None,
     minimum_residual_df: int = 1,
     per_reviewer_noise: bool = False,
+    first_noise: ReviewerNoise | None = None,
 ) -> list[ReviewerOffsetVerdict]:
     r"""Flag harsh/generous reviewers one at a time, removing each before re-testing.
 
@@ -248,19 +284,26 @@ def step_down_reviewer_offsets(
     family-wise false-positive rate is at most ``significance_level``. Reference: Holm
     (1979), Scand. J. Statist. 6:65-70; Rosner (1983), Technometrics 25:165-172
     (sequential outlier removal). ``per_reviewer_noise``: each fit's tests use
-    per-reviewer variances (:func:`reviewer_offset_tests` with ``noise``).
+    per-reviewer variances (:func:`reviewer_offset_tests` with ``noise``);
+    ``first_noise``, when given, must be :func:`estimate_reviewer_noise` of ``first_fit``.
     """
     table = np.asarray(scores, dtype=float)
     remaining = list(range(table.shape[0]))
     verdicts: dict[int, ReviewerOffsetVerdict] = {}
     while len(remaining) >= 3:
-        sub_table = table[remaining]
-        sub_table = sub_table[:, ~np.all(np.isnan(sub_table), axis=0)]
         reuse = first_fit is not None and len(remaining) == table.shape[0]
-        fit = first_fit if reuse else fit_additive_two_way(sub_table)
+        if reuse:
+            fit = first_fit
+        else:
+            sub_table = table[remaining]
+            sub_table = sub_table[:, ~np.all(np.isnan(sub_table), axis=0)]
+            fit = fit_additive_two_way_cached(sub_table)
         if fit is None:
             break
-        noise = estimate_reviewer_noise(fit) if per_reviewer_noise else None
+        noise = None
+        if per_reviewer_noise:
+            reuse_noise = reuse and first_noise is not None
+            noise = first_noise if reuse_noise else estimate_reviewer_noise(fit)
         tests = reviewer_offset_tests(fit, noise)
         testable = fit.residual_df >= minimum_residual_df and (
             noise is not None or not per_reviewer_noise

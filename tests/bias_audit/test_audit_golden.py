@@ -1,0 +1,124 @@
+"""The sped-up audit computes exactly what the audit computed before (ADR 0029).
+
+The golden file was written by the code before the per-design caches and batched tests
+(``audit_golden_cases.py``); every number must agree to 1e-12 and everything else
+(flags, names, notes, counts, None-ness) must be equal.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from bias_audit.audit_golden_cases import CASES, GOLDEN_PATH, audit_cases
+
+TOLERANCE = 1e-12
+
+
+def _differences(expected: Any, actual: Any, where: str) -> list[str]:
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        if expected.keys() != actual.keys():
+            return [f"{where}: keys {sorted(expected)} != {sorted(actual)}"]
+        return [
+            difference
+            for key in expected
+            for difference in _differences(expected[key], actual[key], f"{where}.{key}")
+        ]
+    if isinstance(expected, list) and isinstance(actual, list):
+        if len(expected) != len(actual):
+            return [f"{where}: {expected!r} != {actual!r}"]
+        return [
+            difference
+            for position, (left, right) in enumerate(zip(expected, actual, strict=True))
+            for difference in _differences(left, right, f"{where}[{position}]")
+        ]
+    if (
+        isinstance(expected, float)
+        and isinstance(actual, float | int)
+        and not isinstance(actual, bool)
+    ):
+        if math.isclose(expected, actual, rel_tol=TOLERANCE, abs_tol=TOLERANCE):
+            return []
+        return [f"{where}: {expected!r} != {actual!r}"]
+    return (
+        []
+        if expected == actual and type(expected) is type(actual)
+        else [f"{where}: {expected!r} != {actual!r}"]
+    )
+
+
+def test_every_seeded_audit_equals_the_saved_result_to_1e_12() -> None:
+    golden = json.loads(GOLDEN_PATH.read_text(encoding="utf-8"))
+    recomputed = list(audit_cases())
+    assert len(recomputed) == len(golden) == sum(case[2] for case in CASES)
+    problems: list[str] = []
+    for saved, (name, index, result) in zip(golden, recomputed, strict=True):
+        assert (saved["case"], saved["index"]) == (name, index)
+        problems += _differences(saved["result"], result, f"{name}#{index}")
+    assert not problems, "\n".join(problems[:20])
+
+
+def test_the_golden_cases_exercise_every_flag_and_note() -> None:
+    """A comparison that never meets a flag, a step-down removal or a refusal proves little."""
+    golden = json.loads(GOLDEN_PATH.read_text(encoding="utf-8"))
+    flags = {flag for saved in golden for flag in saved["result"]["flags_raised"]}
+    assert flags == {
+        "length_bias_detected",
+        "position_bias_detected",
+        "harsh_or_generous_reviewers",
+        "self_preference_detected",
+    }
+    notes = {note for saved in golden for note in saved["result"]["indicator_only"]}
+    assert {"reviewers", "position"} <= notes
+    assert any(len(saved["result"]["harsh_reviewers"]) >= 2 for saved in golden)
+
+
+def test_the_session_table_equals_the_mapping_table_of_the_same_session() -> None:
+    """Both entry points of the audit build one table (the golden cases use the mappings)."""
+    import asyncio
+
+    import numpy as np
+
+    from llm_council import run_full_council
+    from llm_council.bias_audit.score_table import (
+        score_table_from_mappings,
+        score_table_from_session,
+    )
+    from llm_council.config import CouncilConfig, CouncilMember
+    from llm_council.middleware import Middleware, SessionCompleted
+
+    events: list[SessionCompleted] = []
+
+    class Capture(Middleware):
+        name = "capture"
+
+        async def on_session_end(self, event: SessionCompleted) -> None:
+            events.append(event)
+            return None
+
+    config = CouncilConfig(
+        members=tuple(CouncilMember(name=f"m{i}", spec="simulated:unbiased") for i in range(4)),
+        chairman=CouncilMember(name="chair", spec="simulated:unbiased"),
+    )
+    for seed in range(3):
+        asyncio.run(run_full_council("q", config=config, seed=seed, middleware=[Capture()]))
+    for event in events:
+        session = score_table_from_session(event.answers, event.reviews)
+        mapped = score_table_from_mappings(
+            {answer.member: answer.text or "" for answer in event.answers if answer.ok},
+            {
+                review.reviewer: {entry.candidate: entry.score for entry in review.candidates}
+                for review in event.reviews
+            },
+            {
+                review.reviewer: {e.candidate: e.display_index for e in review.candidates}
+                for review in event.reviews
+            },
+        )
+        assert session.reviewers == mapped.reviewers
+        assert session.candidates == mapped.candidates
+        for field in ("scores", "positions", "is_self", "length_chars", "length_words"):
+            left, right = getattr(session, field), getattr(mapped, field)
+            assert left.dtype == right.dtype and left.shape == right.shape, field
+            assert np.array_equal(left, right, equal_nan=left.dtype.kind == "f"), field
