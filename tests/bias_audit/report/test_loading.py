@@ -83,7 +83,7 @@ def test_since_keeps_only_recent_sessions(write_lines: Writer) -> None:
     assert store.connection.execute("SELECT DISTINCT session_id FROM records").fetchall() == [
         ("new",)
     ]
-    assert store.n_before_since == 2
+    assert (store.n_lines, store.n_records, store.n_sessions) == (2, 1, 1)
 
 
 def test_parse_since_forms() -> None:

@@ -51,7 +51,6 @@ class LoadedStore:
     n_sessions: int
     n_unreadable: int
     n_unknown_version: int
-    n_before_since: int
     since: str | None
     warnings: tuple[str, ...] = field(default_factory=tuple)
     n_incomplete_sessions: int = 0
@@ -89,9 +88,13 @@ def _new_connection(threads: int | None) -> duckdb.DuckDBPyConnection:
     return connection
 
 
-def _warnings(label: str, counts: RecordCounts, n_lines: int, torn: bool) -> tuple[int, list[str]]:
-    """The number of unreadable lines and the report's warnings about what was skipped."""
-    n_unreadable = max(n_lines - counts.n_rows, 0) + (counts.n_rows - counts.n_valid)
+def _warnings(label: str, counts: RecordCounts, torn: bool) -> tuple[int, list[str]]:
+    """The number of unreadable lines and the report's warnings about what was skipped.
+
+    Every source gives one row per line, a line it could not read being a row with a
+    required field NULL, so the unreadable lines are the rows that are not valid.
+    """
+    n_unreadable = counts.n_rows - counts.n_valid
     # a last line without its newline is torn only if it did not parse as a record
     torn = torn and n_unreadable > 0
     warnings: list[str] = []
@@ -164,25 +167,24 @@ def load_store(
         except BaseException:
             connection.close()
             raise
-        n_lines, torn, appending = counts.n_rows, False, False
+        torn, appending = False, False
     else:
         connection = _new_connection(threads)
         try:
-            n_lines, torn, appending = _read_raw_lines(connection, location, path, since)
+            torn, appending = _read_raw_lines(connection, location, path, since)
             counts = build_records(connection, since=since, until=until)
         except BaseException:
             connection.close()
             raise
-    n_unreadable, warnings = _warnings(label, counts, n_lines, torn)
+    n_unreadable, warnings = _warnings(label, counts, torn)
     return LoadedStore(
         connection=connection,
         path=label,
-        n_lines=n_lines,
+        n_lines=counts.n_rows,
         n_records=counts.n_records,
         n_sessions=counts.n_sessions,
         n_unreadable=n_unreadable,
         n_unknown_version=counts.n_unknown_version,
-        n_before_since=counts.n_before_since,
         since=since_label,
         warnings=tuple(warnings),
         n_incomplete_sessions=counts.n_incomplete_sessions,
@@ -196,21 +198,17 @@ def _read_raw_lines(
     location: str,
     path: Path | None,
     since: datetime | None,
-) -> tuple[int, bool, bool]:
-    """Fill ``raw_lines`` from the store; returns (lines read, torn last line, appending)."""
+) -> tuple[bool, bool]:
+    """Fill ``raw_lines`` from the store; returns (torn last line, read while appending)."""
     if path is None:
-        n_rows = read_postgres(connection, location, since)
-        return n_rows, False, False
+        read_postgres(connection, location, since)
+        return False, False
     if path.is_dir():
         read_parquet_directory(connection, path, since)
-        row = connection.execute("SELECT count(*) FROM raw_lines").fetchone()
-        assert row is not None
-        return int(row[0]), False, False
+        return False, False
     if not path.is_file():
         raise RecordError(
             f"bias-audit store {str(path)!r} is not a regular file or a Parquet directory"
         )
     snapshot = read_jsonl_snapshot(connection, path, REPORT_COLUMNS)
-    row = connection.execute("SELECT count(*) FROM raw_lines").fetchone()
-    assert row is not None
-    return int(row[0]), snapshot.ends_mid_line, snapshot.read_while_appending
+    return snapshot.ends_mid_line, snapshot.read_while_appending
