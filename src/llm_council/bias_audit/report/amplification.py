@@ -16,7 +16,7 @@ import duckdb
 import numpy as np
 
 from llm_council.bias_audit.report.anchoring import MAX_SLOTS
-from llm_council.bias_audit.report.tables import nullable_floats
+from llm_council.bias_audit.report.tables import dense_codes, nullable_floats
 from llm_council.stats.amplification import amplification_screen
 
 #: mean pairwise r at or above which a council "agrees strongly" (descriptive gate)
@@ -57,7 +57,7 @@ def amplification(
     ).fetchnumpy()
     if len(rows["session"]) == 0:
         return None
-    _, session = np.unique(np.asarray(rows["session"]), return_inverse=True)
+    _, session = dense_codes(np.asarray(rows["session"], dtype=np.int64))
     reviewer = np.asarray(rows["reviewer_index"], dtype=np.int64)
     model = np.asarray(rows["model_index"], dtype=np.int64)
     position = np.asarray(rows["position"], dtype=np.int64)
