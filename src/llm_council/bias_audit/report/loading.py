@@ -12,7 +12,10 @@ instead (:mod:`.engines.spark`).
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -38,6 +41,9 @@ from llm_council.errors import ConfigError, InputError, RecordError
 ENGINES = ("duckdb", "spark")
 _SINCE_PATTERN = re.compile(r"^(\d+)([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+#: DuckDB's share of the report's memory; past it, tables spill to a temporary directory.
+#: 1M records need about 0.35 GB, so the cap only binds for stores of several million.
+DEFAULT_MEMORY_LIMIT = "1GB"
 
 
 @dataclass(frozen=True)
@@ -77,15 +83,32 @@ def parse_since(value: str, *, now: datetime | None = None, option: str = "--sin
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def _new_connection(threads: int | None) -> duckdb.DuckDBPyConnection:
+def _new_connection(threads: int | None, memory_limit: str) -> duckdb.DuckDBPyConnection:
     connection = duckdb.connect()
     # row order carries no meaning here; not preserving it lets the parallel reader skip a merge
     connection.execute("SET preserve_insertion_order = false")
     # DuckDB draws its own progress bar on a terminal; the CLI has one already
     connection.execute("SET enable_progress_bar = false")
+    # Past ``memory_limit`` DuckDB moves its tables to a private directory (which it creates,
+    # and removes on close) instead of growing: 10M records then fit in a bounded footprint.
+    # Without it an in-memory database may take 80% of RAM and spills into ./.tmp.
+    spill = Path(tempfile.gettempdir()) / f"llm-council-report-{os.getpid()}-{uuid.uuid4().hex}"
+    connection.execute(f"SET temp_directory = '{_sql_text(str(spill))}'")
+    try:
+        connection.execute(f"SET memory_limit = '{_sql_text(memory_limit)}'")
+    except duckdb.Error:
+        connection.close()
+        raise ConfigError(
+            f"memory limit {memory_limit!r} is not a DuckDB size (e.g. 1GB, 512MB)"
+        ) from None
     if threads is not None:
         connection.execute(f"SET threads TO {int(threads)}")
     return connection
+
+
+def _sql_text(value: str) -> str:
+    """``value`` inside a single-quoted SQL literal."""
+    return value.replace("'", "''")
 
 
 def _warnings(label: str, counts: RecordCounts, torn: bool) -> tuple[int, list[str]]:
@@ -134,8 +157,13 @@ def load_store(
     threads: int | None = None,
     engine: str = "duckdb",
     until: datetime | None = None,
+    memory_limit: str = DEFAULT_MEMORY_LIMIT,
 ) -> LoadedStore:
-    """Read ``store`` into DuckDB and build the ``records`` table the analyses query."""
+    """Read ``store`` into DuckDB and build the ``records`` table the analyses query.
+
+    ``memory_limit`` caps DuckDB's memory (a DuckDB size such as ``1GB``); beyond it the
+    tables spill to a private temporary directory, removed when the connection closes.
+    """
     if engine not in ENGINES:
         raise ConfigError(f"unknown engine {engine!r} (choose one of {', '.join(ENGINES)})")
     location = str(store)
@@ -161,7 +189,7 @@ def load_store(
         assert path is not None
         from llm_council.bias_audit.report.engines.spark import spark_records
 
-        connection = _new_connection(threads)
+        connection = _new_connection(threads, memory_limit)
         try:
             counts = spark_records(connection, path, since=since, until=until)
         except BaseException:
@@ -169,7 +197,7 @@ def load_store(
             raise
         torn, appending = False, False
     else:
-        connection = _new_connection(threads)
+        connection = _new_connection(threads, memory_limit)
         try:
             torn, appending = _read_raw_lines(connection, location, path, since)
             counts = build_records(connection, since=since, until=until)
