@@ -389,7 +389,7 @@ def main() -> None:
     for line in targets:
         print(line)
     if args.check:
-        print("numbers of the reports equal the pure-Python pass (mean scores, slot means, length r)")
+        print("the reports' numbers equal the pure-Python pass (mean scores, slot means, length r)")
 
 
 if __name__ == "__main__":

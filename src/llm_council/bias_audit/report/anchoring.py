@@ -64,7 +64,8 @@ def anchoring_by_reviewer(
     """Both anchoring correlations per reviewer from the ``scored`` table."""
     rows = connection.execute(
         f"""SELECT s.reviewer_index, s.session, s.position, s.score, s.deviation
-           FROM scored s WHERE s.position >= 0 AND s.position < least(s.n_candidates, {MAX_SLOTS})"""
+           FROM scored s
+           WHERE s.position >= 0 AND s.position < least(s.n_candidates, {MAX_SLOTS})"""
     ).fetchnumpy()
     names = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
     if len(rows["session"]) == 0:

@@ -112,32 +112,32 @@ def fit_joint_model(
     # Filled in place, one column per block, so the only per-record temporaries are one
     # block's level and value (at 10M records, stacked per-block copies cost gigabytes).
     n_blocks = len(blocks)
-    values = np.empty((score.size, n_blocks))
-    columns = np.empty((score.size, n_blocks), dtype=np.int32)
+    design_values = np.empty((score.size, n_blocks))
+    design_columns = np.empty((score.size, n_blocks), dtype=np.int32)
     offset = 0
     for block, (group, _, width) in enumerate(blocks):
         if group in ("reviewer_leniency", "reviewer_verbosity"):
             level, present = reviewer - 1, reviewer > 0  # reviewer 0 is the reference
-            values[:, block] = present * (1.0 if group == "reviewer_leniency" else log_words)
+            design_values[:, block] = present * (1.0 if group == "reviewer_leniency" else log_words)
         elif group == "position":
             level, present = position - 1, position > 0  # slot A is the reference
-            values[:, block] = present
+            design_values[:, block] = present
         else:
             column_of = np.zeros(n_reviewers, dtype=np.int64)
             column_of[self_reviewers] = np.arange(self_reviewers.size)
             level, present = column_of[reviewer], is_self > 0
-            values[:, block] = present
-        columns[:, block] = offset + np.where(present, level, 0)
+            design_values[:, block] = present
+        design_columns[:, block] = offset + np.where(present, level, 0)
         offset += width
     raw_design = sparse.csr_matrix(
         (
-            values.reshape(-1),
-            columns.reshape(-1),
+            design_values.reshape(-1),
+            design_columns.reshape(-1),
             np.arange(0, n_blocks * score.size + 1, n_blocks),
         ),
         shape=(score.size, offset),
     )
-    del values, columns
+    del design_values, design_columns
     # group ids need not be dense: empty groups are never indexed
     answer = session * n_models + model_index
     n_answers_total = int(np.count_nonzero(np.bincount(answer)))
