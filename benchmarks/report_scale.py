@@ -3,6 +3,8 @@
     .venv/bin/python benchmarks/report_scale.py                  # 1,000,000 records
     .venv/bin/python benchmarks/report_scale.py --records 200000 --keep /tmp/store.jsonl
     .venv/bin/python benchmarks/report_scale.py --check          # + pure-Python cross-check
+    .venv/bin/python benchmarks/report_scale.py --records 10000000 --repeats 1 \
+        --keep /tmp/store10m.jsonl --formats parquet                # 10M: the memory target
 
 Every step runs in its own subprocess (wall time, CPU time of all its threads, and peak
 resident memory from ``os.wait4``'s rusage, i.e. ``ru_maxrss`` of that child alone):
@@ -17,7 +19,10 @@ resident memory from ``os.wait4``'s rusage, i.e. ``ru_maxrss`` of that child alo
 4. ``llm-council --help`` against ``python -c pass``.
 
 Targets (issue 12): 1M records end to end <= 2.0 s as JSONL and <= 1.0 s as Parquet,
-``--help`` <= 0.4 s, peak memory not growing with records beyond per-session aggregates.
+``--help`` <= 0.4 s, peak memory not growing with records beyond per-session aggregates
+(10M records within 2 GB). The last lines compare each measurement with its target.
+With ``--keep``, the Parquet copy is kept next to the JSONL file (``<keep>.parquet``) and
+both are reused by later runs.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 CLI = str(Path(PYTHON).with_name("llm-council"))
 TARGET_HELP_SECONDS = 0.4
+TARGET_SECONDS = {"jsonl": 2.0, "parquet": 1.0}  # end to end at 1M records
+TARGET_PEAK_MB = 2048.0  # at 10M records
 
 
 def _measure(command: list[str]) -> tuple[float, float, float, str]:
@@ -73,7 +80,7 @@ def baseline_pass(store: str) -> dict[str, object]:
                 record = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if record.get("schema_version") != 1 or record.get("score_value") is None:
+            if record.get("schema_version") not in (1, 2) or record.get("score_value") is None:
                 continue
             session, reviewer, model = (
                 record["session_id"],
@@ -103,6 +110,9 @@ def baseline_pass(store: str) -> dict[str, object]:
     slot_session: dict[tuple[str, int], list[float]] = defaultdict(list)
     centred_input: dict[tuple[str, str], list[tuple[float, float, str]]] = defaultdict(list)
     for session, reviewer, model, position, words, score, is_self in scored:
+        # the report's slot means take every score in the slot, self-reviews included (one
+        # council size here, so its modal-size filter keeps every session)
+        slot_session[session, position].append(score)
         if is_self:
             continue
         n = answer_n[session, model]
@@ -111,7 +121,6 @@ def baseline_pass(store: str) -> dict[str, object]:
                 n - 1
             )
             deviation_n[reviewer, session] += 1
-        slot_session[session, position].append(score)
         centred_input[session, reviewer].append((math.log(max(words, 1)), score, model))
     leniency_values: dict[str, list[float]] = defaultdict(list)
     for (reviewer, _), total in deviation_sum.items():
@@ -184,9 +193,9 @@ def _check_same(report: dict[str, object], baseline: dict[str, object]) -> None:
     profiles = {p["reviewer"]: p for p in report["profiles"]}  # type: ignore[index]
     for reviewer, mean in baseline["mean_score"].items():  # type: ignore[union-attr]
         assert math.isclose(profiles[reviewer]["mean_score"], mean, rel_tol=1e-9), reviewer
-    for reviewer, leniency in baseline["leniency"].items():  # type: ignore[union-attr]
-        got = profiles[reviewer]["leniency"]["estimate"]
-        assert math.isclose(got, leniency, rel_tol=1e-9, abs_tol=1e-12), reviewer
+    # Leniency is not compared: the report's is the step-down robust estimate against a
+    # reference set of reviewers (stats/robust_leniency.py, tested there), not this pass's
+    # plain mean paired deviation.
     position = report["position"]  # type: ignore[index]
     for slot, interval in zip(position["positions"], position["mean_score"], strict=True):
         assert math.isclose(interval["estimate"], baseline["slot_mean"][str(slot)], rel_tol=1e-9)  # type: ignore[index]
@@ -249,6 +258,11 @@ def main() -> None:
     parser.add_argument(
         "--check", action="store_true", help="also run the pure-Python pass and compare numbers"
     )
+    parser.add_argument(
+        "--formats",
+        default="jsonl,parquet",
+        help="comma-separated store formats to measure (jsonl, parquet)",
+    )
     parser.add_argument("--baseline-child", help=argparse.SUPPRESS)
     parser.add_argument("--core-child", help=argparse.SUPPRESS)
     parser.add_argument("--floor-child", nargs=2, help=argparse.SUPPRESS)
@@ -267,11 +281,14 @@ def main() -> None:
         load_child(args.load_child)
         return
 
+    formats = [name.strip() for name in args.formats.split(",") if name.strip()]
+    if not formats or set(formats) - set(FLOOR_SQL):
+        raise SystemExit(f"--formats {args.formats!r}: choose from jsonl, parquet")
     load_before = " ".join(f"{value:.2f}" for value in os.getloadavg())
     this = str(Path(__file__).resolve())
     with tempfile.TemporaryDirectory() as scratch:
         store = args.keep or str(Path(scratch) / "store.jsonl")
-        parquet = str(Path(scratch) / "parquet")
+        parquet = f"{store}.parquet" if args.keep else str(Path(scratch) / "parquet")
         generate = [
             PYTHON, "-m", "llm_council.bias_audit.simulated_records",
             "--out", store, "--records", str(args.records), "--seed", "2026",
@@ -281,12 +298,18 @@ def main() -> None:
         else:
             gen_out = f"reusing {store}"
         size_mb = os.path.getsize(store) / 1e6
-        compact = _measure([CLI, "bias-compact", "--store", store, "--out", parquet])
+        if not (args.keep and Path(parquet).is_dir()):
+            compact = _measure([CLI, "bias-compact", "--store", store, "--out", parquet])
+        else:
+            compact = (float("nan"), float("nan"), float("nan"), f"reusing {parquet}")
         parquet_mb = sum(f.stat().st_size for f in Path(parquet).rglob("*.parquet")) / 1e6
         rows: list[tuple[str, float, float, float]] = []
         ratios: list[str] = []
         reports: dict[str, dict[str, object]] = {}
-        for kind, source in (("jsonl", store), ("parquet", parquet)):
+        targets: list[str] = []
+        sources = {"jsonl": store, "parquet": parquet}
+        for kind in formats:
+            source = sources[kind]
             floor = _median_run([PYTHON, this, "--floor-child", kind, source], args.repeats)
             report_path = str(Path(scratch) / f"report-{kind}.json")
             command = [
@@ -323,22 +346,34 @@ def main() -> None:
                 f"{kind}: report / DuckDB floor = {first[0] / floor[0]:.2f}x first run, "
                 f"{warm[0] / floor[0]:.2f}x warm (wall); {warm[1] / floor[1]:.2f}x (CPU)"
             )
+            seconds_target = TARGET_SECONDS[kind] * args.records / 1_000_000
+            peak = max(first[2], warm[2])
+            targets.append(
+                f"{kind}: warm {warm[0]:.2f} s wall, {warm[1]:.2f} CPU s against "
+                f"<= {seconds_target:.1f} s ({TARGET_SECONDS[kind]:.1f} s per 1M records); "
+                f"peak RSS {peak:.0f} MB against <= {TARGET_PEAK_MB:.0f} MB (10M records)"
+            )
         help_run = _median_run([CLI, "--help"], 5)
         bare = _median_run([PYTHON, "-c", "pass"], 5)
         rows += [("llm-council --help (median of 5)", *help_run), ("python -c pass", *bare)]
-        same = reports["jsonl"]["n_records"] == reports["parquet"]["n_records"]
+        same = len({report["n_records"] for report in reports.values()}) == 1
         if args.check:
             baseline = json.loads(_measure([PYTHON, this, "--baseline-child", store])[3])
-            _check_same(reports["jsonl"], baseline)
-            _check_same(reports["parquet"], baseline)
+            for report in reports.values():
+                _check_same(report, baseline)
 
     print(gen_out.strip() + f" ({size_mb:.0f} MB JSONL, {parquet_mb:.0f} MB Parquet)")
     print(f"compaction: {compact[0]:.2f} s wall, {compact[2]:.0f} MB peak")
+    first_report = reports[formats[0]]
     print(
-        f"sessions in the report: {reports['jsonl']['n_sessions']}, records: "
-        f"{reports['jsonl']['n_records']} (JSONL and Parquet agree: {same})"
+        f"sessions in the report: {first_report['n_sessions']}, records: "
+        f"{first_report['n_records']} (formats measured agree: {same})"
     )
-    print(f"load average before the run: {load_before} (2 cores shared: trust CPU s over wall s)")
+    load_after = " ".join(f"{value:.2f}" for value in os.getloadavg())
+    print(
+        f"load average before / after the run: {load_before} / {load_after} "
+        f"({os.cpu_count()} cores shared: trust CPU s over wall s)"
+    )
     header = f"{'step':<56} {'wall s':>7} {'CPU s':>7} {'peak RSS MB':>12}"
     print(header)
     print("-" * len(header))
@@ -351,8 +386,10 @@ def main() -> None:
         f"--help / python -c pass = {help_run[0] / bare[0]:.1f}x; --help {help_run[0]:.2f} s "
         f"(target <= {TARGET_HELP_SECONDS} s)"
     )
+    for line in targets:
+        print(line)
     if args.check:
-        print("numbers of both reports equal the pure-Python pass (mean scores, leniency, ...)")
+        print("the reports' numbers equal the pure-Python pass (mean scores, slot means, length r)")
 
 
 if __name__ == "__main__":

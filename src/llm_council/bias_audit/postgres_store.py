@@ -9,9 +9,11 @@ server rolls the transaction back when the connection drops). Connections come f
 and the loop never blocks on the database. The schema is created and migrated by the
 tool, under an advisory lock, and its version kept in ``llm_council_schema``.
 
-Reading (:func:`iter_arrow_batches`, :func:`fetch_arrow_table`): a server-side cursor
+Reading (:func:`iter_arrow_batches`, :func:`arrow_batch_reader`): a server-side cursor
 streams the records in batches of ``batch_size`` rows into Arrow record batches with the
-JSONL record's columns (:data:`ARROW_SCHEMA`), so memory per batch is bounded.
+JSONL record's columns (:data:`ARROW_SCHEMA`), so memory per batch is bounded; the report
+scans the reader straight into DuckDB. :func:`fetch_arrow_table` collects every batch
+into one table (tests and small stores only: its memory grows with the store).
 
 The URL may carry a password: messages name the store by :func:`redact_url` and scrub
 the password from any driver message they quote.
@@ -20,6 +22,7 @@ the password from any driver message they quote.
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar
@@ -417,6 +420,21 @@ def iter_arrow_batches(
                     )
     except DriverError as error:
         raise _store_error(url, "cannot read the record store", error) from None
+
+
+def arrow_batch_reader(
+    url: str, *, since: datetime | None = None, batch_size: int = BATCH_SIZE
+) -> pa.RecordBatchReader:
+    """The records as a stream DuckDB can scan (one batch in memory at a time).
+
+    The connection is opened and the schema checked before this returns, so a bad URL,
+    a refused connection or an unknown schema raise here, not in the middle of a scan.
+    """
+    batches = iter_arrow_batches(url, since=since, batch_size=batch_size)
+    first = next(batches, None)
+    if first is None:
+        return pa.RecordBatchReader.from_batches(ARROW_SCHEMA, iter(()))
+    return pa.RecordBatchReader.from_batches(ARROW_SCHEMA, itertools.chain([first], batches))
 
 
 def fetch_arrow_table(url: str, *, since: datetime | None = None) -> pa.Table:

@@ -83,7 +83,7 @@ def test_since_keeps_only_recent_sessions(write_lines: Writer) -> None:
     assert store.connection.execute("SELECT DISTINCT session_id FROM records").fetchall() == [
         ("new",)
     ]
-    assert store.n_before_since == 2
+    assert (store.n_lines, store.n_records, store.n_sessions) == (2, 1, 1)
 
 
 def test_parse_since_forms() -> None:
@@ -210,3 +210,29 @@ def test_cli_engine_spark_on_a_jsonl_file_is_one_line(
     assert code != 0
     assert error.startswith("error: --engine spark reads a Parquet directory")
     assert error.count("\n") == 1
+
+
+def test_duckdb_memory_is_capped_and_spills_to_a_private_directory(
+    write_lines: Writer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp it's"))  # a quote in the path
+    (tmp_path / "tmp it's").mkdir()
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
+    store = load_store(write_lines([record_line()]), memory_limit="256MB")
+    limit, spill = store.connection.execute(
+        "SELECT current_setting('memory_limit'), current_setting('temp_directory')"
+    ).fetchone()
+    assert limit == "244.1 MiB"  # DuckDB's own rendering of 256 MB
+    assert spill.startswith(str(tmp_path / "tmp it's" / "llm-council-report-"))
+    # DuckDB creates the directory when it first spills and removes it on close
+    store.connection.execute("CREATE TABLE spilled AS SELECT range AS x FROM range(40000000)")
+    assert Path(spill).is_dir()  # 320 MB of BIGINT past a 256 MB cap: spilled
+    store.connection.close()
+    assert not Path(spill).exists()
+
+
+def test_a_bad_memory_limit_is_one_config_error(write_lines: Writer) -> None:
+    with pytest.raises(ConfigError, match="memory limit 'lots' is not a DuckDB size"):
+        load_store(write_lines([record_line()]), memory_limit="lots")

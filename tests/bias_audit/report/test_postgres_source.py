@@ -2,7 +2,7 @@
 
 The store module (``llm_council.bias_audit.postgres_store``) is written on another branch;
 until it lands, these tests register a stand-in with the agreed interface,
-``fetch_arrow_table(url, *, since=None) -> pyarrow.Table``, in ``sys.modules``. The
+``arrow_batch_reader(url, *, since=None) -> pyarrow.RecordBatchReader``, in ``sys.modules``. The
 stand-in serves real records from a JSONL fixture; nothing of ours is patched.
 """
 
@@ -34,11 +34,13 @@ def _install_stand_in(
 ) -> None:
     module = types.ModuleType("llm_council.bias_audit.postgres_store")
 
-    def fetch_arrow_table(url: str, *, since: datetime | None = None) -> pa.Table:
+    def arrow_batch_reader(url: str, *, since: datetime | None = None) -> pa.RecordBatchReader:
         calls.append((url, since))
-        return pa.Table.from_pylist(rows)
+        table = pa.Table.from_pylist(rows)
+        # small batches: the report must scan a stream, not one table
+        return pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=2))
 
-    module.fetch_arrow_table = fetch_arrow_table  # type: ignore[attr-defined]
+    module.arrow_batch_reader = arrow_batch_reader  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "llm_council.bias_audit.postgres_store", module)
 
 
@@ -69,10 +71,10 @@ def test_postgres_rows_missing_a_required_field_are_unreadable_not_fatal(
 def test_a_driver_error_never_shows_the_password(monkeypatch: pytest.MonkeyPatch) -> None:
     module = types.ModuleType("llm_council.bias_audit.postgres_store")
 
-    def fetch_arrow_table(url: str, *, since: datetime | None = None) -> pa.Table:
+    def arrow_batch_reader(url: str, *, since: datetime | None = None) -> pa.RecordBatchReader:
         raise OSError(f"connection to {url} refused; password s3cr3t-pw rejected")
 
-    module.fetch_arrow_table = fetch_arrow_table  # type: ignore[attr-defined]
+    module.arrow_batch_reader = arrow_batch_reader  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "llm_council.bias_audit.postgres_store", module)
     with pytest.raises(RecordError) as raised:
         load_store(URL)

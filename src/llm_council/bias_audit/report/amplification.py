@@ -16,7 +16,7 @@ import duckdb
 import numpy as np
 
 from llm_council.bias_audit.report.anchoring import MAX_SLOTS
-from llm_council.bias_audit.report.tables import nullable_floats
+from llm_council.bias_audit.report.tables import dense_codes, nullable_floats
 from llm_council.stats.amplification import amplification_screen
 
 #: mean pairwise r at or above which a council "agrees strongly" (descriptive gate)
@@ -50,14 +50,14 @@ def amplification(
     and about 1 CPU second per million records.
     """
     rows = connection.execute(
-        f"""SELECT r.session, r.session_id, rv.reviewer_index, m.model_index, r.position, r.score
-           FROM records r JOIN reviewers rv USING (reviewer) JOIN models m USING (model)
-           WHERE r.score IS NOT NULL AND r.position >= 0
-             AND r.position < least(r.n_candidates, {MAX_SLOTS})"""
+        # ``scored`` is ``records`` with a score, indices joined; no per-record session_id
+        # strings (a million Python objects) are fetched, only the listed sessions' below
+        f"""SELECT session, reviewer_index, model_index, position, score
+           FROM scored WHERE position >= 0 AND position < least(n_candidates, {MAX_SLOTS})"""
     ).fetchnumpy()
     if len(rows["session"]) == 0:
         return None
-    _, session = np.unique(np.asarray(rows["session"]), return_inverse=True)
+    session_of_code, session = dense_codes(np.asarray(rows["session"], dtype=np.int64))
     reviewer = np.asarray(rows["reviewer_index"], dtype=np.int64)
     model = np.asarray(rows["model_index"], dtype=np.int64)
     position = np.asarray(rows["position"], dtype=np.int64)
@@ -83,8 +83,18 @@ def amplification(
         n_permutations=n_permutations,
         shared_order=shared,
     )
-    session_ids = np.empty(n_sessions, dtype=object)
-    session_ids[session] = np.asarray(rows["session_id"], dtype=object)
+    listed = [int(s) for s in session_of_code[screen.suspect][:_LISTED]]
+    id_of_session = (
+        dict(
+            connection.execute(
+                "SELECT session, any_value(session_id) FROM records WHERE session IN "
+                "(SELECT unnest(?::INTEGER[])) GROUP BY session",
+                [listed],
+            ).fetchall()
+        )
+        if listed
+        else {}
+    )
     n_agreeing = int(np.sum(np.nan_to_num(screen.agreement, nan=-1.0) >= AGREEMENT_THRESHOLD))
     n_suspect = int(screen.suspect.sum())
     from scipy import stats as scipy_stats  # deferred: scipy.stats costs ~1 s to import
@@ -107,5 +117,5 @@ def amplification(
         shared_order=shared,
         agreement_threshold=AGREEMENT_THRESHOLD,
         significance_level=significance_level,
-        suspect_sessions=[str(s) for s in session_ids[screen.suspect][:_LISTED]],
+        suspect_sessions=[str(id_of_session[s]) for s in listed],
     )

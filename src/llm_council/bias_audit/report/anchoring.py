@@ -23,7 +23,7 @@ import duckdb
 import numpy as np
 
 from llm_council.bias_audit.report.model import Interval
-from llm_council.bias_audit.report.tables import nullable_floats
+from llm_council.bias_audit.report.tables import dense_codes, nullable_floats
 from llm_council.stats.anchoring import (
     cluster_jackknife_correlation,
     previous_scores_mean,
@@ -51,7 +51,7 @@ class ReviewerAnchoring:
 def _centred_within(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """``values`` minus the mean of their group (NaN-aware)."""
     finite = np.isfinite(values)
-    _, index = np.unique(groups, return_inverse=True)
+    _, index = dense_codes(groups)
     sums = np.bincount(index[finite], weights=values[finite], minlength=index.max() + 1)
     counts = np.bincount(index[finite], minlength=index.max() + 1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -64,8 +64,8 @@ def anchoring_by_reviewer(
     """Both anchoring correlations per reviewer from the ``scored`` table."""
     rows = connection.execute(
         f"""SELECT s.reviewer_index, s.session, s.position, s.score, s.deviation
-           FROM scored s WHERE s.position >= 0 AND s.position < least(s.n_candidates, {MAX_SLOTS})
-           ORDER BY s.reviewer_index, s.session, s.position"""
+           FROM scored s
+           WHERE s.position >= 0 AND s.position < least(s.n_candidates, {MAX_SLOTS})"""
     ).fetchnumpy()
     names = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
     if len(rows["session"]) == 0:
@@ -77,7 +77,7 @@ def anchoring_by_reviewer(
     deviation = nullable_floats(rows["deviation"])
     n_slots = int(position.max()) + 1
     review_key = reviewer * (int(session.max()) + 1) + session
-    _, review = np.unique(review_key, return_inverse=True)
+    _, review = dense_codes(review_key)
     n_reviews = int(review.max()) + 1
     in_order = np.full((n_reviews, n_slots), np.nan)
     paired = np.full((n_reviews, n_slots), np.nan)
@@ -97,7 +97,8 @@ def anchoring_by_reviewer(
         clusters = np.broadcast_to(review_session[mine][:, None], (int(mine.sum()), n_slots))
         design = cluster_jackknife_correlation(slot[mine], running[mine], clusters)
         usable = np.isfinite(earlier[mine]) & np.isfinite(paired[mine])
-        slot_groups = np.where(usable, slot[mine], -1.0)
+        # integer group ids (unusable cells in group 0) so the grouping needs no sort
+        slot_groups = np.where(usable, slot[mine], -1.0).astype(np.int64) + 1
         conditional = cluster_jackknife_correlation(
             _centred_within(np.where(usable, earlier[mine], np.nan).ravel(), slot_groups.ravel()),
             _centred_within(np.where(usable, paired[mine], np.nan).ravel(), slot_groups.ravel()),

@@ -12,7 +12,7 @@ from llm_council.bias_audit.report.families import bias_families
 from llm_council.bias_audit.report.joint import fit_joint_model
 from llm_council.bias_audit.report.leaderboard import build_leaderboard, with_adjusted_means
 from llm_council.bias_audit.report.length import pooled_length_bias
-from llm_council.bias_audit.report.loading import load_store, parse_since
+from llm_council.bias_audit.report.loading import DEFAULT_MEMORY_LIMIT, load_store, parse_since
 from llm_council.bias_audit.report.model import BiasReport
 from llm_council.bias_audit.report.position import position_bias
 from llm_council.bias_audit.report.reviewers import reviewer_profiles, self_preferences
@@ -34,19 +34,27 @@ def build_report(
     threads: int | None = None,
     engine: str = "duckdb",
     on_step: Callable[[str], None] | None = None,
+    memory_limit: str = DEFAULT_MEMORY_LIMIT,
 ) -> BiasReport:
     """Analyse every readable record in ``store_path`` (optionally only those since ``since``).
 
     ``store_path`` is a JSONL file, a Parquet directory or a ``postgresql://`` URL; with
     ``engine="spark"`` a Parquet directory is scanned by Apache Spark (:mod:`.loading`).
     ``on_step`` is called with the name of each step as it starts (for a progress bar).
+    ``memory_limit`` caps DuckDB's memory; past it, its tables spill to a temporary directory.
     """
     step = on_step or (lambda _name: None)
     cutoff = parse_since(since) if since else None
     end = parse_since(until, option="--until") if until else None
     step("reading records")
     store = load_store(
-        store_path, since=cutoff, since_label=since, threads=threads, engine=engine, until=end
+        store_path,
+        since=cutoff,
+        since_label=since,
+        threads=threads,
+        engine=engine,
+        until=end,
+        memory_limit=memory_limit,
     )
     if store.n_records == 0:
         detail = (f" since {since}" if since else "") + (f" until {until}" if until else "")

@@ -21,7 +21,7 @@ import duckdb
 import numpy as np
 
 from llm_council.bias_audit.report.model import Interval
-from llm_council.bias_audit.report.tables import nullable_floats
+from llm_council.bias_audit.report.tables import dense_codes, nullable_floats
 from llm_council.stats.favouritism import favouritism_matrix, mutual_blocs
 
 #: the multiplicity correction applied to the matrix, named in every rendering
@@ -74,7 +74,7 @@ def favouritism(
     ]
     if len(rows["session"]) == 0 or len(reviewers) < 2 or len(models) < 2:
         return None
-    _, session = np.unique(np.asarray(rows["session"]), return_inverse=True)
+    _, session = dense_codes(np.asarray(rows["session"], dtype=np.int64))
     reviewer_index = np.asarray(rows["reviewer_index"], dtype=np.int64)
     model_index = np.asarray(rows["model_index"], dtype=np.int64)
     table = np.full((int(session.max()) + 1, len(reviewers), len(models)), np.nan)

@@ -109,37 +109,39 @@ def fit_joint_model(
     # A sparse design: every row has one entry per block (an explicit 0 at the block's
     # first column for the reference level), so the CSR arrays are built directly from the
     # codes and no dense million-row matrix is ever allocated.
-    column_blocks: list[np.ndarray] = []
-    value_blocks: list[np.ndarray] = []
+    # Filled in place, one column per block, so the only per-record temporaries are one
+    # block's level and value (at 10M records, stacked per-block copies cost gigabytes).
+    n_blocks = len(blocks)
+    design_values = np.empty((score.size, n_blocks))
+    design_columns = np.empty((score.size, n_blocks), dtype=np.int32)
     offset = 0
-    for group, _, width in blocks:
+    for block, (group, _, width) in enumerate(blocks):
         if group in ("reviewer_leniency", "reviewer_verbosity"):
             level, present = reviewer - 1, reviewer > 0  # reviewer 0 is the reference
-            value = present * (1.0 if group == "reviewer_leniency" else log_words)
+            design_values[:, block] = present * (1.0 if group == "reviewer_leniency" else log_words)
         elif group == "position":
             level, present = position - 1, position > 0  # slot A is the reference
-            value = present.astype(float)
+            design_values[:, block] = present
         else:
             column_of = np.zeros(n_reviewers, dtype=np.int64)
             column_of[self_reviewers] = np.arange(self_reviewers.size)
             level, present = column_of[reviewer], is_self > 0
-            value = present.astype(float)
-        column_blocks.append(offset + np.where(present, level, 0))
-        value_blocks.append(np.broadcast_to(value, score.shape).astype(float))
+            design_values[:, block] = present
+        design_columns[:, block] = offset + np.where(present, level, 0)
         offset += width
-    n_blocks = len(blocks)
     raw_design = sparse.csr_matrix(
         (
-            np.column_stack(value_blocks).ravel(),
-            np.column_stack(column_blocks).ravel(),
+            design_values.reshape(-1),
+            design_columns.reshape(-1),
             np.arange(0, n_blocks * score.size + 1, n_blocks),
         ),
         shape=(score.size, offset),
     )
+    del design_values, design_columns
     # group ids need not be dense: empty groups are never indexed
     answer = session * n_models + model_index
     n_answers_total = int(np.count_nonzero(np.bincount(answer)))
-    if n_answers_total + offset >= score.size or np.unique(session).size < 2:
+    if n_answers_total + offset >= score.size or np.count_nonzero(np.bincount(session)) < 2:
         return None  # no residual degrees of freedom, or a single session: nothing to infer
     fit = ols_absorbed_cluster_robust(raw_design, score, answer, session)
     intervals = fit.confidence_intervals()

@@ -68,7 +68,8 @@ def _parse_into_raw_lines(
             [path],
         )
     except duckdb.Error as error:
-        raise RecordError(f"cannot read bias-audit store {label!r}: {error}") from None
+        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise RecordError(f"cannot read bias-audit store {label!r}: {first_line}") from None
 
 
 def _copy_prefix(descriptor: int, length: int, target: int) -> int:

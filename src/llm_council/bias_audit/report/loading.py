@@ -12,7 +12,10 @@ instead (:mod:`.engines.spark`).
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -38,6 +41,9 @@ from llm_council.errors import ConfigError, InputError, RecordError
 ENGINES = ("duckdb", "spark")
 _SINCE_PATTERN = re.compile(r"^(\d+)([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+#: DuckDB's share of the report's memory; past it, tables spill to a temporary directory.
+#: 1M records need about 0.35 GB, so the cap only binds for stores of several million.
+DEFAULT_MEMORY_LIMIT = "1GB"
 
 
 @dataclass(frozen=True)
@@ -51,7 +57,6 @@ class LoadedStore:
     n_sessions: int
     n_unreadable: int
     n_unknown_version: int
-    n_before_since: int
     since: str | None
     warnings: tuple[str, ...] = field(default_factory=tuple)
     n_incomplete_sessions: int = 0
@@ -78,20 +83,41 @@ def parse_since(value: str, *, now: datetime | None = None, option: str = "--sin
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def _new_connection(threads: int | None) -> duckdb.DuckDBPyConnection:
+def _new_connection(threads: int | None, memory_limit: str) -> duckdb.DuckDBPyConnection:
     connection = duckdb.connect()
     # row order carries no meaning here; not preserving it lets the parallel reader skip a merge
     connection.execute("SET preserve_insertion_order = false")
     # DuckDB draws its own progress bar on a terminal; the CLI has one already
     connection.execute("SET enable_progress_bar = false")
+    # Past ``memory_limit`` DuckDB moves its tables to a private directory (which it creates,
+    # and removes on close) instead of growing: 10M records then fit in a bounded footprint.
+    # Without it an in-memory database may take 80% of RAM and spills into ./.tmp.
+    spill = Path(tempfile.gettempdir()) / f"llm-council-report-{os.getpid()}-{uuid.uuid4().hex}"
+    connection.execute(f"SET temp_directory = '{_sql_text(str(spill))}'")
+    try:
+        connection.execute(f"SET memory_limit = '{_sql_text(memory_limit)}'")
+    except duckdb.Error:
+        connection.close()
+        raise ConfigError(
+            f"memory limit {memory_limit!r} is not a DuckDB size (e.g. 1GB, 512MB)"
+        ) from None
     if threads is not None:
         connection.execute(f"SET threads TO {int(threads)}")
     return connection
 
 
-def _warnings(label: str, counts: RecordCounts, n_lines: int, torn: bool) -> tuple[int, list[str]]:
-    """The number of unreadable lines and the report's warnings about what was skipped."""
-    n_unreadable = max(n_lines - counts.n_rows, 0) + (counts.n_rows - counts.n_valid)
+def _sql_text(value: str) -> str:
+    """``value`` inside a single-quoted SQL literal."""
+    return value.replace("'", "''")
+
+
+def _warnings(label: str, counts: RecordCounts, torn: bool) -> tuple[int, list[str]]:
+    """The number of unreadable lines and the report's warnings about what was skipped.
+
+    Every source gives one row per line, a line it could not read being a row with a
+    required field NULL, so the unreadable lines are the rows that are not valid.
+    """
+    n_unreadable = counts.n_rows - counts.n_valid
     # a last line without its newline is torn only if it did not parse as a record
     torn = torn and n_unreadable > 0
     warnings: list[str] = []
@@ -131,8 +157,13 @@ def load_store(
     threads: int | None = None,
     engine: str = "duckdb",
     until: datetime | None = None,
+    memory_limit: str = DEFAULT_MEMORY_LIMIT,
 ) -> LoadedStore:
-    """Read ``store`` into DuckDB and build the ``records`` table the analyses query."""
+    """Read ``store`` into DuckDB and build the ``records`` table the analyses query.
+
+    ``memory_limit`` caps DuckDB's memory (a DuckDB size such as ``1GB``); beyond it the
+    tables spill to a private temporary directory, removed when the connection closes.
+    """
     if engine not in ENGINES:
         raise ConfigError(f"unknown engine {engine!r} (choose one of {', '.join(ENGINES)})")
     location = str(store)
@@ -158,31 +189,30 @@ def load_store(
         assert path is not None
         from llm_council.bias_audit.report.engines.spark import spark_records
 
-        connection = _new_connection(threads)
+        connection = _new_connection(threads, memory_limit)
         try:
             counts = spark_records(connection, path, since=since, until=until)
         except BaseException:
             connection.close()
             raise
-        n_lines, torn, appending = counts.n_rows, False, False
+        torn, appending = False, False
     else:
-        connection = _new_connection(threads)
+        connection = _new_connection(threads, memory_limit)
         try:
-            n_lines, torn, appending = _read_raw_lines(connection, location, path, since)
+            torn, appending = _read_raw_lines(connection, location, path, since)
             counts = build_records(connection, since=since, until=until)
         except BaseException:
             connection.close()
             raise
-    n_unreadable, warnings = _warnings(label, counts, n_lines, torn)
+    n_unreadable, warnings = _warnings(label, counts, torn)
     return LoadedStore(
         connection=connection,
         path=label,
-        n_lines=n_lines,
+        n_lines=counts.n_rows,
         n_records=counts.n_records,
         n_sessions=counts.n_sessions,
         n_unreadable=n_unreadable,
         n_unknown_version=counts.n_unknown_version,
-        n_before_since=counts.n_before_since,
         since=since_label,
         warnings=tuple(warnings),
         n_incomplete_sessions=counts.n_incomplete_sessions,
@@ -196,21 +226,17 @@ def _read_raw_lines(
     location: str,
     path: Path | None,
     since: datetime | None,
-) -> tuple[int, bool, bool]:
-    """Fill ``raw_lines`` from the store; returns (lines read, torn last line, appending)."""
+) -> tuple[bool, bool]:
+    """Fill ``raw_lines`` from the store; returns (torn last line, read while appending)."""
     if path is None:
-        n_rows = read_postgres(connection, location, since)
-        return n_rows, False, False
+        read_postgres(connection, location, since)
+        return False, False
     if path.is_dir():
         read_parquet_directory(connection, path, since)
-        row = connection.execute("SELECT count(*) FROM raw_lines").fetchone()
-        assert row is not None
-        return int(row[0]), False, False
+        return False, False
     if not path.is_file():
         raise RecordError(
             f"bias-audit store {str(path)!r} is not a regular file or a Parquet directory"
         )
     snapshot = read_jsonl_snapshot(connection, path, REPORT_COLUMNS)
-    row = connection.execute("SELECT count(*) FROM raw_lines").fetchone()
-    assert row is not None
-    return int(row[0]), snapshot.ends_mid_line, snapshot.read_while_appending
+    return snapshot.ends_mid_line, snapshot.read_while_appending

@@ -37,6 +37,7 @@ from scipy import sparse
 from scipy import stats as scipy_stats
 
 from llm_council.bias_audit.report.model import Interval, PositionBias, SlotProfile
+from llm_council.bias_audit.report.tables import dense_codes
 from llm_council.stats.identifiability import estimable, gram_null_space
 from llm_council.stats.joint_model import (
     ClusteredOlsFit,
@@ -103,7 +104,7 @@ def _slot_profile(
     """Slot effects, Wald test and trend of ``centred`` scores for one scope."""
     nan = float("nan")
     nan_interval = Interval(nan, nan, nan)
-    _, cluster = np.unique(session, return_inverse=True)
+    _, cluster = dense_codes(session)
     n_sessions = int(cluster.max()) + 1 if cluster.size else 0
     if n_sessions < 2 or not slots_identified(group, model, slot, n_slots):
         return SlotProfile(
@@ -292,7 +293,7 @@ def position_bias(
         if within is not None:
             reviewers.append(within)
             continue
-        _, reviewer_group = np.unique(group[rows], return_inverse=True)
+        _, reviewer_group = dense_codes(group[rows])
         reviewers.append(
             _slot_profile(
                 names[int(index)],

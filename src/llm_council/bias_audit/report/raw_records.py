@@ -64,7 +64,6 @@ class RecordCounts:
     n_unknown_version: int
     n_incomplete_sessions: int
     n_incomplete_records: int
-    n_before_since: int
     n_records: int
     n_sessions: int
     # live bias-check lines the engine left out without analysing them (Spark: ADR 0024)
@@ -157,24 +156,17 @@ def count_records(connection: duckdb.DuckDBPyConnection) -> tuple[int, int]:
 
 def split_check_records(
     connection: duckdb.DuckDBPyConnection, since_sql: str, since_parameters: list[object]
-) -> int:
+) -> None:
     """Move the lines of live bias-check reviews (ADR 0024) from ``raw_lines`` into
     ``check_records``, so no observational estimate ever sees a check review; the causal
     checks section pairs them with ``records``. A session's completeness counts them (its
-    ``session_n_records`` does), so this runs after ``session_check`` is built. Returns
-    how many valid lines were check lines (kept or not)."""
+    ``session_n_records`` does), so this runs after ``session_check`` is built."""
     connection.execute(
         f"""CREATE OR REPLACE TABLE check_records AS SELECT * FROM raw_lines
             WHERE check_kind IS NOT NULL AND {KEEP_COMPLETE} AND {since_sql}""",
         since_parameters,
     )
-    row = connection.execute(
-        f"""SELECT count(*) FROM raw_lines
-            WHERE check_kind IS NOT NULL AND {KNOWN_VERSION} AND {VALID_LINE}
-              AND session_id IN (SELECT session_id FROM session_check WHERE complete)"""
-    ).fetchone()
     connection.execute("DELETE FROM raw_lines WHERE check_kind IS NOT NULL")
-    return int(row[0]) if row is not None else 0
 
 
 def build_records(
@@ -201,7 +193,7 @@ def build_records(
     sessions_sql = "SELECT session_id FROM session_check WHERE complete"
     if since is not None or until is not None:
         sessions_sql += f" AND session_id IN (SELECT session_id FROM raw_lines WHERE {since_sql})"
-    n_check_records = split_check_records(connection, since_sql, since_parameters)
+    split_check_records(connection, since_sql, since_parameters)
     create_records_table(
         connection,
         f"SELECT * FROM raw_lines WHERE {KNOWN_VERSION} AND {VALID_LINE} AND {since_sql}",
@@ -217,7 +209,6 @@ def build_records(
         n_unknown_version=n_unknown_version,
         n_incomplete_sessions=n_incomplete_sessions,
         n_incomplete_records=n_incomplete_records,
-        n_before_since=n_valid - n_unknown_version - n_incomplete_records - n_check_records,
         n_records=n_records,
         n_sessions=n_sessions,
     )

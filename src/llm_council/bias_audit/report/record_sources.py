@@ -108,15 +108,25 @@ def redact_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{host}{port}"))
 
 
+def _driver_error(url: str, error: BaseException) -> RecordError:
+    """A driver error as one message naming the store without the URL's password."""
+    message = str(error).replace(url, redact_url(url))
+    password = urlsplit(url).password
+    if password:
+        message = message.replace(password, "***")
+    return RecordError(f"cannot read {redact_url(url)!r}: {message}")
+
+
 def read_postgres(
     connection: duckdb.DuckDBPyConnection,
     url: str,
     since: datetime | None,
     columns: dict[str, str] = REPORT_COLUMNS,
 ) -> int:
-    """Fill ``raw_lines`` from a PostgreSQL store (streamed to Arrow by the store module).
+    """Fill ``raw_lines`` from a PostgreSQL store; returns the number of rows fetched.
 
-    Returns the number of rows fetched.
+    The store module streams the rows as Arrow batches and DuckDB scans that stream
+    (``arrow_batch_reader``), so only one batch of rows is in Python's memory at a time.
     """
     try:
         postgres_store = importlib.import_module("llm_council.bias_audit.postgres_store")
@@ -126,24 +136,27 @@ def read_postgres(
             f"({error.name or error}); install llm-council[postgres]"
         ) from None
     try:
-        table = postgres_store.fetch_arrow_table(url, since=since)
+        reader = postgres_store.arrow_batch_reader(url, since=since)
     except RecordError:
         raise
     except Exception as error:  # a driver error: name it without the URL's password
-        message = str(error).replace(url, redact_url(url))
-        password = urlsplit(url).password
-        if password:
-            message = message.replace(password, "***")
-        raise RecordError(f"cannot read {redact_url(url)!r}: {message}") from None
-    connection.register("postgres_rows", table)
-    present = set(table.column_names)
+        raise _driver_error(url, error) from None
+    present = set(reader.schema.names)
     selected = ", ".join(
         f"TRY_CAST({name} AS {kind}) AS {name}" if name in present else f"NULL::{kind} AS {name}"
         for name, kind in columns.items()
     )
-    connection.execute(f"CREATE OR REPLACE TABLE raw_lines AS SELECT {selected} FROM postgres_rows")
-    connection.unregister("postgres_rows")
-    return int(table.num_rows)
+    connection.register("postgres_rows", reader)
+    try:
+        connection.execute(
+            f"CREATE OR REPLACE TABLE raw_lines AS SELECT {selected} FROM postgres_rows"
+        )
+    except Exception as error:  # the connection dropped mid-stream
+        raise _driver_error(url, error) from None
+    finally:
+        connection.unregister("postgres_rows")
+    row = connection.execute("SELECT count(*) FROM raw_lines").fetchone()
+    return int(row[0]) if row is not None else 0
 
 
 def default_store_location(environ: Mapping[str, str] | None = None) -> str:

@@ -24,7 +24,11 @@ from llm_council.bias_audit.report.model import (
     SelfPreference,
     reliability_tier,
 )
-from llm_council.bias_audit.report.tables import nullable_floats, scores_sum_to_a_constant
+from llm_council.bias_audit.report.tables import (
+    dense_codes,
+    nullable_floats,
+    scores_sum_to_a_constant,
+)
 from llm_council.stats.pooling import fisher_z_pooled_correlation, mean_interval_from_moments
 from llm_council.stats.robust_leniency import ReviewerLeniency, step_down_leniency
 
@@ -65,7 +69,7 @@ def robust_leniencies(connection: duckdb.DuckDBPyConnection) -> dict[str, Review
     session = np.asarray(columns["session"], dtype=np.int64)
     if session.size == 0:
         return {}
-    _, session_index = np.unique(session, return_inverse=True)
+    _, session_index = dense_codes(session)
     n_models = int(np.asarray(columns["model_index"]).max()) + 1
     answer = session_index * n_models + np.asarray(columns["model_index"], dtype=np.int64)
     results = step_down_leniency(

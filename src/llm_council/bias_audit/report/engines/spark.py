@@ -104,9 +104,7 @@ def _counts_sql() -> str:
                 WHERE schema_version IS NOT NULL AND {_VALID} AND NOT ({_KNOWN})) AS n_unknown,
                (SELECT count(*) FROM session_check WHERE NOT complete) AS n_incomplete_sessions,
                (SELECT coalesce(sum(n_lines), 0) FROM session_check WHERE NOT complete)
-                   AS n_incomplete_records,
-               (SELECT coalesce(sum(n_lines), 0) FROM session_check WHERE complete)
-                   AS n_complete"""
+                   AS n_incomplete_records"""
 
 
 def _sessions_sql(since_sql: str) -> str:
@@ -209,7 +207,6 @@ def spark_records(
         n_unknown_version=int(count_row["n_unknown"]),
         n_incomplete_sessions=int(count_row["n_incomplete_sessions"]),
         n_incomplete_records=int(count_row["n_incomplete_records"]),
-        n_before_since=int(count_row["n_complete"]),
         n_records=n_records,
         n_sessions=n_sessions,
         n_check_records_ignored=int(n_check),
