@@ -15,8 +15,9 @@ OpenAI-compatible server such as Ollama (``http://localhost:11434/v1``) or vLLM;
 is ``native`` for OpenAI's own endpoint and ``nonce`` for a custom ``base_url``, because
 many compatible servers do not implement ``json_schema``.
 
-The SDK client is shared per process and event loop (:mod:`~llm_council.providers.client_pool`),
-so a council of many members pays for one SSL context and one connection pool.
+SDK clients are shared per process, event loop and model
+(:mod:`~llm_council.providers.client_pool`): a council of many members pays for one SSL
+context, and each model keeps its connections alive between sessions.
 """
 
 from __future__ import annotations
@@ -34,7 +35,11 @@ from llm_council.providers.base import (
     StructuredOutputMode,
     Usage,
 )
-from llm_council.providers.client_pool import PooledClientProvider, secret_digest
+from llm_council.providers.client_pool import (
+    PooledClientProvider,
+    secret_digest,
+    stainless_http_client,
+)
 from llm_council.providers.error_mapping import (
     empty_answer_error,
     malformed_response_error,
@@ -88,7 +93,8 @@ class OpenAIProvider(PooledClientProvider, Provider):
         timeout_s = positive_timeout(
             self.provider_name, options.get("timeout_s", DEFAULT_SDK_TIMEOUT_S)
         )
-        self._client_key = ("openai", base_url, secret_digest(api_key), timeout_s)
+        # one client (and connection pool) per model: see client_pool's docstring
+        self._client_key = ("openai", base_url, secret_digest(api_key), timeout_s, model_name)
         self._client_settings = {
             "api_key": api_key,
             "base_url": base_url,
@@ -97,7 +103,8 @@ class OpenAIProvider(PooledClientProvider, Provider):
         }
 
     def _build_client(self) -> Any:
-        return self._sdk.AsyncOpenAI(**self._client_settings)
+        http_client = stainless_http_client(self._sdk)
+        return self._sdk.AsyncOpenAI(**self._client_settings, http_client=http_client)
 
     def request_arguments(self, request: CompletionRequest) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for ``request``."""
