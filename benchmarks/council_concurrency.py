@@ -43,6 +43,7 @@ import openai
 from llm_council import CouncilConfig, CouncilMember, run_full_council
 from llm_council.log_setup import configure_logging
 from llm_council.providers.base import CompletionRequest
+from llm_council.providers.client_pool import stainless_http_client
 from llm_council.providers.openai_sdk import OpenAIProvider
 from llm_council.providers.registry import register_provider, unregister_provider
 
@@ -163,51 +164,66 @@ class SocketFloor:
 
 
 class HttpxFloor:
-    """The SDK's own HTTP client class posting the same JSON: HTTP client, no SDK."""
+    """The SDK's own HTTP client class posting the same JSON: HTTP client, no SDK.
+
+    One client per call slot, as the providers have one per model (small pools, ADR 0031).
+    """
 
     def __init__(self, base_url: str, stages: Stages) -> None:
-        self.client = openai.DefaultAsyncHttpxClient()
+        width = max(len(stage) for stage in stages)
+        self.clients = [stainless_http_client(openai) for _ in range(width)]
         self.url = f"{base_url}/chat/completions"
         self.stages = stages
 
     async def session(self) -> None:
         for stage in self.stages:
-            await asyncio.gather(*(self._post(body) for body in stage))
+            await asyncio.gather(*(self._post(i, body) for i, body in enumerate(stage)))
 
-    async def _post(self, body: dict[str, Any]) -> Any:
-        response = await self.client.post(
+    async def _post(self, slot: int, body: dict[str, Any]) -> Any:
+        response = await self.clients[slot].post(
             self.url, json=body, headers={"Authorization": f"Bearer {KEY}"}
         )
         response.raise_for_status()
         return response.json()
 
     async def close(self) -> None:
-        await self.client.aclose()
+        for client in self.clients:
+            await client.aclose()
 
 
 class SdkFloor:
-    """``AsyncOpenAI.post`` as the provider calls it: the SDK, no council."""
+    """``AsyncOpenAI.post`` as the provider calls it (a client per slot): the SDK, no council."""
 
     def __init__(self, base_url: str, stages: Stages) -> None:
-        self.client = openai.AsyncOpenAI(api_key=KEY, base_url=base_url, max_retries=0)
+        width = max(len(stage) for stage in stages)
+        self.clients = [
+            openai.AsyncOpenAI(
+                api_key=KEY,
+                base_url=base_url,
+                max_retries=0,
+                http_client=stainless_http_client(openai),
+            )
+            for _ in range(width)
+        ]
         self.stages = stages
 
     async def session(self) -> None:
         for stage in self.stages:
             await asyncio.gather(
                 *(
-                    self.client.post(
+                    self.clients[i].post(
                         "/chat/completions",
                         body=body,
                         cast_to=object,
                         options={"security": {"bearer_auth": True}},
                     )
-                    for body in stage
+                    for i, body in enumerate(stage)
                 )
             )
 
     async def close(self) -> None:
-        await self.client.close()
+        for client in self.clients:
+            await client.close()
 
 
 async def timed(run: Callable[[], Awaitable[Any]]) -> tuple[float, float]:
