@@ -182,7 +182,7 @@ async def _synthesis_stage(
     seed: int,
     gate: CallGate,
 ) -> tuple[Synthesis, dict[str, dict[str, object]]]:
-    """Stage 3 in its own span (a task of its own, next to the bias checks)."""
+    """Stage 3 in its span (the bias checks, when on, run next to it in a task of their own)."""
     with tracing.stage_span("synthesize") as stage_trace:
         synthesis, chairman_labels = await synthesize(
             query, ok_answers, standings, chairman, config, seed, gate
@@ -201,9 +201,7 @@ async def _bias_check_stage(
 ) -> tuple[list[Review], dict[str, int]]:
     """The live bias checks (ADR 0024) through their own gate (ADR 0031): their own slots
     and the whole session deadline, never the counted calls'. Returns the check reviews and
-    their token usage; nothing at all, not even a span, when checks are off."""
-    if config.bias_check_probability <= 0:
-        return [], {}
+    their token usage."""
     check_gate = CallGate(
         config.max_concurrency,
         config.session_deadline_s,
@@ -284,22 +282,30 @@ async def _run_session(
     )
 
     stage_start = time.perf_counter()
-    # the synthesis task first, so its request leaves before any check's is even built
-    synthesis_task = asyncio.create_task(
-        _synthesis_stage(query, ok_answers, standings, chairman, config, seed, gate)
+    # Checks (if any) are scheduled now but only start once this task suspends: the
+    # synthesis runs first, so its request leaves before any check's is even built.
+    checks_task = (
+        asyncio.create_task(
+            _bias_check_stage(query, ok_answers, reviewer_seats, config, seed, gate)
+        )
+        if config.bias_check_probability > 0
+        else None
     )
-    checks_task = asyncio.create_task(
-        _bias_check_stage(query, ok_answers, reviewer_seats, config, seed, gate)
-    )
+    check_reviews: list[Review] = []
+    check_usage: dict[str, int] = {}
     try:
-        synthesis, chairman_labels = await synthesis_task
+        synthesis, chairman_labels = await _synthesis_stage(
+            query, ok_answers, standings, chairman, config, seed, gate
+        )
         durations["stage3"] = time.perf_counter() - stage_start
         bound_log.info(
             "stage3_done", fallback=synthesis.is_fallback, duration_s=round(durations["stage3"], 3)
         )
-        check_reviews, check_usage = await checks_task
-    finally:  # a cancelled session leaves no check running behind it
-        checks_task.cancel()
+        if checks_task is not None:
+            check_reviews, check_usage = await checks_task
+    finally:  # a failed or cancelled session leaves no check running behind it
+        if checks_task is not None:
+            checks_task.cancel()
     # middleware sees the check reviews after the reviews, each flagged ``check_kind``
     all_reviews = (*reviews, *check_reviews)
 
