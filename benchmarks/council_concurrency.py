@@ -5,10 +5,22 @@ client) pointed at a loopback OpenAI-compatible server, in its own process, that
 every call after 100 ms (``tests/fakes/council_server.py``). The ideal session is
 3 stages x 100 ms = 0.300 s; the target ratio wall / ideal is <= 1.10 for 5 and 12
 members. Sessions run back to back on one event loop, as in a service; the first one
-(which builds the SDK client) is reported on its own. The CLI ``ask`` process is timed
-too, start-up included, against the same server.
+(which imports nothing more but builds the SDK client) is reported on its own.
 
-    .venv/bin/python benchmarks/council_concurrency.py [--members 5 12] [--sessions 10]
+To show where the time above the ideal goes, each council session is interleaved with
+three floors that send the very request bodies of a recorded session, stage by stage
+(N answers, N reviews, 1 synthesis, each stage's calls at once), against the same server:
+
+- ``sockets``: raw HTTP/1.1 on kept-alive asyncio streams (what the machine and server allow);
+- ``httpx``: the SDK's own HTTP client class (``openai.DefaultAsyncHttpxClient``);
+- ``sdk``: ``AsyncOpenAI.post`` exactly as the provider calls it, without the council.
+
+So council - sdk is our core's cost, sdk - httpx the SDK's, httpx - sockets the HTTP
+client's, and sockets - ideal the machine's (scheduling under load). Every row is measured
+in the same rounds, side by side; the load average is printed with them. The CLI ``ask``
+process is timed too, start-up included, against the same server.
+
+    .venv/bin/python benchmarks/council_concurrency.py [--members 5 12] [--sessions 15]
         [--ask-runs 3] [--structured-output native|nonce|default]
 """
 
@@ -22,15 +34,27 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
+
+import openai
 
 from llm_council import CouncilConfig, CouncilMember, run_full_council
 from llm_council.log_setup import configure_logging
+from llm_council.providers.base import CompletionRequest
+from llm_council.providers.client_pool import stainless_http_client
+from llm_council.providers.openai_sdk import OpenAIProvider
+from llm_council.providers.registry import register_provider, unregister_provider
 
 LATENCY_S = 0.100
 IDEAL_S = 3 * LATENCY_S
 REPO = Path(__file__).resolve().parent.parent
 CLI = str(Path(sys.executable).parent / "llm-council")  # the console script users run
+QUERY = "How do I reduce tail latency?"
+KEY = "not-needed"  # the loopback server checks no key; the SDK's placeholder for local servers
+
+Stages = list[list[dict[str, Any]]]  # per stage, the JSON bodies of its calls
 
 
 def start_server(latency_s: float) -> tuple[subprocess.Popen[str], str]:
@@ -58,51 +82,74 @@ def member_options(base_url: str, structured_output: str) -> dict[str, str]:
     return options
 
 
-def council(members: int, base_url: str, structured_output: str) -> CouncilConfig:
+def council(
+    members: int, base_url: str, structured_output: str, prefix: str = "openai"
+) -> CouncilConfig:
     options = member_options(base_url, structured_output)
     return CouncilConfig(
         members=tuple(
-            CouncilMember(name=f"m{i}", spec=f"openai:model-{i}", options=options)
+            CouncilMember(name=f"m{i}", spec=f"{prefix}:model-{i}", options=options)
             for i in range(members)
         ),
-        chairman=CouncilMember(name="chair", spec="openai:chair", options=options),
+        chairman=CouncilMember(name="chair", spec=f"{prefix}:chair", options=options),
     )
 
 
-async def measure(config: CouncilConfig, sessions: int) -> tuple[list[float], list[float]]:
-    """Wall and CPU seconds (this process) of each session, run back to back."""
-    walls, cpus = [], []
-    for seed in range(sessions):
-        started, cpu_started = time.perf_counter(), time.process_time()
-        result = await run_full_council(
-            "How do I reduce tail latency?", config=config, seed=seed, middleware=[]
+async def record_bodies(members: int, base_url: str, structured_output: str) -> Stages:
+    """The request bodies of one session, by stage, as the OpenAI provider builds them."""
+    recorded: dict[str, list[dict[str, Any]]] = {"answer": [], "review": [], "synthesize": []}
+
+    class RecordingProvider(OpenAIProvider):
+        def request_arguments(self, request: CompletionRequest) -> dict[str, Any]:
+            arguments = super().request_arguments(request)
+            recorded[request.task].append(arguments)
+            return arguments
+
+    register_provider("recording", lambda name, options: RecordingProvider(name, **options))
+    try:
+        config = council(members, base_url, structured_output, prefix="recording")
+        await run_full_council(QUERY, config=config, seed=0, middleware=[])
+    finally:
+        unregister_provider("recording")
+    return [recorded["answer"], recorded["review"], recorded["synthesize"]]
+
+
+class SocketFloor:
+    """Raw HTTP/1.1 POSTs on kept-alive asyncio streams: no HTTP client, no SDK."""
+
+    def __init__(self, base_url: str, stages: Stages) -> None:
+        host_port = base_url.split("//", 1)[1].split("/", 1)[0]
+        self.host, port = host_port.rsplit(":", 1)
+        self.port = int(port)
+        path = "/" + base_url.split("//", 1)[1].split("/", 1)[1] + "/chat/completions"
+        self.requests = [
+            [self._encode(path, host_port, body) for body in bodies] for bodies in stages
+        ]
+        self.streams: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+
+    @staticmethod
+    def _encode(path: str, host_port: str, body: dict[str, Any]) -> bytes:
+        import json
+
+        payload = json.dumps(body).encode()
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: {host_port}\r\nContent-Type: application/json\r\n"
+            f"Authorization: Bearer {KEY}\r\nContent-Length: {len(payload)}\r\n\r\n"
         )
-        walls.append(time.perf_counter() - started)
-        cpus.append(time.process_time() - cpu_started)
-        if result.metadata["degraded"]:
-            raise SystemExit(f"a session degraded: {result.metadata['degraded']}")
-    return walls, cpus
+        return head.encode() + payload
 
+    async def session(self) -> None:
+        width = max(len(stage) for stage in self.requests)
+        while len(self.streams) < width:
+            self.streams.append(await asyncio.open_connection(self.host, self.port))
+        for stage in self.requests:
+            await asyncio.gather(*(self._post(*self.streams[i], r) for i, r in enumerate(stage)))
 
-async def transport_floor(base_url: str, members: int, rounds: int) -> float:
-    """Median wall time of 3 rounds of ``members + 1`` concurrent raw HTTP/1.1 POSTs.
-
-    The same server, kept-alive connections, no SDK and no council: what this machine and
-    server allow for a session's three stages, so the council's ratio to it shows our own
-    overhead apart from the machine's (under load, wake-ups add milliseconds per call).
-    """
-    host_port = base_url.split("//", 1)[1].split("/", 1)[0]
-    host, port = host_port.rsplit(":", 1)
-    body = b'{"model": "floor", "messages": [{"role": "user", "content": "hi"}]}'
-    request = (
-        f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host_port}\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
-    ).encode() + body
-    streams = [await asyncio.open_connection(host, int(port)) for _ in range(members + 1)]
-
-    async def post(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    @staticmethod
+    async def _post(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes
+    ) -> None:
         writer.write(request)
-        await writer.drain()
         headers = await reader.readuntil(b"\r\n\r\n")
         length = next(
             int(line.split(b":", 1)[1])
@@ -111,15 +158,189 @@ async def transport_floor(base_url: str, members: int, rounds: int) -> float:
         )
         await reader.readexactly(length)
 
-    walls = []
-    for _ in range(rounds):
-        started = time.perf_counter()
-        for _stage in range(3):
-            await asyncio.gather(*(post(r, w) for r, w in streams))
-        walls.append(time.perf_counter() - started)
-    for _, writer in streams:
-        writer.close()
-    return statistics.median(walls)
+    def close(self) -> None:
+        for _, writer in self.streams:
+            writer.close()
+
+
+class HttpxFloor:
+    """The SDK's own HTTP client class posting the same JSON: HTTP client, no SDK.
+
+    One client per call slot, as the providers have one per model (small pools, ADR 0031).
+    """
+
+    def __init__(self, base_url: str, stages: Stages) -> None:
+        width = max(len(stage) for stage in stages)
+        self.clients = [stainless_http_client(openai) for _ in range(width)]
+        self.url = f"{base_url}/chat/completions"
+        self.stages = stages
+
+    async def session(self) -> None:
+        for stage in self.stages:
+            await asyncio.gather(*(self._post(i, body) for i, body in enumerate(stage)))
+
+    async def _post(self, slot: int, body: dict[str, Any]) -> Any:
+        response = await self.clients[slot].post(
+            self.url, json=body, headers={"Authorization": f"Bearer {KEY}"}
+        )
+        response.raise_for_status()
+        return response.json()
+
+    async def close(self) -> None:
+        for client in self.clients:
+            await client.aclose()
+
+
+class SdkFloor:
+    """``AsyncOpenAI.post`` as the provider calls it (a client per slot): the SDK, no council."""
+
+    def __init__(self, base_url: str, stages: Stages) -> None:
+        width = max(len(stage) for stage in stages)
+        self.clients = [
+            openai.AsyncOpenAI(
+                api_key=KEY,
+                base_url=base_url,
+                max_retries=0,
+                http_client=stainless_http_client(openai),
+            )
+            for _ in range(width)
+        ]
+        self.stages = stages
+
+    async def session(self) -> None:
+        for stage in self.stages:
+            await asyncio.gather(
+                *(
+                    self.clients[i].post(
+                        "/chat/completions",
+                        body=body,
+                        cast_to=object,
+                        options={"security": {"bearer_auth": True}},
+                    )
+                    for i, body in enumerate(stage)
+                )
+            )
+
+    async def close(self) -> None:
+        for client in self.clients:
+            await client.close()
+
+
+async def timed(run: Callable[[], Awaitable[Any]]) -> tuple[float, float]:
+    """Wall and CPU seconds (this process) of one awaited run."""
+    started, cpu_started = time.perf_counter(), time.process_time()
+    await run()
+    return time.perf_counter() - started, time.process_time() - cpu_started
+
+
+async def measure_size(
+    members: int, base_url: str, structured_output: str, sessions: int
+) -> dict[str, Any]:
+    """Council sessions and the three floors, interleaved round by round on one loop."""
+    config = council(members, base_url, structured_output)
+    first_wall, _ = await timed(
+        lambda: run_full_council(QUERY, config=config, seed=10_000, middleware=[])
+    )
+    stages = await record_bodies(members, base_url, structured_output)
+    sockets, httpx, sdk = (
+        SocketFloor(base_url, stages),
+        HttpxFloor(base_url, stages),
+        SdkFloor(base_url, stages),
+    )
+    rows: dict[str, list[tuple[float, float]]] = {
+        "sockets": [],
+        "httpx": [],
+        "sdk": [],
+        "council": [],
+    }
+    stage_walls: list[dict[str, float]] = []
+    load_before = os.getloadavg()[0]
+
+    async def one_session(seed: int) -> None:
+        result = await run_full_council(QUERY, config=config, seed=seed, middleware=[])
+        if result.metadata["degraded"]:
+            raise SystemExit(f"a session degraded: {result.metadata['degraded']}")
+        stage_walls.append(result.metadata["stage_durations_s"])
+
+    try:
+        for warm_up in (True, False):
+            for seed in range(2 if warm_up else sessions):
+                for name, run in (
+                    ("sockets", sockets.session),
+                    ("httpx", httpx.session),
+                    ("sdk", sdk.session),
+                    ("council", lambda seed=seed: one_session(seed)),
+                ):
+                    measured = await timed(run)
+                    if not warm_up:
+                        rows[name].append(measured)
+            if warm_up:
+                stage_walls.clear()
+    finally:
+        sockets.close()
+        await httpx.close()
+        await sdk.close()
+    return {
+        "first": first_wall,
+        "rows": rows,
+        "stages": stage_walls,
+        "calls": sum(len(stage) for stage in stages),
+        "load": (load_before, os.getloadavg()[0]),
+        "max_concurrency": config.max_concurrency,
+    }
+
+
+def report_size(members: int, measured: dict[str, Any]) -> None:
+    rows = measured["rows"]
+    wall = {name: statistics.median(w for w, _ in row) for name, row in rows.items()}
+    cpu = {name: statistics.median(c for _, c in row) for name, row in rows.items()}
+    load_from, load_to = measured["load"]
+    calls = measured["calls"]
+    print(
+        f"members={members:>2} ({calls} calls a session, max_concurrency="
+        f"{measured['max_concurrency']}, {len(rows['council'])} interleaved rounds, "
+        f"load average {load_from:.1f} -> {load_to:.1f})"
+    )
+    print(
+        f"  first council session (builds the SDK client): {measured['first']:.3f} s "
+        f"({measured['first'] / IDEAL_S:.2f}x)"
+    )
+    labels = {
+        "sockets": "floor: raw asyncio sockets",
+        "httpx": "floor: SDK's httpx client",
+        "sdk": "floor: AsyncOpenAI.post",
+        "council": "council (run_full_council)",
+    }
+    for name, label in labels.items():
+        walls = [w for w, _ in rows[name]]
+        print(
+            f"  {label:<28} median {wall[name]:.3f} s = {wall[name] / IDEAL_S:.3f}x ideal "
+            f"(min {min(walls):.3f}, max {max(walls):.3f}); "
+            f"CPU {cpu[name] * 1000:5.1f} ms/session = {cpu[name] * 1000 / calls:.2f} ms/call"
+        )
+    print(
+        f"  council ratio {wall['council'] / IDEAL_S:.3f}x ideal (target <= 1.10); "
+        f"council / httpx floor {wall['council'] / wall['httpx']:.3f}x; "
+        f"council / sdk floor {wall['council'] / wall['sdk']:.3f}x"
+    )
+    excess = {
+        "machine (sockets - ideal)": wall["sockets"] - IDEAL_S,
+        "HTTP client (httpx - sockets)": wall["httpx"] - wall["sockets"],
+        "SDK (sdk - httpx)": wall["sdk"] - wall["httpx"],
+        "council core (council - sdk)": wall["council"] - wall["sdk"],
+    }
+    print(
+        "  where the time above the ideal goes (differences of medians, ms): "
+        + "; ".join(f"{name} {seconds * 1000:+.0f}" for name, seconds in excess.items())
+    )
+    per_stage = {
+        stage: statistics.median(s[stage] for s in measured["stages"])
+        for stage in ("stage1", "stage2", "stage3")
+    }
+    print(
+        "  council stage walls (median, s): "
+        + ", ".join(f"{stage} {seconds:.3f}" for stage, seconds in per_stage.items())
+    )
 
 
 def config_toml(members: int, base_url: str, structured_output: str) -> str:
@@ -157,12 +378,12 @@ def time_ask(members: int, base_url: str, structured_output: str, runs: int) -> 
     return walls
 
 
-def startup_s(runs: int) -> float:
-    """Median wall time of ``llm-council --help``: the process start-up alone."""
+def median_process_s(command: list[str], runs: int) -> float:
+    """Median wall time of a short process (start-up costs)."""
     walls = []
     for _ in range(runs):
         started = time.perf_counter()
-        subprocess.run([CLI, "--help"], capture_output=True, check=True)
+        subprocess.run(command, capture_output=True, check=True)
         walls.append(time.perf_counter() - started)
     return statistics.median(walls)
 
@@ -170,7 +391,7 @@ def startup_s(runs: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--members", type=int, nargs="+", default=[5, 12])
-    parser.add_argument("--sessions", type=int, default=10)
+    parser.add_argument("--sessions", type=int, default=15)
     parser.add_argument("--ask-runs", type=int, default=3)
     parser.add_argument(
         "--structured-output", choices=("native", "nonce", "default"), default="native"
@@ -180,37 +401,32 @@ def main() -> None:
     server, base_url = start_server(LATENCY_S)
     try:
         print(
-            f"real OpenAI SDK -> loopback server in its own process, {LATENCY_S * 1000:.0f} ms "
-            f"per call; ideal session {IDEAL_S:.3f} s; structured_output={args.structured_output}"
+            f"real OpenAI SDK {openai.__version__} -> loopback server in its own process, "
+            f"{LATENCY_S * 1000:.0f} ms per call; ideal session {IDEAL_S:.3f} s; "
+            f"structured_output={args.structured_output}; {os.cpu_count()} CPUs"
         )
         for members in args.members:
-            config = council(members, base_url, args.structured_output)
-            floor = asyncio.run(transport_floor(base_url, members, args.sessions))
-            walls, cpus = asyncio.run(measure(config, args.sessions))
-            warm = walls[1:] or walls
-            median = statistics.median(warm)
-            print(
-                f"members={members:>2} max_concurrency={config.max_concurrency} "
-                f"sessions={args.sessions}: first {walls[0]:.3f} s "
-                f"({walls[0] / IDEAL_S:.2f}x); then median {median:.3f} s, "
-                f"min {min(warm):.3f}, max {max(warm):.3f}; "
-                f"ratio {median / IDEAL_S:.3f}x (target <= 1.10); "
-                f"CPU per session {statistics.median(cpus[1:] or cpus):.3f} s"
+            measured = asyncio.run(
+                measure_size(members, base_url, args.structured_output, args.sessions)
             )
-            print(
-                f"members={members:>2} transport floor (3 rounds of {members + 1} raw "
-                f"concurrent POSTs): {floor:.3f} s ({floor / IDEAL_S:.3f}x ideal); "
-                f"council / floor: {median / floor:.3f}x"
-            )
-            if args.ask_runs:
+            report_size(members, measured)
+        if args.ask_runs:
+            print("CLI processes (start-up included), median of runs:")
+            for members in args.members:
                 asks = time_ask(members, base_url, args.structured_output, args.ask_runs)
                 ask = statistics.median(asks)
                 print(
-                    f"members={members:>2} `llm-council ask` process, start-up included: "
-                    f"median {ask:.3f} s over {len(asks)} runs ({ask / IDEAL_S:.2f}x ideal)"
+                    f"  members={members:>2} `llm-council ask`: {ask:.3f} s over {len(asks)} "
+                    f"runs ({ask / IDEAL_S:.2f}x ideal), load {os.getloadavg()[0]:.1f}"
                 )
-        if args.ask_runs:
-            print(f"start-up alone (`llm-council --help`): median {startup_s(3):.3f} s")
+            runs = args.ask_runs
+            print(
+                f"  start-up alone (`llm-council --help`): "
+                f"{median_process_s([CLI, '--help'], runs):.3f} s; "
+                f"`python -c 'import openai'`: "
+                f"{median_process_s([sys.executable, '-c', 'import openai'], runs):.3f} s; "
+                f"`python -c pass`: {median_process_s([sys.executable, '-c', 'pass'], runs):.3f} s"
+            )
     finally:
         assert server.stdin is not None
         server.stdin.close()

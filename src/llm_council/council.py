@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 import uuid
@@ -28,8 +29,14 @@ from llm_council.middleware import (
 )
 from llm_council.providers.calling import CallGate
 from llm_council.providers.registry import create_provider
-from llm_council.results import CouncilResult, MemberAnswer, Review
-from llm_council.stages import Seat, collect_answers, collect_reviews, synthesize
+from llm_council.results import CouncilResult, MemberAnswer, ModelStanding, Review, Synthesis
+from llm_council.stages import (
+    Seat,
+    collect_answers,
+    collect_check_reviews,
+    collect_reviews,
+    synthesize,
+)
 
 log = structlog.get_logger("llm_council.council")
 
@@ -62,14 +69,19 @@ def _degraded(answers: Sequence[MemberAnswer], reviews: Sequence[Review]) -> lis
 
 
 def _call_metadata(
-    config: CouncilConfig, gate: CallGate, answers: Sequence[MemberAnswer]
+    config: CouncilConfig,
+    gate: CallGate,
+    answers: Sequence[MemberAnswer],
+    check_usage: dict[str, int],
 ) -> dict[str, Any]:
-    """What the session deadline and the answer cap did, and the tokens the calls used."""
+    """What the session deadline and the answer cap did to the counted calls, and the
+    tokens every call used (bias checks included: they cost tokens too)."""
+    usage = gate.token_usage()
     return {
         "session_deadline_s": config.session_deadline_s,
         "deadline_reached": gate.given_up > 0,
         "calls_given_up_at_deadline": gate.given_up,
-        "token_usage": gate.token_usage(),
+        "token_usage": {key: usage[key] + check_usage.get(key, 0) for key in usage},
         "max_answer_chars": config.max_answer_chars,
         "truncated_answers": [
             {
@@ -162,6 +174,55 @@ async def run_full_council(
                 )
 
 
+async def _synthesis_stage(
+    query: str,
+    ok_answers: list[MemberAnswer],
+    standings: list[ModelStanding],
+    chairman: Seat,
+    config: CouncilConfig,
+    seed: int,
+    gate: CallGate,
+) -> tuple[Synthesis, dict[str, dict[str, object]]]:
+    """Stage 3 in its span (the bias checks, when on, run next to it in a task of their own)."""
+    with tracing.stage_span("synthesize") as stage_trace:
+        synthesis, chairman_labels = await synthesize(
+            query, ok_answers, standings, chairman, config, seed, gate
+        )
+        stage_trace.set({"llm_council.fallback": synthesis.is_fallback})
+    return synthesis, chairman_labels
+
+
+async def _bias_check_stage(
+    query: str,
+    ok_answers: list[MemberAnswer],
+    reviewer_seats: list[Seat],
+    config: CouncilConfig,
+    seed: int,
+    gate: CallGate,
+) -> tuple[list[Review], dict[str, int]]:
+    """The live bias checks (ADR 0024) through their own gate (ADR 0031): their own slots
+    and the whole session deadline, never the counted calls'. Returns the check reviews and
+    their token usage."""
+    check_gate = CallGate(
+        config.max_concurrency,
+        config.session_deadline_s,
+        started_at=gate.started_at,
+        stage="bias_check",
+    )
+    with tracing.stage_span("bias_check") as stage_trace:
+        checks = await collect_check_reviews(
+            query, ok_answers, reviewer_seats, config, seed, check_gate
+        )
+        stage_trace.set(
+            {
+                "llm_council.succeeded": sum(r.ok for r in checks),
+                "llm_council.calls": len(checks),
+                "llm_council.calls_given_up_at_deadline": check_gate.given_up,
+            }
+        )
+    return checks, check_gate.token_usage()
+
+
 async def _run_session(
     query: str,
     config: CouncilConfig,
@@ -204,15 +265,9 @@ async def _run_session(
     answered = {a.member for a in ok_answers}
     reviewer_seats = [seat for seat in seats if seat.member.name in answered]
     with tracing.stage_span("review") as stage_trace:
-        reviews, check_reviews = await collect_reviews(
-            query, ok_answers, reviewer_seats, config, seed, gate
-        )
+        reviews = await collect_reviews(query, ok_answers, reviewer_seats, config, seed, gate)
         stage_trace.set(
-            {
-                "llm_council.succeeded": sum(r.ok for r in reviews),
-                "llm_council.calls": len(reviews),
-                "llm_council.bias_check_calls": len(check_reviews),
-            }
+            {"llm_council.succeeded": sum(r.ok for r in reviews), "llm_council.calls": len(reviews)}
         )
     standings = aggregate_reviews(reviews, [a.member for a in ok_answers])
     durations["stage2"] = time.perf_counter() - stage_start
@@ -222,22 +277,38 @@ async def _run_session(
         reviews=len(reviews),
         duration_s=round(durations["stage2"], 3),
     )
-    # middleware sees the check reviews after the reviews, each flagged ``check_kind``
-    all_reviews = (*reviews, *check_reviews)
+    # the bias checks are still to come (ADR 0031): this event has the counted reviews only
     await dispatcher.stage2_completed(
-        Stage2Completed(session_id, tuple(answers), all_reviews, tuple(standings))
+        Stage2Completed(session_id, tuple(answers), tuple(reviews), tuple(standings))
     )
 
     stage_start = time.perf_counter()
-    with tracing.stage_span("synthesize") as stage_trace:
-        synthesis, chairman_labels = await synthesize(
+    # Checks (if any) are scheduled now but only start once this task suspends: the
+    # synthesis runs first, so its request leaves before any check's is even built.
+    checks_task = (
+        asyncio.create_task(
+            _bias_check_stage(query, ok_answers, reviewer_seats, config, seed, gate)
+        )
+        if config.bias_check_probability > 0
+        else None
+    )
+    check_reviews: list[Review] = []
+    check_usage: dict[str, int] = {}
+    try:
+        synthesis, chairman_labels = await _synthesis_stage(
             query, ok_answers, standings, chairman, config, seed, gate
         )
-        stage_trace.set({"llm_council.fallback": synthesis.is_fallback})
-    durations["stage3"] = time.perf_counter() - stage_start
-    bound_log.info(
-        "stage3_done", fallback=synthesis.is_fallback, duration_s=round(durations["stage3"], 3)
-    )
+        durations["stage3"] = time.perf_counter() - stage_start
+        bound_log.info(
+            "stage3_done", fallback=synthesis.is_fallback, duration_s=round(durations["stage3"], 3)
+        )
+        if checks_task is not None:
+            check_reviews, check_usage = await checks_task
+    finally:  # a failed or cancelled session leaves no check running behind it
+        if checks_task is not None:
+            checks_task.cancel()
+    # middleware sees the check reviews after the reviews, each flagged ``check_kind``
+    all_reviews = (*reviews, *check_reviews)
 
     degraded = _degraded(answers, reviews)
     if synthesis.is_fallback:
@@ -261,7 +332,7 @@ async def _run_session(
         "aggregate_rankings": [s.model_dump() for s in standings],
         "review_parse_status": {r.reviewer: r.parse_status for r in reviews},
         "degraded": degraded,
-        **_call_metadata(config, gate, answers),
+        **_call_metadata(config, gate, answers, check_usage),
         **_bias_check_metadata(config, check_reviews),
         "stage_durations_s": {k: round(v, 4) for k, v in durations.items()},
     }

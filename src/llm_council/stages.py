@@ -1,7 +1,8 @@
 """The three stages as functions over typed values; config and providers are passed in.
 
 collect_answers (stage 1) -> collect_reviews (stage 2) -> aggregate (aggregate.py) ->
-synthesize (stage 3). Every provider call passes the session's
+synthesize (stage 3); collect_check_reviews (live bias checks) runs next to stage 3.
+Every provider call passes the session's
 :class:`~llm_council.providers.calling.CallGate` (one semaphore, the session deadline) into
 :func:`~llm_council.providers.calling.call_with_retries`, so concurrency, retries,
 timeouts and the deadline are handled once. Stage-1 answers longer than
@@ -277,6 +278,16 @@ async def _check_review(
     return await review_once(query, seat, label_to_model, shown_texts, config, seed, gate, base)
 
 
+def _review_labels(
+    seat: Seat, texts: Mapping[str, str], config: CouncilConfig, session_seed: int
+) -> dict[str, LabelAssignment]:
+    """The labels ``seat`` reviews under: its own shuffled order, its own answer recused
+    if configured (shared by the review and the reviewer's bias check)."""
+    reviewer = seat.member.name
+    shown = [m for m in texts if not (config.self_review == "recuse" and m == reviewer)]
+    return assign_labels(shown, reviewer, session_seed)
+
+
 async def collect_reviews(
     query: str,
     answers: Sequence[MemberAnswer],
@@ -284,37 +295,59 @@ async def collect_reviews(
     config: CouncilConfig,
     session_seed: int,
     gate: CallGate,
-) -> tuple[list[Review], list[Review]]:
+) -> list[Review]:
     """Stage 2: each reviewer ranks and scores the answers under its own shuffled labels.
 
-    Returns the reviews, in seat order, and the bias-check reviews (ADR 0024) of the
-    reviewers chosen for one (empty when ``config.bias_check_probability`` is 0). Checks
-    run concurrently with the reviews, under the same gate and deadline.
+    Returns the reviews in seat order. Bias checks are not issued here: see
+    :func:`collect_check_reviews` (ADR 0031).
     """
     texts = {a.member: a.text for a in answers if a.text is not None}
 
-    async def review(seat: Seat) -> tuple[Review, Review | None]:
-        reviewer = seat.member.name
-        shown = [m for m in texts if not (config.self_review == "recuse" and m == reviewer)]
-        label_to_model = assign_labels(shown, reviewer, session_seed)
+    async def review(seat: Seat) -> Review:
+        label_to_model = _review_labels(seat, texts, config, session_seed)
         base = Review(
-            reviewer=reviewer, label_to_model=label_to_model, score_scale=config.score_scale
+            reviewer=seat.member.name, label_to_model=label_to_model, score_scale=config.score_scale
         )
-        if not shown:
-            missing = base.model_copy(
+        if not label_to_model:
+            return base.model_copy(
                 update={"parse_status": "missing", "error": "no answers to review"}
             )
-            return missing, None
-        seed = call_seed(session_seed, reviewer, "review")
-        main = review_once(query, seat, label_to_model, texts, config, seed, gate, base)
-        if config.bias_check_probability <= 0:
-            return await main, None
-        check = _check_review(query, seat, label_to_model, texts, config, session_seed, gate)
-        done, checked = await asyncio.gather(main, check)
-        return done, checked
+        seed = call_seed(session_seed, seat.member.name, "review")
+        return await review_once(query, seat, label_to_model, texts, config, seed, gate, base)
 
-    pairs = await asyncio.gather(*(review(seat) for seat in reviewer_seats))
-    return [done for done, _ in pairs], [check for _, check in pairs if check is not None]
+    return list(await asyncio.gather(*(review(seat) for seat in reviewer_seats)))
+
+
+async def collect_check_reviews(
+    query: str,
+    answers: Sequence[MemberAnswer],
+    reviewer_seats: Sequence[Seat],
+    config: CouncilConfig,
+    session_seed: int,
+    check_gate: CallGate,
+) -> list[Review]:
+    """The bias-check reviews (ADR 0024) of the reviewers chosen for one, in seat order;
+    empty when ``config.bias_check_probability`` is 0.
+
+    ``check_gate`` is the checks' own gate (ADR 0031): its own concurrency slots and the
+    session's whole deadline, so a check never takes a slot, a deadline share or a place in
+    the queue from a counted call. The council issues the checks once the counted reviews
+    are in, next to the synthesis, and waits for them before the session ends.
+    """
+    if config.bias_check_probability <= 0:
+        return []
+    texts = {a.member: a.text for a in answers if a.text is not None}
+
+    async def check(seat: Seat) -> Review | None:
+        label_to_model = _review_labels(seat, texts, config, session_seed)
+        if not label_to_model:
+            return None
+        return await _check_review(
+            query, seat, label_to_model, texts, config, session_seed, check_gate
+        )
+
+    checks = await asyncio.gather(*(check(seat) for seat in reviewer_seats))
+    return [review for review in checks if review is not None]
 
 
 async def synthesize(

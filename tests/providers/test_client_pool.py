@@ -8,6 +8,8 @@ import os
 import threading
 from typing import Any
 
+import pytest
+
 from llm_council.providers.base import CompletionRequest
 from llm_council.providers.client_pool import (
     close_shared_clients,
@@ -139,3 +141,51 @@ def test_an_explicit_close_then_new_clients_are_closed_once_at_shutdown() -> Non
 
     asyncio.run(run())
     assert made[1].closed and pooled_loop_count() == 0
+
+
+def test_stainless_clients_share_one_ssl_context_built_once(monkeypatch, no_vendor_env):
+    import anthropic
+    import openai
+
+    from llm_council.providers import client_pool
+
+    library = client_pool._http_library(openai.DefaultAsyncHttpxClient)
+    assert library is not None and library is client_pool._http_library(
+        anthropic.DefaultAsyncHttpxClient
+    )
+    builds: list[str] = []
+    real_create = library.create_ssl_context
+
+    def counted_create(*args: object, **kwargs: object) -> object:
+        builds.append(threading.current_thread().name)
+        return real_create(*args, **kwargs)
+
+    monkeypatch.setattr(library, "create_ssl_context", counted_create)
+    monkeypatch.setattr(client_pool, "_ssl_contexts", {})
+    for variable in ("SSL_CERT_FILE", "SSL_CERT_DIR"):
+        monkeypatch.delenv(variable, raising=False)
+    no_vendor_env.setenv("OPENAI_API_KEY", "sk-test-pool-0000")
+    no_vendor_env.setenv("ANTHROPIC_API_KEY", "sk-ant-test-pool-0000")
+    specs = ["openai:m0", "openai:m1", "anthropic:claude-x"]
+
+    async def build_all() -> int:
+        for spec in specs:
+            await create_provider(spec, {"base_url": "http://127.0.0.1:9/v1"}).prepare()
+        return await client_pool.close_shared_clients()
+
+    assert asyncio.run(build_all()) == 3  # a client per model
+    assert len(builds) == 1 and builds[0] != threading.main_thread().name  # one context
+    # a changed certificate bundle variable is honoured: a new context, not the cached one
+    no_vendor_env.setenv("SSL_CERT_FILE", certifi_or_system_bundle())
+    assert asyncio.run(build_all()) == 3 and len(builds) == 2
+
+
+def certifi_or_system_bundle() -> str:
+    """A CA bundle file that exists here (the variable must name a readable file)."""
+    import ssl
+
+    paths = ssl.get_default_verify_paths()
+    for candidate in (paths.cafile, paths.openssl_cafile, "/etc/ssl/certs/ca-certificates.crt"):
+        if candidate and os.path.isfile(candidate):
+            return candidate
+    pytest.skip("no CA bundle file on this machine")

@@ -133,3 +133,59 @@ def test_rate_limit_reads_retry_after_ms(fake_vendor, no_vendor_env):
     assert caught.value.retryable and caught.value.status_code == 429
     assert caught.value.retry_after == pytest.approx(1.25)  # the precise header wins
     assert "rate limited 429: Rate limit reached" in str(caught.value)
+
+
+def test_the_call_sends_the_api_key_only_never_the_admin_key(fake_vendor, no_vendor_env):
+    # ``client.post`` (ADR 0031) must authenticate like ``chat.completions.create``: the
+    # bearer key, never an admin key the SDK would read from OPENAI_ADMIN_KEY
+    no_vendor_env.setenv("OPENAI_API_KEY", "sk-test-mapping-000000")
+    no_vendor_env.setenv("OPENAI_ADMIN_KEY", "sk-admin-must-not-leave-0000")
+    fake_vendor.reply(SUCCESS)
+    provider = create_provider("openai:gpt-4o", {"base_url": f"{fake_vendor.url}/v1"})
+    complete_once(provider, CompletionRequest.from_prompt("hi"))
+
+    received = fake_vendor.requests[0]
+    assert received.path == "/v1/chat/completions" and received.method == "POST"
+    assert received.headers["authorization"] == "Bearer sk-test-mapping-000000"
+    assert "sk-admin" not in repr(received.headers)
+    assert received.headers["content-type"] == "application/json"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"choices": ["not an object"]}, "malformed response: no 'choices'"),
+        ({"choices": {"0": {}}}, "malformed response: no 'choices'"),
+        ([{"choices": []}], "malformed response: no 'choices'"),
+        ({"choices": [{"message": {"content": ["a", "list"]}}]}, "is not a string"),
+        ({"choices": [{"message": "hi"}]}, r"empty answer \(finish_reason=unknown\)"),
+        ({"choices": [{"message": {"content": "  "}, "finish_reason": 7}]}, "empty answer"),
+    ],
+)
+def test_hostile_bodies_are_one_clear_non_retryable_error(
+    fake_vendor, no_vendor_env, body, message
+):
+    no_vendor_env.setenv("OPENAI_API_KEY", "sk-test-mapping-000000")
+    fake_vendor.reply(body)
+    provider = create_provider("openai:gpt-4o", {"base_url": f"{fake_vendor.url}/v1"})
+    with pytest.raises(ProviderError, match=message) as caught:
+        complete_once(provider, CompletionRequest.from_prompt("hi"))
+    assert not caught.value.retryable and "openai:gpt-4o" in str(caught.value)
+
+
+def test_odd_usage_and_model_fields_are_dropped_not_trusted(fake_vendor, no_vendor_env):
+    no_vendor_env.setenv("OPENAI_API_KEY", "sk-test-mapping-000000")
+    odd = {
+        **SUCCESS,
+        "model": ["not", "a", "name"],
+        "usage": {"prompt_tokens": "12", "completion_tokens": True},
+    }
+    fake_vendor.reply(odd, {**SUCCESS, "usage": "lots"})
+    provider = create_provider("openai:gpt-4o", {"base_url": f"{fake_vendor.url}/v1"})
+    first = complete_once(provider, CompletionRequest.from_prompt("hi"))
+    second = complete_once(provider, CompletionRequest.from_prompt("hi"))
+
+    assert first.model == "gpt-4o"  # the configured name, not the server's list
+    assert (first.usage.input_tokens, first.usage.output_tokens) == (None, None)
+    assert (second.usage.input_tokens, second.usage.output_tokens) == (None, None)
+    assert second.model == "llama3.2:3b" and second.text == "{}"

@@ -148,7 +148,9 @@ def test_a_bad_structured_output_option_is_a_one_line_config_error(bad, vendor):
     assert "\n" not in str(raised.value)
 
 
-def test_members_share_one_client_and_reuse_its_connections(fake_vendor, no_vendor_env):
+def test_each_model_keeps_one_client_and_its_connections_across_sessions(
+    fake_vendor, no_vendor_env
+):
     no_vendor_env.setenv("OPENAI_API_KEY", "sk-test-structured-0000")
     for _ in range(6):
         fake_vendor.reply(
@@ -176,6 +178,9 @@ def test_members_share_one_client_and_reuse_its_connections(fake_vendor, no_vend
                 await provider.aclose()
         return await close_shared_clients()
 
-    assert asyncio.run(two_sessions()) == 1  # one client for six providers
-    ports = {request.client_port for request in fake_vendor.requests}
-    assert len(fake_vendor.requests) == 6 and len(ports) == 1  # one kept-alive connection
+    # one client per model (ADR 0031: small pools are cheaper to scan), reused by the
+    # second session's providers
+    assert asyncio.run(two_sessions()) == 3
+    ports = [request.client_port for request in fake_vendor.requests]
+    assert len(ports) == 6 and len(set(ports)) == 3
+    assert ports[:3] == ports[3:]  # each model's kept-alive connection served it again

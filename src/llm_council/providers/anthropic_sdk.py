@@ -18,7 +18,7 @@ verdict is the ``tool_use`` block's ``input``, a channel the answer text cannot 
 Options: ``api_key_env`` (default ``ANTHROPIC_API_KEY``), ``base_url`` (a proxy or
 gateway; the SDK also reads ``ANTHROPIC_BASE_URL``), ``timeout_s`` (default 600),
 ``structured_output`` (``"native"``, the default, or ``"nonce"``). The SDK client is
-shared per process and event loop (:mod:`~llm_council.providers.client_pool`).
+shared per process, event loop and model (:mod:`~llm_council.providers.client_pool`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,11 @@ from llm_council.providers.base import (
     StructuredOutputMode,
     Usage,
 )
-from llm_council.providers.client_pool import PooledClientProvider, secret_digest
+from llm_council.providers.client_pool import (
+    PooledClientProvider,
+    secret_digest,
+    stainless_http_client,
+)
 from llm_council.providers.error_mapping import (
     empty_answer_error,
     malformed_response_error,
@@ -72,7 +76,8 @@ class AnthropicProvider(PooledClientProvider, Provider):
             self.provider_name, options.get("timeout_s", DEFAULT_SDK_TIMEOUT_S)
         )
         base_url = options.get("base_url") or None
-        self._client_key = ("anthropic", base_url, secret_digest(api_key), timeout_s)
+        # one client (and connection pool) per model: see client_pool's docstring
+        self._client_key = ("anthropic", base_url, secret_digest(api_key), timeout_s, model_name)
         self._client_settings = {
             "api_key": api_key,
             "base_url": base_url,
@@ -81,7 +86,8 @@ class AnthropicProvider(PooledClientProvider, Provider):
         }
 
     def _build_client(self) -> Any:
-        return self._sdk.AsyncAnthropic(**self._client_settings)
+        http_client = stainless_http_client(self._sdk)
+        return self._sdk.AsyncAnthropic(**self._client_settings, http_client=http_client)
 
     def request_arguments(self, request: CompletionRequest) -> dict[str, Any]:
         """The keyword arguments of ``messages.create`` for ``request``."""

@@ -94,7 +94,7 @@ async def _attempt(provider: Provider, request: CompletionRequest, timeout_s: fl
 SESSION_DEADLINE_ERROR = "session deadline"
 # How far into the session deadline each stage may run (fractions of it, from the start):
 # a member hanging in stage 1 leaves the reviews and the chairman time of their own.
-STAGE_DEADLINE_SHARES = {"answer": 0.5, "review": 0.8, "synthesize": 1.0}
+STAGE_DEADLINE_SHARES = {"answer": 0.5, "review": 0.8, "synthesize": 1.0, "bias_check": 1.0}
 
 
 def deadline_error(
@@ -193,12 +193,25 @@ class CallGate:
     session began). The gate counts the calls it gave up at the deadline (``given_up``),
     so the session can say whether the deadline cut anything, and adds up the token usage
     the providers reported (:meth:`token_usage`).
+
+    A gate made with ``stage`` files every call under that stage whatever the caller says:
+    the live bias checks get their own gate (ADR 0031), ``stage="bias_check"``, with its own
+    slots and the whole session deadline from ``started_at`` (the counted calls' gate's
+    start), so they never wait for, or make wait, a counted call.
     """
 
-    def __init__(self, max_concurrency: int, deadline_s: float | None = None) -> None:
+    def __init__(
+        self,
+        max_concurrency: int,
+        deadline_s: float | None = None,
+        *,
+        started_at: float | None = None,
+        stage: str | None = None,
+    ) -> None:
         self.semaphore = asyncio.Semaphore(max_concurrency)
         self.deadline_s = deadline_s  # None: no deadline
-        self.started_at = asyncio.get_running_loop().time()
+        self.started_at = asyncio.get_running_loop().time() if started_at is None else started_at
+        self.stage = stage
         self.given_up = 0
         self._input_tokens = 0
         self._output_tokens = 0
@@ -244,6 +257,7 @@ class CallGate:
         member: str = "",
     ) -> CallOutcome:
         """Wait for a slot, then :func:`call_with_retries`; both bounded by the stage deadline."""
+        stage = self.stage or stage
         started = time.perf_counter()
         deadline_at = self.stage_deadline_at(stage)
         try:

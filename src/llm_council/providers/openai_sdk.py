@@ -15,8 +15,9 @@ OpenAI-compatible server such as Ollama (``http://localhost:11434/v1``) or vLLM;
 is ``native`` for OpenAI's own endpoint and ``nonce`` for a custom ``base_url``, because
 many compatible servers do not implement ``json_schema``.
 
-The SDK client is shared per process and event loop (:mod:`~llm_council.providers.client_pool`),
-so a council of many members pays for one SSL context and one connection pool.
+SDK clients are shared per process, event loop and model
+(:mod:`~llm_council.providers.client_pool`): a council of many members pays for one SSL
+context, and each model keeps its connections alive between sessions.
 """
 
 from __future__ import annotations
@@ -28,12 +29,17 @@ from urllib.parse import urlsplit
 from llm_council.errors import MissingCredentialsError
 from llm_council.providers.base import (
     Completion,
+    CompletionChannel,
     CompletionRequest,
     Provider,
     StructuredOutputMode,
     Usage,
 )
-from llm_council.providers.client_pool import PooledClientProvider, secret_digest
+from llm_council.providers.client_pool import (
+    PooledClientProvider,
+    secret_digest,
+    stainless_http_client,
+)
 from llm_council.providers.error_mapping import (
     empty_answer_error,
     malformed_response_error,
@@ -54,6 +60,9 @@ BASE_URL_ENV = "OPENAI_BASE_URL"
 LOCAL_PLACEHOLDER_KEY = "not-needed"
 DEFAULT_SDK_TIMEOUT_S = 600.0
 _OPTIONS = ("base_url", "api_key_env", "timeout_s", "structured_output")
+CHAT_COMPLETIONS_PATH = "/chat/completions"
+# what ``chat.completions.create`` sends: the bearer key only (never an admin key)
+_BEARER_ONLY: dict[str, Any] = {"security": {"bearer_auth": True}}
 
 
 class OpenAIProvider(PooledClientProvider, Provider):
@@ -84,7 +93,8 @@ class OpenAIProvider(PooledClientProvider, Provider):
         timeout_s = positive_timeout(
             self.provider_name, options.get("timeout_s", DEFAULT_SDK_TIMEOUT_S)
         )
-        self._client_key = ("openai", base_url, secret_digest(api_key), timeout_s)
+        # one client (and connection pool) per model: see client_pool's docstring
+        self._client_key = ("openai", base_url, secret_digest(api_key), timeout_s, model_name)
         self._client_settings = {
             "api_key": api_key,
             "base_url": base_url,
@@ -93,7 +103,8 @@ class OpenAIProvider(PooledClientProvider, Provider):
         }
 
     def _build_client(self) -> Any:
-        return self._sdk.AsyncOpenAI(**self._client_settings)
+        http_client = stainless_http_client(self._sdk)
+        return self._sdk.AsyncOpenAI(**self._client_settings, http_client=http_client)
 
     def request_arguments(self, request: CompletionRequest) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for ``request``."""
@@ -126,7 +137,18 @@ class OpenAIProvider(PooledClientProvider, Provider):
     async def complete(self, request: CompletionRequest) -> Completion:
         try:
             client = await self._client()
-            response = await client.chat.completions.create(**self.request_arguments(request))
+            # ``client.post`` is the SDK's public call for any endpoint: the same auth, HTTP
+            # client and error classes as ``chat.completions.create``, without its recursive
+            # walk of the arguments against the parameter TypedDicts (our arguments are plain
+            # JSON already) nor the response model it builds and we would only read back:
+            # ``cast_to=object`` returns the decoded JSON body. Together about 1.2 of the
+            # SDK's 3 ms of CPU per call (``benchmarks/council_concurrency.py``, ADR 0031).
+            body = await client.post(
+                CHAT_COMPLETIONS_PATH,
+                body=self.request_arguments(request),
+                cast_to=object,
+                options=_BEARER_ONLY,
+            )
         except Exception as error:
             classified = stainless_sdk_error(
                 error, self._sdk, spec=self.spec, provider=self.provider_name, secrets=self._secrets
@@ -135,40 +157,40 @@ class OpenAIProvider(PooledClientProvider, Provider):
                 raise
             # ``from None``: the SDK's exception text may echo the key, keep it out of tracebacks
             raise classified from None
-        completion = self._completion_from(response)
-        if self._sends_schema(request):
-            return completion.model_copy(update={"channel": "structured"})
-        return completion
+        return self._completion_from(body, "structured" if self._sends_schema(request) else "text")
 
-    def _completion_from(self, response: Any) -> Completion:
-        # The SDK builds response objects without validation, so every field is checked here.
-        choices = getattr(response, "choices", None)
-        if not isinstance(choices, list) or not choices:
+    def _completion_from(self, body: object, channel: CompletionChannel) -> Completion:
+        """The completion in a decoded chat.completions body; every field is checked here,
+        because the body is whatever the server sent (a non-JSON reply arrives as text)."""
+        fields = body if isinstance(body, dict) else {}
+        choices = fields.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise malformed_response_error(
                 self.spec, self.provider_name, "no 'choices' in the body"
             )
         choice = choices[0]
-        message = getattr(choice, "message", None)
-        text = getattr(message, "content", None)
-        finish_reason = getattr(choice, "finish_reason", None)
+        message = choice.get("message")
+        message = message if isinstance(message, dict) else {}
+        text = message.get("content")
+        finish_reason = choice.get("finish_reason")
         finish_reason = finish_reason if isinstance(finish_reason, str) else None
         if text is not None and not isinstance(text, str):
             raise malformed_response_error(
                 self.spec, self.provider_name, "'choices[0].message.content' is not a string"
             )
         if not text or not text.strip():
-            if isinstance(getattr(message, "refusal", None), str):
+            if isinstance(message.get("refusal"), str):
                 finish_reason = "refusal"
             raise empty_answer_error(self.spec, self.provider_name, finish_reason)
-        model = getattr(response, "model", None)
-        usage = getattr(response, "usage", None)
+        model = fields.get("model")
+        usage = fields.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
         return Completion(
             text=text,
             model=model if isinstance(model, str) and model else self.model_name,
-            usage=Usage.from_counts(
-                getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
-            ),
+            usage=Usage.from_counts(usage.get("prompt_tokens"), usage.get("completion_tokens")),
             finish_reason=finish_reason,
+            channel=channel,
         )
 
     async def aclose(self) -> None:
