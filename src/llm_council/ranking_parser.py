@@ -133,8 +133,8 @@ def _dedupe_known(raw_labels: Sequence[Any], known: dict[str, str], notes: list[
 
 def _validation_problem(error: ValidationError, obj: dict[str, Any]) -> str:
     """What failed, e.g. ``verdict's 'scores' is a list, not an object`` (first problem)."""
-    first = error.errors()[0] if error.errors() else {}
-    location = first.get("loc", ())
+    details = error.errors()
+    location = details[0]["loc"] if details else ()
     field_name = str(location[0]) if location else "?"
     value = obj.get(field_name)
     expected = {"ranking": "a list", "scores": "an object", "rationale": "text"}.get(
@@ -155,8 +155,8 @@ def _from_object(obj: Any, known: dict[str, str], scale: tuple[float, float]) ->
         return ParsedReview("unparseable", error="verdict is not an object with a 'ranking'")
     try:
         verdict = _ReviewJson.model_validate(obj)
-    except ValidationError as error:
-        return ParsedReview("unparseable", error=_validation_problem(error, obj))
+    except ValidationError as invalid:
+        return ParsedReview("unparseable", error=_validation_problem(invalid, obj))
     notes: list[str] = []
     ranking = _dedupe_known(verdict.ranking, known, notes)
     scores: dict[str, float] = {}

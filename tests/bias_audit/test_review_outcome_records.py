@@ -50,7 +50,7 @@ class AbstainingCouncilServer(CouncilServer):
             }
             return Reply(200, refusal)
         if model == "model-1":
-            text = f"<<<VERDICT id={nonce}>>>\n{{\"ranking\": [], \"scores\": {{}}}}\n"
+            text = f'<<<VERDICT id={nonce}>>>\n{{"ranking": [], "scores": {{}}}}\n'
             return Reply(200, openai_completion_body(text + f"<<<END VERDICT id={nonce}>>>", model))
         if model == "model-2":
             error = {"message": "bad request: context too long", "type": "invalid_request_error"}
@@ -70,8 +70,7 @@ def _council(server: CouncilServer) -> CouncilConfig:
     options = {"base_url": server.base_url}
     return CouncilConfig(
         members=tuple(
-            CouncilMember(name=f"m{i}", spec=f"openai:model-{i}", options=options)
-            for i in range(4)
+            CouncilMember(name=f"m{i}", spec=f"openai:model-{i}", options=options) for i in range(4)
         ),
         chairman=CouncilMember(name="chair", spec="openai:chair", options=options),
         retry=RetryPolicy(max_attempts=1, timeout_s=5.0, initial_backoff_s=0.01),

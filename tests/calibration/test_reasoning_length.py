@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from llm_council.calibration.outcomes import judgments_to_outcome
-from llm_council.calibration.pairs import parse_pairs_lines, pair_to_record
+from llm_council.calibration.pairs import pair_to_record, parse_pairs_lines
 from llm_council.calibration.reasoning import rationale_length_errors
 from llm_council.calibration.report import ReportOptions, compute_report
 from llm_council.calibration.summary import render_summary

@@ -36,7 +36,10 @@ def test_simulated_reviewer_refuses_writes_long_rationales_and_slips(
         slips += score_rank_discordance(scores, ranks).discordant
         assert score_rank_discordance(scores, ranks).discordant <= 1
         plain = reviews["plain"].candidates
-        assert score_rank_discordance([c.score for c in plain], [c.rank for c in plain]).discordant == 0
+        assert (
+            score_rank_discordance([c.score for c in plain], [c.rank for c in plain]).discordant
+            == 0
+        )
     assert slips >= 4  # a swap of two scores 2 decimals apart almost never ties
     records = list(read_records(store_path()))
     refuser = [r for r in records if r.reviewer_id == "refuser"]

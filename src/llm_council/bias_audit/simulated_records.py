@@ -188,7 +188,9 @@ def simulate_record_columns(
         rationale_chars=None
         if reasoning.rationale_chars is None
         else reasoning.rationale_chars[session_index, reviewer_index],
-        refused=None if reasoning.refused is None else reasoning.refused[session_index, reviewer_index],
+        refused=None
+        if reasoning.refused is None
+        else reasoning.refused[session_index, reviewer_index],
     )
 
 

@@ -137,9 +137,7 @@ def test_simulator_mismatch_and_refusals_are_counted_on_their_reviewers(tmp_path
 
 
 def test_second_generator_truth_is_counted_exactly(tmp_path: Path) -> None:
-    truth = independent_store(
-        tmp_path / "i.jsonl", 5, 300, seed=24, mismatch=0.5, abstention=0.25
-    )
+    truth = independent_store(tmp_path / "i.jsonl", 5, 300, seed=24, mismatch=0.5, abstention=0.25)
     found = analyse(tmp_path / "i.jsonl")
     for name, item in found.outcomes.items():
         assert item.n_discordant_pairs == truth.discordant_pairs[name]
@@ -177,9 +175,9 @@ def test_null_records_never_enter_an_estimate(tmp_path: Path) -> None:
             reasoning = reasoning_by_reviewer(store.connection)
         finally:
             store.connection.close()
-        return [
-            (p.reviewer, p.n_scores, p.mean_score, p.leniency, p.spread) for p in profiles
-        ] + [(r.reviewer, r.points_per_doubling, r.n_scores) for r in reasoning]
+        return [(p.reviewer, p.n_scores, p.mean_score, p.leniency, p.spread) for p in profiles] + [
+            (r.reviewer, r.points_per_doubling, r.n_scores) for r in reasoning
+        ]
 
     assert numbers(path) == numbers(without)
 
@@ -233,7 +231,9 @@ def _rates(generator: str, n_members: int, bias: float, runs: int, tmp: Path) ->
 @pytest.mark.slow
 @pytest.mark.parametrize("generator", ["simulator", "independent"])
 @pytest.mark.parametrize("n_members", [3, 5, 9])
-def test_reasoning_false_alarm_rate_and_power(tmp_path: Path, generator: str, n_members: int) -> None:
+def test_reasoning_false_alarm_rate_and_power(
+    tmp_path: Path, generator: str, n_members: int
+) -> None:
     runs = int(os.environ.get("REASONING_REPLICATES", "100"))
     null = _rates(generator, n_members, 0.0, runs, tmp_path)
     effects = {bias: _rates(generator, n_members, bias, runs, tmp_path) for bias in (0.25, 0.5)}

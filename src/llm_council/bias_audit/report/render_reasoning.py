@@ -37,8 +37,8 @@ def reasoning_text_lines(
                 f"doubling (Holm p={fmt_p(item.holm_p)}, {flag}); median rationale "
                 f"{fmt(item.median_rationale_chars, 0)} chars; {item.n_sessions} sessions"
             )
-    with_status = [item for item in outcomes if item.n_reviews > 0]
-    with_pairs = [item for item in outcomes if item.n_comparable_pairs > 0]
+    with_status = [outcome for outcome in outcomes if outcome.n_reviews > 0]
+    with_pairs = [outcome for outcome in outcomes if outcome.n_comparable_pairs > 0]
     if not with_status and not with_pairs:
         return lines
     add("")
@@ -48,27 +48,27 @@ def reasoning_text_lines(
         "scored and ranked with different scores (session-clustered 95% CI). Refused, "
         "unparseable, failed: share of its reviews (Wilson 95% CI)."
     )
-    for item in outcomes:
+    for outcome in outcomes:
         parts = []
-        if item.n_comparable_pairs:
-            rate = item.mismatch_rate
+        if outcome.n_comparable_pairs:
+            rate = outcome.mismatch_rate
             parts.append(
                 f"mismatch {_rate_text(rate.estimate, rate.ci_low, rate.ci_high)} "
-                f"({item.n_discordant_pairs}/{item.n_comparable_pairs} pairs, "
-                f"{item.n_mismatch_sessions} sessions)"
+                f"({outcome.n_discordant_pairs}/{outcome.n_comparable_pairs} pairs, "
+                f"{outcome.n_mismatch_sessions} sessions)"
             )
-        if item.n_reviews:
+        if outcome.n_reviews:
             for name, rate in (
-                ("refused", item.refusal_rate),
-                ("unparseable", item.unparseable_rate),
-                ("failed", item.failure_rate),
+                ("refused", outcome.refusal_rate),
+                ("unparseable", outcome.unparseable_rate),
+                ("failed", outcome.failure_rate),
             ):
                 parts.append(f"{name} {_rate_text(rate.estimate, rate.ci_low, rate.ci_high)}")
-            parts.append(f"of {item.n_reviews} reviews")
-        if item.n_reviews_unknown:
-            parts.append(f"{item.n_reviews_unknown} older reviews without a status not counted")
+            parts.append(f"of {outcome.n_reviews} reviews")
+        if outcome.n_reviews_unknown:
+            parts.append(f"{outcome.n_reviews_unknown} older reviews without a status not counted")
         if parts:
-            add(f"  {item.reviewer}: " + "; ".join(parts))
+            add(f"  {outcome.reviewer}: " + "; ".join(parts))
     return lines
 
 
@@ -78,28 +78,36 @@ def reasoning_csv_rows(
     """Rows in the report CSV's columns."""
     rows: list[CsvRow] = [
         interval_row(
-            "reasoning", item.reviewer, "points_per_doubling", item.points_per_doubling,
+            "reasoning",
+            item.reviewer,
+            "points_per_doubling",
+            item.points_per_doubling,
             item.n_sessions,
         )
         for item in reasoning
     ]
     for item in reasoning:
         rows.append(("reasoning", item.reviewer, "holm_p", cell_text(item.holm_p), "", "", "", ""))
-    for item in outcomes:
-        if item.n_comparable_pairs:
+    for outcome in outcomes:
+        if outcome.n_comparable_pairs:
             rows.append(
                 interval_row(
-                    "parse_outcomes", item.reviewer, "mismatch_rate", item.mismatch_rate,
-                    item.n_comparable_pairs,
+                    "parse_outcomes",
+                    outcome.reviewer,
+                    "mismatch_rate",
+                    outcome.mismatch_rate,
+                    outcome.n_comparable_pairs,
                 )
             )
-        if item.n_reviews:
+        if outcome.n_reviews:
             for metric, rate in (
-                ("refusal_rate", item.refusal_rate),
-                ("unparseable_rate", item.unparseable_rate),
-                ("failure_rate", item.failure_rate),
+                ("refusal_rate", outcome.refusal_rate),
+                ("unparseable_rate", outcome.unparseable_rate),
+                ("failure_rate", outcome.failure_rate),
             ):
                 rows.append(
-                    interval_row("parse_outcomes", item.reviewer, metric, rate, item.n_reviews)
+                    interval_row(
+                        "parse_outcomes", outcome.reviewer, metric, rate, outcome.n_reviews
+                    )
                 )
     return rows
