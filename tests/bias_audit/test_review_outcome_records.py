@@ -88,6 +88,14 @@ def test_refused_and_failed_reviews_leave_null_records_with_their_status(
             run_full_council("How?", config=_council(server), seed=seed, middleware=None)
         )
     statuses = {review.reviewer: review.parse_status for review in result.stage2}
+    outcomes_now = result.metadata["bias_audit"]["review_outcomes"]
+    assert outcomes_now["m0"] == {
+        "review_status": "refused",
+        "comparable_pairs": 0,
+        "mismatched_pairs": 0,
+    }
+    assert outcomes_now["m2"]["review_status"] == "error"
+    assert outcomes_now["m3"]["comparable_pairs"] == 6  # 4 answers, distinct scores 9..6
     assert statuses == {"m0": "refused", "m1": "refused", "m2": "missing", "m3": "json"}
     assert "finish_reason=refusal" in (result.stage2[0].parse_error or "")
     records = list(read_records(store_path()))

@@ -21,6 +21,7 @@ from llm_council.bias_audit.score_table import word_count
 from llm_council.bias_checks import pad_text, signed_text
 from llm_council.middleware import SessionCompleted
 from llm_council.results import CandidateScore, Review
+from llm_council.stats.rank_consistency import score_rank_discordance
 
 _RECORD_LIST = TypeAdapter(list[ReviewRecord])
 
@@ -76,6 +77,26 @@ def _shown_entries(review: Review) -> list[CandidateScore]:
             for label, assignment in review.label_to_model.items()
         ]
     return sorted(entries, key=lambda entry: entry.display_index)
+
+
+def session_review_outcomes(event: SessionCompleted) -> dict[str, dict[str, Any]]:
+    """Per reviewer of the session (bias checks left out): its ``review_status``, and the
+    pairs it both scored and ranked with different scores, and how many of them it ranked
+    against its own scores (ADR 0027)."""
+    outcomes: dict[str, dict[str, Any]] = {}
+    for review in event.reviews:
+        if review.check_kind is not None:
+            continue
+        pairs = score_rank_discordance(
+            [math.nan if c.score is None else c.score for c in review.candidates],
+            [math.nan if c.rank is None else c.rank for c in review.candidates],
+        )
+        outcomes[review.reviewer] = {
+            "review_status": review_status(review),
+            "comparable_pairs": pairs.comparable,
+            "mismatched_pairs": pairs.discordant,
+        }
+    return outcomes
 
 
 def records_from_session(
