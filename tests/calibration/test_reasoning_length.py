@@ -120,3 +120,13 @@ def test_false_positive_rate_and_power() -> None:
         )
         # the flag is the positive side of a two-sided 5% test: about 2.5% under the null
         assert rates[0.0] <= 0.025 + 3 * (0.025 * 0.975 / runs) ** 0.5
+
+
+def test_live_calls_record_the_reasoning_before_the_verdict_line() -> None:
+    from llm_council.calibration.reasoning import reply_rationale_chars
+
+    assert reply_rationale_chars("A is right because it cites the law.\nVerdict: Response A") == 36
+    assert reply_rationale_chars("Verdict: tie") == 0
+    # an earlier verdict mention is reasoning; the last verdict line ends it
+    reply = "Verdict: A looked likely.\nBut B is exact.\nVerdict: Response B"
+    assert reply_rationale_chars(reply) == len("Verdict: A looked likely.\nBut B is exact.")

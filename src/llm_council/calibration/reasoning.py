@@ -22,12 +22,22 @@ from typing import Any
 import numpy as np
 
 from llm_council.calibration.estimates import finite
+from llm_council.calibration.judge_prompt import parse_verdict
 from llm_council.calibration.outcomes import PairOutcome
 from llm_council.stats.rank_consistency import clustered_rate
 from llm_council.stats.reasoning_length import logistic_slope
 
 #: fewer verdicts with a rationale length and a human label than this: no section
 MIN_VERDICTS = 30
+
+
+def reply_rationale_chars(reply: str) -> int:
+    """Characters of a judge's reasoning: the reply before its last verdict line, stripped."""
+    lines = reply.strip().splitlines()
+    for index in range(len(lines) - 1, -1, -1):
+        if parse_verdict(lines[index]) is not None:
+            return len("\n".join(lines[:index]).strip())
+    return len(reply.strip())
 
 
 def _observations(evaluated: Sequence[PairOutcome]) -> tuple[np.ndarray, ...]:
