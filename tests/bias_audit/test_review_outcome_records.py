@@ -88,6 +88,8 @@ def test_refused_and_failed_reviews_leave_null_records_with_their_status(
             run_full_council("How?", config=_council(server), seed=seed, middleware=None)
         )
     statuses = {review.reviewer: review.parse_status for review in result.stage2}
+    assert result.metadata["middleware_errors"] == []  # the per-session audit took the nulls
+    assert result.metadata["bias_audit"]["sample_sizes"]["n_scores"] == 3  # m3's, not 0s
     outcomes_now = result.metadata["bias_audit"]["review_outcomes"]
     assert outcomes_now["m0"] == {
         "review_status": "refused",
