@@ -49,6 +49,11 @@ def test_tagged_empty_ranking_and_tagged_refusal_text_are_refusals() -> None:
         assert (parsed.status, parsed.channel) == ("refused", "nonce"), text
 
 
+def test_tagged_text_without_a_verdict_that_does_not_decline_stays_unparseable() -> None:
+    for text in ("None of these is great.", "They are all fine, really."):
+        assert parse_review(tagged(text), LABELS, nonce=NONCE).status == "unparseable", text
+
+
 def test_untagged_refusal_is_unparseable_never_refused() -> None:
     for reply in ('{"ranking": [], "scores": {}}', "I cannot rank these.\nFINAL RANKING: none"):
         parsed = parse_review(reply, LABELS, nonce=NONCE)

@@ -53,7 +53,7 @@ _LABEL = re.compile(r"\b[Rr]esponse\s+([A-Za-z]{1,3})\b")
 _FINAL_RANKING = re.compile(r"FINAL\s+RANKING\s*:", re.IGNORECASE)
 _NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:/\s*(\d+(?:\.\d+)?))?\s*$")
 _REFUSAL_TEXT = re.compile(
-    r"^\W*(?:FINAL\s+RANKING\s*:\W*)?(?:none\b|n/a\b|abstain|refuse|decline|"
+    r"^\W*(?:FINAL\s+RANKING\s*:\W*)?(?:(?:none|n/a)\W*$|abstain|refuse|decline|"
     r"(?:I\s+)?(?:cannot|can't|can\s+not|won't|will\s+not|decline\s+to|am\s+unable\s+to|"
     r"am\s+not\s+able\s+to|must\s+decline\s+to)\s+(?:rank|judge|evaluate|score|compare|"
     r"assess|review)\b)",
