@@ -100,6 +100,7 @@ def test_refused_and_failed_reviews_leave_null_records_with_their_status(
     assert outcomes_now["m3"]["comparable_pairs"] == 6  # 4 answers, distinct scores 9..6
     assert statuses == {"m0": "refused", "m1": "refused", "m2": "missing", "m3": "json"}
     assert "finish_reason=refusal" in (result.stage2[0].parse_error or "")
+    assert "checks its units" not in store_path().read_text(encoding="utf-8")  # lengths only
     records = list(read_records(store_path()))
     assert len(records) == 12 * 4 * 4  # every answer shown in every review, verdict or not
     by_reviewer: dict[str, set[str | None]] = {}
