@@ -124,3 +124,6 @@ def test_refused_and_failed_reviews_leave_null_records_with_their_status(
     assert outcomes["m3"].n_discordant_pairs == 0 and outcomes["m3"].n_comparable_pairs > 0
     # only m3 scored anything: no estimate ever sees the other reviewers' null records
     assert [profile.reviewer for profile in report.profiles if profile.n_scores > 0] == ["m3"]
+    refuser = next(profile for profile in report.profiles if profile.reviewer == "m0")
+    assert (refuser.n_sessions, refuser.reliability) == (0, "insufficient")
+    assert refuser.n_missing_scores == 12 * 4
