@@ -18,6 +18,13 @@ The verdict must come from a place candidate text cannot write into (ADR 0018). 
    never flip it. Replies longer than ``MAX_REPLY_CHARS`` are not searched untagged (a
    truncated reply could lose the real verdict and keep a quoted fake).
 
+Refusals (ADR 0027): a verdict whose ``ranking`` is an explicit empty list and that scores no
+shown label, or a nonce-tagged block whose text declines to judge (``I cannot rank ...``,
+``abstain``), is ``refused``: the reviewer declined, which is neither a reply we could not
+read (``unparseable``) nor a failed call. A refusal counts only where candidates cannot
+write: the structured channel or the nonce-tagged block. An untagged refusal could be a
+candidate's text that the reviewer quoted, so it is ``unparseable``, never ``refused``.
+
 Labels not shown to this reviewer are ignored, duplicates are dropped (first kept), and
 a missing or invalid score stays missing: it is never turned into 0. A score written as a
 fraction (``"8/10"``) is kept only when its denominator is the top of the declared scale;
@@ -45,6 +52,13 @@ VerdictChannel = Literal["structured", "nonce", "untagged"]
 _LABEL = re.compile(r"\b[Rr]esponse\s+([A-Za-z]{1,3})\b")
 _FINAL_RANKING = re.compile(r"FINAL\s+RANKING\s*:", re.IGNORECASE)
 _NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:/\s*(\d+(?:\.\d+)?))?\s*$")
+_REFUSAL_TEXT = re.compile(
+    r"^\W*(?:FINAL\s+RANKING\s*:\W*)?(?:(?:none|n/a)\W*$|abstain|refuse|decline|"
+    r"(?:I\s+)?(?:cannot|can't|can\s+not|won't|will\s+not|decline\s+to|am\s+unable\s+to|"
+    r"am\s+not\s+able\s+to|must\s+decline\s+to)\s+(?:rank|judge|evaluate|score|compare|"
+    r"assess|review)\b)",
+    re.IGNORECASE,
+)
 _FENCE = re.compile(r"^```[A-Za-z]*\s*\n?(?P<body>.*?)\n?```$", re.DOTALL)
 
 
@@ -65,6 +79,7 @@ class ParsedReview:
     error: str | None = None
     notes: tuple[str, ...] = ()
     channel: VerdictChannel | None = None  # where the verdict was read from
+    rationale_chars: int | None = None  # the rationale's length before it was cut to 2000
 
 
 class _ReviewJson(BaseModel):
@@ -116,14 +131,32 @@ def _dedupe_known(raw_labels: Sequence[Any], known: dict[str, str], notes: list[
     return ranking
 
 
+def _validation_problem(error: ValidationError, obj: dict[str, Any]) -> str:
+    """What failed, e.g. ``verdict's 'scores' is a list, not an object`` (first problem)."""
+    details = error.errors()
+    location = details[0]["loc"] if details else ()
+    field_name = str(location[0]) if location else "?"
+    value = obj.get(field_name)
+    expected = {"ranking": "a list", "scores": "an object", "rationale": "text"}.get(
+        field_name, "valid"
+    )
+    where = "".join(f"[{part!r}]" for part in location[1:])
+    return f"verdict's {field_name!r}{where} is {type(value).__name__}, not {expected}"
+
+
+def _rationale_chars(obj: dict[str, Any]) -> int | None:
+    value = obj.get("rationale")
+    return None if value is None else len(str(value))
+
+
 def _from_object(obj: Any, known: dict[str, str], scale: tuple[float, float]) -> ParsedReview:
     """One verdict object, read at its top level only."""
     if not isinstance(obj, dict) or "ranking" not in obj:
         return ParsedReview("unparseable", error="verdict is not an object with a 'ranking'")
     try:
         verdict = _ReviewJson.model_validate(obj)
-    except ValidationError:
-        return ParsedReview("unparseable", error="verdict's 'ranking' is not a list")
+    except ValidationError as invalid:
+        return ParsedReview("unparseable", error=_validation_problem(invalid, obj))
     notes: list[str] = []
     ranking = _dedupe_known(verdict.ranking, known, notes)
     scores: dict[str, float] = {}
@@ -139,10 +172,19 @@ def _from_object(obj: Any, known: dict[str, str], scale: tuple[float, float]) ->
             notes.append(f"ignored invalid score {str(raw_score)[:40]!r} for {label}{why}")
             continue
         scores.setdefault(label, value)
+    chars = _rationale_chars(obj)
+    if not verdict.ranking and not scores:
+        # an explicit empty ranking that scores nothing: the reviewer declined to judge
+        error = "the verdict's ranking is empty and it scores no answer: declined to judge"
+        return ParsedReview(
+            "refused", rationale=verdict.rationale, error=error, rationale_chars=chars
+        )
     if not ranking and not scores:
         error = "JSON had no ranking or score for a shown label"
         return ParsedReview("unparseable", error=error, notes=tuple(notes))
-    return ParsedReview("json", tuple(ranking), scores, verdict.rationale, notes=tuple(notes))
+    return ParsedReview(
+        "json", tuple(ranking), scores, verdict.rationale, notes=tuple(notes), rationale_chars=chars
+    )
 
 
 def _top_level_objects(text: str) -> tuple[list[tuple[int, int, Any]], bool]:
@@ -193,7 +235,7 @@ def _final_ranking_blocks(
 
 def _agreeing(verdicts: Sequence[ParsedReview], where: str) -> ParsedReview:
     """The one verdict all parsed candidates agree on, else an ``unparseable`` naming why."""
-    valid = [v for v in verdicts if v.status in ("json", "final_ranking")]
+    valid = [v for v in verdicts if v.status in ("json", "final_ranking", "refused")]
     if not valid:
         failed = next(iter(verdicts), None)
         if failed is not None:
@@ -213,8 +255,10 @@ def _agreeing(verdicts: Sequence[ParsedReview], where: str) -> ParsedReview:
     return next((v for v in valid if v.status == "json"), valid[0])
 
 
-def _from_text(text: str, known: dict[str, str], scale: tuple[float, float]) -> ParsedReview:
-    """The untagged path: every top-level verdict in ``text`` must agree."""
+def _from_text(
+    text: str, known: dict[str, str], scale: tuple[float, float], *, tagged: bool = False
+) -> ParsedReview:
+    """Every top-level verdict in ``text`` must agree; a refusal counts only when ``tagged``."""
     objects, finished = _top_level_objects(text)
     if not finished:
         return ParsedReview(
@@ -223,7 +267,14 @@ def _from_text(text: str, known: dict[str, str], scale: tuple[float, float]) -> 
     verdicts = [_from_object(obj, known, scale) for _, _, obj in objects if _has_ranking(obj)]
     spans = [(start, end) for start, end, _ in objects]
     verdicts += _final_ranking_blocks(text, spans, known)
-    return _agreeing(verdicts, "in the reply")
+    parsed = _agreeing(verdicts, "in the reply")
+    if parsed.status == "refused" and not tagged:
+        return ParsedReview(
+            "unparseable",
+            error="an untagged empty ranking: a refusal quoted from a candidate cannot be "
+            "told from the reviewer's own without the nonce tag",
+        )
+    return parsed
 
 
 def _has_ranking(obj: Any) -> bool:
@@ -253,7 +304,11 @@ def _from_tagged(body: str, known: dict[str, str], scale: tuple[float, float]) -
     except (ValueError, RecursionError):
         if len(inner) > MAX_REPLY_CHARS:
             return ParsedReview("unparseable", error="tagged verdict is too long")
-        return _from_text(inner, known, scale)  # the reviewer's own text: a FINAL RANKING list
+        parsed = _from_text(inner, known, scale, tagged=True)  # e.g. a FINAL RANKING list
+        if parsed.status == "unparseable" and _REFUSAL_TEXT.match(inner):
+            error = f"the tagged verdict declines to judge: {inner[:80]!r}"
+            return ParsedReview("refused", error=error)
+        return parsed
 
 
 def _with_channel(parsed: ParsedReview, channel: VerdictChannel) -> ParsedReview:
@@ -265,6 +320,7 @@ def _with_channel(parsed: ParsedReview, channel: VerdictChannel) -> ParsedReview
         parsed.error,
         parsed.notes,
         channel,
+        parsed.rationale_chars,
     )
 
 

@@ -13,7 +13,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-ParseStatus = Literal["json", "final_ranking", "unparseable", "missing"]
+#: how a review's verdict was read: "json" / "final_ranking" (a verdict), "refused" (the
+#: reviewer declined to judge, in a channel candidates cannot write into: ADR 0027),
+#: "unparseable" (a reply, but no verdict could be read), "missing" (no reply)
+ParseStatus = Literal["json", "final_ranking", "refused", "unparseable", "missing"]
 
 
 class _Frozen(BaseModel):
@@ -66,6 +69,9 @@ class Review(_Frozen):
     parse_status: ParseStatus = "missing"
     parse_error: str | None = None
     rationale: str | None = None
+    # characters of the rationale as the reviewer wrote it (``rationale`` keeps at most
+    # 2000); None when it gave none
+    rationale_chars: int | None = None
     raw_text: str | None = None
     error: str | None = None
     attempts: int = 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -148,6 +149,26 @@ def _review_request(
     )
 
 
+#: finish reasons by which a provider says its model declined to answer (OpenAI's
+#: ``message.refusal`` and ``content_filter``, Anthropic's ``refusal``, Google's ``SAFETY``)
+_REFUSAL_FINISH = frozenset({"refusal", "content_filter", "safety", "prohibited_content"})
+#: the message of :func:`~llm_council.providers.error_mapping.empty_answer_error`: an empty
+#: answer whose finish reason is a refusal is the provider's refusal field, not a failure
+_EMPTY_ANSWER = re.compile(r": empty answer \(finish_reason=([A-Za-z_]+)\)$")
+
+
+def _provider_refusal(outcome: CallOutcome) -> str | None:
+    """The provider's own refusal (a finish reason, never the reply's text), or None."""
+    if outcome.completion is not None:
+        reason = outcome.completion.finish_reason
+    else:
+        found = _EMPTY_ANSWER.search(str(outcome.error)) if outcome.error else None
+        reason = found.group(1) if found else None
+    if reason is not None and reason.lower() in _REFUSAL_FINISH:
+        return f"the provider reports a refusal (finish_reason={reason})"
+    return None
+
+
 def _refused_structured_output(outcome: CallOutcome) -> str | None:
     error = outcome.error
     if error is not None and is_structured_output_refusal(error.status_code, str(error)):
@@ -182,6 +203,17 @@ async def review_once(
             outcome.duration_s + first_duration,
         )
         base = base.model_copy(update={"structured_output_refused": refused})
+    provider_refusal = _provider_refusal(outcome)
+    if provider_refusal is not None:
+        return base.model_copy(
+            update={
+                "parse_status": "refused",
+                "parse_error": provider_refusal,
+                "raw_text": outcome.completion.text if outcome.completion else None,
+                "attempts": outcome.attempts,
+                "duration_s": round(outcome.duration_s, 4),
+            }
+        )
     if outcome.completion is None:
         return base.model_copy(
             update={
@@ -218,6 +250,7 @@ async def review_once(
             "parse_status": parsed.status,
             "parse_error": parsed.error,
             "rationale": parsed.rationale,
+            "rationale_chars": parsed.rationale_chars,
             "raw_text": outcome.completion.text,
             "verdict_channel": parsed.channel,
             "attempts": outcome.attempts,

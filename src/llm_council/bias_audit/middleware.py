@@ -21,7 +21,11 @@ import structlog
 from llm_council.bias_audit.audit import audit_score_table
 from llm_council.bias_audit.query_hash import env_flag, query_hash_from_env
 from llm_council.bias_audit.record_stores import open_store
-from llm_council.bias_audit.records import records_from_session, utc_timestamp
+from llm_council.bias_audit.records import (
+    records_from_session,
+    session_review_outcomes,
+    utc_timestamp,
+)
 from llm_council.bias_audit.score_table import score_table_from_session
 from llm_council.bias_audit.store import PartialWriteError
 from llm_council.bias_audit.thresholds import load_thresholds
@@ -56,6 +60,7 @@ class BiasAuditMiddleware(Middleware):
         query_hash = query_hash_from_env(event.query)
         table = score_table_from_session(event.answers, event.reviews)
         audit = audit_score_table(table, thresholds).model_dump(mode="json")
+        audit["review_outcomes"] = session_review_outcomes(event)  # ADR 0027
         records = records_from_session(event, timestamp=utc_timestamp(), query_hash=query_hash)
         try:
             # awaited, never blocking the loop: JSONL in a worker thread, PostgreSQL async

@@ -1,6 +1,9 @@
 """Turn a completed session into privacy-safe :class:`ReviewRecord` lines.
 
-One record per (reviewer, candidate) the reviewer was shown. A record carries ids,
+One record per (reviewer, candidate) the reviewer was shown, whether or not the review
+produced a verdict: a refused, unparseable or failed review leaves its records with score
+and rank null and ``review_status`` saying why (ADR 0027), so abstentions are countable
+and never enter an estimate (every estimate reads scored records only). A record carries ids,
 display positions, lengths and scores, and never the query or any answer text: lengths
 are counted here and the text goes no further.
 """
@@ -17,7 +20,8 @@ from llm_council.bias_audit.record_schema import ReviewRecord
 from llm_council.bias_audit.score_table import word_count
 from llm_council.bias_checks import pad_text, signed_text
 from llm_council.middleware import SessionCompleted
-from llm_council.results import Review
+from llm_council.results import CandidateScore, Review
+from llm_council.stats.rank_consistency import score_rank_discordance
 
 _RECORD_LIST = TypeAdapter(list[ReviewRecord])
 
@@ -50,6 +54,51 @@ def _changed_lengths(event: SessionCompleted, review: Review) -> tuple[int, int]
 _TREATING_KINDS = ("padding", "identity")
 
 
+def review_status(review: Review) -> str:
+    """The record's ``review_status``: the parse status, with a failed call as ``error``."""
+    if review.parse_status == "missing" and review.error is not None:
+        return "error"
+    return review.parse_status
+
+
+def _shown_entries(review: Review) -> list[CandidateScore]:
+    """The review's verdict per shown answer, in display order; without a verdict (a failed
+    call), one unscored, unranked entry per label the reviewer was shown."""
+    if review.candidates:
+        entries = list(review.candidates)
+    else:
+        entries = [
+            CandidateScore(
+                candidate=assignment.model,
+                label=label,
+                display_index=assignment.display_index,
+                is_self_review=assignment.model == review.reviewer,
+            )
+            for label, assignment in review.label_to_model.items()
+        ]
+    return sorted(entries, key=lambda entry: entry.display_index)
+
+
+def session_review_outcomes(event: SessionCompleted) -> dict[str, dict[str, Any]]:
+    """Per reviewer of the session (bias checks left out): its ``review_status``, and the
+    pairs it both scored and ranked with different scores, and how many of them it ranked
+    against its own scores (ADR 0027)."""
+    outcomes: dict[str, dict[str, Any]] = {}
+    for review in event.reviews:
+        if review.check_kind is not None:
+            continue
+        pairs = score_rank_discordance(
+            [math.nan if c.score is None else c.score for c in review.candidates],
+            [math.nan if c.rank is None else c.rank for c in review.candidates],
+        )
+        outcomes[review.reviewer] = {
+            "review_status": review_status(review),
+            "comparable_pairs": pairs.comparable,
+            "mismatched_pairs": pairs.discordant,
+        }
+    return outcomes
+
+
 def records_from_session(
     event: SessionCompleted, *, timestamp: str, query_hash: str | None
 ) -> list[ReviewRecord]:
@@ -65,7 +114,8 @@ def records_from_session(
         if review.check_kind is None
     }
     for review in event.reviews:
-        shown = sorted(review.candidates, key=lambda entry: entry.display_index)
+        shown = _shown_entries(review)
+        status = review_status(review)
         for entry in shown:
             chars, words = lengths.get(entry.candidate, (0, 0))
             check: dict[str, Any] = {}
@@ -89,7 +139,7 @@ def records_from_session(
                     "reviewer_id": review.reviewer,
                     "model_id": entry.candidate,
                     "position": entry.display_index,
-                    "n_candidates": len(review.candidates),
+                    "n_candidates": len(shown),
                     "response_length_chars": chars,
                     "response_length_words": words,
                     "score_value": score,
@@ -98,6 +148,8 @@ def records_from_session(
                     "is_self_review": entry.is_self_review,
                     "council_config_hash": event.council_config_hash,
                     "query_hash": query_hash,
+                    "rationale_chars": review.rationale_chars,
+                    "review_status": status,
                     **check,
                 }
             )

@@ -5,11 +5,20 @@ whole councils' sessions at once with vectorised numpy (no council run, no provi
 using the same score model as the simulated provider:
 
     score = quality + leniency + position_effects[slot] + verbosity * log(words / 200)
-            + self_preference * is_self + noise_sd * N(0, 1), clipped to the scale, rounded,
+            + self_preference * is_self + reasoning_bias * log2(rationale / median)
+            + noise_sd * N(0, 1), clipped to the scale, rounded,
 
 and writes one JSON line per (session, reviewer, candidate) matching
 :class:`~llm_council.bias_audit.record_schema.ReviewRecord`. A million records take a few
 seconds, so the scale benchmark and the interval-coverage runs can use fresh stores.
+
+Reasoning and parse behaviour (ADR 0027) is drawn from a side stream of the generator,
+so a council with none of it configured writes exactly the store it wrote before: a
+member with ``rationale_mean_chars`` writes ``rationale_chars`` (one log-normal length per
+review); ``abstention_probability`` leaves a review unscored and unranked with
+``review_status`` "refused"; ``rank_mismatch_probability`` swaps one adjacent pair of a
+review's ranking. ``review_status`` and ``rationale_chars`` are written only when some
+member has such behaviour.
 
 Run ``python -m llm_council.bias_audit.simulated_records --help`` for the command line.
 """
@@ -54,6 +63,8 @@ class RecordColumns:
     score: np.ndarray  # NaN = no score given
     rank: np.ndarray  # 0 = unranked
     is_self_review: np.ndarray
+    rationale_chars: np.ndarray | None = None  # 0 = no rationale; None: not written
+    refused: np.ndarray | None = None  # the review declined to judge; None: no status written
 
     def __len__(self) -> int:
         return int(self.score.shape[0])
@@ -102,6 +113,8 @@ def simulate_record_columns(
         for slot in range(n_members):
             position_effect_table[r, slot] = profile.position_effect(slot)
 
+    n_ranked = n_members if self_review else n_members - 1
+    reasoning = _ReasoningDraws.draw(profiles, n_sessions, rng, n_ranked)
     favour_table = _favour_table(profiles, member_names)
     drift = np.array([p.leniency_drift_per_week for p in profiles])
     weeks = np.zeros(n_sessions) if session_weeks is None else np.asarray(session_weeks, float)
@@ -138,6 +151,7 @@ def simulate_record_columns(
         + self_preference[None, :, None] * is_self
         + favour_table[None, :, :]
         + (drift[None, :] * weeks[:, None])[:, :, None]
+        + reasoning.score_shift[:, :, None]
         + noise_sd[None, :, None] * rng.standard_normal((n_sessions, n_members, n_members))
     )
     score = _anchored(score, order, np.array([p.anchoring for p in profiles]))
@@ -154,6 +168,10 @@ def simulate_record_columns(
     rank = np.empty_like(rank_order)
     np.put_along_axis(rank, rank_order, np.arange(1, n_members + 1)[None, None, :], axis=-1)
     rank = np.where(np.isnan(score), 0, rank)
+    if reasoning.refused is not None:
+        score = np.where(reasoning.refused[:, :, None], np.nan, score)
+        rank = np.where(reasoning.refused[:, :, None], 0, rank)
+    rank = reasoning.mismatched(rank)
 
     session_index, reviewer_index, model_index = np.nonzero(keep)
     return RecordColumns(
@@ -167,7 +185,62 @@ def simulate_record_columns(
         score=score[keep],
         rank=rank[keep],
         is_self_review=is_self[keep],
+        rationale_chars=None
+        if reasoning.rationale_chars is None
+        else reasoning.rationale_chars[session_index, reviewer_index],
+        refused=None
+        if reasoning.refused is None
+        else reasoning.refused[session_index, reviewer_index],
     )
+
+
+@dataclass(frozen=True)
+class _ReasoningDraws:
+    """Per (session, reviewer): rationale length, its score shift, refusals, ranking swaps."""
+
+    score_shift: np.ndarray  # points added to every score of the review
+    rationale_chars: np.ndarray | None  # int64, 0 = none; None when no member writes one
+    refused: np.ndarray | None  # bool; None when no member abstains or mismatches
+    swap_at: np.ndarray | None  # rank k swapped with k + 1 (0 = no swap); None: never
+
+    @classmethod
+    def draw(
+        cls,
+        profiles: Sequence[SimulatedProfile],
+        n_sessions: int,
+        rng: np.random.Generator,
+        n_ranked: int,
+    ) -> _ReasoningDraws:
+        shape = (n_sessions, len(profiles))
+        shift = np.zeros(shape)
+        writes = [p.rationale_mean_chars is not None for p in profiles]
+        abstain = np.array([p.abstention_probability for p in profiles])
+        mismatch = np.array([p.rank_mismatch_probability for p in profiles])
+        if not any(writes) and not abstain.any() and not mismatch.any():
+            return cls(shift, None, None, None)  # nothing drawn: the null store is unchanged
+        side = rng.spawn(1)[0]  # a side stream: the scores' own draws stay as they were
+        chars = None
+        if any(writes):
+            median = np.array([p.rationale_mean_chars or 1.0 for p in profiles])
+            sigma = np.array([p.rationale_length_sigma for p in profiles])
+            log2_ratio = sigma * side.standard_normal(shape) / np.log(2.0)
+            drawn = np.maximum(1, np.rint(median * np.exp2(log2_ratio))).astype(np.int64)
+            chars = np.where(writes, drawn, 0)
+            bias = np.array([p.reasoning_bias for p in profiles])
+            shift = np.where(writes, bias * np.log2(np.maximum(drawn, 1) / median), 0.0)
+        refused = side.random(shape) < abstain
+        swap_at = np.where(
+            side.random(shape) < mismatch, side.integers(1, max(n_ranked, 2), shape), 0
+        )
+        return cls(shift, chars, refused, swap_at)
+
+    def mismatched(self, rank: np.ndarray) -> np.ndarray:
+        """``rank[s, r, c]`` with ranks k and k + 1 exchanged where a swap was drawn."""
+        if self.swap_at is None or not self.swap_at.any():
+            return rank
+        k = self.swap_at[:, :, None]
+        swapped = np.where(rank == k, k + 1, np.where(rank == k + 1, k, rank))
+        return np.where((k > 0) & (rank > 0), swapped, rank)
 
 
 def _favour_table(
@@ -221,7 +294,7 @@ def _format_lines(
     names_json = [json.dumps(name) for name in member_names]
     scale_json = json.dumps([float(score_scale[0]), float(score_scale[1])])
     tail = f',"score_scale":{scale_json},"rank":%s,"is_self_review":%s,' + (
-        f'"council_config_hash":{json.dumps(config_hash)},"query_hash":null}}\n'
+        f'"council_config_hash":{json.dumps(config_hash)},"query_hash":null%s}}\n'
     )
     head = f'{{"schema_version":{SCHEMA_VERSION},"session_id":"%s","timestamp":"%s",'
     template = (
@@ -234,6 +307,7 @@ def _format_lines(
     scores = [("null" if s != s else repr(s)) for s in columns.score.tolist()]
     ranks = [("null" if r == 0 else str(r)) for r in columns.rank.tolist()]
     self_json = ["true" if flag else "false" for flag in columns.is_self_review.tolist()]
+    extra = _reasoning_fields(columns)
     parts = [
         template % fields
         for fields in zip(
@@ -247,10 +321,28 @@ def _format_lines(
             scores,
             ranks,
             self_json,
+            extra,
             strict=True,
         )
     ]
     return "".join(parts)
+
+
+def _reasoning_fields(columns: RecordColumns) -> list[str]:
+    """Each record's ``rationale_chars`` / ``review_status`` JSON, or "" when not simulated."""
+    n = len(columns)
+    chars = (
+        [""] * n
+        if columns.rationale_chars is None
+        else [
+            f',"rationale_chars":{c}' if c > 0 else ',"rationale_chars":null'
+            for c in columns.rationale_chars.tolist()
+        ]
+    )
+    if columns.refused is None:
+        return chars
+    status = ["refused" if refused else "json" for refused in columns.refused.tolist()]
+    return [f'{c},"review_status":"{s}"' for c, s in zip(chars, status, strict=True)]
 
 
 def iter_record_chunks(

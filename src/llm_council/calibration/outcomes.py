@@ -40,6 +40,9 @@ class PairOutcome:
     problem: str | None = None  # e.g. a failed or unparseable call in a live run
     ab_repetitions: tuple[int, ...] = ()
     ba_repetitions: tuple[int, ...] = ()
+    # each verdict's rationale length, aligned with ``ab`` / ``ba`` (empty: none given)
+    ab_rationale_chars: tuple[int | None, ...] = ()
+    ba_rationale_chars: tuple[int | None, ...] = ()
 
     @property
     def evaluated(self) -> bool:
@@ -93,6 +96,8 @@ def judgments_to_outcome(
         problem=problem,
         ab_repetitions=tuple(j.repetition for j in ab),
         ba_repetitions=tuple(j.repetition for j in ba),
+        ab_rationale_chars=tuple(j.rationale_chars for j in ab),
+        ba_rationale_chars=tuple(j.rationale_chars for j in ba),
     )
 
 

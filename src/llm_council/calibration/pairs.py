@@ -38,6 +38,8 @@ class Judgment:
     order: Order
     winner: Winner
     repetition: int = 0
+    # characters of the judge's rationale for this verdict (ADR 0027); None when not given
+    rationale_chars: int | None = None
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,27 @@ def _winner(value: Any, field_name: str, where: tuple[str, int]) -> Winner:
     return cast(Winner, normalized)
 
 
+def _rationale_chars(item: Mapping[str, Any], name: str, where: tuple[str, int]) -> int | None:
+    """``rationale_chars`` (an integer >= 0), else the length of ``rationale``, else None."""
+    value = item.get("rationale_chars")
+    if value is None:
+        text = item.get("rationale")
+        if text is not None and not isinstance(text, str):
+            raise InputError(
+                f"field '{name}.rationale' must be a string, got {type(text).__name__}",
+                path=where[0],
+                line=where[1],
+            )
+        return None if text is None else len(text)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InputError(
+            f"field '{name}.rationale_chars' must be an integer >= 0, got {value!r}",
+            path=where[0],
+            line=where[1],
+        )
+    return value
+
+
 def _repetition(item: Mapping[str, Any], name: str, where: tuple[str, int]) -> int | None:
     """The file's 1-based ``repetition`` as a 0-based index, or None when absent."""
     value = item.get("repetition")
@@ -173,7 +196,14 @@ def _judgments(raw: Any, where: tuple[str, int]) -> tuple[Judgment, ...]:
                 line=where[1],
             )
         taken.add((order, repetition))
-        judgments.append(Judgment(order=order, winner=winner, repetition=repetition))
+        judgments.append(
+            Judgment(
+                order=order,
+                winner=winner,
+                repetition=repetition,
+                rationale_chars=_rationale_chars(item, name, where),
+            )
+        )
     return tuple(judgments)
 
 
@@ -379,6 +409,7 @@ def pair_to_record(pair: Pair, *, with_judgments: bool = True) -> dict[str, Any]
         record["judge"] = pair.judge
         record["judgments"] = [
             {"order": j.order, "winner": j.winner, "repetition": j.repetition + 1}
+            | ({} if j.rationale_chars is None else {"rationale_chars": j.rationale_chars})
             for j in pair.judgments
         ]
     return record

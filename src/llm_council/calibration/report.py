@@ -36,6 +36,7 @@ from llm_council.calibration.outcomes import (
     outcomes_from_judgments,
 )
 from llm_council.calibration.pairs import Winner, shown_order
+from llm_council.calibration.reasoning import rationale_length_errors
 from llm_council.calibration.repetitions import repetition_stability
 from llm_council.calibration.self_preference import self_preference
 from llm_council.calibration.verbosity import verbosity
@@ -121,6 +122,7 @@ def compute_report(outcomes: Sequence[PairOutcome], options: ReportOptions) -> d
     report["self_preference"] = self_preference(evaluated, family, conf, options.other_judges)
     report["human_agreement"] = _human_agreement(evaluated, options.human_kappa_threshold, conf)
     report["repetition_stability"] = repetition_stability(evaluated, conf)
+    report["reasoning_length"] = rationale_length_errors(evaluated, conf)  # ADR 0027
     report["grade"] = (
         grade(report["consistency"]["kappa"], report["position_bias"]["flip_rate"])
         if n >= MIN_N_FOR_INTERVAL

@@ -30,6 +30,7 @@ from llm_council.calibration.pairs import (
     shown_order,
     slot_to_original,
 )
+from llm_council.calibration.reasoning import reply_rationale_chars
 from llm_council.calibration.report import PairOutcome, judgments_to_outcome
 from llm_council.prompts import new_nonce
 from llm_council.providers.base import CompletionRequest, Provider
@@ -62,6 +63,7 @@ class CallResult:
     winner: str | None  # original labels, or None
     problem: str | None
     from_cache: bool
+    rationale_chars: int | None = None  # the reply's reasoning before its verdict (ADR 0027)
 
 
 def judge_key(spec: str, options: Mapping[str, Any]) -> str:
@@ -164,7 +166,8 @@ class JudgeRunner:
                 problem = f"no verdict line in the judge's reply (order {call.order})"
             else:
                 winner = slot_to_original(call.order, slot)
-        result = CallResult(call, winner, problem, from_cache)
+        chars = reply_rationale_chars(text) if winner is not None and text is not None else None
+        result = CallResult(call, winner, problem, from_cache, chars)
         if self.on_call_done is not None:
             self.on_call_done(result)
         return result
@@ -200,6 +203,13 @@ def outcomes_from_results(
             if result.winner is None:
                 problems.append(result.problem or "no verdict")
             else:
-                judgments.append(Judgment(result.call.order, result.winner, result.call.repetition))  # type: ignore[arg-type]
+                judgments.append(
+                    Judgment(
+                        result.call.order,  # type: ignore[arg-type]
+                        result.winner,  # type: ignore[arg-type]
+                        result.call.repetition,
+                        result.rationale_chars,
+                    )
+                )
         outcomes.append(judgments_to_outcome(pair, judgments, "; ".join(problems) or None))
     return outcomes

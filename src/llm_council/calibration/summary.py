@@ -58,6 +58,25 @@ def _self_preference_line(own: dict[str, Any]) -> str:
     )
 
 
+def _reasoning_lines(section: dict[str, Any] | None) -> list[str]:
+    """Disagreement with humans by rationale-length tercile and the slope (ADR 0027)."""
+    if not section or not section.get("available"):
+        return []
+    terciles = "  ".join(
+        f"T{row['tercile']} ({row['chars_low']:.0f}-{row['chars_high']:.0f} chars) "
+        f"{_pct(row['disagreement'])} [{_pct(row['ci_low'])}-{_pct(row['ci_high'])}]"
+        for row in section["by_tercile"]
+    )
+    flag = "LONGER MORE OFTEN WRONG" if section["longer_more_often_wrong"] else "no trend detected"
+    return [
+        f"  rationale length    wrong vs humans {terciles}",
+        f"                      log-odds per doubling {_num(section['log_odds_per_doubling'])}"
+        f" {_ci(section['ci_low'], section['ci_high'], False)}"
+        f" p={_num(section['p_value'], 3)} ({flag}; {section['n_verdicts']} verdicts,"
+        f" {section['n_pairs']} pairs)",
+    ]
+
+
 def render_summary(report: dict[str, Any]) -> str:
     """Grade first, then one line per finding, then what to do."""
     consistency = report["consistency"]
@@ -114,6 +133,7 @@ def render_summary(report: dict[str, Any]) -> str:
                 else ""
             )
         )
+    lines.extend(_reasoning_lines(report.get("reasoning_length")))
     for probe in (report.get("probes") or {}).values():
         value = probe["value"]
         shown = _interval(value) if isinstance(value, dict) else _num(value)

@@ -55,6 +55,30 @@ class SimulatedProfile(BaseModel):
         description="points its leniency moves per week of session time (drift); "
         "record-store simulator only",
     )
+    # reasoning and parse behaviour (ADR 0027), all off by default
+    rationale_mean_chars: float | None = Field(
+        None,
+        gt=0,
+        description="median characters of its review rationale (log-normal across reviews); "
+        "None: a one-line rationale",
+    )
+    rationale_length_sigma: float = Field(
+        0.5, ge=0, description="sd of log(rationale chars) across its reviews"
+    )
+    reasoning_bias: float = Field(
+        0.0,
+        description="points added to every score of a review per doubling of its rationale "
+        "over rationale_mean_chars (reasoning-chain bias; needs rationale_mean_chars)",
+    )
+    rank_mismatch_probability: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="chance that a review's ranking swaps one adjacent pair against its scores",
+    )
+    abstention_probability: float = Field(
+        0.0, ge=0.0, le=1.0, description="chance that it declines to judge a review"
+    )
     score_decimals: int = Field(
         0, ge=0, le=3, description="scores are rounded to this many decimals"
     )

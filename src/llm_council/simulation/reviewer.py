@@ -8,6 +8,12 @@ Score model, per candidate shown at display slot ``i`` with ``w`` words::
 
 clipped to the declared scale and rounded to ``score_decimals``. With every bias zero the
 expected score is the answer's quality, independent of position and length.
+
+Reasoning and parse behaviour (ADR 0027), each drawn only when configured so a profile
+without it replies exactly as before: with ``rationale_mean_chars`` the rationale is a
+log-normal number of characters long and every score moves ``reasoning_bias`` points per
+doubling of it over the median; ``abstention_probability`` returns an empty ranking (a
+refusal); ``rank_mismatch_probability`` swaps one adjacent pair of the ranking.
 """
 
 from __future__ import annotations
@@ -104,8 +110,14 @@ def write_review(
     low, high = score_scale_from_prompt(prompt)
     signature = IDENTITY_SIGNATURE.format(model=model_name) if model_name else None
     candidates = perceive(prompt, own_tags, signature)
+    if profile.abstention_probability and rng.random() < profile.abstention_probability:
+        refusal = {"ranking": [], "scores": {}, "rationale": "I decline to judge these answers."}
+        return _formatted(json.dumps(refusal), prompt, structured)
+    rationale_chars, shift = _rationale_length(profile, rng)
     raw = {
-        c.label: expected_score(profile, c) + profile.noise_sd * float(rng.standard_normal())
+        c.label: expected_score(profile, c)
+        + shift
+        + profile.noise_sd * float(rng.standard_normal())
         for c in candidates
     }
     scores = {
@@ -115,14 +127,40 @@ def write_review(
     if profile.score_decimals == 0:
         scores = {label: int(value) for label, value in scores.items()}
     ranking = sorted(raw, key=lambda label: -raw[label])
-    reply = {
-        "ranking": ranking,
-        "scores": scores,
-        "rationale": f"{ranking[0]} is the most complete and correct answer."
-        if ranking
-        else "Nothing to judge.",
-    }
-    verdict = json.dumps(reply)
+    if (
+        profile.rank_mismatch_probability
+        and len(ranking) >= 2
+        and rng.random() < profile.rank_mismatch_probability
+    ):
+        k = int(rng.integers(0, len(ranking) - 1))
+        ranking[k], ranking[k + 1] = ranking[k + 1], ranking[k]
+    rationale = (
+        f"{ranking[0]} is the most complete and correct answer." if ranking else "Nothing to judge."
+    )
+    if rationale_chars is not None:
+        rationale = (rationale + " " + _FILLER * (1 + rationale_chars // len(_FILLER)))[
+            :rationale_chars
+        ]
+    reply = {"ranking": ranking, "scores": scores, "rationale": rationale}
+    return _formatted(json.dumps(reply), prompt, structured)
+
+
+_FILLER = "Each answer was checked step by step against the question. "
+
+
+def _rationale_length(
+    profile: SimulatedProfile, rng: np.random.Generator
+) -> tuple[int | None, float]:
+    """The rationale's characters and the points it adds to every score (None, 0: off)."""
+    if profile.rationale_mean_chars is None:
+        return None, 0.0
+    log_ratio = profile.rationale_length_sigma * float(rng.standard_normal())
+    chars = max(1, round(profile.rationale_mean_chars * math.exp(log_ratio)))
+    return chars, profile.reasoning_bias * math.log2(chars / profile.rationale_mean_chars)
+
+
+def _formatted(verdict: str, prompt: str, structured: bool) -> str:
+    """The verdict as the prompt asks: bare, between its nonce tags, or fenced."""
     if structured:
         return verdict
     # the instruction comes after the candidate blocks, which may hold fake tags: take the last

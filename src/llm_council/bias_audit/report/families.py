@@ -13,6 +13,11 @@ from llm_council.bias_audit.report.amplification import Amplification, amplifica
 from llm_council.bias_audit.report.anchoring import ReviewerAnchoring, anchoring_by_reviewer
 from llm_council.bias_audit.report.drift import Drift, drift_by_reviewer
 from llm_council.bias_audit.report.favouritism import Favouritism, favouritism
+from llm_council.bias_audit.report.parse_outcomes import (
+    ReviewerParseOutcomes,
+    parse_outcomes_by_reviewer,
+)
+from llm_council.bias_audit.report.reasoning import ReviewerReasoning, reasoning_by_reviewer
 
 #: the favouritism and amplification tables are dense (sessions x reviewers x models);
 #: above this many cells (e.g. an imported log with thousands of human raters) they are
@@ -28,6 +33,8 @@ class BiasFamilies:
     favouritism: Favouritism | None = None
     drift: Drift | None = None
     amplification: Amplification | None = None
+    reasoning: list[ReviewerReasoning] = field(default_factory=list)  # ADR 0027
+    parse_outcomes: list[ReviewerParseOutcomes] = field(default_factory=list)  # ADR 0027
     notes: list[str] = field(default_factory=list)  # families skipped, and why
 
 
@@ -56,5 +63,7 @@ def bias_families(
         amplification=amplification(connection, significance_level, seed=seed)
         if dense_ok
         else None,
+        reasoning=reasoning_by_reviewer(connection, significance_level),
+        parse_outcomes=parse_outcomes_by_reviewer(connection),
         notes=notes,
     )

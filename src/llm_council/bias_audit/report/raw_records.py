@@ -138,6 +138,7 @@ def create_records_table(
                    position, n_candidates,
                    response_length_words AS words, response_length_chars AS chars,
                    score_value AS score, rank,
+                   rationale_chars, review_status,
                    coalesce(is_self_review, reviewer_id = model_id) AS is_self,
                    coalesce(score_scale[1], 1.0) AS scale_low,
                    coalesce(score_scale[2], 10.0) AS scale_high,

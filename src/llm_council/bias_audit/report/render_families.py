@@ -6,6 +6,10 @@ from html import escape
 
 from llm_council.bias_audit.report.csv_cells import CsvRow, cell_text, interval_row
 from llm_council.bias_audit.report.families import BiasFamilies
+from llm_council.bias_audit.report.render_reasoning import (
+    reasoning_csv_rows,
+    reasoning_text_lines,
+)
 from llm_council.bias_audit.report.render_text import fmt, fmt_interval, fmt_p
 from llm_council.bias_audit.report.svg_heatmap import favouritism_heatmap
 
@@ -93,6 +97,7 @@ def families_text_lines(families: BiasFamilies) -> list[str]:
             )
         if drift.series_skipped:
             add(f"  Too few weeks (< 3) to test: {', '.join(drift.series_skipped)}")
+    lines.extend(reasoning_text_lines(families.reasoning, families.parse_outcomes))
     return lines
 
 
@@ -177,6 +182,7 @@ def families_csv_rows(families: BiasFamilies) -> list[CsvRow]:
                     "",
                 )
             )
+    rows.extend(reasoning_csv_rows(families.reasoning, families.parse_outcomes))
     return rows
 
 

@@ -105,8 +105,10 @@ def reviewer_length_correlations(connection: duckdb.DuckDBPyConnection) -> dict[
 def reviewer_profiles(connection: duckdb.DuckDBPyConnection) -> list[ReviewerProfile]:
     """One profile per reviewer, sorted by leniency (harshest first)."""
     counts = connection.execute(
-        """SELECT reviewer, count(DISTINCT session), count(score), count(*) - count(score),
-                  avg(score)
+        # sessions in which it scored something: a refused or failed review (ADR 0027)
+        # leaves null records that must not raise its reliability tier
+        """SELECT reviewer, count(DISTINCT session) FILTER (WHERE score IS NOT NULL),
+                  count(score), count(*) - count(score), avg(score)
            FROM records GROUP BY reviewer"""
     ).fetchall()
     spreads = {

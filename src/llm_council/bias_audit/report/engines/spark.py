@@ -194,7 +194,8 @@ def spark_records(
                   [CAST(scale_low AS DOUBLE), CAST(scale_high AS DOUBLE)] AS score_scale,
                   CAST(rank AS INTEGER) AS rank,
                   CAST(is_self_review AS BOOLEAN) AS is_self_review,
-                  CAST(timestamp AS VARCHAR) AS timestamp
+                  CAST(timestamp AS VARCHAR) AS timestamp,
+                  NULL::BIGINT AS rationale_chars, NULL::VARCHAR AS review_status
            FROM spark_cells""",
         "SELECT DISTINCT session_id FROM spark_cells",
         [],
