@@ -23,6 +23,12 @@ from llm_council.bias_audit.query_hash import env_flag, query_hash_from_env
 from llm_council.bias_audit.record_stores import open_store
 from llm_council.bias_audit.records import records_from_session, utc_timestamp
 from llm_council.bias_audit.score_table import score_table_from_session
+from llm_council.bias_audit.similarity import (
+    SimilarityByMember,
+    SimilarityUnavailable,
+    similarities_between_answers,
+    similarity_from_env,
+)
 from llm_council.bias_audit.store import PartialWriteError
 from llm_council.bias_audit.thresholds import load_thresholds
 from llm_council.errors import RecordError
@@ -50,13 +56,17 @@ class BiasAuditMiddleware(Middleware):
         load_thresholds()
         query_hash_from_env("")
         open_store().check()  # a FIFO, directory or device as the store, or a bad URL
+        similarity_from_env()  # an unknown LLM_COUNCIL_SIMILARITY
 
     async def on_session_end(self, event: SessionCompleted) -> dict[str, Any]:
         thresholds = load_thresholds()
         query_hash = query_hash_from_env(event.query)
         table = score_table_from_session(event.answers, event.reviews)
         audit = audit_score_table(table, thresholds).model_dump(mode="json")
-        records = records_from_session(event, timestamp=utc_timestamp(), query_hash=query_hash)
+        similarity = await self._similarity(event, audit)
+        records = records_from_session(
+            event, timestamp=utc_timestamp(), query_hash=query_hash, similarity=similarity
+        )
         try:
             # awaited, never blocking the loop: JSONL in a worker thread, PostgreSQL async
             audit["records_written"] = await open_store().write_session(records)
@@ -68,3 +78,22 @@ class BiasAuditMiddleware(Middleware):
             if isinstance(error, PartialWriteError):  # rollback failed: say what is there
                 audit["records_left_incomplete"] = error.records_left
         return audit
+
+    @staticmethod
+    async def _similarity(event: SessionCompleted, audit: dict[str, Any]) -> SimilarityByMember:
+        """Answer-to-answer similarities for ``similarity_to_own`` (style mimicry).
+
+        Sets ``audit["similarity_method"]``; a failed embeddings call is logged and noted in
+        ``audit["similarity_error"]`` and leaves the similarities null, never the session.
+        """
+        method = similarity_from_env()
+        audit["similarity_method"] = method.name if method is not None else "off"
+        if method is None:
+            return {}
+        answers = {a.member: a.text for a in event.answers if a.text is not None}
+        try:
+            return await similarities_between_answers(answers, method)
+        except SimilarityUnavailable as error:
+            log.warning("similarity_not_computed", method=method.name, error=str(error))
+            audit["similarity_error"] = str(error)
+            return {}

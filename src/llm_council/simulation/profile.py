@@ -50,6 +50,11 @@ class SimulatedProfile(BaseModel):
         description="pull toward the mean of its earlier scores in the same review: "
         "score_i += anchoring * (mean(score_0..i-1) - score_i); record-store simulator only",
     )
+    style_mimicry: float = Field(
+        0.0,
+        description="points per unit of similarity (0..1) between the scored answer and its "
+        "own answer in the same session (style mimicry); record-store simulator only",
+    )
     leniency_drift_per_week: float = Field(
         0.0,
         description="points its leniency moves per week of session time (drift); "

@@ -13,6 +13,7 @@ from llm_council.bias_audit.report.amplification import Amplification, amplifica
 from llm_council.bias_audit.report.anchoring import ReviewerAnchoring, anchoring_by_reviewer
 from llm_council.bias_audit.report.drift import Drift, drift_by_reviewer
 from llm_council.bias_audit.report.favouritism import Favouritism, favouritism
+from llm_council.bias_audit.report.style_mimicry import StyleMimicry, style_mimicry
 
 #: the favouritism and amplification tables are dense (sessions x reviewers x models);
 #: above this many cells (e.g. an imported log with thousands of human raters) they are
@@ -28,6 +29,7 @@ class BiasFamilies:
     favouritism: Favouritism | None = None
     drift: Drift | None = None
     amplification: Amplification | None = None
+    style_mimicry: StyleMimicry | None = None  # None when no record carries a similarity
     notes: list[str] = field(default_factory=list)  # families skipped, and why
 
 
@@ -56,5 +58,6 @@ def bias_families(
         amplification=amplification(connection, significance_level, seed=seed)
         if dense_ok
         else None,
+        style_mimicry=style_mimicry(connection, significance_level),
         notes=notes,
     )
