@@ -87,7 +87,7 @@ def test_off_by_default_nothing_added_nothing_written() -> None:
 def test_discovered_when_enabled_and_records_match_the_reviews(audit_on: Path) -> None:
     result = run(simulated_council(), seed=3)
     audit = result.metadata["bias_audit"]
-    assert set(audit) == AUDIT_KEYS | {"records_written"}
+    assert set(audit) == AUDIT_KEYS | {"records_written", "similarity_method"}
     assert audit["records_written"] == 25
     assert audit["sample_sizes"]["n_self_reviews"] == 5 and audit["sample_sizes"]["n_scores"] == 20
     json.dumps(result.metadata)
@@ -163,7 +163,7 @@ def test_unwritable_store_keeps_the_statistics(
     monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", str(tmp_path / "file" / "records.jsonl"))
     audit = run(simulated_council(), seed=5).metadata["bias_audit"]
     assert audit["records_written"] == 0 and "cannot append records" in audit["record_store_error"]
-    assert set(audit) == AUDIT_KEYS | {"records_written", "record_store_error"}
+    assert set(audit) == AUDIT_KEYS | {"records_written", "record_store_error", "similarity_method"}
 
 
 QUERY_CANARY = "QCANARY-5f1e9a7c-query"
