@@ -20,23 +20,35 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
 
 from llm_council.errors import ConfigError
+from llm_council.text_similarity import (
+    MAX_SIMILARITY_CHARS,
+    cosine_of_profiles,
+    ngram_cosine,
+    ngram_profile,
+)
+
+__all__ = [
+    "MAX_SIMILARITY_CHARS",
+    "CharNgramSimilarity",
+    "EmbeddingsSimilarity",
+    "Similarity",
+    "SimilarityUnavailable",
+    "ngram_cosine",
+    "similarities_between_answers",
+    "similarity_from_env",
+    "similarity_from_spec",
+]
 
 SIMILARITY_ENV = "LLM_COUNCIL_SIMILARITY"
 DEFAULT_SIMILARITY = "lexical"
-#: characters of each answer a similarity reads (the rest is ignored): about 1,700 words,
-#: enough for a style and cheap (5 such answers: a few ms per session)
-MAX_SIMILARITY_CHARS = 10_000
 #: characters sent per answer to an embeddings API (about 2,000 tokens, under every limit)
 MAX_EMBEDDING_CHARS = 8_000
-NGRAM = 3
-_WHITESPACE = re.compile(r"\s+")
 EMBEDDINGS_TIMEOUT_S = 30.0
 
 
@@ -55,64 +67,18 @@ class Similarity(Protocol):
         ...
 
 
-def _ngram_counts(text: str) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted distinct character 3-grams of ``text`` (packed exactly into int64) and counts.
-
-    Lower-cased, whitespace runs folded to one space. A code point is below 2**21, so
-    three of them pack into 63 bits with no collision.
-    """
-    normal = _WHITESPACE.sub(" ", text[:MAX_SIMILARITY_CHARS].lower()).strip()
-    codes = np.frombuffer(normal.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
-    if codes.size < NGRAM:
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-    packed = (codes[:-2] << 42) | (codes[1:-1] << 21) | codes[2:]
-    grams, counts = np.unique(packed, return_counts=True)
-    return grams, counts.astype(np.int64)
-
-
-def ngram_cosine(first: str, second: str) -> float:
-    r"""Cosine similarity of the character 3-gram count vectors of two texts.
-
-    .. math:: s(a, b) = \frac{\sum_g c_a(g)\, c_b(g)}{\lVert c_a \rVert\, \lVert c_b \rVert}
-
-    with :math:`c_t(g)` the number of times the 3-gram ``g`` occurs in ``t`` (lower-cased,
-    whitespace folded). Counts are non-negative, so :math:`s \in [0, 1]`; 1 for texts with
-    proportional profiles. NaN when either text has fewer than three characters. Damashek
-    (1995), "Gauging similarity with n-grams", *Science* 267(5199): 843-848.
-    """
-    return _cosine_of_profiles(_ngram_counts(first), _ngram_counts(second))
-
-
-def _cosine_of_profiles(
-    first: tuple[np.ndarray, np.ndarray], second: tuple[np.ndarray, np.ndarray]
-) -> float:
-    grams_a, counts_a = first
-    grams_b, counts_b = second
-    if grams_a.size == 0 or grams_b.size == 0:
-        return float("nan")
-    # both are sorted and distinct: look each of a's 3-grams up in b (no merge sort)
-    where = np.searchsorted(grams_b, grams_a)
-    where[where == grams_b.size] = 0
-    shared = grams_b[where] == grams_a
-    dot = float(np.dot(counts_a[shared], counts_b[where[shared]]))
-    norms = math.sqrt(float(np.dot(counts_a, counts_a))) * math.sqrt(
-        float(np.dot(counts_b, counts_b))
-    )
-    return min(1.0, dot / norms)
-
-
 class CharNgramSimilarity:
     """The lexical default: :func:`ngram_cosine` for every pair (profiles counted once)."""
 
     name = "lexical"
 
     async def pairwise(self, texts: Sequence[str]) -> np.ndarray:
-        profiles = [_ngram_counts(text) for text in texts]
+        profiles = [ngram_profile(text) for text in texts]
         size = len(texts)
         matrix = np.full((size, size), np.nan)
         for i in range(size):
             for j in range(i, size):
-                matrix[i, j] = matrix[j, i] = _cosine_of_profiles(profiles[i], profiles[j])
+                matrix[i, j] = matrix[j, i] = cosine_of_profiles(profiles[i], profiles[j])
         return matrix
 
 
