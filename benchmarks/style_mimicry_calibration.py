@@ -81,7 +81,9 @@ GENERATORS: dict[str, Callable[[int, int, int, float], Arrays]] = {
 }
 
 
-def flags(arrays: Arrays, n_members: int, *, answer_effects: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def flags(
+    arrays: Arrays, n_members: int, *, answer_effects: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """(Holm flags, raw p-values) per reviewer."""
     grouping = arrays["answer"] if answer_effects else arrays["session"]
     fit = mimicry_slopes(
@@ -138,7 +140,9 @@ def main(argv: list[str] | None = None) -> None:
             for effect in args.effects:
                 found = others = 0
                 for run in range(args.power_runs):
-                    flagged, _ = flags(draw(n_members, args.sessions, 50_000 + run, effect), n_members)
+                    flagged, _ = flags(
+                        draw(n_members, args.sessions, 50_000 + run, effect), n_members
+                    )
                     found += int(flagged[0])
                     others += int(flagged[1:].any())
                 cells.append(f"{found / args.power_runs:.3f} ({others / args.power_runs:.3f})")

@@ -23,9 +23,7 @@ CANARY_KEY = "sk-canary-audit-similarity-42"
 
 def council(self_review: str = "exclude_at_aggregation") -> CouncilConfig:
     return CouncilConfig(
-        members=tuple(
-            CouncilMember(name=f"m{i}", spec="simulated:unbiased") for i in range(4)
-        ),
+        members=tuple(CouncilMember(name=f"m{i}", spec="simulated:unbiased") for i in range(4)),
         chairman=CouncilMember(name="chair", spec="simulated:unbiased"),
         self_review=self_review,  # type: ignore[arg-type]
     )
@@ -129,11 +127,13 @@ def test_a_member_without_an_answer_has_null_similarities(audit_on: Path) -> Non
         CouncilMember(name="mute", spec="simulated:unbiased", options={"fail_tasks": ["answer"]}),
         *(CouncilMember(name=f"m{i}", spec="simulated:unbiased") for i in range(3)),
     )
-    config = CouncilConfig(members=members, chairman=CouncilMember(name="c", spec="simulated:unbiased"))
+    config = CouncilConfig(
+        members=members, chairman=CouncilMember(name="c", spec="simulated:unbiased")
+    )
     run(config, seed=8)
     records = list(read_records(audit_on))
     assert records and all(r.reviewer_id != "mute" and r.model_id != "mute" for r in records)
-    assert all(
-        (r.similarity_to_own is None) == r.is_self_review for r in records
-    ), "every non-self record of the answering members has a similarity"
+    assert all((r.similarity_to_own is None) == r.is_self_review for r in records), (
+        "every non-self record of the answering members has a similarity"
+    )
     assert all(r.similarity_to_own is None or math.isfinite(r.similarity_to_own) for r in records)

@@ -53,7 +53,8 @@ def add_similarity(
         noise = rng.standard_normal((n, n))
         symmetric = np.triu(noise, 1) + np.triu(noise, 1).T
         x = np.clip(
-            0.5 + spec.style_quality * (quality[:, None] + quality[None, :]) / 2
+            0.5
+            + spec.style_quality * (quality[:, None] + quality[None, :]) / 2
             + spec.pair_sd * symmetric,
             0.0,
             1.0,

@@ -14,8 +14,8 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from llm_council.bias_audit.record_schema import ReviewRecord
-from llm_council.bias_audit.similarity import SimilarityByMember
 from llm_council.bias_audit.score_table import word_count
+from llm_council.bias_audit.similarity import SimilarityByMember
 from llm_council.bias_checks import pad_text, signed_text
 from llm_council.middleware import SessionCompleted
 from llm_council.results import Review

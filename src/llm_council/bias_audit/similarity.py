@@ -128,7 +128,9 @@ class EmbeddingsSimilarity:
             vectors = np.array([row.embedding for row in rows], dtype=float)
         except Exception as error:
             # the class name only: an SDK message can echo request details
-            raise SimilarityUnavailable(f"embeddings call failed ({type(error).__name__})") from None
+            raise SimilarityUnavailable(
+                f"embeddings call failed ({type(error).__name__})"
+            ) from None
         finally:
             await client.close()
         if vectors.ndim != 2 or vectors.shape[0] != len(texts) or not np.isfinite(vectors).all():

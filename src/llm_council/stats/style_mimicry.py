@@ -1,4 +1,4 @@
-r"""Style mimicry: per reviewer, the score slope on similarity to its own answer, quality held fixed.
+r"""Style mimicry: per reviewer, the slope of score on similarity to its own answer.
 
 One observation per (reviewer ``r``, answer ``a`` = session x candidate) that the reviewer
 scored, with ``x`` the similarity of the answer to ``r``'s own answer in that session:

@@ -153,7 +153,9 @@ def _rates(generator: str, n_members: int, mimicry: float, runs: int, tmp: Path)
     """Null: share of runs flagging anyone; power: share flagging the mimic (member 0)."""
     hits = 0
     for run in range(runs):
-        path = STORES[generator](tmp / f"{generator}-{run}.jsonl", n_members, 150, 500 + run, mimicry)
+        path = STORES[generator](
+            tmp / f"{generator}-{run}.jsonl", n_members, 150, 500 + run, mimicry
+        )
         found = flagged(analyse(path))
         hits += int(bool(found) if mimicry == 0.0 else MIMIC[generator] in found)
         path.unlink()

@@ -43,7 +43,9 @@ def style_mimicry_csv_rows(mimicry: StyleMimicry | None) -> list[CsvRow]:
         return []
     rows: list[CsvRow] = []
     for item in mimicry.reviewers:
-        rows.append(interval_row("style_mimicry", item.reviewer, "slope", item.slope, item.n_scores))
+        rows.append(
+            interval_row("style_mimicry", item.reviewer, "slope", item.slope, item.n_scores)
+        )
         rows.append(
             (
                 "style_mimicry",
