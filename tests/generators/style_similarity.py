@@ -9,7 +9,8 @@ symmetric like a real similarity, and -- the null that matters -- **correlated w
 quality** when ``style_quality > 0``: two good answers resemble each other, so a naive
 "score vs similarity" correlation is positive with no mimicry at all. ``mimicry[r]``
 then adds ``mimicry[r] * (x_rc - 0.5)`` points to reviewer r's integer score (clipped
-to 1-10 and rounded again). Self-reviews carry no similarity.
+to 1-10, then rounded stochastically so the shift survives the integer scale in
+expectation). Self-reviews carry no similarity.
 """
 
 from __future__ import annotations
@@ -75,8 +76,11 @@ def add_similarity(
                 if score is None or c == r or mimicry[r] == 0.0:
                     moved[candidate] = score
                 else:
-                    raw = score + mimicry[r] * (x[r, c] - 0.5)
-                    moved[candidate] = float(np.rint(np.clip(raw, *SCORE_SCALE)))
+                    raw = float(np.clip(score + mimicry[r] * (x[r, c] - 0.5), *SCORE_SCALE))
+                    # stochastic rounding keeps the shift's expectation on the integer scale
+                    # (plain rounding would erase every shift below half a point)
+                    floor = float(np.floor(raw))
+                    moved[candidate] = floor + float(rng.random() < raw - floor)
             scores[reviewer] = moved
         styled.append(StyledSession(replace(session, stage2_scores=scores), similarity))
     return styled
