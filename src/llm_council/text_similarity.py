@@ -27,7 +27,10 @@ def ngram_profile(text: str) -> tuple[np.ndarray, np.ndarray]:
     three of them pack into 63 bits with no collision.
     """
     normal = _WHITESPACE.sub(" ", text[:MAX_SIMILARITY_CHARS].lower()).strip()
-    codes = np.frombuffer(normal.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+    # surrogatepass: a lone surrogate (valid in a Python str, e.g. from JSON) is one more
+    # code point, not an error that would cost the session its audit
+    encoded = normal.encode("utf-32-le", "surrogatepass")
+    codes = np.frombuffer(encoded, dtype=np.uint32).astype(np.int64)
     if codes.size < NGRAM:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     packed = (codes[:-2] << 42) | (codes[1:-1] << 21) | codes[2:]

@@ -66,6 +66,13 @@ def test_trigram_cosine_is_symmetric_and_in_the_unit_interval(a: str, b: str) ->
     assert math.isnan(forward) or 0.0 <= forward <= 1.0
 
 
+def test_hostile_text_is_measured_not_an_error() -> None:
+    # a lone surrogate (json.loads accepts "\\ud800"), NUL, bidi controls, astral emoji
+    hostile = "abc\ud800def\x00\u202e\U0001f600 ghi"
+    assert ngram_cosine(hostile, hostile) == pytest.approx(1.0)
+    assert 0.0 < ngram_cosine(hostile, "abcdef ghi") < 1.0
+
+
 def test_only_the_first_capped_characters_are_read() -> None:
     head = "style matters " * (MAX_SIMILARITY_CHARS // 14 + 1)
     assert ngram_cosine(head + "x" * 10_000_000, head + "q" * 5_000_000) == pytest.approx(1.0)
