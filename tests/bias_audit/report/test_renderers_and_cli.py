@@ -97,6 +97,7 @@ def test_csv_is_one_long_table(biased_report) -> None:  # type: ignore[no-untype
         "anchoring",
         "favouritism",
         "amplification",
+        "style_mimicry",
     }  # no "drift": the fixture store spans under 3 weeks
     primacy_a = next(
         row for row in rows if row[:3] == ["position_by_reviewer", "primacy", "slot_effect:A"]
@@ -120,6 +121,7 @@ def test_html_is_self_contained_with_six_plots(biased_report) -> None:  # type: 
         "plot-self-preference",
         "plot-leaderboard",
         "plot-favouritism",
+        "plot-style-mimicry",
     ]
 
 
