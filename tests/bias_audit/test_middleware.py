@@ -87,7 +87,7 @@ def test_off_by_default_nothing_added_nothing_written() -> None:
 def test_discovered_when_enabled_and_records_match_the_reviews(audit_on: Path) -> None:
     result = run(simulated_council(), seed=3)
     audit = result.metadata["bias_audit"]
-    assert set(audit) == AUDIT_KEYS | {"records_written", "review_outcomes"}
+    assert set(audit) == AUDIT_KEYS | {"records_written", "review_outcomes", "similarity_method"}
     assert audit["review_outcomes"]["m0"] == {
         "review_status": "json",
         "comparable_pairs": audit["review_outcomes"]["m0"]["comparable_pairs"],
@@ -168,7 +168,12 @@ def test_unwritable_store_keeps_the_statistics(
     monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", str(tmp_path / "file" / "records.jsonl"))
     audit = run(simulated_council(), seed=5).metadata["bias_audit"]
     assert audit["records_written"] == 0 and "cannot append records" in audit["record_store_error"]
-    assert set(audit) == AUDIT_KEYS | {"records_written", "record_store_error", "review_outcomes"}
+    assert set(audit) == AUDIT_KEYS | {
+        "records_written",
+        "record_store_error",
+        "review_outcomes",
+        "similarity_method",
+    }
 
 
 QUERY_CANARY = "QCANARY-5f1e9a7c-query"

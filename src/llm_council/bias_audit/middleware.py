@@ -27,6 +27,12 @@ from llm_council.bias_audit.records import (
     utc_timestamp,
 )
 from llm_council.bias_audit.score_table import score_table_from_session
+from llm_council.bias_audit.similarity import (
+    SimilarityByMember,
+    SimilarityUnavailable,
+    similarities_between_answers,
+    similarity_from_env,
+)
 from llm_council.bias_audit.store import PartialWriteError
 from llm_council.bias_audit.thresholds import load_thresholds
 from llm_council.errors import RecordError
@@ -54,6 +60,7 @@ class BiasAuditMiddleware(Middleware):
         load_thresholds()
         query_hash_from_env("")
         open_store().check()  # a FIFO, directory or device as the store, or a bad URL
+        similarity_from_env()  # an unknown LLM_COUNCIL_SIMILARITY
 
     async def on_session_end(self, event: SessionCompleted) -> dict[str, Any]:
         thresholds = load_thresholds()
@@ -61,7 +68,10 @@ class BiasAuditMiddleware(Middleware):
         table = score_table_from_session(event.answers, event.reviews)
         audit = audit_score_table(table, thresholds).model_dump(mode="json")
         audit["review_outcomes"] = session_review_outcomes(event)  # ADR 0027
-        records = records_from_session(event, timestamp=utc_timestamp(), query_hash=query_hash)
+        similarity = await self._similarity(event, audit)
+        records = records_from_session(
+            event, timestamp=utc_timestamp(), query_hash=query_hash, similarity=similarity
+        )
         try:
             # awaited, never blocking the loop: JSONL in a worker thread, PostgreSQL async
             audit["records_written"] = await open_store().write_session(records)
@@ -73,3 +83,22 @@ class BiasAuditMiddleware(Middleware):
             if isinstance(error, PartialWriteError):  # rollback failed: say what is there
                 audit["records_left_incomplete"] = error.records_left
         return audit
+
+    @staticmethod
+    async def _similarity(event: SessionCompleted, audit: dict[str, Any]) -> SimilarityByMember:
+        """Answer-to-answer similarities for ``similarity_to_own`` (style mimicry).
+
+        Sets ``audit["similarity_method"]``; a failed embeddings call is logged and noted in
+        ``audit["similarity_error"]`` and leaves the similarities null, never the session.
+        """
+        method = similarity_from_env()
+        audit["similarity_method"] = method.name if method is not None else "off"
+        if method is None:
+            return {}
+        answers = {a.member: a.text for a in event.answers if a.text is not None}
+        try:
+            return await similarities_between_answers(answers, method)
+        except SimilarityUnavailable as error:
+            log.warning("similarity_not_computed", method=method.name, error=str(error))
+            audit["similarity_error"] = str(error)
+            return {}

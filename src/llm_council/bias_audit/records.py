@@ -18,6 +18,7 @@ from pydantic import TypeAdapter
 
 from llm_council.bias_audit.record_schema import ReviewRecord
 from llm_council.bias_audit.score_table import word_count
+from llm_council.bias_audit.similarity import SimilarityByMember
 from llm_council.bias_checks import pad_text, signed_text
 from llm_council.middleware import SessionCompleted
 from llm_council.results import CandidateScore, Review
@@ -100,9 +101,19 @@ def session_review_outcomes(event: SessionCompleted) -> dict[str, dict[str, Any]
 
 
 def records_from_session(
-    event: SessionCompleted, *, timestamp: str, query_hash: str | None
+    event: SessionCompleted,
+    *,
+    timestamp: str,
+    query_hash: str | None,
+    similarity: SimilarityByMember | None = None,
 ) -> list[ReviewRecord]:
-    """The session's records, in review order then display order."""
+    """The session's records, in review order then display order.
+
+    ``similarity`` (:func:`~llm_council.bias_audit.similarity.similarities_between_answers`)
+    fills ``similarity_to_own``: the candidate's answer against the reviewer's own stage-1
+    answer; null for a self-review, a reviewer without an answer, or no similarity.
+    """
+    by_member = similarity or {}
     lengths: dict[str, tuple[int, int]] = {}
     for answer in event.answers:
         if answer.text is not None:
@@ -132,6 +143,8 @@ def records_from_session(
                     "check_treated": treated if treating else None,
                 }
             score = entry.score if entry.score is not None and math.isfinite(entry.score) else None
+            own = by_member.get(review.reviewer, {})
+            similarity_to_own = None if entry.is_self_review else own.get(entry.candidate)
             fields.append(
                 {
                     "session_id": event.session_id,
@@ -150,6 +163,7 @@ def records_from_session(
                     "query_hash": query_hash,
                     "rationale_chars": review.rationale_chars,
                     "review_status": status,
+                    "similarity_to_own": similarity_to_own,
                     **check,
                 }
             )

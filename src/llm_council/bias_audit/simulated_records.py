@@ -6,7 +6,11 @@ using the same score model as the simulated provider:
 
     score = quality + leniency + position_effects[slot] + verbosity * log(words / 200)
             + self_preference * is_self + reasoning_bias * log2(rationale / median)
+            + style_mimicry * (similarity - 1/2)
             + noise_sd * N(0, 1), clipped to the scale, rounded,
+
+where ``similarity`` (written as ``similarity_to_own``, null on self-reviews) compares the
+answer's style vector with the reviewer's own answer's (:func:`answer_similarities`),
 
 and writes one JSON line per (session, reviewer, candidate) matching
 :class:`~llm_council.bias_audit.record_schema.ReviewRecord`. A million records take a few
@@ -47,6 +51,11 @@ DEFAULT_MEMBERS = ("balanced", "harsh", "verbose", "primacy", "narcissist")
 #: characters per word of simulated answers (English prose averages about 5-6 with spaces)
 _CHARS_PER_WORD = 5.8
 _SESSIONS_PER_CHUNK = 4000
+#: answer styles: each member has a centre in this many dimensions, each answer its centre
+#: plus N(0, STYLE_SPREAD^2) per dimension; similarity = (1 + cos) / 2 of two answers
+STYLE_DIMENSIONS = 16
+STYLE_SPREAD = 1.0
+_STYLE_CENTRE_SEED = 20261123
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,7 @@ class RecordColumns:
     length_chars: np.ndarray
     length_words: np.ndarray
     score: np.ndarray  # NaN = no score given
+    similarity: np.ndarray  # similarity_to_own; NaN on self-reviews
     rank: np.ndarray  # 0 = unranked
     is_self_review: np.ndarray
     rationale_chars: np.ndarray | None = None  # 0 = no rationale; None: not written
@@ -76,6 +86,25 @@ def load_simulated_profiles(
     """The named simulated profiles (default: one member per kind of bias)."""
     wanted = list(names) if names is not None else list(DEFAULT_MEMBERS)
     return [(name, resolve_profile(name, {})) for name in wanted]
+
+
+def answer_similarities(n_sessions: int, n_members: int, rng: np.random.Generator) -> np.ndarray:
+    """``[session, reviewer, candidate]`` similarity in [0, 1] of the candidate's answer to the
+    reviewer's own: ``(1 + cos) / 2`` of style vectors ``centre[member] + STYLE_SPREAD * N(0, I)``.
+
+    The centres are fixed per member position (a member writes in its own style), the
+    per-answer part is drawn from ``rng``. Symmetric in reviewer and candidate, like a real
+    similarity; the diagonal (own answer) is 1.
+    """
+    centres = np.random.default_rng(_STYLE_CENTRE_SEED).standard_normal(
+        (n_members, STYLE_DIMENSIONS)
+    )
+    styles = centres[None] + STYLE_SPREAD * rng.standard_normal(
+        (n_sessions, n_members, STYLE_DIMENSIONS)
+    )
+    unit = styles / np.linalg.norm(styles, axis=-1, keepdims=True)
+    cosine = np.clip(np.einsum("srd,smd->srm", unit, unit), -1.0, 1.0)
+    return np.asarray((1.0 + cosine) / 2.0)
 
 
 def simulate_record_columns(
@@ -95,6 +124,9 @@ def simulate_record_columns(
     each reviewer in its own uniformly shuffled display order, as the council does.
     ``member_names`` (needed for ``favours``) name the profiles; ``session_weeks`` (for
     ``leniency_drift_per_week``) is each session's time in weeks since the first one.
+    Answer styles come from a generator spawned from ``rng`` (spawning leaves ``rng``'s
+    stream alone), so every score is what it was before styles existed when
+    ``style_mimicry`` is 0.
     """
     n_members = len(profiles)
     if n_members < 2:
@@ -120,6 +152,8 @@ def simulate_record_columns(
     weeks = np.zeros(n_sessions) if session_weeks is None else np.asarray(session_weeks, float)
 
     shape = (n_sessions, n_members)
+    similarity = answer_similarities(n_sessions, n_members, rng.spawn(1)[0])
+    mimicry = np.array([p.style_mimicry for p in profiles])
     quality = quality_mean + quality_sd * rng.standard_normal(shape)
     words = np.maximum(
         1, np.rint(np.exp(log_words_mean + log_words_sd * rng.standard_normal(shape)))
@@ -154,6 +188,8 @@ def simulate_record_columns(
         + reasoning.score_shift[:, :, None]
         + noise_sd[None, :, None] * rng.standard_normal((n_sessions, n_members, n_members))
     )
+    if np.any(mimicry):
+        score = score + np.where(is_self, 0.0, mimicry[None, :, None] * (similarity - 0.5))
     score = _anchored(score, order, np.array([p.anchoring for p in profiles]))
     score = np.clip(score, *score_scale)
     scale_factor = (10.0**decimals)[None, :, None]
@@ -183,6 +219,7 @@ def simulate_record_columns(
         length_chars=chars[session_index, model_index].astype(np.int64),
         length_words=words[session_index, model_index].astype(np.int64),
         score=score[keep],
+        similarity=np.where(is_self, np.nan, similarity)[keep],
         rank=rank[keep],
         is_self_review=is_self[keep],
         rationale_chars=None
@@ -294,7 +331,8 @@ def _format_lines(
     names_json = [json.dumps(name) for name in member_names]
     scale_json = json.dumps([float(score_scale[0]), float(score_scale[1])])
     tail = f',"score_scale":{scale_json},"rank":%s,"is_self_review":%s,' + (
-        f'"council_config_hash":{json.dumps(config_hash)},"query_hash":null%s}}\n'
+        f'"council_config_hash":{json.dumps(config_hash)},"query_hash":null,'
+        '"similarity_to_own":%s%s}\n'
     )
     head = f'{{"schema_version":{SCHEMA_VERSION},"session_id":"%s","timestamp":"%s",'
     template = (
@@ -307,6 +345,7 @@ def _format_lines(
     scores = [("null" if s != s else repr(s)) for s in columns.score.tolist()]
     ranks = [("null" if r == 0 else str(r)) for r in columns.rank.tolist()]
     self_json = ["true" if flag else "false" for flag in columns.is_self_review.tolist()]
+    similarities = [("null" if x != x else repr(x)) for x in columns.similarity.tolist()]
     extra = _reasoning_fields(columns)
     parts = [
         template % fields
@@ -321,6 +360,7 @@ def _format_lines(
             scores,
             ranks,
             self_json,
+            similarities,
             extra,
             strict=True,
         )

@@ -7,6 +7,7 @@ perceives quality and recognises its own style.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 
@@ -57,10 +58,29 @@ def topic_of(query: str) -> str:
     return " ".join(words[-4:]) or "the question"
 
 
+def sentence_weights(author_tag: str, strength: float) -> np.ndarray | None:
+    """The author's preference over :data:`_SENTENCES`: ``exp(strength * z)`` normalised,
+    ``z`` standard normal fixed by the member name (the tag before ``:``); None at 0.
+
+    A fixed preference per member gives each member a lexical style of its own, so the
+    similarity of two answers depends on who wrote them (style mimicry needs that).
+    """
+    if strength <= 0:
+        return None
+    member = author_tag.partition(":")[0]
+    seed = int.from_bytes(hashlib.sha256(member.encode()).digest()[:8], "big")
+    preference = np.exp(strength * np.random.default_rng(seed).standard_normal(len(_SENTENCES)))
+    return np.asarray(preference / preference.sum())
+
+
 def draw_answer(
     query: str, profile: SimulatedProfile, author_tag: str, rng: np.random.Generator
 ) -> str:
-    """One synthetic answer: length ~ lognormal, quality ~ normal, independent of each other."""
+    """One synthetic answer: length ~ lognormal, quality ~ normal, independent of each other.
+
+    Sentences are drawn uniformly, or with the author's :func:`sentence_weights` when the
+    profile's ``answer_style`` is above 0 (the default draws exactly as before it existed).
+    """
     target_words = max(
         20,
         round(
@@ -72,10 +92,16 @@ def draw_answer(
     )
     quality = profile.quality_mean + profile.quality_sd * rng.standard_normal()
     topic = topic_of(query)
+    weights = sentence_weights(author_tag, profile.answer_style)
     sentences: list[str] = []
     words = 0
     while words < target_words:
-        sentence = _SENTENCES[int(rng.integers(len(_SENTENCES)))].format(topic=topic)
+        pick = (
+            int(rng.integers(len(_SENTENCES)))
+            if weights is None
+            else int(rng.choice(len(_SENTENCES), p=weights))
+        )
+        sentence = _SENTENCES[pick].format(topic=topic)
         sentences.append(sentence)
         words += len(sentence.split())
     return " ".join(sentences) + f"\n\n[simulated author={author_tag} quality={quality:.3f}]"

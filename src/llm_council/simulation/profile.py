@@ -23,6 +23,12 @@ class SimulatedProfile(BaseModel):
     answer_length_sigma: float = Field(0.5, ge=0, description="sd of log(words) across answers")
     quality_mean: float = Field(6.5, description="mean latent quality on the 1-10 scale")
     quality_sd: float = Field(1.0, ge=0, description="sd of latent quality across answers")
+    answer_style: float = Field(
+        0.0,
+        ge=0,
+        description="how strongly its answers prefer their own sentences (0 = every member "
+        "draws from the same sentences uniformly): a lexical style that varies by member",
+    )
     # judge biases (all zero = unbiased)
     leniency: float = Field(0.0, description="points added to every score it gives")
     noise_sd: float = Field(0.0, ge=0, description="sd of Gaussian noise on each score")
@@ -49,6 +55,12 @@ class SimulatedProfile(BaseModel):
         lt=1.0,
         description="pull toward the mean of its earlier scores in the same review: "
         "score_i += anchoring * (mean(score_0..i-1) - score_i); record-store simulator only",
+    )
+    style_mimicry: float = Field(
+        0.0,
+        description="points per unit of similarity (0..1) between the scored answer and its "
+        "own answer in the same session, centred at 1/2 (style mimicry); the live judge "
+        "uses the lexical similarity to its own answer when that answer is shown to it",
     )
     leniency_drift_per_week: float = Field(
         0.0,

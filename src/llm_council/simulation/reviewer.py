@@ -4,10 +4,14 @@ Score model, per candidate shown at display slot ``i`` with ``w`` words::
 
     score = quality + leniency + position_effects[i] + verbosity * log(w / 200)
             + self_preference * [own answer]
-            + self_recognition * [signed with its own model name] + noise_sd * N(0, 1)
+            + self_recognition * [signed with its own model name]
+            + style_mimicry * (similarity to its own answer - 1/2) + noise_sd * N(0, 1)
 
 clipped to the declared scale and rounded to ``score_decimals``. With every bias zero the
-expected score is the answer's quality, independent of position and length.
+expected score is the answer's quality, independent of position and length. The
+similarity is :func:`~llm_council.text_similarity.ngram_cosine` to the judge's own answer
+when that answer is among the candidates (not when the judge is recused from it: then
+``style_mimicry`` has nothing to compare with and adds nothing).
 
 Reasoning and parse behaviour (ADR 0027), each drawn only when configured so a profile
 without it replies exactly as before: with ``rationale_mean_chars`` the rationale is a
@@ -23,7 +27,7 @@ import json
 import math
 import re
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -32,6 +36,7 @@ from llm_council.prompts import display_index_for, extract_candidate_blocks
 from llm_council.ranking_parser import verdict_close_tag, verdict_open_tag
 from llm_council.simulation.answers import read_footer
 from llm_council.simulation.profile import REFERENCE_ANSWER_WORDS, SimulatedProfile
+from llm_council.text_similarity import ngram_cosine
 
 _SCALE = re.compile(
     r"Score every answer from (-?\d+(?:\.\d+)?) \(worst\) to (-?\d+(?:\.\d+)?) \(best\)"
@@ -48,6 +53,7 @@ class PerceivedCandidate:
     quality: float
     is_own: bool
     carries_signature: bool = False
+    similarity_to_own: float | None = None  # filled only for a style-mimicking judge
 
 
 def latent_quality_from_text(text: str) -> float:
@@ -76,6 +82,21 @@ def perceive(
     return perceived
 
 
+def with_similarity_to_own(
+    prompt: str, candidates: list[PerceivedCandidate]
+) -> list[PerceivedCandidate]:
+    """``candidates`` with their lexical similarity to the judge's own answer, when shown."""
+    texts = dict(extract_candidate_blocks(prompt))
+    own = next((texts[c.label] for c in candidates if c.is_own), None)
+    if own is None:
+        return candidates
+    filled = []
+    for candidate in candidates:
+        value = ngram_cosine(texts[candidate.label], own)
+        filled.append(replace(candidate, similarity_to_own=value if math.isfinite(value) else None))
+    return filled
+
+
 def expected_score(profile: SimulatedProfile, candidate: PerceivedCandidate) -> float:
     """The score before noise, clipping and rounding (the configured bias model)."""
     return (
@@ -85,6 +106,11 @@ def expected_score(profile: SimulatedProfile, candidate: PerceivedCandidate) -> 
         + profile.verbosity * math.log(candidate.words / REFERENCE_ANSWER_WORDS)
         + (profile.self_preference if candidate.is_own else 0.0)
         + (profile.self_recognition if candidate.carries_signature else 0.0)
+        + (
+            profile.style_mimicry * (candidate.similarity_to_own - 0.5)
+            if candidate.similarity_to_own is not None and not candidate.is_own
+            else 0.0
+        )
     )
 
 
@@ -114,6 +140,8 @@ def write_review(
         refusal = {"ranking": [], "scores": {}, "rationale": "I decline to judge these answers."}
         return _formatted(json.dumps(refusal), prompt, structured)
     rationale_chars, shift = _rationale_length(profile, rng)
+    if profile.style_mimicry:
+        candidates = with_similarity_to_own(prompt, candidates)
     raw = {
         c.label: expected_score(profile, c)
         + shift

@@ -66,6 +66,9 @@ def test_every_format_works_on_a_real_store(
         rows = list(csv.reader(io.StringIO(out)))
         assert rows[0][0] == "section" and len(rows) > 20
     elif fmt == "html":
-        assert out.count("<svg id=") == 7  # five plots, the reviewer x slot grid, the heat map
+        # five plots, the reviewer x slot grid, the heat map, and the style-mimicry plot
+        # (ask's audit writes similarity_to_own by default)
+        assert out.count("<svg id=") == 8
+        assert '<svg id="plot-style-mimicry"' in out
     else:
         assert "=== Reviewer Profiles (4 sessions) ===" in out

@@ -98,6 +98,7 @@ def test_csv_is_one_long_table(biased_report) -> None:  # type: ignore[no-untype
         "favouritism",
         "amplification",
         "parse_outcomes",  # score/rank mismatch (ADR 0027); the store has no review_status
+        "style_mimicry",
     }  # no "drift": the fixture store spans under 3 weeks
     primacy_a = next(
         row for row in rows if row[:3] == ["position_by_reviewer", "primacy", "slot_effect:A"]
@@ -121,6 +122,7 @@ def test_html_is_self_contained_with_six_plots(biased_report) -> None:  # type: 
         "plot-self-preference",
         "plot-leaderboard",
         "plot-favouritism",
+        "plot-style-mimicry",
     ]
 
 

@@ -18,6 +18,7 @@ from llm_council.bias_audit.report.parse_outcomes import (
     parse_outcomes_by_reviewer,
 )
 from llm_council.bias_audit.report.reasoning import ReviewerReasoning, reasoning_by_reviewer
+from llm_council.bias_audit.report.style_mimicry import StyleMimicry, style_mimicry
 
 #: the favouritism and amplification tables are dense (sessions x reviewers x models);
 #: above this many cells (e.g. an imported log with thousands of human raters) they are
@@ -35,6 +36,8 @@ class BiasFamilies:
     amplification: Amplification | None = None
     reasoning: list[ReviewerReasoning] = field(default_factory=list)  # ADR 0027
     parse_outcomes: list[ReviewerParseOutcomes] = field(default_factory=list)  # ADR 0027
+
+    style_mimicry: StyleMimicry | None = None  # None when no record carries a similarity
     notes: list[str] = field(default_factory=list)  # families skipped, and why
 
 
@@ -65,5 +68,6 @@ def bias_families(
         else None,
         reasoning=reasoning_by_reviewer(connection, significance_level),
         parse_outcomes=parse_outcomes_by_reviewer(connection),
+        style_mimicry=style_mimicry(connection, significance_level),
         notes=notes,
     )

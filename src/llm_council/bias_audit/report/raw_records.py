@@ -142,7 +142,8 @@ def create_records_table(
                    coalesce(is_self_review, reviewer_id = model_id) AS is_self,
                    coalesce(score_scale[1], 1.0) AS scale_low,
                    coalesce(score_scale[2], 10.0) AS scale_high,
-                   TRY_CAST(timestamp AS TIMESTAMPTZ) AS time
+                   TRY_CAST(timestamp AS TIMESTAMPTZ) AS time,
+                   similarity_to_own AS similarity
             FROM ({lines_sql}) AS kept JOIN sessions USING (session_id)""",
         parameters,
     )

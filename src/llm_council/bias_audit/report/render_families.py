@@ -10,6 +10,11 @@ from llm_council.bias_audit.report.render_reasoning import (
     reasoning_csv_rows,
     reasoning_text_lines,
 )
+from llm_council.bias_audit.report.render_style_mimicry import (
+    style_mimicry_csv_rows,
+    style_mimicry_html_section,
+    style_mimicry_text_lines,
+)
 from llm_council.bias_audit.report.render_text import fmt, fmt_interval, fmt_p
 from llm_council.bias_audit.report.svg_heatmap import favouritism_heatmap
 
@@ -98,6 +103,8 @@ def families_text_lines(families: BiasFamilies) -> list[str]:
         if drift.series_skipped:
             add(f"  Too few weeks (< 3) to test: {', '.join(drift.series_skipped)}")
     lines.extend(reasoning_text_lines(families.reasoning, families.parse_outcomes))
+
+    lines.extend(style_mimicry_text_lines(families.style_mimicry))
     return lines
 
 
@@ -183,13 +190,16 @@ def families_csv_rows(families: BiasFamilies) -> list[CsvRow]:
                 )
             )
     rows.extend(reasoning_csv_rows(families.reasoning, families.parse_outcomes))
+
+    rows.extend(style_mimicry_csv_rows(families.style_mimicry))
     return rows
 
 
 def families_html_sections(families: BiasFamilies) -> list[str]:
     """The favouritism heat map (with caption); the numbers are in the text report below."""
+    mimicry = style_mimicry_html_section(families.style_mimicry)
     if families.favouritism is None:
-        return []
+        return mimicry
     matrix = families.favouritism
     caption = (
         f"Cells: extra points a reviewer gives a model's answers beyond quality and leniency "
@@ -199,4 +209,5 @@ def families_html_sections(families: BiasFamilies) -> list[str]:
     return [
         "<h2>Favouritism</h2>",
         f"<figure>{favouritism_heatmap(matrix)}<figcaption>{escape(caption)}</figcaption></figure>",
+        *mimicry,
     ]

@@ -1,0 +1,112 @@
+"""Style mimicry per reviewer: do answers more like its own answer get higher scores from it?
+
+Reads ``similarity_to_own`` (computed at audit time, :mod:`llm_council.bias_audit.similarity`)
+and fits :func:`llm_council.stats.style_mimicry.mimicry_slopes`: the slope of a reviewer's
+score on that similarity *within each answer* (answer fixed effects hold quality fixed),
+net of the reviewer's leniency and length preference, with session-clustered intervals.
+Flags are Holm-corrected across reviewers at the report's significance level. Self-reviews
+carry no similarity and never enter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+
+from llm_council.bias_audit.report.model import Interval
+from llm_council.bias_audit.report.tables import nullable_floats
+from llm_council.stats.multiplicity import holm_adjusted
+from llm_council.stats.style_mimicry import mimicry_slopes
+
+#: what the method is called in every rendering
+METHOD = (
+    "slope of score on similarity to the reviewer's own answer, within answer (answer fixed "
+    "effects), net of reviewer leniency and length preference; session-clustered (CR1) "
+    "t interval; Holm across reviewers"
+)
+
+
+@dataclass(frozen=True)
+class ReviewerMimicry:
+    """One reviewer's mimicry slope (points per unit of similarity, 0..1 scale)."""
+
+    reviewer: str
+    slope: Interval  # p_value: the raw (uncorrected) cluster-robust t test
+    points_per_sd: float  # slope x the sd of this reviewer's within-answer similarity
+    within_answer_sd: float
+    n_sessions: int
+    n_scores: int
+    holm_p: float
+    detected: bool
+
+
+@dataclass(frozen=True)
+class StyleMimicry:
+    """Every reviewer's slope, and how many scores carried a similarity."""
+
+    reviewers: list[ReviewerMimicry]
+    n_scores_with_similarity: int
+    n_sessions: int
+    significance_level: float = 0.05
+    method: str = METHOD
+
+
+def style_mimicry(
+    connection: duckdb.DuckDBPyConnection, significance_level: float = 0.05
+) -> StyleMimicry | None:
+    """Per-reviewer mimicry slopes from ``records`` (None when no record has a similarity)."""
+    rows = connection.execute(
+        """SELECT r.session, rv.reviewer_index, m.model_index, r.score, r.similarity, r.words
+           FROM records r
+           JOIN reviewers rv USING (reviewer)
+           JOIN models m USING (model)
+           WHERE NOT r.is_self AND r.score IS NOT NULL AND r.similarity IS NOT NULL
+                 AND isfinite(r.score) AND r.similarity BETWEEN 0 AND 1"""
+    ).fetchnumpy()
+    if len(rows["session"]) == 0:
+        return None
+    names = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
+    n_reviewers = max(names) + 1
+    n_models_row = connection.execute("SELECT count(*) FROM models").fetchone()
+    n_models = int(n_models_row[0]) if n_models_row else 1
+    session = np.asarray(rows["session"], dtype=np.int64)
+    reviewer = np.asarray(rows["reviewer_index"], dtype=np.int64)
+    model = np.asarray(rows["model_index"], dtype=np.int64)
+    score = nullable_floats(rows["score"])
+    similarity = nullable_floats(rows["similarity"])
+    log_words = np.log(np.maximum(nullable_floats(rows["words"]), 1.0))
+    fit = mimicry_slopes(
+        score,
+        similarity,
+        log_words,
+        reviewer,
+        session * n_models + model,
+        session,
+        n_reviewers,
+    )
+    present = [index for index in range(n_reviewers) if np.any(reviewer == index)]
+    holm = holm_adjusted([fit.slopes[index].p_value for index in present])
+    items = []
+    for index, adjusted in zip(present, holm, strict=True):
+        slope = fit.slopes[index]
+        sd = float(fit.within_answer_sd[index])
+        items.append(
+            ReviewerMimicry(
+                reviewer=names[index],
+                slope=Interval.from_estimate(slope),
+                points_per_sd=slope.estimate * sd,
+                within_answer_sd=sd,
+                n_sessions=slope.n_clusters,
+                n_scores=int(np.count_nonzero(reviewer == index)),
+                holm_p=float(adjusted),
+                detected=bool(np.isfinite(adjusted) and adjusted < significance_level),
+            )
+        )
+    return StyleMimicry(
+        reviewers=items,
+        n_scores_with_similarity=int(session.size),
+        n_sessions=int(np.unique(session).size),
+        significance_level=significance_level,
+    )
