@@ -176,3 +176,93 @@ def test_hostile_ids_stay_escaped_in_every_part(
     assert "&lt;b&gt;bold&lt;/b&gt;&amp;amp;" in page
     # every untrusted id in running text is isolated in a <bdi> that may wrap anywhere
     assert page.count('<bdi class="id">' + "w" * 300 + "</bdi>") >= 1
+
+
+def test_causal_checks_table_findings_and_repeat_rows(tmp_path: Path) -> None:
+    from .test_causal_checks import CheckWorld, generate_check_lines, write_store
+
+    world = CheckWorld(
+        n_sessions=60, slot_effect={"r1": -0.6}, padding_effect={"r2": 1.0}, noise_sd=0.7
+    )
+    report = build_report(write_store(tmp_path / "s.jsonl", generate_check_lines(world, 0)))
+    assert report.causal_checks is not None
+    checks = {r.reviewer: r for r in report.causal_checks.reviewers}
+    findings = dashboard_findings(report).findings
+    causal = {(f.subject, f.bias) for f in findings if f.section == "section-causal"}
+    # exactly the check estimates whose own test rejected (per test, uncorrected)
+    expected = {
+        (name, bias)
+        for name, r in checks.items()
+        for bias, estimate in (
+            ("causal position (re-shuffle)", r.slot_effect),
+            ("causal verbosity (padding)", r.padding_effect),
+            ("self-recognition (identity)", r.identity_effect),
+        )
+        if estimate is not None and estimate.detected(report.significance_level)
+    }
+    assert causal == expected
+    assert ("r1", "causal position (re-shuffle)") in causal
+    assert ("r2", "causal verbosity (padding)") in causal
+    page = render_html(report)
+    table = re.search(r'id="causal-table">.*?</table>', page, re.S)
+    assert table is not None
+    body = table.group(0)[table.group(0).index("<tbody>") :]
+    assert body.count("<tr><th>") == 3
+    r1 = checks["r1"].slot_effect
+    assert r1 is not None
+    assert f'<td class="flagged">{r1.estimate:.2f} [{r1.ci_low:.2f}, {r1.ci_high:.2f}]' in body
+    assert "not run (opt-in)" in body  # no identity checks in this world
+    repeat = checks["r1"].repeat
+    assert repeat is not None
+    assert f"ICC {repeat.icc.estimate:.2f} [" in page  # in r1's card and the table
+
+
+def test_drift_sparkline_in_each_card_and_a_detected_change_is_a_finding(
+    tmp_path: Path,
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from llm_council.bias_audit.simulated_records import write_record_store
+    from llm_council.simulation.profile import SimulatedProfile
+
+    members = [
+        ("drifter", SimulatedProfile(noise_sd=1.0, leniency_drift_per_week=0.6)),
+        *((f"steady{i}", SimulatedProfile(noise_sd=1.0)) for i in range(3)),
+    ]
+    path = tmp_path / "drift.jsonl"
+    write_record_store(
+        path,
+        members,
+        240,
+        seed=11,
+        end_time=datetime(2026, 3, 1, tzinfo=UTC),
+        session_spacing=timedelta(weeks=6) / 240,
+    )
+    report = build_report(path, n_resamples=10)
+    assert report.families is not None and report.families.drift is not None
+    series = {s.reviewer: s for s in report.families.drift.series if s.quantity == "leniency"}
+    page = render_html(report)
+    for index, profile in enumerate(report.profiles):
+        spark = re.search(rf'<svg id="spark-{index}".*?</svg>', page, re.S)
+        assert spark is not None
+        weekly = series[profile.reviewer].weekly_mean
+        assert spark.group(0).count('class="mark"') == len(weekly) >= 6
+    assert series["drifter"].detected  # 0.6 points a week over six weeks
+    drift_findings = [f for f in dashboard_findings(report).findings if f.bias.startswith("drift")]
+    assert {(f.subject, f.bias) for f in drift_findings} == {
+        (s.reviewer, f"drift of {s.quantity.replace('_', ' ')}")
+        for s in report.families.drift.series
+        if s.detected
+    }
+    index = next(i for i, p in enumerate(report.profiles) if p.reviewer == "drifter")
+    drifter_card = page[page.index(f'<section class="card" id="card-{index}">') :]
+    drifter_card = drifter_card[: drifter_card.index("</section>")]
+    assert 'class="change"' in drifter_card  # the dashed rule at the detected change
+
+
+def test_p_text_never_writes_an_equals_before_a_less_than() -> None:
+    from llm_council.bias_audit.report.dashboard_findings import p_text
+
+    assert p_text(0.0131) == "p=0.013"
+    assert p_text(3e-7) == "p<1e-4"
+    assert p_text(float("nan")) == "p n/a"

@@ -150,3 +150,58 @@ def test_hostile_ids_do_not_break_the_layout(
         assert box["width"] < 700  # a 300-character id wraps inside its card
     assert '<script>alert("r")</script>' in seen["text"]  # shown as text, not run
     assert "admin\\u202egnp.exe" in seen["text"]
+
+
+def test_sparklines_and_causal_table_are_laid_out(
+    tmp_path: Path, chromium_launch_options: dict[str, Any]
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from llm_council.bias_audit.simulated_records import write_record_store
+    from llm_council.simulation.profile import SimulatedProfile
+
+    from .test_causal_checks import CheckWorld, generate_check_lines, write_store
+
+    drift_path = tmp_path / "drift.jsonl"
+    members = [
+        ("drifter", SimulatedProfile(noise_sd=1.0, leniency_drift_per_week=0.6)),
+        *((f"steady{i}", SimulatedProfile(noise_sd=1.0)) for i in range(3)),
+    ]
+    write_record_store(
+        drift_path,
+        members,
+        200,
+        seed=3,
+        end_time=datetime(2026, 3, 1, tzinfo=UTC),
+        session_spacing=timedelta(weeks=6) / 200,
+    )
+    checks_path = write_store(
+        tmp_path / "checks.jsonl",
+        generate_check_lines(CheckWorld(n_sessions=40, slot_effect={"r1": -0.6}), 1),
+    )
+    drift_page = tmp_path / "drift.html"
+    drift_page.write_text(render_html(build_report(drift_path, n_resamples=10)), "utf-8")
+    checks_page = tmp_path / "checks.html"
+    checks_page.write_text(render_html(build_report(checks_path, n_resamples=10)), "utf-8")
+    seen: dict[str, Any] = {}
+
+    def sparks(page: Any) -> None:
+        marks = []
+        for index in range(page.locator("svg.spark").count()):
+            svg = page.locator("svg.spark").nth(index)
+            box = svg.bounding_box()
+            for mark in svg.locator("circle.mark").all():
+                mark_box = mark.bounding_box()
+                inside = box["x"] <= mark_box["x"] <= box["x"] + box["width"]
+                marks.append(inside and box["y"] <= mark_box["y"] <= box["y"] + box["height"])
+        seen["sparks"] = page.locator("svg.spark").count()
+        seen["marks"] = marks
+
+    def causal(page: Any) -> None:
+        seen["causal_rows"] = page.locator("#causal-table tbody tr").count()
+        seen["causal_box"] = page.locator("#causal-table").bounding_box()
+
+    assert _open(drift_page, chromium_launch_options, sparks) == []
+    assert _open(checks_page, chromium_launch_options, causal) == []
+    assert seen["sparks"] == 4 and len(seen["marks"]) >= 4 * 6 and all(seen["marks"])
+    assert seen["causal_rows"] == 3 and seen["causal_box"]["width"] > 600

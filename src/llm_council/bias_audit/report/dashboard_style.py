@@ -27,6 +27,7 @@ code .id { font-family: ui-monospace, monospace; }
 .grid-table thead th { background: #f6f8fa; font-weight: 600; font-size: 0.92em; }
 #findings-table tbody tr { background: #fff4e5; }
 #findings-table td:first-child { font-weight: 600; max-width: 260px; }
+.grid-table tbody th, .grid-table tbody td:first-child { min-width: 7.5em; }
 .untested { margin-top: 10px; color: #4a5561; font-size: 0.92em; }
 .untested ul { margin: 4px 0 0; padding-left: 20px; columns: 2; }
 .cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(400px, 1fr));
