@@ -179,8 +179,8 @@ def _drift_row(report: BiasReport, reviewer: str, index: int) -> str:
     return _row("Drift", text, flagged=series.detected, extra=f"<div>{spark}</div>")
 
 
-def reviewer_card(report: BiasReport, profile: ReviewerProfile, index: int) -> str:
-    """One reviewer's card (a ``<section class="card">``)."""
+def reviewer_card(report: BiasReport, profile: ReviewerProfile, index: int) -> tuple[int, str]:
+    """One reviewer's card (a ``<section class="card">``) and how many of its rows are flagged."""
     lenient = profile.leniency_label in ("harsh", "generous")
     rows = [
         _row(
@@ -209,7 +209,7 @@ def reviewer_card(report: BiasReport, profile: ReviewerProfile, index: int) -> s
         if n_flags
         else '<span class="badge">nothing flagged</span>'
     )
-    return (
+    return n_flags, (
         f'<section class="card" id="card-{index}"><h3>{reviewer_name(profile.reviewer)} '
         f"{badge}</h3>"
         f'<p class="meta">{escape(profile.reliability)} reliability: {profile.n_sessions} '
@@ -219,6 +219,7 @@ def reviewer_card(report: BiasReport, profile: ReviewerProfile, index: int) -> s
 
 
 def reviewer_cards(report: BiasReport) -> str:
-    """Every reviewer's card in a responsive grid."""
+    """Every reviewer's card in a responsive grid, the most flagged first (ties: report order)."""
     cards = [reviewer_card(report, profile, index) for index, profile in enumerate(report.profiles)]
-    return f'<div class="cards">{"".join(cards)}</div>'
+    ordered = sorted(cards, key=lambda card: -card[0])
+    return f'<div class="cards">{"".join(html for _, html in ordered)}</div>'
