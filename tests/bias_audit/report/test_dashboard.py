@@ -266,3 +266,13 @@ def test_p_text_never_writes_an_equals_before_a_less_than() -> None:
     assert p_text(0.0131) == "p=0.013"
     assert p_text(3e-7) == "p<1e-4"
     assert p_text(float("nan")) == "p n/a"
+
+
+def test_cards_come_most_flagged_first(biased_report: BiasReport) -> None:
+    page = render_html(biased_report)
+    cards = re.findall(r'<section class="card" id="card-\d+">.*?</section>', page, re.S)
+    counts = [card.count('<tr class="flagged">') for card in cards]
+    assert counts == sorted(counts, reverse=True) and counts[0] > 0
+    for card, count in zip(cards, counts, strict=True):
+        badge = f"{count} flagged</span>" if count else "nothing flagged</span>"
+        assert badge in card
