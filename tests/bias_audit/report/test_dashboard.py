@@ -95,6 +95,12 @@ def test_findings_table_rows_match_the_findings(biased_report: BiasReport) -> No
     assert table is not None
     assert table.group(0).count("<tr>") == len(dashboard_findings(biased_report).findings) + 1
     assert "Nothing flagged" not in page
+    # the header's per-family counts add up to the rows, one chip per family
+    findings = dashboard_findings(biased_report).findings
+    chips = dict(re.findall(r'<span class="chip">([^<]+) <b>(\d+)</b></span>', page))
+    assert {family: int(n) for family, n in chips.items()} == {
+        family: sum(f.family == family for f in findings) for family in {f.family for f in findings}
+    }
 
 
 def test_untested_lists_missing_live_checks_and_short_drift(biased_report: BiasReport) -> None:

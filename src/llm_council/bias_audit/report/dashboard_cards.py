@@ -182,15 +182,14 @@ def _drift_row(report: BiasReport, reviewer: str, index: int) -> str:
 def reviewer_card(report: BiasReport, profile: ReviewerProfile, index: int) -> tuple[int, str]:
     """One reviewer's card (a ``<section class="card">``) and how many of its rows are flagged."""
     lenient = profile.leniency_label in ("harsh", "generous")
+    leniency = (
+        "not identified (forced-choice scale: a session's scores share one total)"
+        if profile.leniency_label == "not identified"
+        else f"{fmt_interval(profile.leniency)} pts, {profile.leniency_label}, "
+        f"Holm {p_text(profile.leniency_p_holm)}"
+    )
     rows = [
-        _row(
-            "Leniency",
-            escape(
-                f"{fmt_interval(profile.leniency)} pts, {profile.leniency_label}, "
-                f"Holm {p_text(profile.leniency_p_holm)}"
-            ),
-            flagged=lenient,
-        ),
+        _row("Leniency", escape(leniency), flagged=lenient),
         _row(
             "Score sd",
             escape(

@@ -25,6 +25,7 @@ class Finding:
     size: str  # estimate with its 95% interval, in the estimator's unit
     certainty: str  # the corrected p-value or the rule that decided the flag
     section: str  # id of the dashboard section holding the details
+    family: str  # the bias family, for the header's counts (leniency, position, ...)
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ def _profile_findings(report: BiasReport) -> list[Finding]:
                     f"{_points(profile.leniency)} vs the reference reviewers",
                     f"Holm step-down {p_text(profile.leniency_p_holm)}",
                     "section-reviewers",
+                    "leniency",
                 )
             )
     position = report.position
@@ -83,6 +85,7 @@ def _profile_findings(report: BiasReport) -> list[Finding]:
                     f"Wald F({council.test_df[0]}, {council.test_df[1]})="
                     f"{fmt(council.test_statistic)}, {p_text(council.test_p_value)}",
                     "section-position",
+                    "position",
                 )
             )
         for slot_profile in position.per_reviewer:
@@ -94,6 +97,7 @@ def _profile_findings(report: BiasReport) -> list[Finding]:
                         f"trend {fmt_interval(slot_profile.trend, 3)} points per slot later",
                         f"Holm {p_text(slot_profile.adjusted_p_value)} across reviewers",
                         "section-position",
+                        "position",
                     )
                 )
     length = report.length
@@ -106,6 +110,7 @@ def _profile_findings(report: BiasReport) -> list[Finding]:
                 f"within-session r = {fmt_interval(length.pooled, 3)}",
                 f"95% interval excludes 0, {p_text(length.pooled.p_value)}",
                 "section-length",
+                "length",
             )
         )
     for item in report.self_preference:
@@ -117,6 +122,7 @@ def _profile_findings(report: BiasReport) -> list[Finding]:
                     f"{_points(item.adjusted)} to its own answer (joint model)",
                     "95% interval excludes 0 (per reviewer, not corrected across reviewers)",
                     "section-self",
+                    "self-preference",
                 )
             )
     return findings
@@ -133,6 +139,7 @@ def _family_findings(families: BiasFamilies) -> list[Finding]:
                     f"conditional r = {fmt_interval(item.conditional, 3)}",
                     f"Holm {p_text(item.holm_p)} across reviewers",
                     "section-families",
+                    "anchoring",
                 )
             )
     matrix = families.favouritism
@@ -152,6 +159,7 @@ def _family_findings(families: BiasFamilies) -> list[Finding]:
                     _points(cell.effect),
                     f"Holm {p_text(cell.holm_p)} over {len(matrix.cells)} cells",
                     "section-families",
+                    "favouritism",
                 )
             )
         for bloc in matrix.mutual_blocs:
@@ -162,6 +170,7 @@ def _family_findings(families: BiasFamilies) -> list[Finding]:
                     "each favours the others (flagged cells both ways)",
                     matrix.correction,
                     "section-families",
+                    "favouritism",
                 )
             )
     amplified = families.amplification
@@ -174,6 +183,7 @@ def _family_findings(families: BiasFamilies) -> list[Finding]:
                 f"(about {fmt(amplified.expected_by_chance, 1)} expected by chance)",
                 f"one-sided binomial {p_text(amplified.excess_p_value)}",
                 "section-families",
+                "amplification",
             )
         )
     if families.drift is not None:
@@ -188,6 +198,7 @@ def _family_findings(families: BiasFamilies) -> list[Finding]:
                         f"{series.changed_from}",
                         f"CUSUM, Holm {p_text(series.holm_p)} over all series",
                         "section-reviewers",
+                        "drift",
                     )
                 )
     return findings
@@ -210,6 +221,7 @@ def _causal_findings(section: CausalChecks, significance_level: float) -> list[F
                         _check_size(estimate, unit),
                         f"{p_text(estimate.p_value)} (per test, not corrected)",
                         "section-causal",
+                        "causal checks",
                     )
                 )
     return findings

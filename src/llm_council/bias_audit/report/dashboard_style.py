@@ -28,6 +28,9 @@ code .id { font-family: ui-monospace, monospace; }
 #findings-table tbody tr { background: #fff4e5; }
 #findings-table td:first-child { font-weight: 600; max-width: 260px; }
 .grid-table tbody th, .grid-table tbody td:first-child { min-width: 7.5em; }
+.chips { margin: 0 0 8px; } .chip { display: inline-block; margin: 0 6px 4px 0;
+        padding: 1px 9px; border-radius: 10px; background: #fde2cf; color: #9a3412;
+        font-size: 0.9em; }
 .untested { margin-top: 10px; color: #4a5561; font-size: 0.92em; }
 .untested ul { margin: 4px 0 0; padding-left: 20px; columns: 2; }
 .cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(400px, 1fr));

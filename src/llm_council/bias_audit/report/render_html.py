@@ -44,9 +44,17 @@ def _findings_html(summary: FindingsSummary, significance_level: float) -> str:
             "</tr>"
             for f in summary.findings
         )
+        counts: dict[str, int] = {}
+        for finding in summary.findings:
+            counts[finding.family] = counts.get(finding.family, 0) + 1
+        chips = "".join(
+            f'<span class="chip">{escape(family)} <b>{count}</b></span>'
+            for family, count in counts.items()
+        )
         body = (
             f'<p class="lead">{len(summary.findings)} flag(s) raised by the estimators at '
             f"{level}%. Each row is a test's own verdict; sizes carry 95% intervals.</p>"
+            f'<p class="chips">{chips}</p>'
             '<table class="grid-table" id="findings-table"><thead><tr><th>who</th>'
             "<th>bias</th><th>how big</th><th>how sure</th></tr></thead>"
             f"<tbody>{rows}</tbody></table>"
