@@ -29,6 +29,10 @@ def _row(label: str, value: str, *, flagged: bool = False, extra: str = "") -> s
     return f"<tr{css}><th>{escape(label)}</th><td>{value}{extra}</td></tr>"
 
 
+def _bracket(estimate: CheckEstimate) -> str:
+    return f"{fmt(estimate.estimate)} [{fmt(estimate.ci_low)}, {fmt(estimate.ci_high)}]"
+
+
 def _check(estimate: CheckEstimate) -> str:
     return (
         f"{fmt(estimate.estimate)} [{fmt(estimate.ci_low)}, {fmt(estimate.ci_high)}]"
@@ -128,8 +132,7 @@ def _consistency_rows(report: BiasReport, reviewer: str) -> list[str]:
                 "Repeat (live)",
                 escape(
                     f"mean |change| {_check(repeat.mean_abs_change)}; identical "
-                    f"{fmt(repeat.share_identical.estimate)}; ICC {fmt(repeat.icc.estimate)} "
-                    f"[{fmt(repeat.icc.ci_low)}, {fmt(repeat.icc.ci_high)}]"
+                    f"{_bracket(repeat.share_identical)}; ICC {_bracket(repeat.icc)}"
                 ),
             )
         )
