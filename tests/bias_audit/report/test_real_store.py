@@ -66,6 +66,8 @@ def test_every_format_works_on_a_real_store(
         rows = list(csv.reader(io.StringIO(out)))
         assert rows[0][0] == "section" and len(rows) > 20
     elif fmt == "html":
-        assert out.count("<svg id=") == 7  # five plots, the reviewer x slot grid, the heat map
+        # six plots, the reviewer x slot grid, the heat map; then one slot strip per card
+        assert out.count('<svg id="plot-') == 8
+        assert 'id="findings"' in out and out.count('<section class="card"') >= 2
     else:
         assert "=== Reviewer Profiles (4 sessions) ===" in out
