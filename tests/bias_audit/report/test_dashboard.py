@@ -260,6 +260,10 @@ def test_drift_sparkline_in_each_card_and_a_detected_change_is_a_finding(
         for s in report.families.drift.series
         if s.detected
     }
+    drifter = series["drifter"]
+    low = drifter.weekly_mean[0] - 1.96 * drifter.weekly_se[0]
+    finding = next(f for f in drift_findings if f.subject == "drifter" and "leniency" in f.bias)
+    assert finding.size.startswith(f"first week {drifter.weekly_mean[0]:.2f} [{low:.2f}, ")
     index = next(i for i, p in enumerate(report.profiles) if p.reviewer == "drifter")
     drifter_card = page[page.index(f'<section class="card" id="card-{index}">') :]
     drifter_card = drifter_card[: drifter_card.index("</section>")]

@@ -59,6 +59,11 @@ def _check_size(estimate: CheckEstimate, unit: str) -> str:
     )
 
 
+def _weekly(mean: float, standard_error: float) -> str:
+    """A weekly mean with its +-1.96 se interval (the drift module's weekly intervals)."""
+    return f"{fmt(mean)} [{fmt(mean - 1.96 * standard_error)}, {fmt(mean + 1.96 * standard_error)}]"
+
+
 def _profile_findings(report: BiasReport) -> list[Finding]:
     findings = []
     for profile in report.profiles:
@@ -189,12 +194,13 @@ def _family_findings(families: BiasFamilies) -> list[Finding]:
     if families.drift is not None:
         for series in families.drift.series:
             if series.detected:
-                first, last = series.weekly_mean[0], series.weekly_mean[-1]
+                first = _weekly(series.weekly_mean[0], series.weekly_se[0])
+                last = _weekly(series.weekly_mean[-1], series.weekly_se[-1])
                 findings.append(
                     Finding(
                         series.reviewer,
                         f"drift of {series.quantity.replace('_', ' ')}",
-                        f"weekly mean {fmt(first)} -> {fmt(last)}, changed from the week of "
+                        f"first week {first}, last week {last}; changed from the week of "
                         f"{series.changed_from}",
                         f"CUSUM, Holm {p_text(series.holm_p)} over all series",
                         "section-reviewers",
