@@ -66,9 +66,10 @@ def test_every_format_works_on_a_real_store(
         rows = list(csv.reader(io.StringIO(out)))
         assert rows[0][0] == "section" and len(rows) > 20
     elif fmt == "html":
-        # five plots, the reviewer x slot grid, the heat map, and the style-mimicry plot
-        # (ask's audit writes similarity_to_own by default)
-        assert out.count("<svg id=") == 8
+        # six plots, the reviewer x slot grid, the heat map, and the style-mimicry plot
+        # (ask's audit writes similarity_to_own by default); then one slot strip per card
+        assert out.count('<svg id="plot-') == 9
         assert '<svg id="plot-style-mimicry"' in out
+        assert 'id="findings"' in out and out.count('<section class="card"') >= 2
     else:
         assert "=== Reviewer Profiles (4 sessions) ===" in out

@@ -1,191 +1,141 @@
-"""One self-contained HTML file: inline CSS and SVG, no script, nothing fetched.
+"""The dashboard: one self-contained HTML file (inline CSS and SVG, no script, nothing fetched).
 
-Plots: score by display position, reviewer leniency (forest plot), length vs score with the
-fitted line, self-preference per reviewer, and the leaderboard, each with 95% intervals.
-The full text report follows the plots, so every number in a picture is also in words.
+Read top to bottom in about a minute: the findings header (every flag the estimators raised,
+and what could not be tested), one card per reviewer, then the plots (position, leniency,
+length, self-preference), the leaderboard with raw / length-controlled / adjusted side by
+side, the bias families (favouritism heat map and whatever ``render_families`` adds), the
+causal checks and the method notes, with the full text report folded at the end so every
+number in a picture is also in words.
 """
 
 from __future__ import annotations
 
 from html import escape
 
+from llm_council.bias_audit.report.dashboard_cards import reviewer_cards, reviewer_name
+from llm_council.bias_audit.report.dashboard_findings import FindingsSummary, dashboard_findings
+from llm_council.bias_audit.report.dashboard_plots import (
+    leaderboard_section,
+    length_section,
+    leniency_section,
+    position_section,
+    section,
+    self_preference_section,
+)
+from llm_council.bias_audit.report.dashboard_style import DASHBOARD_CSS, METHOD_NOTES
+from llm_council.bias_audit.report.dashboard_tables import causal_table
 from llm_council.bias_audit.report.model import BiasReport
-from llm_council.bias_audit.report.render_text import fmt, fmt_p, render_text, slot_letter
-from llm_council.bias_audit.report.svg_plots import forest_plot, heatmap_plot, scatter_plot
-
-_STYLE = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
-       max-width: 860px; color: #1d232a; line-height: 1.45; }
-h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 2em; }
-figure { margin: 1.2em 0; } figcaption { font-size: 0.9em; color: #4a5561; max-width: 640px; }
-svg { background: #fff; border: 1px solid #d9dee3; }
-svg .title { font-size: 13px; font-weight: 600; }
-svg .label, svg .tick, svg .axis { font-size: 11px; }
-svg .grid { stroke: #eef1f4; } svg .reference { stroke: #8a96a3; stroke-dasharray: 4 3; }
-svg .interval { stroke: #2f6db3; stroke-width: 2.5; } svg circle.mark { fill: #163d6b; }
-svg circle.point { fill: #2f6db3; fill-opacity: 0.35; }
-svg .fit { stroke: #c2410c; stroke-width: 2.5; }
-svg .frame { fill: none; stroke: #d9dee3; }
-.warning { background: #fff4e5; border-left: 4px solid #c2410c; padding: 0.4em 0.8em; }
-pre { background: #f6f8fa; padding: 1em; overflow-x: auto; font-size: 12px; }
-"""
+from llm_council.bias_audit.report.render_families import families_html_sections
+from llm_council.bias_audit.report.render_text import fmt, render_text
+from llm_council.safe_text import terminal_safe
 
 
-def _figure(svg: str, caption: str) -> str:
-    return f"<figure>{svg}<figcaption>{escape(caption)}</figcaption></figure>"
+def _safe(text: str) -> str:
+    """Text that may quote untrusted ids: control and bidi characters shown, then escaped."""
+    return escape(terminal_safe(text))
+
+
+def _findings_html(summary: FindingsSummary, significance_level: float) -> str:
+    level = fmt(100 * significance_level, 0)
+    if summary.findings:
+        rows = "".join(
+            f'<tr><td>{reviewer_name(f.subject)}</td><td><a href="#{f.section}">'
+            f"{_safe(f.bias)}</a></td><td>{_safe(f.size)}</td><td>{_safe(f.certainty)}</td>"
+            "</tr>"
+            for f in summary.findings
+        )
+        counts: dict[str, int] = {}
+        for finding in summary.findings:
+            counts[finding.family] = counts.get(finding.family, 0) + 1
+        chips = "".join(
+            f'<span class="chip">{escape(family)} <b>{count}</b></span>'
+            for family, count in counts.items()
+        )
+        body = (
+            f'<p class="lead">{len(summary.findings)} flag(s) raised by the estimators at '
+            f"{level}%. Each row is a test's own verdict; sizes carry 95% intervals.</p>"
+            f'<p class="chips">{chips}</p>'
+            '<table class="grid-table" id="findings-table"><thead><tr><th>who</th>'
+            "<th>bias</th><th>how big</th><th>how sure</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>"
+        )
+    else:
+        body = (
+            f'<p class="lead nothing">Nothing flagged: no estimator rejected its null at '
+            f"{level}%. That bounds, not rules out, each bias: read the intervals below.</p>"
+        )
+    if summary.untested:
+        items = "".join(
+            f"<li><b>{_safe(u.bias)}</b>: {_safe(u.reason)}</li>" for u in summary.untested
+        )
+        body += f'<div class="untested"><h3>Could not be tested here</h3><ul>{items}</ul></div>'
+    return f'<section id="findings" class="panel wide"><h2>Findings</h2>{body}</section>'
+
+
+def _causal_html(report: BiasReport) -> str:
+    if report.causal_checks is None:
+        body = (
+            "<p>No live check reviews in this store. Set "
+            "<code>LLM_COUNCIL_BIAS_CHECK_PROBABILITY</code> (e.g. 0.1) to re-ask a sample of "
+            "reviewers with the answers re-shuffled, repeated or padded.</p>"
+        )
+    else:
+        checks = report.causal_checks
+        body = (
+            f"<p>{checks.n_check_reviews} check reviews. Each re-asks a reviewer about the same "
+            "answers with one thing changed, so the difference is causal; the observational "
+            "estimate of the same bias sits next to it. Intervals are session-clustered; "
+            f"p-values are per test (not corrected); kinds need {checks.min_sessions}+ "
+            f"sessions.</p>{causal_table(report, checks)}"
+        )
+    return section("section-causal", "Causal checks (live re-asks)", body, css="panel wide")
 
 
 def render_html(report: BiasReport) -> str:
-    """The report as one HTML document with five inline SVG plots."""
-    sections: list[str] = []
-    since = f" since {escape(report.since)}" if report.since else ""
-    since += f" until {escape(report.until)}" if report.until else ""
-    sections.append(
-        f"<p>{report.n_records} records{since} from <code>{escape(report.store)}</code>: "
-        f"{report.n_sessions} sessions, {report.n_reviewers} reviewers, {report.n_models} models. "
-        "All intervals are 95% and treat sessions, not records, as the unit.</p>"
+    """The report as one self-contained HTML dashboard."""
+    window = f" since {escape(report.since)}" if report.since else ""
+    window += f" until {escape(report.until)}" if report.until else ""
+    parts = [
+        f'<header class="top"><h1>llm-council bias dashboard</h1><p class="meta">'
+        f"{report.n_records} records{window} from <code>{reviewer_name(report.store)}</code>: "
+        f"{report.n_sessions} sessions, {report.n_reviewers} reviewers, {report.n_models} "
+        f"models; generated {escape(report.generated_at)}. All intervals are 95% and treat "
+        "sessions, not records, as the unit.</p></header>"
+    ]
+    parts += [f'<p class="warning">{_safe(warning)}</p>' for warning in report.warnings]
+    parts.append(_findings_html(dashboard_findings(report), report.significance_level))
+    parts.append(
+        section("section-reviewers", "Reviewers", reviewer_cards(report), css="panel wide")
     )
-    for warning in report.warnings:
-        sections.append(f'<p class="warning">{escape(warning)}</p>')
-
+    plots = []
     if report.position is not None:
-        position = report.position
-        council = position.council
-        sections.append("<h2>Score by display position</h2>")
-        verdict = (
-            f"Council-wide slot effects: F({council.test_df[0]}, {council.test_df[1]}) = "
-            f"{fmt(council.test_statistic)}, p = {fmt_p(council.test_p_value)}; "
-            f"direction: {council.direction}."
-            if council.identified
-            else f"Council-wide slot effects: {council.direction}."
-        )
-        sections.append(
-            _figure(
-                forest_plot(
-                    "Mean score by display slot",
-                    [f"slot {slot_letter(slot)}" for slot in position.positions],
-                    [m.estimate for m in position.mean_score],
-                    [m.ci_low for m in position.mean_score],
-                    [m.ci_high for m in position.mean_score],
-                    axis_label="mean score (session-clustered 95% CI)",
-                    reference=None,
-                    plot_id="plot-position",
-                ),
-                verdict,
+        plots.append(position_section(report.position))
+    plots += [leniency_section(report), length_section(report), self_preference_section(report)]
+    parts.append(f'<div class="plots">{"".join(plots)}</div>')
+    if report.leaderboard is not None:
+        parts.append(leaderboard_section(report.leaderboard))
+    if report.families is not None:
+        family_parts = families_html_sections(report.families)
+        if family_parts:
+            parts.append(
+                f'<section id="section-families" class="panel wide families">'
+                f"{''.join(family_parts)}</section>"
             )
-        )
-        reviewers = position.per_reviewer
-        sections.append(
-            _figure(
-                heatmap_plot(
-                    "Slot effect per reviewer",
-                    [profile.subject for profile in reviewers],
-                    [f"slot {slot_letter(slot)}" for slot in position.positions],
-                    [[e.estimate for e in profile.slot_effect] for profile in reviewers],
-                    [[(e.ci_low, e.ci_high) for e in profile.slot_effect] for profile in reviewers],
-                    row_notes=[
-                        f"{profile.direction}{', flagged' if profile.flagged else ''}"
-                        f" ({profile.basis})"
-                        for profile in reviewers
-                    ],
-                    plot_id="plot-position-by-reviewer",
-                ),
-                "Points vs the reviewer's own average slot (within answers when reviewers saw "
-                "different orders, else across sessions; session-clustered intervals in the "
-                "tooltips); flagged when the "
-                "reviewer's Wald test survives Holm's correction across reviewers at "
-                f"{fmt(100 * position.significance_level, 0)}%.",
-            )
-        )
-
-    sections.append("<h2>Reviewer leniency</h2>")
-    profiles = report.profiles
-    sections.append(
-        _figure(
-            forest_plot(
-                "Leniency vs the reference reviewers on the same answers",
-                [profile.reviewer for profile in profiles],
-                [profile.leniency.estimate for profile in profiles],
-                [profile.leniency.ci_low for profile in profiles],
-                [profile.leniency.ci_high for profile in profiles],
-                axis_label="points above (+) or below (-) the others",
-                plot_id="plot-leniency",
-            ),
-            "Each reviewer's mean paired deviation from the reference reviewers (outliers removed "
-            "by a Holm step-down); harsh/generous when the step-down flags it (5% family-wise).",
+    parts.append(_causal_html(report))
+    notes = "".join(f"<li>{escape(note)}</li>" for note in METHOD_NOTES)
+    parts.append(
+        section(
+            "section-method",
+            "Method notes",
+            f"<ul>{notes}</ul><details><summary>Full text report</summary>"
+            f"<pre>{escape(render_text(report))}</pre></details>",
+            css="panel wide",
         )
     )
-
-    if report.length is not None:
-        length = report.length
-        sections.append("<h2>Length vs score</h2>")
-        sections.append(
-            _figure(
-                scatter_plot(
-                    "Score vs answer length (sample of records)",
-                    length.sample_words,
-                    length.sample_scores,
-                    x_label="answer length, words (log scale)",
-                    y_label="score",
-                    fitted_line=(length.fitted_intercept, length.fitted_slope),
-                    log_x=True,
-                    plot_id="plot-length",
-                ),
-                f"Pooled within-session r = {fmt(length.pooled.estimate, 3)} "
-                f"[{fmt(length.pooled.ci_low, 3)}, {fmt(length.pooled.ci_high, 3)}] over "
-                f"{length.n_sessions} sessions; line: least squares of score on ln(words).",
-            )
-        )
-
-    sections.append("<h2>Self-preference</h2>")
-    if report.self_preference:
-        items = report.self_preference
-        sections.append(
-            _figure(
-                forest_plot(
-                    "Bonus to its own answer (joint model)",
-                    [item.reviewer for item in items],
-                    [item.adjusted.estimate for item in items],
-                    [item.adjusted.ci_low for item in items],
-                    [item.adjusted.ci_high for item in items],
-                    axis_label="points (session-clustered 95% CI)",
-                    plot_id="plot-self-preference",
-                ),
-                "Holding the reviewer's leniency, the slot and its taste for length fixed.",
-            )
-        )
-    else:
-        sections.append("<p>No self-reviews in the store (reviewers were recused).</p>")
-
-    if report.leaderboard is not None:
-        entries = report.leaderboard.entries
-        sections.append("<h2>Leaderboard</h2>")
-        sections.append(
-            _figure(
-                forest_plot(
-                    "Bradley-Terry strength from rankings",
-                    [entry.model for entry in entries],
-                    [entry.strength.estimate for entry in entries],
-                    [entry.strength.ci_low for entry in entries],
-                    [entry.strength.ci_high for entry in entries],
-                    axis_label="centred log strength (session bootstrap 95% CI)",
-                    plot_id="plot-leaderboard",
-                ),
-                f"{report.leaderboard.n_resamples} bootstrap resamples of sessions; "
-                "self-reviews excluded. Length-controlled strengths are in the text below.",
-            )
-        )
-
-    if report.families is not None:
-        from llm_council.bias_audit.report.render_families import families_html_sections
-
-        sections.extend(families_html_sections(report.families))
-    sections.append("<h2>Full report</h2>")
-    sections.append(f"<pre>{escape(render_text(report))}</pre>")
-    body = "\n".join(sections)
+    body = "\n".join(parts)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>llm-council bias report</title><style>{_STYLE}</style></head>"
-        f"<body><h1>llm-council bias report</h1>\n{body}\n</body></html>\n"
+        f"<title>llm-council bias dashboard</title><style>{DASHBOARD_CSS}</style></head>"
+        f"<body>\n{body}\n</body></html>\n"
     )

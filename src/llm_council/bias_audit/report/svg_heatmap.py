@@ -19,6 +19,8 @@ _CELL = 44
 _LEFT = 150
 _TOP = 110
 _MARGIN = 20
+#: the title starts at _LEFT and needs about 540 px at 13 px: never narrower than this
+_MIN_WIDTH = 700
 
 
 def _colour(value: float, limit: float) -> str:
@@ -39,7 +41,7 @@ def favouritism_heatmap(matrix: Favouritism, plot_id: str = "plot-favouritism") 
     model_labels = dict(zip(matrix.models, distinct_labels(matrix.models), strict=True))
     reviewer_labels = dict(zip(matrix.reviewers, distinct_labels(matrix.reviewers), strict=True))
     limit = max((abs(cell.effect.estimate) for cell in matrix.cells), default=0.0)
-    width = _LEFT + _CELL * len(matrix.models) + _MARGIN
+    width = max(_LEFT + _CELL * len(matrix.models) + _MARGIN, _MIN_WIDTH)
     height = _TOP + _CELL * len(matrix.reviewers) + _MARGIN
     parts = [
         f'<svg id="{plot_id}" xmlns="http://www.w3.org/2000/svg" width="{width}" '

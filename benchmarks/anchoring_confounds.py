@@ -1,0 +1,62 @@
+"""How often the anchoring estimator flags a judge that has no anchoring, but drifts or
+prefers itself (found while checking the dashboard picture; see docs/bias-report.md).
+
+Five judges with noise sd 1 and no anchoring, 300 sessions over five weeks, ``--stores``
+stores per scenario: none (no bias at all), drift (judge j0 drifts 0.4 points a week),
+self (j0 gives its own answer +1.5). Prints, per scenario, the stores with any anchoring
+flag and those flagging j0.
+
+    .venv/bin/python benchmarks/anchoring_confounds.py [--stores 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from llm_council.bias_audit.report import build_report
+from llm_council.bias_audit.simulated_records import write_record_store
+from llm_council.simulation.profile import SimulatedProfile
+
+SCENARIOS = {
+    "none": {},
+    "drift": {"leniency_drift_per_week": 0.4},
+    "self": {"self_preference": 1.5},
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stores", type=int, default=20)
+    args = parser.parse_args()
+    for scenario, bias in SCENARIOS.items():
+        members = [("j0", SimulatedProfile(noise_sd=1.0, **bias))] + [
+            (f"j{i}", SimulatedProfile(noise_sd=1.0)) for i in range(1, 5)
+        ]
+        any_flag = j0_flag = 0
+        with tempfile.TemporaryDirectory() as scratch:
+            for seed in range(args.stores):
+                path = Path(scratch) / f"{seed}.jsonl"
+                write_record_store(
+                    path,
+                    members,
+                    300,
+                    seed=seed,
+                    end_time=datetime(2026, 6, 1, tzinfo=UTC),
+                    session_spacing=timedelta(weeks=5) / 300,
+                )
+                families = build_report(path, n_resamples=10).families
+                assert families is not None
+                flagged = [item.reviewer for item in families.anchoring if item.detected]
+                any_flag += bool(flagged)
+                j0_flag += "j0" in flagged
+        print(
+            f"{scenario}: any anchoring flag in {any_flag}/{args.stores} stores; "
+            f"j0 flagged in {j0_flag}/{args.stores}"
+        )
+
+
+if __name__ == "__main__":
+    main()
