@@ -191,6 +191,33 @@ def _family_findings(families: BiasFamilies) -> list[Finding]:
                 "amplification",
             )
         )
+    mimicry = families.style_mimicry
+    for reviewer in mimicry.reviewers if mimicry is not None else []:
+        if reviewer.detected:
+            findings.append(
+                Finding(
+                    reviewer.reviewer,
+                    "style mimicry",
+                    f"{fmt_interval(reviewer.slope, 2)} points per unit of similarity to its "
+                    f"own answer ({fmt(reviewer.points_per_sd, 2)} per sd), answer quality fixed",
+                    f"Holm {p_text(reviewer.holm_p)} across reviewers",
+                    "section-families",
+                    "style mimicry",
+                )
+            )
+    for item in families.reasoning:
+        if item.detected:
+            findings.append(
+                Finding(
+                    item.reviewer,
+                    "reasoning-chain bias",
+                    f"{fmt_interval(item.points_per_doubling, 2)} points per doubling of its "
+                    "rationale, on the same answers as the others",
+                    f"Holm {p_text(item.holm_p)} across reviewers",
+                    "section-families",
+                    "reasoning",
+                )
+            )
     if families.drift is not None:
         for series in families.drift.series:
             if series.detected:

@@ -24,6 +24,7 @@ from llm_council.bias_audit.report.dashboard_plots import (
 )
 from llm_council.bias_audit.report.dashboard_style import DASHBOARD_CSS, METHOD_NOTES
 from llm_council.bias_audit.report.dashboard_tables import causal_table
+from llm_council.bias_audit.report.effective_judges_note import effective_judges_note_html
 from llm_council.bias_audit.report.model import BiasReport
 from llm_council.bias_audit.report.render_families import families_html_sections
 from llm_council.bias_audit.report.render_text import fmt, render_text
@@ -114,6 +115,7 @@ def render_html(report: BiasReport) -> str:
     parts.append(f'<div class="plots">{"".join(plots)}</div>')
     if report.leaderboard is not None:
         parts.append(leaderboard_section(report.leaderboard))
+        parts.append(effective_judges_note_html())  # not identified from scores (ADR 0025)
     if report.families is not None:
         family_parts = families_html_sections(report.families)
         if family_parts:
