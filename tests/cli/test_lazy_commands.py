@@ -7,6 +7,7 @@ import importlib
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import typer
@@ -101,3 +102,33 @@ def test_a_command_runs_through_the_lazy_group(capsys: pytest.CaptureFixture[str
 def test_unknown_command_suggests_from_every_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert _run(["bias-compcat"], "llm-council", app) == 2
     assert "Did you mean 'bias-compact'" in capsys.readouterr().err
+
+
+def test_an_error_line_shows_control_and_bidi_characters_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a store path is user text that the one-line error repeats: a right-to-left override
+    # or an escape sequence in it must not reach the terminal raw
+    hostile = tmp_path / "evil\u202etxt.lmth\x1b[31m" / "records.jsonl"
+    code = _run(["bias-report", "--store", str(hostile)], "llm-council", app)
+    err = capsys.readouterr().err
+    assert code != 0 and err.startswith("error: ")
+    assert "\u202e" not in err and "\x1b" not in err
+    assert "\\u202e" in err and ("\\u001b" in err or "\\x1b" in err)
+
+
+def test_every_council_error_line_goes_through_the_terminal_filter(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # an error whose message was not built with repr (a driver's text, say) is escaped too
+    import llm_council.cli.command_group as command_group
+    from llm_council.errors import InputError
+
+    def fail(*_args: object, **_kwargs: object) -> None:
+        raise InputError("bad line from \u202eelif\x1b[2J")
+
+    monkeypatch.setattr(command_group.typer.main, "get_command", fail)
+    code = _run(["bias-report"], "llm-council", app)
+    err = capsys.readouterr().err
+    assert code != 0
+    assert err == "error: bad line from \\u202eelif\\u001b[2J\n"

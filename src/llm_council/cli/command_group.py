@@ -21,6 +21,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from llm_council.cli.app import COMMANDS, ROOT_HELP
 from llm_council.errors import CouncilError
+from llm_council.safe_text import terminal_safe
 
 
 class LazyCommandGroup(TyperGroup):
@@ -94,7 +95,8 @@ def run(argv: list[str] | None, prog_name: str, command_app: typer.Typer = app) 
     try:
         result = command_app(args=argv, prog_name=prog_name, standalone_mode=False)
     except CouncilError as error:
-        print(f"error: {error}", file=sys.stderr)
+        # paths, ids and driver messages in errors can hold control or bidi characters
+        print(f"error: {terminal_safe(str(error))}", file=sys.stderr)
         return error.exit_code
     except typer.Abort:
         print("aborted", file=sys.stderr)

@@ -47,6 +47,17 @@ _CELL_FIELDS = {
     "rank": object,
     "is_self_review": object,
     "timestamp": object,
+    # issue 11 section 2 (optional record fields): style mimicry, reasoning, parse outcomes
+    "similarity_to_own": object,
+    "rationale_chars": object,
+    "review_status": object,
+}
+#: optional record fields a Parquet store compacted before they existed does not have
+_OPTIONAL_FIELDS = {
+    "similarity_to_own": "double",
+    "rationale_chars": "bigint",
+    "review_status": "string",
+    "check_kind": "string",
 }
 _session: Any = None
 
@@ -166,17 +177,16 @@ def spark_records(
     if until is not None:
         end = until.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
         since_sql += f" AND try_cast(timestamp AS TIMESTAMP) < TIMESTAMP '{end}'"
+    for name, spark_type in _OPTIONAL_FIELDS.items():
+        if name not in frame.columns:
+            frame = frame.selectExpr("*", f"CAST(NULL AS {spark_type}) AS {name}")
     frame.createOrReplaceTempView("raw_lines")
     try:
         count_row = spark.sql(_counts_sql()).collect()[0]
         sessions = spark.sql(_sessions_sql(since_sql)).collect()
-        n_check = (
-            spark.sql("SELECT count(*) AS n FROM raw_lines WHERE check_kind IS NOT NULL").collect()[
-                0
-            ]["n"]
-            if "check_kind" in frame.columns
-            else 0
-        )
+        n_check = spark.sql(
+            "SELECT count(*) AS n FROM raw_lines WHERE check_kind IS NOT NULL"
+        ).collect()[0]["n"]
     except Exception as error:  # a bad column type or a missing column: Spark's own errors
         first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
         raise RecordError(
@@ -195,7 +205,9 @@ def spark_records(
                   CAST(rank AS INTEGER) AS rank,
                   CAST(is_self_review AS BOOLEAN) AS is_self_review,
                   CAST(timestamp AS VARCHAR) AS timestamp,
-                  NULL::BIGINT AS rationale_chars, NULL::VARCHAR AS review_status
+                  CAST(similarity_to_own AS DOUBLE) AS similarity_to_own,
+                  CAST(rationale_chars AS BIGINT) AS rationale_chars,
+                  CAST(review_status AS VARCHAR) AS review_status
            FROM spark_cells""",
         "SELECT DISTINCT session_id FROM spark_cells",
         [],
