@@ -205,15 +205,15 @@ def _family_findings(families: BiasFamilies) -> list[Finding]:
                     "style mimicry",
                 )
             )
-    for item in families.reasoning:
-        if item.detected:
+    for reasoning in families.reasoning:
+        if reasoning.detected:
             findings.append(
                 Finding(
-                    item.reviewer,
+                    reasoning.reviewer,
                     "reasoning-chain bias",
-                    f"{fmt_interval(item.points_per_doubling, 2)} points per doubling of its "
-                    "rationale, on the same answers as the others",
-                    f"Holm {p_text(item.holm_p)} across reviewers",
+                    f"{fmt_interval(reasoning.points_per_doubling, 2)} points per doubling of "
+                    "its rationale, on the same answers as the others",
+                    f"Holm {p_text(reasoning.holm_p)} across reviewers",
                     "section-families",
                     "reasoning",
                 )
