@@ -175,3 +175,16 @@ def test_false_alarm_rate_and_power(tmp_path: Path, generator: str, n_members: i
     )
     # <= 5% promised per report (Holm); 3 binomial standard errors of slack for the runs
     assert null <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / runs)
+
+
+def test_the_dashboard_header_names_the_flagged_mimic(tmp_path: Path) -> None:
+    from llm_council.bias_audit.report.dashboard_findings import dashboard_findings
+
+    path = simulator_store(tmp_path / "mimic.jsonl", 5, 150, seed=7, mimicry=8.0)
+    report = build_report(path)
+    found = report.families.style_mimicry if report.families else None
+    assert flagged(found) == {"judge0"}
+    rows = [f for f in dashboard_findings(report).findings if f.family == "style mimicry"]
+    assert [row.subject for row in rows] == ["judge0"]
+    assert "points per unit of similarity" in rows[0].size and "Holm" in rows[0].certainty
+    assert 'id="findings"' in render_html(report) and "style mimicry" in render_html(report)
