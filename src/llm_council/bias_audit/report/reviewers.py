@@ -51,13 +51,30 @@ def _spread_label(ratio: float) -> str:
 NOT_IDENTIFIED = "not identified"
 
 
-def _leniency_label(result: ReviewerLeniency) -> str:
+#: the smallest leniency called harsh/generous, as a share of the score scale's range (0.25
+#: points on 1-10): over hundreds of sessions a tenth of a point is "significant", and a user
+#: who reads "harsh" would act on a difference no one would notice in a single verdict
+MATERIAL_LENIENCY_SHARE = 0.025
+
+
+def _leniency_label(result: ReviewerLeniency, material: float) -> str:
+    """harsh / generous when the step-down flags it AND it is at least ``material`` points;
+    a flagged difference smaller than that is "neutral" (the estimate is still printed)."""
     estimate = result.estimate
     if not np.isfinite(estimate.ci_low):
         return "unknown"
-    if not result.flagged:
+    if not result.flagged or abs(estimate.estimate) < material:
         return "neutral"
     return "harsh" if estimate.estimate < 0 else "generous"
+
+
+def _material_leniency(connection: duckdb.DuckDBPyConnection) -> float:
+    """:data:`MATERIAL_LENIENCY_SHARE` of the store's median score range, in points."""
+    row = connection.execute(
+        "SELECT median(scale_high - scale_low) FROM records WHERE score IS NOT NULL"
+    ).fetchone()
+    scale_range = float(row[0]) if row and row[0] is not None else 9.0
+    return MATERIAL_LENIENCY_SHARE * scale_range
 
 
 def robust_leniencies(connection: duckdb.DuckDBPyConnection) -> dict[str, ReviewerLeniency]:
@@ -124,6 +141,7 @@ def reviewer_profiles(connection: duckdb.DuckDBPyConnection) -> list[ReviewerPro
     # nothing to estimate, and an estimate would only echo its self-reviews
     leniency_identified = not scores_sum_to_a_constant(connection)
     leniencies = robust_leniencies(connection) if leniency_identified else {}
+    material = _material_leniency(connection)
     length_correlations = reviewer_length_correlations(connection)
     finite_spreads = [value for value in spreads.values() if value is not None]
     median_spread = float(np.median(finite_spreads)) if finite_spreads else float("nan")
@@ -153,7 +171,7 @@ def reviewer_profiles(connection: duckdb.DuckDBPyConnection) -> list[ReviewerPro
                 leniency=leniency,
                 leniency_z=float(z),
                 leniency_label=(
-                    _leniency_label(robust)
+                    _leniency_label(robust, material)
                     if robust
                     else "unknown"
                     if leniency_identified
