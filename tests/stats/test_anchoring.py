@@ -44,3 +44,25 @@ def test_jackknife_correlation_needs_three_clusters_and_drops_nan() -> None:
         [1, 2, np.nan, 4, 5, 6], [2, 1, 3, 5, 4, 6], [0, 0, 1, 1, 2, 2]
     )
     assert with_nan.estimate == pytest.approx(stats.pearsonr([1, 2, 4, 5, 6], [2, 1, 5, 4, 6])[0])
+
+
+def test_earlier_minus_rest_mean_by_hand() -> None:
+    from llm_council.stats.anchoring import earlier_minus_rest_mean
+
+    values = np.array([[2.0, 4.0, 9.0, 5.0], [3.0, np.nan, 7.0, 1.0], [6.0, 8.0, np.nan, np.nan]])
+    # row 0: slot1 mean(2) - mean(2,9,5)=2-16/3; slot2 mean(2,4) - mean(2,4,5)=3-11/3;
+    #        slot3 is the last observed slot (earlier = rest): NaN
+    # row 1: slot2 mean(3) - mean(3,1) = 1; slot3 last: NaN
+    # row 2: two observed slots, slot1 earlier = rest: NaN (nothing identified)
+    expected = np.array(
+        [
+            [np.nan, 2.0 - 16.0 / 3.0, 3.0 - 11.0 / 3.0, np.nan],
+            [np.nan, np.nan, 1.0, np.nan],
+            [np.nan, np.nan, np.nan, np.nan],
+        ]
+    )
+    assert np.allclose(earlier_minus_rest_mean(values), expected, equal_nan=True)
+    # a shift of the whole row cancels
+    assert np.allclose(
+        earlier_minus_rest_mean(values + 10.0), earlier_minus_rest_mean(values), equal_nan=True
+    )

@@ -8,7 +8,10 @@ NaN where the slot holds no scored answer). Two quantities per scored slot ``i >
 - the *previous mean* ``mean(score_0..score_{i-1})``, which an anchored judge is pulled
   toward.
 
-Both are over the previously *scored* slots only.
+Both are over the previously *scored* slots only. The anchoring *test* does not use the
+reviewer's own earlier scores (they carry its session-level leniency, which its paired
+deviation carries too): it uses :func:`earlier_minus_rest_mean` of the *other reviewers'
+consensus* on the answers in the review (see ``bias_audit.report.anchoring``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,35 @@ def previous_scores_mean(scores_in_order: ArrayLike) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = before_sum / before_count
     return np.where(observed & (before_count > 0), mean, np.nan)
+
+
+def earlier_minus_rest_mean(values_in_order: ArrayLike) -> np.ndarray:
+    r"""Mean of the earlier entries minus the mean of all the other entries of the same row.
+
+    For row values :math:`c_0, \dots, c_{n-1}` (NaN = absent) and an observed slot ``i``
+    with at least one observed earlier slot,
+
+    .. math::
+
+        x_i = \frac{1}{|E_i|}\sum_{j \in E_i} c_j
+              - \frac{1}{|O_i|}\sum_{j \in O_i} c_j,
+
+    with :math:`E_i` the observed slots before ``i`` and :math:`O_i` every observed slot but
+    ``i``. A shift added to the whole row cancels, and :math:`c_i` itself never enters
+    :math:`x_i`. NaN where ``i`` is unobserved, has no observed earlier slot, or is the last
+    observed slot (there :math:`E_i = O_i` and ``x`` would be 0 by construction; with two
+    observed slots that leaves nothing).
+    """
+    values = np.asarray(values_in_order, dtype=float)
+    observed = np.isfinite(values)
+    filled = np.where(observed, values, 0.0)
+    rest_sum = filled.sum(axis=-1, keepdims=True) - filled
+    rest_count = observed.sum(axis=-1, keepdims=True) - observed
+    before_count = np.cumsum(observed, axis=-1) - observed
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rest_mean = rest_sum / rest_count
+    informative = rest_count > before_count
+    return np.where(informative, previous_scores_mean(values) - rest_mean, np.nan)
 
 
 def running_mean_deviation(scores_in_order: ArrayLike) -> np.ndarray:

@@ -6,13 +6,33 @@ Two numbers per reviewer, both pooled over its reviews with sessions as clusters
   running mean of the review's earlier scores). It is *not* anchoring alone: a position
   effect (primacy, recency) moves it just as much, because the deviation at a later slot
   carries that slot's bonus. Shown for comparison with the design.
-- ``conditional``: the anchoring estimate proper, corr(previous-scores mean, paired
-  deviation) within display slot. The paired deviation (score minus the other reviewers'
-  mean on the same answer) removes the answer's quality; centring both variables within
-  (reviewer, slot) removes slot effects and leniency. With no anchoring the earlier answers
-  (other answers, shown in random order) say nothing about this reviewer's error on this
-  one, so it is zero; an anchored judge, pulled toward its previous scores, makes it
-  positive. Flags use this one, Holm-corrected across reviewers.
+- ``conditional``: the anchoring estimate proper, corr(x, y) within display slot, where for
+  the answer at slot ``i`` of reviewer ``r``'s review
+
+  - ``y_i`` = r's paired deviation on it (its score minus the other non-self reviewers'
+    mean on the same answer), left out for r's own answer (self-review);
+  - ``x_i`` = mean of ``c_j`` over the earlier slots ``j < i`` minus the mean of ``c_j``
+    over every other slot ``j != i`` of the review, where ``c_j`` is the *consensus of the
+    other reviewers* on answer ``j`` (the mean of the non-self reviewers other than r,
+    i.e. score minus paired deviation).
+
+  Both are centred within (reviewer, slot). ``x`` holds no score of r, so nothing of r's
+  errors: under no anchoring r's error on answer ``i`` is independent of it. The others'
+  session-level shift (their leniency that session, their drift) is in every ``c_j`` and
+  cancels in the difference; answer ``i``'s consensus, whose noise ``y_i`` carries with a
+  minus sign, is left out of both means; r's drift and leniency are in ``y`` only, and
+  self-preference (r's or an author's) enters neither ``y`` (self cells left out) nor
+  ``c`` (self reviews are never in a consensus). So conditional r is 0 without anchoring
+  under drift, self-preference and the others' drift. An anchored judge is pulled toward
+  its earlier scores, which track the earlier answers' quality, which ``c`` measures: r > 0.
+  Flags use this one, Holm-corrected across reviewers.
+
+  At the last slot the earlier slots *are* the rest, so ``x`` would be 0 by construction:
+  those cells are left out. With two answers per review that leaves none: anchoring is then
+  not identified (``identified`` False, estimate NaN, never a flag). The
+  previous definition, x = the mean of r's own earlier scores, fired on every reviewer of
+  pairwise forced-choice data (r near -0.7) and on drifting judges (see
+  ``benchmarks/anchoring_confounds.py``).
 """
 
 from __future__ import annotations
@@ -26,10 +46,11 @@ from llm_council.bias_audit.report.model import Interval
 from llm_council.bias_audit.report.tables import dense_codes, nullable_floats
 from llm_council.stats.anchoring import (
     cluster_jackknife_correlation,
-    previous_scores_mean,
+    earlier_minus_rest_mean,
     running_mean_deviation,
 )
 from llm_council.stats.multiplicity import holm_adjusted
+from llm_council.stats.pooling import IntervalEstimate
 
 #: display slots at or beyond this (or beyond n_candidates) are malformed records: left out,
 #: so one corrupt line cannot make the per-review arrays huge
@@ -43,9 +64,10 @@ class ReviewerAnchoring:
     reviewer: str
     n_sessions: int
     design_correlation: Interval  # corr(slot, score - running mean): anchoring + position
-    conditional: Interval  # corr(earlier scores' mean, paired deviation | slot)
+    conditional: Interval  # corr(earlier minus rest of others' consensus, deviation | slot)
     holm_p: float  # conditional's p-value, Holm-adjusted across reviewers
     detected: bool
+    identified: bool = True  # False when x is constant (e.g. two answers per review)
 
 
 def _centred_within(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
@@ -63,7 +85,7 @@ def anchoring_by_reviewer(
 ) -> list[ReviewerAnchoring]:
     """Both anchoring correlations per reviewer from the ``scored`` table."""
     rows = connection.execute(
-        f"""SELECT s.reviewer_index, s.session, s.position, s.score, s.deviation
+        f"""SELECT s.reviewer_index, s.session, s.position, s.score, s.deviation, s.is_self
            FROM scored s
            WHERE s.position >= 0 AND s.position < least(s.n_candidates, {MAX_SLOTS})"""
     ).fetchnumpy()
@@ -75,21 +97,25 @@ def anchoring_by_reviewer(
     position = np.asarray(rows["position"], dtype=np.int64)
     score = nullable_floats(rows["score"])
     deviation = nullable_floats(rows["deviation"])
+    is_self = np.asarray(rows["is_self"], dtype=bool)
     n_slots = int(position.max()) + 1
     review_key = reviewer * (int(session.max()) + 1) + session
     _, review = dense_codes(review_key)
     n_reviews = int(review.max()) + 1
     in_order = np.full((n_reviews, n_slots), np.nan)
     paired = np.full((n_reviews, n_slots), np.nan)
+    consensus = np.full((n_reviews, n_slots), np.nan)
     in_order[review, position] = score
-    paired[review, position] = deviation
+    paired[review, position] = np.where(is_self, np.nan, deviation)
+    consensus[review, position] = score - deviation  # the others' mean on that answer
     review_reviewer = np.zeros(n_reviews, dtype=np.int64)
     review_session = np.zeros(n_reviews, dtype=np.int64)
     review_reviewer[review] = reviewer
     review_session[review] = session
+    nan = float("nan")
     slot = np.broadcast_to(np.arange(n_slots, dtype=float), in_order.shape)
     running = running_mean_deviation(in_order)
-    earlier = previous_scores_mean(in_order)
+    earlier = earlier_minus_rest_mean(consensus)
 
     results = []
     for r in np.unique(review_reviewer).tolist():
@@ -99,13 +125,20 @@ def anchoring_by_reviewer(
         usable = np.isfinite(earlier[mine]) & np.isfinite(paired[mine])
         # integer group ids (unusable cells in group 0) so the grouping needs no sort
         slot_groups = np.where(usable, slot[mine], -1.0).astype(np.int64) + 1
+        x = _centred_within(np.where(usable, earlier[mine], np.nan).ravel(), slot_groups.ravel())
         conditional = cluster_jackknife_correlation(
-            _centred_within(np.where(usable, earlier[mine], np.nan).ravel(), slot_groups.ravel()),
+            x,
             _centred_within(np.where(usable, paired[mine], np.nan).ravel(), slot_groups.ravel()),
             clusters.ravel(),
         )
-        results.append((names[r], int(np.unique(review_session[mine]).size), design, conditional))
-    holm = holm_adjusted([c.p_value for _, _, _, c in results])
+        # no slot with earlier answers *and* later ones (two answers a review): x is undefined
+        identified = bool(usable.any())
+        if not identified:
+            conditional = IntervalEstimate(nan, nan, nan, nan, nan, conditional.n_clusters)
+        results.append(
+            (names[r], int(np.unique(review_session[mine]).size), design, conditional, identified)
+        )
+    holm = holm_adjusted([c.p_value for _, _, _, c, _ in results])
     return [
         ReviewerAnchoring(
             reviewer=name,
@@ -113,7 +146,10 @@ def anchoring_by_reviewer(
             design_correlation=Interval.from_estimate(design),
             conditional=Interval.from_estimate(conditional),
             holm_p=float(adjusted),
-            detected=bool(np.isfinite(adjusted) and adjusted < significance_level),
+            detected=bool(identified and np.isfinite(adjusted) and adjusted < significance_level),
+            identified=identified,
         )
-        for (name, n_sessions, design, conditional), adjusted in zip(results, holm, strict=True)
+        for (name, n_sessions, design, conditional, identified), adjusted in zip(
+            results, holm, strict=True
+        )
     ]
