@@ -150,6 +150,8 @@ def _consistency_rows(report: BiasReport, reviewer: str) -> list[str]:
                     escape(
                         f"r {fmt_interval(anchoring.conditional, 3)}, "
                         f"Holm {p_text(anchoring.holm_p)}"
+                        if anchoring.identified
+                        else "not identified (two answers a review)"
                     ),
                     flagged=anchoring.detected,
                 )

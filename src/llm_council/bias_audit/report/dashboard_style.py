@@ -93,8 +93,9 @@ METHOD_NOTES = (
     "excludes 0 (per reviewer, not corrected across reviewers).",
     "Favouritism: reviewer x model effects beyond quality and leniency, Holm over all "
     "cells; a strong favour spills about -1/(k-1) of itself onto its row and column.",
-    "Anchoring: partial correlation of the earlier scores' mean with the paired deviation "
-    "within slot, Holm across reviewers.",
+    "Anchoring: correlation of the other judges' consensus on the earlier answers (minus on "
+    "the rest) with the paired deviation, within slot; Holm across reviewers; not identified "
+    "with two answers a review.",
     "Drift: CUSUM on weekly means (sparkline: mean with +-1.96 se band), Holm over all "
     "(reviewer, quantity) series.",
     "Causal checks: within-reviewer, within-answer differences from live re-asks; per-test "

@@ -27,14 +27,22 @@ def families_text_lines(families: BiasFamilies) -> list[str]:
         add(f"note: {note}")
     if families.anchoring:
         add("")
-        add("=== Anchoring (pull toward the review's earlier scores) ===")
+        add("=== Anchoring (pull toward the answers shown earlier) ===")
         add(
-            "conditional r = corr(mean of earlier scores, paired deviation) within slot: 0 when "
-            "unanchored, > 0 when pulled; design r = corr(slot, score - running mean), which a "
-            "position effect moves too. Flags: Holm over reviewers."
+            "conditional r = corr(the other judges' consensus on the earlier answers minus on "
+            "the rest, paired deviation) within slot: 0 when unanchored (also under drift and "
+            "self-preference), > 0 when pulled; not identified with two answers a review; "
+            "design r = corr(slot, score - running mean), which a position effect moves too. "
+            "Flags: Holm over reviewers."
         )
         for item in families.anchoring:
-            flag = "ANCHORED" if item.detected else "none detected"
+            flag = (
+                "not identified (2 answers a review)"
+                if not item.identified
+                else "ANCHORED"
+                if item.detected
+                else "none detected"
+            )
             add(
                 f"  {item.reviewer}: conditional r {fmt_interval(item.conditional, 3)} "
                 f"(Holm p={fmt_p(item.holm_p)}, {flag}); design r "
