@@ -9,8 +9,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from llm_council.bias_audit.report import favouritism as favouritism_module
+from llm_council.bias_audit.report.families import BiasFamilies
 from llm_council.bias_audit.report.favouritism import Favouritism, FavouritismCell, favouritism
 from llm_council.bias_audit.report.loading import load_store
+from llm_council.bias_audit.report.render_families import (
+    families_html_sections,
+    families_text_lines,
+)
 from llm_council.bias_audit.report.tables import create_analysis_tables
 from llm_council.bias_audit.simulated_records import load_simulated_profiles, write_record_store
 
@@ -54,3 +62,19 @@ def test_a_planted_favour_for_the_verbose_model_is_still_flagged(tmp_path: Path)
     cell = _cell(_matrix(path), "balanced", "verbose")
     assert cell.flagged and not cell.spillover
     assert cell.effect.ci_low < 1.0 < cell.effect.ci_high
+
+
+def test_past_the_size_cap_the_matrix_says_it_is_not_length_controlled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "capped.jsonl"
+    write_record_store(path, load_simulated_profiles(), 120, seed=23)
+    controlled = BiasFamilies(favouritism=_matrix(path))
+    assert "length-controlled" in "\n".join(families_text_lines(controlled))
+    assert "length-controlled" in "\n".join(families_html_sections(controlled))
+    monkeypatch.setattr(favouritism_module, "LENGTH_CONTROL_MAX_FLOATS", 10)
+    matrix = _matrix(path)
+    assert not matrix.length_controlled
+    families = BiasFamilies(favouritism=matrix)
+    assert "length-controlled" not in "\n".join(families_text_lines(families))
+    assert "length-controlled" not in "\n".join(families_html_sections(families))

@@ -31,6 +31,11 @@ from llm_council.bias_audit.report.model import Interval
 from llm_council.bias_audit.report.tables import dense_codes, nullable_floats
 from llm_council.stats.favouritism import favouritism_matrix, mutual_blocs
 
+#: past this many floats in the length-control design (reviewers x sessions x reviewers x
+#: models, about 8 bytes each) the matrix is fitted without it and its captions drop
+#: "length-controlled"; the default five-member council reaches it at 400,000 sessions
+LENGTH_CONTROL_MAX_FLOATS = 50_000_000
+
 #: the multiplicity correction applied to the matrix, named in every rendering
 CORRECTION = "Holm (family-wise error over all tested cells)"
 
@@ -88,8 +93,10 @@ def favouritism(
     model_index = np.asarray(rows["model_index"], dtype=np.int64)
     table = np.full((int(session.max()) + 1, len(reviewers), len(models)), np.nan)
     table[session, reviewer_index, model_index] = nullable_floats(rows["score"])
-    log_words = np.zeros_like(table)
-    log_words[session, reviewer_index, model_index] = np.asarray(rows["log_words"], dtype=float)
+    log_words: np.ndarray | None = None
+    if table.size * len(reviewers) <= LENGTH_CONTROL_MAX_FLOATS:
+        log_words = np.zeros_like(table)
+        log_words[session, reviewer_index, model_index] = np.asarray(rows["log_words"], dtype=float)
     matrix = favouritism_matrix(table, significance_level, log_words=log_words)
     own_model = dict(
         connection.execute(
