@@ -218,14 +218,21 @@ def length_controlled_cell_effects(
     adjusted = values - np.einsum("j,jsrm->srm", fit.slopes, np.nan_to_num(covariates))
     effects = session_cell_effects(adjusted)
     covariate_effects = np.stack([session_cell_effects(x) for x in covariates])
-    sensitivity = np.nanmean(covariate_effects, axis=1)  # (reviewers_j, reviewers, models)
-    sensitivity = np.nan_to_num(sensitivity)
+    # (reviewers_j, reviewers, models); a cell never observed gets 0 (its effect stays NaN)
+    sensitivity = _observed_mean(covariate_effects, axis=1)
     slope_error = np.einsum("sj,jrm->srm", fit.influence, sensitivity)
     slope_error = np.where(np.isfinite(effects), slope_error, np.nan)
     # centred within each cell's own sessions, so the cell mean is unchanged when some
     # sessions lack the cell (the influences sum to zero over all sessions only)
-    slope_error -= np.nanmean(slope_error, axis=0, keepdims=True)
+    slope_error -= _observed_mean(slope_error, axis=0)[None]
     return effects, effects - slope_error
+
+
+def _observed_mean(values: np.ndarray, axis: int) -> np.ndarray:
+    """Mean over the finite entries along ``axis``; 0 where there are none."""
+    finite = np.isfinite(values)
+    total = np.where(finite, values, 0.0).sum(axis=axis)
+    return total / np.maximum(finite.sum(axis=axis), 1)
 
 
 @dataclass(frozen=True)
