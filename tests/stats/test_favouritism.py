@@ -9,7 +9,9 @@ from llm_council.stats.favouritism import (
     additive_residuals,
     cell_leverage_complement,
     favouritism_matrix,
+    length_controlled_cell_effects,
     mutual_blocs,
+    reviewer_length_slopes,
     session_cell_effects,
     spillover_weights,
 )
@@ -116,3 +118,88 @@ def test_a_mutual_pair_leaves_its_spillover_marked_not_reported_as_sources() -> 
     assert {tuple(int(v) for v in c) for c in np.argwhere(sources)} == {(0, 1), (1, 0)}
     # the self cells (0, 0) and (1, 1) get about -2/3 from the pair: flagged, but explained
     assert result.flagged[0, 0] and result.spillover[0, 0]
+
+
+def _verbose_council(
+    rng: np.random.Generator, n_sessions: int, k: int, length_taste: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Reviewer 0 likes long answers (``length_taste`` points per ln word); model 0 writes long.
+
+    Reviewer 0 is also model 0's author, as in the default simulated council's ``verbose``.
+    """
+    log_words = np.log(200.0) + rng.normal(0.0, 0.3, (n_sessions, 1, k))
+    log_words[:, :, 0] += np.log(320.0 / 200.0)
+    log_words = np.broadcast_to(log_words, (n_sessions, k, k)).copy()
+    quality = rng.normal(6.5, 1.0, (n_sessions, 1, k))
+    scores = quality + rng.normal(0.0, 0.8, (n_sessions, k, k))
+    scores[:, 0, :] += length_taste * (log_words[:, 0, :] - np.log(200.0))
+    return scores, log_words
+
+
+def test_length_slopes_match_an_independent_dummy_regression() -> None:
+    """Slopes equal OLS on explicit session x reviewer, session x model and cell dummies."""
+    rng = np.random.default_rng(8)
+    n_sessions, k = 12, 3
+    scores, log_words = _verbose_council(rng, n_sessions, k, 1.5)
+    scores[3, 1, 2] = np.nan  # a missing cell
+    fit = reviewer_length_slopes(scores, log_words)
+    rows, targets = [], []
+    for s, r, m in np.argwhere(np.isfinite(scores)):
+        row = np.zeros(n_sessions * k * 2 + k * k + k)
+        row[s * k + r] = 1.0
+        row[n_sessions * k + s * k + m] = 1.0
+        row[2 * n_sessions * k + r * k + m] = 1.0
+        row[2 * n_sessions * k + k * k + r] = log_words[s, r, m]
+        rows.append(row)
+        targets.append(scores[s, r, m])
+    coefficients = np.linalg.lstsq(np.array(rows), np.array(targets), rcond=None)[0]
+    reference = coefficients[-k:]
+    # a common slope is absorbed by the session x model dummies: compare differences
+    assert np.allclose(fit.slopes - fit.slopes[0], reference - reference[0], atol=1e-7)
+    assert np.allclose(fit.influence.sum(axis=0), 0.0, atol=1e-6)
+
+
+def test_length_taste_is_not_read_as_self_preference() -> None:
+    rng = np.random.default_rng(9)
+    scores, log_words = _verbose_council(rng, 300, 5, 1.5)
+    plain = favouritism_matrix(scores)
+    controlled = favouritism_matrix(scores, log_words=log_words)
+    # without the control, row 0 double-centred leaves 1.5 (L_0 - mean L)(1 - 1/k) in the self
+    # cell, and E[L_0 - mean L] = ln(320/200)(1 - 1/k); over M_cc = (1 - 1/k)^2 that is
+    # 1.5 ln(1.6) = 0.705 points
+    assert plain.effects[0][0].estimate == pytest.approx(0.705, abs=0.15) and plain.flagged[0, 0]
+    assert controlled.length_controlled and not controlled.flagged.any()
+    low, high = controlled.effects[0][0].ci_low, controlled.effects[0][0].ci_high
+    assert low < 0.0 < high
+
+
+def test_a_favour_toward_the_long_model_survives_the_length_control() -> None:
+    # reviewer 2 (no length taste) favouring the long model 0, or reviewer 0 preferring its
+    # own long answer on top of its length taste: one planted cell at a time (two in one
+    # column would spill -1/(k-1) onto each other)
+    for seed, cell in ((10, (2, 0)), (12, (0, 0))):
+        scores, log_words = _verbose_council(np.random.default_rng(seed), 300, 5, 1.5)
+        scores[:, cell[0], cell[1]] += 1.0
+        controlled = favouritism_matrix(scores, log_words=log_words)
+        estimate = controlled.effects[cell[0]][cell[1]]
+        assert controlled.flagged[cell]
+        assert estimate.ci_low < 1.0 < estimate.ci_high
+
+
+def test_length_controlled_linearisation_keeps_each_cell_mean() -> None:
+    rng = np.random.default_rng(11)
+    scores, log_words = _verbose_council(rng, 40, 4, 1.0)
+    scores[::3, 1, 2] = np.nan
+    effects, linearised = length_controlled_cell_effects(scores, log_words)
+    assert np.allclose(np.nanmean(effects, axis=0), np.nanmean(linearised, axis=0))
+    assert np.array_equal(np.isnan(effects), np.isnan(linearised))
+
+
+def test_length_control_rejects_missing_lengths_and_bad_shapes() -> None:
+    scores = np.ones((2, 2, 2))
+    with pytest.raises(ValueError, match="log_words shape"):
+        reviewer_length_slopes(scores, np.ones((2, 2)))
+    lengths = np.ones((2, 2, 2))
+    lengths[0, 1, 1] = np.nan
+    with pytest.raises(ValueError, match="finite wherever a score"):
+        reviewer_length_slopes(scores, lengths)

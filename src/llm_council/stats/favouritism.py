@@ -4,6 +4,8 @@ Within one session the scores form a reviewer x model table. Answer quality is a
 effect and a reviewer's leniency (in that session) a row effect; favouritism of reviewer
 ``r`` toward model ``m`` is what is left in cell ``(r, m)`` after both are removed, i.e.
 the interaction of a two-way additive model fitted by least squares to the observed cells.
+Optionally length-controlled: each reviewer's ln(words) slope is removed first, so a
+reviewer's taste for long answers is not read as favour toward the model that writes them.
 """
 
 from __future__ import annotations
@@ -115,6 +117,124 @@ def session_cell_effects(scores: ArrayLike) -> np.ndarray:
     return residual / leverage
 
 
+def fixed_effect_residuals(
+    values: ArrayLike, *, max_iterations: int = 5000, tolerance: float = 1e-10
+) -> np.ndarray:
+    r"""Residuals of ``y[..., s, r, m] = a[s, r] + b[s, m] + g[r, m] + e`` on observed cells.
+
+    Like :func:`additive_residuals` but also sweeping out a cell effect ``g[r, m]`` shared by
+    all sessions, so what is left is each cell's variation *across sessions*. Alternating
+    projections onto the three fixed-effect spaces (Gaure 2013, "OLS with multiple high
+    dimensional category variables", Comput. Stat. Data Anal. 66) converge to the
+    least-squares residual. Leading axes are independent arrays (covariates stacked).
+    """
+    array = np.asarray(values, dtype=float)
+    observed = np.isfinite(array)
+    weight = observed.astype(float)
+    residual = np.where(observed, array, 0.0)
+    counts = [np.maximum(weight.sum(axis=axis, keepdims=True), 1.0) for axis in (-1, -2, -3)]
+    for _ in range(max_iterations):
+        largest = 0.0
+        for axis, count in zip((-1, -2, -3), counts, strict=True):
+            mean = residual.sum(axis=axis, keepdims=True) / count
+            residual -= mean * weight
+            largest = max(largest, float(np.abs(mean).max(initial=0.0)))
+        if largest < tolerance:
+            break
+    return np.where(observed, residual, np.nan)
+
+
+@dataclass(frozen=True)
+class LengthSlopes:
+    """Per-reviewer score slopes on ln(words), fitted jointly with every cell effect."""
+
+    slopes: np.ndarray  # (reviewers,) points per unit ln(words); only differences identified
+    #: (sessions, reviewers): each session's influence on the slopes, ``n A^+ X_s' u_s``;
+    #: sums to zero, and ``slopes - truth`` is about its session mean
+    influence: np.ndarray
+
+
+def reviewer_length_slopes(scores: ArrayLike, log_words: ArrayLike) -> LengthSlopes:
+    r"""Fit :math:`y_{srm} = a_{sr} + b_{sm} + g_{rm} + \beta_r \ln w_{srm} + e_{srm}`.
+
+    With the cell effects :math:`g_{rm}` in the model, :math:`\beta_r` is identified only
+    by how a model's answer length varies *from session to session*, never by which model
+    writes long answers, so a genuine favour toward a verbose model is not absorbed into
+    its reviewer's slope. Frisch-Waugh-Lovell: regress the fixed-effect residuals of the
+    scores on those of the covariates :math:`X^{(j)}_{srm} = [r = j] \ln w_{srm}`,
+    :math:`\hat\beta = A^{+} \sum_s X_s^\top y_s` with :math:`A = \sum_s X_s^\top X_s`
+    (pseudo-inverse: a common slope is absorbed by :math:`b_{sm}`, so only differences
+    between reviewers are identified, and only they reach the cell effects).
+    """
+    values = np.asarray(scores, dtype=float)
+    lengths = np.asarray(log_words, dtype=float)
+    if lengths.shape != values.shape:
+        raise ValueError(f"log_words shape {lengths.shape} differs from scores {values.shape}")
+    observed = np.isfinite(values)
+    if not np.isfinite(lengths[observed]).all():
+        raise ValueError("log_words must be finite wherever a score is observed")
+    n_sessions, n_reviewers, _ = values.shape
+    covariates = length_covariates(lengths, observed)
+    stacked = fixed_effect_residuals(np.concatenate([values[None], covariates]))
+    response = np.nan_to_num(stacked[0])
+    design = np.nan_to_num(stacked[1:])  # (reviewers, sessions, reviewers, models)
+    gram = np.einsum("jsrm,ksrm->jk", design, design)
+    inverse = np.linalg.pinv(gram, rcond=1e-10)
+    slopes = inverse @ np.einsum("jsrm,srm->j", design, response)
+    unexplained = response - np.einsum("j,jsrm->srm", slopes, design)
+    per_session = np.einsum("jsrm,srm->sj", design, unexplained)
+    influence = n_sessions * per_session @ inverse.T
+    return LengthSlopes(slopes=slopes, influence=influence.reshape(n_sessions, n_reviewers))
+
+
+def length_covariates(log_words: ArrayLike, observed: ArrayLike) -> np.ndarray:
+    """``X[j, s, r, m] = [r == j] * log_words[s, r, m]`` on observed cells, NaN elsewhere."""
+    lengths = np.asarray(log_words, dtype=float)
+    pattern = np.asarray(observed, dtype=bool)
+    n_reviewers = lengths.shape[1]
+    own_row = np.eye(n_reviewers, dtype=bool)[:, None, :, None]
+    covariates = np.where(own_row, np.nan_to_num(lengths)[None], 0.0)
+    return np.where(pattern[None], covariates, np.nan)
+
+
+def length_controlled_cell_effects(
+    scores: ArrayLike, log_words: ArrayLike
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Per-session cell effects of the length-adjusted scores, and their linearisation.
+
+    Returns ``(effects, linearised)``, both (sessions, reviewers, models). ``effects`` is
+    :func:`session_cell_effects` of :math:`y_{srm} - \hat\beta_r \ln w_{srm}`. The cell
+    estimate (session mean) depends on :math:`\hat\beta`, which is fitted on all sessions;
+    ``linearised`` subtracts each session's share of that error (delta method,
+    :math:`\psi_{sc} = e_{sc} - D_c^\top \mathrm{IF}_s` with
+    :math:`D_{cj} = \overline{E^{(j)}_{\cdot c}}` the mean effect of covariate ``j`` on cell
+    ``c``), so it has the same mean and a session-clustered interval on it carries the
+    slopes' uncertainty too (Stefanski & Boos 2002, "The calculus of M-estimation").
+    """
+    values = np.asarray(scores, dtype=float)
+    lengths = np.asarray(log_words, dtype=float)
+    fit = reviewer_length_slopes(values, lengths)
+    covariates = length_covariates(lengths, np.isfinite(values))
+    adjusted = values - np.einsum("j,jsrm->srm", fit.slopes, np.nan_to_num(covariates))
+    effects = session_cell_effects(adjusted)
+    covariate_effects = np.stack([session_cell_effects(x) for x in covariates])
+    # (reviewers_j, reviewers, models); a cell never observed gets 0 (its effect stays NaN)
+    sensitivity = _observed_mean(covariate_effects, axis=1)
+    slope_error = np.einsum("sj,jrm->srm", fit.influence, sensitivity)
+    slope_error = np.where(np.isfinite(effects), slope_error, np.nan)
+    # centred within each cell's own sessions, so the cell mean is unchanged when some
+    # sessions lack the cell (the influences sum to zero over all sessions only)
+    slope_error -= _observed_mean(slope_error, axis=0)[None]
+    return effects, effects - slope_error
+
+
+def _observed_mean(values: np.ndarray, axis: int) -> np.ndarray:
+    """Mean over the finite entries along ``axis``; 0 where there are none."""
+    finite = np.isfinite(values)
+    total = np.where(finite, values, 0.0).sum(axis=axis)
+    return total / np.maximum(finite.sum(axis=axis), 1)
+
+
 @dataclass(frozen=True)
 class FavouritismMatrix:
     """Per (reviewer, model): the session-mean effect, its interval, raw and Holm p-values."""
@@ -126,10 +246,21 @@ class FavouritismMatrix:
     #: bool (reviewers, models): a flagged cell whose interval holds the spill-over that the
     #: larger flagged cells predict for it (see :func:`explain_spillover`)
     spillover: np.ndarray | None = None
+    #: True when the cells are net of each reviewer's ln(words) slope
+    length_controlled: bool = False
 
 
-def favouritism_matrix(scores: ArrayLike, significance_level: float = 0.05) -> FavouritismMatrix:
+def favouritism_matrix(
+    scores: ArrayLike, significance_level: float = 0.05, log_words: ArrayLike | None = None
+) -> FavouritismMatrix:
     """Session-clustered t intervals of each cell's effect, flagged after Holm's correction.
+
+    With ``log_words`` (ln of each reviewed answer's word count, same shape as ``scores``)
+    the cells are length-controlled: a reviewer that likes long answers gives extra points
+    to whichever model writes long ones, which the two-way fit leaves in that reviewer's
+    row x that model's column and would read as favouritism (or, on its own model, as
+    self-preference). :func:`length_controlled_cell_effects` removes each reviewer's
+    ln(words) slope, fitted with every cell effect in the model, before the cells are read.
 
     Sessions are the independent units (ADR 0009): each cell's per-session effects are
     averaged with :func:`~llm_council.stats.pooling.cluster_mean_interval`. Holm, not
@@ -137,7 +268,10 @@ def favouritism_matrix(scores: ArrayLike, significance_level: float = 0.05) -> F
     column of residuals sums to zero), which BH's positive-dependence condition does not
     cover, and a flag here names a judge, so the family-wise rate is the promise we want.
     """
-    per_session = session_cell_effects(scores)
+    if log_words is None:
+        per_session = session_cell_effects(scores)
+    else:
+        per_session = length_controlled_cell_effects(scores, log_words)[1]
     _, n_reviewers, n_models = per_session.shape
     effects = [
         [cluster_mean_interval(per_session[:, r, m]) for m in range(n_models)]
@@ -159,7 +293,9 @@ def favouritism_matrix(scores: ArrayLike, significance_level: float = 0.05) -> F
     spillover = explain_spillover(
         grid("estimate"), grid("ci_low"), grid("ci_high"), flagged, spillover_weights(modal)
     )
-    return FavouritismMatrix(effects, holm_p, flagged, significance_level, spillover)
+    return FavouritismMatrix(
+        effects, holm_p, flagged, significance_level, spillover, log_words is not None
+    )
 
 
 def explain_spillover(

@@ -7,6 +7,13 @@ residual, divided by its leverage complement, estimates that cell's own bonus in
 interval over the per-session effects; flags are Holm-corrected over every tested cell.
 The diagonal (a reviewer on its own answer) is self-preference measured the same way.
 
+The cells are length-controlled: each reviewer's slope on ln(words) (fitted jointly with
+the cell effects, so identified only by how a model's answer length varies between
+sessions) is taken out of its scores first. Without that, a judge that likes long answers
+shows up as favouring whichever model writes long ones, and as self-preference when that
+model is its own (the default simulated ``verbose`` judge: +0.84 points on itself before,
+about zero after, matching the joint model's self-preference term).
+
 A large favour of ``r`` toward ``m`` leaves a small opposite trace on the rest of row
 ``r`` and column ``m`` (about ``-delta / (k - 1)`` each, ``+delta / (k - 1)^2`` elsewhere),
 because only the double-centred interaction is identified. Flagged cells whose interval
@@ -23,6 +30,11 @@ import numpy as np
 from llm_council.bias_audit.report.model import Interval
 from llm_council.bias_audit.report.tables import dense_codes, nullable_floats
 from llm_council.stats.favouritism import favouritism_matrix, mutual_blocs
+
+#: past this many floats in the length-control design (reviewers x sessions x reviewers x
+#: models, about 8 bytes each) the matrix is fitted without it and its captions drop
+#: "length-controlled"; the default five-member council reaches it at 400,000 sessions
+LENGTH_CONTROL_MAX_FLOATS = 50_000_000
 
 #: the multiplicity correction applied to the matrix, named in every rendering
 CORRECTION = "Holm (family-wise error over all tested cells)"
@@ -52,6 +64,7 @@ class Favouritism:
     mutual_blocs: list[list[str]] = field(default_factory=list)  # reviewer ids per bloc
     significance_level: float = 0.05
     correction: str = CORRECTION
+    length_controlled: bool = True  # cells net of each reviewer's ln(words) slope
 
     def flagged_pairs(self) -> list[FavouritismCell]:
         """Flagged reviewer-model pairs that are not spill-over of a larger flag (no self cells)."""
@@ -63,7 +76,8 @@ def favouritism(
 ) -> Favouritism | None:
     """The favouritism matrix from the ``scored`` table (None when nothing is testable)."""
     rows = connection.execute(
-        "SELECT session, reviewer_index, model_index, score FROM scored"
+        "SELECT session, reviewer_index, model_index, score, "
+        "ln(greatest(words, 1)) AS log_words FROM scored"
     ).fetchnumpy()
     reviewers = [
         name
@@ -79,7 +93,11 @@ def favouritism(
     model_index = np.asarray(rows["model_index"], dtype=np.int64)
     table = np.full((int(session.max()) + 1, len(reviewers), len(models)), np.nan)
     table[session, reviewer_index, model_index] = nullable_floats(rows["score"])
-    matrix = favouritism_matrix(table, significance_level)
+    log_words: np.ndarray | None = None
+    if table.size * len(reviewers) <= LENGTH_CONTROL_MAX_FLOATS:
+        log_words = np.zeros_like(table)
+        log_words[session, reviewer_index, model_index] = np.asarray(rows["log_words"], dtype=float)
+    matrix = favouritism_matrix(table, significance_level, log_words=log_words)
     own_model = dict(
         connection.execute(
             "SELECT DISTINCT reviewer_index, model_index FROM scored WHERE is_self"
@@ -118,4 +136,5 @@ def favouritism(
         cells=cells,
         mutual_blocs=[[reviewers[i] for i in bloc] for bloc in blocs],
         significance_level=significance_level,
+        length_controlled=matrix.length_controlled,
     )

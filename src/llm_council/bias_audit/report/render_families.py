@@ -53,7 +53,8 @@ def families_text_lines(families: BiasFamilies) -> list[str]:
         add("")
         add("=== Favouritism (reviewer x model, beyond quality and leniency) ===")
         add(
-            f"Points a reviewer gives a model's answers beyond the two-way fit; {matrix.correction}"
+            f"Points a reviewer gives a model's answers beyond the two-way fit"
+            f"{', length-controlled' if matrix.length_controlled else ''}; {matrix.correction}"
             f" at {fmt(matrix.significance_level)}. A strong favour leaves about -1/(k-1) of it "
             "on the rest of its row and column."
         )
@@ -211,7 +212,8 @@ def families_html_sections(families: BiasFamilies) -> list[str]:
     matrix = families.favouritism
     caption = (
         f"Cells: extra points a reviewer gives a model's answers beyond quality and leniency "
-        f"(session-clustered); outlined * = flagged by {matrix.correction}; s = self cell. "
+        f"({'length-controlled, ' if matrix.length_controlled else ''}session-clustered); "
+        f"outlined * = flagged by {matrix.correction}; s = self cell. "
         "Hover a cell for its interval."
     )
     return [
