@@ -37,8 +37,8 @@ def _small_panel(seed: int) -> dict[str, np.ndarray]:
 
 
 def _dummy_regression(panel: dict[str, np.ndarray], n_reviewers: int) -> np.ndarray:
-    """The slopes of the full dummy-variable regression: one indicator per answer (its fixed
-    effect), then the same slope, leniency and length columns as the estimator."""
+    """The slopes of the full dummy-variable regression: one indicator per answer and one per
+    (reviewer, session) (the fixed effects), then the same slope and length columns."""
     reviewer = panel["reviewer"].astype(int)
     answers, answer_index = np.unique(panel["answer"], return_inverse=True)
     n = reviewer.size
@@ -47,7 +47,12 @@ def _dummy_regression(panel: dict[str, np.ndarray], n_reviewers: int) -> np.ndar
     onehot = np.zeros((n, n_reviewers))
     onehot[np.arange(n), reviewer] = 1.0
     slopes = onehot * panel["similarity"][:, None]
-    design = np.hstack([slopes, onehot[:, 1:], onehot[:, 1:] * panel["log_words"][:, None], fixed])
+    _, review_index = np.unique(
+        reviewer * 1_000_000 + panel["session"].astype(int), return_inverse=True
+    )
+    reviews = np.zeros((n, int(review_index.max()) + 1))
+    reviews[np.arange(n), review_index] = 1.0
+    design = np.hstack([slopes, onehot[:, 1:] * panel["log_words"][:, None], fixed, reviews])
     coefficients, *_ = np.linalg.lstsq(design, panel["score"], rcond=None)
     return np.asarray(coefficients[:n_reviewers])
 
@@ -151,3 +156,49 @@ def test_a_mimicking_reviewer_is_found_on_the_second_generator() -> None:
     # unit on the observed scale; rounding blurs it; the sign and size stay
     assert 5.0 < mimic.ci_low < mimic.estimate < mimic.ci_high < 8.5
     assert all(abs(s.estimate) < 1.5 for s in fit.slopes[1:])
+
+
+def _drifting_panel(n_members: int, n_sessions: int, seed: int) -> dict[str, np.ndarray]:
+    """No mimicry. Reviewer 0's leniency rises 0.02 points a session, and so does the level
+    of its similarity to everything (its own answers grow more generic over the same weeks):
+    with one leniency per reviewer that reads as a slope; with one per review it must not."""
+    rng = np.random.default_rng(seed)
+    rows: dict[str, list[float]] = {
+        k: [] for k in ("score", "similarity", "log_words", "reviewer", "answer", "session")
+    }
+    for session in range(n_sessions):
+        quality = rng.normal(6, 1, n_members)
+        pair = rng.uniform(0.2, 0.6, (n_members, n_members))
+        pair = (pair + pair.T) / 2  # symmetric, as every similarity is
+        level = np.zeros(n_members)
+        level[0] = 0.3 * session / n_sessions
+        for r in range(n_members):
+            for c in range(n_members):
+                if r == c:
+                    continue
+                similarity = pair[r, c] + level[r] + level[c]
+                drift = 0.02 * session * (r == 0)
+                rows["score"].append(quality[c] + drift + rng.normal(0, 0.7))
+                rows["similarity"].append(similarity)
+                rows["log_words"].append(5.0)
+                rows["reviewer"].append(r)
+                rows["answer"].append(session * n_members + c)
+                rows["session"].append(session)
+    return {name: np.asarray(values) for name, values in rows.items()}
+
+
+def test_a_drifting_judge_is_not_read_as_a_mimic() -> None:
+    panel = _drifting_panel(5, 300, seed=5)
+    found = mimicry_slopes(**panel, n_reviewers=5)
+    drifting = found.slopes[0]
+    # the old model (one leniency per reviewer) gave about 0.02 * 300 / 0.3 = 20 points per
+    # unit here; within one review the drift is a constant and drops out
+    assert abs(drifting.estimate) < 1.0 and drifting.p_value > 0.01
+
+
+def test_three_members_are_not_identified() -> None:
+    # a 3 x 3 grid without its diagonal leaves one residual direction, a cycle on which a
+    # symmetric similarity sums to zero: no slope can be estimated, and none is made up
+    panel = _drifting_panel(3, 100, seed=6)
+    found = mimicry_slopes(**panel, n_reviewers=3)
+    assert all(np.isnan(slope.estimate) for slope in found.slopes)

@@ -5,19 +5,29 @@ scored, with ``x`` the similarity of the answer to ``r``'s own answer in that se
 
 .. math::
 
-    y_{ra} = \alpha_a + \lambda_r + \nu_r \ln w_a + \beta_r x_{ra} + \varepsilon_{ra}
+    y_{ra} = \alpha_a + \lambda_{r s(a)} + \nu_r \ln w_a + \beta_r x_{ra} + \varepsilon_{ra}
 
 ``alpha_a`` (answer fixed effects) holds the answer's quality fixed: the slope is
 identified only by *different reviewers of the same answer* whose own answers are more
 or less like it. That is what keeps "good answers resemble good answers" (style
 correlated with quality) from reading as mimicry, and why a symmetric similarity is no
 obstacle: ``x_{ra}`` varies across the reviewers of one answer because their own answers
-differ. ``lambda_r`` is the reviewer's leniency, ``nu_r`` its preference for length
-(``w_a`` the answer's words; one reviewer's ``lambda`` and ``nu`` are the reference, the
-rest are relative, which answer effects make identified anyway).
+differ. ``lambda_{rs}`` is the reviewer's leniency *in that session* (a reviewer x session
+effect), so the slope is identified only within one review: a reviewer whose leniency
+drifts over time, or whose mood in a session goes with how typical its own answer was, does
+not read as mimicry (with one leniency per reviewer, a drifting judge was flagged at
+p < 1e-4 on a store whose similarity level changed over the same weeks). ``nu_r`` is its
+preference for length (``w_a`` the answer's words; one reviewer's ``nu`` is the reference,
+the rest are relative, which answer effects make identified anyway).
 
-Estimation: the answer effects are absorbed by demeaning every column within answer
-(Frisch-Waugh-Lovell), then ordinary least squares. Intervals and tests use the
+Estimation: both sets of fixed effects are absorbed by alternating projections, demeaning
+every column within answer and within review until the columns stop changing (the method
+of alternating projections for several fixed effects: Gaure 2013, "OLS with multiple high
+dimensional category variables", *Comput. Stat. Data Anal.* 66: 8-18; one pass is exact for
+a complete session grid), then ordinary least squares (Frisch-Waugh-Lovell). With 3
+members a symmetric similarity lies wholly in the span of the two sets of effects (the one
+residual direction of a 3 x 3 grid without its diagonal is a cycle on which a symmetric
+x sums to zero), so nothing is identified there. Intervals and tests use the
 delete-one-session jackknife (CV3) with sessions as clusters,
 
 .. math::
@@ -76,13 +86,33 @@ def _demean_within(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.n
 def _design(
     similarity: np.ndarray, log_words: np.ndarray, reviewer: np.ndarray, n_reviewers: int
 ) -> tuple[np.ndarray, int]:
-    """Columns: slope per reviewer, then leniency and length of reviewers 1.. (0 = reference)."""
+    """Columns: slope per reviewer, then length of reviewers 1.. (0 = reference); leniency
+    is a reviewer x session fixed effect, absorbed with the answer effects."""
     indicator = np.zeros((reviewer.size, n_reviewers))
     indicator[np.arange(reviewer.size), reviewer] = 1.0
     slopes = indicator * similarity[:, None]
-    leniency = indicator[:, 1:]
     length = indicator[:, 1:] * log_words[:, None]
-    return np.hstack([slopes, leniency, length]), n_reviewers
+    return np.hstack([slopes, length]), n_reviewers
+
+
+#: alternating projections stop when no column moves by more than this (relative)
+_PROJECTION_TOLERANCE = 1e-11
+_PROJECTION_MAX_ROUNDS = 200
+
+
+def _demean_two_way(
+    values: np.ndarray, first: np.ndarray, n_first: int, second: np.ndarray, n_second: int
+) -> np.ndarray:
+    """``values`` with both fixed effects projected out (alternating projections)."""
+    scale = max(1.0, float(np.abs(values).max(initial=0.0)))
+    current = values
+    for _ in range(_PROJECTION_MAX_ROUNDS):
+        updated = _demean_within(_demean_within(current, first, n_first), second, n_second)
+        change = float(np.abs(updated - current).max(initial=0.0))
+        current = updated
+        if change <= _PROJECTION_TOLERANCE * scale:
+            break
+    return current
 
 
 #: doubles held at once by the jackknife's padded per-session blocks (about 16 MB)
@@ -166,8 +196,12 @@ def mimicry_slopes(
     _, cluster_index = np.unique(c, return_inverse=True)
     n_answers = int(answer_index.max()) + 1
     n_clusters = int(cluster_index.max()) + 1
+    _, review_index = np.unique(r * n_clusters + cluster_index, return_inverse=True)
+    n_reviews = int(review_index.max()) + 1
     design, n_slopes = _design(x, w, r, n_reviewers)
-    stacked = _demean_within(np.column_stack([y, design]), answer_index, n_answers)
+    stacked = _demean_two_way(
+        np.column_stack([y, design]), answer_index, n_answers, review_index, n_reviews
+    )
     y_tilde, z_tilde = stacked[:, 0], stacked[:, 1:]
     scale = np.maximum(np.abs(design).sum(axis=0), 1.0)
     usable = (z_tilde**2).sum(axis=0) > _DEGENERATE * scale

@@ -7,11 +7,12 @@ the forest plot shortens and escapes its labels itself.
 
 from __future__ import annotations
 
+import math
 from html import escape
 
 from llm_council.bias_audit.report.csv_cells import CsvRow, cell_text, interval_row
 from llm_council.bias_audit.report.render_text import fmt, fmt_interval, fmt_p
-from llm_council.bias_audit.report.style_mimicry import StyleMimicry
+from llm_council.bias_audit.report.style_mimicry import ReviewerMimicry, StyleMimicry
 from llm_council.bias_audit.report.svg_plots import forest_plot
 
 
@@ -28,7 +29,13 @@ def style_mimicry_text_lines(mimicry: StyleMimicry | None) -> list[str]:
         f"similarity in {mimicry.n_sessions} sessions.",
     ]
     for item in mimicry.reviewers:
-        flag = "MIMICRY" if item.detected else "none detected"
+        flag = (
+            "not identified"
+            if not math.isfinite(item.slope.estimate)
+            else "MIMICRY"
+            if item.detected
+            else "none detected"
+        )
         lines.append(
             f"  {item.reviewer}: slope {fmt_interval(item.slope)} points "
             f"({fmt(item.points_per_sd)} per sd {fmt(item.within_answer_sd, 3)}; Holm p="
@@ -78,7 +85,7 @@ def style_mimicry_html_section(mimicry: StyleMimicry | None) -> list[str]:
     rows = "".join(
         f"<tr><td>{escape(item.reviewer)}</td><td>{escape(fmt_interval(item.slope))}</td>"
         f"<td>{escape(fmt(item.points_per_sd))}</td><td>{escape(fmt_p(item.holm_p))}</td>"
-        f"<td>{'yes' if item.detected else 'no'}</td><td>{item.n_sessions}</td></tr>"
+        f"<td>{_flag_cell(item)}</td><td>{item.n_sessions}</td></tr>"
         for item in items
     )
     caption = f"{mimicry.method}; flagged at {fmt(mimicry.significance_level)}."
@@ -89,3 +96,9 @@ def style_mimicry_html_section(mimicry: StyleMimicry | None) -> list[str]:
         "<th>points per sd</th><th>Holm p</th><th>flagged</th><th>sessions</th></tr></thead>"
         f"<tbody>{rows}</tbody></table>",
     ]
+
+
+def _flag_cell(item: ReviewerMimicry) -> str:
+    if not math.isfinite(item.slope.estimate):
+        return "not identified"
+    return "yes" if item.detected else "no"

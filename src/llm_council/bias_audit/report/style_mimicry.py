@@ -23,8 +23,9 @@ from llm_council.stats.style_mimicry import mimicry_slopes
 #: what the method is called in every rendering
 METHOD = (
     "slope of score on similarity to the reviewer's own answer, within answer (answer fixed "
-    "effects), net of reviewer leniency and length preference; session-clustered (CR1) "
-    "t interval; Holm across reviewers"
+    "effects) and within review (reviewer x session leniency), net of length preference; "
+    "delete-one-session jackknife (CV3) t interval; Holm across reviewers; not identified "
+    "with 3 members (a symmetric similarity is absorbed by the two sets of effects)"
 )
 
 
