@@ -42,7 +42,9 @@ class ProviderError(CouncilError):
     """A provider call failed, classified so the core can decide whether to retry.
 
     ``retryable`` is the provider's judgement (rate limit, 5xx, timeout, dropped
-    connection); ``retry_after`` is the server's hint in seconds, when it gave one.
+    connection); ``retry_after`` is the server's hint in seconds, when it gave one;
+    ``finish_reason`` the provider's reason for a response without text (a refusal, the
+    token limit), when that is the failure.
     """
 
     def __init__(
@@ -53,12 +55,14 @@ class ProviderError(CouncilError):
         retryable: bool = False,
         retry_after: float | None = None,
         status_code: int | None = None,
+        finish_reason: str | None = None,
     ) -> None:
         super().__init__(message)
         self.provider = provider
         self.retryable = retryable
         self.retry_after = retry_after
         self.status_code = status_code
+        self.finish_reason = finish_reason
 
 
 class SessionDeadlineError(ProviderError):

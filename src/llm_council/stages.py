@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -152,9 +151,6 @@ def _review_request(
 #: finish reasons by which a provider says its model declined to answer (OpenAI's
 #: ``message.refusal`` and ``content_filter``, Anthropic's ``refusal``, Google's ``SAFETY``)
 _REFUSAL_FINISH = frozenset({"refusal", "content_filter", "safety", "prohibited_content"})
-#: the message of :func:`~llm_council.providers.error_mapping.empty_answer_error`: an empty
-#: answer whose finish reason is a refusal is the provider's refusal field, not a failure
-_EMPTY_ANSWER = re.compile(r": empty answer \(finish_reason=([A-Za-z_]+)\)$")
 
 
 def _provider_refusal(outcome: CallOutcome) -> str | None:
@@ -162,8 +158,9 @@ def _provider_refusal(outcome: CallOutcome) -> str | None:
     if outcome.completion is not None:
         reason = outcome.completion.finish_reason
     else:
-        found = _EMPTY_ANSWER.search(str(outcome.error)) if outcome.error else None
-        reason = found.group(1) if found else None
+        # an empty answer whose finish reason is a refusal is the provider's refusal field
+        # (empty_answer_error), not a failure
+        reason = outcome.error.finish_reason if outcome.error is not None else None
     if reason is not None and reason.lower() in _REFUSAL_FINISH:
         return f"the provider reports a refusal (finish_reason={reason})"
     return None

@@ -156,6 +156,7 @@ def empty_answer_error(spec: str, provider: str, finish_reason: str | None) -> P
         f"{spec}: empty answer (finish_reason={finish_reason or 'unknown'}){hint}",
         provider=provider,
         retryable=False,
+        finish_reason=finish_reason,
     )
 
 

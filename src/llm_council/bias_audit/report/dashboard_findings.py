@@ -133,20 +133,31 @@ def _profile_findings(report: BiasReport) -> list[Finding]:
     return findings
 
 
+def _reviewer_finding(
+    reviewer: str, bias: str, size: str, holm_p: float, family: str | None = None
+) -> Finding:
+    """A per-reviewer family flag, Holm-corrected across reviewers."""
+    return Finding(
+        reviewer,
+        bias,
+        size,
+        f"Holm {p_text(holm_p)} across reviewers",
+        "section-families",
+        family or bias,
+    )
+
+
 def _family_findings(families: BiasFamilies) -> list[Finding]:
-    findings = []
-    for item in families.anchoring:
-        if item.detected:
-            findings.append(
-                Finding(
-                    item.reviewer,
-                    "anchoring",
-                    f"conditional r = {fmt_interval(item.conditional, 3)}",
-                    f"Holm {p_text(item.holm_p)} across reviewers",
-                    "section-families",
-                    "anchoring",
-                )
-            )
+    findings = [
+        _reviewer_finding(
+            item.reviewer,
+            "anchoring",
+            f"conditional r = {fmt_interval(item.conditional, 3)}",
+            item.holm_p,
+        )
+        for item in families.anchoring
+        if item.detected
+    ]
     matrix = families.favouritism
     if matrix is not None:
         for cell in matrix.cells:
@@ -192,32 +203,29 @@ def _family_findings(families: BiasFamilies) -> list[Finding]:
             )
         )
     mimicry = families.style_mimicry
-    for reviewer in mimicry.reviewers if mimicry is not None else []:
-        if reviewer.detected:
-            findings.append(
-                Finding(
-                    reviewer.reviewer,
-                    "style mimicry",
-                    f"{fmt_interval(reviewer.slope, 2)} points per unit of similarity to its "
-                    f"own answer ({fmt(reviewer.points_per_sd, 2)} per sd), answer quality fixed",
-                    f"Holm {p_text(reviewer.holm_p)} across reviewers",
-                    "section-families",
-                    "style mimicry",
-                )
-            )
-    for reasoning in families.reasoning:
-        if reasoning.detected:
-            findings.append(
-                Finding(
-                    reasoning.reviewer,
-                    "reasoning-chain bias",
-                    f"{fmt_interval(reasoning.points_per_doubling, 2)} points per doubling of "
-                    "its rationale, on the same answers as the others",
-                    f"Holm {p_text(reasoning.holm_p)} across reviewers",
-                    "section-families",
-                    "reasoning",
-                )
-            )
+    findings += [
+        _reviewer_finding(
+            item.reviewer,
+            "style mimicry",
+            f"{fmt_interval(item.slope, 2)} points per unit of similarity to its own answer "
+            f"({fmt(item.points_per_sd, 2)} per sd), answer quality fixed",
+            item.holm_p,
+        )
+        for item in (mimicry.reviewers if mimicry is not None else [])
+        if item.detected
+    ]
+    findings += [
+        _reviewer_finding(
+            item.reviewer,
+            "reasoning-chain bias",
+            f"{fmt_interval(item.points_per_doubling, 2)} points per doubling of its "
+            "rationale, on the same answers as the others",
+            item.holm_p,
+            family="reasoning",
+        )
+        for item in families.reasoning
+        if item.detected
+    ]
     if families.drift is not None:
         for series in families.drift.series:
             if series.detected:
