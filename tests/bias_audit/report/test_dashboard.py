@@ -286,3 +286,20 @@ def test_cards_come_most_flagged_first(biased_report: BiasReport) -> None:
     for card, count in zip(cards, counts, strict=True):
         badge = f"{count} flagged</span>" if count else "nothing flagged</span>"
         assert badge in card
+
+
+def test_a_negative_anchoring_flag_is_named_a_contrast_not_a_pull() -> None:
+    from llm_council.bias_audit.report.anchoring import ReviewerAnchoring
+    from llm_council.bias_audit.report.dashboard_findings import _family_findings
+    from llm_council.bias_audit.report.families import BiasFamilies
+    from llm_council.bias_audit.report.model import Interval
+
+    def anchoring(name: str, r: float) -> ReviewerAnchoring:
+        interval = Interval(r, r - 0.03, r + 0.03, 1e-4)
+        return ReviewerAnchoring(name, 300, interval, interval, 0.001, True)
+
+    found = _family_findings(BiasFamilies(anchoring=[anchoring("a", 0.2), anchoring("b", -0.2)]))
+    assert [(f.subject, f.bias, f.family) for f in found] == [
+        ("a", "anchoring", "anchoring"),
+        ("b", "anchoring: contrast (pushed away)", "anchoring"),
+    ]

@@ -143,7 +143,7 @@ def _reviewer_finding(
         size,
         f"Holm {p_text(holm_p)} across reviewers",
         "section-families",
-        family or bias,
+        family or bias.split(":")[0],
     )
 
 
@@ -151,7 +151,8 @@ def _family_findings(families: BiasFamilies) -> list[Finding]:
     findings = [
         _reviewer_finding(
             item.reviewer,
-            "anchoring",
+            # the test is two-sided: a negative r is a contrast effect, not a pull
+            "anchoring" if item.conditional.estimate > 0 else "anchoring: contrast (pushed away)",
             f"conditional r = {fmt_interval(item.conditional, 3)}",
             item.holm_p,
         )

@@ -39,7 +39,7 @@ def families_text_lines(families: BiasFamilies) -> list[str]:
             flag = (
                 "not identified (2 answers a review)"
                 if not item.identified
-                else "ANCHORED"
+                else ("ANCHORED" if item.conditional.estimate > 0 else "CONTRAST (pushed away)")
                 if item.detected
                 else "none detected"
             )
