@@ -21,7 +21,10 @@ in the same rounds, side by side; the load average is printed with them. The CLI
 process is timed too, start-up included, against the same server.
 
     .venv/bin/python benchmarks/council_concurrency.py [--members 5 12] [--sessions 15]
-        [--ask-runs 3] [--structured-output native|nonce|default]
+        [--ask-runs 3] [--structured-output native|nonce|default] [--http-client httpx aiohttp]
+
+Each size runs once per HTTP client (``http_client`` option, ADR 0034): the SDK's httpx
+client and its aiohttp transport; the floors use the same client as the council.
 """
 
 from __future__ import annotations
@@ -75,17 +78,17 @@ def start_server(latency_s: float) -> tuple[subprocess.Popen[str], str]:
     return process, process.stdout.readline().strip()
 
 
-def member_options(base_url: str, structured_output: str) -> dict[str, str]:
-    options = {"base_url": base_url}
+def member_options(base_url: str, structured_output: str, http_client: str) -> dict[str, str]:
+    options = {"base_url": base_url, "http_client": http_client}
     if structured_output != "default":
         options["structured_output"] = structured_output
     return options
 
 
 def council(
-    members: int, base_url: str, structured_output: str, prefix: str = "openai"
+    members: int, base_url: str, structured_output: str, http_client: str, prefix: str = "openai"
 ) -> CouncilConfig:
-    options = member_options(base_url, structured_output)
+    options = member_options(base_url, structured_output, http_client)
     return CouncilConfig(
         members=tuple(
             CouncilMember(name=f"m{i}", spec=f"{prefix}:model-{i}", options=options)
@@ -95,7 +98,9 @@ def council(
     )
 
 
-async def record_bodies(members: int, base_url: str, structured_output: str) -> Stages:
+async def record_bodies(
+    members: int, base_url: str, structured_output: str, http_client: str
+) -> Stages:
     """The request bodies of one session, by stage, as the OpenAI provider builds them."""
     recorded: dict[str, list[dict[str, Any]]] = {"answer": [], "review": [], "synthesize": []}
 
@@ -107,7 +112,7 @@ async def record_bodies(members: int, base_url: str, structured_output: str) -> 
 
     register_provider("recording", lambda name, options: RecordingProvider(name, **options))
     try:
-        config = council(members, base_url, structured_output, prefix="recording")
+        config = council(members, base_url, structured_output, http_client, prefix="recording")
         await run_full_council(QUERY, config=config, seed=0, middleware=[])
     finally:
         unregister_provider("recording")
@@ -166,12 +171,13 @@ class SocketFloor:
 class HttpxFloor:
     """The SDK's own HTTP client class posting the same JSON: HTTP client, no SDK.
 
-    One client per call slot, as the providers have one per model (small pools, ADR 0031).
+    One client per call slot, as the providers have one per model (small pools, ADR 0031);
+    the SDK's httpx client or its aiohttp transport, as the council uses (ADR 0034).
     """
 
-    def __init__(self, base_url: str, stages: Stages) -> None:
+    def __init__(self, base_url: str, stages: Stages, http_client: str) -> None:
         width = max(len(stage) for stage in stages)
-        self.clients = [stainless_http_client(openai) for _ in range(width)]
+        self.clients = [stainless_http_client(openai, http_client) for _ in range(width)]
         self.url = f"{base_url}/chat/completions"
         self.stages = stages
 
@@ -194,14 +200,14 @@ class HttpxFloor:
 class SdkFloor:
     """``AsyncOpenAI.post`` as the provider calls it (a client per slot): the SDK, no council."""
 
-    def __init__(self, base_url: str, stages: Stages) -> None:
+    def __init__(self, base_url: str, stages: Stages, http_client: str) -> None:
         width = max(len(stage) for stage in stages)
         self.clients = [
             openai.AsyncOpenAI(
                 api_key=KEY,
                 base_url=base_url,
                 max_retries=0,
-                http_client=stainless_http_client(openai),
+                http_client=stainless_http_client(openai, http_client),
             )
             for _ in range(width)
         ]
@@ -234,18 +240,18 @@ async def timed(run: Callable[[], Awaitable[Any]]) -> tuple[float, float]:
 
 
 async def measure_size(
-    members: int, base_url: str, structured_output: str, sessions: int
+    members: int, base_url: str, structured_output: str, sessions: int, http_client: str
 ) -> dict[str, Any]:
     """Council sessions and the three floors, interleaved round by round on one loop."""
-    config = council(members, base_url, structured_output)
+    config = council(members, base_url, structured_output, http_client)
     first_wall, _ = await timed(
         lambda: run_full_council(QUERY, config=config, seed=10_000, middleware=[])
     )
-    stages = await record_bodies(members, base_url, structured_output)
+    stages = await record_bodies(members, base_url, structured_output, http_client)
     sockets, httpx, sdk = (
         SocketFloor(base_url, stages),
-        HttpxFloor(base_url, stages),
-        SdkFloor(base_url, stages),
+        HttpxFloor(base_url, stages, http_client),
+        SdkFloor(base_url, stages, http_client),
     )
     rows: dict[str, list[tuple[float, float]]] = {
         "sockets": [],
@@ -290,7 +296,7 @@ async def measure_size(
     }
 
 
-def report_size(members: int, measured: dict[str, Any]) -> None:
+def report_size(members: int, measured: dict[str, Any], http_client: str) -> None:
     rows = measured["rows"]
     wall = {name: statistics.median(w for w, _ in row) for name, row in rows.items()}
     cpu = {name: statistics.median(c for _, c in row) for name, row in rows.items()}
@@ -307,7 +313,7 @@ def report_size(members: int, measured: dict[str, Any]) -> None:
     )
     labels = {
         "sockets": "floor: raw asyncio sockets",
-        "httpx": "floor: SDK's httpx client",
+        "httpx": f"floor: SDK's {http_client} client",
         "sdk": "floor: AsyncOpenAI.post",
         "council": "council (run_full_council)",
     }
@@ -343,9 +349,9 @@ def report_size(members: int, measured: dict[str, Any]) -> None:
     )
 
 
-def config_toml(members: int, base_url: str, structured_output: str) -> str:
+def config_toml(members: int, base_url: str, structured_output: str, http_client: str) -> str:
     options = ", ".join(
-        f'{k} = "{v}"' for k, v in member_options(base_url, structured_output).items()
+        f'{k} = "{v}"' for k, v in member_options(base_url, structured_output, http_client).items()
     )
     rows = "\n".join(
         f'  {{ name = "m{i}", spec = "openai:model-{i}", options = {{ {options} }} }},'
@@ -357,14 +363,16 @@ def config_toml(members: int, base_url: str, structured_output: str) -> str:
     )
 
 
-def time_ask(members: int, base_url: str, structured_output: str, runs: int) -> list[float]:
+def time_ask(
+    members: int, base_url: str, structured_output: str, runs: int, http_client: str
+) -> list[float]:
     """Wall time of whole ``llm-council ask`` processes, interpreter start-up included."""
     walls = []
     env = {**os.environ, "LLM_COUNCIL_BIAS_AUDIT": "false"}
     env.pop("OPENAI_API_KEY", None)
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "council.toml"
-        path.write_text(config_toml(members, base_url, structured_output))
+        path.write_text(config_toml(members, base_url, structured_output, http_client))
         command = [CLI, "ask", "How do I cut p99?"]
         command += ["--config", str(path), "--log-level", "warning"]
         for seed in range(runs):
@@ -396,6 +404,13 @@ def main() -> None:
     parser.add_argument(
         "--structured-output", choices=("native", "nonce", "default"), default="native"
     )
+    parser.add_argument(
+        "--http-client",
+        nargs="+",
+        choices=("httpx", "aiohttp"),
+        default=["httpx", "aiohttp"],
+        help="the SDK's HTTP client(s) to measure (ADR 0034)",
+    )
     args = parser.parse_args()
     configure_logging(level="WARNING")
     server, base_url = start_server(LATENCY_S)
@@ -405,20 +420,28 @@ def main() -> None:
             f"{LATENCY_S * 1000:.0f} ms per call; ideal session {IDEAL_S:.3f} s; "
             f"structured_output={args.structured_output}; {os.cpu_count()} CPUs"
         )
-        for members in args.members:
-            measured = asyncio.run(
-                measure_size(members, base_url, args.structured_output, args.sessions)
-            )
-            report_size(members, measured)
+        for http_client in args.http_client:
+            print(f"--- http_client={http_client}")
+            for members in args.members:
+                measured = asyncio.run(
+                    measure_size(
+                        members, base_url, args.structured_output, args.sessions, http_client
+                    )
+                )
+                report_size(members, measured, http_client)
         if args.ask_runs:
             print("CLI processes (start-up included), median of runs:")
-            for members in args.members:
-                asks = time_ask(members, base_url, args.structured_output, args.ask_runs)
-                ask = statistics.median(asks)
-                print(
-                    f"  members={members:>2} `llm-council ask`: {ask:.3f} s over {len(asks)} "
-                    f"runs ({ask / IDEAL_S:.2f}x ideal), load {os.getloadavg()[0]:.1f}"
-                )
+            for http_client in args.http_client:
+                for members in args.members:
+                    asks = time_ask(
+                        members, base_url, args.structured_output, args.ask_runs, http_client
+                    )
+                    ask = statistics.median(asks)
+                    print(
+                        f"  members={members:>2} http_client={http_client} `llm-council ask`: "
+                        f"{ask:.3f} s over {len(asks)} runs ({ask / IDEAL_S:.2f}x ideal), "
+                        f"load {os.getloadavg()[0]:.1f}"
+                    )
             runs = args.ask_runs
             print(
                 f"  start-up alone (`llm-council --help`): "

@@ -55,12 +55,19 @@ def openai_completion_body(text: str, model: str) -> dict[str, Any]:
     }
 
 
+class _BackloggedServer(ThreadingHTTPServer):
+    # socketserver listens with a backlog of 5: a council opening 13 connections at once
+    # overflows it, and the dropped SYNs are retried by the kernel after a whole second
+    # (a real server's backlog is 128 or more)
+    request_queue_size = 128
+
+
 class LoopbackJsonServer:
     """A threaded HTTP/1.1 server on 127.0.0.1 whose replies a subclass chooses."""
 
     def __init__(self) -> None:
         self.stopping = threading.Event()  # set on stop: releases handlers that "hang"
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server = _BackloggedServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, args=(0.02,), daemon=True

@@ -72,6 +72,7 @@ def no_vendor_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
         "GOOGLE_GENAI_USE_VERTEXAI",
         "GOOGLE_CLOUD_PROJECT",
         "GOOGLE_GEMINI_BASE_URL",
+        "LLM_COUNCIL_HTTP_CLIENT",
     ):
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
@@ -85,6 +86,11 @@ class VendorCase:
     model_name: str
     key_envs: tuple[str, ...]
     path_suffix: str  # the end of the path the SDK posts to
+    http_client: str | None = None  # LLM_COUNCIL_HTTP_CLIENT for this case (None: unset)
+
+    @property
+    def case_id(self) -> str:
+        return self.prefix + (f"-{self.http_client}" if self.http_client else "")
 
     def base_url(self, server_url: str) -> str:
         return f"{server_url}/v1" if self.prefix == "openai" else server_url
@@ -156,14 +162,32 @@ VENDOR_CASES = (
     VendorCase(
         "google", "gemini-2.5-pro", ("GOOGLE_API_KEY", "GEMINI_API_KEY"), ":generateContent"
     ),
+    # the same behaviour through the SDKs' aiohttp transport (ADR 0034)
+    VendorCase("openai", "gpt-4o", ("OPENAI_API_KEY",), "/v1/chat/completions", "aiohttp"),
+    VendorCase("anthropic", "claude-sonnet-4-6", ("ANTHROPIC_API_KEY",), "/v1/messages", "aiohttp"),
+    # google-genai sends over aiohttp by itself whenever aiohttp is installed (as in .[dev]);
+    # this case is a plain install's path, without it
+    VendorCase(
+        "google",
+        "gemini-2.5-pro",
+        ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+        ":generateContent",
+        "httpx",
+    ),
 )
 
 
-@pytest.fixture(params=VENDOR_CASES, ids=[case.prefix for case in VENDOR_CASES])
+@pytest.fixture(params=VENDOR_CASES, ids=[case.case_id for case in VENDOR_CASES])
 def vendor(request: pytest.FixtureRequest, no_vendor_env: pytest.MonkeyPatch) -> VendorCase:
-    """Each vendor in turn, with its key env var set to the canary key."""
+    """Each vendor (and HTTP client) in turn, with its key env var set to the canary key."""
     case: VendorCase = request.param
     no_vendor_env.setenv(case.key_envs[0], CANARY_KEY)
+    if case.prefix == "google" and case.http_client == "httpx":
+        from google.genai import _api_client
+
+        no_vendor_env.setattr(_api_client, "has_aiohttp", False)  # the SDK's own switch
+    elif case.http_client is not None:
+        no_vendor_env.setenv("LLM_COUNCIL_HTTP_CLIENT", case.http_client)
     return case
 
 

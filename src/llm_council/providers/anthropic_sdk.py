@@ -19,6 +19,10 @@ Options: ``api_key_env`` (default ``ANTHROPIC_API_KEY``), ``base_url`` (a proxy 
 gateway; the SDK also reads ``ANTHROPIC_BASE_URL``), ``timeout_s`` (default 600),
 ``structured_output`` (``"native"``, the default, or ``"nonce"``). The SDK client is
 shared per process, event loop and model (:mod:`~llm_council.providers.client_pool`).
+
+``http_client`` (``"httpx"``, the SDK's default, or ``"aiohttp"``, its documented aiohttp
+transport from the ``llm-council[aiohttp]`` extra, which costs about half the CPU per call;
+unset: ``LLM_COUNCIL_HTTP_CLIENT``, else httpx; ADR 0034).
 """
 
 from __future__ import annotations
@@ -33,17 +37,14 @@ from llm_council.providers.base import (
     StructuredOutputMode,
     Usage,
 )
-from llm_council.providers.client_pool import (
-    PooledClientProvider,
-    secret_digest,
-    stainless_http_client,
-)
+from llm_council.providers.client_pool import StainlessClientProvider
 from llm_council.providers.error_mapping import (
     empty_answer_error,
     malformed_response_error,
     stainless_sdk_error,
 )
 from llm_council.providers.provider_setup import (
+    http_client_choice,
     import_sdk,
     positive_timeout,
     reject_unknown_options,
@@ -54,13 +55,14 @@ from llm_council.providers.provider_setup import (
 DEFAULT_API_KEY_ENV = "ANTHROPIC_API_KEY"
 DEFAULT_SDK_TIMEOUT_S = 600.0
 JSON_ONLY_INSTRUCTION = "Reply with a single JSON object and nothing else."
-_OPTIONS = ("base_url", "api_key_env", "timeout_s", "structured_output")
+_OPTIONS = ("base_url", "api_key_env", "timeout_s", "structured_output", "http_client")
 
 
-class AnthropicProvider(PooledClientProvider, Provider):
+class AnthropicProvider(StainlessClientProvider, Provider):
     """``anthropic:MODEL`` - Claude models."""
 
     provider_name = "anthropic"
+    _client_class = "AsyncAnthropic"
 
     def __init__(self, model_name: str, **options: Any) -> None:
         super().__init__(model_name)
@@ -76,18 +78,13 @@ class AnthropicProvider(PooledClientProvider, Provider):
             self.provider_name, options.get("timeout_s", DEFAULT_SDK_TIMEOUT_S)
         )
         base_url = options.get("base_url") or None
-        # one client (and connection pool) per model: see client_pool's docstring
-        self._client_key = ("anthropic", base_url, secret_digest(api_key), timeout_s, model_name)
-        self._client_settings = {
-            "api_key": api_key,
-            "base_url": base_url,
-            "max_retries": 0,
-            "timeout": timeout_s,
-        }
-
-    def _build_client(self) -> Any:
-        http_client = stainless_http_client(self._sdk)
-        return self._sdk.AsyncAnthropic(**self._client_settings, http_client=http_client)
+        self._configure_client(
+            "anthropic",
+            base_url=base_url,
+            api_key=api_key,
+            timeout_s=timeout_s,
+            http_client=http_client_choice(self.provider_name, options.get("http_client")),
+        )
 
     def request_arguments(self, request: CompletionRequest) -> dict[str, Any]:
         """The keyword arguments of ``messages.create`` for ``request``."""

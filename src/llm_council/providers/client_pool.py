@@ -154,12 +154,18 @@ def default_ssl_context(client_class: type) -> ssl.SSLContext | None:
         return context
 
 
-def stainless_http_client(sdk: Any) -> Any:
-    """A default httpx client of a Stainless SDK (``openai``, ``anthropic``) whose SSL
+def stainless_http_client(sdk: Any, http_client: str = "httpx") -> Any:
+    """A default HTTP client of a Stainless SDK (``openai``, ``anthropic``) whose SSL
     context is the process-wide one: the SDK's own defaults (timeouts, limits, redirects,
-    proxies from the environment), without loading the certificate bundle again."""
-    client_class = sdk.DefaultAsyncHttpxClient
-    context = default_ssl_context(client_class)
+    proxies from the environment), without loading the certificate bundle again.
+
+    ``http_client="aiohttp"`` gives the SDK's documented aiohttp transport
+    (``DefaultAioHttpClient``), which costs about half the CPU per call (ADR 0033).
+    """
+    context = default_ssl_context(sdk.DefaultAsyncHttpxClient)
+    client_class = (
+        sdk.DefaultAioHttpClient if http_client == "aiohttp" else sdk.DefaultAsyncHttpxClient
+    )
     return client_class() if context is None else client_class(verify=context)
 
 
@@ -195,3 +201,47 @@ class PooledClientProvider:
 
     def _sends_schema(self, request: Any) -> bool:
         return request.response_schema is not None and self.structured_output == "native"
+
+
+class StainlessClientProvider(PooledClientProvider):
+    """A provider over a Stainless SDK (``openai``, ``anthropic``): one client per model,
+    over the process-wide SSL context and the chosen HTTP client (:func:`stainless_http_client`).
+
+    A provider sets ``_sdk`` and ``_client_class`` (``"AsyncOpenAI"``) and calls
+    :meth:`_configure_client` in its ``__init__``.
+    """
+
+    _sdk: Any
+    _client_class: str
+    model_name: str
+
+    def _configure_client(
+        self,
+        vendor: str,
+        *,
+        base_url: str | None,
+        api_key: str,
+        timeout_s: float,
+        http_client: str,
+    ) -> None:
+        # one client (and connection pool) per model: see this module's docstring
+        self._client_key = (
+            vendor,
+            base_url,
+            secret_digest(api_key),
+            timeout_s,
+            self.model_name,
+            http_client,
+        )
+        self._http_client = http_client
+        self._client_settings = {
+            "api_key": api_key,
+            "base_url": base_url,
+            "max_retries": 0,
+            "timeout": timeout_s,
+        }
+
+    def _build_client(self) -> Any:
+        http_client = stainless_http_client(self._sdk, self._http_client)
+        client_class = getattr(self._sdk, self._client_class)
+        return client_class(**self._client_settings, http_client=http_client)

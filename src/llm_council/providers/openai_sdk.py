@@ -18,6 +18,10 @@ many compatible servers do not implement ``json_schema``.
 SDK clients are shared per process, event loop and model
 (:mod:`~llm_council.providers.client_pool`): a council of many members pays for one SSL
 context, and each model keeps its connections alive between sessions.
+
+``http_client`` (``"httpx"``, the SDK's default, or ``"aiohttp"``, its documented aiohttp
+transport from the ``llm-council[aiohttp]`` extra, which costs about half the CPU per call;
+unset: ``LLM_COUNCIL_HTTP_CLIENT``, else httpx; ADR 0034).
 """
 
 from __future__ import annotations
@@ -35,11 +39,7 @@ from llm_council.providers.base import (
     StructuredOutputMode,
     Usage,
 )
-from llm_council.providers.client_pool import (
-    PooledClientProvider,
-    secret_digest,
-    stainless_http_client,
-)
+from llm_council.providers.client_pool import StainlessClientProvider
 from llm_council.providers.error_mapping import (
     empty_answer_error,
     malformed_response_error,
@@ -47,6 +47,7 @@ from llm_council.providers.error_mapping import (
 )
 from llm_council.providers.provider_setup import (
     api_key_from_env,
+    http_client_choice,
     import_sdk,
     is_local_url,
     positive_timeout,
@@ -59,16 +60,17 @@ BASE_URL_ENV = "OPENAI_BASE_URL"
 # Sent to a local server that checks no key; the SDK refuses to start without one.
 LOCAL_PLACEHOLDER_KEY = "not-needed"
 DEFAULT_SDK_TIMEOUT_S = 600.0
-_OPTIONS = ("base_url", "api_key_env", "timeout_s", "structured_output")
+_OPTIONS = ("base_url", "api_key_env", "timeout_s", "structured_output", "http_client")
 CHAT_COMPLETIONS_PATH = "/chat/completions"
 # what ``chat.completions.create`` sends: the bearer key only (never an admin key)
 _BEARER_ONLY: dict[str, Any] = {"security": {"bearer_auth": True}}
 
 
-class OpenAIProvider(PooledClientProvider, Provider):
+class OpenAIProvider(StainlessClientProvider, Provider):
     """``openai:MODEL`` - OpenAI, or an OpenAI-compatible server given by ``base_url``."""
 
     provider_name = "openai"
+    _client_class = "AsyncOpenAI"
 
     def __init__(self, model_name: str, **options: Any) -> None:
         super().__init__(model_name)
@@ -93,18 +95,13 @@ class OpenAIProvider(PooledClientProvider, Provider):
         timeout_s = positive_timeout(
             self.provider_name, options.get("timeout_s", DEFAULT_SDK_TIMEOUT_S)
         )
-        # one client (and connection pool) per model: see client_pool's docstring
-        self._client_key = ("openai", base_url, secret_digest(api_key), timeout_s, model_name)
-        self._client_settings = {
-            "api_key": api_key,
-            "base_url": base_url,
-            "max_retries": 0,
-            "timeout": timeout_s,
-        }
-
-    def _build_client(self) -> Any:
-        http_client = stainless_http_client(self._sdk)
-        return self._sdk.AsyncOpenAI(**self._client_settings, http_client=http_client)
+        self._configure_client(
+            "openai",
+            base_url=base_url,
+            api_key=api_key,
+            timeout_s=timeout_s,
+            http_client=http_client_choice(self.provider_name, options.get("http_client")),
+        )
 
     def request_arguments(self, request: CompletionRequest) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for ``request``."""

@@ -7,6 +7,7 @@ the same clear, one-line error for every vendor.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import ipaddress
 import os
 from collections.abc import Mapping
@@ -17,6 +18,11 @@ from urllib.parse import urlsplit
 from llm_council.errors import ConfigError, MissingCredentialsError, MissingDependencyError
 from llm_council.providers.base import STRUCTURED_OUTPUT_MODES, StructuredOutputMode
 from llm_council.providers.credentials import checked_api_key
+
+#: the HTTP clients a Stainless SDK (openai, anthropic) can send through (ADR 0033)
+HTTP_CLIENTS = ("httpx", "aiohttp")
+#: the process-wide default of the ``http_client`` option
+HTTP_CLIENT_ENV = "LLM_COUNCIL_HTTP_CLIENT"
 
 # Hostnames that always mean "this machine or the local network" (Ollama, vLLM, LM Studio).
 _LOCAL_HOSTNAMES = frozenset({"localhost", "host.docker.internal"})
@@ -98,3 +104,32 @@ def structured_output_mode(
         f"option 'structured_output' for provider '{provider}' must be one of "
         f"{', '.join(STRUCTURED_OUTPUT_MODES)}, got {str(value)[:40]!r}"
     )
+
+
+def http_client_choice(provider: str, value: object) -> str:
+    """Validate the ``http_client`` option (else ``LLM_COUNCIL_HTTP_CLIENT``, else httpx).
+
+    ``"aiohttp"`` is the SDKs' documented aiohttp transport (``openai[aiohttp]``,
+    ``anthropic[aiohttp]``); it is refused here, before any call, when aiohttp is missing.
+    """
+    source = f"option 'http_client' for provider '{provider}'"
+    if value is None:
+        value = os.environ.get(HTTP_CLIENT_ENV, "").strip() or "httpx"
+        source = HTTP_CLIENT_ENV
+    if value not in HTTP_CLIENTS:
+        raise ConfigError(
+            f"{source} must be one of {', '.join(HTTP_CLIENTS)}, got {str(value)[:40]!r}"
+        )
+    if value == "aiohttp" and not _is_installed("aiohttp"):
+        raise MissingDependencyError(
+            f"{source} is 'aiohttp' but aiohttp is not installed: "
+            "pip install 'llm-council[aiohttp]'"
+        )
+    return str(value)
+
+
+def _is_installed(module_name: str) -> bool:
+    try:
+        return importlib.util.find_spec(module_name) is not None
+    except (ImportError, ValueError):  # ValueError: a module blocked in sys.modules
+        return False

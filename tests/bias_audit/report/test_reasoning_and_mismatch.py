@@ -24,6 +24,7 @@ import pytest
 
 from generators.independent_council import CouncilSpec
 from generators.reasoning_council import ReasoningSpec, ReasoningTruth, write_reasoning_store
+from golden_compare import golden_differences
 from llm_council.bias_audit.report.loading import load_store
 from llm_council.bias_audit.report.parse_outcomes import (
     ReviewerParseOutcomes,
@@ -179,7 +180,14 @@ def test_null_records_never_enter_an_estimate(tmp_path: Path) -> None:
             (r.reviewer, r.points_per_doubling, r.n_scores) for r in reasoning
         ]
 
-    assert numbers(path) == numbers(without)
+    # equal up to the order DuckDB's threads sum in (1e-15), never up to a record
+    with_refusals, without_refusals = numbers(path), numbers(without)
+    assert not golden_differences(
+        json.loads(json.dumps(with_refusals, default=vars)),
+        json.loads(json.dumps(without_refusals, default=vars)),
+        "numbers",
+        1e-12,
+    )
 
 
 def test_new_simulator_parameters_at_zero_leave_the_store_unchanged(tmp_path: Path) -> None:
