@@ -7,28 +7,63 @@ The reference design's names are here too (``run_bias_audit``, ``derive_position
 
 from __future__ import annotations
 
-from llm_council.anonymize import derive_position_mapping
-from llm_council.bias_audit.audit import audit_score_table, run_bias_audit
-from llm_council.bias_audit.record_schema import SCHEMA_VERSION, ReviewRecord, upgrade_record
-from llm_council.bias_audit.record_stores import open_store, store_spec
-from llm_council.bias_audit.reference_api import (
-    audit_reviewer_calibration,
-    calculate_length_correlation,
-    calculate_position_bias,
-)
-from llm_council.bias_audit.result import BiasAuditResult
-from llm_council.bias_audit.stage2_scores import extract_scores_from_stage2
-from llm_council.bias_audit.store import (
-    IncompleteSessionWarning,
-    MalformedRecordWarning,
-    PartialWriteError,
-    RecordReader,
-    TornRecordWarning,
-    append_records,
-    read_records,
-    store_path,
-)
-from llm_council.bias_audit.thresholds import AuditThresholds, load_thresholds
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from llm_council.anonymize import derive_position_mapping
+    from llm_council.bias_audit.audit import audit_score_table, run_bias_audit
+    from llm_council.bias_audit.record_schema import SCHEMA_VERSION, ReviewRecord, upgrade_record
+    from llm_council.bias_audit.record_stores import open_store, store_spec
+    from llm_council.bias_audit.reference_api import (
+        audit_reviewer_calibration,
+        calculate_length_correlation,
+        calculate_position_bias,
+    )
+    from llm_council.bias_audit.result import BiasAuditResult
+    from llm_council.bias_audit.stage2_scores import extract_scores_from_stage2
+    from llm_council.bias_audit.store import (
+        IncompleteSessionWarning,
+        MalformedRecordWarning,
+        PartialWriteError,
+        RecordReader,
+        TornRecordWarning,
+        append_records,
+        read_records,
+        store_path,
+    )
+    from llm_council.bias_audit.thresholds import AuditThresholds, load_thresholds
+
+
+# Public name -> module, imported on first use (PEP 562): ``llm-council bias-report``
+# imports ``llm_council.bias_audit.report`` and so runs this file, and must not pay for the
+# per-session audit (its statistics, the prompts, the config and providers) it never uses.
+_MODULE_OF = {
+    "derive_position_mapping": "llm_council.anonymize",
+    "audit_score_table": "llm_council.bias_audit.audit",
+    "run_bias_audit": "llm_council.bias_audit.audit",
+    "SCHEMA_VERSION": "llm_council.bias_audit.record_schema",
+    "ReviewRecord": "llm_council.bias_audit.record_schema",
+    "upgrade_record": "llm_council.bias_audit.record_schema",
+    "open_store": "llm_council.bias_audit.record_stores",
+    "store_spec": "llm_council.bias_audit.record_stores",
+    "audit_reviewer_calibration": "llm_council.bias_audit.reference_api",
+    "calculate_length_correlation": "llm_council.bias_audit.reference_api",
+    "calculate_position_bias": "llm_council.bias_audit.reference_api",
+    "BiasAuditResult": "llm_council.bias_audit.result",
+    "extract_scores_from_stage2": "llm_council.bias_audit.stage2_scores",
+    "IncompleteSessionWarning": "llm_council.bias_audit.store",
+    "MalformedRecordWarning": "llm_council.bias_audit.store",
+    "PartialWriteError": "llm_council.bias_audit.store",
+    "RecordReader": "llm_council.bias_audit.store",
+    "TornRecordWarning": "llm_council.bias_audit.store",
+    "append_records": "llm_council.bias_audit.store",
+    "read_records": "llm_council.bias_audit.store",
+    "store_path": "llm_council.bias_audit.store",
+    "AuditThresholds": "llm_council.bias_audit.thresholds",
+    "load_thresholds": "llm_council.bias_audit.thresholds",
+}
+
 
 __all__ = [
     "IncompleteSessionWarning",
@@ -55,3 +90,16 @@ __all__ = [
     "store_path",
     "upgrade_record",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import sparse
-from scipy import stats as scipy_stats
 from scipy.sparse import csgraph
+
+from llm_council.stats.distribution_functions import normal_ppf
 
 
 def bradley_terry_mm(
@@ -226,7 +227,7 @@ def bradley_terry_with_covariate(
     transform = centring @ to_theta
     theta = transform @ params
     theta_cov = transform @ covariance @ transform.T
-    z = float(scipy_stats.norm.ppf(0.5 + confidence / 2))
+    z = float(normal_ppf(0.5 + confidence / 2))
     theta_se = np.sqrt(np.clip(np.diag(theta_cov), 0, None))
     slope_se = float(np.sqrt(covariance[0, 0]))
     slope = float(params[0])

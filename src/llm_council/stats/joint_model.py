@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import sparse
-from scipy import stats as scipy_stats
 
+from llm_council.stats.distribution_functions import f_sf, t_ppf
 from llm_council.stats.identifiability import RELATIVE_TOLERANCE, estimable, gram_null_space
 
 
@@ -75,7 +75,7 @@ class ClusteredOlsFit:
 
     def confidence_intervals(self, confidence: float = 0.95) -> np.ndarray:
         """Intervals from a t distribution on ``C - 1`` degrees of freedom (Cameron & Miller)."""
-        t_crit = float(scipy_stats.t.ppf(0.5 + confidence / 2, max(self.n_clusters - 1, 1)))
+        t_crit = float(t_ppf(0.5 + confidence / 2, max(self.n_clusters - 1, 1)))
         half = t_crit * self.standard_errors
         return np.column_stack([self.coefficients - half, self.coefficients + half])
 
@@ -198,4 +198,4 @@ def wald_test(coefficients: ArrayLike, covariance: ArrayLike, n_clusters: int) -
     wald = float(beta @ np.linalg.pinv(v) @ beta)
     f_statistic = (n_clusters - q) / (q * (n_clusters - 1)) * wald
     df_den = n_clusters - q
-    return WaldResult(f_statistic, q, df_den, float(scipy_stats.f.sf(f_statistic, q, df_den)))
+    return WaldResult(f_statistic, q, df_den, float(f_sf(f_statistic, q, df_den)))

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import sparse
-from scipy import stats as scipy_stats
 
+from llm_council.stats.distribution_functions import t_ppf, t_sf
 from llm_council.stats.joint_model import ClusteredOlsFit, ols_absorbed_cluster_robust, wald_test
 
 
@@ -94,9 +94,9 @@ def slot_effects(fit: ClusteredOlsFit, contrasts: np.ndarray) -> SlotEffects | N
     covariance = contrasts @ fit.covariance @ contrasts.T
     se = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
     df = max(fit.n_clusters - 1, 1)
-    t_crit = float(scipy_stats.t.ppf(0.975, df))
+    t_crit = float(t_ppf(0.975, df))
     with np.errstate(divide="ignore", invalid="ignore"):
-        p_values = np.where(se > 0, 2 * scipy_stats.t.sf(np.abs(estimates / se), df), np.nan)
+        p_values = np.where(se > 0, 2 * t_sf(np.abs(estimates / se), df), np.nan)
     # all slots equal: each of the first K-1 effects minus the last (the centred effects
     # sum to zero, so K-1 contrasts carry all the information)
     differences = np.hstack([np.eye(n_slots - 1), -np.ones((n_slots - 1, 1))]) @ contrasts
@@ -107,7 +107,7 @@ def slot_effects(fit: ClusteredOlsFit, contrasts: np.ndarray) -> SlotEffects | N
     trend_weights = positions / float(positions @ positions)
     trend = float(trend_weights @ estimates)
     trend_se = float(np.sqrt(max(trend_weights @ covariance @ trend_weights, 0.0)))
-    trend_p = float(2 * scipy_stats.t.sf(abs(trend / trend_se), df)) if trend_se > 0 else np.nan
+    trend_p = float(2 * t_sf(abs(trend / trend_se), df)) if trend_se > 0 else np.nan
     return SlotEffects(
         estimates=estimates,
         ci_low=estimates - t_crit * se,

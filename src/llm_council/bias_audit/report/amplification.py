@@ -18,6 +18,7 @@ import numpy as np
 from llm_council.bias_audit.report.anchoring import MAX_SLOTS
 from llm_council.bias_audit.report.tables import dense_codes, nullable_floats
 from llm_council.stats.amplification import amplification_screen
+from llm_council.stats.distribution_functions import binomial_greater_p
 
 #: mean pairwise r at or above which a council "agrees strongly" (descriptive gate)
 AGREEMENT_THRESHOLD = 0.7
@@ -97,14 +98,8 @@ def amplification(
     )
     n_agreeing = int(np.sum(np.nan_to_num(screen.agreement, nan=-1.0) >= AGREEMENT_THRESHOLD))
     n_suspect = int(screen.suspect.sum())
-    from scipy import stats as scipy_stats  # deferred: scipy.stats costs ~1 s to import
-
     excess = (
-        float(
-            scipy_stats.binomtest(
-                n_suspect, n_agreeing, significance_level, alternative="greater"
-            ).pvalue
-        )
+        binomial_greater_p(n_suspect, n_agreeing, significance_level)
         if n_agreeing
         else float("nan")
     )

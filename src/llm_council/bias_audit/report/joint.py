@@ -22,10 +22,10 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 from scipy import sparse
-from scipy import stats as scipy_stats
 
 from llm_council.bias_audit.report.model import JointEffect, JointModel
 from llm_council.bias_audit.report.tables import scores_sum_to_a_constant
+from llm_council.stats.distribution_functions import t_ppf
 from llm_council.stats.joint_model import ols_absorbed_cluster_robust, wald_test
 
 
@@ -166,7 +166,7 @@ def fit_joint_model(
             standard_errors = np.sqrt(
                 np.clip(np.diag(transform @ covariance @ transform.T), 0, None)
             )
-            t_crit = float(scipy_stats.t.ppf(0.975, max(fit.n_clusters - 1, 1)))
+            t_crit = float(t_ppf(0.975, max(fit.n_clusters - 1, 1)))
             lows, highs = estimates - t_crit * standard_errors, estimates + t_crit * standard_errors
         else:
             transform = np.eye(width)

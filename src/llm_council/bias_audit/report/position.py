@@ -34,10 +34,10 @@ from collections.abc import Sequence
 import duckdb
 import numpy as np
 from scipy import sparse
-from scipy import stats as scipy_stats
 
 from llm_council.bias_audit.report.model import Interval, PositionBias, SlotProfile
 from llm_council.bias_audit.report.tables import dense_codes
+from llm_council.stats.distribution_functions import t_ppf, t_sf
 from llm_council.stats.identifiability import estimable, gram_null_space
 from llm_council.stats.joint_model import (
     ClusteredOlsFit,
@@ -124,13 +124,13 @@ def _slot_profile(
     dummies = np.zeros((slot.size, n_slots))
     dummies[np.arange(slot.size), slot] = 1.0
     fit = ols_cluster_robust(dummies, centred, cluster)
-    t_crit = float(scipy_stats.t.ppf(0.975, max(fit.n_clusters - 1, 1)))
+    t_crit = float(t_ppf(0.975, max(fit.n_clusters - 1, 1)))
     effects = [
         Interval(
             float(b),
             float(b - t_crit * se),
             float(b + t_crit * se),
-            float(2 * scipy_stats.t.sf(abs(b / se), fit.n_clusters - 1)) if se > 0 else nan,
+            float(2 * t_sf(abs(b / se), fit.n_clusters - 1)) if se > 0 else nan,
         )
         for b, se in zip(fit.coefficients, fit.standard_errors, strict=True)
     ]
@@ -146,9 +146,7 @@ def _slot_profile(
         slope,
         slope - t_crit * slope_se,
         slope + t_crit * slope_se,
-        float(2 * scipy_stats.t.sf(abs(slope / slope_se), fit.n_clusters - 1))
-        if slope_se > 0
-        else nan,
+        float(2 * t_sf(abs(slope / slope_se), fit.n_clusters - 1)) if slope_se > 0 else nan,
     )
     return SlotProfile(
         subject=subject,
