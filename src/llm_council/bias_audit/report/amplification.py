@@ -71,8 +71,10 @@ def amplification(
     by_slot[session, reviewer, position] = score
     by_model[session, reviewer, model] = score
     shared_row = connection.execute(
-        """SELECT coalesce(bool_and(n_orders = 1), false) FROM (
-               SELECT count(DISTINCT position) AS n_orders FROM records GROUP BY session, model)"""
+        # one display slot per answer <=> its first and last slot agree (no DISTINCT count)
+        """SELECT coalesce(bool_and(first_slot = last_slot), false) FROM (
+               SELECT min(position) AS first_slot, max(position) AS last_slot
+               FROM records GROUP BY session, model)"""
     ).fetchone()
     shared = bool(shared_row[0]) if shared_row else False
     screen = amplification_screen(
