@@ -79,12 +79,27 @@ def _one_permutation_at_a_time_p(
     targets = np.argsort(np.where(in_use, slots, np.inf), axis=-1, kind="stable")
     key_shape = (n_sessions, 1, n_slots) if shared_order else values.shape
     at_least = np.zeros(n_sessions)
+    if shared_order:
+        for _ in range(n_permutations):
+            keys = np.broadcast_to(rng.random(key_shape), values.shape)
+            sources = np.argsort(np.where(in_use, keys, np.inf), axis=-1, kind="stable")
+            permuted = values.copy()
+            np.put_along_axis(permuted, targets, np.take_along_axis(values, sources, -1), -1)
+            at_least += np.abs(alignment_statistic(permuted)) >= observed
+        return (1.0 + at_least) / (n_permutations + 1.0)
+    # per-reviewer orders: the k-th scored slot's centred score meets the k-th slot's weight
+    count = np.maximum(in_use.sum(axis=-1, keepdims=True), 1)
+    centred_y = np.where(in_use, values - np.nansum(values, -1, keepdims=True) / count, 0.0)
+    slot_mean = np.where(in_use, slots, 0.0).sum(axis=-1, keepdims=True) / count
+    centred_c = np.where(in_use, slot_mean - slots, 0.0)
+    scored = in_use.sum(axis=-1) >= 2
+    n_scored = np.maximum(scored.sum(axis=-1), 1)
     for _ in range(n_permutations):
-        keys = np.broadcast_to(rng.random(key_shape), values.shape)
-        sources = np.argsort(np.where(in_use, keys, np.inf), axis=-1, kind="stable")
-        permuted = values.copy()
-        np.put_along_axis(permuted, targets, np.take_along_axis(values, sources, -1), -1)
-        at_least += np.abs(alignment_statistic(permuted)) >= observed
+        sources = np.argsort(np.where(in_use, rng.random(key_shape), np.inf), axis=-1)
+        weights = np.zeros_like(centred_c)
+        np.put_along_axis(weights, targets, np.take_along_axis(centred_c, sources, -1), -1)
+        per_reviewer = np.where(scored, (centred_y * weights).sum(axis=-1), 0.0)
+        at_least += np.abs(per_reviewer.sum(axis=-1) / n_scored) >= observed
     return (1.0 + at_least) / (n_permutations + 1.0)
 
 
