@@ -59,17 +59,16 @@ def fit_reviewer_slots(
     slots = np.asarray(slot, dtype=np.int64)
     own = np.asarray(is_self, dtype=bool)
     n = reviewer.size
-    rows = np.arange(n)
-    slot_columns = reviewer * n_slots + slots
-    self_rows = rows[own]
+    # two stored entries a row, built as CSR arrays directly (no COO sort): the slot dummy,
+    # and the reviewer's self term, an explicit 0 on a record that is not a self-review
+    columns = np.empty((n, 2), dtype=np.int64)
+    columns[:, 0] = reviewer * n_slots + slots
+    columns[:, 1] = n_reviewers * n_slots + reviewer
+    values = np.empty((n, 2))
+    values[:, 0] = 1.0
+    values[:, 1] = own
     design = sparse.csr_matrix(
-        (
-            np.ones(n + self_rows.size),
-            (
-                np.concatenate([rows, self_rows]),
-                np.concatenate([slot_columns, n_reviewers * n_slots + reviewer[own]]),
-            ),
-        ),
+        (values.reshape(-1), columns.reshape(-1), np.arange(0, 2 * n + 1, 2)),
         shape=(n, n_reviewers * n_slots + n_reviewers),
     )
     return ols_absorbed_cluster_robust(design, score, answer_index, session_index)

@@ -221,6 +221,29 @@ def _with(profile: SlotProfile, adjusted_p: float, significance_level: float) ->
     )
 
 
+def _slot_records(
+    connection: duckdb.DuckDBPyConnection, n_slots: int, *, with_centred: bool
+) -> dict[str, np.ndarray]:
+    """The scored records of ``n_slots``-answer sessions at a valid slot, as typed arrays;
+    ``centred`` (the score minus its reviewer's mean in the session) only when asked."""
+    centred = (
+        ", score - avg(score) OVER (PARTITION BY session, reviewer_index) AS centred"
+        if with_centred
+        else ""
+    )
+    columns = connection.execute(
+        f"""SELECT session, reviewer_index, model_index, position, is_self, score{centred}
+           FROM scored
+           WHERE n_candidates = ? AND position >= 0 AND position < n_candidates""",
+        [n_slots],
+    ).fetchnumpy()
+    kinds = {"is_self": bool, "score": float, "centred": float}
+    return {
+        name: np.asarray(values, dtype=kinds.get(name, np.int64))
+        for name, values in columns.items()
+    }
+
+
 def position_bias(
     connection: duckdb.DuckDBPyConnection, significance_level: float = 0.05
 ) -> PositionBias | None:
@@ -232,25 +255,26 @@ def position_bias(
     if mode_row is None or mode_row[0] is None or int(mode_row[0]) < 2:
         return None
     n_slots = int(mode_row[0])
-    columns = connection.execute(
-        """SELECT session, reviewer_index, model_index, position, is_self, score,
-                  score - avg(score) OVER (PARTITION BY session, reviewer_index) AS centred
-           FROM scored
-           WHERE n_candidates = ? AND position >= 0 AND position < n_candidates""",
-        [n_slots],
-    ).fetchnumpy()
-    session = np.asarray(columns["session"], dtype=np.int64)
+    columns = _slot_records(connection, n_slots, with_centred=False)
+    session = columns["session"]
     if session.size == 0:
         return None
-    reviewer = np.asarray(columns["reviewer_index"], dtype=np.int64)
-    model = np.asarray(columns["model_index"], dtype=np.int64)
-    slot = np.asarray(columns["position"], dtype=np.int64)
-    centred = np.asarray(columns["centred"], dtype=float)
-    is_self = np.asarray(columns["is_self"], dtype=bool)
-    score = np.asarray(columns["score"], dtype=float)
+    reviewer, model, slot = columns["reviewer_index"], columns["model_index"], columns["position"]
+    is_self, score = columns["is_self"], columns["score"]
     names = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
-    # ids need not be dense (group sums and cluster counts skip empty ids): no sorting
-    group = session * (int(reviewer.max()) + 1) + reviewer
+    # the across-sessions fallback needs reviewer-centred scores; the window that computes
+    # them is most of the query's cost, so it runs only when a fallback is needed
+    fallback: dict[str, np.ndarray] = {}
+
+    def fallback_columns() -> dict[str, np.ndarray]:
+        if not fallback:
+            fallback.update(_slot_records(connection, n_slots, with_centred=True))
+            # ids need not be dense (group sums and cluster counts skip empty ids)
+            fallback["group"] = (
+                fallback["session"] * (int(fallback["reviewer_index"].max()) + 1)
+                + fallback["reviewer_index"]
+            )
+        return fallback
 
     per_slot = connection.execute(
         """WITH slot_means AS (
@@ -278,9 +302,18 @@ def position_bias(
         n_slots,
     )
     present = np.unique(reviewer)
-    council = _within_profile(
-        "council", within_fit, present, n_reviewers, n_slots, cluster
-    ) or _slot_profile("council", session, group, model, slot, centred, n_slots)
+    council = _within_profile("council", within_fit, present, n_reviewers, n_slots, cluster)
+    if council is None:
+        every = fallback_columns()
+        council = _slot_profile(
+            "council",
+            every["session"],
+            every["group"],
+            every["model_index"],
+            every["position"],
+            every["centred"],
+            n_slots,
+        )
     council = _with(council, council.test_p_value, significance_level)
     reviewers = []
     for index in present:
@@ -291,15 +324,17 @@ def position_bias(
         if within is not None:
             reviewers.append(within)
             continue
-        _, reviewer_group = dense_codes(group[rows])
+        every = fallback_columns()
+        mine = every["reviewer_index"] == index
+        _, reviewer_group = dense_codes(every["group"][mine])
         reviewers.append(
             _slot_profile(
                 names[int(index)],
-                session[rows],
+                every["session"][mine],
                 reviewer_group,
-                model[rows],
-                slot[rows],
-                centred[rows],
+                every["model_index"][mine],
+                every["position"][mine],
+                every["centred"][mine],
                 n_slots,
             )
         )
