@@ -51,13 +51,17 @@ def _centring_transform(n_levels: int, reference: np.ndarray | None = None) -> n
 
 
 def fit_joint_model(
-    connection: duckdb.DuckDBPyConnection, leniency_reference: Collection[str] | None = None
+    connection: duckdb.DuckDBPyConnection,
+    leniency_reference: Collection[str] | None = None,
+    *,
+    forced_choice: bool | None = None,
 ) -> JointFit | None:
     """Fit the joint model on every scored record; None when there is too little data.
 
     Leniencies are centred on the mean of the ``leniency_reference`` reviewers (the robust
     reference of the reviewer profiles) when given, so one outlying reviewer does not shift
     every other reviewer's leniency; verbosities are centred on all reviewers.
+    ``forced_choice`` is :func:`scores_sum_to_a_constant` when the caller has it already.
     """
     columns = connection.execute(
         """SELECT session, model_index, reviewer_index, position,
@@ -146,7 +150,8 @@ def fit_joint_model(
     fit = ols_absorbed_cluster_robust(raw_design, score, answer, session)
     intervals = fit.confidence_intervals()
 
-    forced_choice = scores_sum_to_a_constant(connection)
+    if forced_choice is None:
+        forced_choice = scores_sum_to_a_constant(connection)
     effects: list[JointEffect] = []
     start = 0
     position_slice = slice(0, 0)

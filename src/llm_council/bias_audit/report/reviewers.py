@@ -119,8 +119,13 @@ def reviewer_length_correlations(connection: duckdb.DuckDBPyConnection) -> dict[
     }
 
 
-def reviewer_profiles(connection: duckdb.DuckDBPyConnection) -> list[ReviewerProfile]:
-    """One profile per reviewer, sorted by leniency (harshest first)."""
+def reviewer_profiles(
+    connection: duckdb.DuckDBPyConnection, *, forced_choice: bool | None = None
+) -> list[ReviewerProfile]:
+    """One profile per reviewer, sorted by leniency (harshest first).
+
+    ``forced_choice`` is :func:`scores_sum_to_a_constant` when the caller has it already.
+    """
     counts = connection.execute(
         # sessions in which it scored something: a refused or failed review (ADR 0027)
         # leaves null records that must not raise its reliability tier
@@ -139,7 +144,9 @@ def reviewer_profiles(connection: duckdb.DuckDBPyConnection) -> list[ReviewerPro
     }
     # on a forced-choice scale (pairwise 1/0/0.5) a reviewer's level is fixed by the scale:
     # nothing to estimate, and an estimate would only echo its self-reviews
-    leniency_identified = not scores_sum_to_a_constant(connection)
+    if forced_choice is None:
+        forced_choice = scores_sum_to_a_constant(connection)
+    leniency_identified = not forced_choice
     leniencies = robust_leniencies(connection) if leniency_identified else {}
     material = _material_leniency(connection)
     length_correlations = reviewer_length_correlations(connection)
