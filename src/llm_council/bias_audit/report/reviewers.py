@@ -136,10 +136,14 @@ def reviewer_profiles(
     spreads = {
         reviewer: spread
         for reviewer, spread in connection.execute(
+            # grouped on the integer index (one hash per record), named afterwards
             """WITH per_session AS (
-                   SELECT reviewer, session, var_samp(score) AS score_variance
-                   FROM scored GROUP BY reviewer, session)
-               SELECT reviewer, sqrt(avg(score_variance)) FROM per_session GROUP BY reviewer"""
+                   SELECT reviewer_index, session, var_samp(score) AS score_variance
+                   FROM scored GROUP BY reviewer_index, session),
+               per_reviewer AS (
+                   SELECT reviewer_index, sqrt(avg(score_variance)) AS spread
+                   FROM per_session GROUP BY reviewer_index)
+               SELECT reviewer, spread FROM per_reviewer JOIN reviewers USING (reviewer_index)"""
         ).fetchall()
     }
     # on a forced-choice scale (pairwise 1/0/0.5) a reviewer's level is fixed by the scale:
