@@ -87,15 +87,15 @@ def robust_leniencies(connection: duckdb.DuckDBPyConnection) -> dict[str, Review
     if session.size == 0:
         return {}
     _, session_index = dense_codes(session)
+    del session
     n_models = int(np.asarray(columns["model_index"]).max()) + 1
     answer = session_index * n_models + np.asarray(columns["model_index"], dtype=np.int64)
+    reviewer = np.asarray(columns["reviewer_index"], dtype=np.int64)
+    score = np.asarray(columns["score"], dtype=float)
+    is_self = np.asarray(columns["is_self"], dtype=bool)
+    del columns  # the fetched originals, while the step-down holds its own arrays
     results = step_down_leniency(
-        answer,
-        session_index,
-        np.asarray(columns["reviewer_index"], dtype=np.int64),
-        np.asarray(columns["score"], dtype=float),
-        np.asarray(columns["is_self"], dtype=bool),
-        n_reviewers=len(names),
+        answer, session_index, reviewer, score, is_self, n_reviewers=len(names)
     )
     return {names[index]: result for index, result in enumerate(results)}
 
