@@ -70,6 +70,7 @@ def amplification(
     by_model = np.full((n_sessions, n_reviewers, n_models), np.nan)
     by_slot[session, reviewer, position] = score
     by_model[session, reviewer, model] = score
+    del rows, session, reviewer, model, position, score  # the tables hold what is needed
     shared_row = connection.execute(
         # one display slot per answer <=> its first and last slot agree (no DISTINCT count)
         """SELECT coalesce(bool_and(first_slot = last_slot), false) FROM (
