@@ -61,7 +61,7 @@ def fit_reviewer_slots(
     n = reviewer.size
     # two stored entries a row, built as CSR arrays directly (no COO sort): the slot dummy,
     # and the reviewer's self term, an explicit 0 on a record that is not a self-review
-    columns = np.empty((n, 2), dtype=np.int64)
+    columns = np.empty((n, 2), dtype=np.int32)  # scipy keeps int32 indices (no copy)
     columns[:, 0] = reviewer * n_slots + slots
     columns[:, 1] = n_reviewers * n_slots + reviewer
     values = np.empty((n, 2))
