@@ -2,18 +2,24 @@
 
     .venv/bin/python benchmarks/report_families_h2.py --store /tmp/store1m.jsonl
     .venv/bin/python benchmarks/report_families_h2.py --store /tmp/store1m.jsonl --repeats 3
+    git archive BASE src | tar -x -C /tmp/base          # the code before, beside this one
+    .venv/bin/python benchmarks/report_families_h2.py --store /tmp/store1m.jsonl \
+        --against /tmp/base/src --rounds 3                # before | after, side by side
 
 Loads the store once, builds the shared analysis tables, then runs each section on the
 main thread (no thread pool, so each section's CPU time is its own) and prints the CPU
 seconds (``time.process_time``: every thread of this process, DuckDB's included) and the
 wall seconds of the fastest of ``--repeats`` runs. The import cost of the report is measured
 in a fresh interpreter (``python -X importtime`` would count the same imports). The machine
-is shared: read CPU seconds, and compare before/after from the same run (``git stash``).
+is shared: read CPU seconds, and compare before/after in one run with ``--against``, which
+alternates fresh processes of both trees ``--rounds`` times and prints each one's minimum.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import subprocess
 import sys
 import time
@@ -68,44 +74,79 @@ def _sections(significance_level: float, seed: int) -> dict[str, Callable[[Any],
     }
 
 
+def _measure(store: str, repeats: int, only: list[str] | None) -> dict[str, float]:
+    """CPU seconds per step in this process (the import in a fresh one)."""
+    import_cpu, _ = _import_cost()
+    cpu_of: dict[str, float] = {"import report (fresh process)": import_cpu}
+    from llm_council.bias_audit.report.loading import load_store
+    from llm_council.bias_audit.report.tables import create_analysis_tables
+
+    cpu = time.process_time()
+    store_read = load_store(store)
+    cpu_of["load store"] = time.process_time() - cpu
+    connection = store_read.connection
+    cpu = time.process_time()
+    create_analysis_tables(connection)
+    cpu_of["analysis tables"] = time.process_time() - cpu
+    for name, section in _sections(0.05, 0).items():
+        if only and name not in only:
+            continue
+        best = float("inf")
+        for _ in range(repeats):
+            cpu = time.process_time()
+            own = section(connection)
+            best = min(best, own if isinstance(own, float) else time.process_time() - cpu)
+        cpu_of[name] = best
+    connection.close()
+    return cpu_of
+
+
+def _compare(arguments: argparse.Namespace) -> None:
+    """Alternate fresh processes of the baseline tree and this one; print minimum CPU s."""
+    command = [sys.executable, __file__, "--store", arguments.store, "--json"]
+    runs: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
+    for _ in range(arguments.rounds):
+        for label in ("before", "after"):
+            environment = dict(os.environ)
+            if label == "before":
+                environment["PYTHONPATH"] = arguments.against
+            else:
+                environment.pop("PYTHONPATH", None)
+            output = subprocess.run(
+                command, capture_output=True, text=True, check=True, env=environment
+            ).stdout
+            runs[label].append(json.loads(output.splitlines()[-1]))
+    heading = f"CPU s (minimum of {arguments.rounds} runs)"
+    print(f"{heading:34s} {'before':>8s} {'after':>8s}")
+    totals = {"before": 0.0, "after": 0.0}
+    for step in runs["before"][0]:
+        best = {label: min(run[step] for run in runs[label]) for label in runs}
+        for label in totals:
+            totals[label] += best[label]
+        print(f"{step:34s} {best['before']:8.3f} {best['after']:8.3f}")
+    print(f"{'total':34s} {totals['before']:8.3f} {totals['after']:8.3f}")
+    print(f"load average after: {os.getloadavg()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", required=True)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--only", nargs="*", default=None, help="section names to run")
+    parser.add_argument("--against", help="src directory of the code to compare with")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
-
-    import_cpu, scipy_stats_loaded = _import_cost()
-    print(f"{'import report (fresh process)':32s} cpu {import_cpu:7.3f} s", end="")
-    print(f"   scipy.stats imported: {scipy_stats_loaded}")
-
-    from llm_council.bias_audit.report.loading import load_store
-    from llm_council.bias_audit.report.tables import create_analysis_tables
-
-    cpu, wall = time.process_time(), time.perf_counter()
-    store = load_store(arguments.store)
-    print(f"{'load store':32s} cpu {time.process_time() - cpu:7.3f} s  wall "
-          f"{time.perf_counter() - wall:7.3f} s  ({store.n_records} records)")
-    connection = store.connection
-    cpu, wall = time.process_time(), time.perf_counter()
-    create_analysis_tables(connection)
-    print(f"{'analysis tables':32s} cpu {time.process_time() - cpu:7.3f} s  wall "
-          f"{time.perf_counter() - wall:7.3f} s")
-    total = 0.0
-    for name, section in _sections(0.05, 0).items():
-        if arguments.only and name not in arguments.only:
-            continue
-        best_cpu, best_wall = float("inf"), float("inf")
-        for _ in range(arguments.repeats):
-            cpu, wall = time.process_time(), time.perf_counter()
-            own = section(connection)
-            spent = time.process_time() - cpu if not isinstance(own, float) else own
-            best_cpu = min(best_cpu, spent)
-            best_wall = min(best_wall, time.perf_counter() - wall)
-        total += best_cpu
-        print(f"{name:32s} cpu {best_cpu:7.3f} s  wall {best_wall:7.3f} s")
-    print(f"{'sections total':32s} cpu {total:7.3f} s")
-    connection.close()
+    if arguments.against:
+        _compare(arguments)
+        return
+    cpu_of = _measure(arguments.store, arguments.repeats, arguments.only)
+    if arguments.json:
+        print(json.dumps(cpu_of))
+        return
+    for step, seconds in cpu_of.items():
+        print(f"{step:34s} cpu {seconds:7.3f} s")
+    print(f"{'total':34s} cpu {sum(cpu_of.values()):7.3f} s")
 
 
 if __name__ == "__main__":
