@@ -63,3 +63,58 @@ def test_screen_false_flags_stay_at_alpha_and_primacy_is_found() -> None:
     primacy = by_slot + np.array([2.0, 1.0, 0.0, 0.0, 0.0])
     found = amplification_screen(primacy, by_model, rng, n_permutations=99)
     assert found.suspect.mean() > 0.2
+
+
+def _one_permutation_at_a_time_p(
+    values: np.ndarray, rng: np.random.Generator, n_permutations: int, shared_order: bool
+) -> np.ndarray:
+    """The randomization p-value as first written: one draw, argsort and re-scatter per
+    permutation (the reference the batched integer-sort version must reproduce exactly)."""
+    observed = np.abs(alignment_statistic(values)) - 1e-12
+    n_sessions, _, n_slots = values.shape
+    in_use = np.isfinite(values)
+    if shared_order:
+        in_use = np.broadcast_to(in_use.any(axis=1, keepdims=True), values.shape)
+    slots = np.broadcast_to(np.arange(n_slots, dtype=float), values.shape)
+    targets = np.argsort(np.where(in_use, slots, np.inf), axis=-1, kind="stable")
+    key_shape = (n_sessions, 1, n_slots) if shared_order else values.shape
+    at_least = np.zeros(n_sessions)
+    if shared_order:
+        for _ in range(n_permutations):
+            keys = np.broadcast_to(rng.random(key_shape), values.shape)
+            sources = np.argsort(np.where(in_use, keys, np.inf), axis=-1, kind="stable")
+            permuted = values.copy()
+            np.put_along_axis(permuted, targets, np.take_along_axis(values, sources, -1), -1)
+            at_least += np.abs(alignment_statistic(permuted)) >= observed
+        return (1.0 + at_least) / (n_permutations + 1.0)
+    # per-reviewer orders: the k-th scored slot's centred score meets the k-th slot's weight
+    count = np.maximum(in_use.sum(axis=-1, keepdims=True), 1)
+    centred_y = np.where(in_use, values - np.nansum(values, -1, keepdims=True) / count, 0.0)
+    slot_mean = np.where(in_use, slots, 0.0).sum(axis=-1, keepdims=True) / count
+    centred_c = np.where(in_use, slot_mean - slots, 0.0)
+    scored = in_use.sum(axis=-1) >= 2
+    n_scored = np.maximum(scored.sum(axis=-1), 1)
+    for _ in range(n_permutations):
+        sources = np.argsort(np.where(in_use, rng.random(key_shape), np.inf), axis=-1)
+        weights = np.zeros_like(centred_c)
+        np.put_along_axis(weights, targets, np.take_along_axis(centred_c, sources, -1), -1)
+        per_reviewer = np.where(scored, (centred_y * weights).sum(axis=-1), 0.0)
+        at_least += np.abs(per_reviewer.sum(axis=-1) / n_scored) >= observed
+    return (1.0 + at_least) / (n_permutations + 1.0)
+
+
+@pytest.mark.parametrize("shared_order", [False, True])
+def test_batched_randomization_equals_one_permutation_at_a_time(shared_order: bool) -> None:
+    rng = np.random.default_rng(5)
+    for trial in range(60):
+        shape = (rng.integers(1, 6), rng.integers(1, 5), rng.integers(1, 12))
+        scores = rng.integers(1, 10, shape).astype(float)
+        scores[rng.random(shape) < rng.random() * 0.5] = np.nan
+        n_permutations = int(rng.integers(1, 60))
+        expected = _one_permutation_at_a_time_p(
+            scores, np.random.default_rng(trial), n_permutations, shared_order
+        )
+        got = alignment_randomization_p(
+            scores, np.random.default_rng(trial), n_permutations, shared_order
+        )
+        assert np.array_equal(got, expected), (trial, shape)

@@ -3,69 +3,12 @@
 The reference design's names are here too (``run_bias_audit``, ``derive_position_mapping``,
 ``calculate_length_correlation``, ``audit_reviewer_calibration``,
 ``calculate_position_bias``, ``extract_scores_from_stage2``), so its users' imports work.
-
-Every name is imported on first use (PEP 562): the middleware's entry point imports this
-package in every council process, and a council with the audit off must not pay for
-scipy and the statistics (ADR 0029).
 """
 
 from __future__ import annotations
 
-import importlib
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
-
-#: public name -> the module that defines it
-_EXPORTS = {
-    "derive_position_mapping": "llm_council.anonymize",
-    "audit_score_table": "llm_council.bias_audit.audit",
-    "run_bias_audit": "llm_council.bias_audit.audit",
-    "SCHEMA_VERSION": "llm_council.bias_audit.record_schema",
-    "ReviewRecord": "llm_council.bias_audit.record_schema",
-    "upgrade_record": "llm_council.bias_audit.record_schema",
-    "open_store": "llm_council.bias_audit.record_stores",
-    "store_spec": "llm_council.bias_audit.record_stores",
-    "audit_reviewer_calibration": "llm_council.bias_audit.reference_api",
-    "calculate_length_correlation": "llm_council.bias_audit.reference_api",
-    "calculate_position_bias": "llm_council.bias_audit.reference_api",
-    "BiasAuditResult": "llm_council.bias_audit.result",
-    "extract_scores_from_stage2": "llm_council.bias_audit.stage2_scores",
-    "IncompleteSessionWarning": "llm_council.bias_audit.store",
-    "MalformedRecordWarning": "llm_council.bias_audit.store",
-    "PartialWriteError": "llm_council.bias_audit.store",
-    "RecordReader": "llm_council.bias_audit.store",
-    "TornRecordWarning": "llm_council.bias_audit.store",
-    "append_records": "llm_council.bias_audit.store",
-    "read_records": "llm_council.bias_audit.store",
-    "store_path": "llm_council.bias_audit.store",
-    "AuditThresholds": "llm_council.bias_audit.thresholds",
-    "load_thresholds": "llm_council.bias_audit.thresholds",
-}
-
-__all__ = [
-    "AuditThresholds",
-    "BiasAuditResult",
-    "IncompleteSessionWarning",
-    "MalformedRecordWarning",
-    "PartialWriteError",
-    "RecordReader",
-    "ReviewRecord",
-    "SCHEMA_VERSION",
-    "TornRecordWarning",
-    "append_records",
-    "audit_reviewer_calibration",
-    "audit_score_table",
-    "calculate_length_correlation",
-    "calculate_position_bias",
-    "derive_position_mapping",
-    "extract_scores_from_stage2",
-    "load_thresholds",
-    "open_store",
-    "read_records",
-    "run_bias_audit",
-    "store_path",
-    "store_spec",
-    "upgrade_record",
-]
 
 if TYPE_CHECKING:
     from llm_council.anonymize import derive_position_mapping
@@ -92,14 +35,71 @@ if TYPE_CHECKING:
     from llm_council.bias_audit.thresholds import AuditThresholds, load_thresholds
 
 
+# Public name -> module, imported on first use (PEP 562): ``llm-council bias-report``
+# imports ``llm_council.bias_audit.report`` and so runs this file, and must not pay for the
+# per-session audit (its statistics, the prompts, the config and providers) it never uses.
+_MODULE_OF = {
+    "derive_position_mapping": "llm_council.anonymize",
+    "audit_score_table": "llm_council.bias_audit.audit",
+    "run_bias_audit": "llm_council.bias_audit.audit",
+    "SCHEMA_VERSION": "llm_council.bias_audit.record_schema",
+    "ReviewRecord": "llm_council.bias_audit.record_schema",
+    "upgrade_record": "llm_council.bias_audit.record_schema",
+    "open_store": "llm_council.bias_audit.record_stores",
+    "store_spec": "llm_council.bias_audit.record_stores",
+    "audit_reviewer_calibration": "llm_council.bias_audit.reference_api",
+    "calculate_length_correlation": "llm_council.bias_audit.reference_api",
+    "calculate_position_bias": "llm_council.bias_audit.reference_api",
+    "BiasAuditResult": "llm_council.bias_audit.result",
+    "extract_scores_from_stage2": "llm_council.bias_audit.stage2_scores",
+    "IncompleteSessionWarning": "llm_council.bias_audit.store",
+    "MalformedRecordWarning": "llm_council.bias_audit.store",
+    "PartialWriteError": "llm_council.bias_audit.store",
+    "RecordReader": "llm_council.bias_audit.store",
+    "TornRecordWarning": "llm_council.bias_audit.store",
+    "append_records": "llm_council.bias_audit.store",
+    "read_records": "llm_council.bias_audit.store",
+    "store_path": "llm_council.bias_audit.store",
+    "AuditThresholds": "llm_council.bias_audit.thresholds",
+    "load_thresholds": "llm_council.bias_audit.thresholds",
+}
+
+
+__all__ = [
+    "IncompleteSessionWarning",
+    "PartialWriteError",
+    "open_store",
+    "store_spec",
+    "SCHEMA_VERSION",
+    "AuditThresholds",
+    "BiasAuditResult",
+    "MalformedRecordWarning",
+    "RecordReader",
+    "ReviewRecord",
+    "TornRecordWarning",
+    "append_records",
+    "audit_reviewer_calibration",
+    "audit_score_table",
+    "calculate_length_correlation",
+    "calculate_position_bias",
+    "derive_position_mapping",
+    "extract_scores_from_stage2",
+    "load_thresholds",
+    "read_records",
+    "run_bias_audit",
+    "store_path",
+    "upgrade_record",
+]
+
+
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
+    module = _MODULE_OF.get(name)
     if module is None:
-        raise AttributeError(f"module 'llm_council.bias_audit' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+    return sorted([*globals(), *__all__])

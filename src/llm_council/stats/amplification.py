@@ -36,6 +36,40 @@ def alignment_statistic(scores_by_slot: ArrayLike) -> np.ndarray:
         )
 
 
+#: random keys are drawn for about this many cells at a time: several permutations per
+#: draw, which is the same stream of numbers as one draw per permutation
+_KEYS_PER_DRAW = 1 << 20
+#: ``Generator.random`` returns k / 2**53 for an integer k < 2**53 (numpy's
+#: ``random_standard_uniform``), so ``key * 2**53`` is that integer, exactly
+_KEY_RESOLUTION = float(2**53)
+#: the most low bits a slot index may take beside a 53-bit key below bit 62
+_MAX_SLOT_BITS = 9
+#: a slot outside the permuted set sorts after every permuted slot
+_UNUSED_KEY = 1 << 62
+
+
+def _slots_by_key(keys: np.ndarray, in_use: np.ndarray) -> np.ndarray:
+    """Per row, the slots in use ordered by ``keys``, then the others in slot order.
+
+    The order of ``np.argsort(np.where(in_use, keys, np.inf), axis=-1)`` wherever no two
+    keys of a row are equal (probability about 2**-53 per pair): each key becomes the
+    integer ``key * 2**53`` shifted left with its slot in the low bits, and one integer
+    ``np.sort`` gives the order and the slots together, without an argsort and a gather.
+    """
+    n_slots = keys.shape[-1]
+    slot_bits = max(1, (n_slots - 1).bit_length())
+    if slot_bits > _MAX_SLOT_BITS:
+        return np.argsort(np.where(in_use, keys, np.inf), axis=-1, kind="stable")
+    slots = np.arange(n_slots, dtype=np.int64)
+    composite = (keys * _KEY_RESOLUTION).astype(np.int64)
+    composite <<= slot_bits
+    composite |= slots
+    composite = np.where(in_use, composite, _UNUSED_KEY | slots)
+    composite.sort(axis=-1)
+    composite &= (1 << slot_bits) - 1
+    return composite
+
+
 def alignment_randomization_p(
     scores_by_slot: ArrayLike,
     rng: np.random.Generator,
@@ -50,6 +84,10 @@ def alignment_randomization_p(
     gives the exact null of :math:`T` (Fisher's randomization test; Edgington & Onghena,
     *Randomization Tests*, 4th ed., 2007), with the +1 correction so
     :math:`P(p \\le \\alpha) \\le \\alpha`.
+
+    Each permutation orders the slots in use by uniform random keys, one key per
+    (session, reviewer, slot) cell, or per (session, slot) with ``shared_order``, drawn
+    permutation after permutation from ``rng``.
     """
     values = np.asarray(scores_by_slot, dtype=float)
     observed = np.abs(alignment_statistic(values)) - 1e-12
@@ -59,33 +97,39 @@ def alignment_randomization_p(
     # slot any reviewer of the session used; other slots stay where they are
     in_use = np.isfinite(values)
     if shared_order:
-        in_use = np.broadcast_to(in_use.any(axis=1, keepdims=True), values.shape)
-    slots = np.broadcast_to(np.arange(n_slots, dtype=float), values.shape)
+        in_use = in_use.any(axis=1, keepdims=True)
+    slots = np.broadcast_to(np.arange(n_slots, dtype=float), in_use.shape)
+    # the slots in use in slot order, then the others: the k-th key-ordered slot moves here
     targets = np.argsort(np.where(in_use, slots, np.inf), axis=-1, kind="stable")
-    key_shape = (n_sessions, 1, n_slots) if shared_order else values.shape
+    key_shape = in_use.shape
+    per_draw = max(1, _KEYS_PER_DRAW // max(values.size, 1))
     if shared_order:
-        # a missing score moves with its answer, so each permuted table is re-centred
-        for _ in range(n_permutations):
-            keys = np.broadcast_to(rng.random(key_shape), values.shape)
-            sources = np.argsort(np.where(in_use, keys, np.inf), axis=-1, kind="stable")
-            permuted = values.copy()
-            np.put_along_axis(permuted, targets, np.take_along_axis(values, sources, -1), -1)
-            at_least += np.abs(alignment_statistic(permuted)) >= observed
+        # a missing score moves with its answer, so each permuted table is re-centred; the
+        # slots not in use sort last in slot order, as in ``targets``, so they stay put
+        slot_of_target = np.argsort(targets, axis=-1)
+        for done in range(0, n_permutations, per_draw):
+            keys = rng.random((min(per_draw, n_permutations - done), *key_shape))
+            sources = _slots_by_key(keys, in_use)
+            source_of_slot = np.take_along_axis(sources, slot_of_target[None], axis=-1)
+            permuted = np.take_along_axis(
+                values[None], np.broadcast_to(source_of_slot, (len(keys), *values.shape)), -1
+            )
+            at_least += (np.abs(alignment_statistic(permuted)) >= observed).sum(axis=0)
         return np.asarray((1.0 + at_least) / (n_permutations + 1.0))
     # per-reviewer orders permute only scored slots: the centred scores and slot weights
-    # keep their sets, so T of a permutation is the centred scores against permuted weights
+    # keep their sets, so T of a permutation pairs the k-th scored slot's centred score with
+    # the weight (slot mean - slot) of the k-th slot in key order
     count = np.maximum(in_use.sum(axis=-1, keepdims=True), 1)
     centred_y = np.where(in_use, values - np.nansum(values, -1, keepdims=True) / count, 0.0)
+    centred_y_in_slot_order = np.take_along_axis(centred_y, targets, -1)  # zeros past the last
     slot_mean = np.where(in_use, slots, 0.0).sum(axis=-1, keepdims=True) / count
-    centred_c = np.where(in_use, slot_mean - slots, 0.0)
     scored = in_use.sum(axis=-1) >= 2
     n_scored = np.maximum(scored.sum(axis=-1), 1)
-    for _ in range(n_permutations):
-        sources = np.argsort(np.where(in_use, rng.random(key_shape), np.inf), axis=-1)
-        weights = np.zeros_like(centred_c)
-        np.put_along_axis(weights, targets, np.take_along_axis(centred_c, sources, -1), -1)
-        per_reviewer = np.where(scored, (centred_y * weights).sum(axis=-1), 0.0)
-        at_least += np.abs(per_reviewer.sum(axis=-1) / n_scored) >= observed
+    for done in range(0, n_permutations, per_draw):
+        keys = rng.random((min(per_draw, n_permutations - done), *key_shape))
+        weights = slot_mean - _slots_by_key(keys, in_use)
+        per_reviewer = np.where(scored, (centred_y_in_slot_order * weights).sum(axis=-1), 0.0)
+        at_least += (np.abs(per_reviewer.sum(axis=-1) / n_scored) >= observed).sum(axis=0)
     return np.asarray((1.0 + at_least) / (n_permutations + 1.0))
 
 

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as scipy_stats
 
+from llm_council.stats.dense_ids import dense_codes
+from llm_council.stats.distribution_functions import t_ppf, t_sf
 from llm_council.stats.pooling import IntervalEstimate
 
 
@@ -103,16 +104,22 @@ def cluster_jackknife_correlation(
     keep = np.isfinite(x_values) & np.isfinite(y_values)
     x_values, y_values, cluster_ids = x_values[keep], y_values[keep], cluster_ids[keep]
     nan = float("nan")
-    _, index = np.unique(cluster_ids, return_inverse=True)
+    _, index = dense_codes(cluster_ids)
     n_clusters = int(index.max()) + 1 if index.size else 0
     if n_clusters < 3:
         return IntervalEstimate(nan, nan, nan, nan, nan, n_clusters)
-    terms = np.stack(
-        [np.ones_like(x_values), x_values, y_values, x_values**2, y_values**2, x_values * y_values],
-        axis=1,
+    terms = (
+        np.ones_like(x_values),
+        x_values,
+        y_values,
+        x_values**2,
+        y_values**2,
+        x_values * y_values,
     )
-    per_cluster = np.zeros((n_clusters, 6))
-    np.add.at(per_cluster, index, terms)
+    # one bincount per sum: the same additions, in the same order, as np.add.at
+    per_cluster = np.column_stack(
+        [np.bincount(index, weights=term, minlength=n_clusters) for term in terms]
+    )
     total = per_cluster.sum(axis=0)
     r = float(_pearson_from_sums(total))
     leave_out = _pearson_from_sums(total[None, :] - per_cluster)
@@ -121,8 +128,8 @@ def cluster_jackknife_correlation(
     se = float(np.sqrt((n_clusters - 1) / n_clusters * np.sum((leave_out - leave_out.mean()) ** 2)))
     if se == 0.0:
         return IntervalEstimate(r, r, r, 0.0, nan, n_clusters)
-    t_crit = float(scipy_stats.t.ppf(0.5 + confidence / 2, n_clusters - 1))
-    p_value = float(2 * scipy_stats.t.sf(abs(r / se), n_clusters - 1))
+    t_crit = float(t_ppf(0.5 + confidence / 2, n_clusters - 1))
+    p_value = float(2 * t_sf(abs(r / se), n_clusters - 1))
     return IntervalEstimate(
         r, max(-1.0, r - t_crit * se), min(1.0, r + t_crit * se), se, p_value, n_clusters
     )

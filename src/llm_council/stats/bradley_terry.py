@@ -12,9 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import sparse
-from scipy import stats as scipy_stats
-from scipy.sparse import csgraph
+
+from llm_council.stats.distribution_functions import normal_ppf
 
 
 def bradley_terry_mm(
@@ -72,9 +71,15 @@ def comparisons_connected(wins: ArrayLike) -> bool:
     present = compared.any(axis=1)
     if present.sum() < 2:
         return False
-    sub = compared[np.ix_(present, present)]
-    n_components, _ = csgraph.connected_components(sparse.csr_matrix(sub), directed=False)
-    return int(n_components) == 1
+    linked = compared[np.ix_(present, present)]
+    # breadth-first search from the first item (a few dozen models: no graph library)
+    reached = np.zeros(linked.shape[0], dtype=bool)
+    reached[0] = True
+    frontier = reached.copy()
+    while frontier.any():
+        frontier = linked[frontier].any(axis=0) & ~reached
+        reached |= frontier
+    return bool(reached.all())
 
 
 @dataclass(frozen=True)
@@ -111,7 +116,10 @@ def bradley_terry_session_bootstrap(
     for start in range(0, n_resamples, batch):
         size = min(batch, n_resamples - start)
         draws = rng.integers(0, n_sessions, size=(size, n_sessions))
-        counts = np.stack([np.bincount(row, minlength=n_sessions) for row in draws]).astype(float)
+        # how often each replicate drew each session: one bincount over (replicate, session)
+        cells = (np.arange(size)[:, None] * n_sessions + draws).ravel()
+        counts = np.bincount(cells, minlength=size * n_sessions).reshape(size, n_sessions)
+        counts = counts.astype(float)
         resampled = (counts @ flat).reshape(size, k, k)
         replicates[start : start + size] = bradley_terry_mm(resampled, pseudo_count=pseudo_count)
     alpha = 1 - confidence
@@ -226,7 +234,7 @@ def bradley_terry_with_covariate(
     transform = centring @ to_theta
     theta = transform @ params
     theta_cov = transform @ covariance @ transform.T
-    z = float(scipy_stats.norm.ppf(0.5 + confidence / 2))
+    z = float(normal_ppf(0.5 + confidence / 2))
     theta_se = np.sqrt(np.clip(np.diag(theta_cov), 0, None))
     slope_se = float(np.sqrt(covariance[0, 0]))
     slope = float(params[0])

@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import sparse
-from scipy import stats as scipy_stats
 
+from llm_council.stats.design_products import gram, grouped_column_sums
+from llm_council.stats.distribution_functions import f_sf, t_ppf
 from llm_council.stats.identifiability import RELATIVE_TOLERANCE, estimable, gram_null_space
 
 
@@ -75,7 +76,7 @@ class ClusteredOlsFit:
 
     def confidence_intervals(self, confidence: float = 0.95) -> np.ndarray:
         """Intervals from a t distribution on ``C - 1`` degrees of freedom (Cameron & Miller)."""
-        t_crit = float(scipy_stats.t.ppf(0.5 + confidence / 2, max(self.n_clusters - 1, 1)))
+        t_crit = float(t_ppf(0.5 + confidence / 2, max(self.n_clusters - 1, 1)))
         half = t_crit * self.standard_errors
         return np.column_stack([self.coefficients - half, self.coefficients + half])
 
@@ -132,37 +133,33 @@ def ols_absorbed_cluster_robust(
     and, because the demeaned residuals sum to zero within each group and groups are nested
     in clusters, :math:`\sum_{i \in c} \tilde x_i \hat e_i = \sum_{i \in c} x_i \hat e_i`.
     So only ``(n, k)`` products of the raw design are needed (Frisch-Waugh-Lovell; the
-    sandwich as in :func:`ols_cluster_robust`). ``group_index`` must be nested in
-    ``cluster_index``; ids need not be dense. ``design`` may be a scipy sparse matrix (a
-    design of dummies and interactions has a few non-zeros per row), which avoids a dense
-    ``(n, k)`` array altogether.
+    sandwich as in :func:`ols_cluster_robust`), taken by :mod:`.design_products`.
+    ``group_index`` must be nested in ``cluster_index``; ids need not be dense. ``design``
+    may be a scipy sparse matrix (a design of dummies and interactions has a few non-zeros
+    per row), which avoids a dense ``(n, k)`` array altogether.
     """
     x: Any = design if sparse.issparse(design) else np.asarray(design, dtype=float)
     y = np.asarray(response, dtype=float)
     groups = np.asarray(group_index, dtype=np.int64)
     clusters = np.asarray(cluster_index, dtype=np.int64)
     n, k = x.shape
-    group_sums = group_sum_matrix(groups)
-    counts = np.bincount(groups, minlength=group_sums.shape[0]).astype(float)
+    n_groups = int(groups.max()) + 1 if n else 0
+    counts = np.bincount(groups, minlength=n_groups).astype(float)
     inverse_counts = np.divide(1.0, counts, out=np.zeros_like(counts), where=counts > 0)
-    sum_x = _dense(group_sums @ x)
-    sum_y = group_sums @ y
-    xtx = _dense(x.T @ x) - sum_x.T @ (sum_x * inverse_counts[:, None])
+    sum_x = grouped_column_sums(x, groups, n_groups)
+    sum_y = np.bincount(groups, weights=y, minlength=n_groups)
+    xtx = gram(x) - sum_x.T @ (sum_x * inverse_counts[:, None])
     xty = np.asarray(x.T @ y).ravel() - sum_x.T @ (sum_y * inverse_counts)
     xtx_inverse = np.linalg.pinv(xtx, rcond=RELATIVE_TOLERANCE, hermitian=True)
     coefficients = xtx_inverse @ xty
     raw_residuals = y - np.asarray(x @ coefficients).ravel()
     residuals = raw_residuals - ((sum_y - sum_x @ coefficients) * inverse_counts)[groups]
-    scores = _dense(group_sum_matrix(clusters, residuals) @ x)
+    n_clusters = int(clusters.max()) + 1 if n else 0
+    scores = grouped_column_sums(x, clusters, n_clusters, residuals)
     c = int((np.bincount(clusters) > 0).sum())
     factor = (c / max(c - 1, 1)) * ((n - 1) / max(n - k, 1))
     covariance = factor * xtx_inverse @ (scores.T @ scores) @ xtx_inverse
     return ClusteredOlsFit(coefficients, covariance, residuals, n, c, gram_null_space(xtx))
-
-
-def _dense(matrix: Any) -> np.ndarray:
-    """A product's result as a dense array (sparse @ sparse stays sparse)."""
-    return np.asarray(matrix.toarray() if sparse.issparse(matrix) else matrix)
 
 
 @dataclass(frozen=True)
@@ -198,4 +195,4 @@ def wald_test(coefficients: ArrayLike, covariance: ArrayLike, n_clusters: int) -
     wald = float(beta @ np.linalg.pinv(v) @ beta)
     f_statistic = (n_clusters - q) / (q * (n_clusters - 1)) * wald
     df_den = n_clusters - q
-    return WaldResult(f_statistic, q, df_den, float(scipy_stats.f.sf(f_statistic, q, df_den)))
+    return WaldResult(f_statistic, q, df_den, float(f_sf(f_statistic, q, df_den)))

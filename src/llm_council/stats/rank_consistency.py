@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as scipy_stats
 
+from llm_council.stats.distribution_functions import t_ppf
 from llm_council.stats.pooling import IntervalEstimate
 from llm_council.stats.proportions import wilson_interval
 
@@ -84,7 +84,7 @@ def clustered_rate(
     if se == 0.0:
         low, high = wilson_interval(round(rate * n_clusters), n_clusters, confidence)
         return IntervalEstimate(rate, low, high, 0.0, nan, n_clusters)
-    t_crit = float(scipy_stats.t.ppf(0.5 + confidence / 2, n_clusters - 1))
+    t_crit = float(t_ppf(0.5 + confidence / 2, n_clusters - 1))
     return IntervalEstimate(
         rate, max(0.0, rate - t_crit * se), min(1.0, rate + t_crit * se), se, nan, n_clusters
     )

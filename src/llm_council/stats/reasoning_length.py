@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as scipy_stats
 
+from llm_council.stats.distribution_functions import t_ppf, t_sf
 from llm_council.stats.pooling import IntervalEstimate
 
 
@@ -71,8 +71,8 @@ def cluster_jackknife_slope(
     se = float(np.sqrt((n_clusters - 1) / n_clusters * np.sum((leave_out - leave_out.mean()) ** 2)))
     if se == 0.0:
         return IntervalEstimate(slope, slope, slope, 0.0, float("nan"), n_clusters)
-    t_crit = float(scipy_stats.t.ppf(0.5 + confidence / 2, n_clusters - 1))
-    p_value = float(2 * scipy_stats.t.sf(abs(slope / se), n_clusters - 1))
+    t_crit = float(t_ppf(0.5 + confidence / 2, n_clusters - 1))
+    p_value = float(2 * t_sf(abs(slope / se), n_clusters - 1))
     return IntervalEstimate(
         slope, slope - t_crit * se, slope + t_crit * se, se, p_value, n_clusters
     )
@@ -137,8 +137,8 @@ def logistic_slope(
     slope = float(beta[1])
     if not np.isfinite(se) or se == 0.0:
         return _nan(n_clusters)
-    t_crit = float(scipy_stats.t.ppf(0.5 + confidence / 2, n_clusters - 1))
-    p_value = float(2 * scipy_stats.t.sf(abs(slope / se), n_clusters - 1))
+    t_crit = float(t_ppf(0.5 + confidence / 2, n_clusters - 1))
+    p_value = float(2 * t_sf(abs(slope / se), n_clusters - 1))
     return IntervalEstimate(
         slope, slope - t_crit * se, slope + t_crit * se, se, p_value, n_clusters
     )

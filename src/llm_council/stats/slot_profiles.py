@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import sparse
-from scipy import stats as scipy_stats
 
+from llm_council.stats.distribution_functions import t_ppf, t_sf
 from llm_council.stats.joint_model import ClusteredOlsFit, ols_absorbed_cluster_robust, wald_test
 
 
@@ -59,17 +59,16 @@ def fit_reviewer_slots(
     slots = np.asarray(slot, dtype=np.int64)
     own = np.asarray(is_self, dtype=bool)
     n = reviewer.size
-    rows = np.arange(n)
-    slot_columns = reviewer * n_slots + slots
-    self_rows = rows[own]
+    # two stored entries a row, built as CSR arrays directly (no COO sort): the slot dummy,
+    # and the reviewer's self term, an explicit 0 on a record that is not a self-review
+    columns = np.empty((n, 2), dtype=np.int32)  # scipy keeps int32 indices (no copy)
+    columns[:, 0] = reviewer * n_slots + slots
+    columns[:, 1] = n_reviewers * n_slots + reviewer
+    values = np.empty((n, 2))
+    values[:, 0] = 1.0
+    values[:, 1] = own
     design = sparse.csr_matrix(
-        (
-            np.ones(n + self_rows.size),
-            (
-                np.concatenate([rows, self_rows]),
-                np.concatenate([slot_columns, n_reviewers * n_slots + reviewer[own]]),
-            ),
-        ),
+        (values.reshape(-1), columns.reshape(-1), np.arange(0, 2 * n + 1, 2)),
         shape=(n, n_reviewers * n_slots + n_reviewers),
     )
     return ols_absorbed_cluster_robust(design, score, answer_index, session_index)
@@ -94,9 +93,9 @@ def slot_effects(fit: ClusteredOlsFit, contrasts: np.ndarray) -> SlotEffects | N
     covariance = contrasts @ fit.covariance @ contrasts.T
     se = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
     df = max(fit.n_clusters - 1, 1)
-    t_crit = float(scipy_stats.t.ppf(0.975, df))
+    t_crit = float(t_ppf(0.975, df))
     with np.errstate(divide="ignore", invalid="ignore"):
-        p_values = np.where(se > 0, 2 * scipy_stats.t.sf(np.abs(estimates / se), df), np.nan)
+        p_values = np.where(se > 0, 2 * t_sf(np.abs(estimates / se), df), np.nan)
     # all slots equal: each of the first K-1 effects minus the last (the centred effects
     # sum to zero, so K-1 contrasts carry all the information)
     differences = np.hstack([np.eye(n_slots - 1), -np.ones((n_slots - 1, 1))]) @ contrasts
@@ -107,7 +106,7 @@ def slot_effects(fit: ClusteredOlsFit, contrasts: np.ndarray) -> SlotEffects | N
     trend_weights = positions / float(positions @ positions)
     trend = float(trend_weights @ estimates)
     trend_se = float(np.sqrt(max(trend_weights @ covariance @ trend_weights, 0.0)))
-    trend_p = float(2 * scipy_stats.t.sf(abs(trend / trend_se), df)) if trend_se > 0 else np.nan
+    trend_p = float(2 * t_sf(abs(trend / trend_se), df)) if trend_se > 0 else np.nan
     return SlotEffects(
         estimates=estimates,
         ci_low=estimates - t_crit * se,

@@ -18,6 +18,7 @@ import numpy as np
 from llm_council.bias_audit.report.anchoring import MAX_SLOTS
 from llm_council.bias_audit.report.tables import dense_codes, nullable_floats
 from llm_council.stats.amplification import amplification_screen
+from llm_council.stats.distribution_functions import binomial_greater_p
 
 #: mean pairwise r at or above which a council "agrees strongly" (descriptive gate)
 AGREEMENT_THRESHOLD = 0.7
@@ -69,9 +70,12 @@ def amplification(
     by_model = np.full((n_sessions, n_reviewers, n_models), np.nan)
     by_slot[session, reviewer, position] = score
     by_model[session, reviewer, model] = score
+    del rows, session, reviewer, model, position, score  # the tables hold what is needed
     shared_row = connection.execute(
-        """SELECT coalesce(bool_and(n_orders = 1), false) FROM (
-               SELECT count(DISTINCT position) AS n_orders FROM records GROUP BY session, model)"""
+        # one display slot per answer <=> its first and last slot agree (no DISTINCT count)
+        """SELECT coalesce(bool_and(first_slot = last_slot), false) FROM (
+               SELECT min(position) AS first_slot, max(position) AS last_slot
+               FROM records GROUP BY session, model)"""
     ).fetchone()
     shared = bool(shared_row[0]) if shared_row else False
     screen = amplification_screen(
@@ -97,14 +101,8 @@ def amplification(
     )
     n_agreeing = int(np.sum(np.nan_to_num(screen.agreement, nan=-1.0) >= AGREEMENT_THRESHOLD))
     n_suspect = int(screen.suspect.sum())
-    from scipy import stats as scipy_stats  # deferred: scipy.stats costs ~1 s to import
-
     excess = (
-        float(
-            scipy_stats.binomtest(
-                n_suspect, n_agreeing, significance_level, alternative="greater"
-            ).pvalue
-        )
+        binomial_greater_p(n_suspect, n_agreeing, significance_level)
         if n_agreeing
         else float("nan")
     )

@@ -112,6 +112,8 @@ def anchoring_by_reviewer(
     review_session = np.zeros(n_reviews, dtype=np.int64)
     review_reviewer[review] = reviewer
     review_session[review] = session
+    # everything below works on the (review, slot) tables: drop the per-record arrays
+    del rows, reviewer, session, position, score, deviation, is_self, review
     nan = float("nan")
     slot = np.broadcast_to(np.arange(n_slots, dtype=float), in_order.shape)
     running = running_mean_deviation(in_order)

@@ -16,7 +16,7 @@ from llm_council.bias_audit.report.loading import DEFAULT_MEMORY_LIMIT, load_sto
 from llm_council.bias_audit.report.model import BiasReport
 from llm_council.bias_audit.report.position import position_bias
 from llm_council.bias_audit.report.reviewers import reviewer_profiles, self_preferences
-from llm_council.bias_audit.report.tables import create_analysis_tables
+from llm_council.bias_audit.report.tables import create_analysis_tables, scores_sum_to_a_constant
 from llm_council.errors import RecordError
 
 #: how many times :func:`build_report` calls ``on_step`` (the CLI's progress bar total)
@@ -71,10 +71,13 @@ def build_report(
                 build_leaderboard, connection.cursor(), n_resamples=n_resamples, seed=seed
             )
             step("profiling reviewers")
-            profiles = reviewer_profiles(connection)
+            forced_choice = scores_sum_to_a_constant(connection)  # both need it: ask once
+            profiles = reviewer_profiles(connection, forced_choice=forced_choice)
             # the joint model's leniencies are centred on the profiles' robust reference
             reference = [p.reviewer for p in profiles if p.in_leniency_reference]
-            joint_future = pool.submit(fit_joint_model, connection.cursor(), reference)
+            joint_future = pool.submit(
+                fit_joint_model, connection.cursor(), reference, forced_choice=forced_choice
+            )
             step("length and position")
             length = pooled_length_bias(connection)
             position = position_bias(connection, significance_level)

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import duckdb
 import numpy as np
-from scipy import stats
+
+from llm_council.stats.distribution_functions import t_ppf, t_sf
 
 #: sessions a reviewer needs for a check kind before it is estimated ("too few" below)
 MIN_CHECK_SESSIONS = 5
@@ -83,8 +84,8 @@ def _t_interval(
     if not (df > 0 and se > 0 and math.isfinite(se)):
         nan = float("nan")
         return CheckEstimate(estimate, nan, nan, nan, n_sessions, n_pairs)
-    half = float(stats.t.ppf(0.975, df)) * se
-    p_value = float(2 * stats.t.sf(abs(estimate) / se, df))
+    half = float(t_ppf(0.975, df)) * se
+    p_value = float(2 * t_sf(abs(estimate) / se, df))
     return CheckEstimate(estimate, estimate - half, estimate + half, p_value, n_sessions, n_pairs)
 
 

@@ -70,25 +70,27 @@ def drift_by_reviewer(
         f"""WITH timed AS (
                 SELECT session, min(time) AS time FROM records
                 WHERE time IS NOT NULL GROUP BY session)
-            SELECT s.reviewer, s.session,
+            SELECT s.reviewer_index, s.session,
                    floor((epoch(any_value(t.time)) - ?) / 604800)::BIGINT
                        AS week,
                    {columns}
             FROM scored s JOIN timed t USING (session)
             WHERE NOT s.is_self
-            GROUP BY s.reviewer, s.session
-            ORDER BY s.reviewer, s.session""",
+            GROUP BY s.reviewer_index, s.session
+            ORDER BY s.reviewer_index, s.session""",
         [float(start_row[0])],
     ).fetchnumpy()
     if len(rows["session"]) == 0:
         return None
-    reviewer = np.asarray(rows["reviewer"], dtype=object)
+    # integer reviewer indices (numbered in id order), not a million id strings
+    names = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
+    reviewer = np.asarray(rows["reviewer_index"], dtype=np.int64)
     week = np.asarray(rows["week"], dtype=np.int64)
     n_weeks = int(week.max()) + 1
     tested: list[tuple[str, str, WeeklySeries, CusumTest]] = []
     skipped: list[str] = []
-    for name in sorted(set(reviewer.tolist())):
-        mine = reviewer == name
+    for name, index in sorted((names[i], i) for i in np.unique(reviewer).tolist()):
+        mine = reviewer == index
         for quantity in _QUANTITIES:
             series = weekly_series(nullable_floats(rows[quantity])[mine], week[mine])
             if series is None:

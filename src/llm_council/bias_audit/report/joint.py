@@ -22,10 +22,10 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 from scipy import sparse
-from scipy import stats as scipy_stats
 
 from llm_council.bias_audit.report.model import JointEffect, JointModel
 from llm_council.bias_audit.report.tables import scores_sum_to_a_constant
+from llm_council.stats.distribution_functions import t_ppf
 from llm_council.stats.joint_model import ols_absorbed_cluster_robust, wald_test
 
 
@@ -51,13 +51,17 @@ def _centring_transform(n_levels: int, reference: np.ndarray | None = None) -> n
 
 
 def fit_joint_model(
-    connection: duckdb.DuckDBPyConnection, leniency_reference: Collection[str] | None = None
+    connection: duckdb.DuckDBPyConnection,
+    leniency_reference: Collection[str] | None = None,
+    *,
+    forced_choice: bool | None = None,
 ) -> JointFit | None:
     """Fit the joint model on every scored record; None when there is too little data.
 
     Leniencies are centred on the mean of the ``leniency_reference`` reviewers (the robust
     reference of the reviewer profiles) when given, so one outlying reviewer does not shift
     every other reviewer's leniency; verbosities are centred on all reviewers.
+    ``forced_choice`` is :func:`scores_sum_to_a_constant` when the caller has it already.
     """
     columns = connection.execute(
         """SELECT session, model_index, reviewer_index, position,
@@ -76,6 +80,7 @@ def fit_joint_model(
     log_words = log_words - log_words.mean()
     is_self = np.asarray(columns["is_self"], dtype=float)
     score = np.asarray(columns["score"], dtype=float)
+    del columns  # the fetched (narrower) originals of the converted arrays: 10M records x 25 B
     reviewer_names = [
         name
         for (name,) in connection.execute(
@@ -137,16 +142,19 @@ def fit_joint_model(
         ),
         shape=(score.size, offset),
     )
-    del design_values, design_columns
+    # the design holds what the fit needs of these per-record arrays (about 0.3 GB at 10M)
+    del design_values, design_columns, reviewer, position, log_words, is_self
     # group ids need not be dense: empty groups are never indexed
     answer = session * n_models + model_index
+    del model_index
     n_answers_total = int(np.count_nonzero(np.bincount(answer)))
     if n_answers_total + offset >= score.size or np.count_nonzero(np.bincount(session)) < 2:
         return None  # no residual degrees of freedom, or a single session: nothing to infer
     fit = ols_absorbed_cluster_robust(raw_design, score, answer, session)
     intervals = fit.confidence_intervals()
 
-    forced_choice = scores_sum_to_a_constant(connection)
+    if forced_choice is None:
+        forced_choice = scores_sum_to_a_constant(connection)
     effects: list[JointEffect] = []
     start = 0
     position_slice = slice(0, 0)
@@ -166,7 +174,7 @@ def fit_joint_model(
             standard_errors = np.sqrt(
                 np.clip(np.diag(transform @ covariance @ transform.T), 0, None)
             )
-            t_crit = float(scipy_stats.t.ppf(0.975, max(fit.n_clusters - 1, 1)))
+            t_crit = float(t_ppf(0.975, max(fit.n_clusters - 1, 1)))
             lows, highs = estimates - t_crit * standard_errors, estimates + t_crit * standard_errors
         else:
             transform = np.eye(width)

@@ -32,6 +32,51 @@ def with_adjusted_means(
     return replace(board, entries=entries)
 
 
+def _ranked_pairs(connection: duckdb.DuckDBPyConnection) -> dict[str, np.ndarray]:
+    """Every pair of answers one reviewer ranked differently in a session (self-reviews out).
+
+    ``item_a < item_b`` are model indices, ``a_won`` is 1 when ``item_a`` was ranked better,
+    ``log_ratio`` is ln(words) of ``item_a`` minus that of ``item_b``. The rankings come
+    sorted by (session, reviewer, model); the pairs of rows ``gap`` apart within a review
+    are formed for gap = 1, 2, ... until no review is that long (a review of ``k`` answers
+    gives its ``k(k-1)/2`` pairs), which costs a few passes over the rankings instead of a
+    self-join.
+    """
+    ranked = connection.execute(
+        """SELECT session, reviewer_index, model_index, rank,
+                  ln(greatest(words, 1)) AS log_words
+           FROM scored WHERE NOT is_self AND rank IS NOT NULL
+           ORDER BY session, reviewer_index, model_index"""
+    ).fetchnumpy()
+    session = np.asarray(ranked["session"], dtype=np.int64)
+    review = session * (int(np.max(ranked["reviewer_index"], initial=0)) + 1) + np.asarray(
+        ranked["reviewer_index"], dtype=np.int64
+    )
+    model = np.asarray(ranked["model_index"], dtype=np.int64)
+    rank = np.asarray(ranked["rank"], dtype=np.int64)
+    log_words = np.asarray(ranked["log_words"], dtype=float)
+    firsts, seconds = [], []
+    for gap in range(1, review.size):
+        same_review = review[gap:] == review[:-gap]
+        if not same_review.any():
+            break
+        first = np.flatnonzero(same_review)
+        second = first + gap
+        # two records of one model in a review are not a comparison (nor are tied ranks)
+        keep = (model[first] < model[second]) & (rank[first] != rank[second])
+        firsts.append(first[keep])
+        seconds.append(second[keep])
+    first = np.concatenate(firsts) if firsts else np.zeros(0, dtype=np.int64)
+    second = np.concatenate(seconds) if seconds else np.zeros(0, dtype=np.int64)
+    return {
+        "session": session[first],
+        "item_a": model[first],
+        "item_b": model[second],
+        "a_won": (rank[first] < rank[second]).astype(np.int64),
+        "log_ratio": log_words[first] - log_words[second],
+    }
+
+
 def build_leaderboard(
     connection: duckdb.DuckDBPyConnection,
     *,
@@ -39,22 +84,11 @@ def build_leaderboard(
     seed: int = 0,
 ) -> Leaderboard | None:
     """Bradley-Terry with session-bootstrap intervals, plus the length-controlled fit."""
-    pairs = connection.execute(
-        """WITH ranked AS (
-               SELECT session, reviewer, model_index, rank, ln(greatest(words, 1)) AS log_words
-               FROM scored WHERE NOT is_self AND rank IS NOT NULL)
-           SELECT a.session, a.model_index AS item_a, b.model_index AS item_b,
-                  (a.rank < b.rank)::INTEGER AS a_won, a.log_words - b.log_words AS log_ratio
-           FROM ranked a JOIN ranked b
-             ON a.session = b.session AND a.reviewer = b.reviewer
-            AND a.model_index < b.model_index AND a.rank <> b.rank"""
-    ).fetchnumpy()
-    item_a = np.asarray(pairs["item_a"], dtype=np.int64)
+    pairs = _ranked_pairs(connection)
+    item_a = pairs["item_a"]
     if item_a.size == 0:
         return None
-    item_b = np.asarray(pairs["item_b"], dtype=np.int64)
-    a_won = np.asarray(pairs["a_won"], dtype=np.int64)
-    log_ratio = np.asarray(pairs["log_ratio"], dtype=float)
+    item_b, a_won, log_ratio = pairs["item_b"], pairs["a_won"], pairs["log_ratio"]
     # renumber the sessions that have comparisons 0..S-1 (O(n), no sort)
     raw_session = np.asarray(pairs["session"], dtype=np.int64)
     has_pairs = np.zeros(int(raw_session.max()) + 1, dtype=bool)

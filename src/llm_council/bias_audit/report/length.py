@@ -23,12 +23,14 @@ _SAMPLE_SEED = 7
 def pooled_length_bias(connection: duckdb.DuckDBPyConnection) -> LengthBias | None:
     """The pooled within-session correlation, the naive record-level one, and plot data."""
     per_session = connection.execute(
+        # integer indices, not the id strings: the window and the distinct count hash less
         """WITH centred AS (
-               SELECT session, model, ln(greatest(words, 1)) AS log_words,
-                      score - avg(score) OVER (PARTITION BY session, reviewer) AS centred_score
+               SELECT session, model_index, ln(greatest(words, 1)) AS log_words,
+                      score - avg(score) OVER (PARTITION BY session, reviewer_index)
+                          AS centred_score
                FROM scored WHERE NOT is_self)
-           SELECT corr(centred_score, log_words) AS r, count(DISTINCT model) AS n_answers
-           FROM centred GROUP BY session HAVING count(DISTINCT model) >= 3"""
+           SELECT corr(centred_score, log_words) AS r, count(DISTINCT model_index) AS n_answers
+           FROM centred GROUP BY session HAVING count(DISTINCT model_index) >= 3"""
     ).fetchnumpy()
     r = nullable_floats(per_session["r"])
     weights = np.asarray(per_session["n_answers"], dtype=float)

@@ -71,28 +71,35 @@ def _status_counts(connection: duckdb.DuckDBPyConnection) -> dict[str, dict[str 
 
 
 def _pair_counts(connection: duckdb.DuckDBPyConnection) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per reviewer, per session: (discordant pairs, comparable pairs)."""
+    """Per reviewer, per session (in session order): (discordant pairs, comparable pairs).
+
+    ``scored`` holds exactly the records with a score, with integer reviewer indices: the
+    self-join and its grouping run on integers, and the counts come back as arrays.
+    """
     rows = connection.execute(
         """WITH usable AS (
-               SELECT session, reviewer, model, score, rank FROM records
-               WHERE score IS NOT NULL AND rank IS NOT NULL)
-           SELECT a.reviewer, a.session,
+               SELECT session, reviewer_index, score, rank FROM scored
+               WHERE rank IS NOT NULL)
+           SELECT a.reviewer_index,
                   count(*) FILTER (WHERE a.score < b.score) AS discordant,
                   count(*) AS comparable
            FROM usable a JOIN usable b
-             ON a.session = b.session AND a.reviewer = b.reviewer AND a.rank < b.rank
+             ON a.session = b.session AND a.reviewer_index = b.reviewer_index
+                AND a.rank < b.rank
            WHERE a.score <> b.score
-           GROUP BY a.reviewer, a.session
-           ORDER BY a.reviewer, a.session"""
-    ).fetchall()
-    grouped: dict[str, tuple[list[int], list[int]]] = {}
-    for reviewer, _session, discordant, comparable in rows:
-        events, trials = grouped.setdefault(str(reviewer), ([], []))
-        events.append(int(discordant))
-        trials.append(int(comparable))
+           GROUP BY a.reviewer_index, a.session
+           ORDER BY a.reviewer_index, a.session"""
+    ).fetchnumpy()
+    names = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
+    reviewer_index = np.asarray(rows["reviewer_index"], dtype=np.int64)
+    events = np.asarray(rows["discordant"], dtype=float)
+    trials = np.asarray(rows["comparable"], dtype=float)
+    starts = np.flatnonzero(np.r_[True, reviewer_index[1:] != reviewer_index[:-1]])
+    ends = np.r_[starts[1:], reviewer_index.size]
     return {
-        reviewer: (np.asarray(events, dtype=float), np.asarray(trials, dtype=float))
-        for reviewer, (events, trials) in grouped.items()
+        str(names[int(reviewer_index[start])]): (events[start:end], trials[start:end])
+        for start, end in zip(starts, ends, strict=True)
+        if end > start
     }
 
 

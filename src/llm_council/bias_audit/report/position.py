@@ -34,10 +34,10 @@ from collections.abc import Sequence
 import duckdb
 import numpy as np
 from scipy import sparse
-from scipy import stats as scipy_stats
 
 from llm_council.bias_audit.report.model import Interval, PositionBias, SlotProfile
 from llm_council.bias_audit.report.tables import dense_codes
+from llm_council.stats.distribution_functions import t_ppf, t_sf
 from llm_council.stats.identifiability import estimable, gram_null_space
 from llm_council.stats.joint_model import (
     ClusteredOlsFit,
@@ -124,13 +124,13 @@ def _slot_profile(
     dummies = np.zeros((slot.size, n_slots))
     dummies[np.arange(slot.size), slot] = 1.0
     fit = ols_cluster_robust(dummies, centred, cluster)
-    t_crit = float(scipy_stats.t.ppf(0.975, max(fit.n_clusters - 1, 1)))
+    t_crit = float(t_ppf(0.975, max(fit.n_clusters - 1, 1)))
     effects = [
         Interval(
             float(b),
             float(b - t_crit * se),
             float(b + t_crit * se),
-            float(2 * scipy_stats.t.sf(abs(b / se), fit.n_clusters - 1)) if se > 0 else nan,
+            float(2 * t_sf(abs(b / se), fit.n_clusters - 1)) if se > 0 else nan,
         )
         for b, se in zip(fit.coefficients, fit.standard_errors, strict=True)
     ]
@@ -146,9 +146,7 @@ def _slot_profile(
         slope,
         slope - t_crit * slope_se,
         slope + t_crit * slope_se,
-        float(2 * scipy_stats.t.sf(abs(slope / slope_se), fit.n_clusters - 1))
-        if slope_se > 0
-        else nan,
+        float(2 * t_sf(abs(slope / slope_se), fit.n_clusters - 1)) if slope_se > 0 else nan,
     )
     return SlotProfile(
         subject=subject,
@@ -223,6 +221,29 @@ def _with(profile: SlotProfile, adjusted_p: float, significance_level: float) ->
     )
 
 
+def _slot_records(
+    connection: duckdb.DuckDBPyConnection, n_slots: int, *, with_centred: bool
+) -> dict[str, np.ndarray]:
+    """The scored records of ``n_slots``-answer sessions at a valid slot, as typed arrays;
+    ``centred`` (the score minus its reviewer's mean in the session) only when asked."""
+    centred = (
+        ", score - avg(score) OVER (PARTITION BY session, reviewer_index) AS centred"
+        if with_centred
+        else ""
+    )
+    columns = connection.execute(
+        f"""SELECT session, reviewer_index, model_index, position, is_self, score{centred}
+           FROM scored
+           WHERE n_candidates = ? AND position >= 0 AND position < n_candidates""",
+        [n_slots],
+    ).fetchnumpy()
+    kinds = {"is_self": bool, "score": float, "centred": float}
+    return {
+        name: np.asarray(values, dtype=kinds.get(name, np.int64))
+        for name, values in columns.items()
+    }
+
+
 def position_bias(
     connection: duckdb.DuckDBPyConnection, significance_level: float = 0.05
 ) -> PositionBias | None:
@@ -234,25 +255,26 @@ def position_bias(
     if mode_row is None or mode_row[0] is None or int(mode_row[0]) < 2:
         return None
     n_slots = int(mode_row[0])
-    columns = connection.execute(
-        """SELECT session, reviewer_index, model_index, position, is_self, score,
-                  score - avg(score) OVER (PARTITION BY session, reviewer_index) AS centred
-           FROM scored
-           WHERE n_candidates = ? AND position >= 0 AND position < n_candidates""",
-        [n_slots],
-    ).fetchnumpy()
-    session = np.asarray(columns["session"], dtype=np.int64)
+    columns = _slot_records(connection, n_slots, with_centred=False)
+    session = columns["session"]
     if session.size == 0:
         return None
-    reviewer = np.asarray(columns["reviewer_index"], dtype=np.int64)
-    model = np.asarray(columns["model_index"], dtype=np.int64)
-    slot = np.asarray(columns["position"], dtype=np.int64)
-    centred = np.asarray(columns["centred"], dtype=float)
-    is_self = np.asarray(columns["is_self"], dtype=bool)
-    score = np.asarray(columns["score"], dtype=float)
+    reviewer, model, slot = columns["reviewer_index"], columns["model_index"], columns["position"]
+    is_self, score = columns["is_self"], columns["score"]
     names = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
-    # ids need not be dense (group sums and cluster counts skip empty ids): no sorting
-    group = session * (int(reviewer.max()) + 1) + reviewer
+    # the across-sessions fallback needs reviewer-centred scores; the window that computes
+    # them is most of the query's cost, so it runs only when a fallback is needed
+    fallback: dict[str, np.ndarray] = {}
+
+    def fallback_columns() -> dict[str, np.ndarray]:
+        if not fallback:
+            fallback.update(_slot_records(connection, n_slots, with_centred=True))
+            # ids need not be dense (group sums and cluster counts skip empty ids)
+            fallback["group"] = (
+                fallback["session"] * (int(fallback["reviewer_index"].max()) + 1)
+                + fallback["reviewer_index"]
+            )
+        return fallback
 
     per_slot = connection.execute(
         """WITH slot_means AS (
@@ -280,9 +302,18 @@ def position_bias(
         n_slots,
     )
     present = np.unique(reviewer)
-    council = _within_profile(
-        "council", within_fit, present, n_reviewers, n_slots, cluster
-    ) or _slot_profile("council", session, group, model, slot, centred, n_slots)
+    council = _within_profile("council", within_fit, present, n_reviewers, n_slots, cluster)
+    if council is None:
+        every = fallback_columns()
+        council = _slot_profile(
+            "council",
+            every["session"],
+            every["group"],
+            every["model_index"],
+            every["position"],
+            every["centred"],
+            n_slots,
+        )
     council = _with(council, council.test_p_value, significance_level)
     reviewers = []
     for index in present:
@@ -293,15 +324,17 @@ def position_bias(
         if within is not None:
             reviewers.append(within)
             continue
-        _, reviewer_group = dense_codes(group[rows])
+        every = fallback_columns()
+        mine = every["reviewer_index"] == index
+        _, reviewer_group = dense_codes(every["group"][mine])
         reviewers.append(
             _slot_profile(
                 names[int(index)],
-                session[rows],
+                every["session"][mine],
                 reviewer_group,
-                model[rows],
-                slot[rows],
-                centred[rows],
+                every["model_index"][mine],
+                every["position"][mine],
+                every["centred"][mine],
                 n_slots,
             )
         )

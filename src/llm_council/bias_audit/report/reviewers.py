@@ -87,15 +87,15 @@ def robust_leniencies(connection: duckdb.DuckDBPyConnection) -> dict[str, Review
     if session.size == 0:
         return {}
     _, session_index = dense_codes(session)
+    del session
     n_models = int(np.asarray(columns["model_index"]).max()) + 1
     answer = session_index * n_models + np.asarray(columns["model_index"], dtype=np.int64)
+    reviewer = np.asarray(columns["reviewer_index"], dtype=np.int64)
+    score = np.asarray(columns["score"], dtype=float)
+    is_self = np.asarray(columns["is_self"], dtype=bool)
+    del columns  # the fetched originals, while the step-down holds its own arrays
     results = step_down_leniency(
-        answer,
-        session_index,
-        np.asarray(columns["reviewer_index"], dtype=np.int64),
-        np.asarray(columns["score"], dtype=float),
-        np.asarray(columns["is_self"], dtype=bool),
-        n_reviewers=len(names),
+        answer, session_index, reviewer, score, is_self, n_reviewers=len(names)
     )
     return {names[index]: result for index, result in enumerate(results)}
 
@@ -119,8 +119,13 @@ def reviewer_length_correlations(connection: duckdb.DuckDBPyConnection) -> dict[
     }
 
 
-def reviewer_profiles(connection: duckdb.DuckDBPyConnection) -> list[ReviewerProfile]:
-    """One profile per reviewer, sorted by leniency (harshest first)."""
+def reviewer_profiles(
+    connection: duckdb.DuckDBPyConnection, *, forced_choice: bool | None = None
+) -> list[ReviewerProfile]:
+    """One profile per reviewer, sorted by leniency (harshest first).
+
+    ``forced_choice`` is :func:`scores_sum_to_a_constant` when the caller has it already.
+    """
     counts = connection.execute(
         # sessions in which it scored something: a refused or failed review (ADR 0027)
         # leaves null records that must not raise its reliability tier
@@ -131,15 +136,21 @@ def reviewer_profiles(connection: duckdb.DuckDBPyConnection) -> list[ReviewerPro
     spreads = {
         reviewer: spread
         for reviewer, spread in connection.execute(
+            # grouped on the integer index (one hash per record), named afterwards
             """WITH per_session AS (
-                   SELECT reviewer, session, var_samp(score) AS score_variance
-                   FROM scored GROUP BY reviewer, session)
-               SELECT reviewer, sqrt(avg(score_variance)) FROM per_session GROUP BY reviewer"""
+                   SELECT reviewer_index, session, var_samp(score) AS score_variance
+                   FROM scored GROUP BY reviewer_index, session),
+               per_reviewer AS (
+                   SELECT reviewer_index, sqrt(avg(score_variance)) AS spread
+                   FROM per_session GROUP BY reviewer_index)
+               SELECT reviewer, spread FROM per_reviewer JOIN reviewers USING (reviewer_index)"""
         ).fetchall()
     }
     # on a forced-choice scale (pairwise 1/0/0.5) a reviewer's level is fixed by the scale:
     # nothing to estimate, and an estimate would only echo its self-reviews
-    leniency_identified = not scores_sum_to_a_constant(connection)
+    if forced_choice is None:
+        forced_choice = scores_sum_to_a_constant(connection)
+    leniency_identified = not forced_choice
     leniencies = robust_leniencies(connection) if leniency_identified else {}
     material = _material_leniency(connection)
     length_correlations = reviewer_length_correlations(connection)

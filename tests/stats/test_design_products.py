@@ -1,0 +1,49 @@
+"""The bincount products against dense numpy, for every kind of design they accept."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import sparse
+
+from llm_council.stats import design_products
+from llm_council.stats.design_products import gram, grouped_column_sums
+
+
+def _designs(rng: np.random.Generator) -> list[object]:
+    n, k = 500, 7
+    # uniform: 3 entries per row, one per block of columns, explicit zeros included
+    columns = np.column_stack(
+        [rng.integers(0, 2, n), 2 + rng.integers(0, 3, n), 5 + rng.integers(0, 2, n)]
+    )
+    values = rng.normal(size=(n, 3))
+    values[rng.random((n, 3)) < 0.2] = 0.0
+    uniform = sparse.csr_matrix(
+        (values.ravel(), columns.ravel(), np.arange(0, 3 * n + 1, 3)), shape=(n, k)
+    )
+    ragged_dense = sparse.random(n, k, density=0.3, random_state=1).toarray()
+    ragged_dense[3] = 0.0  # a row with no entries
+    ragged = sparse.csr_matrix(ragged_dense)
+    dense = rng.normal(size=(n, k))
+    return [uniform, ragged, ragged.tocsc(), dense]
+
+
+@pytest.mark.parametrize("rows_per_pass", [7, 1 << 20])
+def test_products_equal_dense_numpy(monkeypatch: pytest.MonkeyPatch, rows_per_pass: int) -> None:
+    monkeypatch.setattr(design_products, "_ROWS_PER_PASS", rows_per_pass)  # chunk seams
+    rng = np.random.default_rng(0)
+    for design in _designs(rng):
+        x = design.toarray() if sparse.issparse(design) else np.asarray(design)
+        n = x.shape[0]
+        groups = rng.integers(0, 40, n) * 3  # ids need not be dense
+        weights = rng.normal(size=n)
+        expected = np.zeros((int(groups.max()) + 1, x.shape[1]))
+        np.add.at(expected, groups, x * weights[:, None])
+        got = grouped_column_sums(design, groups, int(groups.max()) + 1, weights)
+        assert got == pytest.approx(expected, abs=1e-12)
+        unweighted = np.zeros_like(expected)
+        np.add.at(unweighted, groups, x)
+        assert grouped_column_sums(design, groups, expected.shape[0]) == pytest.approx(
+            unweighted, abs=1e-12
+        )
+        assert gram(design) == pytest.approx(x.T @ x, abs=1e-12)

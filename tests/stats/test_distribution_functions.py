@@ -1,0 +1,62 @@
+"""The scipy.special tail functions against scipy.stats, value for value."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from llm_council.stats.distribution_functions import (
+    binomial_greater_p,
+    f_sf,
+    normal_ppf,
+    t_ppf,
+    t_sf,
+    t_two_sided_p,
+)
+
+X = np.concatenate([np.linspace(-40.0, 40.0, 801), [0.0, -0.0, np.inf, -np.inf, np.nan, 1e300]])
+Q = np.concatenate([np.linspace(0.0, 1.0, 1001), [np.nan, -0.1, 1.1, 1e-300, 1 - 1e-16]])
+DFS = [0.5, 1.0, 2.0, 3.0, 4.5, 10.0, 29.0, 100.0, 1e4, 1e8, np.inf, 0.0, -1.0, np.nan]
+
+
+@pytest.mark.parametrize("df", DFS)
+def test_t_tail_and_quantile_equal_scipy_stats_bit_for_bit(df: float) -> None:
+    assert np.array_equal(t_sf(X, df), stats.t.sf(X, df), equal_nan=True)
+    assert np.array_equal(t_ppf(Q, df), stats.t.ppf(Q, df), equal_nan=True)
+    assert np.array_equal(t_two_sided_p(X, df), 2 * stats.t.sf(np.abs(X), df), equal_nan=True)
+
+
+def test_t_quantile_end_points_are_infinite_like_scipy_stats() -> None:
+    # scipy.special.stdtrit(3, 0) is +inf; the quantile at 0 is -inf
+    assert t_ppf(0.0, 3.0) == -np.inf and t_ppf(1.0, 3.0) == np.inf
+    # a hand value: t_{0.975, 10} = 2.228138851986 (standard tables)
+    assert float(t_ppf(0.975, 10)) == pytest.approx(2.228138851986, abs=1e-12)
+
+
+@pytest.mark.parametrize("dfn", [0.5, 1.0, 3.0, 10.0, 1e6, np.inf, 0.0])
+@pytest.mark.parametrize("dfd", [1.0, 2.0, 5.0, 50.0, np.inf, 0.0])
+def test_f_tail_equals_scipy_stats_bit_for_bit(dfn: float, dfd: float) -> None:
+    x = np.abs(X) * 0.1 - 0.5  # negative, zero and positive values, inf and nan
+    assert np.array_equal(f_sf(x, dfn, dfd), stats.f.sf(x, dfn, dfd), equal_nan=True)
+
+
+def test_normal_quantile_equals_scipy_stats_bit_for_bit() -> None:
+    assert np.array_equal(normal_ppf(Q), stats.norm.ppf(Q), equal_nan=True)
+    assert float(normal_ppf(0.975)) == pytest.approx(1.959963984540054, abs=1e-15)
+
+
+def test_binomial_greater_p_agrees_with_binomtest_to_1e_9() -> None:
+    for n in (1, 2, 5, 20, 100, 1000, 40_000):
+        for k in range(0, n + 1, max(1, n // 50)):
+            for p in (0.01, 0.05, 0.5, 0.9):
+                expected = stats.binomtest(k, n, p, alternative="greater").pvalue
+                got = binomial_greater_p(k, n, p)
+                assert got == pytest.approx(expected, rel=1e-9, abs=1e-300)
+    # by hand: P(X >= 2), X ~ B(3, 1/2) = (3 + 1) / 8
+    assert binomial_greater_p(2, 3, 0.5) == pytest.approx(0.5, abs=1e-15)
+
+
+def test_binomial_greater_p_rejects_bad_counts() -> None:
+    with pytest.raises(ValueError, match="successes"):
+        binomial_greater_p(5, 3, 0.5)
