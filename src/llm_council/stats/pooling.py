@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as scipy_stats
+
+from llm_council.stats.distribution_functions import f_sf, normal_ppf, t_ppf, t_sf
 
 _R_CLIP = 1.0 - 1e-12  # atanh(+-1) is infinite; a perfectly correlated session is clipped
 
@@ -66,8 +67,8 @@ def mean_interval_from_moments(
     se = float(sd / np.sqrt(n))
     if se == 0.0:
         return IntervalEstimate(mean, mean, mean, 0.0, 0.0 if mean != 0 else 1.0, n)
-    t_crit = float(scipy_stats.t.ppf(0.5 + confidence / 2, n - 1))
-    p_value = float(2 * scipy_stats.t.sf(abs(mean / se), n - 1))
+    t_crit = float(t_ppf(0.5 + confidence / 2, n - 1))
+    p_value = float(2 * t_sf(abs(mean / se), n - 1))
     return IntervalEstimate(mean, mean - t_crit * se, mean + t_crit * se, se, p_value, n)
 
 
@@ -101,8 +102,8 @@ def fisher_z_pooled_correlation(
     if se == 0.0:
         value = float(np.tanh(z_bar))
         return IntervalEstimate(value, value, value, 0.0, 1.0 if z_bar == 0 else 0.0, n)
-    t_crit = float(scipy_stats.t.ppf(0.5 + confidence / 2, n - 1))
-    p_value = float(2 * scipy_stats.t.sf(abs(z_bar / se), n - 1))
+    t_crit = float(t_ppf(0.5 + confidence / 2, n - 1))
+    p_value = float(2 * t_sf(abs(z_bar / se), n - 1))
     return IntervalEstimate(
         float(np.tanh(z_bar)),
         float(np.tanh(z_bar - t_crit * se)),
@@ -124,7 +125,7 @@ def fisher_z_interval(r: float, n: int, confidence: float = 0.95) -> tuple[float
     if n <= 3:
         return float("nan"), float("nan")
     z = float(np.arctanh(np.clip(r, -_R_CLIP, _R_CLIP)))
-    half = float(scipy_stats.norm.ppf(0.5 + confidence / 2)) / np.sqrt(n - 3)
+    half = float(normal_ppf(0.5 + confidence / 2)) / np.sqrt(n - 3)
     return float(np.tanh(z - half)), float(np.tanh(z + half))
 
 
@@ -162,5 +163,5 @@ def hotelling_one_sample(cluster_vectors: ArrayLike) -> HotellingResult:
     covariance = np.atleast_2d(np.cov(x, rowvar=False))
     t_squared = float(n * mean @ np.linalg.pinv(covariance) @ mean)
     f_statistic = (n - p) / (p * (n - 1)) * t_squared
-    p_value = float(scipy_stats.f.sf(f_statistic, p, n - p))
+    p_value = float(f_sf(f_statistic, p, n - p))
     return HotellingResult(t_squared, f_statistic, p, n - p, p_value)
