@@ -187,5 +187,19 @@ def test_killed_server_loses_no_label_and_restart_resumes(tmp_path: Path) -> Non
         _, resumed = _request(base + "/api/state")
         assert resumed["progress"] == {"labelled": 1, "total": 4}
     finally:
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=60)
+        _stop(process)
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    """Ctrl-C, then SIGKILL if the process has not gone within 30 s.
+
+    The graceful exit is not what this test checks (the label on disk and the resume are);
+    in two loaded full-suite runs the child outlived SIGINT by a minute, and a clean-up
+    must not turn that into a failure of the durability test.
+    """
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=30)
