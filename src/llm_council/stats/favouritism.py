@@ -17,6 +17,7 @@ from numpy.typing import ArrayLike
 
 from llm_council.stats.multiplicity import holm_adjusted
 from llm_council.stats.pooling import IntervalEstimate, cluster_mean_interval
+from llm_council.stats.row_patterns import row_patterns
 
 _LEVERAGE_FLOOR = 1e-9
 
@@ -107,14 +108,24 @@ def session_cell_effects(scores: ArrayLike) -> np.ndarray:
     Each distinct pattern of observed cells gets its own :func:`cell_leverage_complement`.
     """
     values = np.asarray(scores, dtype=float)
-    residual = additive_residuals(values)
-    observed = np.isfinite(values)
-    flat = observed.reshape(observed.shape[0], -1)
-    patterns, pattern_index = np.unique(flat, axis=0, return_inverse=True)
-    leverage = np.stack(
-        [cell_leverage_complement(p.reshape(observed.shape[1:])) for p in patterns]
-    )[np.asarray(pattern_index).reshape(-1)]
-    return residual / leverage
+    return additive_residuals(values) / session_leverage(np.isfinite(values))
+
+
+def session_leverage(observed: ArrayLike) -> np.ndarray:
+    """:math:`M_{cc}` per session and cell: :func:`cell_leverage_complement` of its pattern.
+
+    ``observed`` is bool (sessions, reviewers, models). The sessions are grouped by their
+    pattern of observed cells (:func:`~llm_council.stats.row_patterns.row_patterns`), so
+    each distinct pattern is solved once.
+    """
+    pattern = np.asarray(observed, dtype=bool)
+    grouped = row_patterns(pattern.reshape(pattern.shape[0], -1))
+    per_pattern = (
+        np.stack([cell_leverage_complement(p.reshape(pattern.shape[1:])) for p in grouped.patterns])
+        if len(grouped.patterns)
+        else np.empty((0, *pattern.shape[1:]))
+    )
+    return per_pattern[grouped.index]
 
 
 def fixed_effect_residuals(
@@ -216,10 +227,13 @@ def length_controlled_cell_effects(
     fit = reviewer_length_slopes(values, lengths)
     covariates = length_covariates(lengths, np.isfinite(values))
     adjusted = values - np.einsum("j,jsrm->srm", fit.slopes, np.nan_to_num(covariates))
-    effects = session_cell_effects(adjusted)
-    covariate_effects = np.stack([session_cell_effects(x) for x in covariates])
+    # covariates and adjusted scores are observed where the scores are: one leverage for all
+    leverage = session_leverage(np.isfinite(values))
+    effects = additive_residuals(adjusted) / leverage
     # (reviewers_j, reviewers, models); a cell never observed gets 0 (its effect stays NaN)
-    sensitivity = _observed_mean(covariate_effects, axis=1)
+    sensitivity = np.stack(
+        [_observed_mean(additive_residuals(x) / leverage, axis=0) for x in covariates]
+    )
     slope_error = np.einsum("sj,jrm->srm", fit.influence, sensitivity)
     slope_error = np.where(np.isfinite(effects), slope_error, np.nan)
     # centred within each cell's own sessions, so the cell mean is unchanged when some
@@ -282,10 +296,8 @@ def favouritism_matrix(
     flagged = np.where(np.isfinite(holm_p), holm_p < significance_level, False).astype(bool)
     observed = np.isfinite(np.asarray(scores, dtype=float))
     # the most common pattern of observed cells stands for the design in the spill-over model
-    patterns, counts = np.unique(
-        observed.reshape(observed.shape[0], -1), axis=0, return_counts=True
-    )
-    modal = patterns[int(np.argmax(counts))].reshape(n_reviewers, n_models)
+    grouped = row_patterns(observed.reshape(observed.shape[0], -1))
+    modal = grouped.patterns[int(np.argmax(grouped.counts))].reshape(n_reviewers, n_models)
 
     def grid(name: str) -> np.ndarray:
         return np.array([[getattr(cell, name) for cell in row] for row in effects], dtype=float)
