@@ -36,7 +36,9 @@ FAMILIES = ("favouritism", "style_mimicry")
 def _plain(value: Any) -> Any:
     """A family result as JSON-ready lists, dicts and numbers."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {field.name: _plain(getattr(value, field.name)) for field in dataclasses.fields(value)}
+        return {
+            field.name: _plain(getattr(value, field.name)) for field in dataclasses.fields(value)
+        }
     if isinstance(value, list | tuple):
         return [_plain(item) for item in value]
     if isinstance(value, float) and not math.isfinite(value):
@@ -83,7 +85,9 @@ def _largest_difference(left: Any, right: Any) -> float:
     if isinstance(left, list) and isinstance(right, list):
         if len(left) != len(right):
             return math.inf
-        return max((_largest_difference(a, b) for a, b in zip(left, right, strict=True)), default=0.0)
+        return max(
+            (_largest_difference(a, b) for a, b in zip(left, right, strict=True)), default=0.0
+        )
     if isinstance(left, float | int) and isinstance(right, float | int):
         if isinstance(left, bool) or isinstance(right, bool):
             return 0.0 if left == right else math.inf
@@ -112,9 +116,14 @@ def main() -> None:
     trees = {"this tree": here}
     if arguments.baseline_src:
         trees = {"baseline": str(Path(arguments.baseline_src).resolve()), **trees}
-    results = {label: _run_tree(source, arguments.store, arguments.repeats) for label, source in trees.items()}
+    results = {
+        label: _run_tree(source, arguments.store, arguments.repeats)
+        for label, source in trees.items()
+    }
     print(f"store {arguments.store}; load average {os.getloadavg()[0]:.2f}")
-    print(f"{'family':<15}" + "".join(f"{label + ' CPU s':>18}{'peak MB':>10}" for label in results))
+    print(
+        f"{'family':<15}" + "".join(f"{label + ' CPU s':>18}{'peak MB':>10}" for label in results)
+    )
     for name in FAMILIES:
         line = f"{name:<15}"
         for measured in results.values():

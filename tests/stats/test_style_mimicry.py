@@ -9,7 +9,7 @@ from scipy import stats as scipy_stats
 
 from generators.independent_council import CouncilSpec, generate_sessions
 from generators.style_similarity import StyleSpec, add_similarity, styled_arrays
-from llm_council.stats.style_mimicry import mimicry_slopes
+from llm_council.stats.style_mimicry import mimicry_slopes, pseudo_inverses
 
 
 def _small_panel(seed: int) -> dict[str, np.ndarray]:
@@ -202,3 +202,30 @@ def test_three_members_are_not_identified() -> None:
     panel = _drifting_panel(3, 100, seed=6)
     found = mimicry_slopes(**panel, n_reviewers=3)
     assert all(np.isnan(slope.estimate) for slope in found.slopes)
+
+
+def test_a_repeated_review_falls_back_to_the_iteration_and_still_matches_least_squares() -> None:
+    """A reviewer that scored one answer twice breaks the session tables (two observations
+    in one cell); the slopes then come from alternating projections, still the dummy fit."""
+    panel = _small_panel(seed=5)
+    panel = {name: np.concatenate([values, values[:3]]) for name, values in panel.items()}
+    panel["score"][-3:] += np.array([0.4, -0.2, 0.1])
+    fit = mimicry_slopes(**panel, n_reviewers=4)  # type: ignore[arg-type]
+    expected = _dummy_regression(panel, 4)
+    np.testing.assert_allclose([s.estimate for s in fit.slopes], expected, rtol=1e-8)
+
+
+def test_pseudo_inverses_equal_pinv_whatever_the_conditioning() -> None:
+    rng = np.random.default_rng(6)
+    base = rng.normal(size=(4, 4))
+    well = base @ base.T + 4 * np.eye(4)
+    singular = np.outer(base[0], base[0]) + np.outer(base[1], base[1])  # rank 2
+    scaled = np.diag([1.0, 1.0, 1.0, 1e-9])  # invertible, condition 1e9: pinv path
+    stack = np.stack([well, singular, scaled, well * 3])
+    expected = np.linalg.pinv(stack)
+    found = pseudo_inverses(stack.copy())
+    np.testing.assert_allclose(found, expected, rtol=1e-10, atol=1e-12)
+    exactly_singular = np.stack([well, np.zeros((4, 4))])  # LU fails: all through pinv
+    np.testing.assert_allclose(
+        pseudo_inverses(exactly_singular), np.linalg.pinv(exactly_singular), atol=1e-12
+    )

@@ -34,9 +34,7 @@ def row_patterns(flags: ArrayLike) -> RowPatterns:
         raise ValueError(f"flags must be a (rows, cells) matrix, got shape {matrix.shape}")
     n_rows, n_cells = matrix.shape
     if n_rows == 0 or n_cells == 0:
-        patterns, index, counts = np.unique(
-            matrix, axis=0, return_inverse=True, return_counts=True
-        )
+        patterns, index, counts = np.unique(matrix, axis=0, return_inverse=True, return_counts=True)
         return RowPatterns(patterns, np.asarray(index).reshape(-1), counts)
     packed = np.packbits(matrix, axis=1)  # big bit order: cell 0 is the top bit of byte 0
     if n_cells <= _ONE_WORD_CELLS:
