@@ -41,24 +41,47 @@ def additive_residuals(
             f"scores must have shape (sessions, reviewers, models), got {values.shape}"
         )
     observed = np.isfinite(values)
-    weight = observed.astype(float)
     residual = np.where(observed, values, 0.0)
-    row_count = np.maximum(weight.sum(axis=2), 1.0)
-    column_count = np.maximum(weight.sum(axis=1), 1.0)
+    _sweep_out_means(residual, observed, (2, 1), max_iterations, tolerance)
+    return residual if observed.all() else np.where(observed, residual, np.nan)
+
+
+def _additive_residuals_zero_filled(filled: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """:func:`additive_residuals` of ``filled`` (0 where not ``observed``), 0 where unobserved."""
+    residual = np.array(filled, dtype=float)
+    _sweep_out_means(residual, observed, (2, 1), 500, 1e-12)
+    return residual
+
+
+def _sweep_out_means(
+    residual: np.ndarray,
+    observed: np.ndarray,
+    axes: tuple[int, ...],
+    max_iterations: int,
+    tolerance: float,
+) -> None:
+    """Alternating projections in place: subtract the mean over each axis in turn (observed
+    cells only; unobserved ones hold 0 and stay 0) until every mean is below ``tolerance``.
+
+    When every cell is observed the weight is 1 everywhere and is left out (the same
+    numbers, without a multiplication of the whole array per sweep).
+    """
+    weight = None if observed.all() else observed.astype(float)
+    counts = [
+        float(max(residual.shape[axis], 1))
+        if weight is None
+        else np.maximum(weight.sum(axis=axis, keepdims=True), 1.0)
+        for axis in axes
+    ]
     for _ in range(max_iterations):
-        row_mean = residual.sum(axis=2) / row_count
-        residual -= row_mean[:, :, None] * weight
-        column_mean = residual.sum(axis=1) / column_count
-        residual -= column_mean[:, None, :] * weight
-        if (
-            max(
-                float(np.abs(row_mean).max(initial=0.0)),
-                float(np.abs(column_mean).max(initial=0.0)),
-            )
-            < tolerance
-        ):
+        largest = 0.0
+        for axis, count in zip(axes, counts, strict=True):
+            mean = residual.sum(axis=axis, keepdims=True)
+            mean /= count
+            residual -= mean if weight is None else mean * weight
+            largest = max(largest, float(np.abs(mean).max(initial=0.0)))
+        if largest < tolerance:
             break
-    return np.where(observed, residual, np.nan)
 
 
 def cell_leverage_complement(observed: ArrayLike) -> np.ndarray:
@@ -141,18 +164,9 @@ def fixed_effect_residuals(
     """
     array = np.asarray(values, dtype=float)
     observed = np.isfinite(array)
-    weight = observed.astype(float)
     residual = np.where(observed, array, 0.0)
-    counts = [np.maximum(weight.sum(axis=axis, keepdims=True), 1.0) for axis in (-1, -2, -3)]
-    for _ in range(max_iterations):
-        largest = 0.0
-        for axis, count in zip((-1, -2, -3), counts, strict=True):
-            mean = residual.sum(axis=axis, keepdims=True) / count
-            residual -= mean * weight
-            largest = max(largest, float(np.abs(mean).max(initial=0.0)))
-        if largest < tolerance:
-            break
-    return np.where(observed, residual, np.nan)
+    _sweep_out_means(residual, observed, (-1, -2, -3), max_iterations, tolerance)
+    return residual if observed.all() else np.where(observed, residual, np.nan)
 
 
 @dataclass(frozen=True)
@@ -184,11 +198,19 @@ def reviewer_length_slopes(scores: ArrayLike, log_words: ArrayLike) -> LengthSlo
     observed = np.isfinite(values)
     if not np.isfinite(lengths[observed]).all():
         raise ValueError("log_words must be finite wherever a score is observed")
+    return _length_slopes(values, observed, _zero_filled_covariates(lengths, observed))
+
+
+def _length_slopes(
+    values: np.ndarray, observed: np.ndarray, covariates: np.ndarray
+) -> LengthSlopes:
+    """:func:`reviewer_length_slopes` from :func:`_zero_filled_covariates` (same numbers)."""
     n_sessions, n_reviewers, _ = values.shape
-    covariates = length_covariates(lengths, observed)
-    stacked = fixed_effect_residuals(np.concatenate([values[None], covariates]))
-    response = np.nan_to_num(stacked[0])
-    design = np.nan_to_num(stacked[1:])  # (reviewers, sessions, reviewers, models)
+    # the fixed-effect residuals of the scores and covariates, 0 on unobserved cells
+    stacked = np.concatenate([np.where(observed, values, 0.0)[None], covariates])
+    _sweep_out_means(stacked, observed, (-1, -2, -3), 5000, 1e-10)
+    response = stacked[0]
+    design = stacked[1:]  # (reviewers, sessions, reviewers, models)
     gram = np.einsum("jsrm,ksrm->jk", design, design)
     inverse = np.linalg.pinv(gram, rcond=1e-10)
     slopes = inverse @ np.einsum("jsrm,srm->j", design, response)
@@ -208,6 +230,12 @@ def length_covariates(log_words: ArrayLike, observed: ArrayLike) -> np.ndarray:
     return np.where(pattern[None], covariates, np.nan)
 
 
+def _zero_filled_covariates(lengths: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """:func:`length_covariates` with 0 instead of NaN on unobserved cells."""
+    own_row = np.eye(lengths.shape[1], dtype=bool)[:, None, :, None]
+    return np.where(own_row & observed[None], np.nan_to_num(lengths)[None], 0.0)
+
+
 def length_controlled_cell_effects(
     scores: ArrayLike, log_words: ArrayLike
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -224,15 +252,20 @@ def length_controlled_cell_effects(
     """
     values = np.asarray(scores, dtype=float)
     lengths = np.asarray(log_words, dtype=float)
-    fit = reviewer_length_slopes(values, lengths)
-    covariates = length_covariates(lengths, np.isfinite(values))
-    adjusted = values - np.einsum("j,jsrm->srm", fit.slopes, np.nan_to_num(covariates))
+    fit = reviewer_length_slopes(values, lengths)  # validates the input
+    observed = np.isfinite(values)
+    covariates = _zero_filled_covariates(lengths, observed)
+    adjusted = values - np.einsum("j,jsrm->srm", fit.slopes, covariates)
     # covariates and adjusted scores are observed where the scores are: one leverage for all
-    leverage = session_leverage(np.isfinite(values))
+    # (NaN where a cell is unobserved, so the effects are NaN there as before)
+    leverage = session_leverage(observed)
     effects = additive_residuals(adjusted) / leverage
     # (reviewers_j, reviewers, models); a cell never observed gets 0 (its effect stays NaN)
     sensitivity = np.stack(
-        [_observed_mean(additive_residuals(x) / leverage, axis=0) for x in covariates]
+        [
+            _observed_mean(_additive_residuals_zero_filled(x, observed) / leverage, axis=0)
+            for x in covariates
+        ]
     )
     slope_error = np.einsum("sj,jrm->srm", fit.influence, sensitivity)
     slope_error = np.where(np.isfinite(effects), slope_error, np.nan)

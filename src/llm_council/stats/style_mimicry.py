@@ -20,11 +20,15 @@ p < 1e-4 on a store whose similarity level changed over the same weeks). ``nu_r`
 preference for length (``w_a`` the answer's words; one reviewer's ``nu`` is the reference,
 the rest are relative, which answer effects make identified anyway).
 
-Estimation: both sets of fixed effects are absorbed by alternating projections, demeaning
-every column within answer and within review until the columns stop changing (the method
-of alternating projections for several fixed effects: Gaure 2013, "OLS with multiple high
-dimensional category variables", *Comput. Stat. Data Anal.* 66: 8-18; one pass is exact for
-a complete session grid), then ordinary least squares (Frisch-Waugh-Lovell). With 3
+Estimation: both sets of fixed effects are projected out of every column, then ordinary
+least squares (Frisch-Waugh-Lovell). Answers and reviews both lie in one session, so the
+projection is exact and per session: each session's reviewer x answer table is multiplied
+by the residual maker of its pattern of observed cells
+(:mod:`llm_council.stats.nested_two_way`). That is the limit of the alternating projections
+(demeaning within answer and within review until the columns stop changing; Gaure 2013, "OLS
+with multiple high dimensional category variables", *Comput. Stat. Data Anal.* 66: 8-18),
+which remain the method when the rows are not one table per session (a reviewer scoring one
+answer twice). With 3
 members a symmetric similarity lies wholly in the span of the two sets of effects (the one
 residual direction of a 3 x 3 grid without its diagonal is a cycle on which a symmetric
 x sums to zero), so nothing is identified there. Intervals and tests use the
