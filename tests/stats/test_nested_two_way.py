@@ -90,3 +90,22 @@ def test_empty_input_gives_an_empty_result() -> None:
     empty = np.zeros(0, dtype=np.int64)
     found = nested_two_way_residuals(np.zeros((0, 2)), empty, empty, empty)
     assert found is not None and found.shape == (0, 2)
+
+
+def test_overwrite_writes_into_values_and_leaves_them_alone_when_refused() -> None:
+    session, row, column = _ragged_panel(seed=5)
+    values = np.random.default_rng(6).normal(size=(session.size, 2))
+    expected = nested_two_way_residuals(values, session, row, column)
+    buffer = values.copy()
+    found = nested_two_way_residuals(buffer, session, row, column, overwrite=True)
+    assert found is buffer and expected is not None
+    np.testing.assert_array_equal(found, expected)
+    twice = np.concatenate([values, values[:1]])
+    untouched = twice.copy()
+    repeated = (
+        np.append(session, session[0]),
+        np.append(row, row[0]),
+        np.append(column, column[0]),
+    )
+    assert nested_two_way_residuals(untouched, *repeated, overwrite=True) is None
+    np.testing.assert_array_equal(untouched, twice)

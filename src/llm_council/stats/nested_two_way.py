@@ -55,7 +55,12 @@ def residual_maker(pattern: np.ndarray) -> np.ndarray:
 
 
 def nested_two_way_residuals(
-    values: np.ndarray, session: np.ndarray, row: np.ndarray, column: np.ndarray
+    values: np.ndarray,
+    session: np.ndarray,
+    row: np.ndarray,
+    column: np.ndarray,
+    *,
+    overwrite: bool = False,
 ) -> np.ndarray | None:
     """``values`` (observations, k) net of row-within-session and column effects (module doc).
 
@@ -64,6 +69,9 @@ def nested_two_way_residuals(
     that each lie in one session. Returns None (the caller iterates instead) when the
     input is not a set of session tables: a column spread over two sessions, two
     observations in one (session, row, column) cell, or tables much wider than the data.
+    With ``overwrite`` the residuals are written into ``values`` (a float64 C-contiguous
+    array) and it is returned, so the caller holds one copy; ``values`` is unchanged when
+    None is returned.
     """
     n_observations = values.shape[0]
     if n_observations == 0:
@@ -115,4 +123,6 @@ def nested_two_way_residuals(
             stop = min(start + sessions_per_block, int(ends[number]))
             block = table[:, start:stop].reshape(n_cells, -1)
             table[:, start:stop] = (maker @ block).reshape(n_cells, stop - start, n_values)
+    if overwrite:
+        return np.take(table_rows, where, axis=0, out=values)
     return np.take(table_rows, where, axis=0)

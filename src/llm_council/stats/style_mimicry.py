@@ -61,6 +61,7 @@ from numpy.typing import ArrayLike
 from scipy import stats as scipy_stats
 
 from llm_council.stats.group_codes import dense_codes
+from llm_council.stats.left_out_solve import left_out_solutions
 from llm_council.stats.nested_two_way import nested_two_way_residuals
 from llm_council.stats.pooling import IntervalEstimate
 
@@ -89,16 +90,24 @@ def _demean_within(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.n
     return values - means[group]
 
 
-def _design(
-    similarity: np.ndarray, log_words: np.ndarray, reviewer: np.ndarray, n_reviewers: int
-) -> tuple[np.ndarray, int]:
-    """Columns: slope per reviewer, then length of reviewers 1.. (0 = reference); leniency
-    is a reviewer x session fixed effect, absorbed with the answer effects."""
-    indicator = np.zeros((reviewer.size, n_reviewers))
-    indicator[np.arange(reviewer.size), reviewer] = 1.0
-    slopes = indicator * similarity[:, None]
-    length = indicator[:, 1:] * log_words[:, None]
-    return np.hstack([slopes, length]), n_reviewers
+def _response_and_design(
+    score: np.ndarray,
+    similarity: np.ndarray,
+    log_words: np.ndarray,
+    reviewer: np.ndarray,
+    n_reviewers: int,
+) -> np.ndarray:
+    """Column 0 the score; then a slope column per reviewer (its similarity on its own rows,
+    0 elsewhere), then a length column for reviewers 1.. (0 = reference). Leniency is a
+    reviewer x session fixed effect, absorbed with the answer effects. One array, filled in
+    place, so no per-reviewer indicator matrices are held at once."""
+    rows = np.arange(reviewer.size)
+    matrix = np.zeros((reviewer.size, 2 * n_reviewers))
+    matrix[:, 0] = score
+    matrix[rows, 1 + reviewer] = similarity
+    relative = reviewer >= 1
+    matrix[rows[relative], n_reviewers + reviewer[relative]] = log_words[relative]
+    return matrix
 
 
 #: alternating projections stop when no column moves by more than this (relative)
@@ -138,8 +147,11 @@ def _jackknife_covariance(
     memory stays bounded whatever the number of sessions.
     """
     n_columns = z.shape[1]
-    order = np.argsort(cluster, kind="stable")
-    z_sorted, y_sorted, cluster_sorted = z[order], y[order], cluster[order]
+    if np.all(cluster[1:] >= cluster[:-1]):  # rows already grouped by session: no copies
+        z_sorted, y_sorted, cluster_sorted = z, y, cluster
+    else:
+        order = np.argsort(cluster, kind="stable")
+        z_sorted, y_sorted, cluster_sorted = z[order], y[order], cluster[order]
     counts = np.bincount(cluster_sorted, minlength=n_clusters)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     row_in_cluster = np.arange(cluster_sorted.size) - starts[cluster_sorted]
@@ -158,39 +170,10 @@ def _jackknife_covariance(
         padded_y[local, row_in_cluster[rows]] = y_sorted[rows]
         cross = padded_z.transpose(0, 2, 1) @ padded_z
         moment = np.einsum("cmi,cm->ci", padded_z, padded_y)
-        left_out = pseudo_inverses(gram[None] - cross)
-        deleted = np.einsum("cij,cj->ci", left_out, moment_total[None] - moment)
+        deleted = left_out_solutions(gram, cross, moment_total[None] - moment)
         deviation = deleted - coefficients[None, :]
         outer += deviation.T @ deviation
     return np.asarray((n_clusters - 1) / n_clusters * outer)
-
-
-#: below this 1-norm condition number a matrix is inverted by LU: ``pinv`` (rcond 1e-15)
-#: truncates no singular value there (cond_2 <= p cond_1), so both give the inverse, and
-#: they differ by about cond x 1e-16 of rounding
-_DIRECT_INVERSE_CONDITION = 1e6
-
-
-def pseudo_inverses(matrices: np.ndarray) -> np.ndarray:
-    r"""``np.linalg.pinv`` of each square matrix of a stack, by LU where it is well conditioned.
-
-    The jackknife inverts one left-out Gram matrix per session; the batched LU inverse is
-    about ten times faster than the SVD. A matrix whose condition number
-    :math:`\|A\|_1 \|A^{-1}\|_1` is not below ``_DIRECT_INVERSE_CONDITION`` (or that LU
-    cannot invert) goes through ``pinv`` as before, so a rank-deficient one keeps its
-    pseudo-inverse.
-    """
-    try:
-        inverses = np.linalg.inv(matrices)
-    except np.linalg.LinAlgError:  # an exactly singular matrix somewhere in the stack
-        return np.asarray(np.linalg.pinv(matrices))
-    norm = np.abs(matrices).sum(axis=-2).max(axis=-1)
-    inverse_norm = np.abs(inverses).sum(axis=-2).max(axis=-1)
-    with np.errstate(invalid="ignore", over="ignore"):
-        ill = ~(norm * inverse_norm < _DIRECT_INVERSE_CONDITION)  # NaN and inf count as ill
-    if ill.any():
-        inverses[ill] = np.linalg.pinv(matrices[ill])
-    return inverses
 
 
 def mimicry_slopes(
@@ -230,9 +213,12 @@ def mimicry_slopes(
     _, cluster_index = dense_codes(c)
     n_answers = int(answer_index.max()) + 1
     n_clusters = int(cluster_index.max()) + 1
-    design, n_slopes = _design(x, w, r, n_reviewers)
-    columns_to_project = np.column_stack([y, design])
-    stacked = nested_two_way_residuals(columns_to_project, cluster_index, r, answer_index)
+    n_slopes = n_reviewers
+    columns_to_project = _response_and_design(y, x, w, r, n_reviewers)
+    scale = np.maximum(np.abs(columns_to_project[:, 1:]).sum(axis=0), 1.0)
+    stacked = nested_two_way_residuals(
+        columns_to_project, cluster_index, r, answer_index, overwrite=True
+    )
     if stacked is None:  # not one table per session (e.g. a repeated reviewer-answer pair)
         _, review_index = dense_codes(r * n_clusters + cluster_index)
         stacked = _demean_two_way(
@@ -240,7 +226,6 @@ def mimicry_slopes(
         )
     del columns_to_project
     y_tilde, z_tilde = stacked[:, 0], stacked[:, 1:]
-    scale = np.maximum(np.abs(design).sum(axis=0), 1.0)
     usable = (z_tilde**2).sum(axis=0) > _DEGENERATE * scale
     columns = np.flatnonzero(usable)
     within_sd = np.full(n_reviewers, nan)
