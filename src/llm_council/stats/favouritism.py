@@ -47,8 +47,9 @@ def additive_residuals(
 
 
 def _additive_residuals_zero_filled(filled: np.ndarray, observed: np.ndarray) -> np.ndarray:
-    """:func:`additive_residuals` of ``filled`` (0 where not ``observed``), 0 where unobserved."""
-    residual = np.array(filled, dtype=float)
+    """:func:`additive_residuals` of ``filled`` (float, 0 where not ``observed``), computed in
+    place: ``filled`` is overwritten and returned, 0 where unobserved."""
+    residual = filled
     _sweep_out_means(residual, observed, (2, 1), 500, 1e-12)
     return residual
 
@@ -198,16 +199,22 @@ def reviewer_length_slopes(scores: ArrayLike, log_words: ArrayLike) -> LengthSlo
     observed = np.isfinite(values)
     if not np.isfinite(lengths[observed]).all():
         raise ValueError("log_words must be finite wherever a score is observed")
-    return _length_slopes(values, observed, _zero_filled_covariates(lengths, observed))
+    return _length_slopes(values, observed, lengths)
 
 
-def _length_slopes(
-    values: np.ndarray, observed: np.ndarray, covariates: np.ndarray
-) -> LengthSlopes:
-    """:func:`reviewer_length_slopes` from :func:`_zero_filled_covariates` (same numbers)."""
+def _length_slopes(values: np.ndarray, observed: np.ndarray, lengths: np.ndarray) -> LengthSlopes:
+    """:func:`reviewer_length_slopes` on checked input."""
     n_sessions, n_reviewers, _ = values.shape
-    # the fixed-effect residuals of the scores and covariates, 0 on unobserved cells
-    stacked = np.concatenate([np.where(observed, values, 0.0)[None], covariates])
+    # the scores and the covariates (:func:`length_covariates`) in one array, filled in
+    # place, then their fixed-effect residuals, 0 on unobserved cells
+    stacked = np.zeros((n_reviewers + 1, *values.shape))
+    np.copyto(stacked[0], values, where=observed)
+    for reviewer in range(n_reviewers):
+        np.copyto(
+            stacked[1 + reviewer, :, reviewer],
+            lengths[:, reviewer],
+            where=observed[:, reviewer],
+        )
     _sweep_out_means(stacked, observed, (-1, -2, -3), 5000, 1e-10)
     response = stacked[0]
     design = stacked[1:]  # (reviewers, sessions, reviewers, models)
@@ -230,10 +237,12 @@ def length_covariates(log_words: ArrayLike, observed: ArrayLike) -> np.ndarray:
     return np.where(pattern[None], covariates, np.nan)
 
 
-def _zero_filled_covariates(lengths: np.ndarray, observed: np.ndarray) -> np.ndarray:
-    """:func:`length_covariates` with 0 instead of NaN on unobserved cells."""
-    own_row = np.eye(lengths.shape[1], dtype=bool)[:, None, :, None]
-    return np.where(own_row & observed[None], np.nan_to_num(lengths)[None], 0.0)
+def _zero_filled_covariate(lengths: np.ndarray, observed: np.ndarray, reviewer: int) -> np.ndarray:
+    """``X[reviewer]`` of :func:`length_covariates` with 0 instead of NaN on unobserved cells
+    (one at a time, so the reviewers x sessions x reviewers x models stack is never held)."""
+    covariate = np.zeros(lengths.shape)
+    np.copyto(covariate[:, reviewer], lengths[:, reviewer], where=observed[:, reviewer])
+    return covariate
 
 
 def length_controlled_cell_effects(
@@ -254,8 +263,8 @@ def length_controlled_cell_effects(
     lengths = np.asarray(log_words, dtype=float)
     fit = reviewer_length_slopes(values, lengths)  # validates the input
     observed = np.isfinite(values)
-    covariates = _zero_filled_covariates(lengths, observed)
-    adjusted = values - np.einsum("j,jsrm->srm", fit.slopes, covariates)
+    # sum_j beta_j X[j] has one non-zero term per cell: beta_r ln w on observed cells
+    adjusted = values - np.where(observed, fit.slopes[None, :, None] * lengths, 0.0)
     # covariates and adjusted scores are observed where the scores are: one leverage for all
     # (NaN where a cell is unobserved, so the effects are NaN there as before)
     leverage = session_leverage(observed)
@@ -263,8 +272,14 @@ def length_controlled_cell_effects(
     # (reviewers_j, reviewers, models); a cell never observed gets 0 (its effect stays NaN)
     sensitivity = np.stack(
         [
-            _observed_mean(_additive_residuals_zero_filled(x, observed) / leverage, axis=0)
-            for x in covariates
+            _observed_mean(
+                _additive_residuals_zero_filled(
+                    _zero_filled_covariate(lengths, observed, reviewer), observed
+                )
+                / leverage,
+                axis=0,
+            )
+            for reviewer in range(values.shape[1])
         ]
     )
     slope_error = np.einsum("sj,jrm->srm", fit.influence, sensitivity)

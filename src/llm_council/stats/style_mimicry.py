@@ -199,7 +199,8 @@ def mimicry_slopes(
     a = np.asarray(answer, dtype=np.int64)
     c = np.asarray(session, dtype=np.int64)
     keep = np.isfinite(y) & np.isfinite(x) & np.isfinite(w)
-    y, x, w, r, a, c = y[keep], x[keep], w[keep], r[keep], a[keep], c[keep]
+    if not keep.all():
+        y, x, w, r, a, c = y[keep], x[keep], w[keep], r[keep], a[keep], c[keep]
     nan = float("nan")
     empty = MimicrySlopes(
         [IntervalEstimate(nan, nan, nan, nan, nan, 0) for _ in range(n_reviewers)],
