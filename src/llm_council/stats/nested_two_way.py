@@ -103,26 +103,45 @@ def nested_two_way_residuals(
     observed = np.zeros((n_sessions, n_cells), dtype=bool)
     observed[session, cell] = True
     grouped = row_patterns(observed)
-    # sessions reordered so each pattern's sessions are contiguous: every block below is a
-    # view of the table, projected in place without gathering copies
-    by_pattern = np.argsort(grouped.index, kind="stable")
-    place = np.empty(n_sessions, dtype=np.int64)
-    place[by_pattern] = np.arange(n_sessions)
-    n_values = values.shape[1]
+    del observed, slot
+    makers = [residual_maker(p.reshape(height, width)) for p in grouped.patterns]
+    residuals = values if overwrite else np.empty_like(values, dtype=float)
+    # sessions in blocks of consecutive codes, so one padded table of a block is held at a
+    # time; rows in session order (a stable sort is linear on rows already in that order)
+    grouped_rows = bool(np.all(session[1:] >= session[:-1]))
+    by_session = None if grouped_rows else np.argsort(session, kind="stable")
+    sorted_sessions = session if by_session is None else session[by_session]
+    sessions_per_block = max(1, _BLOCK_DOUBLES // (n_cells * values.shape[1]))
+    for first in range(0, n_sessions, sessions_per_block):
+        last = min(first + sessions_per_block, n_sessions)
+        low, high = np.searchsorted(sorted_sessions, [first, last])
+        rows: slice | np.ndarray = slice(low, high) if by_session is None else by_session[low:high]
+        residuals[rows] = _project_block(
+            values[rows], session[rows] - first, cell[rows], grouped.index[first:last], makers
+        )
+    return residuals
+
+
+def _project_block(
+    values: np.ndarray,
+    local_session: np.ndarray,
+    cell: np.ndarray,
+    pattern_of_session: np.ndarray,
+    makers: list[np.ndarray],
+) -> np.ndarray:
+    """One block of sessions: pad into (cells, sessions, k), apply each pattern's maker."""
+    n_cells = makers[0].shape[0]
+    n_sessions, n_values = pattern_of_session.size, values.shape[1]
     table = np.zeros((n_cells, n_sessions, n_values))
-    table_rows = table.reshape(n_cells * n_sessions, n_values)
-    where = cell * n_sessions + place[session]
-    table_rows[where] = values
-    ends = np.cumsum(grouped.counts)
-    sessions_per_block = max(1, _BLOCK_DOUBLES // (n_cells * n_values))
-    for number, pattern in enumerate(grouped.patterns):
-        maker = residual_maker(pattern.reshape(height, width))
-        for start in range(
-            int(ends[number] - grouped.counts[number]), int(ends[number]), sessions_per_block
-        ):
-            stop = min(start + sessions_per_block, int(ends[number]))
-            block = table[:, start:stop].reshape(n_cells, -1)
-            table[:, start:stop] = (maker @ block).reshape(n_cells, stop - start, n_values)
-    if overwrite:
-        return np.take(table_rows, where, axis=0, out=values)
-    return np.take(table_rows, where, axis=0)
+    where = cell * n_sessions + local_session  # row of (cell, session) in the flat table
+    table.reshape(-1, n_values)[where] = values
+    present = np.flatnonzero(np.bincount(pattern_of_session, minlength=len(makers)))
+    for number in present:
+        maker = makers[int(number)]
+        if present.size == 1:  # one pattern: the whole table, as a view
+            table = (maker @ table.reshape(n_cells, -1)).reshape(table.shape)
+            break
+        members = np.flatnonzero(pattern_of_session == number)
+        block = table[:, members].reshape(n_cells, -1)
+        table[:, members] = (maker @ block).reshape(n_cells, members.size, n_values)
+    return np.take(table.reshape(-1, n_values), where, axis=0)
