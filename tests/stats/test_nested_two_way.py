@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from llm_council.stats.nested_two_way import nested_two_way_residuals, residual_maker
 from llm_council.stats.style_mimicry import _demean_two_way
@@ -109,3 +110,10 @@ def test_overwrite_writes_into_values_and_leaves_them_alone_when_refused() -> No
     )
     assert nested_two_way_residuals(untouched, *repeated, overwrite=True) is None
     np.testing.assert_array_equal(untouched, twice)
+
+
+def test_negative_codes_are_refused_naming_the_field() -> None:
+    values = np.ones((2, 1))
+    codes = np.array([0, 0])
+    with pytest.raises(ValueError, match="row codes must be non-negative, got -1"):
+        nested_two_way_residuals(values, codes, np.array([0, -1]), np.array([0, 1]))

@@ -213,3 +213,10 @@ def test_a_repeated_review_falls_back_to_the_iteration_and_still_matches_least_s
     fit = mimicry_slopes(**panel, n_reviewers=4)  # type: ignore[arg-type]
     expected = _dummy_regression(panel, 4)
     np.testing.assert_allclose([s.estimate for s in fit.slopes], expected, rtol=1e-8)
+
+
+def test_a_reviewer_index_outside_the_range_is_refused() -> None:
+    panel = _small_panel(seed=7)
+    panel["reviewer"][4] = -1
+    with pytest.raises(ValueError, match=r"reviewer index -1 outside 0\.\.3"):
+        mimicry_slopes(**panel, n_reviewers=4)  # type: ignore[arg-type]

@@ -76,6 +76,9 @@ def nested_two_way_residuals(
     n_observations = values.shape[0]
     if n_observations == 0:
         return values.copy()
+    for name, codes in (("session", session), ("row", row), ("column", column)):
+        if int(codes.min()) < 0:
+            raise ValueError(f"{name} codes must be non-negative, got {int(codes.min())}")
     n_sessions = int(session.max()) + 1
     n_answers = int(column.max()) + 1
     column_session = np.full(n_answers, -1, dtype=np.int64)

@@ -198,6 +198,11 @@ def mimicry_slopes(
     r = np.asarray(reviewer, dtype=np.int64)
     a = np.asarray(answer, dtype=np.int64)
     c = np.asarray(session, dtype=np.int64)
+    outside = (r < 0) | (r >= n_reviewers)
+    if outside.any():
+        raise ValueError(
+            f"reviewer index {int(r[outside][0])} outside 0..{n_reviewers - 1} (n_reviewers)"
+        )
     keep = np.isfinite(y) & np.isfinite(x) & np.isfinite(w)
     if not keep.all():
         y, x, w, r, a, c = y[keep], x[keep], w[keep], r[keep], a[keep], c[keep]
@@ -210,6 +215,11 @@ def mimicry_slopes(
     )
     if y.size == 0:
         return empty
+    if not np.all(c[1:] >= c[:-1]):
+        # rows grouped by session (the fit does not depend on their order), so the projection
+        # and the jackknife read each session as one slice instead of sorting copies
+        by_session = np.argsort(c, kind="stable")
+        y, x, w, r, a, c = (v[by_session] for v in (y, x, w, r, a, c))
     _, answer_index = dense_codes(a)
     _, cluster_index = dense_codes(c)
     n_answers = int(answer_index.max()) + 1
@@ -236,7 +246,7 @@ def mimicry_slopes(
             within_sd[index] = float(np.std(z_tilde[mine, index], ddof=1))
     if columns.size == 0 or n_clusters < 2:
         return MimicrySlopes(empty.slopes, within_sd, int(y.size), n_clusters)
-    z = z_tilde[:, columns]
+    z = z_tilde if columns.size == z_tilde.shape[1] else z_tilde[:, columns]
     gram = z.T @ z
     gram_inverse = np.linalg.pinv(gram)
     coefficients = gram_inverse @ (z.T @ y_tilde)
