@@ -220,3 +220,15 @@ def test_a_reviewer_index_outside_the_range_is_refused() -> None:
     panel["reviewer"][4] = -1
     with pytest.raises(ValueError, match=r"reviewer index -1 outside 0\.\.3"):
         mimicry_slopes(**panel, n_reviewers=4)  # type: ignore[arg-type]
+
+
+def test_unequal_session_sizes_match_the_refitted_jackknife() -> None:
+    """Sessions of different sizes take the padded (not reshaped) jackknife blocks."""
+    panel = _small_panel(seed=8)
+    keep = np.ones(panel["score"].size, dtype=bool)
+    keep[[0, 13, 14, 40, 77]] = False
+    panel = {name: values[keep] for name, values in panel.items()}
+    fit = mimicry_slopes(**panel, n_reviewers=4)  # type: ignore[arg-type]
+    reference = _jackknife_reference(panel, 4)
+    np.testing.assert_allclose([s.estimate for s in fit.slopes], reference[0], rtol=1e-8)
+    np.testing.assert_allclose([s.standard_error for s in fit.slopes], reference[1], rtol=1e-8)

@@ -47,6 +47,8 @@ def left_out_solutions(
             bound = 2 * (_one_norm(gram) + part_norm) * gram_inverse_norm
             # NaN or inf in the bound counts as not direct
             direct = (gram_inverse_norm * part_norm <= 0.5) & (bound < DIRECT_SOLVE_CONDITION)
+    if direct.all():  # the usual case: no masked copies of the stack
+        return np.asarray(np.linalg.solve(systems, right_hand_sides[:, :, None])[..., 0])
     if direct.any():
         solutions[direct] = np.linalg.solve(systems[direct], right_hand_sides[direct, :, None])[
             ..., 0

@@ -156,6 +156,7 @@ def _jackknife_covariance(
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     row_in_cluster = np.arange(cluster_sorted.size) - starts[cluster_sorted]
     max_rows = int(counts.max())
+    equal_sizes = bool(np.all(counts == max_rows))
     gram = z.T @ z
     moment_total = z.T @ y
     block = max(1, _JACKKNIFE_BLOCK_DOUBLES // max(1, max_rows * n_columns))
@@ -163,11 +164,15 @@ def _jackknife_covariance(
     for first in range(0, n_clusters, block):
         last = min(first + block, n_clusters)
         rows = slice(int(starts[first]), int(starts[last - 1] + counts[last - 1]))
-        local = cluster_sorted[rows] - first
-        padded_z = np.zeros((last - first, max_rows, n_columns))
-        padded_y = np.zeros((last - first, max_rows))
-        padded_z[local, row_in_cluster[rows]] = z_sorted[rows]
-        padded_y[local, row_in_cluster[rows]] = y_sorted[rows]
+        if equal_sizes:  # every session has max_rows rows: the block is a reshape
+            padded_z = z_sorted[rows].reshape(last - first, max_rows, n_columns)
+            padded_y = y_sorted[rows].reshape(last - first, max_rows)
+        else:
+            local = cluster_sorted[rows] - first
+            padded_z = np.zeros((last - first, max_rows, n_columns))
+            padded_y = np.zeros((last - first, max_rows))
+            padded_z[local, row_in_cluster[rows]] = z_sorted[rows]
+            padded_y[local, row_in_cluster[rows]] = y_sorted[rows]
         cross = padded_z.transpose(0, 2, 1) @ padded_z
         moment = np.einsum("cmi,cm->ci", padded_z, padded_y)
         deleted = left_out_solutions(gram, cross, moment_total[None] - moment)
