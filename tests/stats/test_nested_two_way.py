@@ -5,15 +5,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llm_council.stats.nested_two_way import nested_two_way_residuals, residual_maker
+from llm_council.stats.nested_two_way import (
+    MAX_PATTERNS,
+    nested_two_way_residuals,
+    residual_maker,
+)
 from llm_council.stats.style_mimicry import _demean_two_way
 
 
-def _ragged_panel(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _ragged_panel(seed: int, n_sessions: int = 40) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Sessions of 3-6 rows x 2-5 columns, ~20% of cells missing, ids shuffled and sparse."""
     rng = np.random.default_rng(seed)
     sessions, rows, columns = [], [], []
-    for session in range(40):
+    for session in range(n_sessions):
         n_rows, n_columns = int(rng.integers(3, 7)), int(rng.integers(2, 6))
         for r in range(n_rows):
             for c in range(n_columns):
@@ -117,3 +121,10 @@ def test_negative_codes_are_refused_naming_the_field() -> None:
     codes = np.array([0, 0])
     with pytest.raises(ValueError, match="row codes must be non-negative, got -1"):
         nested_two_way_residuals(values, codes, np.array([0, -1]), np.array([0, 1]))
+
+
+def test_too_many_distinct_patterns_are_left_to_the_iteration() -> None:
+    """Messy sessions (nearly every one its own pattern) would cost a solve each."""
+    session, row, column = _ragged_panel(seed=9, n_sessions=3 * MAX_PATTERNS)
+    values = np.random.default_rng(10).normal(size=(session.size, 1))
+    assert nested_two_way_residuals(values, session, row, column) is None

@@ -31,6 +31,9 @@ from llm_council.stats.row_patterns import row_patterns
 #: past this many table cells per observation (a few sessions far wider than the rest) the
 #: padded session tables would waste memory; the caller falls back to its iteration
 _MAX_CELLS_PER_OBSERVATION = 4
+#: past this many distinct patterns of observed cells (ragged, messy sessions) one solve per
+#: pattern costs more than it saves (and their makers take memory); the caller iterates
+MAX_PATTERNS = 256
 #: doubles per block of sessions projected at once (about 16 MB), so temporaries stay small
 _BLOCK_DOUBLES = 2_000_000
 
@@ -68,7 +71,8 @@ def nested_two_way_residuals(
     effect is fitted per session and row) and ``column`` dense codes ``0 .. A-1`` of ids
     that each lie in one session. Returns None (the caller iterates instead) when the
     input is not a set of session tables: a column spread over two sessions, two
-    observations in one (session, row, column) cell, or tables much wider than the data.
+    observations in one (session, row, column) cell, tables much wider than the data, or
+    more than ``MAX_PATTERNS`` distinct patterns of observed cells.
     With ``overwrite`` the residuals are written into ``values`` (a float64 C-contiguous
     array) and it is returned, so the caller holds one copy; ``values`` is unchanged when
     None is returned.
@@ -107,6 +111,8 @@ def nested_two_way_residuals(
     observed[session, cell] = True
     grouped = row_patterns(observed)
     del observed, slot
+    if len(grouped.patterns) > MAX_PATTERNS:
+        return None
     makers = [residual_maker(p.reshape(height, width)) for p in grouped.patterns]
     residuals = values if overwrite else np.empty_like(values, dtype=float)
     # sessions in blocks of consecutive codes, so one padded table of a block is held at a
