@@ -202,3 +202,33 @@ def test_three_members_are_not_identified() -> None:
     panel = _drifting_panel(3, 100, seed=6)
     found = mimicry_slopes(**panel, n_reviewers=3)
     assert all(np.isnan(slope.estimate) for slope in found.slopes)
+
+
+def test_a_repeated_review_falls_back_to_the_iteration_and_still_matches_least_squares() -> None:
+    """A reviewer that scored one answer twice breaks the session tables (two observations
+    in one cell); the slopes then come from alternating projections, still the dummy fit."""
+    panel = _small_panel(seed=5)
+    panel = {name: np.concatenate([values, values[:3]]) for name, values in panel.items()}
+    panel["score"][-3:] += np.array([0.4, -0.2, 0.1])
+    fit = mimicry_slopes(**panel, n_reviewers=4)  # type: ignore[arg-type]
+    expected = _dummy_regression(panel, 4)
+    np.testing.assert_allclose([s.estimate for s in fit.slopes], expected, rtol=1e-8)
+
+
+def test_a_reviewer_index_outside_the_range_is_refused() -> None:
+    panel = _small_panel(seed=7)
+    panel["reviewer"][4] = -1
+    with pytest.raises(ValueError, match=r"reviewer index -1 outside 0\.\.3"):
+        mimicry_slopes(**panel, n_reviewers=4)  # type: ignore[arg-type]
+
+
+def test_unequal_session_sizes_match_the_refitted_jackknife() -> None:
+    """Sessions of different sizes take the padded (not reshaped) jackknife blocks."""
+    panel = _small_panel(seed=8)
+    keep = np.ones(panel["score"].size, dtype=bool)
+    keep[[0, 13, 14, 40, 77]] = False
+    panel = {name: values[keep] for name, values in panel.items()}
+    fit = mimicry_slopes(**panel, n_reviewers=4)  # type: ignore[arg-type]
+    reference = _jackknife_reference(panel, 4)
+    np.testing.assert_allclose([s.estimate for s in fit.slopes], reference[0], rtol=1e-8)
+    np.testing.assert_allclose([s.standard_error for s in fit.slopes], reference[1], rtol=1e-8)

@@ -17,6 +17,7 @@ from numpy.typing import ArrayLike
 
 from llm_council.stats.multiplicity import holm_adjusted
 from llm_council.stats.pooling import IntervalEstimate, cluster_mean_interval
+from llm_council.stats.row_patterns import row_patterns
 
 _LEVERAGE_FLOOR = 1e-9
 
@@ -40,24 +41,60 @@ def additive_residuals(
             f"scores must have shape (sessions, reviewers, models), got {values.shape}"
         )
     observed = np.isfinite(values)
-    weight = observed.astype(float)
-    residual = np.where(observed, values, 0.0)
-    row_count = np.maximum(weight.sum(axis=2), 1.0)
-    column_count = np.maximum(weight.sum(axis=1), 1.0)
+    residual = _additive_residuals_zero_filled(values, observed, max_iterations, tolerance)
+    return residual if observed.all() else np.where(observed, residual, np.nan)
+
+
+def _additive_residuals_zero_filled(
+    values: np.ndarray,
+    observed: np.ndarray,
+    max_iterations: int = 500,
+    tolerance: float = 1e-12,
+) -> np.ndarray:
+    """:func:`additive_residuals` of ``values`` (sessions, reviewers, models), 0 where not
+    ``observed``.
+
+    The sweeps run on a (reviewers, models, sessions) copy: sums over the short reviewer
+    and model axes then add long contiguous rows, several times faster than reducing
+    axes of length 5 innermost.
+    """
+    by_session_last = np.ascontiguousarray(observed.transpose(1, 2, 0))
+    residual = np.zeros(by_session_last.shape)
+    np.copyto(residual, values.transpose(1, 2, 0), where=by_session_last)
+    # row means (over models), then column means (over reviewers)
+    _sweep_out_means(residual, by_session_last, (-2, -3), max_iterations, tolerance)
+    return np.ascontiguousarray(residual.transpose(2, 0, 1))
+
+
+def _sweep_out_means(
+    residual: np.ndarray,
+    observed: np.ndarray,
+    axes: tuple[int, ...],
+    max_iterations: int,
+    tolerance: float,
+) -> None:
+    """Alternating projections in place: subtract the mean over each axis in turn (observed
+    cells only; unobserved ones hold 0 and stay 0) until every mean is below ``tolerance``.
+
+    When every cell is observed the weight is 1 everywhere and is left out (the same
+    numbers, without a multiplication of the whole array per sweep).
+    """
+    weight = None if observed.all() else observed.astype(float)
+    counts = [
+        float(max(residual.shape[axis], 1))
+        if weight is None
+        else np.maximum(weight.sum(axis=axis, keepdims=True), 1.0)
+        for axis in axes
+    ]
     for _ in range(max_iterations):
-        row_mean = residual.sum(axis=2) / row_count
-        residual -= row_mean[:, :, None] * weight
-        column_mean = residual.sum(axis=1) / column_count
-        residual -= column_mean[:, None, :] * weight
-        if (
-            max(
-                float(np.abs(row_mean).max(initial=0.0)),
-                float(np.abs(column_mean).max(initial=0.0)),
-            )
-            < tolerance
-        ):
+        largest = 0.0
+        for axis, count in zip(axes, counts, strict=True):
+            mean = residual.sum(axis=axis, keepdims=True)
+            mean /= count
+            residual -= mean if weight is None else mean * weight
+            largest = max(largest, float(np.abs(mean).max(initial=0.0)))
+        if largest < tolerance:
             break
-    return np.where(observed, residual, np.nan)
 
 
 def cell_leverage_complement(observed: ArrayLike) -> np.ndarray:
@@ -107,14 +144,24 @@ def session_cell_effects(scores: ArrayLike) -> np.ndarray:
     Each distinct pattern of observed cells gets its own :func:`cell_leverage_complement`.
     """
     values = np.asarray(scores, dtype=float)
-    residual = additive_residuals(values)
-    observed = np.isfinite(values)
-    flat = observed.reshape(observed.shape[0], -1)
-    patterns, pattern_index = np.unique(flat, axis=0, return_inverse=True)
-    leverage = np.stack(
-        [cell_leverage_complement(p.reshape(observed.shape[1:])) for p in patterns]
-    )[np.asarray(pattern_index).reshape(-1)]
-    return residual / leverage
+    return additive_residuals(values) / session_leverage(np.isfinite(values))
+
+
+def session_leverage(observed: ArrayLike) -> np.ndarray:
+    """:math:`M_{cc}` per session and cell: :func:`cell_leverage_complement` of its pattern.
+
+    ``observed`` is bool (sessions, reviewers, models). The sessions are grouped by their
+    pattern of observed cells (:func:`~llm_council.stats.row_patterns.row_patterns`), so
+    each distinct pattern is solved once.
+    """
+    pattern = np.asarray(observed, dtype=bool)
+    grouped = row_patterns(pattern.reshape(pattern.shape[0], -1))
+    per_pattern = (
+        np.stack([cell_leverage_complement(p.reshape(pattern.shape[1:])) for p in grouped.patterns])
+        if len(grouped.patterns)
+        else np.empty((0, *pattern.shape[1:]))
+    )
+    return per_pattern[grouped.index]
 
 
 def fixed_effect_residuals(
@@ -130,18 +177,9 @@ def fixed_effect_residuals(
     """
     array = np.asarray(values, dtype=float)
     observed = np.isfinite(array)
-    weight = observed.astype(float)
     residual = np.where(observed, array, 0.0)
-    counts = [np.maximum(weight.sum(axis=axis, keepdims=True), 1.0) for axis in (-1, -2, -3)]
-    for _ in range(max_iterations):
-        largest = 0.0
-        for axis, count in zip((-1, -2, -3), counts, strict=True):
-            mean = residual.sum(axis=axis, keepdims=True) / count
-            residual -= mean * weight
-            largest = max(largest, float(np.abs(mean).max(initial=0.0)))
-        if largest < tolerance:
-            break
-    return np.where(observed, residual, np.nan)
+    _sweep_out_means(residual, observed, (-1, -2, -3), max_iterations, tolerance)
+    return residual if observed.all() else np.where(observed, residual, np.nan)
 
 
 @dataclass(frozen=True)
@@ -173,16 +211,33 @@ def reviewer_length_slopes(scores: ArrayLike, log_words: ArrayLike) -> LengthSlo
     observed = np.isfinite(values)
     if not np.isfinite(lengths[observed]).all():
         raise ValueError("log_words must be finite wherever a score is observed")
+    return _length_slopes(values, observed, lengths)
+
+
+def _length_slopes(values: np.ndarray, observed: np.ndarray, lengths: np.ndarray) -> LengthSlopes:
+    """:func:`reviewer_length_slopes` on checked input."""
     n_sessions, n_reviewers, _ = values.shape
-    covariates = length_covariates(lengths, observed)
-    stacked = fixed_effect_residuals(np.concatenate([values[None], covariates]))
-    response = np.nan_to_num(stacked[0])
-    design = np.nan_to_num(stacked[1:])  # (reviewers, sessions, reviewers, models)
-    gram = np.einsum("jsrm,ksrm->jk", design, design)
+    # the scores and the covariates (:func:`length_covariates`) in one array, filled in
+    # place, then their fixed-effect residuals, 0 on unobserved cells. Axes (stack,
+    # reviewers, models, sessions): sessions last, so every sweep adds long contiguous rows.
+    by_session_last = np.ascontiguousarray(observed.transpose(1, 2, 0))
+    stacked = np.zeros((n_reviewers + 1, *by_session_last.shape))
+    np.copyto(stacked[0], values.transpose(1, 2, 0), where=by_session_last)
+    for reviewer in range(n_reviewers):
+        np.copyto(
+            stacked[1 + reviewer, reviewer],
+            lengths[:, reviewer].T,
+            where=by_session_last[reviewer],
+        )
+    # means over models (a), reviewers (b), sessions (g), as in fixed_effect_residuals
+    _sweep_out_means(stacked, by_session_last, (-2, -3, -1), 5000, 1e-10)
+    response = stacked[0]
+    design = stacked[1:]  # (reviewers_j, reviewers, models, sessions)
+    gram = np.einsum("jrms,krms->jk", design, design)
     inverse = np.linalg.pinv(gram, rcond=1e-10)
-    slopes = inverse @ np.einsum("jsrm,srm->j", design, response)
-    unexplained = response - np.einsum("j,jsrm->srm", slopes, design)
-    per_session = np.einsum("jsrm,srm->sj", design, unexplained)
+    slopes = inverse @ np.einsum("jrms,rms->j", design, response)
+    unexplained = response - np.einsum("j,jrms->rms", slopes, design)
+    per_session = np.einsum("jrms,rms->sj", design, unexplained)
     influence = n_sessions * per_session @ inverse.T
     return LengthSlopes(slopes=slopes, influence=influence.reshape(n_sessions, n_reviewers))
 
@@ -195,6 +250,14 @@ def length_covariates(log_words: ArrayLike, observed: ArrayLike) -> np.ndarray:
     own_row = np.eye(n_reviewers, dtype=bool)[:, None, :, None]
     covariates = np.where(own_row, np.nan_to_num(lengths)[None], 0.0)
     return np.where(pattern[None], covariates, np.nan)
+
+
+def _zero_filled_covariate(lengths: np.ndarray, observed: np.ndarray, reviewer: int) -> np.ndarray:
+    """``X[reviewer]`` of :func:`length_covariates` with 0 instead of NaN on unobserved cells
+    (one at a time, so the reviewers x sessions x reviewers x models stack is never held)."""
+    covariate = np.zeros(lengths.shape)
+    np.copyto(covariate[:, reviewer], lengths[:, reviewer], where=observed[:, reviewer])
+    return covariate
 
 
 def length_controlled_cell_effects(
@@ -213,13 +276,27 @@ def length_controlled_cell_effects(
     """
     values = np.asarray(scores, dtype=float)
     lengths = np.asarray(log_words, dtype=float)
-    fit = reviewer_length_slopes(values, lengths)
-    covariates = length_covariates(lengths, np.isfinite(values))
-    adjusted = values - np.einsum("j,jsrm->srm", fit.slopes, np.nan_to_num(covariates))
-    effects = session_cell_effects(adjusted)
-    covariate_effects = np.stack([session_cell_effects(x) for x in covariates])
+    fit = reviewer_length_slopes(values, lengths)  # validates the input
+    observed = np.isfinite(values)
+    # sum_j beta_j X[j] has one non-zero term per cell: beta_r ln w on observed cells
+    adjusted = values - np.where(observed, fit.slopes[None, :, None] * lengths, 0.0)
+    # covariates and adjusted scores are observed where the scores are: one leverage for all
+    # (NaN where a cell is unobserved, so the effects are NaN there as before)
+    leverage = session_leverage(observed)
+    effects = additive_residuals(adjusted) / leverage
     # (reviewers_j, reviewers, models); a cell never observed gets 0 (its effect stays NaN)
-    sensitivity = _observed_mean(covariate_effects, axis=1)
+    sensitivity = np.stack(
+        [
+            _observed_mean(
+                _additive_residuals_zero_filled(
+                    _zero_filled_covariate(lengths, observed, reviewer), observed
+                )
+                / leverage,
+                axis=0,
+            )
+            for reviewer in range(values.shape[1])
+        ]
+    )
     slope_error = np.einsum("sj,jrm->srm", fit.influence, sensitivity)
     slope_error = np.where(np.isfinite(effects), slope_error, np.nan)
     # centred within each cell's own sessions, so the cell mean is unchanged when some
@@ -282,10 +359,8 @@ def favouritism_matrix(
     flagged = np.where(np.isfinite(holm_p), holm_p < significance_level, False).astype(bool)
     observed = np.isfinite(np.asarray(scores, dtype=float))
     # the most common pattern of observed cells stands for the design in the spill-over model
-    patterns, counts = np.unique(
-        observed.reshape(observed.shape[0], -1), axis=0, return_counts=True
-    )
-    modal = patterns[int(np.argmax(counts))].reshape(n_reviewers, n_models)
+    grouped = row_patterns(observed.reshape(observed.shape[0], -1))
+    modal = grouped.patterns[int(np.argmax(grouped.counts))].reshape(n_reviewers, n_models)
 
     def grid(name: str) -> np.ndarray:
         return np.array([[getattr(cell, name) for cell in row] for row in effects], dtype=float)

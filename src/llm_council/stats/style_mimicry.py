@@ -20,11 +20,15 @@ p < 1e-4 on a store whose similarity level changed over the same weeks). ``nu_r`
 preference for length (``w_a`` the answer's words; one reviewer's ``nu`` is the reference,
 the rest are relative, which answer effects make identified anyway).
 
-Estimation: both sets of fixed effects are absorbed by alternating projections, demeaning
-every column within answer and within review until the columns stop changing (the method
-of alternating projections for several fixed effects: Gaure 2013, "OLS with multiple high
-dimensional category variables", *Comput. Stat. Data Anal.* 66: 8-18; one pass is exact for
-a complete session grid), then ordinary least squares (Frisch-Waugh-Lovell). With 3
+Estimation: both sets of fixed effects are projected out of every column, then ordinary
+least squares (Frisch-Waugh-Lovell). Answers and reviews both lie in one session, so the
+projection is exact and per session: each session's reviewer x answer table is multiplied
+by the residual maker of its pattern of observed cells
+(:mod:`llm_council.stats.nested_two_way`). That is the limit of the alternating projections
+(demeaning within answer and within review until the columns stop changing; Gaure 2013, "OLS
+with multiple high dimensional category variables", *Comput. Stat. Data Anal.* 66: 8-18),
+which remain the method when the rows are not one table per session (a reviewer scoring one
+answer twice) or the sessions are too ragged for one solve per pattern. With 3
 members a symmetric similarity lies wholly in the span of the two sets of effects (the one
 residual direction of a 3 x 3 grid without its diagonal is a cycle on which a symmetric
 x sums to zero), so nothing is identified there. Intervals and tests use the
@@ -56,6 +60,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats as scipy_stats
 
+from llm_council.stats.group_codes import dense_codes
+from llm_council.stats.left_out_solve import left_out_solutions
+from llm_council.stats.nested_two_way import nested_two_way_residuals
 from llm_council.stats.pooling import IntervalEstimate
 
 #: a regressor whose within-answer sum of squares is below this (relative) is dropped
@@ -83,16 +90,24 @@ def _demean_within(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.n
     return values - means[group]
 
 
-def _design(
-    similarity: np.ndarray, log_words: np.ndarray, reviewer: np.ndarray, n_reviewers: int
-) -> tuple[np.ndarray, int]:
-    """Columns: slope per reviewer, then length of reviewers 1.. (0 = reference); leniency
-    is a reviewer x session fixed effect, absorbed with the answer effects."""
-    indicator = np.zeros((reviewer.size, n_reviewers))
-    indicator[np.arange(reviewer.size), reviewer] = 1.0
-    slopes = indicator * similarity[:, None]
-    length = indicator[:, 1:] * log_words[:, None]
-    return np.hstack([slopes, length]), n_reviewers
+def _response_and_design(
+    score: np.ndarray,
+    similarity: np.ndarray,
+    log_words: np.ndarray,
+    reviewer: np.ndarray,
+    n_reviewers: int,
+) -> np.ndarray:
+    """Column 0 the score; then a slope column per reviewer (its similarity on its own rows,
+    0 elsewhere), then a length column for reviewers 1.. (0 = reference). Leniency is a
+    reviewer x session fixed effect, absorbed with the answer effects. One array, filled in
+    place, so no per-reviewer indicator matrices are held at once."""
+    rows = np.arange(reviewer.size)
+    matrix = np.zeros((reviewer.size, 2 * n_reviewers))
+    matrix[:, 0] = score
+    matrix[rows, 1 + reviewer] = similarity
+    relative = reviewer >= 1
+    matrix[rows[relative], n_reviewers + reviewer[relative]] = log_words[relative]
+    return matrix
 
 
 #: alternating projections stop when no column moves by more than this (relative)
@@ -132,12 +147,16 @@ def _jackknife_covariance(
     memory stays bounded whatever the number of sessions.
     """
     n_columns = z.shape[1]
-    order = np.argsort(cluster, kind="stable")
-    z_sorted, y_sorted, cluster_sorted = z[order], y[order], cluster[order]
+    if np.all(cluster[1:] >= cluster[:-1]):  # rows already grouped by session: no copies
+        z_sorted, y_sorted, cluster_sorted = z, y, cluster
+    else:
+        order = np.argsort(cluster, kind="stable")
+        z_sorted, y_sorted, cluster_sorted = z[order], y[order], cluster[order]
     counts = np.bincount(cluster_sorted, minlength=n_clusters)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     row_in_cluster = np.arange(cluster_sorted.size) - starts[cluster_sorted]
     max_rows = int(counts.max())
+    equal_sizes = bool(np.all(counts == max_rows))
     gram = z.T @ z
     moment_total = z.T @ y
     block = max(1, _JACKKNIFE_BLOCK_DOUBLES // max(1, max_rows * n_columns))
@@ -145,15 +164,18 @@ def _jackknife_covariance(
     for first in range(0, n_clusters, block):
         last = min(first + block, n_clusters)
         rows = slice(int(starts[first]), int(starts[last - 1] + counts[last - 1]))
-        local = cluster_sorted[rows] - first
-        padded_z = np.zeros((last - first, max_rows, n_columns))
-        padded_y = np.zeros((last - first, max_rows))
-        padded_z[local, row_in_cluster[rows]] = z_sorted[rows]
-        padded_y[local, row_in_cluster[rows]] = y_sorted[rows]
-        cross = np.einsum("cmi,cmj->cij", padded_z, padded_z)
+        if equal_sizes:  # every session has max_rows rows: the block is a reshape
+            padded_z = z_sorted[rows].reshape(last - first, max_rows, n_columns)
+            padded_y = y_sorted[rows].reshape(last - first, max_rows)
+        else:
+            local = cluster_sorted[rows] - first
+            padded_z = np.zeros((last - first, max_rows, n_columns))
+            padded_y = np.zeros((last - first, max_rows))
+            padded_z[local, row_in_cluster[rows]] = z_sorted[rows]
+            padded_y[local, row_in_cluster[rows]] = y_sorted[rows]
+        cross = padded_z.transpose(0, 2, 1) @ padded_z
         moment = np.einsum("cmi,cm->ci", padded_z, padded_y)
-        left_out = np.linalg.pinv(gram[None] - cross)
-        deleted = np.einsum("cij,cj->ci", left_out, moment_total[None] - moment)
+        deleted = left_out_solutions(gram, cross, moment_total[None] - moment)
         deviation = deleted - coefficients[None, :]
         outer += deviation.T @ deviation
     return np.asarray((n_clusters - 1) / n_clusters * outer)
@@ -181,8 +203,14 @@ def mimicry_slopes(
     r = np.asarray(reviewer, dtype=np.int64)
     a = np.asarray(answer, dtype=np.int64)
     c = np.asarray(session, dtype=np.int64)
+    outside = (r < 0) | (r >= n_reviewers)
+    if outside.any():
+        raise ValueError(
+            f"reviewer index {int(r[outside][0])} outside 0..{n_reviewers - 1} (n_reviewers)"
+        )
     keep = np.isfinite(y) & np.isfinite(x) & np.isfinite(w)
-    y, x, w, r, a, c = y[keep], x[keep], w[keep], r[keep], a[keep], c[keep]
+    if not keep.all():
+        y, x, w, r, a, c = y[keep], x[keep], w[keep], r[keep], a[keep], c[keep]
     nan = float("nan")
     empty = MimicrySlopes(
         [IntervalEstimate(nan, nan, nan, nan, nan, 0) for _ in range(n_reviewers)],
@@ -192,18 +220,28 @@ def mimicry_slopes(
     )
     if y.size == 0:
         return empty
-    _, answer_index = np.unique(a, return_inverse=True)
-    _, cluster_index = np.unique(c, return_inverse=True)
+    if not np.all(c[1:] >= c[:-1]):
+        # rows grouped by session (the fit does not depend on their order), so the projection
+        # and the jackknife read each session as one slice instead of sorting copies
+        by_session = np.argsort(c, kind="stable")
+        y, x, w, r, a, c = (v[by_session] for v in (y, x, w, r, a, c))
+    _, answer_index = dense_codes(a)
+    _, cluster_index = dense_codes(c)
     n_answers = int(answer_index.max()) + 1
     n_clusters = int(cluster_index.max()) + 1
-    _, review_index = np.unique(r * n_clusters + cluster_index, return_inverse=True)
-    n_reviews = int(review_index.max()) + 1
-    design, n_slopes = _design(x, w, r, n_reviewers)
-    stacked = _demean_two_way(
-        np.column_stack([y, design]), answer_index, n_answers, review_index, n_reviews
+    n_slopes = n_reviewers
+    columns_to_project = _response_and_design(y, x, w, r, n_reviewers)
+    scale = np.maximum(np.abs(columns_to_project[:, 1:]).sum(axis=0), 1.0)
+    stacked = nested_two_way_residuals(
+        columns_to_project, cluster_index, r, answer_index, overwrite=True
     )
+    if stacked is None:  # not one table per session (e.g. a repeated reviewer-answer pair)
+        _, review_index = dense_codes(r * n_clusters + cluster_index)
+        stacked = _demean_two_way(
+            columns_to_project, answer_index, n_answers, review_index, int(review_index.max()) + 1
+        )
+    del columns_to_project
     y_tilde, z_tilde = stacked[:, 0], stacked[:, 1:]
-    scale = np.maximum(np.abs(design).sum(axis=0), 1.0)
     usable = (z_tilde**2).sum(axis=0) > _DEGENERATE * scale
     columns = np.flatnonzero(usable)
     within_sd = np.full(n_reviewers, nan)
@@ -213,7 +251,7 @@ def mimicry_slopes(
             within_sd[index] = float(np.std(z_tilde[mine, index], ddof=1))
     if columns.size == 0 or n_clusters < 2:
         return MimicrySlopes(empty.slopes, within_sd, int(y.size), n_clusters)
-    z = z_tilde[:, columns]
+    z = z_tilde if columns.size == z_tilde.shape[1] else z_tilde[:, columns]
     gram = z.T @ z
     gram_inverse = np.linalg.pinv(gram)
     coefficients = gram_inverse @ (z.T @ y_tilde)
@@ -228,8 +266,11 @@ def mimicry_slopes(
     critical = float(scipy_stats.t.ppf(0.5 + confidence / 2, n_clusters - 1))
     slopes: list[IntervalEstimate] = []
     position = {int(column): k for k, column in enumerate(columns)}
+    reviewer_in_cluster = np.zeros((n_reviewers, n_clusters), dtype=bool)
+    reviewer_in_cluster[r, cluster_index] = True
+    clusters_per_reviewer = reviewer_in_cluster.sum(axis=1)
     for index in range(n_slopes):
-        clusters_here = int(np.unique(cluster_index[r == index]).size)
+        clusters_here = int(clusters_per_reviewer[index])
         k = position.get(index)
         if k is None or clusters_here < 2 or not identified[k]:
             slopes.append(IntervalEstimate(nan, nan, nan, nan, nan, clusters_here))

@@ -78,6 +78,7 @@ def style_mimicry(
     score = nullable_floats(rows["score"])
     similarity = nullable_floats(rows["similarity"])
     log_words = np.log(np.maximum(nullable_floats(rows["words"]), 1.0))
+    del rows  # the fetched columns, now copied: not held through the fit
     fit = mimicry_slopes(
         score,
         similarity,
