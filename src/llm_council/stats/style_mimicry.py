@@ -58,9 +58,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as scipy_stats
 
-from llm_council.stats.group_codes import dense_codes
+from llm_council.stats.dense_ids import dense_codes
+from llm_council.stats.distribution_functions import t_ppf, t_sf
 from llm_council.stats.left_out_solve import left_out_solutions
 from llm_council.stats.nested_two_way import nested_two_way_residuals
 from llm_council.stats.pooling import IntervalEstimate
@@ -263,7 +263,7 @@ def mimicry_slopes(
         axis=0,
     )
     covariance = _jackknife_covariance(z, y_tilde, cluster_index, n_clusters, coefficients)
-    critical = float(scipy_stats.t.ppf(0.5 + confidence / 2, n_clusters - 1))
+    critical = float(t_ppf(0.5 + confidence / 2, n_clusters - 1))
     slopes: list[IntervalEstimate] = []
     position = {int(column): k for k, column in enumerate(columns)}
     reviewer_in_cluster = np.zeros((n_reviewers, n_clusters), dtype=bool)
@@ -279,7 +279,7 @@ def mimicry_slopes(
         standard_error = float(np.sqrt(max(covariance[k, k], 0.0)))
         if standard_error > 0:
             t_value = estimate / standard_error
-            p_value = float(2 * scipy_stats.t.sf(abs(t_value), n_clusters - 1))
+            p_value = float(2 * t_sf(abs(t_value), n_clusters - 1))
         else:
             p_value = nan
         slopes.append(

@@ -1,11 +1,11 @@
-"""Dense group codes equal ``np.unique(return_inverse=True)`` on every kind of input."""
+"""dense_codes (stats/dense_ids.py) equals np.unique(return_inverse=True), on every path."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from llm_council.stats.group_codes import dense_codes
+from llm_council.stats.dense_ids import dense_codes
 
 
 @pytest.mark.parametrize(
