@@ -150,8 +150,8 @@ def test_stainless_clients_share_one_ssl_context_built_once(monkeypatch, no_vend
 
     from llm_council.providers import client_pool
 
-    library = client_pool._http_library(openai.DefaultAsyncHttpxClient)
-    assert library is not None and library is client_pool._http_library(
+    library = client_pool.http_library(openai.DefaultAsyncHttpxClient)
+    assert library is not None and library is client_pool.http_library(
         anthropic.DefaultAsyncHttpxClient
     )
     builds: list[str] = []
