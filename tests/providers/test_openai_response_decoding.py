@@ -13,7 +13,7 @@ import pytest
 
 from llm_council.errors import ProviderError
 from llm_council.providers.base import Completion, CompletionRequest
-from llm_council.providers.openai_sdk import OpenAIProvider, _chat_completions_url
+from llm_council.providers.openai_sdk import OpenAIProvider, chat_completions_url
 from llm_council.providers.registry import create_provider
 
 
@@ -189,4 +189,4 @@ def test_the_chat_url_is_the_sdks_own_merge_of_the_base_url(no_vendor_env):
         "https://gw.example/a/b?x=1",
     ):
         client = openai.AsyncOpenAI(api_key="sk-test-url-0000", base_url=base_url)
-        assert _chat_completions_url(client) == str(client._prepare_url("/chat/completions"))
+        assert chat_completions_url(client) == str(client._prepare_url("/chat/completions"))

@@ -65,11 +65,11 @@ _OPTIONS = ("base_url", "api_key_env", "timeout_s", "structured_output", "http_c
 CHAT_COMPLETIONS_PATH = "/chat/completions"
 # what ``chat.completions.create`` sends: the bearer key only (never an admin key)
 _BEARER_ONLY: dict[str, Any] = {"security": {"bearer_auth": True}}
-# per shared client: its chat-completions URL, merged once (see ``_chat_completions_url``)
+# per shared client: its chat-completions URL, merged once (see ``chat_completions_url``)
 _chat_urls: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
 
-def _chat_completions_url(client: Any) -> str:
+def chat_completions_url(client: Any) -> str:
     """The absolute URL ``client.post(CHAT_COMPLETIONS_PATH)`` would send to, merged once per
     client exactly as the SDK merges a relative path (its base URL's raw path, which always
     ends with ``/``, plus the path): an absolute URL is used as it is, so the SDK no longer
@@ -181,7 +181,7 @@ class OpenAIProvider(StainlessClientProvider, Provider):
                 )
             else:
                 response = await client.post(
-                    _chat_completions_url(client),
+                    chat_completions_url(client),
                     body=self.request_arguments(request),
                     cast_to=self._response_class,
                     options=_BEARER_ONLY,
