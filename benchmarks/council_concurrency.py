@@ -24,7 +24,9 @@ process is timed too, start-up included, against the same server.
         [--ask-runs 3] [--structured-output native|nonce|default] [--http-client httpx aiohttp]
 
 Each size runs once per HTTP client (``http_client`` option, ADR 0034): the SDK's httpx
-client and its aiohttp transport; the floors use the same client as the council.
+client and its aiohttp transport (the default whenever aiohttp is installed, ADR 0035); the
+floors use the same client as the council. CPU per call is this process's CPU (the
+server's is not counted); the wall ratio is the target.
 """
 
 from __future__ import annotations
