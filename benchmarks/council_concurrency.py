@@ -24,7 +24,9 @@ process is timed too, start-up included, against the same server.
         [--ask-runs 3] [--structured-output native|nonce|default] [--http-client httpx aiohttp]
 
 Each size runs once per HTTP client (``http_client`` option, ADR 0034): the SDK's httpx
-client and its aiohttp transport; the floors use the same client as the council.
+client and its aiohttp transport (the default whenever aiohttp is installed, ADR 0035); the
+floors use the same client as the council. CPU per call is this process's CPU (the
+server's is not counted); the wall ratio is the target.
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ import openai
 from llm_council import CouncilConfig, CouncilMember, run_full_council
 from llm_council.log_setup import configure_logging
 from llm_council.providers.base import CompletionRequest
-from llm_council.providers.client_pool import stainless_http_client
-from llm_council.providers.openai_sdk import OpenAIProvider
+from llm_council.providers.client_pool import http_library, stainless_http_client
+from llm_council.providers.openai_sdk import OpenAIProvider, chat_completions_url, decoded_body
+from llm_council.providers.provider_setup import default_http_client
 from llm_council.providers.registry import register_provider, unregister_provider
 
 LATENCY_S = 0.100
@@ -58,6 +61,7 @@ QUERY = "How do I reduce tail latency?"
 KEY = "not-needed"  # the loopback server checks no key; the SDK's placeholder for local servers
 
 Stages = list[list[dict[str, Any]]]  # per stage, the JSON bodies of its calls
+RESPONSE_CLASS = http_library(openai.DefaultAsyncHttpxClient).Response
 
 
 def start_server(latency_s: float) -> tuple[subprocess.Popen[str], str]:
@@ -215,17 +219,18 @@ class SdkFloor:
 
     async def session(self) -> None:
         for stage in self.stages:
-            await asyncio.gather(
-                *(
-                    self.clients[i].post(
-                        "/chat/completions",
-                        body=body,
-                        cast_to=object,
-                        options={"security": {"bearer_auth": True}},
-                    )
-                    for i, body in enumerate(stage)
-                )
-            )
+            await asyncio.gather(*(self._post(i, body) for i, body in enumerate(stage)))
+
+    async def _post(self, slot: int, body: dict[str, Any]) -> object:
+        # exactly the provider's call (ADR 0035): its absolute URL, the raw response decoded
+        client = self.clients[slot]
+        response = await client.post(
+            chat_completions_url(client),
+            body=body,
+            cast_to=RESPONSE_CLASS,
+            options={"security": {"bearer_auth": True}},
+        )
+        return decoded_body(response)
 
     async def close(self) -> None:
         for client in self.clients:
@@ -420,8 +425,12 @@ def main() -> None:
             f"{LATENCY_S * 1000:.0f} ms per call; ideal session {IDEAL_S:.3f} s; "
             f"structured_output={args.structured_output}; {os.cpu_count()} CPUs"
         )
+        default = default_http_client(openai)
         for http_client in args.http_client:
-            print(f"--- http_client={http_client}")
+            print(
+                f"--- http_client={http_client}"
+                + (" (the default)" if http_client == default else "")
+            )
             for members in args.members:
                 measured = asyncio.run(
                     measure_size(

@@ -67,3 +67,20 @@ def test_each_reviewer_gets_its_own_order_and_slots_are_uniform() -> None:
     assert same_order < 50
     # each model is first with p = 0.2: 400 expected, sd = sqrt(2000*0.2*0.8) = 17.9; allow 5 sd
     assert all(abs(count - 400) < 90 for count in first_slot.values())
+
+
+def test_shared_label_assignments_equal_fresh_ones_and_cannot_be_changed() -> None:
+    import pydantic
+    import pytest
+
+    from llm_council.results import LabelAssignment
+
+    first = assign_labels(["m0", "m1", "m2"], "m0", 7)
+    again = assign_labels(["m0", "m1", "m2"], "m0", 7)
+    assert first == again and all(first[label] is again[label] for label in first)
+    assert first == {
+        label: LabelAssignment(model=a.model, display_index=a.display_index)
+        for label, a in first.items()
+    }
+    with pytest.raises(pydantic.ValidationError):
+        first["Response A"].model = "m9"  # type: ignore[misc]

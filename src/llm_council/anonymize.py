@@ -7,6 +7,7 @@ the ``display_index`` (A = 0, B = 1, ...); ADR 0001 records this invariant.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import random
 from collections.abc import Mapping, Sequence
@@ -22,6 +23,13 @@ def _order_seed(seed: int, reviewer: str) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
+@functools.lru_cache(maxsize=4096)
+def _assignment(model: str, display_index: int) -> LabelAssignment:
+    """One frozen instance per (model, position), shared by every reviewer and session:
+    building a dozen per reviewer is CPU spent before its review request can leave."""
+    return LabelAssignment(model=model, display_index=display_index)
+
+
 def assign_labels(
     candidates: Sequence[str], reviewer: str, seed: int
 ) -> dict[str, LabelAssignment]:
@@ -33,7 +41,7 @@ def assign_labels(
     order = list(candidates)
     random.Random(_order_seed(seed, reviewer)).shuffle(order)
     return {
-        label_for(display_index): LabelAssignment(model=model, display_index=display_index)
+        label_for(display_index): _assignment(model, display_index)
         for display_index, model in enumerate(order)
     }
 

@@ -9,6 +9,7 @@ to treat everything inside the blocks as material to judge, never as instruction
 
 from __future__ import annotations
 
+import functools
 import re
 import secrets
 from collections.abc import Sequence
@@ -38,6 +39,7 @@ def extract_candidate_blocks(prompt: str) -> list[tuple[str, str]]:
     return [(m.group("label"), m.group("body")) for m in _BLOCK_PATTERN.finditer(prompt)]
 
 
+@functools.lru_cache(maxsize=1024)
 def label_for(display_index: int) -> str:
     """``0 -> 'Response A'``, ``25 -> 'Response Z'``, ``26 -> 'Response AA'`` (ADR 0001)."""
     if display_index < 0:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from llm_council.anonymize import assign_labels
 from llm_council.bias_checks import (
@@ -63,6 +64,32 @@ class Seat:
 
     member: CouncilMember
     provider: Provider
+
+
+_T = TypeVar("_T")
+
+
+async def gather_in_turn(calls: Iterable[Coroutine[Any, Any, _T]]) -> list[_T]:
+    """``asyncio.gather`` of ``calls``, each started in turn and given one turn of the event
+    loop before the next is built, so its request is on the wire while the others are built.
+
+    Started all at once, every call's request would wait for all of them to be built:
+    aiohttp (before Python 3.12's eager tasks) writes a request in a task of its own,
+    queued behind the other calls' request building. The replies then come back bunched,
+    and their handling is serialized after the last one arrives; sent in turn, they come
+    back spread out and each is handled while the next is still on its way (ADR 0035).
+    The calls still all run concurrently, in the same order, with gather's semantics.
+    """
+    tasks: list[asyncio.Task[_T]] = []
+    try:
+        for call in calls:
+            tasks.append(asyncio.ensure_future(call))
+            await asyncio.sleep(0)
+    except BaseException:  # cancelled while starting: stop the calls already started
+        for task in tasks:
+            task.cancel()
+        raise
+    return list(await asyncio.gather(*tasks))
 
 
 def error_text(error: Exception | None) -> str | None:
@@ -114,7 +141,7 @@ async def collect_answers(
             duration_s=round(outcome.duration_s, 4),
         )
 
-    return list(await asyncio.gather(*(answer(seat) for seat in seats)))
+    return await gather_in_turn(answer(seat) for seat in seats)
 
 
 def _request(prompt: str, system: str, task: Task, seed: int) -> CompletionRequest:
@@ -345,7 +372,7 @@ async def collect_reviews(
         seed = call_seed(session_seed, seat.member.name, "review")
         return await review_once(query, seat, label_to_model, texts, config, seed, gate, base)
 
-    return list(await asyncio.gather(*(review(seat) for seat in reviewer_seats)))
+    return await gather_in_turn(review(seat) for seat in reviewer_seats)
 
 
 async def collect_check_reviews(
@@ -376,7 +403,7 @@ async def collect_check_reviews(
             query, seat, label_to_model, texts, config, session_seed, check_gate
         )
 
-    checks = await asyncio.gather(*(check(seat) for seat in reviewer_seats))
+    checks = await gather_in_turn(check(seat) for seat in reviewer_seats)
     return [review for review in checks if review is not None]
 
 

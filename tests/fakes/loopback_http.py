@@ -125,7 +125,8 @@ class LoopbackJsonServer:
                 )
                 try:
                     self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
+                    if not any(name.lower() == "content-type" for name in reply.headers):
+                        self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(body)))
                     for name, value in reply.headers.items():
                         self.send_header(name, value)

@@ -157,12 +157,14 @@ class VendorCase:
 
 
 VENDOR_CASES = (
-    VendorCase("openai", "gpt-4o", ("OPENAI_API_KEY",), "/v1/chat/completions"),
-    VendorCase("anthropic", "claude-sonnet-4-6", ("ANTHROPIC_API_KEY",), "/v1/messages"),
+    # the SDKs' httpx client (a plain install's path when aiohttp is missing) ...
+    VendorCase("openai", "gpt-4o", ("OPENAI_API_KEY",), "/v1/chat/completions", "httpx"),
+    VendorCase("anthropic", "claude-sonnet-4-6", ("ANTHROPIC_API_KEY",), "/v1/messages", "httpx"),
     VendorCase(
         "google", "gemini-2.5-pro", ("GOOGLE_API_KEY", "GEMINI_API_KEY"), ":generateContent"
     ),
-    # the same behaviour through the SDKs' aiohttp transport (ADR 0034)
+    # ... and the same behaviour through their aiohttp transport, the default whenever
+    # aiohttp is installed (ADRs 0034, 0035)
     VendorCase("openai", "gpt-4o", ("OPENAI_API_KEY",), "/v1/chat/completions", "aiohttp"),
     VendorCase("anthropic", "claude-sonnet-4-6", ("ANTHROPIC_API_KEY",), "/v1/messages", "aiohttp"),
     # google-genai sends over aiohttp by itself whenever aiohttp is installed (as in .[dev]);

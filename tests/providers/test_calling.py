@@ -116,3 +116,52 @@ def test_unexpected_exception_is_wrapped_not_retried(scripted):
     assert not outcome.error.retryable
     assert (outcome.attempts, provider.calls) == (1, 1)
     assert outcome.duration_s >= 0.0
+
+
+def test_retries_after_a_first_failure_wait_and_count_as_one_tenacity_loop(scripted, monkeypatch):
+    # The first attempt runs outside tenacity (ADR 0035); tenacity replays its failure, so
+    # each retry event carries the failed attempt's number and the wait it chose: the
+    # server's retry-after, else the (here capped) backoff.
+    from llm_council import tracing
+
+    retries: list[tuple[int, float]] = []
+    monkeypatch.setattr(
+        tracing,
+        "record_retry",
+        lambda span, attempt, error, wait_s: retries.append((attempt, wait_s)),
+    )
+    script = [_retryable(retry_after=0.01), _retryable(retry_after=0.02), _retryable(), "ok"]
+    outcome, provider = _run(script, RetryPolicy(max_attempts=4, **FAST))
+    assert outcome.ok and (outcome.attempts, provider.calls) == (4, 4)
+    assert retries == [(1, 0.01), (2, 0.02), (3, 0.001)]
+
+
+def test_a_single_attempt_policy_returns_the_first_retryable_failure(scripted, monkeypatch):
+    from llm_council import tracing
+
+    retries: list[int] = []
+    monkeypatch.setattr(tracing, "record_retry", lambda span, attempt, *_: retries.append(attempt))
+    busy = _retryable()
+    outcome, provider = _run([busy, "never"], RetryPolicy(max_attempts=1, **FAST))
+    assert outcome.error is busy and (outcome.attempts, provider.calls) == (1, 1)
+    assert retries == []
+
+
+def test_the_deadline_during_the_first_attempt_counts_that_attempt(scripted):
+    from llm_council.errors import SessionDeadlineError
+
+    provider = create_provider("scripted:fake-1", {"script": ["hang"]})
+
+    async def run() -> CallOutcome:
+        deadline_at = asyncio.get_running_loop().time() + 0.05
+        return await call_with_retries(
+            provider,
+            CompletionRequest.from_prompt("q"),
+            RetryPolicy(**FAST),
+            deadline_at=deadline_at,
+            deadline_s=0.05,
+            stage="answer",
+        )
+
+    outcome = asyncio.run(run())
+    assert isinstance(outcome.error, SessionDeadlineError) and outcome.attempts == 1

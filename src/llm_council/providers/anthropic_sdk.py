@@ -22,7 +22,7 @@ shared per process, event loop and model (:mod:`~llm_council.providers.client_po
 
 ``http_client`` (``"httpx"``, the SDK's default, or ``"aiohttp"``, its documented aiohttp
 transport from the ``llm-council[aiohttp]`` extra, which costs about half the CPU per call;
-unset: ``LLM_COUNCIL_HTTP_CLIENT``, else httpx; ADR 0034).
+unset: ``LLM_COUNCIL_HTTP_CLIENT``, else aiohttp when installed, else httpx; ADRs 0034, 0035).
 """
 
 from __future__ import annotations
@@ -83,7 +83,9 @@ class AnthropicProvider(StainlessClientProvider, Provider):
             base_url=base_url,
             api_key=api_key,
             timeout_s=timeout_s,
-            http_client=http_client_choice(self.provider_name, options.get("http_client")),
+            http_client=http_client_choice(
+                self.provider_name, options.get("http_client"), self._sdk
+            ),
         )
 
     def request_arguments(self, request: CompletionRequest) -> dict[str, Any]:

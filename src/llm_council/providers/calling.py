@@ -162,6 +162,20 @@ async def _call_with_retries(
         async with asyncio.timeout_at(deadline_at):
             # building an SDK client is not part of any attempt's timeout (but is of the deadline)
             await provider.prepare()
+            # The first attempt runs before any retry machinery is built: most calls succeed
+            # at once, and tenacity's set-up costs CPU on the event loop before the request
+            # leaves (ADR 0035). A retryable failure hands over to tenacity, whose first
+            # attempt replays that failure, so waits, attempt numbers and retry events are
+            # exactly those of a loop that made the first call itself.
+            attempts = 1
+            try:
+                completion = await _attempt(provider, request, policy.timeout_s)
+            except ProviderError as failure:
+                if not failure.retryable or policy.max_attempts <= 1:
+                    raise
+                first_failure: ProviderError | None = failure
+            else:
+                return CallOutcome(completion, None, attempts, time.perf_counter() - started)
             async for attempt in AsyncRetrying(
                 stop=stop_after_attempt(policy.max_attempts),
                 wait=_RetryAfterOrBackoff(policy),
@@ -170,6 +184,9 @@ async def _call_with_retries(
                 reraise=True,
             ):
                 with attempt:
+                    if first_failure is not None:
+                        replayed, first_failure = first_failure, None
+                        raise replayed
                     attempts += 1
                     completion = await _attempt(provider, request, policy.timeout_s)
         return CallOutcome(completion, None, attempts, time.perf_counter() - started)
@@ -260,11 +277,14 @@ class CallGate:
         stage = self.stage or stage
         started = time.perf_counter()
         deadline_at = self.stage_deadline_at(stage)
-        try:
-            async with asyncio.timeout_at(deadline_at):
-                await self.semaphore.acquire()
-        except TimeoutError:
-            return self._give_up(provider, stage, 0, started)
+        if self.semaphore.locked():
+            try:
+                async with asyncio.timeout_at(deadline_at):
+                    await self.semaphore.acquire()
+            except TimeoutError:
+                return self._give_up(provider, stage, 0, started)
+        else:  # a free slot is taken without suspending: no timer to set up
+            await self.semaphore.acquire()
         try:
             if deadline_at is not None and asyncio.get_running_loop().time() >= deadline_at:
                 # a free slot is taken without suspending, so the timeout above cannot fire

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import os
 import ssl
@@ -124,9 +125,10 @@ async def close_shared_clients() -> int:
     return len(clients)
 
 
-def _http_library(client_class: type) -> Any:
+@functools.cache
+def http_library(client_class: type) -> Any:
     """The module behind an SDK's httpx client class (``httpx`` or ``httpx2``), if it has
-    ``create_ssl_context``; None otherwise."""
+    ``create_ssl_context``; None otherwise (a class's module never changes: cached)."""
     for base in client_class.__mro__:
         library = sys.modules.get(base.__module__.partition(".")[0])
         if library is not None and callable(getattr(library, "create_ssl_context", None)):
@@ -139,7 +141,7 @@ def default_ssl_context(client_class: type) -> ssl.SSLContext | None:
     ``SSL_CERT_DIR`` included), built once per process and library; blocking (it reads the
     certificate bundle), so call it from a worker thread. None if the library has no
     ``create_ssl_context``: the caller then leaves verification to the SDK's default."""
-    library = _http_library(client_class)
+    library = http_library(client_class)
     if library is None:
         return None
     key = (

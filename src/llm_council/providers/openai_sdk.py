@@ -21,12 +21,13 @@ context, and each model keeps its connections alive between sessions.
 
 ``http_client`` (``"httpx"``, the SDK's default, or ``"aiohttp"``, its documented aiohttp
 transport from the ``llm-council[aiohttp]`` extra, which costs about half the CPU per call;
-unset: ``LLM_COUNCIL_HTTP_CLIENT``, else httpx; ADR 0034).
+unset: ``LLM_COUNCIL_HTTP_CLIENT``, else aiohttp when installed, else httpx; ADRs 0034, 0035).
 """
 
 from __future__ import annotations
 
 import os
+import weakref
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -39,7 +40,7 @@ from llm_council.providers.base import (
     StructuredOutputMode,
     Usage,
 )
-from llm_council.providers.client_pool import StainlessClientProvider
+from llm_council.providers.client_pool import StainlessClientProvider, http_library
 from llm_council.providers.error_mapping import (
     empty_answer_error,
     malformed_response_error,
@@ -64,6 +65,31 @@ _OPTIONS = ("base_url", "api_key_env", "timeout_s", "structured_output", "http_c
 CHAT_COMPLETIONS_PATH = "/chat/completions"
 # what ``chat.completions.create`` sends: the bearer key only (never an admin key)
 _BEARER_ONLY: dict[str, Any] = {"security": {"bearer_auth": True}}
+# per shared client: its chat-completions URL, merged once (see ``chat_completions_url``)
+_chat_urls: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+def chat_completions_url(client: Any) -> str:
+    """The absolute URL ``client.post(CHAT_COMPLETIONS_PATH)`` would send to, merged once per
+    client exactly as the SDK merges a relative path (its base URL's raw path, which always
+    ends with ``/``, plus the path): an absolute URL is used as it is, so the SDK no longer
+    parses and re-merges the base URL on every call."""
+    url = _chat_urls.get(client)
+    if url is None:
+        base = client.base_url
+        merged = base.copy_with(raw_path=base.raw_path + CHAT_COMPLETIONS_PATH.lstrip("/").encode())
+        url = _chat_urls[client] = str(merged)
+    return url
+
+
+def decoded_body(response: Any) -> object:
+    """A 2xx response's body as ``cast_to=object`` decodes it in the SDK
+    (``BaseAPIResponse._parse``): JSON when the content type ends with ``json`` (a body that
+    is not JSON raises ``json.JSONDecodeError``, as it does there), else the text."""
+    content_type = response.headers.get("content-type", "*").split(";")[0]
+    if content_type.endswith("json"):
+        return response.json()
+    return response.text
 
 
 class OpenAIProvider(StainlessClientProvider, Provider):
@@ -100,8 +126,12 @@ class OpenAIProvider(StainlessClientProvider, Provider):
             base_url=base_url,
             api_key=api_key,
             timeout_s=timeout_s,
-            http_client=http_client_choice(self.provider_name, options.get("http_client")),
+            http_client=http_client_choice(
+                self.provider_name, options.get("http_client"), self._sdk
+            ),
         )
+        library = http_library(self._sdk.DefaultAsyncHttpxClient)
+        self._response_class: type | None = getattr(library, "Response", None)
 
     def request_arguments(self, request: CompletionRequest) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for ``request``."""
@@ -137,15 +167,26 @@ class OpenAIProvider(StainlessClientProvider, Provider):
             # ``client.post`` is the SDK's public call for any endpoint: the same auth, HTTP
             # client and error classes as ``chat.completions.create``, without its recursive
             # walk of the arguments against the parameter TypedDicts (our arguments are plain
-            # JSON already) nor the response model it builds and we would only read back:
-            # ``cast_to=object`` returns the decoded JSON body. Together about 1.2 of the
-            # SDK's 3 ms of CPU per call (``benchmarks/council_concurrency.py``, ADR 0031).
-            body = await client.post(
-                CHAT_COMPLETIONS_PATH,
-                body=self.request_arguments(request),
-                cast_to=object,
-                options=_BEARER_ONLY,
-            )
+            # JSON already) nor the response model it builds and we would only read back
+            # (ADR 0031). ``cast_to`` the HTTP library's response class returns the response
+            # as it came (the SDK still raises its status errors first), skipping the SDK's
+            # generic response wrapper; the absolute URL skips its per-call URL merge
+            # (ADR 0035).
+            if self._response_class is None:  # an SDK on an HTTP library we do not know
+                body = await client.post(
+                    CHAT_COMPLETIONS_PATH,
+                    body=self.request_arguments(request),
+                    cast_to=object,
+                    options=_BEARER_ONLY,
+                )
+            else:
+                response = await client.post(
+                    chat_completions_url(client),
+                    body=self.request_arguments(request),
+                    cast_to=self._response_class,
+                    options=_BEARER_ONLY,
+                )
+                body = decoded_body(response)
         except Exception as error:
             classified = stainless_sdk_error(
                 error, self._sdk, spec=self.spec, provider=self.provider_name, secrets=self._secrets

@@ -10,6 +10,7 @@ import importlib
 import importlib.util
 import ipaddress
 import os
+import sys
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
@@ -106,15 +107,20 @@ def structured_output_mode(
     )
 
 
-def http_client_choice(provider: str, value: object) -> str:
-    """Validate the ``http_client`` option (else ``LLM_COUNCIL_HTTP_CLIENT``, else httpx).
+def http_client_choice(provider: str, value: object, sdk: ModuleType | None = None) -> str:
+    """Validate the ``http_client`` option (else ``LLM_COUNCIL_HTTP_CLIENT``, else the default).
 
     ``"aiohttp"`` is the SDKs' documented aiohttp transport (``openai[aiohttp]``,
-    ``anthropic[aiohttp]``); it is refused here, before any call, when aiohttp is missing.
+    ``anthropic[aiohttp]``); asked for by name, it is refused here, before any call, when
+    aiohttp is missing. Unset, it is the default whenever aiohttp is installed, and httpx
+    (the SDKs' own default) otherwise: the same SDK and error classes at about half the
+    CPU per call, which a council of a dozen members needs to stay near its ideal wall
+    time (ADR 0035). ``sdk`` is the imported SDK: one too old for the aiohttp transport
+    defaults to httpx.
     """
     source = f"option 'http_client' for provider '{provider}'"
     if value is None:
-        value = os.environ.get(HTTP_CLIENT_ENV, "").strip() or "httpx"
+        value = os.environ.get(HTTP_CLIENT_ENV, "").strip() or default_http_client(sdk)
         source = HTTP_CLIENT_ENV
     if value not in HTTP_CLIENTS:
         raise ConfigError(
@@ -128,8 +134,33 @@ def http_client_choice(provider: str, value: object) -> str:
     return str(value)
 
 
+def default_http_client(sdk: ModuleType | None = None) -> str:
+    """The HTTP client of a member that names none: aiohttp when it is installed (and
+    ``sdk``, if given, has its aiohttp transport), else httpx."""
+    if not _is_installed("aiohttp"):
+        return "httpx"
+    aiohttp_client = getattr(sdk, "DefaultAioHttpClient", None) if sdk is not None else object
+    # an SDK whose aiohttp transport failed to import puts a "Missing..." stand-in there
+    usable = isinstance(aiohttp_client, type) and "Missing" not in aiohttp_client.__name__
+    return "aiohttp" if usable else "httpx"
+
+
 def _is_installed(module_name: str) -> bool:
-    try:
-        return importlib.util.find_spec(module_name) is not None
-    except (ImportError, ValueError):  # ValueError: a module blocked in sys.modules
+    """Whether ``module_name`` can be imported; asked for every member of every session,
+    so the search of ``sys.path`` (about 0.3 ms) is done once per module and process."""
+    imported = sys.modules.get(module_name, False)
+    if imported is None:  # blocked in sys.modules: as good as not installed
         return False
+    if imported is not False:
+        return True
+    found = _found_specs.get(module_name)
+    if found is None:
+        try:
+            found = importlib.util.find_spec(module_name) is not None
+        except (ImportError, ValueError):
+            found = False
+        _found_specs[module_name] = found
+    return found
+
+
+_found_specs: dict[str, bool] = {}
