@@ -58,7 +58,15 @@ def grouped_column_sums(
             values = csr.data[first:last]
             if weights is not None:
                 values = values * weights[rows]
-        sums += np.bincount(cells.ravel(), weights=values.ravel(), minlength=n_groups * k)
+        # Only the groups this pass touches: on rows ordered by group (the usual case) a
+        # small temporary, not a second (n_groups, k) array per pass. The same additions
+        # in the same order, so the sums are the same to the last bit.
+        if cells.size == 0:
+            continue
+        first_cell = int(cells.min())
+        cells -= first_cell  # a fresh array in both branches above
+        part = np.bincount(cells.ravel(), weights=values.ravel())
+        sums[first_cell : first_cell + part.size] += part
     return sums.reshape(n_groups, k)
 
 
