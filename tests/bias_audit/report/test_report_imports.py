@@ -74,16 +74,3 @@ def test_report_modules_do_not_import_scipy_stats_at_module_level() -> None:
     ]
     assert offenders == []
     assert stats_used - _NOT_OURS  # the scan found the stats modules the report uses
-
-
-def test_importing_the_report_defers_the_html_dashboard() -> None:
-    code = (
-        "import sys\n"
-        "import llm_council.bias_audit.report\n"
-        "print(sorted(m for m in sys.modules if m.startswith("
-        "('llm_council.bias_audit.report.render_html', 'llm_council.bias_audit.report.dashboard'))))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip() == "[]"

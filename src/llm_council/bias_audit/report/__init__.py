@@ -8,28 +8,13 @@ aggregated arrays (:mod:`llm_council.stats`). :func:`build_report` returns a
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from llm_council.bias_audit.report.build import build_report
 from llm_council.bias_audit.report.model import BiasReport, reliability_tier
+from llm_council.bias_audit.report.render_html import render_html
 from llm_council.bias_audit.report.render_tables import render_csv, render_json
 from llm_council.bias_audit.report.render_text import render_text
 
-
-def render_html(report: BiasReport) -> str:
-    """The one-file HTML dashboard (:mod:`.render_html`, imported on first use: its plots
-    and cards are a tenth of the report's import time, and most runs print text or JSON)."""
-    from llm_council.bias_audit.report.render_html import render_html as render
-
-    return render(report)
-
-
-RENDERERS: dict[str, Callable[[BiasReport], str]] = {
-    "text": render_text,
-    "json": render_json,
-    "csv": render_csv,
-    "html": render_html,
-}
+RENDERERS = {"text": render_text, "json": render_json, "csv": render_csv, "html": render_html}
 
 __all__ = [
     "RENDERERS",
