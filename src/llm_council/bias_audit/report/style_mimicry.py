@@ -84,15 +84,10 @@ def style_mimicry(
     similarity = nullable_floats(rows["similarity"])[by_session]
     log_words = np.log(np.maximum(nullable_floats(rows["words"]), 1.0))[by_session]
     del rows, by_session  # the fetched columns, now copied: not held through the fit
-    fit = mimicry_slopes(
-        score,
-        similarity,
-        log_words,
-        reviewer,
-        session * n_models + model,
-        session,
-        n_reviewers,
-    )
+    answer = model  # each row's answer id, written over its model index (no extra copy)
+    answer += session * n_models
+    del model
+    fit = mimicry_slopes(score, similarity, log_words, reviewer, answer, session, n_reviewers)
     present = [index for index in range(n_reviewers) if np.any(reviewer == index)]
     holm = holm_adjusted([fit.slopes[index].p_value for index in present])
     items = []
