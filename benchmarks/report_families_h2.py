@@ -24,7 +24,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+HERE_SRC = Path(__file__).resolve().parents[1] / "src"
 
 IMPORT_PROBE = (
     "import time; t = time.process_time(); import llm_council.bias_audit.report.build; "
@@ -107,11 +110,9 @@ def _compare(arguments: argparse.Namespace) -> None:
     runs: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
     for _ in range(arguments.rounds):
         for label in ("before", "after"):
-            environment = dict(os.environ)
-            if label == "before":
-                environment["PYTHONPATH"] = arguments.against
-            else:
-                environment.pop("PYTHONPATH", None)
+            # "after" is this tree's src, never the venv's (editable) install of another tree
+            source = arguments.against if label == "before" else str(HERE_SRC)
+            environment = dict(os.environ, PYTHONPATH=source)
             output = subprocess.run(
                 command, capture_output=True, text=True, check=True, env=environment
             ).stdout

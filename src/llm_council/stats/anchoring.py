@@ -28,12 +28,16 @@ def previous_scores_mean(scores_in_order: ArrayLike) -> np.ndarray:
     """Mean of the scores at earlier slots of the same review (NaN at the first scored slot)."""
     values = np.asarray(scores_in_order, dtype=float)
     observed = np.isfinite(values)
-    running_sum = np.cumsum(np.where(observed, values, 0.0), axis=-1)
-    running_count = np.cumsum(observed, axis=-1)
-    before_sum = running_sum - np.where(observed, values, 0.0)
-    before_count = running_count - observed
+    filled = np.where(observed, values, 0.0)
+    # running sums and counts minus the entry itself, in place (these tables are as large
+    # as the store: one cell per record)
+    before_sum = np.cumsum(filled, axis=-1)
+    before_sum -= filled
+    del filled
+    before_count = np.cumsum(observed, axis=-1)
+    before_count -= observed
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = before_sum / before_count
+        mean = np.divide(before_sum, before_count, out=before_sum)
     return np.where(observed & (before_count > 0), mean, np.nan)
 
 
@@ -58,12 +62,18 @@ def earlier_minus_rest_mean(values_in_order: ArrayLike) -> np.ndarray:
     observed = np.isfinite(values)
     filled = np.where(observed, values, 0.0)
     rest_sum = filled.sum(axis=-1, keepdims=True) - filled
+    del filled
     rest_count = observed.sum(axis=-1, keepdims=True) - observed
-    before_count = np.cumsum(observed, axis=-1) - observed
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rest_mean = rest_sum / rest_count
+    before_count = np.cumsum(observed, axis=-1)
+    before_count -= observed
     informative = rest_count > before_count
-    return np.where(informative, previous_scores_mean(values) - rest_mean, np.nan)
+    del before_count, observed
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rest_mean = np.divide(rest_sum, rest_count, out=rest_sum)
+    del rest_count
+    difference = previous_scores_mean(values)
+    difference -= rest_mean
+    return np.where(informative, difference, np.nan)
 
 
 def running_mean_deviation(scores_in_order: ArrayLike) -> np.ndarray:

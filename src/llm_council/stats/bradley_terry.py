@@ -117,9 +117,12 @@ def bradley_terry_session_bootstrap(
         size = min(batch, n_resamples - start)
         draws = rng.integers(0, n_sessions, size=(size, n_sessions))
         # how often each replicate drew each session: one bincount over (replicate, session)
-        cells = (np.arange(size)[:, None] * n_sessions + draws).ravel()
-        counts = np.bincount(cells, minlength=size * n_sessions).reshape(size, n_sessions)
-        counts = counts.astype(float)
+        # cells, formed in place (each temporary here is replicates x sessions in size)
+        draws += np.arange(size)[:, None] * n_sessions
+        tallies = np.bincount(draws.ravel(), minlength=size * n_sessions)
+        del draws
+        counts = tallies.reshape(size, n_sessions).astype(float)
+        del tallies
         resampled = (counts @ flat).reshape(size, k, k)
         replicates[start : start + size] = bradley_terry_mm(resampled, pseudo_count=pseudo_count)
     alpha = 1 - confidence

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
 from llm_council.bias_audit.report.causal_checks import causal_checks
-from llm_council.bias_audit.report.families import bias_families
+from llm_council.bias_audit.report.families import submit_bias_families
 from llm_council.bias_audit.report.joint import fit_joint_model
 from llm_council.bias_audit.report.leaderboard import build_leaderboard, with_adjusted_means
 from llm_council.bias_audit.report.length import pooled_length_bias
@@ -16,6 +15,7 @@ from llm_council.bias_audit.report.loading import DEFAULT_MEMORY_LIMIT, load_sto
 from llm_council.bias_audit.report.model import BiasReport
 from llm_council.bias_audit.report.position import position_bias
 from llm_council.bias_audit.report.reviewers import reviewer_profiles, self_preferences
+from llm_council.bias_audit.report.section_runner import PARALLEL_MAX_RECORDS, SectionRunner
 from llm_council.bias_audit.report.tables import create_analysis_tables, scores_sum_to_a_constant
 from llm_council.errors import RecordError
 
@@ -63,32 +63,32 @@ def build_report(
     try:
         step("pairing reviewers on the same answers")
         create_analysis_tables(connection)
-        # The joint model and the leaderboard are mostly numpy; run them in threads, each on
-        # its own cursor of the same in-memory database, while DuckDB (which releases the
-        # GIL) answers the other sections' queries on this thread.
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            board_future = pool.submit(
-                build_leaderboard, connection.cursor(), n_resamples=n_resamples, seed=seed
-            )
+        # Costliest sections first: with two workers (:mod:`.section_runner`) the queue
+        # drains evenly; on a large store they run one at a time, in this same order.
+        parallel = store.n_records <= PARALLEL_MAX_RECORDS
+        with SectionRunner(connection, parallel=parallel) as runner:
+            board_future = runner.submit(build_leaderboard, n_resamples=n_resamples, seed=seed)
             step("profiling reviewers")
             forced_choice = scores_sum_to_a_constant(connection)  # both need it: ask once
             profiles = reviewer_profiles(connection, forced_choice=forced_choice)
             # the joint model's leniencies are centred on the profiles' robust reference
             reference = [p.reviewer for p in profiles if p.in_leniency_reference]
-            joint_future = pool.submit(
-                fit_joint_model, connection.cursor(), reference, forced_choice=forced_choice
-            )
+            joint_future = runner.submit(fit_joint_model, reference, forced_choice=forced_choice)
+            position_future = runner.submit(position_bias, significance_level)
+            collect_families = submit_bias_families(runner, significance_level, seed=seed)
+            length_future = runner.submit(pooled_length_bias)
+            causal_future = runner.submit(causal_checks)  # ADR 0024: the live checks, if any
             step("length and position")
-            length = pooled_length_bias(connection)
-            position = position_bias(connection, significance_level)
+            length = length_future.result()
+            position = position_future.result()
             step("fitting the joint model")
             joint = joint_future.result()
             self_preference = self_preferences(connection, joint.model.effects if joint else [])
             step("anchoring, favouritism, drift")
-            families = bias_families(connection, significance_level, seed=seed)
+            families = collect_families()
             step("leaderboard (bootstrap over sessions)")
             board = board_future.result()
-        causal = causal_checks(connection)  # ADR 0024: the live checks, if the store has any
+            causal = causal_future.result()
         counts = connection.execute(
             "SELECT (SELECT count(*) FROM reviewers), (SELECT count(*) FROM models)"
         ).fetchone()

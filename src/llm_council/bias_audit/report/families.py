@@ -5,6 +5,7 @@ Kept in one object so the report model and the renderers each gain one field / o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import duckdb
@@ -18,6 +19,7 @@ from llm_council.bias_audit.report.parse_outcomes import (
     parse_outcomes_by_reviewer,
 )
 from llm_council.bias_audit.report.reasoning import ReviewerReasoning, reasoning_by_reviewer
+from llm_council.bias_audit.report.section_runner import SectionRunner
 from llm_council.bias_audit.report.style_mimicry import StyleMimicry, style_mimicry
 
 #: the favouritism and amplification tables are dense (sessions x reviewers x models);
@@ -41,11 +43,14 @@ class BiasFamilies:
     notes: list[str] = field(default_factory=list)  # families skipped, and why
 
 
-def bias_families(
-    connection: duckdb.DuckDBPyConnection, significance_level: float = 0.05, seed: int = 0
-) -> BiasFamilies:
-    """Compute every family from the ``records`` and ``scored`` tables."""
-    size = connection.execute(
+def submit_bias_families(
+    runner: SectionRunner, significance_level: float = 0.05, seed: int = 0
+) -> Callable[[], BiasFamilies]:
+    """Start every family on ``runner``; the returned function waits for them all.
+
+    The families are submitted costliest first, so two workers finish close together.
+    """
+    size = runner.connection.execute(
         """SELECT count(DISTINCT session) * (SELECT count(*) FROM reviewers)
                   * (SELECT count(*) FROM models) FROM records"""
     ).fetchone()
@@ -59,15 +64,32 @@ def bias_families(
             f"cells exceeds {MAX_TABLE_CELLS} (narrow the window with --since/--until)"
         ]
     )
-    return BiasFamilies(
-        anchoring=anchoring_by_reviewer(connection, significance_level),
-        favouritism=favouritism(connection, significance_level) if dense_ok else None,
-        drift=drift_by_reviewer(connection, significance_level, seed=seed),
-        amplification=amplification(connection, significance_level, seed=seed)
-        if dense_ok
-        else None,
-        reasoning=reasoning_by_reviewer(connection, significance_level),
-        parse_outcomes=parse_outcomes_by_reviewer(connection),
-        style_mimicry=style_mimicry(connection, significance_level),
-        notes=notes,
-    )
+    style = runner.submit(style_mimicry, significance_level)
+    amplified = runner.submit(amplification, significance_level, seed=seed) if dense_ok else None
+    anchoring = runner.submit(anchoring_by_reviewer, significance_level)
+    parse_outcomes = runner.submit(parse_outcomes_by_reviewer)
+    favoured = runner.submit(favouritism, significance_level) if dense_ok else None
+    drift = runner.submit(drift_by_reviewer, significance_level, seed=seed)
+    reasoning = runner.submit(reasoning_by_reviewer, significance_level)
+
+    def collect() -> BiasFamilies:
+        return BiasFamilies(
+            anchoring=anchoring.result(),
+            favouritism=favoured.result() if favoured else None,
+            drift=drift.result(),
+            amplification=amplified.result() if amplified else None,
+            reasoning=reasoning.result(),
+            parse_outcomes=parse_outcomes.result(),
+            style_mimicry=style.result(),
+            notes=notes,
+        )
+
+    return collect
+
+
+def bias_families(
+    connection: duckdb.DuckDBPyConnection, significance_level: float = 0.05, seed: int = 0
+) -> BiasFamilies:
+    """Compute every family from the ``records`` and ``scored`` tables, one after another."""
+    with SectionRunner(connection, parallel=False) as runner:
+        return submit_bias_families(runner, significance_level, seed)()

@@ -49,12 +49,13 @@ def _ranked_pairs(connection: duckdb.DuckDBPyConnection) -> dict[str, np.ndarray
            ORDER BY session, reviewer_index, model_index"""
     ).fetchnumpy()
     session = np.asarray(ranked["session"], dtype=np.int64)
-    review = session * (int(np.max(ranked["reviewer_index"], initial=0)) + 1) + np.asarray(
-        ranked["reviewer_index"], dtype=np.int64
-    )
+    reviewer = np.asarray(ranked["reviewer_index"], dtype=np.int64)
+    review = session * (int(np.max(reviewer, initial=0)) + 1) + reviewer
+    del reviewer
     model = np.asarray(ranked["model_index"], dtype=np.int64)
     rank = np.asarray(ranked["rank"], dtype=np.int64)
     log_words = np.asarray(ranked["log_words"], dtype=float)
+    del ranked  # the fetched columns, converted: not held while the pairs are formed
     firsts, seconds = [], []
     for gap in range(1, review.size):
         same_review = review[gap:] == review[:-gap]
@@ -68,6 +69,7 @@ def _ranked_pairs(connection: duckdb.DuckDBPyConnection) -> dict[str, np.ndarray
         seconds.append(second[keep])
     first = np.concatenate(firsts) if firsts else np.zeros(0, dtype=np.int64)
     second = np.concatenate(seconds) if seconds else np.zeros(0, dtype=np.int64)
+    del firsts, seconds, review
     return {
         "session": session[first],
         "item_a": model[first],
@@ -90,7 +92,7 @@ def build_leaderboard(
         return None
     item_b, a_won, log_ratio = pairs["item_b"], pairs["a_won"], pairs["log_ratio"]
     # renumber the sessions that have comparisons 0..S-1 (O(n), no sort)
-    raw_session = np.asarray(pairs["session"], dtype=np.int64)
+    raw_session = np.asarray(pairs.pop("session"), dtype=np.int64)
     has_pairs = np.zeros(int(raw_session.max()) + 1, dtype=bool)
     has_pairs[raw_session] = True
     session = (np.cumsum(has_pairs) - 1)[raw_session]
@@ -106,6 +108,7 @@ def build_leaderboard(
     loser = np.where(a_won == 1, item_b, item_a)
     session_wins = np.zeros((n_sessions, n_models, n_models))
     np.add.at(session_wins, (session, winner, loser), 1.0)
+    del winner, loser, raw_session  # per comparison: not held through the bootstrap
     if not comparisons_connected(session_wins.sum(axis=0)):
         # models in separate groups that were never compared: no common scale to report
         return None

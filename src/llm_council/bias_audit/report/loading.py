@@ -22,6 +22,10 @@ from pathlib import Path
 
 import duckdb
 
+from llm_council.bias_audit.report.analysis_database import (
+    compress_large_tables,
+    open_analysis_database,
+)
 from llm_council.bias_audit.report.jsonl_snapshot import read_jsonl_snapshot
 from llm_council.bias_audit.report.raw_records import (
     READABLE_VERSIONS,
@@ -103,6 +107,7 @@ def _new_connection(threads: int | None, memory_limit: str) -> duckdb.DuckDBPyCo
         ) from None
     if threads is not None:
         connection.execute(f"SET threads TO {int(threads)}")
+    open_analysis_database(connection)
     return connection
 
 
@@ -192,6 +197,7 @@ def load_store(
         connection = _new_connection(threads, memory_limit)
         try:
             counts = spark_records(connection, path, since=since, until=until)
+            compress_large_tables(connection)
         except BaseException:
             connection.close()
             raise
@@ -201,6 +207,7 @@ def load_store(
         try:
             torn, appending = _read_raw_lines(connection, location, path, since)
             counts = build_records(connection, since=since, until=until)
+            compress_large_tables(connection)
         except BaseException:
             connection.close()
             raise

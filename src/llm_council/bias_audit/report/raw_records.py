@@ -94,6 +94,9 @@ def incomplete_counts(connection: duckdb.DuckDBPyConnection) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
+#: a line of an observational review, not of a live bias check (ADR 0024)
+OBSERVATIONAL = "check_kind IS NULL"
+
 KEEP_COMPLETE = (
     f"{KNOWN_VERSION} AND {VALID_LINE} AND session_id IN "
     "(SELECT session_id FROM session_check WHERE complete)"
@@ -159,16 +162,25 @@ def count_records(connection: duckdb.DuckDBPyConnection) -> tuple[int, int]:
 def split_check_records(
     connection: duckdb.DuckDBPyConnection, since_sql: str, since_parameters: list[object]
 ) -> None:
-    """Move the lines of live bias-check reviews (ADR 0024) from ``raw_lines`` into
-    ``check_records``, so no observational estimate ever sees a check review; the causal
-    checks section pairs them with ``records``. A session's completeness counts them (its
-    ``session_n_records`` does), so this runs after ``session_check`` is built."""
+    """Copy the lines of live bias-check reviews (ADR 0024) from ``raw_lines`` into
+    ``check_records``; the causal checks section pairs them with ``records``, which leaves
+    them out (:data:`OBSERVATIONAL`), so no observational estimate ever sees a check
+    review. A session's completeness counts them (its ``session_n_records`` does), so this
+    runs after ``session_check`` is built. ``raw_lines`` may be a view, so nothing is
+    deleted from it."""
     connection.execute(
         f"""CREATE OR REPLACE TABLE check_records AS SELECT * FROM raw_lines
             WHERE check_kind IS NOT NULL AND {KEEP_COMPLETE} AND {since_sql}""",
         since_parameters,
     )
-    connection.execute("DELETE FROM raw_lines WHERE check_kind IS NOT NULL")
+
+
+def drop_raw_lines(connection: duckdb.DuckDBPyConnection) -> None:
+    """Drop ``raw_lines``, a table or (a Parquet store) a view over the files."""
+    row = connection.execute(
+        "SELECT count(*) FROM duckdb_views() WHERE view_name = 'raw_lines' AND NOT internal"
+    ).fetchone()
+    connection.execute(f"DROP {'VIEW' if row and row[0] else 'TABLE'} raw_lines")
 
 
 def build_records(
@@ -198,11 +210,12 @@ def build_records(
     split_check_records(connection, since_sql, since_parameters)
     create_records_table(
         connection,
-        f"SELECT * FROM raw_lines WHERE {KNOWN_VERSION} AND {VALID_LINE} AND {since_sql}",
+        f"SELECT * FROM raw_lines WHERE {KNOWN_VERSION} AND {VALID_LINE} AND {OBSERVATIONAL} "
+        f"AND {since_sql}",
         sessions_sql,
         [*since_parameters, *since_parameters],
     )
-    connection.execute("DROP TABLE raw_lines")
+    drop_raw_lines(connection)
     connection.execute("DROP TABLE session_check")
     n_records, n_sessions = count_records(connection)
     return RecordCounts(

@@ -72,22 +72,22 @@ def style_mimicry(
     n_reviewers = max(names) + 1
     n_models_row = connection.execute("SELECT count(*) FROM models").fetchone()
     n_models = int(n_models_row[0]) if n_models_row else 1
-    session = np.asarray(rows["session"], dtype=np.int64)
-    reviewer = np.asarray(rows["reviewer_index"], dtype=np.int64)
-    model = np.asarray(rows["model_index"], dtype=np.int64)
-    score = nullable_floats(rows["score"])
-    similarity = nullable_floats(rows["similarity"])
-    log_words = np.log(np.maximum(nullable_floats(rows["words"]), 1.0))
-    del rows  # the fetched columns, now copied: not held through the fit
-    fit = mimicry_slopes(
-        score,
-        similarity,
-        log_words,
-        reviewer,
-        session * n_models + model,
-        session,
-        n_reviewers,
-    )
+    # The fit reads each session as one slice and would sort copies of all its inputs
+    # while these are held; sorting each column as it is copied holds one column extra.
+    fetched_session = np.asarray(rows["session"], dtype=np.int64)
+    by_session = np.argsort(fetched_session, kind="stable")
+    session = fetched_session[by_session]
+    del fetched_session
+    reviewer = np.asarray(rows["reviewer_index"], dtype=np.int64)[by_session]
+    model = np.asarray(rows["model_index"], dtype=np.int64)[by_session]
+    score = nullable_floats(rows["score"])[by_session]
+    similarity = nullable_floats(rows["similarity"])[by_session]
+    log_words = np.log(np.maximum(nullable_floats(rows["words"]), 1.0))[by_session]
+    del rows, by_session  # the fetched columns, now copied: not held through the fit
+    answer = model  # each row's answer id, written over its model index (no extra copy)
+    answer += session * n_models
+    del model
+    fit = mimicry_slopes(score, similarity, log_words, reviewer, answer, session, n_reviewers)
     present = [index for index in range(n_reviewers) if np.any(reviewer == index)]
     holm = holm_adjusted([fit.slopes[index].p_value for index in present])
     items = []

@@ -15,13 +15,14 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from llm_council.bias_audit.report.analysis_database import compress_large_tables
 from llm_council.stats.dense_ids import dense_codes
 
 __all__ = ["create_analysis_tables", "dense_codes", "nullable_floats", "scores_sum_to_a_constant"]
 
 
 def create_analysis_tables(connection: duckdb.DuckDBPyConnection) -> None:
-    """Create ``reviewers``, ``models`` and ``scored`` from ``records``."""
+    """Create ``reviewers``, ``models`` and ``scored`` from ``records`` (compressed if large)."""
     connection.execute(
         """CREATE TABLE reviewers AS
            SELECT reviewer, (row_number() OVER (ORDER BY reviewer) - 1)::INTEGER AS reviewer_index
@@ -54,6 +55,7 @@ def create_analysis_tables(connection: duckdb.DuckDBPyConnection) -> None:
            JOIN models m USING (model)
            WHERE r.score IS NOT NULL"""
     )
+    compress_large_tables(connection)
 
 
 def nullable_floats(column: Any) -> np.ndarray:

@@ -1,0 +1,85 @@
+"""Run the report's sections in two threads, or one after another on a large store.
+
+Each section reads the DuckDB tables and computes on numpy arrays; both release the GIL
+for most of their work, so two worker threads keep the machine's cores busy while the
+main thread only schedules. Each running section holds its own per-record arrays, so
+in parallel their peaks add up: past :data:`PARALLEL_MAX_RECORDS` records the sections
+run one at a time on the calling thread, and the peak memory is the largest single
+section's. Either way every section computes the same numbers (none shares state with
+another; each seeds its own random generator).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from types import TracebackType
+from typing import Any, TypeVar
+
+import duckdb
+
+from llm_council.bias_audit.report.analysis_database import analysis_cursor
+
+#: above this many records the sections run sequentially (bounded peak memory)
+PARALLEL_MAX_RECORDS = 2_000_000
+_WORKERS = 2
+
+Result = TypeVar("Result")
+
+
+def _return_free_heap() -> None:
+    """Hand the heap a finished section freed back to the system (glibc's ``malloc_trim``).
+
+    A section's medium-sized temporaries (below glibc's mmap threshold) come from the heap,
+    and glibc keeps freed heap pages: without this, each section starts from the previous
+    one's high-water mark instead of from the tables alone. Elsewhere it does nothing.
+    """
+    try:
+        libc = ctypes.CDLL(None)
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)
+
+
+class SectionRunner:
+    """``submit(section, *args)`` runs ``section(connection, *args)`` now or in a worker."""
+
+    def __init__(self, connection: duckdb.DuckDBPyConnection, *, parallel: bool) -> None:
+        self._connection = connection
+        self._pool = ThreadPoolExecutor(max_workers=_WORKERS) if parallel else None
+
+    @property
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        """The caller's connection (for quick queries on the calling thread)."""
+        return self._connection
+
+    def submit(
+        self,
+        section: Callable[..., Result],
+        *args: Any,
+        **kwargs: Any,
+    ) -> Future[Result]:
+        if self._pool is not None:
+            # each worker task queries through its own cursor of the shared database
+            return self._pool.submit(section, analysis_cursor(self._connection), *args, **kwargs)
+        future: Future[Result] = Future()
+        try:
+            future.set_result(section(self._connection, *args, **kwargs))
+        except BaseException as error:  # re-raised by ``result()``, as from a worker
+            future.set_exception(error)
+        _return_free_heap()
+        return future
+
+    def __enter__(self) -> SectionRunner:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=error is not None)
