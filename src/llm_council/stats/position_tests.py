@@ -34,7 +34,7 @@ def _between_position_variance(
     slot_sums: np.ndarray, slot_counts: np.ndarray, total: float, n_cells: int
 ) -> np.ndarray:
     """:math:`\\frac1N \\sum_k n_k (\\bar e_k - \\bar e)^2` from slot sums (vectorized)."""
-    return (np.sum(slot_sums**2 / slot_counts, axis=-1) - total**2 / n_cells) / n_cells
+    return ((slot_sums**2 / slot_counts).sum(axis=-1) - total**2 / n_cells) / n_cells
 
 
 #: groups up to this size draw from all their n! orderings, precomputed once
@@ -74,13 +74,17 @@ _PICK_CACHE_SIZE = 64
 def _ordering_picks(
     seed: int, n_draws: int, group_counts: tuple[tuple[int, int], ...]
 ) -> tuple[np.ndarray, ...]:
-    """The ordering index each group gets in each draw, per ``(size, groups)`` bucket, drawn
+    """The ordering row each group gets in each draw, per ``(size, groups)`` bucket, drawn
     from ``default_rng(seed)`` in bucket order: exactly the integers the uncached path draws,
     so a seed gives the same p-value either way. Only for sizes that are enumerated."""
     rng = np.random.default_rng(seed)
     picks = []
     for size, count in group_counts:
-        drawn = rng.integers(0, _all_orderings(size).shape[0], size=(count, n_draws))
+        n_orderings = _all_orderings(size).shape[0]
+        drawn = rng.integers(0, n_orderings, size=(count, n_draws))
+        # as rows of the bucket's stacked (group, ordering) tables: group g's pick p is
+        # row g * size! + p
+        drawn += n_orderings * np.arange(count)[:, None]
         drawn.flags.writeable = False
         picks.append(drawn)
     return tuple(picks)
@@ -97,7 +101,8 @@ def _enumerated_tables(
     arranged = codes[members][:, orderings]  # (G, size!, size): slot of each cell
     n_groups, n_orderings = arranged.shape[:2]
     bins = arranged + n_slots * np.arange(n_groups * n_orderings).reshape(n_groups, -1, 1)
-    cell_values = np.broadcast_to(values[members][:, None, :], arranged.shape)
+    # each group's values once per ordering, in the order of ``bins``
+    cell_values = np.repeat(values[members], n_orderings, axis=0)
     return np.bincount(
         bins.ravel(), weights=cell_values.ravel(), minlength=n_groups * n_orderings * n_slots
     ).reshape(n_groups, n_orderings, n_slots)
@@ -128,8 +133,7 @@ def _permuted_slot_sums(
             tables = _enumerated_tables(codes, values, members, n_slots)
             # row (g, pick) of the stacked tables: a row copy per draw (np.take) instead of
             # fancy indexing's element-wise gather, summed over groups in the same order
-            rows = picks + tables.shape[1] * np.arange(members.shape[0])[:, None]
-            sums += tables.reshape(-1, n_slots).take(rows, axis=0).sum(axis=0)
+            sums += tables.reshape(-1, n_slots).take(picks, axis=0).sum(axis=0)
         return sums
     rng = np.random.default_rng(seed)
     for size, members in members_by_size.items():
@@ -231,7 +235,7 @@ def slot_effects_identified(
     if z.ndim != 2 or z.shape[1] == 0:
         return False
     rank_x = design_rank(x) if design_rank_known is None else design_rank_known
-    return design_rank(np.hstack([x, z])) == rank_x + z.shape[1]
+    return design_rank(np.concatenate([x, z], axis=1)) == rank_x + z.shape[1]
 
 
 def joint_slot_effects(
