@@ -37,6 +37,26 @@ def _between_position_variance(
     return ((slot_sums**2 / slot_counts).sum(axis=-1) - total**2 / n_cells) / n_cells
 
 
+#: display slots above this are counted with a sort instead of a table
+_SLOT_TABLE_SIZE = 4096
+
+
+def _slot_codes(slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(slots, return_inverse=True, return_counts=True)`` for display slots.
+
+    Slots are small non-negative integers, so one ``bincount`` gives the same sorted
+    values, dense codes and counts without a sort (numpy's per-call cost dominates on a
+    session's 20 cells); anything else goes through ``np.unique``.
+    """
+    if slots.size and int(slots.min()) >= 0 and int(slots.max()) < _SLOT_TABLE_SIZE:
+        counts = np.bincount(slots)
+        present = counts > 0
+        code_of_slot = np.cumsum(present) - 1
+        return np.flatnonzero(present), code_of_slot[slots], counts[present]
+    values, codes, counts = np.unique(slots, return_inverse=True, return_counts=True)
+    return values, codes.reshape(slots.shape), counts
+
+
 #: groups up to this size draw from all their n! orderings, precomputed once
 _ENUMERATED_GROUP_SIZE = 6
 
@@ -180,11 +200,11 @@ def position_randomization_test(
     n_cells = residual_values.size
     if n_cells < 2 or slots.shape != residual_values.shape or groups.shape != slots.shape:
         return None
-    slot_values, slot_codes = np.unique(slots, return_inverse=True)
+    slot_values, slot_codes, counts = _slot_codes(slots)
     if slot_values.size < 2:
         return None
     n_slots = slot_values.size
-    slot_counts = np.bincount(slot_codes, minlength=n_slots).astype(float)
+    slot_counts = counts.astype(float)
     total = float(residual_values.sum())
     observed_sums = np.bincount(slot_codes, weights=residual_values, minlength=n_slots)
     observed = float(_between_position_variance(observed_sums, slot_counts, total, n_cells))
@@ -196,10 +216,9 @@ def position_randomization_test(
     # a relative tolerance so floating-point ties with the observed value count as >=
     exceed = int(np.count_nonzero(null_values >= observed * (1 - 1e-9) - 1e-12))
     p_value = (1 + exceed) / (n_permutations + 1)
-    slot_means = {
-        int(slot): float(observed_sums[k] / slot_counts[k]) for k, slot in enumerate(slot_values)
-    }
-    slot_count_map = {int(slot): int(slot_counts[k]) for k, slot in enumerate(slot_values)}
+    slot_list = slot_values.tolist()
+    slot_means = dict(zip(slot_list, (observed_sums / slot_counts).tolist(), strict=True))
+    slot_count_map = dict(zip(slot_list, counts.tolist(), strict=True))
     return PositionTest(
         between_position_variance=observed,
         p_value=p_value,
@@ -265,7 +284,7 @@ def joint_slot_effects(
     slots = np.asarray(display_indexes, dtype=np.intp)
     if e.size < 2 or x.shape[0] != e.size or slots.shape != e.shape:
         return None
-    slot_values, slot_codes = np.unique(slots, return_inverse=True)
+    slot_values, slot_codes, slot_counts = _slot_codes(slots)
     n_slots = slot_values.size
     if n_slots < 2:
         return None
@@ -282,11 +301,12 @@ def joint_slot_effects(
         annihilator = np.eye(e.size) - x @ inverse_gram @ x.T
     gram = indicators.T @ np.asarray(annihilator) @ indicators
     gamma = np.linalg.solve(gram, indicators.T @ e)
-    counts = np.bincount(slot_codes, minlength=n_slots).astype(float)
+    counts = slot_counts.astype(float)
     effects = np.concatenate([[0.0], gamma])
     effects -= (counts @ effects) / e.size
+    slot_list = slot_values.tolist()
     return SlotEffects(
-        effects={int(slot): float(effects[k]) for k, slot in enumerate(slot_values)},
-        counts={int(slot): int(counts[k]) for k, slot in enumerate(slot_values)},
+        effects=dict(zip(slot_list, effects.tolist(), strict=True)),
+        counts=dict(zip(slot_list, slot_counts.tolist(), strict=True)),
         weighted_variance=float(counts @ effects**2) / e.size,
     )
