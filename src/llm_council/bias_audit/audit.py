@@ -238,8 +238,9 @@ def _leniency_fields(
     harsh: list[str] = []
     generous: list[str] = []
     if model.fit is not None:
+        active_rows = model.active_rows.tolist()
         for local, offset in enumerate(median_reference_offsets(model.fit).tolist()):
-            robust_offsets[table.reviewers[model.active_rows[local]]] = _finite_or_none(offset)
+            robust_offsets[table.reviewers[active_rows[local]]] = _finite_or_none(offset)
         verdicts = step_down_reviewer_offsets(
             model.active_scores,
             significance_level=thresholds.significance_level,
@@ -251,7 +252,7 @@ def _leniency_fields(
             first_tests=batch.reviewer_offsets if batch is not None else None,
         )
         for verdict in verdicts:
-            name = table.reviewers[model.active_rows[verdict.reviewer_index]]
+            name = table.reviewers[active_rows[verdict.reviewer_index]]
             offsets[name] = _finite_or_none(verdict.estimate)
             p_values[name] = _finite_or_none(verdict.p_value_adjusted)
             if verdict.flagged:
@@ -356,14 +357,18 @@ def _reviewer_summaries(table: ScoreTable, model: _SessionModel) -> dict[str, An
     means = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
     squares = np.where(scored, (model.others_scores - means[:, None]) ** 2, 0.0).sum(axis=1)
     variances = np.divide(squares, counts - 1, out=np.zeros_like(sums), where=counts > 1)
+    # plain Python values once, not a numpy scalar per reviewer (same doubles)
+    count_list, mean_list, variance_list = counts.tolist(), means.tolist(), variances.tolist()
     return {
         "reviewer_mean_scores": {
-            name: float(means[row]) if counts[row] > 0 else None
-            for row, name in enumerate(table.reviewers)
+            name: mean if count > 0 else None
+            for name, count, mean in zip(table.reviewers, count_list, mean_list, strict=True)
         },
         "reviewer_score_variance": {
-            name: float(variances[row]) if counts[row] > 1 else None
-            for row, name in enumerate(table.reviewers)
+            name: variance if count > 1 else None
+            for name, count, variance in zip(
+                table.reviewers, count_list, variance_list, strict=True
+            )
         },
     }
 
