@@ -48,7 +48,7 @@ def test_matrix_equals_every_pairwise_cosine_bit_for_bit(texts: list[str]) -> No
 
 
 def test_matrix_on_long_answers_and_undefined_ones() -> None:
-    words = "latency tail p99 queue retry budget cache warm cold shard".split()
+    words = ["latency", "tail", "p99", "queue", "retry", "budget", "cache", "warm", "cold", "shard"]
     rng = np.random.default_rng(7)
     texts = [" ".join(rng.choice(words, size=size)) for size in (300, 1200, 2500)]
     texts += ["ab", "", texts[0] * 20]  # too short twice, and one past the character cap
