@@ -39,6 +39,32 @@ def test_a_consistent_ranking_has_no_discordance_whatever_the_ties() -> None:
         assert score_rank_discordance(scores, ranks).discordant == 0
 
 
+def test_pair_counts_equal_the_numpy_gap_tables() -> None:
+    """The plain-float loop counts what the n x n gap tables it replaced counted, with
+    None, NaN, 0 (unranked) and tied scores and ranks mixed in."""
+
+    def gap_tables(scores: list[float | None], ranks: list[float | None]) -> tuple[int, int]:
+        score = np.asarray(scores, dtype=float)
+        rank = np.asarray(ranks, dtype=float)
+        usable = np.isfinite(score) & np.isfinite(rank) & (rank > 0)
+        score, rank = score[usable], rank[usable]
+        score_gap = score[:, None] - score[None, :]
+        rank_gap = rank[:, None] - rank[None, :]
+        upper = np.triu(np.ones(score_gap.shape, dtype=bool), k=1)
+        comparable = upper & (score_gap != 0) & (rank_gap != 0)
+        discordant = comparable & (np.sign(score_gap) == np.sign(rank_gap))
+        return int(comparable.sum()), int(discordant.sum())
+
+    rng = np.random.default_rng(5)
+    values: list[float | None] = [None, math.nan, math.inf, 0.0, 1.0, 2.0, 2.5, 3.0]
+    for _ in range(400):
+        size = int(rng.integers(0, 9))
+        scores = [values[i] for i in rng.integers(0, len(values), size)]
+        ranks = [values[i] for i in rng.integers(0, len(values), size)]
+        counts = score_rank_discordance(scores, ranks)
+        assert (counts.comparable, counts.discordant) == gap_tables(scores, ranks)
+
+
 def test_clustered_rate_by_hand() -> None:
     # clusters (events, trials): (1, 4), (0, 2), (3, 4). R = 4 / 10 = 0.4.
     # residuals y - R n: 1 - 1.6 = -0.6, 0 - 0.8 = -0.8, 3 - 1.6 = 1.4; squares sum 0.36 +

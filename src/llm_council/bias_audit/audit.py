@@ -29,6 +29,7 @@ from llm_council.stats.correlation import pearson_correlation_t_test
 from llm_council.stats.design_cache import fit_additive_two_way_cached
 from llm_council.stats.position_tests import joint_slot_effects, position_randomization_test
 from llm_council.stats.reviewer_noise import ReviewerNoise, estimate_reviewer_noise
+from llm_council.stats.session_test_batch import SessionTests, session_noise_aware_tests
 from llm_council.stats.session_tests import (
     median_reference_offsets,
     pooled_self_preference_test,
@@ -225,7 +226,10 @@ def _position_fields(
 
 
 def _leniency_fields(
-    table: ScoreTable, model: _SessionModel, thresholds: AuditThresholds
+    table: ScoreTable,
+    model: _SessionModel,
+    thresholds: AuditThresholds,
+    batch: SessionTests | None,
 ) -> dict[str, Any]:
     """Each reviewer against the others on the same answers, Holm step-down."""
     offsets: dict[str, float | None] = dict.fromkeys(table.reviewers)
@@ -234,8 +238,9 @@ def _leniency_fields(
     harsh: list[str] = []
     generous: list[str] = []
     if model.fit is not None:
+        active_rows = model.active_rows.tolist()
         for local, offset in enumerate(median_reference_offsets(model.fit).tolist()):
-            robust_offsets[table.reviewers[model.active_rows[local]]] = _finite_or_none(offset)
+            robust_offsets[table.reviewers[active_rows[local]]] = _finite_or_none(offset)
         verdicts = step_down_reviewer_offsets(
             model.active_scores,
             significance_level=thresholds.significance_level,
@@ -244,9 +249,10 @@ def _leniency_fields(
             minimum_residual_df=thresholds.minimum_test_df,
             per_reviewer_noise=not thresholds.equal_reviewer_noise,
             first_noise=model.noise,
+            first_tests=batch.reviewer_offsets if batch is not None else None,
         )
         for verdict in verdicts:
-            name = table.reviewers[model.active_rows[verdict.reviewer_index]]
+            name = table.reviewers[active_rows[verdict.reviewer_index]]
             offsets[name] = _finite_or_none(verdict.estimate)
             p_values[name] = _finite_or_none(verdict.p_value_adjusted)
             if verdict.flagged:
@@ -260,8 +266,40 @@ def _leniency_fields(
     }
 
 
+@dataclass(frozen=True)
+class _SelfReviews:
+    """The session's scored self-reviews: every one (for the raw differences) and those
+    inside the fitted rows and columns (``fit_cells``: local indexes and score)."""
+
+    rows: list[int]
+    columns: list[int]
+    fit_cells: list[tuple[int, int, float]]
+    fit_names: list[str]
+
+
+def _self_reviews(table: ScoreTable, model: _SessionModel) -> _SelfReviews:
+    row_lookup = {int(row): local for local, row in enumerate(model.active_rows)}
+    column_lookup = {int(col): local for local, col in enumerate(model.active_columns)}
+    self_rows, self_columns = np.nonzero(table.is_self & ~np.isnan(table.scores))
+    rows, columns = self_rows.tolist(), self_columns.tolist()
+    fit_cells: list[tuple[int, int, float]] = []
+    fit_names: list[str] = []
+    if model.fit is not None:
+        for row, col in zip(rows, columns, strict=True):
+            if row in row_lookup and col in column_lookup:
+                fit_cells.append(
+                    (row_lookup[row], column_lookup[col], float(table.scores[row, col]))
+                )
+                fit_names.append(table.reviewers[row])
+    return _SelfReviews(rows, columns, fit_cells, fit_names)
+
+
 def _self_preference_fields(
-    table: ScoreTable, model: _SessionModel, thresholds: AuditThresholds
+    table: ScoreTable,
+    model: _SessionModel,
+    thresholds: AuditThresholds,
+    self_reviews: _SelfReviews,
+    batch: SessionTests | None,
 ) -> dict[str, Any]:
     """Own score vs the others' mean (raw) and vs the model's prediction (tested)."""
     raw: dict[str, float | None] = {}
@@ -270,25 +308,22 @@ def _self_preference_fields(
     preferring: list[str] = []
     pooled_estimate: float | None = None
     pooled_p_value: float | None = None
-    row_lookup = {int(row): local for local, row in enumerate(model.active_rows)}
-    column_lookup = {int(col): local for local, col in enumerate(model.active_columns)}
-    fit_cells: list[tuple[int, int, float]] = []
-    fit_names: list[str] = []
-    self_rows, self_columns = np.nonzero(table.is_self & ~np.isnan(table.scores))
-    for row, col in zip(self_rows.tolist(), self_columns.tolist(), strict=True):
+    for row, col in zip(self_reviews.rows, self_reviews.columns, strict=True):
         name = table.reviewers[row]
         own_score = float(table.scores[row, col])
         others_mean = float(model.consensus[col])
         raw[name] = None if math.isnan(others_mean) else own_score - others_mean
         adjusted[name] = None
         p_values[name] = None
-        if model.fit is not None and row in row_lookup and col in column_lookup:
-            fit_cells.append((row_lookup[row], column_lookup[col], own_score))
-            fit_names.append(name)
+    fit_cells = self_reviews.fit_cells
     if model.fit is not None and fit_cells:
         testable = _reviewer_tests_runnable(model, thresholds)
-        tests = self_preference_tests(model.fit, fit_cells, model.noise)
-        for name, test in zip(fit_names, tests, strict=True):
+        if batch is not None:
+            tests, pooled = batch.self_preference, batch.pooled_self_preference
+        else:
+            tests = self_preference_tests(model.fit, fit_cells, model.noise)
+            pooled = pooled_self_preference_test(model.fit, fit_cells, model.noise)
+        for name, test in zip(self_reviews.fit_names, tests, strict=True):
             adjusted[name] = _finite_or_none(test.estimate)
             p_values[name] = _finite_or_none(test.p_value_adjusted) if testable else None
             if (
@@ -298,7 +333,6 @@ def _self_preference_fields(
                 and test.estimate >= thresholds.self_preference_floor
             ):
                 preferring.append(name)
-        pooled = pooled_self_preference_test(model.fit, fit_cells, model.noise)
         if pooled is not None:
             pooled_estimate = _finite_or_none(pooled.estimate)
             pooled_p_value = _finite_or_none(pooled.p_value) if testable else None
@@ -310,7 +344,7 @@ def _self_preference_fields(
         "self_preference_detected": bool(preferring),
         "pooled_self_preference": pooled_estimate,
         "pooled_self_preference_p_value": pooled_p_value,
-        "n_self_reviews": int(self_rows.size),
+        "n_self_reviews": len(self_reviews.rows),
     }
 
 
@@ -323,14 +357,18 @@ def _reviewer_summaries(table: ScoreTable, model: _SessionModel) -> dict[str, An
     means = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
     squares = np.where(scored, (model.others_scores - means[:, None]) ** 2, 0.0).sum(axis=1)
     variances = np.divide(squares, counts - 1, out=np.zeros_like(sums), where=counts > 1)
+    # plain Python values once, not a numpy scalar per reviewer (same doubles)
+    count_list, mean_list, variance_list = counts.tolist(), means.tolist(), variances.tolist()
     return {
         "reviewer_mean_scores": {
-            name: float(means[row]) if counts[row] > 0 else None
-            for row, name in enumerate(table.reviewers)
+            name: mean if count > 0 else None
+            for name, count, mean in zip(table.reviewers, count_list, mean_list, strict=True)
         },
         "reviewer_score_variance": {
-            name: float(variances[row]) if counts[row] > 1 else None
-            for row, name in enumerate(table.reviewers)
+            name: variance if count > 1 else None
+            for name, count, variance in zip(
+                table.reviewers, count_list, variance_list, strict=True
+            )
         },
     }
 
@@ -372,8 +410,16 @@ def audit_score_table(
         )
     length = _length_fields(table, model, thresholds, notes)
     position = _position_fields(table, model, thresholds, notes, permutation_seed)
-    leniency = _leniency_fields(table, model, thresholds)
-    self_preference = _self_preference_fields(table, model, thresholds)
+    self_reviews = _self_reviews(table, model)
+    # with per-reviewer noise, the first step-down step, the self-preference and the
+    # pooled tests run as one batch whose design-only part is cached per pattern
+    batch = (
+        session_noise_aware_tests(model.fit, model.noise, self_reviews.fit_cells)
+        if model.fit is not None and model.noise is not None
+        else None
+    )
+    leniency = _leniency_fields(table, model, thresholds, batch)
+    self_preference = _self_preference_fields(table, model, thresholds, self_reviews, batch)
     n_self_reviews = self_preference.pop("n_self_reviews")
 
     flags = {

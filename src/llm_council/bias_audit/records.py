@@ -107,7 +107,8 @@ def records_from_session(
     query_hash: str | None,
     similarity: SimilarityByMember | None = None,
 ) -> list[ReviewRecord]:
-    """The session's records, in review order then display order.
+    """The session's records, in review order then display order, each with
+    ``session_n_records`` set to their number.
 
     ``similarity`` (:func:`~llm_council.bias_audit.similarity.similarities_between_answers`)
     fills ``similarity_to_own``: the candidate's answer against the reviewer's own stage-1
@@ -167,5 +168,9 @@ def records_from_session(
                     **check,
                 }
             )
+    # every record carries its session's record count (schema 2), so the store's
+    # with_session_counts finds nothing to copy
+    for record_fields in fields:
+        record_fields["session_n_records"] = len(fields)
     # one validation call for the whole session is cheaper than one per record
     return _RECORD_LIST.validate_python(fields)

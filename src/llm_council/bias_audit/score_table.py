@@ -87,16 +87,19 @@ def score_table_from_session(
         text = answer.text or ""
         length_chars[column[answer.member]] = len(text)
         length_words[column[answer.member]] = word_count(text)
-    scores = [[math.nan] * n_columns for _ in review_list]
-    positions = [[UNKNOWN_POSITION] * n_columns for _ in review_list]
-    is_self = [[False] * n_columns for _ in review_list]
+    # flat, row-major: numpy converts a flat list faster than nested ones
+    n_cells = len(review_list) * n_columns
+    scores = [math.nan] * n_cells
+    positions = [UNKNOWN_POSITION] * n_cells
+    is_self = [False] * n_cells
     for row, review in enumerate(review_list):
+        start = row * n_columns
         for entry in review.candidates:
-            col = column[entry.candidate]
+            cell = start + column[entry.candidate]
             if entry.score is not None and math.isfinite(entry.score):
-                scores[row][col] = entry.score
-            positions[row][col] = entry.display_index
-            is_self[row][col] = entry.is_self_review
+                scores[cell] = entry.score
+            positions[cell] = entry.display_index
+            is_self[cell] = entry.is_self_review
     shape = (len(review_list), n_columns)
     return ScoreTable(
         reviewers=tuple(reviewers),

@@ -28,9 +28,8 @@ import numpy as np
 from llm_council.errors import ConfigError
 from llm_council.text_similarity import (
     MAX_SIMILARITY_CHARS,
-    cosine_of_profiles,
     ngram_cosine,
-    ngram_profile,
+    ngram_cosine_matrix,
 )
 
 __all__ = [
@@ -68,18 +67,13 @@ class Similarity(Protocol):
 
 
 class CharNgramSimilarity:
-    """The lexical default: :func:`ngram_cosine` for every pair (profiles counted once)."""
+    """The lexical default: :func:`ngram_cosine` for every pair, all pairs from one sort
+    (:func:`~llm_council.text_similarity.ngram_cosine_matrix`)."""
 
     name = "lexical"
 
     async def pairwise(self, texts: Sequence[str]) -> np.ndarray:
-        profiles = [ngram_profile(text) for text in texts]
-        size = len(texts)
-        matrix = np.full((size, size), np.nan)
-        for i in range(size):
-            for j in range(i, size):
-                matrix[i, j] = matrix[j, i] = cosine_of_profiles(profiles[i], profiles[j])
-        return matrix
+        return ngram_cosine_matrix(texts)
 
 
 def cosine_matrix_unit_interval(vectors: np.ndarray) -> np.ndarray:

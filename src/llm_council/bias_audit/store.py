@@ -1,8 +1,10 @@
 """The JSONL record store: all-or-nothing session appends and a reader that checks them.
 
 Writing (:func:`append_records`): all lines of one session are appended inside one
-:class:`filelock.FileLock` section by one ``os.write`` on a descriptor opened with
-``O_APPEND``, so lines from concurrent processes never interleave. Every record carries
+lock section (an exclusive ``flock`` on ``<store>.lock``, the lock
+:class:`filelock.FileLock` takes: :mod:`~llm_council.bias_audit.store_lock`) by one
+``os.write`` on a descriptor opened with ``O_APPEND``, so lines from concurrent processes
+never interleave. Every record carries
 ``session_n_records`` (filled in here), so a session cut short is detectable whatever its
 size: a SIGKILL can stop a large ``write`` part-way (the kernel checks for fatal signals
 between pages), and readers then drop the partial session. A write that *fails* (full
@@ -38,6 +40,7 @@ from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
 from llm_council.bias_audit.record_schema import SCHEMA_VERSION, ReviewRecord, upgrade_record
+from llm_council.bias_audit.store_lock import store_write_lock
 from llm_council.errors import InputError, RecordError
 
 STORE_VARIABLE = "LLM_COUNCIL_BIAS_STORE"
@@ -193,7 +196,7 @@ def append_records(path: Path, records: Sequence[ReviewRecord]) -> int:
         check_store_path(path)
         if not path.parent.is_dir():
             path.parent.mkdir(parents=True, exist_ok=True)
-        with _lock_for(path):
+        with store_write_lock(_lock_path(path), LOCK_TIMEOUT_S, lambda: _lock_for(path)):
             flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC
             descriptor = os.open(path, flags, 0o600)
             try:

@@ -61,7 +61,9 @@ def pearson_correlation_t_test(x: ArrayLike, y: ArrayLike) -> CorrelationTest:
     denominator = math.sqrt(float(x_centred @ x_centred) * float(y_centred @ y_centred))
     if denominator == 0.0:
         return CorrelationTest(r=None, p_value=None, n_pairs=n_pairs)
-    r = float(np.clip((x_centred @ y_centred) / denominator, -1.0, 1.0))
+    quotient = float((x_centred @ y_centred) / denominator)
+    # numpy.clip's value without its per-call cost (NaN stays NaN, as it does there)
+    r = quotient if math.isnan(quotient) else min(1.0, max(-1.0, quotient))
     degrees_of_freedom = n_pairs - 2
     if abs(r) >= 1.0:
         return CorrelationTest(r=r, p_value=0.0, n_pairs=n_pairs)

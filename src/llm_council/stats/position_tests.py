@@ -34,7 +34,27 @@ def _between_position_variance(
     slot_sums: np.ndarray, slot_counts: np.ndarray, total: float, n_cells: int
 ) -> np.ndarray:
     """:math:`\\frac1N \\sum_k n_k (\\bar e_k - \\bar e)^2` from slot sums (vectorized)."""
-    return (np.sum(slot_sums**2 / slot_counts, axis=-1) - total**2 / n_cells) / n_cells
+    return ((slot_sums**2 / slot_counts).sum(axis=-1) - total**2 / n_cells) / n_cells
+
+
+#: display slots above this are counted with a sort instead of a table
+_SLOT_TABLE_SIZE = 4096
+
+
+def _slot_codes(slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.unique(slots, return_inverse=True, return_counts=True)`` for display slots.
+
+    Slots are small non-negative integers, so one ``bincount`` gives the same sorted
+    values, dense codes and counts without a sort (numpy's per-call cost dominates on a
+    session's 20 cells); anything else goes through ``np.unique``.
+    """
+    if slots.size and int(slots.min()) >= 0 and int(slots.max()) < _SLOT_TABLE_SIZE:
+        counts = np.bincount(slots)
+        present = counts > 0
+        code_of_slot = np.cumsum(present) - 1
+        return np.flatnonzero(present), code_of_slot[slots], counts[present]
+    values, codes, counts = np.unique(slots, return_inverse=True, return_counts=True)
+    return values, codes.reshape(slots.shape), counts
 
 
 #: groups up to this size draw from all their n! orderings, precomputed once
@@ -74,13 +94,17 @@ _PICK_CACHE_SIZE = 64
 def _ordering_picks(
     seed: int, n_draws: int, group_counts: tuple[tuple[int, int], ...]
 ) -> tuple[np.ndarray, ...]:
-    """The ordering index each group gets in each draw, per ``(size, groups)`` bucket, drawn
+    """The ordering row each group gets in each draw, per ``(size, groups)`` bucket, drawn
     from ``default_rng(seed)`` in bucket order: exactly the integers the uncached path draws,
     so a seed gives the same p-value either way. Only for sizes that are enumerated."""
     rng = np.random.default_rng(seed)
     picks = []
     for size, count in group_counts:
-        drawn = rng.integers(0, _all_orderings(size).shape[0], size=(count, n_draws))
+        n_orderings = _all_orderings(size).shape[0]
+        drawn = rng.integers(0, n_orderings, size=(count, n_draws))
+        # as rows of the bucket's stacked (group, ordering) tables: group g's pick p is
+        # row g * size! + p
+        drawn += n_orderings * np.arange(count)[:, None]
         drawn.flags.writeable = False
         picks.append(drawn)
     return tuple(picks)
@@ -97,7 +121,8 @@ def _enumerated_tables(
     arranged = codes[members][:, orderings]  # (G, size!, size): slot of each cell
     n_groups, n_orderings = arranged.shape[:2]
     bins = arranged + n_slots * np.arange(n_groups * n_orderings).reshape(n_groups, -1, 1)
-    cell_values = np.broadcast_to(values[members][:, None, :], arranged.shape)
+    # each group's values once per ordering, in the order of ``bins``
+    cell_values = np.repeat(values[members], n_orderings, axis=0)
     return np.bincount(
         bins.ravel(), weights=cell_values.ravel(), minlength=n_groups * n_orderings * n_slots
     ).reshape(n_groups, n_orderings, n_slots)
@@ -128,8 +153,7 @@ def _permuted_slot_sums(
             tables = _enumerated_tables(codes, values, members, n_slots)
             # row (g, pick) of the stacked tables: a row copy per draw (np.take) instead of
             # fancy indexing's element-wise gather, summed over groups in the same order
-            rows = picks + tables.shape[1] * np.arange(members.shape[0])[:, None]
-            sums += tables.reshape(-1, n_slots).take(rows, axis=0).sum(axis=0)
+            sums += tables.reshape(-1, n_slots).take(picks, axis=0).sum(axis=0)
         return sums
     rng = np.random.default_rng(seed)
     for size, members in members_by_size.items():
@@ -176,11 +200,11 @@ def position_randomization_test(
     n_cells = residual_values.size
     if n_cells < 2 or slots.shape != residual_values.shape or groups.shape != slots.shape:
         return None
-    slot_values, slot_codes = np.unique(slots, return_inverse=True)
+    slot_values, slot_codes, counts = _slot_codes(slots)
     if slot_values.size < 2:
         return None
     n_slots = slot_values.size
-    slot_counts = np.bincount(slot_codes, minlength=n_slots).astype(float)
+    slot_counts = counts.astype(float)
     total = float(residual_values.sum())
     observed_sums = np.bincount(slot_codes, weights=residual_values, minlength=n_slots)
     observed = float(_between_position_variance(observed_sums, slot_counts, total, n_cells))
@@ -192,10 +216,9 @@ def position_randomization_test(
     # a relative tolerance so floating-point ties with the observed value count as >=
     exceed = int(np.count_nonzero(null_values >= observed * (1 - 1e-9) - 1e-12))
     p_value = (1 + exceed) / (n_permutations + 1)
-    slot_means = {
-        int(slot): float(observed_sums[k] / slot_counts[k]) for k, slot in enumerate(slot_values)
-    }
-    slot_count_map = {int(slot): int(slot_counts[k]) for k, slot in enumerate(slot_values)}
+    slot_list = slot_values.tolist()
+    slot_means = dict(zip(slot_list, (observed_sums / slot_counts).tolist(), strict=True))
+    slot_count_map = dict(zip(slot_list, counts.tolist(), strict=True))
     return PositionTest(
         between_position_variance=observed,
         p_value=p_value,
@@ -231,7 +254,7 @@ def slot_effects_identified(
     if z.ndim != 2 or z.shape[1] == 0:
         return False
     rank_x = design_rank(x) if design_rank_known is None else design_rank_known
-    return design_rank(np.hstack([x, z])) == rank_x + z.shape[1]
+    return design_rank(np.concatenate([x, z], axis=1)) == rank_x + z.shape[1]
 
 
 def joint_slot_effects(
@@ -261,7 +284,7 @@ def joint_slot_effects(
     slots = np.asarray(display_indexes, dtype=np.intp)
     if e.size < 2 or x.shape[0] != e.size or slots.shape != e.shape:
         return None
-    slot_values, slot_codes = np.unique(slots, return_inverse=True)
+    slot_values, slot_codes, slot_counts = _slot_codes(slots)
     n_slots = slot_values.size
     if n_slots < 2:
         return None
@@ -278,11 +301,12 @@ def joint_slot_effects(
         annihilator = np.eye(e.size) - x @ inverse_gram @ x.T
     gram = indicators.T @ np.asarray(annihilator) @ indicators
     gamma = np.linalg.solve(gram, indicators.T @ e)
-    counts = np.bincount(slot_codes, minlength=n_slots).astype(float)
+    counts = slot_counts.astype(float)
     effects = np.concatenate([[0.0], gamma])
     effects -= (counts @ effects) / e.size
+    slot_list = slot_values.tolist()
     return SlotEffects(
-        effects={int(slot): float(effects[k]) for k, slot in enumerate(slot_values)},
-        counts={int(slot): int(counts[k]) for k, slot in enumerate(slot_values)},
+        effects=dict(zip(slot_list, effects.tolist(), strict=True)),
+        counts=dict(zip(slot_list, slot_counts.tolist(), strict=True)),
         weighted_variance=float(counts @ effects**2) / e.size,
     )

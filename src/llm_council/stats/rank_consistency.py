@@ -9,6 +9,7 @@ rate of a reviewer is its discordant pairs over its comparable pairs (ADR 0027).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,17 +36,24 @@ def score_rank_discordance(scores: ArrayLike, ranks: ArrayLike) -> PairCounts:
     and a rank, the scores differ and the ranks differ; it is discordant when the better
     rank carries the lower score.
     """
-    score = np.asarray(scores, dtype=float)
-    rank = np.asarray(ranks, dtype=float)
-    usable = np.isfinite(score) & np.isfinite(rank) & (rank > 0)
-    score, rank = score[usable], rank[usable]
-    score_gap = score[:, None] - score[None, :]
-    rank_gap = rank[:, None] - rank[None, :]
-    upper = np.triu(np.ones(score_gap.shape, dtype=bool), k=1)
-    comparable = upper & (score_gap != 0) & (rank_gap != 0)
-    # discordant: the smaller rank number (better) with the smaller score, or vice versa
-    discordant = comparable & (np.sign(score_gap) == np.sign(rank_gap))
-    return PairCounts(int(comparable.sum()), int(discordant.sum()))
+    # plain floats: a review has a handful of answers, where numpy's per-call cost on
+    # n x n gap tables was most of the time; None converts to NaN as numpy converts it
+    score_list = np.asarray(scores, dtype=float).tolist()
+    rank_list = np.asarray(ranks, dtype=float).tolist()
+    usable = [
+        (score, rank)
+        for score, rank in zip(score_list, rank_list, strict=True)
+        if math.isfinite(score) and math.isfinite(rank) and rank > 0
+    ]
+    comparable = discordant = 0
+    for index, (score_i, rank_i) in enumerate(usable):
+        for score_j, rank_j in usable[index + 1 :]:
+            score_gap, rank_gap = score_i - score_j, rank_i - rank_j
+            if score_gap != 0 and rank_gap != 0:
+                comparable += 1
+                # the smaller rank number (better) with the smaller score, or vice versa
+                discordant += (score_gap > 0) == (rank_gap > 0)
+    return PairCounts(comparable, discordant)
 
 
 def clustered_rate(

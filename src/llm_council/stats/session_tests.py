@@ -266,6 +266,7 @@ def step_down_reviewer_offsets(
     minimum_residual_df: int = 1,
     per_reviewer_noise: bool = False,
     first_noise: ReviewerNoise | None = None,
+    first_tests: list[ContrastTest] | None = None,
 ) -> list[ReviewerOffsetVerdict]:
     r"""Flag harsh/generous reviewers one at a time, removing each before re-testing.
 
@@ -285,7 +286,9 @@ def step_down_reviewer_offsets(
     (1979), Scand. J. Statist. 6:65-70; Rosner (1983), Technometrics 25:165-172
     (sequential outlier removal). ``per_reviewer_noise``: each fit's tests use
     per-reviewer variances (:func:`reviewer_offset_tests` with ``noise``);
-    ``first_noise``, when given, must be :func:`estimate_reviewer_noise` of ``first_fit``.
+    ``first_noise``, when given, must be :func:`estimate_reviewer_noise` of ``first_fit``;
+    ``first_tests``, when given, must be :func:`reviewer_offset_tests` of ``first_fit`` and
+    that noise (e.g. from :func:`~llm_council.stats.session_test_batch.session_noise_aware_tests`).
     """
     table = np.asarray(scores, dtype=float)
     remaining = list(range(table.shape[0]))
@@ -304,7 +307,9 @@ def step_down_reviewer_offsets(
         if per_reviewer_noise:
             reuse_noise = reuse and first_noise is not None
             noise = first_noise if reuse_noise else estimate_reviewer_noise(fit)
-        tests = reviewer_offset_tests(fit, noise)
+        tests = (
+            first_tests if reuse and first_tests is not None else reviewer_offset_tests(fit, noise)
+        )
         testable = fit.residual_df >= minimum_residual_df and (
             noise is not None or not per_reviewer_noise
         )
