@@ -7,7 +7,7 @@ import pytest
 from scipy import sparse
 
 from llm_council.stats import design_products
-from llm_council.stats.design_products import gram, grouped_column_sums
+from llm_council.stats.design_products import absorbed_cross_products, gram, grouped_column_sums
 
 
 def _designs(rng: np.random.Generator) -> list[object]:
@@ -47,3 +47,26 @@ def test_products_equal_dense_numpy(monkeypatch: pytest.MonkeyPatch, rows_per_pa
             unweighted, abs=1e-12
         )
         assert gram(design) == pytest.approx(x.T @ x, abs=1e-12)
+
+
+@pytest.mark.parametrize("groups_per_block", [5, 1 << 16])
+@pytest.mark.parametrize("ordered", [False, True])
+def test_absorbed_cross_products_equal_the_dense_group_sums(
+    monkeypatch: pytest.MonkeyPatch, groups_per_block: int, ordered: bool
+) -> None:
+    # block seams, and rows ordered by group (one slice) or not (a stable sort)
+    monkeypatch.setattr(design_products, "_GROUPS_PER_BLOCK", groups_per_block)
+    rng = np.random.default_rng(1)
+    for design in _designs(rng):
+        x = design.toarray() if sparse.issparse(design) else np.asarray(design)
+        groups = rng.integers(0, 40, x.shape[0]) * 3  # ids need not be dense; some empty
+        if ordered:
+            groups = np.sort(groups)
+        n_groups = int(groups.max()) + 1
+        sums = np.zeros((n_groups, x.shape[1]))
+        np.add.at(sums, groups, x)
+        weights = rng.random(n_groups)
+        vector = rng.normal(size=n_groups)
+        cross, moment = absorbed_cross_products(design, groups, weights, vector)
+        assert cross == pytest.approx(sums.T @ (sums * weights[:, None]), abs=1e-12)
+        assert moment == pytest.approx(sums.T @ vector, abs=1e-12)
