@@ -19,7 +19,7 @@ from scipy import sparse
 from llm_council.stats.design_products import (
     absorbed_cross_products,
     gram,
-    grouped_column_sums,
+    grouped_cross_product,
 )
 from llm_council.stats.distribution_functions import f_sf, t_ppf
 from llm_council.stats.identifiability import RELATIVE_TOLERANCE, estimable, gram_null_space
@@ -163,10 +163,10 @@ def ols_absorbed_cluster_robust(
     residuals = np.subtract(y, fitted, out=fitted)
     residuals -= ((sum_y - sum_fitted) * inverse_counts)[groups]
     n_clusters = int(clusters.max()) + 1 if n else 0
-    scores = grouped_column_sums(x, clusters, n_clusters, residuals)
+    score_cross = grouped_cross_product(x, clusters, n_clusters, residuals)
     c = int((np.bincount(clusters) > 0).sum())
     factor = (c / max(c - 1, 1)) * ((n - 1) / max(n - k, 1))
-    covariance = factor * xtx_inverse @ (scores.T @ scores) @ xtx_inverse
+    covariance = factor * xtx_inverse @ score_cross @ xtx_inverse
     return ClusteredOlsFit(coefficients, covariance, residuals, n, c, gram_null_space(xtx))
 
 
