@@ -75,8 +75,11 @@ def grouped_column_sums(
     return (np.zeros(n_cells) if sums is None else sums).reshape(n_groups, k)
 
 
-#: groups per block of :func:`absorbed_cross_products` (a block of sums: ~16 MB at k = 30)
+#: groups per block of :func:`_group_sum_blocks` (a block of sums: ~16 MB at k = 30)
 _GROUPS_PER_BLOCK = 1 << 16
+#: rows per block (unless one group has more): bounds a block's gathered rows and
+#: per-entry temporaries (~100 bytes a row with 4 entries: 50 MB)
+_ROWS_PER_BLOCK = 1 << 19
 
 
 def absorbed_cross_products(
@@ -113,8 +116,9 @@ def grouped_cross_product(
 def _group_sum_blocks(
     x: Any, group_index: np.ndarray, n_groups: int, weights: np.ndarray | None = None
 ) -> Iterator[tuple[int, int, np.ndarray]]:
-    """``(first, last, S[first:last])`` for consecutive blocks of :data:`_GROUPS_PER_BLOCK`
-    groups of ``S = grouped_column_sums(x, group_index, n_groups, weights)``.
+    """``(first, last, S[first:last])`` for consecutive blocks of groups (at most
+    :data:`_GROUPS_PER_BLOCK` groups and :data:`_ROWS_PER_BLOCK` rows, or one group) of
+    ``S = grouped_column_sums(x, group_index, n_groups, weights)``.
 
     A block is summed from the rows of its groups, found by a scan of the group ids (or as
     one slice when the rows are already ordered by group), so within a group the rows are
@@ -125,8 +129,12 @@ def _group_sum_blocks(
     starts = np.zeros(n_groups + 1, dtype=np.int64)
     np.cumsum(np.bincount(group_index, minlength=n_groups), out=starts[1:])
     ordered = bool(np.all(group_index[1:] >= group_index[:-1]))
-    for first in range(0, n_groups, _GROUPS_PER_BLOCK):
-        last = min(first + _GROUPS_PER_BLOCK, n_groups)
+    last = 0
+    while last < n_groups:
+        first = last
+        # the most groups, up to _GROUPS_PER_BLOCK, whose rows fit in _ROWS_PER_BLOCK
+        fits = int(np.searchsorted(starts, starts[first] + _ROWS_PER_BLOCK, side="right")) - 1
+        last = max(min(first + _GROUPS_PER_BLOCK, n_groups, fits), first + 1)
         lo, hi = int(starts[first]), int(starts[last])
         if lo == hi:
             continue
