@@ -17,6 +17,7 @@ order, so results agree to round-off (about 1e-16 relative), not bit for bit.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -74,26 +75,115 @@ def grouped_column_sums(
     return (np.zeros(n_cells) if sums is None else sums).reshape(n_groups, k)
 
 
-#: groups per block of :func:`weighted_cross_product` (a block's scaled copy: ~16 MB at k=30)
+#: groups per block of :func:`_group_sum_blocks` (a block of sums: ~16 MB at k = 30)
 _GROUPS_PER_BLOCK = 1 << 16
+#: rows per block (unless one group has more): bounds a block's gathered rows and
+#: per-entry temporaries (~100 bytes a row with 4 entries: 50 MB)
+_ROWS_PER_BLOCK = 1 << 19
 
 
-def weighted_cross_product(sums: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """``sums.T @ diag(weights) @ sums`` for a tall ``(n_groups, k)`` array, block by block,
-    so no scaled ``(n_groups, k)`` copy is held (0.5 GB for 2M answers at k = 30)."""
-    total = np.zeros((sums.shape[1], sums.shape[1]))
-    for start in range(0, sums.shape[0], _GROUPS_PER_BLOCK):
-        block = sums[start : start + _GROUPS_PER_BLOCK]
-        total += block.T @ (block * weights[start : start + _GROUPS_PER_BLOCK, None])
-    return total
+def absorbed_cross_products(
+    x: Any, group_index: np.ndarray, group_weights: np.ndarray, group_vector: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``S.T @ diag(group_weights) @ S`` and ``S.T @ group_vector`` for the group sums
+    ``S = grouped_column_sums(x, group_index, n_groups)``, without holding ``S``.
+
+    ``S`` is dense ``(n_groups, k)`` and mostly zeros for a design of dummies (0.5 GB at
+    2M answers and k = 30), so it is formed a block of groups at a time
+    (:func:`_group_sum_blocks`).
+    """
+    k = x.shape[1]
+    cross = np.zeros((k, k))
+    moment = np.zeros(k)
+    for first, last, sums in _group_sum_blocks(x, group_index, group_weights.size):
+        cross += sums.T @ (sums * group_weights[first:last, None])
+        moment += sums.T @ group_vector[first:last]
+    return cross, moment
+
+
+def grouped_cross_product(
+    x: Any, group_index: np.ndarray, n_groups: int, weights: np.ndarray
+) -> np.ndarray:
+    """``S.T @ S`` for ``S = grouped_column_sums(x, group_index, n_groups, weights)`` (the
+    cluster scores of a sandwich), a block of groups at a time, without holding ``S``."""
+    k = x.shape[1]
+    cross = np.zeros((k, k))
+    for _, _, sums in _group_sum_blocks(x, group_index, n_groups, weights):
+        cross += sums.T @ sums
+    return cross
+
+
+def _group_sum_blocks(
+    x: Any, group_index: np.ndarray, n_groups: int, weights: np.ndarray | None = None
+) -> Iterator[tuple[int, int, np.ndarray]]:
+    """``(first, last, S[first:last])`` for consecutive blocks of groups (at most
+    :data:`_GROUPS_PER_BLOCK` groups and :data:`_ROWS_PER_BLOCK` rows, or one group) of
+    ``S = grouped_column_sums(x, group_index, n_groups, weights)``.
+
+    A block is summed from the rows of its groups, found by a scan of the group ids (or as
+    one slice when the rows are already ordered by group), so within a group the rows are
+    added in their original order.
+    """
+    csr = _csr(x)
+    width = None if csr is None else _entries_per_row(csr)
+    starts = np.zeros(n_groups + 1, dtype=np.int64)
+    np.cumsum(np.bincount(group_index, minlength=n_groups), out=starts[1:])
+    ordered = bool(np.all(group_index[1:] >= group_index[:-1]))
+    last = 0
+    while last < n_groups:
+        first = last
+        # the most groups, up to _GROUPS_PER_BLOCK, whose rows fit in _ROWS_PER_BLOCK
+        fits = int(np.searchsorted(starts, starts[first] + _ROWS_PER_BLOCK, side="right")) - 1
+        last = max(min(first + _GROUPS_PER_BLOCK, n_groups, fits), first + 1)
+        lo, hi = int(starts[first]), int(starts[last])
+        if lo == hi:
+            continue
+        # a block's rows by a scan of the ids, not a sort of all rows (whose (n,) int64
+        # order and buffer are 0.1 GB at 10M records): a pass over the ids per block
+        rows: Any = (
+            slice(lo, hi)
+            if ordered
+            else np.flatnonzero((group_index >= first) & (group_index < last))
+        )
+        block: Any
+        if csr is None:
+            block = np.asarray(x, dtype=float)[rows]
+        elif width is None:
+            block = csr[rows]
+        else:  # as scipy's csr[rows], without its per-call (n,) row-length temporary
+            block = sparse.csr_matrix(
+                (
+                    csr.data.reshape(-1, width)[rows].reshape(-1),
+                    csr.indices.reshape(-1, width)[rows].reshape(-1),
+                    np.arange(0, width * (hi - lo) + 1, width, dtype=csr.indices.dtype),
+                ),
+                shape=(hi - lo, csr.shape[1]),
+            )
+        yield (
+            first,
+            last,
+            grouped_column_sums(
+                block,
+                group_index[rows] - first,
+                last - first,
+                None if weights is None else weights[rows],
+            ),
+        )
 
 
 def _entries_per_row(csr: sparse.csr_matrix) -> int | None:
-    """The number of stored entries of every row, if it is the same (and > 0) for all."""
-    per_row = np.diff(csr.indptr)
-    if per_row.size == 0 or per_row[0] == 0 or per_row.min() != per_row.max():
+    """The number of stored entries of every row, if it is the same (and > 0) for all;
+    checked a pass of rows at a time (no (n,) row-length array)."""
+    n = csr.shape[0]
+    if n == 0:
         return None
-    return int(per_row[0])
+    width = int(csr.indptr[1] - csr.indptr[0])
+    if width == 0 or int(csr.indptr[n] - csr.indptr[0]) != width * n:
+        return None
+    for start in range(0, n, _ROWS_PER_PASS):
+        if np.any(np.diff(csr.indptr[start : start + _ROWS_PER_PASS + 1]) != width):
+            return None
+    return width
 
 
 def gram(x: Any) -> np.ndarray:

@@ -16,7 +16,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import sparse
 
-from llm_council.stats.design_products import gram, grouped_column_sums, weighted_cross_product
+from llm_council.stats.design_products import (
+    absorbed_cross_products,
+    gram,
+    grouped_cross_product,
+)
 from llm_council.stats.distribution_functions import f_sf, t_ppf
 from llm_council.stats.identifiability import RELATIVE_TOLERANCE, estimable, gram_null_space
 
@@ -146,20 +150,23 @@ def ols_absorbed_cluster_robust(
     n_groups = int(groups.max()) + 1 if n else 0
     counts = np.bincount(groups, minlength=n_groups).astype(float)
     inverse_counts = np.divide(1.0, counts, out=np.zeros_like(counts), where=counts > 0)
-    sum_x = grouped_column_sums(x, groups, n_groups)
     sum_y = np.bincount(groups, weights=y, minlength=n_groups)
-    xtx = gram(x) - weighted_cross_product(sum_x, inverse_counts)
-    xty = np.asarray(x.T @ y).ravel() - sum_x.T @ (sum_y * inverse_counts)
+    # S_X is (groups, k) and mostly zeros: its products are taken a block of groups at a
+    # time, and S_X b below as the group sums of X b
+    between, between_y = absorbed_cross_products(x, groups, inverse_counts, sum_y * inverse_counts)
+    xtx = gram(x) - between
+    xty = np.asarray(x.T @ y).ravel() - between_y
     xtx_inverse = np.linalg.pinv(xtx, rcond=RELATIVE_TOLERANCE, hermitian=True)
     coefficients = xtx_inverse @ xty
-    raw_residuals = y - np.asarray(x @ coefficients).ravel()
-    residuals = raw_residuals - ((sum_y - sum_x @ coefficients) * inverse_counts)[groups]
-    del sum_x, raw_residuals  # (groups, k) and per record: not held through the scores
+    fitted = np.asarray(x @ coefficients, dtype=float).ravel()  # a fresh array
+    sum_fitted = np.bincount(groups, weights=fitted, minlength=n_groups)
+    residuals = np.subtract(y, fitted, out=fitted)
+    residuals -= ((sum_y - sum_fitted) * inverse_counts)[groups]
     n_clusters = int(clusters.max()) + 1 if n else 0
-    scores = grouped_column_sums(x, clusters, n_clusters, residuals)
+    score_cross = grouped_cross_product(x, clusters, n_clusters, residuals)
     c = int((np.bincount(clusters) > 0).sum())
     factor = (c / max(c - 1, 1)) * ((n - 1) / max(n - k, 1))
-    covariance = factor * xtx_inverse @ (scores.T @ scores) @ xtx_inverse
+    covariance = factor * xtx_inverse @ score_cross @ xtx_inverse
     return ClusteredOlsFit(coefficients, covariance, residuals, n, c, gram_null_space(xtx))
 
 

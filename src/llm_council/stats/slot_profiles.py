@@ -55,23 +55,36 @@ def fit_reviewer_slots(
     n_slots: int,
 ) -> ClusteredOlsFit:
     """Fit the model above; columns ``r * n_slots + k`` then one self term per reviewer."""
-    reviewer = np.asarray(reviewer_index, dtype=np.int64)
-    slots = np.asarray(slot, dtype=np.int64)
-    own = np.asarray(is_self, dtype=bool)
+    design = _slot_design(reviewer_index, slot, is_self, n_reviewers, n_slots)
+    return ols_absorbed_cluster_robust(design, score, answer_index, session_index)
+
+
+def _slot_design(
+    reviewer_index: ArrayLike,
+    slot: ArrayLike,
+    is_self: ArrayLike,
+    n_reviewers: int,
+    n_slots: int,
+) -> sparse.csr_matrix:
+    """The CSR design of :func:`fit_reviewer_slots`: two stored entries a row, built as CSR
+    arrays directly (no COO sort): the slot dummy, and the reviewer's self term, an explicit
+    0 on a record that is not a self-review. Index arrays are int32 (scipy keeps them
+    without a copy), and the per-record inputs are not held through the fit."""
+    reviewer = np.asarray(reviewer_index)
     n = reviewer.size
-    # two stored entries a row, built as CSR arrays directly (no COO sort): the slot dummy,
-    # and the reviewer's self term, an explicit 0 on a record that is not a self-review
-    columns = np.empty((n, 2), dtype=np.int32)  # scipy keeps int32 indices (no copy)
-    columns[:, 0] = reviewer * n_slots + slots
-    columns[:, 1] = n_reviewers * n_slots + reviewer
+    columns = np.empty((n, 2), dtype=np.int32)
+    np.multiply(reviewer, n_slots, out=columns[:, 0], casting="unsafe")
+    columns[:, 0] += np.asarray(slot).astype(np.int32, copy=False)
+    columns[:, 1] = reviewer
+    columns[:, 1] += n_reviewers * n_slots
     values = np.empty((n, 2))
     values[:, 0] = 1.0
-    values[:, 1] = own
-    design = sparse.csr_matrix(
-        (values.reshape(-1), columns.reshape(-1), np.arange(0, 2 * n + 1, 2)),
+    values[:, 1] = np.asarray(is_self, dtype=bool)
+    index_type = np.int32 if 2 * n < np.iinfo(np.int32).max else np.int64
+    return sparse.csr_matrix(
+        (values.reshape(-1), columns.reshape(-1), np.arange(0, 2 * n + 1, 2, dtype=index_type)),
         shape=(n, n_reviewers * n_slots + n_reviewers),
     )
-    return ols_absorbed_cluster_robust(design, score, answer_index, session_index)
 
 
 def scope_contrasts(reviewers: ArrayLike, n_reviewers: int, n_slots: int) -> np.ndarray:
