@@ -193,6 +193,9 @@ def stainless_sdk_error(
             spec, provider, int(error.status_code), headers, message, secrets=secrets
         )
     if isinstance(error, sdk.APITimeoutError):
+        refused = _refused_connection(error)
+        if refused is not None:  # see _refused_connection: the server is down, not slow
+            return transport_error(spec, provider, refused, timed_out=False, secrets=secrets)
         return transport_error(spec, provider, error, timed_out=True, secrets=secrets)
     if isinstance(error, sdk.APIConnectionError):
         cause = error.__cause__ or error
@@ -204,6 +207,25 @@ def stainless_sdk_error(
             spec, provider, f"body is not valid JSON ({error})", secrets=secrets
         )
     return None
+
+
+def _refused_connection(error: BaseException) -> BaseException | None:
+    """The failed connection behind a "timeout", if a ``ConnectionError`` caused it.
+
+    The SDKs' aiohttp transport (``httpx_aiohttp``) reports every aiohttp connector error,
+    a refused connection included, as ``ConnectTimeout``, which the SDK raises as
+    ``APITimeoutError``: "timed out" would send a user looking for a slow server when
+    nothing listens. Returns the first ``OSError`` of the cause chain (aiohttp's "Cannot
+    connect to host ..."), or None when no ``ConnectionError`` is in it (a real timeout).
+    """
+    chain: list[BaseException] = []
+    link: BaseException | None = error
+    while link is not None and len(chain) < 16 and all(link is not seen for seen in chain):
+        chain.append(link)
+        link = link.__cause__ or link.__context__
+    if not any(isinstance(link, ConnectionError) for link in chain):
+        return None
+    return next(link for link in chain if isinstance(link, OSError))
 
 
 def http_stack_error(

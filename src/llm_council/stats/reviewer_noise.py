@@ -187,6 +187,38 @@ def satterthwaite_variance(
     return variance, 2.0 * variance**2 / variance_of_variance
 
 
+def satterthwaite_t_batch(
+    estimates: FloatArray,
+    variances: FloatArray,
+    cell_forms: FloatArray,
+    residual_covariance: FloatArray,
+    one_sided: NDArray[np.bool_] | np.bool_,
+) -> tuple[NDArray[np.bool_], FloatArray, FloatArray, FloatArray]:
+    r"""Student t tails of k estimates at once, each with its Satterthwaite df.
+
+    Estimate j has variance estimate :math:`\hat V_j = v_j^T\hat\sigma^2` (``variances``)
+    and per-cell form :math:`f_j` (column j of ``cell_forms``); with :math:`S = C \circ C^T`
+    for the residual covariance :math:`C`, :math:`\widehat{Var}(\hat V_j) = 2 f_j^T S f_j`
+    and :math:`\nu_j = 2\hat V_j^2 / \widehat{Var}(\hat V_j)` (Satterthwaite 1946,
+    Biometrics Bull. 2:110-114). Returns (testable, df, standard errors, lower tails):
+    a test is testable when both variances are positive; its tail is
+    :math:`F_{t,\nu}(-t)` one-sided, :math:`F_{t,\nu}(-|t|)` two-sided (``one_sided``
+    per test or for all). Untestable entries hold placeholders, never read.
+    """
+    covariance = residual_covariance
+    variance_of_variances = 2.0 * np.sum(cell_forms * ((covariance * covariance.T) @ cell_forms), 0)
+    testable = (variances > 0.0) & (variance_of_variances > 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        degrees = 2.0 * variances**2 / variance_of_variances
+        errors = np.sqrt(np.where(testable, variances, 1.0))
+        t_statistics = estimates / errors
+        tails = stdtr(
+            np.where(testable, degrees, 1.0),
+            np.where(one_sided, -t_statistics, -np.abs(t_statistics)),
+        )
+    return testable, degrees, errors, tails
+
+
 def noise_aware_t_tests(
     noise: ReviewerNoise,
     estimates: FloatArray,
@@ -218,17 +250,11 @@ def noise_aware_t_tests(
         weights = weights + new_cell_weights
     variances = noise.variances @ weights
     cell_forms = (noise.inverse_expectation.T @ weights)[noise.reviewer_of_cell]
-    covariance = noise.residual_covariance
-    variance_of_variances = 2.0 * np.sum(cell_forms * ((covariance * covariance.T) @ cell_forms), 0)
+    batch = satterthwaite_t_batch(
+        estimates, variances, cell_forms, noise.residual_covariance, np.bool_(one_sided)
+    )
+    testable, degrees, errors, tails = batch
     tests: list[NoiseAwareTest] = []
-    testable = (variances > 0.0) & (variance_of_variances > 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        degrees = 2.0 * variances**2 / variance_of_variances
-        errors = np.sqrt(np.where(testable, variances, 1.0))
-        t_statistics = estimates / errors
-        tails = stdtr(
-            np.where(testable, degrees, 1.0), -t_statistics if one_sided else -np.abs(t_statistics)
-        )
     for index in range(n_tests):
         estimate = float(estimates[index])
         if not testable[index]:

@@ -23,10 +23,9 @@ from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import stdtr
 
 from llm_council.stats.additive_model import AdditiveFit
-from llm_council.stats.reviewer_noise import ReviewerNoise
+from llm_council.stats.reviewer_noise import ReviewerNoise, satterthwaite_t_batch
 from llm_council.stats.session_tests import ContrastTest
 
 FloatArray = NDArray[np.float64]
@@ -167,18 +166,9 @@ def session_noise_aware_tests(
     else:
         estimates = offset_estimates
     variances = noise.variances @ design.reviewer_weights
-    forms = design.cell_forms
-    covariance = noise.residual_covariance
-    variance_of_variances = 2.0 * np.sum(forms * ((covariance * covariance.T) @ forms), 0)
-    testable = (variances > 0.0) & (variance_of_variances > 0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        degrees = 2.0 * variances**2 / variance_of_variances
-        errors_of_estimates = np.sqrt(np.where(testable, variances, 1.0))
-        t_statistics = estimates / errors_of_estimates
-        tails = stdtr(
-            np.where(testable, degrees, 1.0),
-            np.where(design.one_sided, -t_statistics, -np.abs(t_statistics)),
-        )
+    testable, _, errors_of_estimates, tails = satterthwaite_t_batch(
+        estimates, variances, design.cell_forms, noise.residual_covariance, design.one_sided
+    )
     tests: list[ContrastTest] = []
     comparisons = [n_reviewers] * n_reviewers + [n_self] * n_self + [1] * (n_self > 0)
     for index, (estimate, ok, standard_error, tail) in enumerate(

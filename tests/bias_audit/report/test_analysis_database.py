@@ -77,3 +77,25 @@ def test_a_failing_section_raises_in_either_mode() -> None:
             with pytest.raises(ValueError, match="boom"):
                 future.result()
     connection.close()
+
+
+def test_sequential_sections_run_when_their_result_is_asked_for() -> None:
+    """One at a time, in the order the report waits for them (its progress steps say so)."""
+    import duckdb
+
+    ran: list[str] = []
+
+    def section(_connection: duckdb.DuckDBPyConnection, name: str) -> str:
+        ran.append(name)
+        return name
+
+    connection = duckdb.connect()
+    with section_runner.SectionRunner(connection, parallel=False) as runner:
+        first = runner.submit(section, "first")
+        second = runner.submit(section, "second")
+        assert ran == []
+        assert second.result() == "second"
+        assert first.result() == "first"
+        assert second.result() == "second"  # run once
+    assert ran == ["second", "first"]
+    connection.close()

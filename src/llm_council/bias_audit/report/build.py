@@ -64,7 +64,8 @@ def build_report(
         step("pairing reviewers on the same answers")
         create_analysis_tables(connection)
         # Costliest sections first: with two workers (:mod:`.section_runner`) the queue
-        # drains evenly; on a large store they run one at a time, in this same order.
+        # drains evenly; on a large store they run one at a time, each when its result is
+        # asked for below, so the progress steps name what is running.
         parallel = store.n_records <= PARALLEL_MAX_RECORDS
         with SectionRunner(connection, parallel=parallel) as runner:
             board_future = runner.submit(build_leaderboard, n_resamples=n_resamples, seed=seed)

@@ -43,8 +43,32 @@ def _return_free_heap() -> None:
     trim(0)
 
 
+class _RunOnResult(Future[Result]):
+    """A section run on the calling thread when its result is first asked for.
+
+    One at a time, in the order the report waits for them, so its progress steps name the
+    section that is running; the freed heap goes back to the system after each.
+    """
+
+    def __init__(self, run: Callable[[], Result]) -> None:
+        super().__init__()
+        self._run: Callable[[], Result] | None = run
+
+    def result(self, timeout: float | None = None) -> Result:
+        if self._run is not None:
+            run, self._run = self._run, None
+            try:
+                self.set_result(run())
+            except BaseException as error:  # re-raised below, as from a worker
+                self.set_exception(error)
+            finally:
+                _return_free_heap()
+        return super().result(timeout)
+
+
 class SectionRunner:
-    """``submit(section, *args)`` runs ``section(connection, *args)`` now or in a worker."""
+    """``submit(section, *args)`` runs ``section(connection, *args)`` in a worker, or on the
+    calling thread when its result is asked for (sequential mode)."""
 
     def __init__(self, connection: duckdb.DuckDBPyConnection, *, parallel: bool) -> None:
         self._connection = connection
@@ -64,13 +88,8 @@ class SectionRunner:
         if self._pool is not None:
             # each worker task queries through its own cursor of the shared database
             return self._pool.submit(section, analysis_cursor(self._connection), *args, **kwargs)
-        future: Future[Result] = Future()
-        try:
-            future.set_result(section(self._connection, *args, **kwargs))
-        except BaseException as error:  # re-raised by ``result()``, as from a worker
-            future.set_exception(error)
-        _return_free_heap()
-        return future
+        connection = self._connection
+        return _RunOnResult(lambda: section(connection, *args, **kwargs))
 
     def __enter__(self) -> SectionRunner:
         return self
