@@ -106,8 +106,13 @@ def build_leaderboard(
     n_sessions = int(session.max()) + 1
     winner = np.where(a_won == 1, item_a, item_b)
     loser = np.where(a_won == 1, item_b, item_a)
-    session_wins = np.zeros((n_sessions, n_models, n_models))
-    np.add.at(session_wins, (session, winner, loser), 1.0)
+    # one bincount over (session, winner, loser) cells, counted straight into floats (a
+    # unit weight) so the table exists once; sums of ones are exact
+    session_wins = np.bincount(
+        (session * n_models + winner) * n_models + loser,
+        weights=np.ones(session.size),
+        minlength=n_sessions * n_models * n_models,
+    ).reshape(n_sessions, n_models, n_models)
     del winner, loser, raw_session  # per comparison: not held through the bootstrap
     if not comparisons_connected(session_wins.sum(axis=0)):
         # models in separate groups that were never compared: no common scale to report
