@@ -126,26 +126,22 @@ def reviewer_profiles(
 
     ``forced_choice`` is :func:`scores_sum_to_a_constant` when the caller has it already.
     """
-    counts = connection.execute(
-        # sessions in which it scored something: a refused or failed review (ADR 0027)
-        # leaves null records that must not raise its reliability tier
-        """SELECT reviewer, count(DISTINCT session) FILTER (WHERE score IS NOT NULL),
-                  count(score), count(*) - count(score), avg(score)
-           FROM records GROUP BY reviewer"""
+    per_reviewer = connection.execute(
+        # one pass over the records, grouped by review first: a session counts when the
+        # reviewer scored something in it (a refused or failed review, ADR 0027, leaves null
+        # records that must not raise its reliability tier), and the spread is the root mean
+        # within-session score variance
+        """WITH per_review AS (
+               SELECT reviewer, count(score) AS n_scores, count(*) AS n_records,
+                      sum(score) AS score_sum, var_samp(score) AS score_variance
+               FROM records GROUP BY reviewer, session)
+           SELECT reviewer, count(*) FILTER (WHERE n_scores > 0), sum(n_scores),
+                  sum(n_records) - sum(n_scores), sum(score_sum) / nullif(sum(n_scores), 0),
+                  sqrt(avg(score_variance))
+           FROM per_review GROUP BY reviewer"""
     ).fetchall()
-    spreads = {
-        reviewer: spread
-        for reviewer, spread in connection.execute(
-            # grouped on the integer index (one hash per record), named afterwards
-            """WITH per_session AS (
-                   SELECT reviewer_index, session, var_samp(score) AS score_variance
-                   FROM scored GROUP BY reviewer_index, session),
-               per_reviewer AS (
-                   SELECT reviewer_index, sqrt(avg(score_variance)) AS spread
-                   FROM per_session GROUP BY reviewer_index)
-               SELECT reviewer, spread FROM per_reviewer JOIN reviewers USING (reviewer_index)"""
-        ).fetchall()
-    }
+    counts = [row[:5] for row in per_reviewer]
+    spreads = {row[0]: row[5] for row in per_reviewer}
     # on a forced-choice scale (pairwise 1/0/0.5) a reviewer's level is fixed by the scale:
     # nothing to estimate, and an estimate would only echo its self-reviews
     if forced_choice is None:
