@@ -122,9 +122,10 @@ def build_leaderboard(
     )
     controlled = bradley_terry_with_covariate(item_a, item_b, a_won, log_ratio, session, n_models)
     comparisons = np.bincount(item_a, minlength=n_models) + np.bincount(item_b, minlength=n_models)
-    mean_scores = dict(
+    mean_score_by_index = dict(
         connection.execute(
-            "SELECT model, avg(score) FROM scored WHERE NOT is_self GROUP BY model"
+            # grouped on the integer index (one hash per record), named by position below
+            "SELECT model_index, avg(score) FROM scored WHERE NOT is_self GROUP BY model_index"
         ).fetchall()
     )
     nan = float("nan")
@@ -141,7 +142,7 @@ def build_leaderboard(
                 float(controlled.strengths.ci_low[i]),
                 float(controlled.strengths.ci_high[i]),
             ),
-            mean_score=float(mean_scores.get(name, nan) or nan),
+            mean_score=float(mean_score_by_index.get(i, nan) or nan),
             adjusted_mean_score=nan,  # filled by with_adjusted_means once the joint model is in
             n_comparisons=int(comparisons[i]),
         )
