@@ -61,12 +61,12 @@ def _ranked_pairs(connection: duckdb.DuckDBPyConnection) -> dict[str, np.ndarray
         same_review = review[gap:] == review[:-gap]
         if not same_review.any():
             break
-        first = np.flatnonzero(same_review)
-        second = first + gap
         # two records of one model in a review are not a comparison (nor are tied ranks)
-        keep = (model[first] < model[second]) & (rank[first] != rank[second])
-        firsts.append(first[keep])
-        seconds.append(second[keep])
+        first = np.flatnonzero(
+            same_review & (model[:-gap] < model[gap:]) & (rank[:-gap] != rank[gap:])
+        )
+        firsts.append(first)
+        seconds.append(first + gap)
     first = np.concatenate(firsts) if firsts else np.zeros(0, dtype=np.int64)
     second = np.concatenate(seconds) if seconds else np.zeros(0, dtype=np.int64)
     del firsts, seconds, review
