@@ -128,6 +128,29 @@ def test_covariate_fit_sandwich_matches_a_dense_computation() -> None:
     assert fit.slope_standard_error == pytest.approx(np.sqrt(covariance[0, 0]))
 
 
+def test_covariate_fit_does_not_depend_on_the_order_of_the_comparisons() -> None:
+    # the fit groups comparisons by item pair internally; shuffling them (and their
+    # clusters with them) must give the same estimates up to rounding
+    rng = np.random.default_rng(5)
+    n, k = 900, 5
+    a = rng.integers(0, k, n)
+    b = (a + rng.integers(1, k, n)) % k
+    x = rng.normal(size=n)
+    won = (rng.random(n) < 1 / (1 + np.exp(-(0.3 * a - 0.3 * b + 0.6 * x)))).astype(int)
+    clusters = np.arange(n) // 9
+    fit = bradley_terry_with_covariate(a, b, won, x, clusters, k)
+    shuffle = rng.permutation(n)
+    shuffled = bradley_terry_with_covariate(
+        a[shuffle], b[shuffle], won[shuffle], x[shuffle], clusters[shuffle], k
+    )
+    assert shuffled.slope == pytest.approx(fit.slope, rel=1e-12)
+    assert shuffled.slope_standard_error == pytest.approx(fit.slope_standard_error, rel=1e-10)
+    assert shuffled.strengths.strength == pytest.approx(fit.strengths.strength, rel=1e-10)
+    assert shuffled.strengths.standard_error == pytest.approx(
+        fit.strengths.standard_error, rel=1e-10
+    )
+
+
 def test_comparisons_connected_needs_one_chain() -> None:
     from llm_council.stats.bradley_terry import comparisons_connected
 

@@ -59,6 +59,7 @@ class _OtherAnswerScores:
     reviewer: np.ndarray
     score: np.ndarray
     cell: np.ndarray
+    n_answers: int
     n_reviewers: int
     n_sessions: int
 
@@ -76,11 +77,13 @@ class _OtherAnswerScores:
         n_sessions = int(session.max()) + 1 if session.size else 0
         other = ~np.asarray(is_self, dtype=bool)
         reviewer = np.asarray(reviewer_index, dtype=np.int64)[other]
+        answer = np.asarray(answer_index, dtype=np.int64)[other]
         return cls(
-            answer=np.asarray(answer_index, dtype=np.int64)[other],
+            answer=answer,
             reviewer=reviewer,
             score=np.asarray(score, dtype=float)[other],
             cell=reviewer * n_sessions + session[other],
+            n_answers=int(answer.max()) + 1 if answer.size else 0,
             n_reviewers=n_reviewers,
             n_sessions=n_sessions,
         )
@@ -89,9 +92,8 @@ class _OtherAnswerScores:
         """``(n_reviewers, n_sessions)`` mean deviation from ``reference``'s others' mean."""
         in_reference = reference[self.reviewer]
         reference_score = np.where(in_reference, self.score, 0.0)
-        n_answers = int(self.answer.max()) + 1 if self.answer.size else 0
-        reference_sum = np.bincount(self.answer, reference_score, n_answers)
-        reference_n = np.bincount(self.answer, in_reference, n_answers)
+        reference_sum = np.bincount(self.answer, reference_score, self.n_answers)
+        reference_n = np.bincount(self.answer, in_reference, self.n_answers)
         other_sum = reference_sum[self.answer] - reference_score
         other_n = reference_n[self.answer] - in_reference
         usable = other_n >= 1
