@@ -111,6 +111,9 @@ def bradley_terry_session_bootstrap(
     n_sessions, k, _ = per_session.shape
     flat = per_session.reshape(n_sessions, k * k)
     estimate = bradley_terry_mm(flat.sum(axis=0).reshape(k, k), pseudo_count=pseudo_count)
+    # the MM fit ignores the diagonal (an item against itself): resample only the others
+    compared = ~np.eye(k, dtype=bool).ravel()
+    flat_compared = np.ascontiguousarray(flat[:, compared])
     replicates = np.empty((n_resamples, k))
     batch = 50
     for start in range(0, n_resamples, batch):
@@ -125,8 +128,11 @@ def bradley_terry_session_bootstrap(
         del tallies
         # einsum's own loop, not BLAS: these sums of integer counts are exact either way,
         # and a multithreaded BLAS call spends more CPU than it saves on a shared machine
-        resampled = np.einsum("rs,sc->rc", counts, flat).reshape(size, k, k)
-        replicates[start : start + size] = bradley_terry_mm(resampled, pseudo_count=pseudo_count)
+        resampled = np.zeros((size, k * k))
+        resampled[:, compared] = np.einsum("rs,sc->rc", counts, flat_compared)
+        replicates[start : start + size] = bradley_terry_mm(
+            resampled.reshape(size, k, k), pseudo_count=pseudo_count
+        )
     alpha = 1 - confidence
     # A replicate where a model never wins has strength -inf (no finite MLE); keep it, and
     # take order statistics without interpolation so an infinite bound stays infinite.
