@@ -48,12 +48,13 @@ def _ranked_pairs(connection: duckdb.DuckDBPyConnection) -> dict[str, np.ndarray
            FROM scored WHERE NOT is_self AND rank IS NOT NULL
            ORDER BY session, reviewer_index, model_index"""
     ).fetchnumpy()
-    session = np.asarray(ranked["session"], dtype=np.int64)
-    reviewer = np.asarray(ranked["reviewer_index"], dtype=np.int64)
-    review = session * (int(np.max(reviewer, initial=0)) + 1) + reviewer
+    # integer columns stay as fetched (int32): only the review code needs 64 bits
+    session = np.asarray(ranked["session"])
+    reviewer = np.asarray(ranked["reviewer_index"])
+    review = session.astype(np.int64) * (int(np.max(reviewer, initial=0)) + 1) + reviewer
     del reviewer
-    model = np.asarray(ranked["model_index"], dtype=np.int64)
-    rank = np.asarray(ranked["rank"], dtype=np.int64)
+    model = np.asarray(ranked["model_index"])
+    rank = np.asarray(ranked["rank"])
     log_words = np.asarray(ranked["log_words"], dtype=float)
     del ranked  # the fetched columns, converted: not held while the pairs are formed
     firsts, seconds = [], []
