@@ -77,7 +77,9 @@ def _sweep_out_means(
     cells only; unobserved ones hold 0 and stay 0) until every mean is below ``tolerance``.
 
     When every cell is observed the weight is 1 everywhere and is left out (the same
-    numbers, without a multiplication of the whole array per sweep).
+    numbers, without a multiplication of the whole array per sweep). The means are written
+    into buffers kept across sweeps: a fresh array of this size every sweep costs a page
+    fault per 4 KiB.
     """
     weight = None if observed.all() else observed.astype(float)
     counts = [
@@ -86,15 +88,27 @@ def _sweep_out_means(
         else np.maximum(weight.sum(axis=axis, keepdims=True), 1.0)
         for axis in axes
     ]
+    means = [np.empty(_reduced_shape(residual.shape, axis)) for axis in axes]
     for _ in range(max_iterations):
         largest = 0.0
-        for axis, count in zip(axes, counts, strict=True):
-            mean = residual.sum(axis=axis, keepdims=True)
+        for axis, count, mean in zip(axes, counts, means, strict=True):
+            np.sum(residual, axis=axis, keepdims=True, out=mean)
             mean /= count
-            residual -= mean if weight is None else mean * weight
-            largest = max(largest, float(np.abs(mean).max(initial=0.0)))
+            # an unobserved cell would lose mean * 0 = 0: it is left as it is
+            np.subtract(
+                residual, mean, out=residual, where=observed if weight is not None else True
+            )
+            # the largest |mean|, without an array of absolute values
+            largest = max(largest, float(mean.max(initial=0.0)), -float(mean.min(initial=0.0)))
         if largest < tolerance:
             break
+
+
+def _reduced_shape(shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
+    """``shape`` with ``axis`` summed out, kept as length 1 (``keepdims=True``)."""
+    reduced = list(shape)
+    reduced[axis] = 1
+    return tuple(reduced)
 
 
 def cell_leverage_complement(observed: ArrayLike) -> np.ndarray:
