@@ -46,9 +46,10 @@ def test_randomization_keeps_missing_slots_fixed() -> None:
     assert p[0] == pytest.approx(4 / 6, abs=0.01)
 
 
-def test_mean_pairwise_correlation_matches_numpy() -> None:
+@pytest.mark.parametrize("n_models", [6, 9])  # models-first sums, then models-last ones
+def test_mean_pairwise_correlation_matches_numpy(n_models: int) -> None:
     rng = np.random.default_rng(2)
-    table = rng.normal(size=(1, 3, 6))
+    table = rng.normal(size=(1, 3, n_models))
     r = np.corrcoef(table[0])
     assert mean_pairwise_correlation(table)[0] == pytest.approx((r[0, 1] + r[0, 2] + r[1, 2]) / 3)
 
