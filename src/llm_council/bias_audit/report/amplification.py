@@ -90,11 +90,14 @@ def amplification(
     n_slots = int(position.max()) + 1
     by_slot = np.full((n_sessions, n_reviewers, n_slots), np.nan)
     by_model = np.full((n_sessions, n_reviewers, n_models), np.nan)
-    review = session * n_reviewers + reviewer  # flat (session, reviewer) row of both tables
-    by_slot.ravel()[review * n_slots + position] = score
-    by_model.ravel()[review * n_models + model] = score
+    cell = session * n_reviewers + reviewer  # flat (session, reviewer) row of both tables
+    by_slot.ravel()[cell * n_slots + position] = score
+    cell *= n_models
+    cell += model
+    by_model.ravel()[cell] = score
+    del cell
     shared = _every_session_shares_one_order(connection, session * n_models + model, position)
-    del rows, session, reviewer, model, position, score, review  # the tables hold what is needed
+    del rows, session, reviewer, model, position, score  # the tables hold what is needed
     screen = amplification_screen(
         by_slot,
         by_model,
