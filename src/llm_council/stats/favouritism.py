@@ -87,16 +87,15 @@ def _sweep_out_means(
     """Alternating projections in place: subtract the mean over each axis in turn (observed
     cells only; unobserved ones hold 0 and stay 0) until every mean is below ``tolerance``.
 
-    When every cell is observed the weight is 1 everywhere and is left out (the same
-    numbers, without a multiplication of the whole array per sweep). The means are written
-    into buffers kept across sweeps: a fresh array of this size every sweep costs a page
-    fault per 4 KiB.
+    Unobserved cells are skipped by a masked subtraction (no mean x weight product of the
+    whole array per axis and sweep; when every cell is observed, no mask at all), and the
+    means are summed into buffers kept across sweeps.
     """
-    weight = None if observed.all() else observed.astype(float)
+    every_cell_observed = bool(observed.all())
     counts = [
         float(max(residual.shape[axis], 1))
-        if weight is None
-        else np.maximum(weight.sum(axis=axis, keepdims=True), 1.0)
+        if every_cell_observed
+        else np.maximum(observed.sum(axis=axis, keepdims=True, dtype=float), 1.0)
         for axis in axes
     ]
     means = [np.empty(_reduced_shape(residual.shape, axis)) for axis in axes]
@@ -105,10 +104,7 @@ def _sweep_out_means(
         for axis, count, mean in zip(axes, counts, means, strict=True):
             np.sum(residual, axis=axis, keepdims=True, out=mean)
             mean /= count
-            # an unobserved cell would lose mean * 0 = 0: it is left as it is
-            np.subtract(
-                residual, mean, out=residual, where=observed if weight is not None else True
-            )
+            np.subtract(residual, mean, out=residual, where=every_cell_observed or observed)
             # the largest |mean|, without an array of absolute values
             largest = max(largest, float(mean.max(initial=0.0)), -float(mean.min(initial=0.0)))
         if largest < tolerance:
