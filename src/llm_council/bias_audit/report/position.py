@@ -225,7 +225,12 @@ def _slot_records(
     connection: duckdb.DuckDBPyConnection, n_slots: int, *, with_centred: bool
 ) -> dict[str, np.ndarray]:
     """The scored records of ``n_slots``-answer sessions at a valid slot, as typed arrays;
-    ``centred`` (the score minus its reviewer's mean in the session) only when asked."""
+    ``centred`` (the score minus its reviewer's mean in the session) only when asked.
+
+    Rows are ordered by answer (session, then model; stable), so every block of answers or
+    sessions the within-answer fit sums over is one slice of rows
+    (:mod:`llm_council.stats.design_products`), not a scan of all rows per block.
+    """
     centred = (
         ", score - avg(score) OVER (PARTITION BY session, reviewer_index) AS centred"
         if with_centred
@@ -246,9 +251,14 @@ def _slot_records(
         "model_index": np.int32,
         "position": np.int32,
     }
+    session, model = np.asarray(columns["session"]), np.asarray(columns["model_index"])
+    answer = session.astype(np.int64) * (int(model.max(initial=0)) + 1) + model
+    by_answer = np.argsort(answer, kind="stable")
+    del answer
+    # each column reordered as it is converted, so one fetched column extra is held
     return {
-        name: np.asarray(values, dtype=kinds.get(name, np.int64))
-        for name, values in columns.items()
+        name: np.asarray(columns.pop(name))[by_answer].astype(kinds.get(name, np.int64), copy=False)
+        for name in list(columns)
     }
 
 
