@@ -270,14 +270,16 @@ def mimicry_slopes(
         )
     del columns_to_project
     y_tilde, z_tilde = stacked[:, 0], stacked[:, 1:]
-    usable = np.einsum("ij,ij->j", z_tilde, z_tilde) > _DEGENERATE * scale  # no (n, k) square
+    # one product of the projected columns gives every column's sum of squares, Z'Z and Z'y
+    products = stacked.T @ stacked
+    usable = np.diag(products)[1:] > _DEGENERATE * scale
     columns = np.flatnonzero(usable)
     within_sd = _own_column_sd(z_tilde, r, n_reviewers)
     if columns.size == 0 or n_clusters < 2:
         return MimicrySlopes(empty.slopes, within_sd, int(y.size), n_clusters)
     z = z_tilde if columns.size == z_tilde.shape[1] else z_tilde[:, columns]
-    gram = z.T @ z
-    moment = z.T @ y_tilde
+    gram = products[1:, 1:][np.ix_(columns, columns)]
+    moment = products[1:, 0][columns]
     gram_inverse = np.linalg.pinv(gram)
     coefficients = gram_inverse @ moment
     # a coefficient is identified when its unit vector lies in the row space of the design

@@ -88,7 +88,8 @@ def style_mimicry(
     answer += session * n_models
     del model
     fit = mimicry_slopes(score, similarity, log_words, reviewer, answer, session, n_reviewers)
-    present = [index for index in range(n_reviewers) if np.any(reviewer == index)]
+    scores_per_reviewer = np.bincount(reviewer, minlength=n_reviewers)
+    present = [index for index in range(n_reviewers) if scores_per_reviewer[index] > 0]
     holm = holm_adjusted([fit.slopes[index].p_value for index in present])
     items = []
     for index, adjusted in zip(present, holm, strict=True):
@@ -101,7 +102,7 @@ def style_mimicry(
                 points_per_sd=slope.estimate * sd,
                 within_answer_sd=sd,
                 n_sessions=slope.n_clusters,
-                n_scores=int(np.count_nonzero(reviewer == index)),
+                n_scores=int(scores_per_reviewer[index]),
                 holm_p=float(adjusted),
                 detected=bool(np.isfinite(adjusted) and adjusted < significance_level),
             )
@@ -109,6 +110,6 @@ def style_mimicry(
     return StyleMimicry(
         reviewers=items,
         n_scores_with_similarity=int(session.size),
-        n_sessions=int(np.unique(session).size),
+        n_sessions=int(np.count_nonzero(np.diff(session))) + 1,  # session is sorted
         significance_level=significance_level,
     )
