@@ -202,16 +202,19 @@ def gram(x: Any) -> np.ndarray:
     if width is None:
         return _as_dense(csr.T @ csr)
     total = np.zeros((k, k))
+    diagonal = np.diag_indices(k)
     for start in range(0, n, _ROWS_PER_PASS):
         stop = min(start + _ROWS_PER_PASS, n)
-        columns = csr.indices[start * width : stop * width].reshape(-1, width).astype(np.int64)
+        columns = csr.indices[start * width : stop * width].reshape(-1, width)
         values = csr.data[start * width : stop * width].reshape(-1, width)
         for a in range(width):
-            for b in range(a, width):
-                cells = columns[:, a] * k + columns[:, b]
+            # an entry times itself lands on the diagonal: k bins, no pair cell to compute
+            total[diagonal] += np.bincount(columns[:, a], weights=values[:, a] ** 2, minlength=k)
+            for b in range(a + 1, width):
+                cells = columns[:, a].astype(np.int64) * k + columns[:, b]
                 part = np.bincount(cells, weights=values[:, a] * values[:, b], minlength=k * k)
                 part = part.reshape(k, k)
-                total += part if a == b else part + part.T
+                total += part + part.T
     return total
 
 
