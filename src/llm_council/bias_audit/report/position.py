@@ -170,7 +170,7 @@ def _within_profile(
     reviewers: Sequence[int] | np.ndarray,
     n_reviewers: int,
     n_slots: int,
-    clusters_of_scope: np.ndarray,
+    n_sessions: int,
 ) -> SlotProfile | None:
     """The scope's within-answer slot profile, or None when the design cannot identify it."""
     effects = slot_effects(fit, scope_contrasts(reviewers, n_reviewers, n_slots))
@@ -178,7 +178,7 @@ def _within_profile(
         return None
     return SlotProfile(
         subject=subject,
-        n_sessions=int(np.count_nonzero(np.bincount(clusters_of_scope))),
+        n_sessions=n_sessions,
         slot_effect=[
             Interval(float(b), float(low), float(high), float(p))
             for b, low, high, p in zip(
@@ -195,6 +195,11 @@ def _within_profile(
         flagged=False,
         basis="within answers",
     )
+
+
+def _n_distinct_sorted(values: np.ndarray) -> int:
+    """How many distinct values a non-decreasing array holds."""
+    return int(np.count_nonzero(values[1:] != values[:-1])) + 1 if values.size else 0
 
 
 def _direction(profile: SlotProfile, rejected: bool) -> str:
@@ -319,8 +324,11 @@ def position_bias(
         n_reviewers,
         n_slots,
     )
-    present = np.unique(reviewer)
-    council = _within_profile("council", within_fit, present, n_reviewers, n_slots, cluster)
+    present = np.flatnonzero(np.bincount(reviewer, minlength=n_reviewers))
+    # rows are in answer order (_slot_records), so sessions are sorted: distinct by a diff
+    council = _within_profile(
+        "council", within_fit, present, n_reviewers, n_slots, _n_distinct_sorted(cluster)
+    )
     if council is None:
         every = fallback_columns()
         council = _slot_profile(
@@ -335,9 +343,9 @@ def position_bias(
     council = _with(council, council.test_p_value, significance_level)
     reviewers = []
     for index in present:
-        rows = reviewer == index
+        n_sessions = _n_distinct_sorted(cluster[reviewer == index])
         within = _within_profile(
-            names[int(index)], within_fit, [index], n_reviewers, n_slots, cluster[rows]
+            names[int(index)], within_fit, [index], n_reviewers, n_slots, n_sessions
         )
         if within is not None:
             reviewers.append(within)
