@@ -114,6 +114,15 @@ def nested_two_way_residuals(
     if len(grouped.patterns) > MAX_PATTERNS:
         return None
     makers = [residual_maker(p.reshape(height, width)) for p in grouped.patterns]
+    # A cell no session observed (e.g. a reviewer's own answer) is a zero row and column of
+    # every maker: left out of the padded tables, which shrinks them and the products.
+    used_cells = np.flatnonzero(grouped.patterns.any(axis=0))
+    if used_cells.size < n_cells:
+        makers = [maker[np.ix_(used_cells, used_cells)] for maker in makers]
+        place_of_cell = np.zeros(n_cells, dtype=cell.dtype)
+        place_of_cell[used_cells] = np.arange(used_cells.size)
+        cell = place_of_cell[cell]
+        n_cells = used_cells.size
     residuals = values if overwrite else np.empty_like(values, dtype=float)
     # sessions in blocks of consecutive codes, so one padded table of a block is held at a
     # time; rows in session order (a stable sort is linear on rows already in that order)
