@@ -119,7 +119,7 @@ def fit_joint_model(
 
     # The design is filled by index (no dense dummy temporaries): a million rows x 17
     # columns built by broadcasting comparisons costs more than the whole fit.
-    self_reviewers = np.unique(reviewer[is_self > 0])
+    self_reviewers = np.flatnonzero(np.bincount(reviewer[is_self > 0], minlength=n_reviewers))
     blocks: list[tuple[str, list[str], int]] = []
     if n_reviewers >= 2:
         blocks.append(("reviewer_leniency", reviewer_names, n_reviewers - 1))
@@ -155,11 +155,14 @@ def fit_joint_model(
             design_values[:, block] = present
         design_columns[:, block] = offset + np.where(present, level, 0)
         offset += width
+    # int32 row pointers like the column indices when they fit: scipy would otherwise copy
+    # the int64 ones down to int32 (a second (n,) array)
+    index_type = np.int32 if n_blocks * score.size < np.iinfo(np.int32).max else np.int64
     raw_design = sparse.csr_matrix(
         (
             design_values.reshape(-1),
             design_columns.reshape(-1),
-            np.arange(0, n_blocks * score.size + 1, n_blocks),
+            np.arange(0, n_blocks * score.size + 1, n_blocks, dtype=index_type),
         ),
         shape=(score.size, offset),
     )
