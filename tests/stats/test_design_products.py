@@ -74,11 +74,12 @@ def test_blocked_cross_products_equal_the_dense_group_sums(
         n_groups = int(groups.max()) + 1
         sums = np.zeros((n_groups, x.shape[1]))
         np.add.at(sums, groups, x)
-        weights = rng.random(n_groups)
         vector = rng.normal(size=n_groups)
-        cross, moment = absorbed_cross_products(design, groups, weights, vector)
-        assert cross == pytest.approx(sums.T @ (sums * weights[:, None]), abs=1e-12)
-        assert moment == pytest.approx(sums.T @ vector, abs=1e-12)
+        # non-negative weights (a symmetric product of root-weighted sums) and signed ones
+        for weights in (rng.random(n_groups), rng.normal(size=n_groups)):
+            cross, moment = absorbed_cross_products(design, groups, weights, vector)
+            assert cross == pytest.approx(sums.T @ (sums * weights[:, None]), abs=1e-12)
+            assert moment == pytest.approx(sums.T @ vector, abs=1e-12)
         row_weights = rng.normal(size=x.shape[0])
         weighted = np.zeros_like(sums)
         np.add.at(weighted, groups, x * row_weights[:, None])

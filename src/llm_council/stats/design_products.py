@@ -95,13 +95,17 @@ def absorbed_cross_products(
     k = x.shape[1]
     cross = np.zeros((k, k))
     moment = np.zeros(k)
-    # S.T diag(w) S as A.T A with A = diag(sqrt(w)) S: a symmetric product (BLAS syrk, half
-    # the work of a general one), and A overwrites S, so no scaled copy of a block is made
-    root_weights = np.sqrt(group_weights)
+    # With weights >= 0 (the usual inverse group sizes), S.T diag(w) S as A.T A with
+    # A = diag(sqrt(w)) S: a symmetric product (BLAS syrk, half the work of a general one),
+    # and A overwrites S, so no scaled copy of a block is made
+    root_weights = np.sqrt(group_weights) if np.all(group_weights >= 0) else None
     for first, last, sums in _group_sum_blocks(x, group_index, group_weights.size):
         moment += sums.T @ group_vector[first:last]
-        sums *= root_weights[first:last, None]
-        cross += sums.T @ sums
+        if root_weights is None:
+            cross += sums.T @ (sums * group_weights[first:last, None])
+        else:
+            sums *= root_weights[first:last, None]
+            cross += sums.T @ sums
     return cross, moment
 
 

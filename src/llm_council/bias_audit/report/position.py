@@ -345,7 +345,7 @@ def position_bias(
     for index in present:
         n_sessions = _n_distinct_sorted(cluster[reviewer == index])
         within = _within_profile(
-            names[int(index)], within_fit, [index], n_reviewers, n_slots, n_sessions
+            names[int(index)], within_fit, [int(index)], n_reviewers, n_slots, n_sessions
         )
         if within is not None:
             reviewers.append(within)
