@@ -58,13 +58,20 @@ def test_products_equal_dense_numpy(monkeypatch: pytest.MonkeyPatch, rows_per_pa
     ("groups_per_block", "rows_per_block"), [(5, 1 << 19), (1 << 16, 30), (1 << 16, 1)]
 )
 @pytest.mark.parametrize("ordered", [False, True])
+@pytest.mark.parametrize("rows_per_pass", [3, 1 << 20])
 def test_blocked_cross_products_equal_the_dense_group_sums(
-    monkeypatch: pytest.MonkeyPatch, groups_per_block: int, rows_per_block: int, ordered: bool
+    monkeypatch: pytest.MonkeyPatch,
+    groups_per_block: int,
+    rows_per_block: int,
+    ordered: bool,
+    rows_per_pass: int,
 ) -> None:
-    # block seams (by groups, by rows, a group per block), and rows ordered by group (one
-    # slice) or not (a scan per block)
+    # block seams (by groups, by rows, a group per block), rows ordered by group (one
+    # slice) or not (a scan per block), and blocks summed in one pass (their entries'
+    # arrays directly) or in several (as a CSR block)
     monkeypatch.setattr(design_products, "_GROUPS_PER_BLOCK", groups_per_block)
     monkeypatch.setattr(design_products, "_ROWS_PER_BLOCK", rows_per_block)
+    monkeypatch.setattr(design_products, "_ROWS_PER_PASS", rows_per_pass)
     rng = np.random.default_rng(1)
     for design in _designs(rng):
         x = design.toarray() if sparse.issparse(design) else np.asarray(design)

@@ -153,6 +153,21 @@ def _group_sum_blocks(
             if ordered
             else np.flatnonzero((group_index >= first) & (group_index < last))
         )
+        block_groups = group_index[rows] - first
+        block_weights = None if weights is None else weights[rows]
+        if csr is not None and width is not None and hi - lo <= _ROWS_PER_PASS:
+            # the entries' (rows, width) arrays summed directly: a CSR block of slices would
+            # make scipy copy its data and indices (it copies views it is given)
+            sums = _fixed_width_group_sums(
+                csr.indices.reshape(-1, width)[rows],
+                csr.data.reshape(-1, width)[rows],
+                block_groups,
+                last - first,
+                csr.shape[1],
+                block_weights,
+            )
+            yield first, last, sums
+            continue
         block: Any
         if csr is None:
             block = np.asarray(x, dtype=float)[rows]
@@ -167,16 +182,24 @@ def _group_sum_blocks(
                 ),
                 shape=(hi - lo, csr.shape[1]),
             )
-        yield (
-            first,
-            last,
-            grouped_column_sums(
-                block,
-                group_index[rows] - first,
-                last - first,
-                None if weights is None else weights[rows],
-            ),
-        )
+        yield first, last, grouped_column_sums(block, block_groups, last - first, block_weights)
+
+
+def _fixed_width_group_sums(
+    columns: np.ndarray,
+    values: np.ndarray,
+    group_index: np.ndarray,
+    n_groups: int,
+    k: int,
+    weights: np.ndarray | None,
+) -> np.ndarray:
+    """:func:`grouped_column_sums` of rows given by their entries' ``(rows, width)`` column
+    indices and values (the same cells and additions as its one-pass case)."""
+    cells = group_index[:, None] * k + columns
+    if weights is not None:
+        values = values * weights[:, None]
+    sums = np.bincount(cells.ravel(), weights=values.ravel(), minlength=n_groups * k)
+    return sums.reshape(n_groups, k)
 
 
 def _entries_per_row(csr: sparse.csr_matrix) -> int | None:
