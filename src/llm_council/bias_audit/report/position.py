@@ -259,7 +259,7 @@ def _slot_records(
     session, model = np.asarray(columns["session"]), np.asarray(columns["model_index"])
     answer = session.astype(np.int64) * (int(model.max(initial=0)) + 1) + model
     by_answer = np.argsort(answer, kind="stable")
-    del answer
+    del answer, session, model
     # each column reordered as it is converted, so one fetched column extra is held
     return {
         name: np.asarray(columns.pop(name))[by_answer].astype(kinds.get(name, np.int64), copy=False)
