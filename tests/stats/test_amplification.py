@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from llm_council.stats.amplification import (
+    _MAX_NETWORK_SLOTS,
+    _sorting_network,
     alignment_randomization_p,
     alignment_statistic,
     amplification_screen,
@@ -44,9 +46,10 @@ def test_randomization_keeps_missing_slots_fixed() -> None:
     assert p[0] == pytest.approx(4 / 6, abs=0.01)
 
 
-def test_mean_pairwise_correlation_matches_numpy() -> None:
+@pytest.mark.parametrize("n_models", [6, 9])  # models-first sums, then models-last ones
+def test_mean_pairwise_correlation_matches_numpy(n_models: int) -> None:
     rng = np.random.default_rng(2)
-    table = rng.normal(size=(1, 3, 6))
+    table = rng.normal(size=(1, 3, n_models))
     r = np.corrcoef(table[0])
     assert mean_pairwise_correlation(table)[0] == pytest.approx((r[0, 1] + r[0, 2] + r[1, 2]) / 3)
 
@@ -106,8 +109,9 @@ def _one_permutation_at_a_time_p(
 @pytest.mark.parametrize("shared_order", [False, True])
 def test_batched_randomization_equals_one_permutation_at_a_time(shared_order: bool) -> None:
     rng = np.random.default_rng(5)
-    for trial in range(60):
-        shape = (rng.integers(1, 6), rng.integers(1, 5), rng.integers(1, 12))
+    # up to 20 slots: the sorting network (at most 16) and the per-row sort
+    for trial in range(80):
+        shape = (rng.integers(1, 6), rng.integers(1, 5), rng.integers(1, 21))
         scores = rng.integers(1, 10, shape).astype(float)
         scores[rng.random(shape) < rng.random() * 0.5] = np.nan
         n_permutations = int(rng.integers(1, 60))
@@ -118,3 +122,17 @@ def test_batched_randomization_equals_one_permutation_at_a_time(shared_order: bo
             scores, np.random.default_rng(trial), n_permutations, shared_order
         )
         assert np.array_equal(got, expected), (trial, shape)
+
+
+@pytest.mark.parametrize("n_items", range(1, _MAX_NETWORK_SLOTS + 1))
+def test_sorting_network_sorts_every_zero_one_input(n_items: int) -> None:
+    # the 0-1 principle (Knuth, TAOCP vol. 3, 5.3.4, Theorem Z): a comparator network that
+    # sorts all 2**n inputs of zeros and ones sorts every input
+    bits = (np.arange(2**n_items)[:, None] >> np.arange(n_items)) & 1
+    columns = list(bits.T.copy())
+    for low, high in _sorting_network(n_items):
+        columns[low], columns[high] = (
+            np.minimum(columns[low], columns[high]),
+            np.maximum(columns[low], columns[high]),
+        )
+    assert np.array_equal(np.stack(columns, axis=1), np.sort(bits, axis=1))

@@ -7,6 +7,7 @@ import pytest
 from scipy import stats
 
 from llm_council.stats.anchoring import (
+    _running_totals,
     cluster_jackknife_correlation,
     previous_scores_mean,
     running_mean_deviation,
@@ -66,3 +67,13 @@ def test_earlier_minus_rest_mean_by_hand() -> None:
     assert np.allclose(
         earlier_minus_rest_mean(values + 10.0), earlier_minus_rest_mean(values), equal_nan=True
     )
+
+
+@pytest.mark.parametrize("n_slots", [0, 1, 5, 12])
+def test_running_totals_are_cumsum_bit_for_bit(n_slots: int) -> None:
+    rng = np.random.default_rng(n_slots)
+    values = rng.normal(size=(50, n_slots)) * 10.0 ** rng.integers(-8, 8, (50, n_slots))
+    assert np.array_equal(_running_totals(values), np.cumsum(values, axis=-1))
+    observed = values > 0
+    assert np.array_equal(_running_totals(observed), np.cumsum(observed, axis=-1))
+    assert _running_totals(observed).dtype == np.cumsum(observed, axis=-1).dtype

@@ -58,13 +58,20 @@ def test_products_equal_dense_numpy(monkeypatch: pytest.MonkeyPatch, rows_per_pa
     ("groups_per_block", "rows_per_block"), [(5, 1 << 19), (1 << 16, 30), (1 << 16, 1)]
 )
 @pytest.mark.parametrize("ordered", [False, True])
+@pytest.mark.parametrize("rows_per_pass", [3, 1 << 20])
 def test_blocked_cross_products_equal_the_dense_group_sums(
-    monkeypatch: pytest.MonkeyPatch, groups_per_block: int, rows_per_block: int, ordered: bool
+    monkeypatch: pytest.MonkeyPatch,
+    groups_per_block: int,
+    rows_per_block: int,
+    ordered: bool,
+    rows_per_pass: int,
 ) -> None:
-    # block seams (by groups, by rows, a group per block), and rows ordered by group (one
-    # slice) or not (a scan per block)
+    # block seams (by groups, by rows, a group per block), rows ordered by group (one
+    # slice) or not (a scan per block), and blocks summed in one pass (their entries'
+    # arrays directly) or in several (as a CSR block)
     monkeypatch.setattr(design_products, "_GROUPS_PER_BLOCK", groups_per_block)
     monkeypatch.setattr(design_products, "_ROWS_PER_BLOCK", rows_per_block)
+    monkeypatch.setattr(design_products, "_ROWS_PER_PASS", rows_per_pass)
     rng = np.random.default_rng(1)
     for design in _designs(rng):
         x = design.toarray() if sparse.issparse(design) else np.asarray(design)
@@ -74,11 +81,12 @@ def test_blocked_cross_products_equal_the_dense_group_sums(
         n_groups = int(groups.max()) + 1
         sums = np.zeros((n_groups, x.shape[1]))
         np.add.at(sums, groups, x)
-        weights = rng.random(n_groups)
         vector = rng.normal(size=n_groups)
-        cross, moment = absorbed_cross_products(design, groups, weights, vector)
-        assert cross == pytest.approx(sums.T @ (sums * weights[:, None]), abs=1e-12)
-        assert moment == pytest.approx(sums.T @ vector, abs=1e-12)
+        # non-negative weights (a symmetric product of root-weighted sums) and signed ones
+        for weights in (rng.random(n_groups), rng.normal(size=n_groups)):
+            cross, moment = absorbed_cross_products(design, groups, weights, vector)
+            assert cross == pytest.approx(sums.T @ (sums * weights[:, None]), abs=1e-12)
+            assert moment == pytest.approx(sums.T @ vector, abs=1e-12)
         row_weights = rng.normal(size=x.shape[0])
         weighted = np.zeros_like(sums)
         np.add.at(weighted, groups, x * row_weights[:, None])

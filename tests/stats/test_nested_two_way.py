@@ -53,6 +53,21 @@ def test_equals_least_squares_on_ragged_incomplete_sessions() -> None:
     np.testing.assert_allclose(found, expected, atol=1e-12)
 
 
+def test_a_cell_no_session_observed_is_left_out_exactly() -> None:
+    # row 0 never meets its session's first column (like a reviewer's own answer): the
+    # tables and makers drop that cell, and the residuals are still least squares'
+    session, row, column = _ragged_panel(seed=5)
+    first_column = np.zeros(column.max() + 1, dtype=bool)
+    first_column[[np.min(column[session == s]) for s in np.unique(session)]] = True
+    kept = ~((row == 0) & first_column[column])
+    session, row, column = session[kept], row[kept], np.unique(column[kept], return_inverse=True)[1]
+    values = np.random.default_rng(6).normal(size=(session.size, 2))
+    found = nested_two_way_residuals(values, session, row, column)
+    assert found is not None
+    expected = _least_squares_residuals(values, session, row, column)
+    np.testing.assert_allclose(found, expected, atol=1e-12)
+
+
 def test_agrees_with_the_alternating_projections_it_replaces() -> None:
     session, row, column = _ragged_panel(seed=3)
     values = np.random.default_rng(4).normal(size=(session.size, 2))

@@ -24,6 +24,18 @@ from llm_council.stats.distribution_functions import t_ppf, t_sf
 from llm_council.stats.pooling import IntervalEstimate
 
 
+def _running_totals(values: np.ndarray) -> np.ndarray:
+    """``np.cumsum(values, axis=-1)`` (booleans counted as int64): the same additions in the
+    same order, one slot column at a time, several times faster than numpy's accumulate
+    along a last axis of a few slots (these tables have one cell per record)."""
+    totals = np.empty(values.shape, dtype=np.int64 if values.dtype == bool else values.dtype)
+    if values.shape[-1]:
+        totals[..., 0] = values[..., 0]
+    for slot in range(1, values.shape[-1]):
+        np.add(totals[..., slot - 1], values[..., slot], out=totals[..., slot])
+    return totals
+
+
 def previous_scores_mean(scores_in_order: ArrayLike) -> np.ndarray:
     """Mean of the scores at earlier slots of the same review (NaN at the first scored slot)."""
     values = np.asarray(scores_in_order, dtype=float)
@@ -31,10 +43,10 @@ def previous_scores_mean(scores_in_order: ArrayLike) -> np.ndarray:
     filled = np.where(observed, values, 0.0)
     # running sums and counts minus the entry itself, in place (these tables are as large
     # as the store: one cell per record)
-    before_sum = np.cumsum(filled, axis=-1)
+    before_sum = _running_totals(filled)
     before_sum -= filled
     del filled
-    before_count = np.cumsum(observed, axis=-1)
+    before_count = _running_totals(observed)
     before_count -= observed
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.divide(before_sum, before_count, out=before_sum)
@@ -64,7 +76,7 @@ def earlier_minus_rest_mean(values_in_order: ArrayLike) -> np.ndarray:
     rest_sum = filled.sum(axis=-1, keepdims=True) - filled
     del filled
     rest_count = observed.sum(axis=-1, keepdims=True) - observed
-    before_count = np.cumsum(observed, axis=-1)
+    before_count = _running_totals(observed)
     before_count -= observed
     informative = rest_count > before_count
     del before_count, observed
@@ -118,18 +130,12 @@ def cluster_jackknife_correlation(
     n_clusters = int(index.max()) + 1 if index.size else 0
     if n_clusters < 3:
         return IntervalEstimate(nan, nan, nan, nan, nan, n_clusters)
-    terms = (
-        np.ones_like(x_values),
-        x_values,
-        y_values,
-        x_values**2,
-        y_values**2,
-        x_values * y_values,
-    )
+    terms = (x_values, y_values, x_values**2, y_values**2, x_values * y_values)
     # one bincount per sum: the same additions, in the same order, as np.add.at
-    per_cluster = np.column_stack(
-        [np.bincount(index, weights=term, minlength=n_clusters) for term in terms]
-    )
+    per_cluster = np.empty((n_clusters, 1 + len(terms)))
+    per_cluster[:, 0] = np.bincount(index, minlength=n_clusters)  # n: counted, not summed
+    for column, term in enumerate(terms, start=1):
+        per_cluster[:, column] = np.bincount(index, weights=term, minlength=n_clusters)
     total = per_cluster.sum(axis=0)
     r = float(_pearson_from_sums(total))
     leave_out = _pearson_from_sums(total[None, :] - per_cluster)

@@ -95,9 +95,17 @@ def absorbed_cross_products(
     k = x.shape[1]
     cross = np.zeros((k, k))
     moment = np.zeros(k)
+    # With weights >= 0 (the usual inverse group sizes), S.T diag(w) S as A.T A with
+    # A = diag(sqrt(w)) S: a symmetric product (BLAS syrk, half the work of a general one),
+    # and A overwrites S, so no scaled copy of a block is made
+    root_weights = np.sqrt(group_weights) if np.all(group_weights >= 0) else None
     for first, last, sums in _group_sum_blocks(x, group_index, group_weights.size):
-        cross += sums.T @ (sums * group_weights[first:last, None])
         moment += sums.T @ group_vector[first:last]
+        if root_weights is None:
+            cross += sums.T @ (sums * group_weights[first:last, None])
+        else:
+            sums *= root_weights[first:last, None]
+            cross += sums.T @ sums
     return cross, moment
 
 
@@ -145,6 +153,21 @@ def _group_sum_blocks(
             if ordered
             else np.flatnonzero((group_index >= first) & (group_index < last))
         )
+        block_groups = group_index[rows] - first
+        block_weights = None if weights is None else weights[rows]
+        if csr is not None and width is not None and hi - lo <= _ROWS_PER_PASS:
+            # the entries' (rows, width) arrays summed directly: a CSR block of slices would
+            # make scipy copy its data and indices (it copies views it is given)
+            sums = _fixed_width_group_sums(
+                csr.indices.reshape(-1, width)[rows],
+                csr.data.reshape(-1, width)[rows],
+                block_groups,
+                last - first,
+                csr.shape[1],
+                block_weights,
+            )
+            yield first, last, sums
+            continue
         block: Any
         if csr is None:
             block = np.asarray(x, dtype=float)[rows]
@@ -159,16 +182,24 @@ def _group_sum_blocks(
                 ),
                 shape=(hi - lo, csr.shape[1]),
             )
-        yield (
-            first,
-            last,
-            grouped_column_sums(
-                block,
-                group_index[rows] - first,
-                last - first,
-                None if weights is None else weights[rows],
-            ),
-        )
+        yield first, last, grouped_column_sums(block, block_groups, last - first, block_weights)
+
+
+def _fixed_width_group_sums(
+    columns: np.ndarray,
+    values: np.ndarray,
+    group_index: np.ndarray,
+    n_groups: int,
+    k: int,
+    weights: np.ndarray | None,
+) -> np.ndarray:
+    """:func:`grouped_column_sums` of rows given by their entries' ``(rows, width)`` column
+    indices and values (the same cells and additions as its one-pass case)."""
+    cells = group_index[:, None] * k + columns
+    if weights is not None:
+        values = values * weights[:, None]
+    sums = np.bincount(cells.ravel(), weights=values.ravel(), minlength=n_groups * k)
+    return sums.reshape(n_groups, k)
 
 
 def _entries_per_row(csr: sparse.csr_matrix) -> int | None:
@@ -198,16 +229,19 @@ def gram(x: Any) -> np.ndarray:
     if width is None:
         return _as_dense(csr.T @ csr)
     total = np.zeros((k, k))
+    diagonal = np.diag_indices(k)
     for start in range(0, n, _ROWS_PER_PASS):
         stop = min(start + _ROWS_PER_PASS, n)
-        columns = csr.indices[start * width : stop * width].reshape(-1, width).astype(np.int64)
+        columns = csr.indices[start * width : stop * width].reshape(-1, width)
         values = csr.data[start * width : stop * width].reshape(-1, width)
         for a in range(width):
-            for b in range(a, width):
-                cells = columns[:, a] * k + columns[:, b]
+            # an entry times itself lands on the diagonal: k bins, no pair cell to compute
+            total[diagonal] += np.bincount(columns[:, a], weights=values[:, a] ** 2, minlength=k)
+            for b in range(a + 1, width):
+                cells = columns[:, a].astype(np.int64) * k + columns[:, b]
                 part = np.bincount(cells, weights=values[:, a] * values[:, b], minlength=k * k)
                 part = part.reshape(k, k)
-                total += part if a == b else part + part.T
+                total += part + part.T
     return total
 
 

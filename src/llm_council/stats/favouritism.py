@@ -61,8 +61,19 @@ def _additive_residuals_zero_filled(
     by_session_last = np.ascontiguousarray(observed.transpose(1, 2, 0))
     residual = np.zeros(by_session_last.shape)
     np.copyto(residual, values.transpose(1, 2, 0), where=by_session_last)
+    return _swept_session_last(residual, by_session_last, max_iterations, tolerance)
+
+
+def _swept_session_last(
+    residual: np.ndarray,
+    observed: np.ndarray,
+    max_iterations: int = 500,
+    tolerance: float = 1e-12,
+) -> np.ndarray:
+    """The additive residual of a zero-filled (reviewers, models, sessions) array, swept in
+    place and returned as (sessions, reviewers, models)."""
     # row means (over models), then column means (over reviewers)
-    _sweep_out_means(residual, by_session_last, (-2, -3), max_iterations, tolerance)
+    _sweep_out_means(residual, observed, (-2, -3), max_iterations, tolerance)
     return np.ascontiguousarray(residual.transpose(2, 0, 1))
 
 
@@ -76,25 +87,35 @@ def _sweep_out_means(
     """Alternating projections in place: subtract the mean over each axis in turn (observed
     cells only; unobserved ones hold 0 and stay 0) until every mean is below ``tolerance``.
 
-    When every cell is observed the weight is 1 everywhere and is left out (the same
-    numbers, without a multiplication of the whole array per sweep).
+    Unobserved cells are skipped by a masked subtraction (no mean x weight product of the
+    whole array per axis and sweep; when every cell is observed, no mask at all), and the
+    means are summed into buffers kept across sweeps.
     """
-    weight = None if observed.all() else observed.astype(float)
+    every_cell_observed = bool(observed.all())
     counts = [
         float(max(residual.shape[axis], 1))
-        if weight is None
-        else np.maximum(weight.sum(axis=axis, keepdims=True), 1.0)
+        if every_cell_observed
+        else np.maximum(observed.sum(axis=axis, keepdims=True, dtype=float), 1.0)
         for axis in axes
     ]
+    means = [np.empty(_reduced_shape(residual.shape, axis)) for axis in axes]
     for _ in range(max_iterations):
         largest = 0.0
-        for axis, count in zip(axes, counts, strict=True):
-            mean = residual.sum(axis=axis, keepdims=True)
+        for axis, count, mean in zip(axes, counts, means, strict=True):
+            np.sum(residual, axis=axis, keepdims=True, out=mean)
             mean /= count
-            residual -= mean if weight is None else mean * weight
-            largest = max(largest, float(np.abs(mean).max(initial=0.0)))
+            np.subtract(residual, mean, out=residual, where=every_cell_observed or observed)
+            # the largest |mean|, without an array of absolute values
+            largest = max(largest, float(mean.max(initial=0.0)), -float(mean.min(initial=0.0)))
         if largest < tolerance:
             break
+
+
+def _reduced_shape(shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
+    """``shape`` with ``axis`` summed out, kept as length 1 (``keepdims=True``)."""
+    reduced = list(shape)
+    reduced[axis] = 1
+    return tuple(reduced)
 
 
 def cell_leverage_complement(observed: ArrayLike) -> np.ndarray:
@@ -252,12 +273,16 @@ def length_covariates(log_words: ArrayLike, observed: ArrayLike) -> np.ndarray:
     return np.where(pattern[None], covariates, np.nan)
 
 
-def _zero_filled_covariate(lengths: np.ndarray, observed: np.ndarray, reviewer: int) -> np.ndarray:
-    """``X[reviewer]`` of :func:`length_covariates` with 0 instead of NaN on unobserved cells
-    (one at a time, so the reviewers x sessions x reviewers x models stack is never held)."""
-    covariate = np.zeros(lengths.shape)
-    np.copyto(covariate[:, reviewer], lengths[:, reviewer], where=observed[:, reviewer])
-    return covariate
+def _covariate_residual(
+    lengths: np.ndarray, observed_session_last: np.ndarray, reviewer: int
+) -> np.ndarray:
+    """:func:`_additive_residuals_zero_filled` of ``X[reviewer]`` of :func:`length_covariates`
+    (0 instead of NaN on unobserved cells), built in the sweeps' (reviewers, models,
+    sessions) layout; one at a time, so the reviewers x sessions x reviewers x models stack
+    is never held."""
+    covariate = np.zeros(observed_session_last.shape)
+    np.copyto(covariate[reviewer], lengths[:, reviewer].T, where=observed_session_last[reviewer])
+    return _swept_session_last(covariate, observed_session_last)
 
 
 def length_controlled_cell_effects(
@@ -285,14 +310,11 @@ def length_controlled_cell_effects(
     leverage = session_leverage(observed)
     effects = additive_residuals(adjusted) / leverage
     # (reviewers_j, reviewers, models); a cell never observed gets 0 (its effect stays NaN)
+    observed_session_last = np.ascontiguousarray(observed.transpose(1, 2, 0))
     sensitivity = np.stack(
         [
             _observed_mean(
-                _additive_residuals_zero_filled(
-                    _zero_filled_covariate(lengths, observed, reviewer), observed
-                )
-                / leverage,
-                axis=0,
+                _covariate_residual(lengths, observed_session_last, reviewer) / leverage, axis=0
             )
             for reviewer in range(values.shape[1])
         ]

@@ -114,13 +114,23 @@ def nested_two_way_residuals(
     if len(grouped.patterns) > MAX_PATTERNS:
         return None
     makers = [residual_maker(p.reshape(height, width)) for p in grouped.patterns]
+    # blocks sized on the full table: the per-row temporaries of a block stay as before
+    sessions_per_block = max(1, _BLOCK_DOUBLES // (n_cells * values.shape[1]))
+    # A cell no session observed (e.g. a reviewer's own answer) is a zero row and column of
+    # every maker: left out of the padded tables, which shrinks them and the products.
+    used_cells = np.flatnonzero(grouped.patterns.any(axis=0))
+    if used_cells.size < n_cells:
+        makers = [maker[np.ix_(used_cells, used_cells)] for maker in makers]
+        place_of_cell = np.zeros(n_cells, dtype=cell.dtype)
+        place_of_cell[used_cells] = np.arange(used_cells.size)
+        cell = place_of_cell[cell]
+        n_cells = used_cells.size
     residuals = values if overwrite else np.empty_like(values, dtype=float)
     # sessions in blocks of consecutive codes, so one padded table of a block is held at a
     # time; rows in session order (a stable sort is linear on rows already in that order)
     grouped_rows = bool(np.all(session[1:] >= session[:-1]))
     by_session = None if grouped_rows else np.argsort(session, kind="stable")
     sorted_sessions = session if by_session is None else session[by_session]
-    sessions_per_block = max(1, _BLOCK_DOUBLES // (n_cells * values.shape[1]))
     for first in range(0, n_sessions, sessions_per_block):
         last = min(first + sessions_per_block, n_sessions)
         low, high = np.searchsorted(sorted_sessions, [first, last])

@@ -110,6 +110,29 @@ def _response_and_design(
     return matrix
 
 
+def _design_column_abs_sums(
+    similarity: np.ndarray, log_words: np.ndarray, reviewer: np.ndarray, n_reviewers: int
+) -> np.ndarray:
+    """The sum of absolute values of each design column of :func:`_response_and_design`
+    (slopes, then lengths of reviewers 1..), from the inputs: a column holds one
+    reviewer's rows, so it is a per-reviewer sum (no pass over a strided design column)."""
+    slopes = np.bincount(reviewer, weights=np.abs(similarity), minlength=n_reviewers)
+    lengths = np.bincount(reviewer, weights=np.abs(log_words), minlength=n_reviewers)
+    return np.concatenate([slopes, lengths[1:]])
+
+
+def _own_column_sd(z_tilde: np.ndarray, reviewer: np.ndarray, n_reviewers: int) -> np.ndarray:
+    """Per reviewer ``r``: the sample sd (ddof 1) of ``z_tilde[:, r]`` over ``r``'s rows
+    (NaN under two rows); two passes (mean, then squared deviations) like ``np.std``."""
+    own = z_tilde[np.arange(reviewer.size), reviewer]  # each row's value in its own column
+    counts = np.bincount(reviewer, minlength=n_reviewers)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.bincount(reviewer, weights=own, minlength=n_reviewers) / counts
+        own -= means[reviewer]
+        squares = np.bincount(reviewer, weights=own * own, minlength=n_reviewers)
+        return np.where(counts >= 2, np.sqrt(squares / (counts - 1)), np.nan)
+
+
 #: alternating projections stop when no column moves by more than this (relative)
 _PROJECTION_TOLERANCE = 1e-11
 _PROJECTION_MAX_ROUNDS = 200
@@ -140,11 +163,14 @@ def _jackknife_covariance(
     cluster: np.ndarray,
     n_clusters: int,
     coefficients: np.ndarray,
+    gram: np.ndarray,
+    moment_total: np.ndarray,
 ) -> np.ndarray:
     """CV3: ``(C-1)/C * sum_c (beta_(-c) - beta)(beta_(-c) - beta)^T`` (module docstring).
 
-    Sessions are processed in blocks, each padded to the largest session's row count, so
-    memory stays bounded whatever the number of sessions.
+    ``gram`` and ``moment_total`` are the full-sample ``z.T @ z`` and ``z.T @ y`` (the
+    caller's, not recomputed). Sessions are processed in blocks, each padded to the largest
+    session's row count, so memory stays bounded whatever the number of sessions.
     """
     n_columns = z.shape[1]
     if np.all(cluster[1:] >= cluster[:-1]):  # rows already grouped by session: no copies
@@ -154,11 +180,12 @@ def _jackknife_covariance(
         z_sorted, y_sorted, cluster_sorted = z[order], y[order], cluster[order]
     counts = np.bincount(cluster_sorted, minlength=n_clusters)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    row_in_cluster = np.arange(cluster_sorted.size) - starts[cluster_sorted]
     max_rows = int(counts.max())
     equal_sizes = bool(np.all(counts == max_rows))
-    gram = z.T @ z
-    moment_total = z.T @ y
+    # each row's place in its session, for padding (equal sessions are reshaped instead)
+    row_in_cluster = (
+        None if equal_sizes else np.arange(cluster_sorted.size) - starts[cluster_sorted]
+    )
     block = max(1, _JACKKNIFE_BLOCK_DOUBLES // max(1, max_rows * n_columns))
     outer = np.zeros((n_columns, n_columns))
     for first in range(0, n_clusters, block):
@@ -168,6 +195,7 @@ def _jackknife_covariance(
             padded_z = z_sorted[rows].reshape(last - first, max_rows, n_columns)
             padded_y = y_sorted[rows].reshape(last - first, max_rows)
         else:
+            assert row_in_cluster is not None
             local = cluster_sorted[rows] - first
             padded_z = np.zeros((last - first, max_rows, n_columns))
             padded_y = np.zeros((last - first, max_rows))
@@ -231,11 +259,7 @@ def mimicry_slopes(
     n_clusters = int(cluster_index.max()) + 1
     n_slopes = n_reviewers
     columns_to_project = _response_and_design(y, x, w, r, n_reviewers)
-    # column by column: an (n, k) ``abs`` temporary is 0.6 GB at 10M records
-    scale = np.maximum(
-        [np.abs(columns_to_project[:, j]).sum() for j in range(1, columns_to_project.shape[1])],
-        1.0,
-    )
+    scale = np.maximum(_design_column_abs_sums(x, w, r, n_reviewers), 1.0)
     stacked = nested_two_way_residuals(
         columns_to_project, cluster_index, r, answer_index, overwrite=True
     )
@@ -246,19 +270,18 @@ def mimicry_slopes(
         )
     del columns_to_project
     y_tilde, z_tilde = stacked[:, 0], stacked[:, 1:]
-    usable = np.einsum("ij,ij->j", z_tilde, z_tilde) > _DEGENERATE * scale  # no (n, k) square
+    # one product of the projected columns gives every column's sum of squares, Z'Z and Z'y
+    products = stacked.T @ stacked
+    usable = np.diag(products)[1:] > _DEGENERATE * scale
     columns = np.flatnonzero(usable)
-    within_sd = np.full(n_reviewers, nan)
-    for index in range(n_reviewers):
-        mine = r == index
-        if mine.sum() >= 2:
-            within_sd[index] = float(np.std(z_tilde[mine, index], ddof=1))
+    within_sd = _own_column_sd(z_tilde, r, n_reviewers)
     if columns.size == 0 or n_clusters < 2:
         return MimicrySlopes(empty.slopes, within_sd, int(y.size), n_clusters)
     z = z_tilde if columns.size == z_tilde.shape[1] else z_tilde[:, columns]
-    gram = z.T @ z
+    gram = products[1:, 1:][np.ix_(columns, columns)]
+    moment = products[1:, 0][columns]
     gram_inverse = np.linalg.pinv(gram)
-    coefficients = gram_inverse @ (z.T @ y_tilde)
+    coefficients = gram_inverse @ moment
     # a coefficient is identified when its unit vector lies in the row space of the design
     # (e.g. a reviewer whose similarity never varies apart from its leniency column is not)
     projector = gram_inverse @ gram
@@ -266,7 +289,9 @@ def mimicry_slopes(
         np.abs(projector - np.eye(columns.size)) < 1e-8 * max(1.0, float(np.abs(gram).max())),
         axis=0,
     )
-    covariance = _jackknife_covariance(z, y_tilde, cluster_index, n_clusters, coefficients)
+    covariance = _jackknife_covariance(
+        z, y_tilde, cluster_index, n_clusters, coefficients, gram, moment
+    )
     critical = float(t_ppf(0.5 + confidence / 2, n_clusters - 1))
     slopes: list[IntervalEstimate] = []
     position = {int(column): k for k, column in enumerate(columns)}

@@ -39,6 +39,28 @@ class Amplification:
     suspect_sessions: list[str] = field(default_factory=list)  # first few session ids
 
 
+def _every_session_shares_one_order(
+    connection: duckdb.DuckDBPyConnection, answer: np.ndarray, position: np.ndarray
+) -> bool:
+    """Did every reviewer see each answer at the same display slot, in every session?
+
+    ``answer`` numbers the fetched rows' (session, model) pairs, ``position`` their slots.
+    Two slots for one answer among them settle it (the usual case, with per-reviewer
+    orders); only when they agree is every record asked, unscored and malformed ones too.
+    """
+    slot_of_answer = np.empty(int(answer.max()) + 1, dtype=position.dtype)
+    slot_of_answer[answer] = position  # one of each answer's slots
+    if np.any(slot_of_answer[answer] != position):
+        return False
+    shared_row = connection.execute(
+        # one display slot per answer <=> its first and last slot agree (no DISTINCT count)
+        """SELECT coalesce(bool_and(first_slot = last_slot), false) FROM (
+               SELECT min(position) AS first_slot, max(position) AS last_slot
+               FROM records GROUP BY session, model)"""
+    ).fetchone()
+    return bool(shared_row[0]) if shared_row else False
+
+
 def amplification(
     connection: duckdb.DuckDBPyConnection,
     significance_level: float = 0.05,
@@ -68,16 +90,14 @@ def amplification(
     n_slots = int(position.max()) + 1
     by_slot = np.full((n_sessions, n_reviewers, n_slots), np.nan)
     by_model = np.full((n_sessions, n_reviewers, n_models), np.nan)
-    by_slot[session, reviewer, position] = score
-    by_model[session, reviewer, model] = score
+    cell = session * n_reviewers + reviewer  # flat (session, reviewer) row of both tables
+    by_slot.ravel()[cell * n_slots + position] = score
+    cell *= n_models
+    cell += model
+    by_model.ravel()[cell] = score
+    del cell
+    shared = _every_session_shares_one_order(connection, session * n_models + model, position)
     del rows, session, reviewer, model, position, score  # the tables hold what is needed
-    shared_row = connection.execute(
-        # one display slot per answer <=> its first and last slot agree (no DISTINCT count)
-        """SELECT coalesce(bool_and(first_slot = last_slot), false) FROM (
-               SELECT min(position) AS first_slot, max(position) AS last_slot
-               FROM records GROUP BY session, model)"""
-    ).fetchone()
-    shared = bool(shared_row[0]) if shared_row else False
     screen = amplification_screen(
         by_slot,
         by_model,

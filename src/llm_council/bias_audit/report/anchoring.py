@@ -71,13 +71,28 @@ class ReviewerAnchoring:
 
 
 def _centred_within(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """``values`` minus the mean of their group (NaN-aware)."""
+    """``values`` minus the mean of their group (NaN-aware); ``groups`` are small
+    non-negative integers, counted directly (a NaN adds 0 to its group's sum, not a term)."""
     finite = np.isfinite(values)
-    _, index = dense_codes(groups)
-    sums = np.bincount(index[finite], weights=values[finite], minlength=index.max() + 1)
-    counts = np.bincount(index[finite], minlength=index.max() + 1)
+    sums = np.bincount(groups, weights=np.where(finite, values, 0.0))
+    counts = np.bincount(groups, weights=finite)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return values - (sums / counts)[index]
+        return values - (sums / counts)[groups]
+
+
+def _reviews_by_reviewer(review_reviewer: np.ndarray) -> list[tuple[int, slice]]:
+    """Each reviewer index with the slice of its reviews.
+
+    Reviews are numbered in (reviewer, session) order, so ``review_reviewer`` is sorted and
+    each reviewer's reviews are one block: slices are views, where a boolean mask per
+    reviewer would copy every table.
+    """
+    starts = np.flatnonzero(np.diff(review_reviewer)) + 1
+    bounds = [0, *starts.tolist(), len(review_reviewer)]
+    return [
+        (int(review_reviewer[start]), slice(start, stop))
+        for start, stop in zip(bounds[:-1], bounds[1:], strict=True)
+    ]
 
 
 def anchoring_by_reviewer(
@@ -100,29 +115,31 @@ def anchoring_by_reviewer(
     is_self = np.asarray(rows["is_self"], dtype=bool)
     n_slots = int(position.max()) + 1
     review_key = reviewer * (int(session.max()) + 1) + session
-    _, review = dense_codes(review_key)
+    _, review = dense_codes(review_key)  # in (reviewer, session) order, like the sorted keys
     n_reviews = int(review.max()) + 1
     in_order = np.full((n_reviews, n_slots), np.nan)
     paired = np.full((n_reviews, n_slots), np.nan)
     consensus = np.full((n_reviews, n_slots), np.nan)
-    in_order[review, position] = score
-    paired[review, position] = np.where(is_self, np.nan, deviation)
-    consensus[review, position] = score - deviation  # the others' mean on that answer
+    cell = review * n_slots + position  # flat (review, slot) index, shared by the tables
+    in_order.ravel()[cell] = score
+    paired.ravel()[cell] = np.where(is_self, np.nan, deviation)
+    consensus.ravel()[cell] = score - deviation  # the others' mean on that answer
     review_reviewer = np.zeros(n_reviews, dtype=np.int64)
     review_session = np.zeros(n_reviews, dtype=np.int64)
     review_reviewer[review] = reviewer
     review_session[review] = session
     # everything below works on the (review, slot) tables: drop the per-record arrays
-    del rows, reviewer, session, position, score, deviation, is_self, review
+    del rows, reviewer, session, position, score, deviation, is_self, review, cell
     nan = float("nan")
     slot = np.broadcast_to(np.arange(n_slots, dtype=float), in_order.shape)
     running = running_mean_deviation(in_order)
     earlier = earlier_minus_rest_mean(consensus)
 
     results = []
-    for r in np.unique(review_reviewer).tolist():
-        mine = review_reviewer == r
-        clusters = np.broadcast_to(review_session[mine][:, None], (int(mine.sum()), n_slots))
+    for r, mine in _reviews_by_reviewer(review_reviewer):
+        # one review per (reviewer, session): the reviewer's sessions are its reviews
+        n_sessions = mine.stop - mine.start
+        clusters = np.broadcast_to(review_session[mine][:, None], (n_sessions, n_slots))
         design = cluster_jackknife_correlation(slot[mine], running[mine], clusters)
         usable = np.isfinite(earlier[mine]) & np.isfinite(paired[mine])
         # integer group ids (unusable cells in group 0) so the grouping needs no sort
@@ -137,9 +154,7 @@ def anchoring_by_reviewer(
         identified = bool(usable.any())
         if not identified:
             conditional = IntervalEstimate(nan, nan, nan, nan, nan, conditional.n_clusters)
-        results.append(
-            (names[r], int(np.unique(review_session[mine]).size), design, conditional, identified)
-        )
+        results.append((names[r], n_sessions, design, conditional, identified))
     holm = holm_adjusted([c.p_value for _, _, _, c, _ in results])
     return [
         ReviewerAnchoring(

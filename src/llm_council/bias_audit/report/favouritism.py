@@ -92,11 +92,13 @@ def favouritism(
     reviewer_index = np.asarray(rows["reviewer_index"], dtype=np.int64)
     model_index = np.asarray(rows["model_index"], dtype=np.int64)
     table = np.full((int(session.max()) + 1, len(reviewers), len(models)), np.nan)
-    table[session, reviewer_index, model_index] = nullable_floats(rows["score"])
+    # flat (session, reviewer, model) index, shared by both tables
+    cell = (session * len(reviewers) + reviewer_index) * len(models) + model_index
+    table.ravel()[cell] = nullable_floats(rows["score"])
     log_words: np.ndarray | None = None
     if table.size * len(reviewers) <= LENGTH_CONTROL_MAX_FLOATS:
         log_words = np.zeros_like(table)
-        log_words[session, reviewer_index, model_index] = np.asarray(rows["log_words"], dtype=float)
+        log_words.ravel()[cell] = np.asarray(rows["log_words"], dtype=float)
     matrix = favouritism_matrix(table, significance_level, log_words=log_words)
     own_model = dict(
         connection.execute(

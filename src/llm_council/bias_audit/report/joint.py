@@ -50,6 +50,36 @@ def _centring_transform(n_levels: int, reference: np.ndarray | None = None) -> n
     return (np.eye(n_levels) - np.outer(np.ones(n_levels), weights)) @ to_full
 
 
+def _records_by_answer(
+    connection: duckdb.DuckDBPyConnection, n_models: int
+) -> dict[str, np.ndarray]:
+    """Every scored record's model inputs as typed arrays, rows ordered by answer id
+    (``session * n_models + model_index``; ``answer`` holds it).
+
+    In answer order every block of answers or sessions that the fit sums over is one slice
+    of rows (:mod:`llm_council.stats.design_products`), not a scan of all rows per block.
+    Each column is reordered as it is converted, so one fetched column extra is held.
+    """
+    columns = connection.execute(
+        """SELECT session, model_index, reviewer_index, position,
+                  ln(greatest(words, 1)) AS log_words,
+                  is_self, score
+           FROM scored"""
+    ).fetchnumpy()
+    answer = np.asarray(columns.pop("session"), dtype=np.int64) * n_models
+    answer += columns.pop("model_index")
+    # stable: rows of one answer keep their order, so its sums are added in the same order
+    by_answer = np.argsort(answer, kind="stable")
+    # small codes as int32 (half the memory of int64 while the design is built)
+    kinds = {"reviewer_index": np.int32, "position": np.int32, "is_self": float}
+    records = {"answer": answer[by_answer]}
+    del answer
+    for name in list(columns):
+        reordered = np.asarray(columns.pop(name))[by_answer]
+        records[name] = reordered.astype(kinds.get(name, float), copy=False)
+    return records
+
+
 def fit_joint_model(
     connection: duckdb.DuckDBPyConnection,
     leniency_reference: Collection[str] | None = None,
@@ -63,25 +93,6 @@ def fit_joint_model(
     every other reviewer's leniency; verbosities are centred on all reviewers.
     ``forced_choice`` is :func:`scores_sum_to_a_constant` when the caller has it already.
     """
-    columns = connection.execute(
-        """SELECT session, model_index, reviewer_index, position,
-                  ln(greatest(words, 1)) AS log_words,
-                  is_self, score
-           FROM scored"""
-    ).fetchnumpy()
-    session = np.asarray(columns["session"], dtype=np.int64)
-    if session.size < 3:
-        return None
-    # small codes as int32 (half the memory of int64 while the design is built)
-    model_index = np.asarray(columns["model_index"], dtype=np.int32)
-    reviewer = np.asarray(columns["reviewer_index"], dtype=np.int32)
-    position = np.asarray(columns["position"], dtype=np.int32)
-    log_words = np.asarray(columns["log_words"], dtype=float)
-    # centred, so each leniency is the reviewer's offset at the average answer length
-    log_words = log_words - log_words.mean()
-    is_self = np.asarray(columns["is_self"], dtype=float)
-    score = np.asarray(columns["score"], dtype=float)
-    del columns  # the fetched (narrower) originals of the converted arrays: 10M records x 25 B
     reviewer_names = [
         name
         for (name,) in connection.execute(
@@ -94,12 +105,21 @@ def fit_joint_model(
             "SELECT model FROM models ORDER BY model_index"
         ).fetchall()
     ]
+    records = _records_by_answer(connection, len(model_names))
+    answer, score = records["answer"], records["score"]
+    if score.size < 3:
+        return None
+    reviewer, position = records["reviewer_index"], records["position"]
+    is_self = records["is_self"]
+    # centred, so each leniency is the reviewer's offset at the average answer length
+    log_words = records["log_words"] - records["log_words"].mean()
+    del records
     n_reviewers, n_models = len(reviewer_names), len(model_names)
     n_slots = int(position.max()) + 1
 
     # The design is filled by index (no dense dummy temporaries): a million rows x 17
     # columns built by broadcasting comparisons costs more than the whole fit.
-    self_reviewers = np.unique(reviewer[is_self > 0])
+    self_reviewers = np.flatnonzero(np.bincount(reviewer[is_self > 0], minlength=n_reviewers))
     blocks: list[tuple[str, list[str], int]] = []
     if n_reviewers >= 2:
         blocks.append(("reviewer_leniency", reviewer_names, n_reviewers - 1))
@@ -135,19 +155,21 @@ def fit_joint_model(
             design_values[:, block] = present
         design_columns[:, block] = offset + np.where(present, level, 0)
         offset += width
+    # int32 row pointers like the column indices when they fit: scipy would otherwise copy
+    # the int64 ones down to int32 (a second (n,) array)
+    index_type = np.int32 if n_blocks * score.size < np.iinfo(np.int32).max else np.int64
     raw_design = sparse.csr_matrix(
         (
             design_values.reshape(-1),
             design_columns.reshape(-1),
-            np.arange(0, n_blocks * score.size + 1, n_blocks),
+            np.arange(0, n_blocks * score.size + 1, n_blocks, dtype=index_type),
         ),
         shape=(score.size, offset),
     )
     # the design holds what the fit needs of these per-record arrays (about 0.3 GB at 10M)
     del design_values, design_columns, reviewer, position, log_words, is_self
     # group ids need not be dense: empty groups are never indexed
-    answer = session * n_models + model_index
-    del model_index
+    session = answer // n_models
     n_answers_total = int(np.count_nonzero(np.bincount(answer)))
     if n_answers_total + offset >= score.size or np.count_nonzero(np.bincount(session)) < 2:
         return None  # no residual degrees of freedom, or a single session: nothing to infer

@@ -170,7 +170,7 @@ def _within_profile(
     reviewers: Sequence[int] | np.ndarray,
     n_reviewers: int,
     n_slots: int,
-    clusters_of_scope: np.ndarray,
+    n_sessions: int,
 ) -> SlotProfile | None:
     """The scope's within-answer slot profile, or None when the design cannot identify it."""
     effects = slot_effects(fit, scope_contrasts(reviewers, n_reviewers, n_slots))
@@ -178,7 +178,7 @@ def _within_profile(
         return None
     return SlotProfile(
         subject=subject,
-        n_sessions=int(np.count_nonzero(np.bincount(clusters_of_scope))),
+        n_sessions=n_sessions,
         slot_effect=[
             Interval(float(b), float(low), float(high), float(p))
             for b, low, high, p in zip(
@@ -195,6 +195,11 @@ def _within_profile(
         flagged=False,
         basis="within answers",
     )
+
+
+def _n_distinct_sorted(values: np.ndarray) -> int:
+    """How many distinct values a non-decreasing array holds."""
+    return int(np.count_nonzero(values[1:] != values[:-1])) + 1 if values.size else 0
 
 
 def _direction(profile: SlotProfile, rejected: bool) -> str:
@@ -225,7 +230,12 @@ def _slot_records(
     connection: duckdb.DuckDBPyConnection, n_slots: int, *, with_centred: bool
 ) -> dict[str, np.ndarray]:
     """The scored records of ``n_slots``-answer sessions at a valid slot, as typed arrays;
-    ``centred`` (the score minus its reviewer's mean in the session) only when asked."""
+    ``centred`` (the score minus its reviewer's mean in the session) only when asked.
+
+    Rows are ordered by answer (session, then model; stable), so every block of answers or
+    sessions the within-answer fit sums over is one slice of rows
+    (:mod:`llm_council.stats.design_products`), not a scan of all rows per block.
+    """
     centred = (
         ", score - avg(score) OVER (PARTITION BY session, reviewer_index) AS centred"
         if with_centred
@@ -246,9 +256,14 @@ def _slot_records(
         "model_index": np.int32,
         "position": np.int32,
     }
+    session, model = np.asarray(columns["session"]), np.asarray(columns["model_index"])
+    answer = session.astype(np.int64) * (int(model.max(initial=0)) + 1) + model
+    by_answer = np.argsort(answer, kind="stable")
+    del answer, session, model
+    # each column reordered as it is converted, so one fetched column extra is held
     return {
-        name: np.asarray(values, dtype=kinds.get(name, np.int64))
-        for name, values in columns.items()
+        name: np.asarray(columns.pop(name))[by_answer].astype(kinds.get(name, np.int64), copy=False)
+        for name in list(columns)
     }
 
 
@@ -309,8 +324,11 @@ def position_bias(
         n_reviewers,
         n_slots,
     )
-    present = np.unique(reviewer)
-    council = _within_profile("council", within_fit, present, n_reviewers, n_slots, cluster)
+    present = np.flatnonzero(np.bincount(reviewer, minlength=n_reviewers))
+    # rows are in answer order (_slot_records), so sessions are sorted: distinct by a diff
+    council = _within_profile(
+        "council", within_fit, present, n_reviewers, n_slots, _n_distinct_sorted(cluster)
+    )
     if council is None:
         every = fallback_columns()
         council = _slot_profile(
@@ -325,9 +343,9 @@ def position_bias(
     council = _with(council, council.test_p_value, significance_level)
     reviewers = []
     for index in present:
-        rows = reviewer == index
+        n_sessions = _n_distinct_sorted(cluster[reviewer == index])
         within = _within_profile(
-            names[int(index)], within_fit, [index], n_reviewers, n_slots, cluster[rows]
+            names[int(index)], within_fit, [int(index)], n_reviewers, n_slots, n_sessions
         )
         if within is not None:
             reviewers.append(within)
