@@ -145,6 +145,25 @@ def test_models_never_compared_have_no_common_leaderboard(write_lines: Writer) -
     assert "Leaderboard === no rankings to compare" in render_text(report)
 
 
+def test_a_model_that_always_scores_zero_has_mean_zero_not_missing(write_lines: Writer) -> None:
+    # verdict-style scores (1 / 0.5 / 0): m3 loses every verdict, so its mean score is 0.0
+    # exactly; it used to be shown as missing (NaN) because 0.0 is falsy
+    table = {
+        f"s{i}": {
+            "m1": {"r1": 1.0, "r2": 1.0, "r3": 0.5 + 0.5 * (i % 2)},
+            "m2": {"r1": 0.5, "r2": 0.5 * (i % 2), "r3": 0.5},
+            "m3": {"r1": 0.0, "r2": 0.0, "r3": 0.0},
+        }
+        for i in range(1, 7)
+    }
+    report = build_report(write_lines(scores_to_lines(table)), n_resamples=20)
+    board = {entry.model: entry for entry in report.leaderboard.entries}
+    assert board["m3"].mean_score == 0.0
+    # m1: r1 and r2 give 1 in all six sessions, r3 gives 1 in s1, s3, s5 and 0.5 in s2, s4,
+    # s6: (12 + 3 + 1.5) / 18 = 0.91666...
+    assert board["m1"].mean_score == pytest.approx(16.5 / 18)
+
+
 def test_a_fixed_display_order_does_not_identify_slot_effects(write_lines: Writer) -> None:
     # scores_to_lines shows the models in sorted order to every reviewer in every session:
     # m1 is always at slot A, so slot and model cannot be told apart

@@ -80,6 +80,11 @@ def _ranked_pairs(connection: duckdb.DuckDBPyConnection) -> dict[str, np.ndarray
     }
 
 
+def _float_or_nan(value: float | None) -> float:
+    """``value`` as a float; NaN when SQL gave no value (NULL)."""
+    return float("nan") if value is None else float(value)
+
+
 def build_leaderboard(
     connection: duckdb.DuckDBPyConnection,
     *,
@@ -143,7 +148,8 @@ def build_leaderboard(
                 float(controlled.strengths.ci_low[i]),
                 float(controlled.strengths.ci_high[i]),
             ),
-            mean_score=float(mean_score_by_index.get(i, nan) or nan),
+            # a mean of exactly 0.0 (a model that lost every verdict) is a number, not missing
+            mean_score=_float_or_nan(mean_score_by_index.get(i)),
             adjusted_mean_score=nan,  # filled by with_adjusted_means once the joint model is in
             n_comparisons=int(comparisons[i]),
         )
