@@ -99,3 +99,24 @@ def test_sequential_sections_run_when_their_result_is_asked_for() -> None:
         assert second.result() == "second"  # run once
     assert ran == ["second", "first"]
     connection.close()
+
+
+def test_parallel_sections_hold_blas_to_one_thread_and_restore_it() -> None:
+    """Two workers already fill both cores: BLAS gets one thread each, then its old count."""
+    import duckdb
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads(_connection: duckdb.DuckDBPyConnection | None = None) -> list[int]:
+        return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+    if not blas_threads():
+        pytest.skip("numpy is linked to no BLAS that threadpoolctl can see")
+    connection = duckdb.connect()
+    analysis_database.open_analysis_database(connection)
+    with threadpool_limits(limits=2, user_api="blas"):  # a known count to come back to
+        with section_runner.SectionRunner(connection, parallel=True) as runner:
+            assert runner.submit(blas_threads).result() == [1] * len(blas_threads())
+        assert set(blas_threads()) == {2}
+        with section_runner.SectionRunner(connection, parallel=False) as runner:
+            assert set(runner.submit(blas_threads).result()) == {2}  # large stores: untouched
+    connection.close()

@@ -7,6 +7,11 @@ in parallel their peaks add up: past :data:`PARALLEL_MAX_RECORDS` records the se
 run one at a time on the calling thread, and the peak memory is the largest single
 section's. Either way every section computes the same numbers (none shares state with
 another; each seeds its own random generator).
+
+While the two workers run, BLAS (numpy's matrix products) is held to one thread: the
+workers already keep both cores busy, and OpenBLAS splitting even a 65,000 x 17 product
+over two threads spent 2-3x the CPU for it (ADR 0036). The process's previous BLAS
+thread count is restored when the runner closes.
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ class SectionRunner:
     def __init__(self, connection: duckdb.DuckDBPyConnection, *, parallel: bool) -> None:
         self._connection = connection
         self._pool = ThreadPoolExecutor(max_workers=_WORKERS) if parallel else None
+        self._blas_limit: Any = None
 
     @property
     def connection(self) -> duckdb.DuckDBPyConnection:
@@ -92,6 +98,10 @@ class SectionRunner:
         return _RunOnResult(lambda: section(connection, *args, **kwargs))
 
     def __enter__(self) -> SectionRunner:
+        if self._pool is not None:
+            from threadpoolctl import threadpool_limits
+
+            self._blas_limit = threadpool_limits(limits=1, user_api="blas")
         return self
 
     def __exit__(
@@ -102,3 +112,6 @@ class SectionRunner:
     ) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=error is not None)
+        if self._blas_limit is not None:
+            self._blas_limit.restore_original_limits()
+            self._blas_limit = None
