@@ -26,7 +26,7 @@ from llm_council.bias_audit.records import (
     session_review_outcomes,
     utc_timestamp,
 )
-from llm_council.bias_audit.score_table import score_table_from_session
+from llm_council.bias_audit.score_table import answer_lengths, score_table_from_session
 from llm_council.bias_audit.similarity import (
     SimilarityByMember,
     SimilarityUnavailable,
@@ -65,12 +65,17 @@ class BiasAuditMiddleware(Middleware):
     async def on_session_end(self, event: SessionCompleted) -> dict[str, Any]:
         thresholds = load_thresholds()
         query_hash = query_hash_from_env(event.query)
-        table = score_table_from_session(event.answers, event.reviews)
+        lengths = answer_lengths(event.answers)  # words counted once, for table and records
+        table = score_table_from_session(event.answers, event.reviews, lengths=lengths)
         audit = audit_score_table(table, thresholds).model_dump(mode="json")
         audit["review_outcomes"] = session_review_outcomes(event)  # ADR 0027
         similarity = await self._similarity(event, audit)
         records = records_from_session(
-            event, timestamp=utc_timestamp(), query_hash=query_hash, similarity=similarity
+            event,
+            timestamp=utc_timestamp(),
+            query_hash=query_hash,
+            similarity=similarity,
+            lengths=lengths,
         )
         try:
             # awaited, never blocking the loop: JSONL in a worker thread, PostgreSQL async

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from llm_council.bias_audit.record_schema import ReviewRecord
-from llm_council.bias_audit.score_table import word_count
+from llm_council.bias_audit.score_table import AnswerLengths, answer_lengths, word_count
 from llm_council.bias_audit.similarity import SimilarityByMember
 from llm_council.bias_checks import pad_text, signed_text
 from llm_council.middleware import SessionCompleted
@@ -106,6 +106,7 @@ def records_from_session(
     timestamp: str,
     query_hash: str | None,
     similarity: SimilarityByMember | None = None,
+    lengths: AnswerLengths | None = None,
 ) -> list[ReviewRecord]:
     """The session's records, in review order then display order, each with
     ``session_n_records`` set to their number.
@@ -113,12 +114,12 @@ def records_from_session(
     ``similarity`` (:func:`~llm_council.bias_audit.similarity.similarities_between_answers`)
     fills ``similarity_to_own``: the candidate's answer against the reviewer's own stage-1
     answer; null for a self-review, a reviewer without an answer, or no similarity.
+    ``lengths``: :func:`~llm_council.bias_audit.score_table.answer_lengths` of the
+    event's answers when the caller has them (counted here otherwise).
     """
     by_member = similarity or {}
-    lengths: dict[str, tuple[int, int]] = {}
-    for answer in event.answers:
-        if answer.text is not None:
-            lengths[answer.member] = (len(answer.text), word_count(answer.text))
+    if lengths is None:
+        lengths = answer_lengths(event.answers)
     fields: list[dict[str, Any]] = []
     original_position = {
         review.reviewer: {a.model: a.display_index for a in review.label_to_model.values()}

@@ -51,6 +51,20 @@ def word_count(text: str) -> int:
     return len(text.split())
 
 
+#: ``{member: (characters, words)}`` of each stage-1 answer that has text
+AnswerLengths = dict[str, tuple[int, int]]
+
+
+def answer_lengths(answers: Iterable[MemberAnswer]) -> AnswerLengths:
+    """Characters and :func:`word_count` of every answer with text, counted once per
+    session for both the score table and the records."""
+    return {
+        answer.member: (len(answer.text), word_count(answer.text))
+        for answer in answers
+        if answer.text is not None
+    }
+
+
 def _empty_table(reviewers: Sequence[str], candidates: Sequence[str]) -> dict[str, Any]:
     shape = (len(reviewers), len(candidates))
     return {
@@ -63,12 +77,16 @@ def _empty_table(reviewers: Sequence[str], candidates: Sequence[str]) -> dict[st
 
 
 def score_table_from_session(
-    answers: Iterable[MemberAnswer], reviews: Iterable[Review]
+    answers: Iterable[MemberAnswer],
+    reviews: Iterable[Review],
+    *,
+    lengths: AnswerLengths | None = None,
 ) -> ScoreTable:
     """Build the table from the council's typed stage-1 answers and stage-2 reviews.
 
     Bias-check reviews (``check_kind`` set, ADR 0024) are left out: the table is the
-    observational data, one review per reviewer.
+    observational data, one review per reviewer. ``lengths``: :func:`answer_lengths` of
+    ``answers`` when the caller has them (counted here otherwise).
     """
     answer_list = [answer for answer in answers if answer.ok]
     review_list = [review for review in reviews if review.candidates and review.check_kind is None]
@@ -83,10 +101,11 @@ def score_table_from_session(
     # filled as Python lists and converted once: one numpy call per array, not per cell
     length_chars = [math.nan] * n_columns
     length_words = [math.nan] * n_columns
+    counted = answer_lengths(answer_list) if lengths is None else lengths
     for answer in answer_list:
-        text = answer.text or ""
-        length_chars[column[answer.member]] = len(text)
-        length_words[column[answer.member]] = word_count(text)
+        chars, words = counted[answer.member]
+        length_chars[column[answer.member]] = chars
+        length_words[column[answer.member]] = words
     # flat, row-major: numpy converts a flat list faster than nested ones
     n_cells = len(review_list) * n_columns
     scores = [math.nan] * n_cells

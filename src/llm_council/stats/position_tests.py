@@ -3,8 +3,8 @@
 Two pieces: a randomization test of the additive model's residuals that re-draws each
 reviewer's own display order (valid at any size when the orders were drawn at random),
 and the slot effects fitted jointly with reviewer and answer effects, estimated only when
-the design identifies them (rank check first). Pure functions: arrays in, frozen
-dataclasses out.
+the design identifies them (a rank check of the small system they solve). Pure
+functions: arrays in, frozen dataclasses out.
 """
 
 from __future__ import annotations
@@ -257,6 +257,15 @@ def slot_effects_identified(
     return design_rank(np.concatenate([x, z], axis=1)) == rank_x + z.shape[1]
 
 
+#: :math:`Z^TMZ` is singular when its smallest eigenvalue is below this fraction of the
+#: largest slot count (the largest eigenvalue of :math:`Z^TZ`, which bounds it). Over
+#: 20,000 random 3-8 member designs (shared and per-reviewer orders, 15% of cells
+#: missing) identified designs had ratios of 1.2e-3 or more and confounded ones 5e-15 or
+#: less, and this split agreed with the SVD rank test of :func:`slot_effects_identified`
+#: on every one.
+_GRAM_RANK_TOLERANCE = 1e-9
+
+
 def joint_slot_effects(
     design: ArrayLike,
     residuals: ArrayLike,
@@ -275,8 +284,11 @@ def joint_slot_effects(
     are shrunk towards 0 because the answer and reviewer effects soak up part of a slot
     effect; :math:`\hat\gamma` is not. Returned centred (count-weighted mean 0) with the
     count-weighted variance :math:`\frac1N\sum_k n_k \hat\gamma_k^2` in points squared.
-    Returns ``None`` when the slot effects are not identified
-    (:func:`slot_effects_identified`): a near-singular system would give any number.
+    Returns ``None`` when the slot effects are not identified: a near-singular system
+    would give any number. Since :math:`\operatorname{rank}[X\;Z] = \operatorname{rank} X
+    + \operatorname{rank} MZ` and :math:`\operatorname{rank} MZ = \operatorname{rank}
+    Z^TMZ`, that is :func:`slot_effects_identified`'s test, read off the eigenvalues of
+    the small :math:`Z^TMZ` the estimate needs anyway (:data:`_GRAM_RANK_TOLERANCE`).
     Reference: Lovell (1963), JASA 58:993-1010; Searle (1987), ch. 6.
     """
     x = np.asarray(design, dtype=float)
@@ -289,9 +301,6 @@ def joint_slot_effects(
     if n_slots < 2:
         return None
     indicators = (slot_codes[:, None] == np.arange(1, n_slots)[None, :]).astype(float)
-    full_rank = x.shape[1] if covariance_unscaled is not None else None
-    if not slot_effects_identified(x, indicators, design_rank_known=full_rank):
-        return None
     if annihilator is None:
         inverse_gram = (
             np.linalg.pinv(x.T @ x)
@@ -300,7 +309,11 @@ def joint_slot_effects(
         )
         annihilator = np.eye(e.size) - x @ inverse_gram @ x.T
     gram = indicators.T @ np.asarray(annihilator) @ indicators
-    gamma = np.linalg.solve(gram, indicators.T @ e)
+    # one eigendecomposition both decides identifiability and solves the system
+    eigenvalues, eigenvectors = np.linalg.eigh(gram)
+    if not eigenvalues[0] > _GRAM_RANK_TOLERANCE * float(slot_counts[1:].max()):
+        return None
+    gamma = eigenvectors @ ((eigenvectors.T @ (indicators.T @ e)) / eigenvalues)
     counts = slot_counts.astype(float)
     effects = np.concatenate([[0.0], gamma])
     effects -= (counts @ effects) / e.size
