@@ -151,44 +151,6 @@ def bradley_terry_session_bootstrap(
 
 
 @dataclass(frozen=True)
-class _PairRuns:
-    """Comparisons reordered so that each item pair's form one contiguous run.
-
-    A sum per pair is then one sequential ``np.add.reduceat`` and the linear predictor adds
-    one strength difference per run, so the Newton iterations read no per-comparison index.
-    """
-
-    order: np.ndarray  # comparisons in pair order (stable: input order within a pair)
-    pair: np.ndarray  # code ``a * K + b`` of each non-empty run, ascending
-    starts: np.ndarray  # where each run begins in the reordered comparisons
-    ends: np.ndarray
-    n_items: int
-
-    @classmethod
-    def of(cls, pair_code: np.ndarray, n_items: int) -> _PairRuns:
-        # the smallest integer type holding the codes: numpy sorts 8/16-bit keys by radix
-        narrow = pair_code.astype(np.min_scalar_type(max(n_items * n_items - 1, 0)))
-        order = np.argsort(narrow, kind="stable")
-        counts = np.bincount(pair_code, minlength=n_items * n_items)
-        pair = np.flatnonzero(counts)
-        ends = np.cumsum(counts)[pair]
-        return cls(order, pair, ends - counts[pair], ends, n_items)
-
-    def slices(self) -> list[tuple[int, slice]]:
-        return [
-            (int(pair), slice(int(start), int(end)))
-            for pair, start, end in zip(self.pair, self.starts, self.ends, strict=True)
-        ]
-
-    def sums(self, values: np.ndarray) -> np.ndarray:
-        """``(K, K)`` table of ``values`` summed over each pair's run (0 for absent pairs)."""
-        table = np.zeros(self.n_items * self.n_items)
-        if self.pair.size:
-            table[self.pair] = np.add.reduceat(values, self.starts)
-        return table.reshape(self.n_items, self.n_items)
-
-
-@dataclass(frozen=True)
 class CovariateBradleyTerryFit:
     """Bradley-Terry with a covariate: centred strengths, covariate slope, CR1 intervals."""
 
@@ -218,53 +180,42 @@ def bradley_terry_with_covariate(
     Biometrics 33). The covariance is the cluster sandwich of the score contributions with
     factor ``C/(C-1)`` (Liang & Zeger 1986; Stata's logit with vce(cluster)).
     """
-    k = n_items
     a = np.asarray(item_a, dtype=np.int64)
     b = np.asarray(item_b, dtype=np.int64)
+    y = np.asarray(a_won, dtype=float)
     d = np.asarray(covariate_difference, dtype=float)
     clusters = np.asarray(cluster_index, dtype=np.int64)
-    # the iterations work on the comparisons in pair order; the cluster sums at the end
-    # take the residuals back to input order
-    runs = _PairRuns.of(a * k + b, k)
-    y_by_pair = np.asarray(a_won, dtype=float)[runs.order]
-    d_by_pair = d[runs.order]
+    k = n_items
+    pair = a * k + b
     # Free parameters, in this order: beta, theta_1..theta_{K-1} (theta_0 = 0). A design row
-    # is (d, e_a - e_b without column 0); its sums are sums over the K*K item pairs (a sum
-    # over ``a`` is a row sum of the pair table, over ``b`` a column sum), so no (n, K)
-    # design matrix is ever built.
+    # is (d, e_a - e_b without column 0); its sums are bincounts over items and item pairs,
+    # so no (n, K) design matrix is ever built.
     free = np.r_[k, np.arange(1, k)]  # positions of (beta, theta_1..) in (theta_0.., beta)
 
-    def win_probability(theta: np.ndarray, beta: float) -> np.ndarray:
-        linear_predictor = beta * d_by_pair
-        for pair, run in runs.slices():
-            linear_predictor[run] += theta[pair // k] - theta[pair % k]
-        return 1.0 / (1.0 + np.exp(-linear_predictor))
-
     def full_gradient(residual: np.ndarray) -> np.ndarray:
-        by_pair = runs.sums(residual)
-        return np.r_[by_pair.sum(1) - by_pair.sum(0), runs.sums(residual * d_by_pair).sum()]
+        by_item = np.bincount(a, residual, k) - np.bincount(b, residual, k)
+        return np.r_[by_item, residual @ d]
 
     def full_information(weight: np.ndarray) -> np.ndarray:
-        pair_weight = runs.sums(weight)
+        pair_weight = np.bincount(pair, weight, k * k).reshape(k, k)
         info = np.zeros((k + 1, k + 1))
         info[:k, :k] = (
             np.diag(pair_weight.sum(0) + pair_weight.sum(1)) - pair_weight - pair_weight.T
         )
-        weighted_d = weight * d_by_pair
-        cross = runs.sums(weighted_d)
-        info[:k, k] = info[k, :k] = cross.sum(1) - cross.sum(0)
-        info[k, k] = runs.sums(weighted_d * d_by_pair).sum()
+        cross = np.bincount(a, weight * d, k) - np.bincount(b, weight * d, k)
+        info[:k, k] = info[k, :k] = cross
+        info[k, k] = weight @ (d * d)
         return info
 
     theta = np.zeros(k)
     beta = 0.0
     converged = False
     for _ in range(max_iter):
-        prob = win_probability(theta, beta)
+        prob = 1.0 / (1.0 + np.exp(-(theta[a] - theta[b] + beta * d)))
         information = full_information(prob * (1 - prob))[np.ix_(free, free)]
         if np.linalg.matrix_rank(information) < k:
             break  # not identified: the covariate is collinear with the items (or no data)
-        step = np.linalg.solve(information, full_gradient(y_by_pair - prob)[free])
+        step = np.linalg.solve(information, full_gradient(y - prob)[free])
         beta += step[0]
         theta[1:] += step[1:]
         if np.max(np.abs(step)) < 1e-10:
@@ -276,10 +227,9 @@ def bradley_terry_with_covariate(
             StrengthEstimates(nan, nan, nan, nan), np.nan, (np.nan, np.nan), np.nan, 0
         )
     params = np.r_[beta, theta[1:]]
-    prob = win_probability(theta, beta)
+    prob = 1.0 / (1.0 + np.exp(-(theta[a] - theta[b] + beta * d)))
     bread = np.linalg.inv(full_information(prob * (1 - prob))[np.ix_(free, free)])
-    residual = np.empty(prob.size)
-    residual[runs.order] = y_by_pair - prob
+    residual = y - prob
     n_clusters = int(clusters.max()) + 1
     item_scores = (
         np.bincount(clusters * k + a, residual, n_clusters * k)

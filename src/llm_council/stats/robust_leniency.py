@@ -47,67 +47,6 @@ class ReviewerLeniency:
     in_reference: bool  # part of the final reference set
 
 
-@dataclass(frozen=True)
-class _OtherAnswerScores:
-    """The scored records that are not self-reviews, prepared once for every reference set.
-
-    A self-review is neither compared nor part of any reference mean, so it is dropped up
-    front; ``cell`` numbers (reviewer, session) as ``reviewer * n_sessions + session``.
-    """
-
-    answer: np.ndarray
-    reviewer: np.ndarray
-    score: np.ndarray
-    cell: np.ndarray
-    n_answers: int
-    n_reviewers: int
-    n_sessions: int
-
-    @classmethod
-    def from_records(
-        cls,
-        answer_index: ArrayLike,
-        session_index: ArrayLike,
-        reviewer_index: ArrayLike,
-        score: ArrayLike,
-        is_self: ArrayLike,
-        n_reviewers: int,
-    ) -> _OtherAnswerScores:
-        session = np.asarray(session_index, dtype=np.int64)
-        n_sessions = int(session.max()) + 1 if session.size else 0
-        other = ~np.asarray(is_self, dtype=bool)
-        reviewer = np.asarray(reviewer_index, dtype=np.int64)[other]
-        answer = np.asarray(answer_index, dtype=np.int64)[other]
-        return cls(
-            answer=answer,
-            reviewer=reviewer,
-            score=np.asarray(score, dtype=float)[other],
-            cell=reviewer * n_sessions + session[other],
-            n_answers=int(answer.max()) + 1 if answer.size else 0,
-            n_reviewers=n_reviewers,
-            n_sessions=n_sessions,
-        )
-
-    def deviation_by_session(self, reference: np.ndarray) -> np.ndarray:
-        """``(n_reviewers, n_sessions)`` mean deviation from ``reference``'s others' mean."""
-        in_reference = reference[self.reviewer]
-        reference_score = np.where(in_reference, self.score, 0.0)
-        reference_sum = np.bincount(self.answer, reference_score, self.n_answers)
-        reference_n = np.bincount(self.answer, in_reference, self.n_answers)
-        other_sum = reference_sum[self.answer] - reference_score
-        other_n = reference_n[self.answer] - in_reference
-        usable = other_n >= 1
-        with np.errstate(invalid="ignore", divide="ignore"):
-            deviation = np.where(usable, self.score - other_sum / other_n, 0.0)
-        n_cells = self.n_reviewers * self.n_sessions
-        # an unusable record adds 0 to its cell's sum and nothing to its count
-        sums = np.bincount(self.cell, deviation, n_cells)
-        sizes = np.bincount(self.cell, usable, n_cells)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            means = np.where(sizes > 0, sums / np.maximum(sizes, 1), np.nan)
-        return means.reshape(self.n_reviewers, self.n_sessions)
-
-
 def paired_deviation_by_session(
     answer_index: ArrayLike,
     session_index: ArrayLike,
@@ -122,10 +61,32 @@ def paired_deviation_by_session(
     a reviewer's own-answer scores are not leniency and are left out. NaN where a reviewer
     has no comparable score in a session. ``reference`` is a boolean mask over reviewers.
     """
-    scores = _OtherAnswerScores.from_records(
-        answer_index, session_index, reviewer_index, score, is_self, reference.size
+    answer = np.asarray(answer_index, dtype=np.int64)
+    session = np.asarray(session_index, dtype=np.int64)
+    reviewer = np.asarray(reviewer_index, dtype=np.int64)
+    values = np.asarray(score, dtype=float)
+    own = np.asarray(is_self, dtype=bool)
+    n_reviewers = reference.size
+    n_sessions = int(session.max()) + 1 if session.size else 0
+    counts_in_reference = (~own) & reference[reviewer]
+    n_answers = int(answer.max()) + 1 if answer.size else 0
+    reference_sum = np.bincount(
+        answer, weights=np.where(counts_in_reference, values, 0.0), minlength=n_answers
     )
-    return scores.deviation_by_session(reference)
+    reference_n = np.bincount(
+        answer, weights=counts_in_reference.astype(float), minlength=n_answers
+    )
+    other_sum = reference_sum[answer] - np.where(counts_in_reference, values, 0.0)
+    other_n = reference_n[answer] - counts_in_reference
+    usable = (~own) & (other_n >= 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        deviation = values - other_sum / other_n
+    cell = reviewer[usable] * n_sessions + session[usable]
+    sums = np.bincount(cell, weights=deviation[usable], minlength=n_reviewers * n_sessions)
+    sizes = np.bincount(cell, minlength=n_reviewers * n_sessions)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(sizes > 0, sums / np.maximum(sizes, 1), np.nan)
+    return means.reshape(n_reviewers, n_sessions)
 
 
 def step_down_leniency(
@@ -146,11 +107,9 @@ def step_down_leniency(
     flagged = np.zeros(n_reviewers, dtype=bool)
     adjusted_at_decision = np.full(n_reviewers, np.nan)
     max_removed = (n_reviewers - 1) // 2
-    scores = _OtherAnswerScores.from_records(
-        answer_index, session_index, reviewer_index, score, is_self, n_reviewers
-    )
+    args = (answer_index, session_index, reviewer_index, score, is_self)
     while True:
-        estimates = _estimates(scores.deviation_by_session(reference))
+        estimates = _estimates(paired_deviation_by_session(*args, reference))
         p_members = np.array(
             [estimates[r].p_value if reference[r] else np.nan for r in range(n_reviewers)]
         )

@@ -1,32 +1,51 @@
-"""Score/rank mismatch pair counts (parse_outcomes._counts_per_review) against hand counts."""
+"""Score/rank mismatch pair counts (parse_outcomes._pair_counts) against hand counts."""
 
 from __future__ import annotations
 
-import numpy as np
+import duckdb
 
-from llm_council.bias_audit.report.parse_outcomes import _counts_per_review
+from llm_council.bias_audit.report.parse_outcomes import _pair_counts
+
+
+def _connection(rows: list[tuple[int, int, float, int | None]]) -> duckdb.DuckDBPyConnection:
+    """A ``scored`` table of (session, reviewer_index, score, rank) and two named reviewers."""
+    connection = duckdb.connect()
+    connection.execute(
+        "CREATE TABLE scored (session BIGINT, reviewer_index INTEGER, score DOUBLE, rank INTEGER)"
+    )
+    connection.executemany("INSERT INTO scored VALUES (?, ?, ?, ?)", rows)
+    connection.execute(
+        "CREATE TABLE reviewers AS SELECT * FROM (VALUES (0, 'r0'), (1, 'r1')) "
+        "AS t(reviewer_index, reviewer)"
+    )
+    return connection
 
 
 def test_pairs_are_counted_within_each_review_by_hand() -> None:
-    # review 1, rows in any order: (rank, score) = (2, 1), (1, 3), (3, 2)
+    # r0 in session 1, rows in any order: (rank, score) = (2, 1), (1, 3), (3, 2)
     #   ranks 1<2: scores 3>1, agrees;  1<3: 3>2, agrees;  2<3: 1<2, discordant
     #   -> 3 comparable, 1 discordant
-    # review 2: (1, 5), (1, 4), (2, 5), (3, 4)
-    #   tied ranks (1, 1) and tied scores (1 vs 2: 5 = 5; 2 vs 4: 4 = 4) are not comparable;
+    # r0 in session 2: (1, 5), (1, 4), (2, 5), (3, 4)
+    #   tied ranks (1, 1) and tied scores (5 = 5; 4 = 4) are not comparable;
     #   rank 1 (score 5) < 3 (score 4): agrees; rank 1 (4) < 2 (5): discordant;
     #   rank 2 (5) < 3 (4): agrees -> 3 comparable, 1 discordant
-    # review 3: a single row -> no pair
-    new_review = np.array([True, False, False, True, False, False, False, True])
-    rank = np.array([2, 1, 3, 1, 1, 2, 3, 1])
-    score = np.array([1.0, 3.0, 2.0, 5.0, 4.0, 5.0, 4.0, 2.0])
-    discordant, comparable = _counts_per_review(new_review, rank, score)
-    assert comparable.tolist() == [3, 3, 0]
-    assert discordant.tolist() == [1, 1, 0]
+    # r0 in session 3: a single row -> no pair (left out); an unranked row is never paired
+    # r1 in session 1: shares session 1 with r0 but pairs only with its own rows:
+    #   (1, 2), (2, 4) -> 1 comparable, 1 discordant
+    rows = [
+        (1, 0, 1.0, 2), (1, 0, 3.0, 1), (1, 0, 2.0, 3),
+        (2, 0, 5.0, 1), (2, 0, 4.0, 1), (2, 0, 5.0, 2), (2, 0, 4.0, 3),
+        (3, 0, 2.0, 1), (3, 0, 9.0, None),
+        (1, 1, 2.0, 1), (1, 1, 4.0, 2),
+    ]  # fmt: skip
+    counts = _pair_counts(_connection(rows))
+    discordant, comparable = counts["r0"]
+    assert comparable.tolist() == [3, 3]
+    assert discordant.tolist() == [1, 1]
+    assert [array.tolist() for array in counts["r1"]] == [[1], [1]]
 
 
 def test_a_better_ranked_lower_score_is_discordant_in_either_row_order() -> None:
-    for rank, score in (([1, 2], [1.0, 2.0]), ([2, 1], [2.0, 1.0])):
-        discordant, comparable = _counts_per_review(
-            np.array([True, False]), np.array(rank), np.array(score)
-        )
+    for rows in ([(1, 0, 1.0, 1), (1, 0, 2.0, 2)], [(1, 0, 2.0, 2), (1, 0, 1.0, 1)]):
+        discordant, comparable = _pair_counts(_connection(rows))["r0"]
         assert (discordant.tolist(), comparable.tolist()) == ([1], [1])

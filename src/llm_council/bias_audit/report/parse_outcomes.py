@@ -70,59 +70,30 @@ def _status_counts(connection: duckdb.DuckDBPyConnection) -> dict[str, dict[str 
     return counts
 
 
-def _counts_per_review(
-    new_review: np.ndarray, rank: np.ndarray, score: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """(discordant, comparable) pairs in each review of rows grouped by review.
-
-    ``new_review`` marks each review's first row. The pairs of rows ``gap`` apart within a
-    review are formed for gap = 1, 2, ... until no review is that long, so a review of ``k``
-    rows gives its ``k(k-1)/2`` pairs in a few passes, without a self-join. A pair is
-    comparable when both rank and score differ, discordant when the better-ranked answer
-    (lower rank) has the lower score.
-    """
-    review = np.cumsum(new_review)
-    comparable = np.zeros(review.size, dtype=np.int64)  # by the pair's first row
-    discordant = np.zeros(review.size, dtype=np.int64)
-    for gap in range(1, review.size):
-        same_review = review[gap:] == review[:-gap]
-        if not same_review.any():
-            break
-        rank_rises = rank[gap:] - rank[:-gap]
-        score_rises = score[gap:] - score[:-gap]
-        pair_comparable = same_review & (rank_rises != 0) & (score_rises != 0)
-        comparable[:-gap] += pair_comparable
-        discordant[:-gap] += pair_comparable & ((rank_rises > 0) == (score_rises > 0))
-    starts = np.flatnonzero(new_review)
-    return np.add.reduceat(discordant, starts), np.add.reduceat(comparable, starts)
-
-
 def _pair_counts(connection: duckdb.DuckDBPyConnection) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Per reviewer, per session (in session order): (discordant pairs, comparable pairs).
 
-    ``scored`` holds exactly the records with a score, with integer reviewer indices; its
-    ranked rows come back grouped by (reviewer, session), and the pairs are counted in numpy
-    (:func:`_counts_per_review`). Sessions without a comparable pair are left out.
+    ``scored`` holds exactly the records with a score, with integer reviewer indices: the
+    self-join and its grouping run on integers, and the counts come back as arrays.
     """
     rows = connection.execute(
-        """SELECT reviewer_index, session, rank, score FROM scored
-           WHERE rank IS NOT NULL ORDER BY reviewer_index, session"""
+        """WITH usable AS (
+               SELECT session, reviewer_index, score, rank FROM scored
+               WHERE rank IS NOT NULL)
+           SELECT a.reviewer_index,
+                  count(*) FILTER (WHERE a.score < b.score) AS discordant,
+                  count(*) AS comparable
+           FROM usable a JOIN usable b
+             ON a.session = b.session AND a.reviewer_index = b.reviewer_index
+                AND a.rank < b.rank
+           WHERE a.score <> b.score
+           GROUP BY a.reviewer_index, a.session
+           ORDER BY a.reviewer_index, a.session"""
     ).fetchnumpy()
     names = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
-    reviewer = np.asarray(rows["reviewer_index"], dtype=np.int64)
-    if reviewer.size == 0:
-        return {}
-    session = np.asarray(rows["session"], dtype=np.int64)
-    new_review = np.r_[True, (reviewer[1:] != reviewer[:-1]) | (session[1:] != session[:-1])]
-    discordant, comparable = _counts_per_review(
-        new_review,
-        np.asarray(rows["rank"]),
-        np.asarray(rows["score"], dtype=float),
-    )
-    has_pairs = comparable > 0
-    reviewer_index = reviewer[new_review][has_pairs]
-    events = discordant[has_pairs].astype(float)
-    trials = comparable[has_pairs].astype(float)
+    reviewer_index = np.asarray(rows["reviewer_index"], dtype=np.int64)
+    events = np.asarray(rows["discordant"], dtype=float)
+    trials = np.asarray(rows["comparable"], dtype=float)
     starts = np.flatnonzero(np.r_[True, reviewer_index[1:] != reviewer_index[:-1]])
     ends = np.r_[starts[1:], reviewer_index.size]
     return {
