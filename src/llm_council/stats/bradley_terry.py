@@ -188,22 +188,30 @@ def bradley_terry_with_covariate(
     k = n_items
     pair = a * k + b
     # Free parameters, in this order: beta, theta_1..theta_{K-1} (theta_0 = 0). A design row
-    # is (d, e_a - e_b without column 0); its sums are bincounts over items and item pairs,
-    # so no (n, K) design matrix is ever built.
+    # is (d, e_a - e_b without column 0); its sums are bincounts over the K*K item pairs (a
+    # sum over ``a`` is a row sum of the pair table, over ``b`` a column sum), so no (n, K)
+    # design matrix is ever built and each pass over the comparisons is one bincount.
     free = np.r_[k, np.arange(1, k)]  # positions of (beta, theta_1..) in (theta_0.., beta)
 
+    def pair_sums(values: np.ndarray) -> np.ndarray:
+        return np.bincount(pair, values, k * k).reshape(k, k)
+
+    def win_probability(theta: np.ndarray, beta: float) -> np.ndarray:
+        strength_difference = (theta[:, None] - theta[None, :]).ravel()
+        return 1.0 / (1.0 + np.exp(-(strength_difference[pair] + beta * d)))
+
     def full_gradient(residual: np.ndarray) -> np.ndarray:
-        by_item = np.bincount(a, residual, k) - np.bincount(b, residual, k)
-        return np.r_[by_item, residual @ d]
+        by_pair = pair_sums(residual)
+        return np.r_[by_pair.sum(1) - by_pair.sum(0), residual @ d]
 
     def full_information(weight: np.ndarray) -> np.ndarray:
-        pair_weight = np.bincount(pair, weight, k * k).reshape(k, k)
+        pair_weight = pair_sums(weight)
         info = np.zeros((k + 1, k + 1))
         info[:k, :k] = (
             np.diag(pair_weight.sum(0) + pair_weight.sum(1)) - pair_weight - pair_weight.T
         )
-        cross = np.bincount(a, weight * d, k) - np.bincount(b, weight * d, k)
-        info[:k, k] = info[k, :k] = cross
+        cross = pair_sums(weight * d)
+        info[:k, k] = info[k, :k] = cross.sum(1) - cross.sum(0)
         info[k, k] = weight @ (d * d)
         return info
 
@@ -211,7 +219,7 @@ def bradley_terry_with_covariate(
     beta = 0.0
     converged = False
     for _ in range(max_iter):
-        prob = 1.0 / (1.0 + np.exp(-(theta[a] - theta[b] + beta * d)))
+        prob = win_probability(theta, beta)
         information = full_information(prob * (1 - prob))[np.ix_(free, free)]
         if np.linalg.matrix_rank(information) < k:
             break  # not identified: the covariate is collinear with the items (or no data)
@@ -227,7 +235,7 @@ def bradley_terry_with_covariate(
             StrengthEstimates(nan, nan, nan, nan), np.nan, (np.nan, np.nan), np.nan, 0
         )
     params = np.r_[beta, theta[1:]]
-    prob = 1.0 / (1.0 + np.exp(-(theta[a] - theta[b] + beta * d)))
+    prob = win_probability(theta, beta)
     bread = np.linalg.inv(full_information(prob * (1 - prob))[np.ix_(free, free)])
     residual = y - prob
     n_clusters = int(clusters.max()) + 1
