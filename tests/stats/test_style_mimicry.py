@@ -232,3 +232,32 @@ def test_unequal_session_sizes_match_the_refitted_jackknife() -> None:
     reference = _jackknife_reference(panel, 4)
     np.testing.assert_allclose([s.estimate for s in fit.slopes], reference[0], rtol=1e-8)
     np.testing.assert_allclose([s.standard_error for s in fit.slopes], reference[1], rtol=1e-8)
+
+
+def test_handed_over_columns_give_the_same_fit_and_are_freed_before_the_projection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The report hands its columns over in a dict (10M-record peak): same numbers, and the
+    score, similarity, length and answer columns are gone before the projection runs."""
+    import weakref
+
+    import llm_council.stats.style_mimicry as module
+
+    panel = _small_panel(5)
+    expected = mimicry_slopes(**panel, n_reviewers=4)  # type: ignore[arg-type]
+    handed = {name: values.copy() for name, values in panel.items()}
+    freed = ("score", "similarity", "log_words", "answer")
+    watch = {name: weakref.ref(handed[name]) for name in freed}
+    alive_at_projection: list[str] = []
+    project = module.nested_two_way_residuals
+
+    def watching(*args: object, **kwargs: object) -> object:
+        alive_at_projection.extend(name for name, ref in watch.items() if ref() is not None)
+        return project(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(module, "nested_two_way_residuals", watching)
+    fit = module.mimicry_slopes_of_columns(handed, n_reviewers=4)
+    assert handed == {}
+    assert alive_at_projection == []
+    assert fit.slopes == expected.slopes
+    np.testing.assert_array_equal(fit.within_answer_sd, expected.within_answer_sd)

@@ -225,12 +225,36 @@ def mimicry_slopes(
     integer ids (an answer lies in one session). Rows with a non-finite score or
     similarity are left out; leave self-reviews out before calling.
     """
-    y = np.asarray(score, dtype=float)
-    x = np.asarray(similarity, dtype=float)
-    w = np.asarray(log_words, dtype=float)
-    r = np.asarray(reviewer, dtype=np.int64)
-    a = np.asarray(answer, dtype=np.int64)
-    c = np.asarray(session, dtype=np.int64)
+    inputs = {
+        "score": score,
+        "similarity": similarity,
+        "log_words": log_words,
+        "reviewer": reviewer,
+        "answer": answer,
+        "session": session,
+    }
+    return mimicry_slopes_of_columns(inputs, n_reviewers, confidence)
+
+
+def mimicry_slopes_of_columns(
+    inputs: dict[str, ArrayLike], n_reviewers: int, confidence: float = 0.95
+) -> MimicrySlopes:
+    """:func:`mimicry_slopes` of ``inputs`` (its six per-row arguments by name), which it
+    empties.
+
+    Each column is taken out of the dict, so a caller that keeps no other reference (the
+    report, on millions of rows) has the score, similarity, length and answer columns
+    freed once the design is built, before the projection and the jackknife reach their
+    peak.
+    """
+    y = np.asarray(inputs.pop("score"), dtype=float)
+    x = np.asarray(inputs.pop("similarity"), dtype=float)
+    w = np.asarray(inputs.pop("log_words"), dtype=float)
+    r = np.asarray(inputs.pop("reviewer"), dtype=np.int64)
+    a = np.asarray(inputs.pop("answer"), dtype=np.int64)
+    c = np.asarray(inputs.pop("session"), dtype=np.int64)
+    if inputs:
+        raise TypeError(f"unexpected inputs: {', '.join(sorted(inputs))}")
     outside = (r < 0) | (r >= n_reviewers)
     if outside.any():
         raise ValueError(
@@ -254,12 +278,15 @@ def mimicry_slopes(
         by_session = np.argsort(c, kind="stable")
         y, x, w, r, a, c = (v[by_session] for v in (y, x, w, r, a, c))
     _, answer_index = dense_codes(a)
+    del a
     _, cluster_index = dense_codes(c)
     n_answers = int(answer_index.max()) + 1
     n_clusters = int(cluster_index.max()) + 1
     n_slopes = n_reviewers
+    n_rows = int(y.size)
     columns_to_project = _response_and_design(y, x, w, r, n_reviewers)
     scale = np.maximum(_design_column_abs_sums(x, w, r, n_reviewers), 1.0)
+    del y, x, w  # in the design now: not held through the projection and the jackknife
     stacked = nested_two_way_residuals(
         columns_to_project, cluster_index, r, answer_index, overwrite=True
     )
@@ -276,7 +303,7 @@ def mimicry_slopes(
     columns = np.flatnonzero(usable)
     within_sd = _own_column_sd(z_tilde, r, n_reviewers)
     if columns.size == 0 or n_clusters < 2:
-        return MimicrySlopes(empty.slopes, within_sd, int(y.size), n_clusters)
+        return MimicrySlopes(empty.slopes, within_sd, n_rows, n_clusters)
     z = z_tilde if columns.size == z_tilde.shape[1] else z_tilde[:, columns]
     gram = products[1:, 1:][np.ix_(columns, columns)]
     moment = products[1:, 0][columns]
@@ -321,4 +348,4 @@ def mimicry_slopes(
                 clusters_here,
             )
         )
-    return MimicrySlopes(slopes, within_sd, int(y.size), n_clusters)
+    return MimicrySlopes(slopes, within_sd, n_rows, n_clusters)

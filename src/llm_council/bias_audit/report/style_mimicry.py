@@ -18,7 +18,7 @@ import numpy as np
 from llm_council.bias_audit.report.model import Interval
 from llm_council.bias_audit.report.tables import nullable_floats
 from llm_council.stats.multiplicity import holm_adjusted
-from llm_council.stats.style_mimicry import mimicry_slopes
+from llm_council.stats.style_mimicry import mimicry_slopes_of_columns
 
 #: what the method is called in every rendering
 METHOD = (
@@ -89,15 +89,20 @@ def style_mimicry(
     session = fetched_session[by_session]
     del fetched_session
     reviewer = np.asarray(rows["reviewer_index"], dtype=np.int64)[by_session]
-    model = np.asarray(rows["model_index"], dtype=np.int64)[by_session]
-    score = nullable_floats(rows["score"])[by_session]
-    similarity = nullable_floats(rows["similarity"])[by_session]
-    log_words = np.log(np.maximum(nullable_floats(rows["words"]), 1.0))[by_session]
-    del rows, by_session  # the fetched columns, now copied: not held through the fit
-    answer = model  # each row's answer id, written over its model index (no extra copy)
-    answer += session * n_models
-    del model
-    fit = mimicry_slopes(score, similarity, log_words, reviewer, answer, session, n_reviewers)
+    answer = np.asarray(rows["model_index"], dtype=np.int64)[by_session]
+    answer += session * n_models  # each row's answer id, over its model index (no copy)
+    # handed over in a dict the fit empties: held nowhere else, the score, similarity,
+    # length and answer columns are freed once its design is built (the 10M peak)
+    columns = {
+        "score": nullable_floats(rows["score"])[by_session],
+        "similarity": nullable_floats(rows["similarity"])[by_session],
+        "log_words": np.log(np.maximum(nullable_floats(rows["words"]), 1.0))[by_session],
+        "reviewer": reviewer,
+        "answer": answer,
+        "session": session,
+    }
+    del rows, by_session, answer  # the fetched columns, now copied: not held through the fit
+    fit = mimicry_slopes_of_columns(columns, n_reviewers)
     scores_per_reviewer = np.bincount(reviewer, minlength=n_reviewers)
     present = [index for index in range(n_reviewers) if scores_per_reviewer[index] > 0]
     holm = holm_adjusted([fit.slopes[index].p_value for index in present])
