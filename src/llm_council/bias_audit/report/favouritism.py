@@ -99,6 +99,8 @@ def favouritism(
     if table.size * len(reviewers) <= LENGTH_CONTROL_MAX_FLOATS:
         log_words = np.zeros_like(table)
         log_words.ravel()[cell] = np.asarray(rows["log_words"], dtype=float)
+    # the per-record columns are in the dense tables now: not held through the fit
+    del rows, cell, session, reviewer_index, model_index
     matrix = favouritism_matrix(table, significance_level, log_words=log_words)
     own_model = dict(
         connection.execute(
