@@ -187,6 +187,7 @@ def bradley_terry_with_covariate(
     clusters = np.asarray(cluster_index, dtype=np.int64)
     k = n_items
     pair = a * k + b
+    del a, b  # recovered from ``pair`` for the cluster sums: not held through the iterations
     # Free parameters, in this order: beta, theta_1..theta_{K-1} (theta_0 = 0). A design row
     # is (d, e_a - e_b without column 0); its sums are bincounts over the K*K item pairs (a
     # sum over ``a`` is a row sum of the pair table, over ``b`` a column sum), so no (n, K)
@@ -239,10 +240,12 @@ def bradley_terry_with_covariate(
     bread = np.linalg.inv(full_information(prob * (1 - prob))[np.ix_(free, free)])
     residual = y - prob
     n_clusters = int(clusters.max()) + 1
+    cluster_offset = clusters * k
     item_scores = (
-        np.bincount(clusters * k + a, residual, n_clusters * k)
-        - np.bincount(clusters * k + b, residual, n_clusters * k)
+        np.bincount(cluster_offset + pair // k, residual, n_clusters * k)
+        - np.bincount(cluster_offset + pair % k, residual, n_clusters * k)
     ).reshape(n_clusters, k)
+    del cluster_offset
     scores = np.column_stack([np.bincount(clusters, residual * d, n_clusters), item_scores[:, 1:]])
     c = int((np.bincount(clusters, minlength=n_clusters) > 0).sum())
     covariance = c / max(c - 1, 1) * bread @ (scores.T @ scores) @ bread

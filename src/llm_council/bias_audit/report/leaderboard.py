@@ -75,7 +75,7 @@ def _ranked_pairs(connection: duckdb.DuckDBPyConnection) -> dict[str, np.ndarray
         "session": session[first],
         "item_a": model[first],
         "item_b": model[second],
-        "a_won": (rank[first] < rank[second]).astype(np.int64),
+        "a_won": (rank[first] < rank[second]).astype(np.int8),  # 0/1: one byte a comparison
         "log_ratio": log_words[first] - log_words[second],
     }
 
@@ -123,11 +123,13 @@ def build_leaderboard(
     if not comparisons_connected(session_wins.sum(axis=0)):
         # models in separate groups that were never compared: no common scale to report
         return None
+    controlled = bradley_terry_with_covariate(item_a, item_b, a_won, log_ratio, session, n_models)
+    comparisons = np.bincount(item_a, minlength=n_models) + np.bincount(item_b, minlength=n_models)
+    # the bootstrap needs only the per-session win tables: the comparisons are not held
+    del pairs, item_a, item_b, a_won, log_ratio, session, has_pairs
     bootstrap = bradley_terry_session_bootstrap(
         session_wins, n_resamples=n_resamples, rng=np.random.default_rng(seed)
     )
-    controlled = bradley_terry_with_covariate(item_a, item_b, a_won, log_ratio, session, n_models)
-    comparisons = np.bincount(item_a, minlength=n_models) + np.bincount(item_b, minlength=n_models)
     mean_score_by_index = dict(
         connection.execute(
             # grouped on the integer index (one hash per record), named by position below
