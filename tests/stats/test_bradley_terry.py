@@ -129,7 +129,7 @@ def test_covariate_fit_sandwich_matches_a_dense_computation() -> None:
 
 
 def test_covariate_fit_does_not_depend_on_the_order_of_the_comparisons() -> None:
-    # the fit groups comparisons by item pair internally; shuffling them (and their
+    # the fit sums comparisons by item pair and by cluster; shuffling them (and their
     # clusters with them) must give the same estimates up to rounding
     rng = np.random.default_rng(5)
     n, k = 900, 5

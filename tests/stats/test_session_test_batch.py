@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -95,23 +96,17 @@ def test_batch_equals_the_separate_tests(members: int, missing_rate: float, tied
             batch.pooled_self_preference, pooled_self_preference_test(fit, self_cells, noise)
         )
         # the step-down given the batch's first step equals the step-down on its own
+        step_down: dict[str, Any] = {
+            "significance_level": 0.05,
+            "effect_floor": 0.5,
+            "first_fit": fit,
+            "per_reviewer_noise": True,
+            "first_noise": noise,
+        }
         with_batch = step_down_reviewer_offsets(
-            scores,
-            significance_level=0.05,
-            effect_floor=0.5,
-            first_fit=fit,
-            per_reviewer_noise=True,
-            first_noise=noise,
-            first_tests=batch.reviewer_offsets,
+            scores, **step_down, first_tests=batch.reviewer_offsets
         )
-        alone = step_down_reviewer_offsets(
-            scores,
-            significance_level=0.05,
-            effect_floor=0.5,
-            first_fit=fit,
-            per_reviewer_noise=True,
-            first_noise=noise,
-        )
+        alone = step_down_reviewer_offsets(scores, **step_down)
         assert [(v.reviewer_index, v.flagged) for v in with_batch] == [
             (v.reviewer_index, v.flagged) for v in alone
         ]
