@@ -58,3 +58,18 @@ def test_matrix_on_long_answers_and_undefined_ones() -> None:
             assert _same(float(matrix[i, j]), ngram_cosine(first, second))
     assert np.isnan(matrix[3]).all() and np.isnan(matrix[:, 4]).all()
     assert 0.0 < matrix[0, 1] < 1.0
+
+
+def test_matrix_sort_paths_agree_inside_and_beyond_the_bmp() -> None:
+    """BMP-only texts take the one-integer sort; one astral character switches every pair
+    to the argsort path. Both give each pairwise cosine exactly, for 3 and 13 texts (the
+    text number then needs 4 bits of the key)."""
+    rng = np.random.default_rng(11)
+    alphabet = list("abcde ") + ["\u00e9", "\u4e2d", "\uffff"]
+    for size in (3, 13):
+        texts = ["".join(rng.choice(alphabet, size=int(rng.integers(0, 60)))) for _ in range(size)]
+        for variant in (texts, [*texts[:-1], texts[-1] + "\U0010ffff"]):
+            matrix = ngram_cosine_matrix(variant)
+            for i, first in enumerate(variant):
+                for j, second in enumerate(variant):
+                    assert _same(float(matrix[i, j]), ngram_cosine(first, second))

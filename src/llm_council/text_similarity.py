@@ -102,25 +102,62 @@ def ngram_cosine_matrix(texts: Sequence[str]) -> np.ndarray:
     """
     size = len(texts)
     matrix = np.full((size, size), np.nan)
-    packed = [_packed_ngrams(text) for text in texts]
-    lengths = np.array([grams.size for grams in packed], dtype=np.intp)
-    present = np.flatnonzero(lengths)
+    folded = [_folded(text) for text in texts]
+    present = np.flatnonzero([len(text) >= NGRAM for text in folded])
     if present.size == 0:
         return matrix
-    keys = np.concatenate(packed)
-    owners = np.repeat(np.arange(size), lengths)
-    order = np.argsort(keys)
-    ordered = keys[order]
-    new_gram = np.empty(ordered.size, dtype=bool)
-    new_gram[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=new_gram[1:])
-    gram_ids = np.cumsum(new_gram) - 1
-    counts = np.bincount(
-        gram_ids * size + owners[order], minlength=(int(gram_ids[-1]) + 1) * size
-    ).reshape(-1, size)
-    products = counts.T.astype(np.float64) @ counts.astype(np.float64)
+    # every text's code points in one array; a 3-gram is one text's when its first and
+    # last characters belong to the same text (no gram spans two texts)
+    codes = np.frombuffer(
+        "".join(folded).encode("utf-32-le", "surrogatepass"), dtype=np.uint32
+    ).astype(np.int64)
+    char_owners = np.repeat(np.arange(size), [len(text) for text in folded])
+    inside = char_owners[:-2] == char_owners[2:]
+    counts = _gram_counts_by_text(codes, char_owners, inside, size)
+    products = counts.T @ counts  # exact: integer counts, sums below 2**53
     roots = np.sqrt(np.diagonal(products))
     with np.errstate(invalid="ignore", divide="ignore"):
         cosines = np.minimum(1.0, products / (roots[:, None] * roots[None, :]))
     matrix[np.ix_(present, present)] = cosines[np.ix_(present, present)]
     return matrix
+
+
+def _gram_counts_by_text(
+    codes: np.ndarray, char_owners: np.ndarray, inside: np.ndarray, size: int
+) -> np.ndarray:
+    """``K`` as float64: one row per distinct 3-gram (code-point order), one column per text.
+
+    ``codes`` are the texts' code points end to end, ``char_owners`` the text each belongs
+    to, ``inside[i]`` whether the 3-gram starting at ``i`` lies within one text. When the
+    code points and the text number fit in 63 bits together (any texts whose largest code
+    point is below U+10000, for up to 2**15 texts), gram and text are one integer and a
+    plain sort groups them, cheaper than an argsort; otherwise (a code point beyond the
+    BMP) the 63-bit gram is argsorted and the texts follow.
+    """
+    code_bits = int(codes.max()).bit_length()
+    owner_bits = (size - 1).bit_length()
+    if NGRAM * code_bits + owner_bits <= 63:
+        keys = (
+            (codes[:-2] << (2 * code_bits + owner_bits))
+            | (codes[1:-1] << (code_bits + owner_bits))
+            | (codes[2:] << owner_bits)
+            | char_owners[:-2]
+        )[inside]
+        keys.sort()
+        run_starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+        run_lengths = np.diff(np.append(run_starts, keys.size))
+        run_keys = keys[run_starts]
+        run_grams = run_keys >> owner_bits
+        run_owners = run_keys & ((1 << owner_bits) - 1)
+    else:
+        grams = ((codes[:-2] << 42) | (codes[1:-1] << 21) | codes[2:])[inside]
+        order = np.argsort(grams)
+        run_grams, run_owners = grams[order], char_owners[:-2][inside][order]
+        run_lengths = None  # each occurrence counts once
+    new_gram = np.empty(run_grams.size, dtype=bool)
+    new_gram[0] = True
+    np.not_equal(run_grams[1:], run_grams[:-1], out=new_gram[1:])
+    gram_ids = np.cumsum(new_gram) - 1
+    n_grams = int(gram_ids[-1]) + 1
+    flat = np.bincount(gram_ids * size + run_owners, weights=run_lengths, minlength=n_grams * size)
+    return flat.reshape(n_grams, size)

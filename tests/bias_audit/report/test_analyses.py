@@ -177,3 +177,15 @@ def test_a_fixed_display_order_does_not_identify_slot_effects(write_lines: Write
     text = render_text(report)
     assert "Council: not identified (the display slot is confounded with the candidate)" in text
     assert report.joint is None or not report.joint.position_identified
+
+
+def test_length_scatter_sample_is_full_and_the_same_on_every_run(biased_store: Path) -> None:
+    """The plot's sample has all 1,500 points the store can give, drawn from the scored
+    cells, in the same order with 1 or 2 DuckDB threads (a reservoir sample under the
+    parallel scan came back with about 1,200 and changed from run to run)."""
+    one = build_report(biased_store, n_resamples=20, threads=1).length
+    two = build_report(biased_store, n_resamples=20, threads=2).length
+    assert one is not None and two is not None
+    assert len(one.sample_words) == len(one.sample_scores) == 1500 < one.n_records
+    assert (one.sample_words, one.sample_scores) == (two.sample_words, two.sample_scores)
+    assert len(set(zip(one.sample_words, one.sample_scores, strict=True))) > 100

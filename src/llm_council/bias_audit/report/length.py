@@ -45,9 +45,14 @@ def pooled_length_bias(connection: duckdb.DuckDBPyConnection) -> LengthBias | No
         return None
     record_r, n_records, intercept, slope = overall
     record_r = float("nan") if record_r is None else float(record_r)
+    # the plot's points: the scored cells first in a hash order of their keys, so the same
+    # store gives the same points in the same order on every run and every engine (a
+    # reservoir sample under DuckDB's parallel scan did neither, and could come back short)
     sample = connection.execute(
         f"""SELECT words, score FROM scored WHERE NOT is_self
-            USING SAMPLE reservoir({_SCATTER_SAMPLE} ROWS) REPEATABLE ({_SAMPLE_SEED})"""
+            ORDER BY hash(session, reviewer_index, model_index, {_SAMPLE_SEED}),
+                     session, reviewer_index, model_index
+            LIMIT {_SCATTER_SAMPLE}"""
     ).fetchall()
     return LengthBias(
         pooled=Interval.from_estimate(pooled),
