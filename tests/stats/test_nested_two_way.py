@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from llm_council.stats import nested_two_way
 from llm_council.stats.nested_two_way import (
-    MAX_PATTERNS,
     nested_two_way_residuals,
     residual_maker,
+    residual_makers,
 )
 from llm_council.stats.style_mimicry import _demean_two_way
 
@@ -138,8 +139,67 @@ def test_negative_codes_are_refused_naming_the_field() -> None:
         nested_two_way_residuals(values, codes, np.array([0, -1]), np.array([0, 1]))
 
 
-def test_too_many_distinct_patterns_are_left_to_the_iteration() -> None:
-    """Messy sessions (nearly every one its own pattern) would cost a solve each."""
-    session, row, column = _ragged_panel(seed=9, n_sessions=3 * MAX_PATTERNS)
-    values = np.random.default_rng(10).normal(size=(session.size, 1))
-    assert nested_two_way_residuals(values, session, row, column) is None
+def test_every_session_its_own_pattern_is_still_least_squares(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Messy sessions (nearly every one its own pattern), in blocks of 22 sessions: each
+    session's maker is gathered and applied in one batched product."""
+    monkeypatch.setattr(nested_two_way, "_BLOCK_DOUBLES", 20_000)
+    session, row, column = _ragged_panel(seed=9, n_sessions=150)
+    values = np.random.default_rng(10).normal(size=(session.size, 2))
+    found = nested_two_way_residuals(values, session, row, column)
+    assert found is not None
+    np.testing.assert_allclose(
+        found, _least_squares_residuals(values, session, row, column), atol=1e-12
+    )
+
+
+def _recused_panel(
+    seed: int, n_sessions: int, members: int, missing: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Reviewers skip their own answer; each other cell missing with probability ``missing``."""
+    rng = np.random.default_rng(seed)
+    cells = [
+        (s, r, s * members + a)
+        for s in range(n_sessions)
+        for r in range(members)
+        for a in range(members)
+        if r != a and rng.random() >= missing
+    ]
+    session, row, column = (np.array(part) for part in zip(*cells, strict=True))
+    return session, row, np.unique(column, return_inverse=True)[1]
+
+
+@pytest.mark.parametrize(
+    ("members", "sessions", "missing", "block_doubles"),
+    [
+        (3, 120, 0.0, 2_000_000),
+        (5, 120, 0.03, 2_000_000),
+        (5, 120, 0.03, 2_000),
+        (10, 30, 0.1, 50_000),
+    ],
+)
+def test_recused_councils_with_missing_scores_equal_least_squares(
+    members: int, sessions: int, missing: float, block_doubles: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One pattern (3 members, complete), a few per block (small blocks: the looped
+    products), and many per block (the batched products), at 3, 5 and 10 members."""
+    monkeypatch.setattr(nested_two_way, "_BLOCK_DOUBLES", block_doubles)
+    session, row, column = _recused_panel(1, sessions, members, missing)
+    values = np.random.default_rng(2).normal(size=(session.size, 3))
+    found = nested_two_way_residuals(values, session, row, column)
+    assert found is not None
+    np.testing.assert_allclose(
+        found, _least_squares_residuals(values, session, row, column), atol=1e-11
+    )
+
+
+def test_batched_makers_equal_one_at_a_time_projectors() -> None:
+    rng = np.random.default_rng(4)
+    patterns = rng.random((30, 12)) < 0.7
+    cells = np.arange(12)
+    makers = residual_makers(patterns, cells // 4, cells % 4)
+    for pattern, maker in zip(patterns, makers, strict=True):
+        np.testing.assert_allclose(maker, residual_maker(pattern.reshape(3, 4)), atol=1e-13)
+        np.testing.assert_allclose(maker @ maker, maker, atol=1e-12)
+        assert np.all(maker[~pattern] == 0) and np.all(maker[:, ~pattern] == 0)

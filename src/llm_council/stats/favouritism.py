@@ -18,21 +18,20 @@ from numpy.typing import ArrayLike
 from llm_council.stats.multiplicity import holm_adjusted
 from llm_council.stats.pooling import IntervalEstimate, cluster_mean_interval
 from llm_council.stats.row_patterns import row_patterns
+from llm_council.stats.session_tables import SessionTables
 
 _LEVERAGE_FLOOR = 1e-9
 
 
-def additive_residuals(
-    scores: ArrayLike, *, max_iterations: int = 500, tolerance: float = 1e-12
-) -> np.ndarray:
+def additive_residuals(scores: ArrayLike) -> np.ndarray:
     r"""Residuals of ``y[s, r, m] = a[s, r] + b[s, m] + e`` fitted per session on observed cells.
 
-    ``scores`` has shape (sessions, reviewers, models) with NaN for unobserved cells.
-    Least squares by alternating projections (sweep out row means, then column means,
-    until both are zero): the iterates converge to the projection onto the orthogonal
-    complement of the row + column space (von Neumann 1950; Deming & Stephan 1940 for
-    the sweep on two-way tables). On a complete table one sweep gives the double-centred
-    residual :math:`y_{rm} - \bar y_{r\cdot} - \bar y_{\cdot m} + \bar y_{\cdot\cdot}`.
+    ``scores`` has shape (sessions, reviewers, models) with NaN for unobserved cells. The
+    least-squares residual of each session's table, :math:`M_O y` with the residual maker
+    of its pattern of observed cells (:class:`~llm_council.stats.session_tables.SessionTables`):
+    the limit of sweeping out row and column means in turn (von Neumann 1950; Deming &
+    Stephan 1940), computed exactly. On a complete table it is the double-centred residual
+    :math:`y_{rm} - \bar y_{r\cdot} - \bar y_{\cdot m} + \bar y_{\cdot\cdot}`.
     Unobserved cells stay NaN.
     """
     values = np.asarray(scores, dtype=float)
@@ -41,81 +40,8 @@ def additive_residuals(
             f"scores must have shape (sessions, reviewers, models), got {values.shape}"
         )
     observed = np.isfinite(values)
-    residual = _additive_residuals_zero_filled(values, observed, max_iterations, tolerance)
+    residual = SessionTables(observed).project(np.where(observed, values, 0.0))
     return residual if observed.all() else np.where(observed, residual, np.nan)
-
-
-def _additive_residuals_zero_filled(
-    values: np.ndarray,
-    observed: np.ndarray,
-    max_iterations: int = 500,
-    tolerance: float = 1e-12,
-) -> np.ndarray:
-    """:func:`additive_residuals` of ``values`` (sessions, reviewers, models), 0 where not
-    ``observed``.
-
-    The sweeps run on a (reviewers, models, sessions) copy: sums over the short reviewer
-    and model axes then add long contiguous rows, several times faster than reducing
-    axes of length 5 innermost.
-    """
-    by_session_last = np.ascontiguousarray(observed.transpose(1, 2, 0))
-    residual = np.zeros(by_session_last.shape)
-    np.copyto(residual, values.transpose(1, 2, 0), where=by_session_last)
-    return _swept_session_last(residual, by_session_last, max_iterations, tolerance)
-
-
-def _swept_session_last(
-    residual: np.ndarray,
-    observed: np.ndarray,
-    max_iterations: int = 500,
-    tolerance: float = 1e-12,
-) -> np.ndarray:
-    """The additive residual of a zero-filled (reviewers, models, sessions) array, swept in
-    place and returned as (sessions, reviewers, models)."""
-    # row means (over models), then column means (over reviewers)
-    _sweep_out_means(residual, observed, (-2, -3), max_iterations, tolerance)
-    return np.ascontiguousarray(residual.transpose(2, 0, 1))
-
-
-def _sweep_out_means(
-    residual: np.ndarray,
-    observed: np.ndarray,
-    axes: tuple[int, ...],
-    max_iterations: int,
-    tolerance: float,
-) -> None:
-    """Alternating projections in place: subtract the mean over each axis in turn (observed
-    cells only; unobserved ones hold 0 and stay 0) until every mean is below ``tolerance``.
-
-    Unobserved cells are skipped by a masked subtraction (no mean x weight product of the
-    whole array per axis and sweep; when every cell is observed, no mask at all), and the
-    means are summed into buffers kept across sweeps.
-    """
-    every_cell_observed = bool(observed.all())
-    counts = [
-        float(max(residual.shape[axis], 1))
-        if every_cell_observed
-        else np.maximum(observed.sum(axis=axis, keepdims=True, dtype=float), 1.0)
-        for axis in axes
-    ]
-    means = [np.empty(_reduced_shape(residual.shape, axis)) for axis in axes]
-    for _ in range(max_iterations):
-        largest = 0.0
-        for axis, count, mean in zip(axes, counts, means, strict=True):
-            np.sum(residual, axis=axis, keepdims=True, out=mean)
-            mean /= count
-            np.subtract(residual, mean, out=residual, where=every_cell_observed or observed)
-            # the largest |mean|, without an array of absolute values
-            largest = max(largest, float(mean.max(initial=0.0)), -float(mean.min(initial=0.0)))
-        if largest < tolerance:
-            break
-
-
-def _reduced_shape(shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
-    """``shape`` with ``axis`` summed out, kept as length 1 (``keepdims=True``)."""
-    reduced = list(shape)
-    reduced[axis] = 1
-    return tuple(reduced)
 
 
 def cell_leverage_complement(observed: ArrayLike) -> np.ndarray:
@@ -128,14 +54,7 @@ def cell_leverage_complement(observed: ArrayLike) -> np.ndarray:
     :math:`M_{cc} = (1 - 1/k)^2`. NaN where not observed or not identifiable.
     """
     pattern = np.asarray(observed, dtype=bool)
-    cells = np.argwhere(pattern)
-    indicators = np.full((len(cells), *pattern.shape), np.nan)
-    indicators[:, pattern] = 0.0
-    indicators[np.arange(len(cells)), cells[:, 0], cells[:, 1]] = 1.0
-    residual = additive_residuals(indicators)
-    leverage = np.full(pattern.shape, np.nan)
-    leverage[cells[:, 0], cells[:, 1]] = residual[np.arange(len(cells)), cells[:, 0], cells[:, 1]]
-    return np.where(leverage > _LEVERAGE_FLOOR, leverage, np.nan)
+    return session_leverage(pattern[None])[0]
 
 
 def spillover_weights(observed: ArrayLike) -> np.ndarray:
@@ -169,38 +88,15 @@ def session_cell_effects(scores: ArrayLike) -> np.ndarray:
 
 
 def session_leverage(observed: ArrayLike) -> np.ndarray:
-    """:math:`M_{cc}` per session and cell: :func:`cell_leverage_complement` of its pattern.
+    """:math:`M_{cc}` per session and cell (:func:`cell_leverage_complement` of its pattern):
+    the diagonal of each session's residual maker, NaN where unobserved or not identifiable.
 
-    ``observed`` is bool (sessions, reviewers, models). The sessions are grouped by their
-    pattern of observed cells (:func:`~llm_council.stats.row_patterns.row_patterns`), so
-    each distinct pattern is solved once.
+    ``observed`` is bool (sessions, reviewers, models); each distinct pattern of observed
+    cells is solved once per block of sessions.
     """
     pattern = np.asarray(observed, dtype=bool)
-    grouped = row_patterns(pattern.reshape(pattern.shape[0], -1))
-    per_pattern = (
-        np.stack([cell_leverage_complement(p.reshape(pattern.shape[1:])) for p in grouped.patterns])
-        if len(grouped.patterns)
-        else np.empty((0, *pattern.shape[1:]))
-    )
-    return per_pattern[grouped.index]
-
-
-def fixed_effect_residuals(
-    values: ArrayLike, *, max_iterations: int = 5000, tolerance: float = 1e-10
-) -> np.ndarray:
-    r"""Residuals of ``y[..., s, r, m] = a[s, r] + b[s, m] + g[r, m] + e`` on observed cells.
-
-    Like :func:`additive_residuals` but also sweeping out a cell effect ``g[r, m]`` shared by
-    all sessions, so what is left is each cell's variation *across sessions*. Alternating
-    projections onto the three fixed-effect spaces (Gaure 2013, "OLS with multiple high
-    dimensional category variables", Comput. Stat. Data Anal. 66) converge to the
-    least-squares residual. Leading axes are independent arrays (covariates stacked).
-    """
-    array = np.asarray(values, dtype=float)
-    observed = np.isfinite(array)
-    residual = np.where(observed, array, 0.0)
-    _sweep_out_means(residual, observed, (-1, -2, -3), max_iterations, tolerance)
-    return residual if observed.all() else np.where(observed, residual, np.nan)
+    leverage = SessionTables(pattern).leverage()
+    return np.where(pattern & (leverage > _LEVERAGE_FLOOR), leverage, np.nan)
 
 
 @dataclass(frozen=True)
@@ -237,30 +133,52 @@ def reviewer_length_slopes(scores: ArrayLike, log_words: ArrayLike) -> LengthSlo
 
 def _length_slopes(values: np.ndarray, observed: np.ndarray, lengths: np.ndarray) -> LengthSlopes:
     """:func:`reviewer_length_slopes` on checked input."""
-    n_sessions, n_reviewers, _ = values.shape
-    # the scores and the covariates (:func:`length_covariates`) in one array, filled in
-    # place, then their fixed-effect residuals, 0 on unobserved cells. Axes (stack,
-    # reviewers, models, sessions): sessions last, so every sweep adds long contiguous rows.
-    by_session_last = np.ascontiguousarray(observed.transpose(1, 2, 0))
-    stacked = np.zeros((n_reviewers + 1, *by_session_last.shape))
-    np.copyto(stacked[0], values.transpose(1, 2, 0), where=by_session_last)
+    n_sessions, n_reviewers, n_models = values.shape
+    # the scores and the covariates (:func:`length_covariates`) side by side on the last
+    # axis, 0 on unobserved cells, then their fixed-effect residuals in place
+    stacked = np.zeros((n_sessions, n_reviewers, n_models, n_reviewers + 1))
+    np.copyto(stacked[..., 0], values, where=observed)
     for reviewer in range(n_reviewers):
         np.copyto(
-            stacked[1 + reviewer, reviewer],
-            lengths[:, reviewer].T,
-            where=by_session_last[reviewer],
+            stacked[:, reviewer, :, 1 + reviewer],
+            lengths[:, reviewer],
+            where=observed[:, reviewer],
         )
-    # means over models (a), reviewers (b), sessions (g), as in fixed_effect_residuals
-    _sweep_out_means(stacked, by_session_last, (-2, -3, -1), 5000, 1e-10)
-    response = stacked[0]
-    design = stacked[1:]  # (reviewers_j, reviewers, models, sessions)
-    gram = np.einsum("jrms,krms->jk", design, design)
+    three_way_residuals(stacked, SessionTables(observed))
+    columns = stacked.reshape(-1, n_reviewers + 1)  # a view: (cells of every session, 1 + j)
+    products = columns.T @ columns
+    gram = products[1:, 1:]
     inverse = np.linalg.pinv(gram, rcond=1e-10)
-    slopes = inverse @ np.einsum("jrms,rms->j", design, response)
-    unexplained = response - np.einsum("j,jrms->rms", slopes, design)
-    per_session = np.einsum("jrms,rms->sj", design, unexplained)
+    slopes = inverse @ products[1:, 0]
+    unexplained = columns @ np.concatenate([[1.0], -slopes])
+    per_session = np.einsum(
+        "scj,sc->sj",
+        stacked.reshape(n_sessions, -1, n_reviewers + 1)[..., 1:],
+        unexplained.reshape(n_sessions, -1),
+    )
     influence = n_sessions * per_session @ inverse.T
     return LengthSlopes(slopes=slopes, influence=influence.reshape(n_sessions, n_reviewers))
+
+
+def three_way_residuals(stacked: np.ndarray, tables: SessionTables) -> np.ndarray:
+    r"""Residuals of ``y[s, r, m] = a[s, r] + b[s, m] + g[r, m] + e``, written into ``stacked``.
+
+    ``stacked`` is (sessions, reviewers, models, k): k arrays with the observed cells of
+    ``tables``, 0 elsewhere. Frisch-Waugh-Lovell with the session effects first: with
+    :math:`P` the per-session two-way projection (:meth:`SessionTables.project`) and ``G``
+    the cell dummies, the residual is :math:`u - P G \hat g` with :math:`u = P y` and
+    :math:`\hat g = (G^	op P G)^{+} G^	op u`, where :math:`G^	op P G = \sum_s M_{O_s}`
+    and :math:`G^	op u` is the sum of ``u`` over sessions (Lovell 1963, JASA 58: 993-1010).
+    Exact, where alternating projections onto the three spaces (Gaure 2013, *Comput.
+    Stat. Data Anal.* 66: 8-18) need thousands of sweeps once cells are missing.
+    """
+    n_sessions, n_reviewers, n_models, n_arrays = stacked.shape
+    tables.project(stacked)
+    totals = stacked.reshape(n_sessions, -1, n_arrays).sum(axis=0)
+    # a cell effect that is a row plus a column effect is absorbed in every session: the
+    # null space of the sum of makers, which the pseudo-inverse leaves out
+    shared = np.linalg.pinv(tables.maker_sum(), rcond=1e-10, hermitian=True) @ totals
+    return tables.subtract_projected(stacked, shared)
 
 
 def length_covariates(log_words: ArrayLike, observed: ArrayLike) -> np.ndarray:
@@ -274,15 +192,14 @@ def length_covariates(log_words: ArrayLike, observed: ArrayLike) -> np.ndarray:
 
 
 def _covariate_residual(
-    lengths: np.ndarray, observed_session_last: np.ndarray, reviewer: int
+    lengths: np.ndarray, observed: np.ndarray, tables: SessionTables, reviewer: int
 ) -> np.ndarray:
-    """:func:`_additive_residuals_zero_filled` of ``X[reviewer]`` of :func:`length_covariates`
-    (0 instead of NaN on unobserved cells), built in the sweeps' (reviewers, models,
-    sessions) layout; one at a time, so the reviewers x sessions x reviewers x models stack
-    is never held."""
-    covariate = np.zeros(observed_session_last.shape)
-    np.copyto(covariate[reviewer], lengths[:, reviewer].T, where=observed_session_last[reviewer])
-    return _swept_session_last(covariate, observed_session_last)
+    """:func:`additive_residuals` of ``X[reviewer]`` of :func:`length_covariates` (0 instead
+    of NaN on unobserved cells); one reviewer at a time, so the reviewers x sessions x
+    reviewers x models stack is never held."""
+    covariate = np.zeros(observed.shape)
+    np.copyto(covariate[:, reviewer], lengths[:, reviewer], where=observed[:, reviewer])
+    return tables.project(covariate)
 
 
 def length_controlled_cell_effects(
@@ -307,15 +224,15 @@ def length_controlled_cell_effects(
     adjusted = values - np.where(observed, fit.slopes[None, :, None] * lengths, 0.0)
     # covariates and adjusted scores are observed where the scores are: one leverage for all
     # (NaN where a cell is unobserved, so the effects are NaN there as before)
-    leverage = session_leverage(observed)
-    effects = additive_residuals(adjusted) / leverage
+    tables = SessionTables(observed)
+    leverage = np.where(observed, tables.leverage(), np.nan)
+    leverage[leverage <= _LEVERAGE_FLOOR] = np.nan
+    residual = tables.project(np.where(observed, adjusted, 0.0))
+    effects = np.where(observed, residual, np.nan) / leverage
     # (reviewers_j, reviewers, models); a cell never observed gets 0 (its effect stays NaN)
-    observed_session_last = np.ascontiguousarray(observed.transpose(1, 2, 0))
     sensitivity = np.stack(
         [
-            _observed_mean(
-                _covariate_residual(lengths, observed_session_last, reviewer) / leverage, axis=0
-            )
+            _observed_mean(_covariate_residual(lengths, observed, tables, reviewer) / leverage, 0)
             for reviewer in range(values.shape[1])
         ]
     )

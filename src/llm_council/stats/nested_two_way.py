@@ -11,9 +11,12 @@ Both sets of effects are nested in sessions, so the least-squares residual of
 splits into one small problem per session: on the session's row x column table of
 observed cells ``O``, the residual is :math:`M_O v` with the residual maker
 :math:`M_O = I - X_O X_O^{+}` of the row and column dummies :math:`X_O` (Frisch-Waugh-Lovell).
-:math:`M_O` depends on the pattern ``O`` alone, so sessions are grouped by pattern and each
-:math:`M_O` is computed once and applied to all of that pattern's sessions (and every
-column of ``values``) in one matrix product.
+:math:`M_O` depends on the pattern ``O`` alone, so within a block of sessions each distinct
+pattern's :math:`M_O` is computed once (one batched pseudo-inverse for all of them) and
+applied to every session with that pattern and every column of ``values``: one matrix
+product when the block has one pattern (complete tables), a batched product of each
+session's maker with its table otherwise (recused reviewers, missing scores: hundreds of
+patterns, each rare).
 
 This is the limit that alternating projections (demean within column, then within row,
 repeated) converge to: the projection onto the orthogonal complement of the sum of the two
@@ -31,30 +34,46 @@ from llm_council.stats.row_patterns import row_patterns
 #: past this many table cells per observation (a few sessions far wider than the rest) the
 #: padded session tables would waste memory; the caller falls back to its iteration
 _MAX_CELLS_PER_OBSERVATION = 4
-#: past this many distinct patterns of observed cells (ragged, messy sessions) one solve per
-#: pattern costs more than it saves (and their makers take memory); the caller iterates
-MAX_PATTERNS = 256
 #: doubles per block of sessions projected at once (about 16 MB), so temporaries stay small
 _BLOCK_DOUBLES = 2_000_000
+#: up to this many distinct patterns in a block, each pattern's sessions are multiplied
+#: by its maker in one product; past it, every session's maker is gathered and applied
+#: in one batched product (a loop over hundreds of rare patterns costs more)
+_LOOPED_PATTERNS = 8
+
+
+def residual_makers(
+    observed: np.ndarray, cell_rows: np.ndarray, cell_columns: np.ndarray
+) -> np.ndarray:
+    """``M_O`` of each pattern at once: ``(P, cells)`` bool in, ``(P, cells, cells)`` out.
+
+    Cell ``c`` of a pattern lies in table row ``cell_rows[c]`` and column
+    ``cell_columns[c]``. :math:`M_O = D_O - X_O X_O^{+}` with :math:`D_O` the diagonal of
+    observed cells and :math:`X_O` the row and column dummies, zero on unobserved cells, so
+    their rows and columns of ``M_O`` are 0 (``np.linalg.pinv``, batched, handles the rank
+    deficiency: a common constant lies in both dummy spaces).
+    """
+    patterns = np.asarray(observed, dtype=bool)
+    n_patterns, n_cells = patterns.shape
+    n_rows = int(cell_rows.max(initial=-1)) + 1
+    n_columns = int(cell_columns.max(initial=-1)) + 1
+    flags = patterns.astype(float)
+    design = np.zeros((n_patterns, n_cells, n_rows + n_columns))
+    cells = np.arange(n_cells)
+    design[:, cells, cell_rows] = flags
+    design[:, cells, n_rows + cell_columns] = flags
+    makers = -(design @ np.linalg.pinv(design))
+    makers *= flags[:, None, :]  # exact zeros (not rounding) in unobserved cells' columns
+    makers[:, cells, cells] += flags
+    return makers
 
 
 def residual_maker(pattern: np.ndarray) -> np.ndarray:
-    """``M_O`` on the flattened (rows x columns) table; rows and columns of unobserved cells are 0.
-
-    ``pattern`` is bool (rows, columns). :math:`M_O = I - X (X^\\top X)^{+} X^\\top` on the
-    observed cells (``np.linalg.pinv`` handles the rank deficiency: a common constant lies
-    in both dummy spaces).
-    """
-    observed = np.asarray(pattern, dtype=bool)
-    n_rows, n_columns = observed.shape
-    cells = np.flatnonzero(observed.reshape(-1))
-    design = np.zeros((cells.size, n_rows + n_columns))
-    design[np.arange(cells.size), cells // n_columns] = 1.0
-    design[np.arange(cells.size), n_rows + cells % n_columns] = 1.0
-    local = np.eye(cells.size) - design @ np.linalg.pinv(design)
-    maker = np.zeros((n_rows * n_columns, n_rows * n_columns))
-    maker[np.ix_(cells, cells)] = local
-    return maker
+    """``M_O`` of one (rows, columns) bool pattern, on the flattened table (row-major)."""
+    table = np.asarray(pattern, dtype=bool)
+    n_rows, n_columns = table.shape
+    cells = np.arange(n_rows * n_columns)
+    return residual_makers(table.reshape(1, -1), cells // n_columns, cells % n_columns)[0]
 
 
 def nested_two_way_residuals(
@@ -71,8 +90,7 @@ def nested_two_way_residuals(
     effect is fitted per session and row) and ``column`` dense codes ``0 .. A-1`` of ids
     that each lie in one session. Returns None (the caller iterates instead) when the
     input is not a set of session tables: a column spread over two sessions, two
-    observations in one (session, row, column) cell, tables much wider than the data, or
-    more than ``MAX_PATTERNS`` distinct patterns of observed cells.
+    observations in one (session, row, column) cell, or tables much wider than the data.
     With ``overwrite`` the residuals are written into ``values`` (a float64 C-contiguous
     array) and it is returned, so the caller holds one copy; ``values`` is unchanged when
     None is returned.
@@ -109,22 +127,18 @@ def nested_two_way_residuals(
         return None
     observed = np.zeros((n_sessions, n_cells), dtype=bool)
     observed[session, cell] = True
-    grouped = row_patterns(observed)
-    del observed, slot
-    if len(grouped.patterns) > MAX_PATTERNS:
-        return None
-    makers = [residual_maker(p.reshape(height, width)) for p in grouped.patterns]
-    # blocks sized on the full table: the per-row temporaries of a block stay as before
-    sessions_per_block = max(1, _BLOCK_DOUBLES // (n_cells * values.shape[1]))
     # A cell no session observed (e.g. a reviewer's own answer) is a zero row and column of
     # every maker: left out of the padded tables, which shrinks them and the products.
-    used_cells = np.flatnonzero(grouped.patterns.any(axis=0))
-    if used_cells.size < n_cells:
-        makers = [maker[np.ix_(used_cells, used_cells)] for maker in makers]
-        place_of_cell = np.zeros(n_cells, dtype=cell.dtype)
-        place_of_cell[used_cells] = np.arange(used_cells.size)
-        cell = place_of_cell[cell]
-        n_cells = used_cells.size
+    used_cells = np.flatnonzero(observed.any(axis=0))
+    observed = observed[:, used_cells]
+    place_of_cell = np.zeros(n_cells, dtype=cell.dtype)
+    place_of_cell[used_cells] = np.arange(used_cells.size)
+    cell = place_of_cell[cell]
+    del slot
+    cell_rows, cell_columns = used_cells // width, used_cells % width
+    n_cells = used_cells.size
+    # blocks bound the padded table and the gathered makers of a block of sessions
+    sessions_per_block = max(1, _BLOCK_DOUBLES // (n_cells * max(values.shape[1], n_cells)))
     residuals = values if overwrite else np.empty_like(values, dtype=float)
     # sessions in blocks of consecutive codes, so one padded table of a block is held at a
     # time; rows in session order (a stable sort is linear on rows already in that order)
@@ -135,8 +149,10 @@ def nested_two_way_residuals(
         last = min(first + sessions_per_block, n_sessions)
         low, high = np.searchsorted(sorted_sessions, [first, last])
         rows: slice | np.ndarray = slice(low, high) if by_session is None else by_session[low:high]
+        grouped = row_patterns(observed[first:last])
+        makers = residual_makers(grouped.patterns, cell_rows, cell_columns)
         residuals[rows] = _project_block(
-            values[rows], session[rows] - first, cell[rows], grouped.index[first:last], makers
+            values[rows], session[rows] - first, cell[rows], grouped.index, makers
         )
     return residuals
 
@@ -146,21 +162,22 @@ def _project_block(
     local_session: np.ndarray,
     cell: np.ndarray,
     pattern_of_session: np.ndarray,
-    makers: list[np.ndarray],
+    makers: np.ndarray,
 ) -> np.ndarray:
-    """One block of sessions: pad into (cells, sessions, k), apply each pattern's maker."""
-    n_cells = makers[0].shape[0]
+    """One block of sessions: pad into (cells, sessions, k), apply each session's maker."""
+    n_patterns, n_cells = makers.shape[:2]
     n_sessions, n_values = pattern_of_session.size, values.shape[1]
     table = np.zeros((n_cells, n_sessions, n_values))
     where = cell * n_sessions + local_session  # row of (cell, session) in the flat table
     table.reshape(-1, n_values)[where] = values
-    present = np.flatnonzero(np.bincount(pattern_of_session, minlength=len(makers)))
-    for number in present:
-        maker = makers[int(number)]
-        if present.size == 1:  # one pattern: the whole table, as a view
-            table = (maker @ table.reshape(n_cells, -1)).reshape(table.shape)
-            break
-        members = np.flatnonzero(pattern_of_session == number)
-        block = table[:, members].reshape(n_cells, -1)
-        table[:, members] = (maker @ block).reshape(n_cells, members.size, n_values)
+    if n_patterns == 1:  # complete tables, or one pattern: the whole table, as a view
+        table = (makers[0] @ table.reshape(n_cells, -1)).reshape(table.shape)
+    elif n_patterns <= _LOOPED_PATTERNS:
+        for number in range(n_patterns):
+            members = np.flatnonzero(pattern_of_session == number)
+            block = table[:, members].reshape(n_cells, -1)
+            table[:, members] = (makers[number] @ block).reshape(n_cells, members.size, n_values)
+    else:  # many rare patterns: each session's maker times its (cells, k) table, batched
+        projected = makers[pattern_of_session] @ table.transpose(1, 0, 2)
+        table = projected.transpose(1, 0, 2)
     return np.take(table.reshape(-1, n_values), where, axis=0)

@@ -27,8 +27,8 @@ by the residual maker of its pattern of observed cells
 (:mod:`llm_council.stats.nested_two_way`). That is the limit of the alternating projections
 (demeaning within answer and within review until the columns stop changing; Gaure 2013, "OLS
 with multiple high dimensional category variables", *Comput. Stat. Data Anal.* 66: 8-18),
-which remain the method when the rows are not one table per session (a reviewer scoring one
-answer twice) or the sessions are too ragged for one solve per pattern. With 3
+which remain the method only when the rows are not one table per session (a reviewer scoring
+one answer twice); any number of missing cells or patterns is projected exactly. With 3
 members a symmetric similarity lies wholly in the span of the two sets of effects (the one
 residual direction of a 3 x 3 grid without its diagonal is a cycle on which a symmetric
 x sums to zero), so nothing is identified there. Intervals and tests use the
