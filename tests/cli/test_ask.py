@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from fakes.council_server import CouncilServer
+from fakes.loopback_http import ReceivedRequest, Reply, openai_completion_body
 from llm_council.cli.app import main
 
 
@@ -70,3 +72,43 @@ def test_console_script_is_installed() -> None:
         timeout=60,
     )
     assert completed.returncode == 0 and "ask" in completed.stdout
+
+
+#: markup rich would parse, a closing tag with nothing open (rich raised MarkupError on it),
+#: a terminal escape that clears the screen, a bidi override
+HOSTILE = "[/] arr[i] = [bold]x[/bold] \x1b[2J\u202egnp.exe"
+
+
+class HostileAnswers(CouncilServer):
+    """A council server whose stage-1 answers and synthesis are hostile text."""
+
+    def choose_reply(self, request: ReceivedRequest) -> Reply:
+        reply = super().choose_reply(request)
+        body = request.body if isinstance(request.body, dict) else {}
+        prompt = str(body.get("messages", ""))
+        if "<<<CANDIDATE " in prompt and "As chairman" not in prompt:
+            return reply  # the reviews stay parseable
+        return Reply(200, openai_completion_body(HOSTILE, str(body.get("model"))))
+
+
+def test_ask_shows_hostile_model_text_literally_with_controls_escaped(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-secret")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("COLUMNS", "200")
+    with HostileAnswers().running() as server:
+        member = f'spec = "openai:m", options = {{ base_url = "{server.base_url}" }}'
+        config = tmp_path / "council.toml"
+        config.write_text(
+            "[council]\nmembers = [\n"
+            + "".join(f'  {{ name = "[red]m{i}[/]", {member} }},\n' for i in range(3))
+            + f']\nchairman = {{ name = "chair", {member} }}\n'
+            + "[retry]\nmax_attempts = 1\ntimeout_s = 10\n"
+        )
+        code, out, err = run_cli(capsys, "ask", "q?", "--config", str(config), "--seed", "2")
+    assert code == 0, err
+    expected = "[/] arr[i] = [bold]x[/bold] \\u001b[2J\\u202egnp.exe"
+    assert out.count(expected) == 4  # three answers and the synthesis, as written
+    assert "\x1b" not in out and "\u202e" not in out
+    assert out.count("[red]m0[/]") >= 2  # the member's name, in its panel and the tables

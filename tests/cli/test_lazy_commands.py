@@ -132,3 +132,42 @@ def test_every_council_error_line_goes_through_the_terminal_filter(
     err = capsys.readouterr().err
     assert code != 0
     assert err == "error: bad line from \\u202eelif\\u001b[2J\n"
+
+
+def _help_texts(name: str) -> list[str]:
+    """The docstring and every option's help of command ``name``, as written in the code."""
+    module = importlib.import_module(COMMANDS[name].module)
+    holder = typer.Typer()
+    module.register(holder)
+    command = typer.main.get_group(holder).commands[name]
+    texts = [line for line in (command.help or "").split("\n\n") if line.strip()]
+    return texts + [text for param in command.params if (text := getattr(param, "help", None))]
+
+
+def test_every_help_text_reaches_the_rich_help_as_written() -> None:
+    """Rich help reads ``[word]`` as a style tag and drops it (``llm-council[spark]`` once
+    printed as ``llm-council``): every command's help, rendered with rich, holds every
+    docstring paragraph and option help word for word."""
+    separator = "=====8<====="
+    code = (
+        "import sys\nfrom llm_council.cli.app import main\n"
+        f"for name in {sorted(COMMANDS)!r}:\n"
+        f"    print({separator!r}, name)\n"
+        "    try:\n        main([name, '--help'])\n    except SystemExit:\n        pass\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "400", "TERM": "dumb", "TYPER_USE_RICH": "1"},
+    )
+    assert result.returncode == 0, result.stderr
+    rendered = {
+        part.split(None, 1)[0]: " ".join(part.replace("│", " ").split()[1:])
+        for part in result.stdout.split(separator)[1:]
+    }
+    assert set(rendered) == set(COMMANDS)
+    assert "╭" in result.stdout, "expected rich's boxed help (ADR 0029)"
+    for name in COMMANDS:
+        for text in _help_texts(name):
+            assert " ".join(text.split()) in rendered[name], (name, text)

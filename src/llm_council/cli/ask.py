@@ -1,4 +1,11 @@
-"""``llm-council ask``: run one council session and show it (or print it as JSON)."""
+"""``llm-council ask``: run one council session and show it (or print it as JSON).
+
+Everything shown comes from models or the user's config (answers, reviews, member names,
+provider errors), so it is hostile text: it reaches rich only as :class:`rich.text.Text`
+built by :func:`shown`, never as a string rich would parse as markup (an answer holding
+``arr[i]`` would lose ``[i]`` as an italic tag, and ``[/]`` crashed the command), and with
+control and bidi characters escaped (:func:`~llm_council.safe_text.terminal_safe`).
+"""
 
 from __future__ import annotations
 
@@ -12,14 +19,21 @@ import typer
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from llm_council.config import load_council_config
 from llm_council.council import run_full_council
 from llm_council.log_setup import configure_logging
 from llm_council.results import CouncilResult
+from llm_council.safe_text import terminal_safe
 from llm_council.tracing_setup import configure_tracing_from_env
 
 ANSWER_PREVIEW_CHARS = 600
+
+
+def shown(text: object, style: str = "") -> Text:
+    """``text`` as rich shows it literally: no markup, control characters escaped."""
+    return Text(terminal_safe(str(text)), style=style)
 
 
 def _rankings_table(result: CouncilResult) -> Table:
@@ -40,7 +54,7 @@ def _rankings_table(result: CouncilResult) -> Table:
             if review.ok
             else f"{review.parse_status}: {review.error or review.parse_error}"
         )
-        table.add_row(review.reviewer, "\n".join(cells) or "-", status)
+        table.add_row(shown(review.reviewer), shown("\n".join(cells) or "-"), shown(status))
     return table
 
 
@@ -53,12 +67,12 @@ def _aggregate_table(result: CouncilResult) -> Table:
         mean_score = "-" if row["mean_score"] is None else f"{row['mean_score']:.2f}"
         table.add_row(
             str(row["place"]),
-            row["model"],
+            shown(row["model"]),
             mean_rank,
             f"{row['borda_points']:g}",
             mean_score,
             str(row["rank_votes"]),
-            row["tie_note"] or "",
+            shown(row["tie_note"] or ""),
         )
     return table
 
@@ -68,40 +82,50 @@ def render_result(result: CouncilResult, console: Console) -> None:
     for answer in result.stage1:
         if answer.ok:
             text = answer.text or ""
-            shown = (
+            preview = (
                 text
                 if len(text) <= ANSWER_PREVIEW_CHARS
                 else text[:ANSWER_PREVIEW_CHARS] + " [...]"
             )
             console.print(
-                Panel(shown, title=f"{answer.member} ({answer.spec})", title_align="left")
+                Panel(
+                    shown(preview),
+                    title=shown(f"{answer.member} ({answer.spec})"),
+                    title_align="left",
+                )
             )
         else:
-            console.print(
-                Panel(f"[red]failed:[/red] {answer.error}", title=answer.member, title_align="left")
-            )
+            failed = Text.assemble(("failed: ", "red"), shown(answer.error))
+            console.print(Panel(failed, title=shown(answer.member), title_align="left"))
     console.print(_rankings_table(result))
     console.print(_aggregate_table(result))
     synthesis = result.stage3
     title = f"Stage 3: synthesis by {synthesis.chairman}" + (
         " (FALLBACK: chairman failed)" if synthesis.is_fallback else ""
     )
-    console.print(Panel(synthesis.text, title=title, title_align="left"))
+    console.print(Panel(shown(synthesis.text), title=shown(title), title_align="left"))
     for failure in result.metadata["degraded"]:
         console.print(
-            f"[yellow]degraded:[/yellow] {failure['stage']} by {failure['member']}: "
-            f"{failure['error']}"
+            Text.assemble(
+                ("degraded: ", "yellow"),
+                shown(f"{failure['stage']} by {failure['member']}: {failure['error']}"),
+            )
         )
     for failure in result.metadata.get("middleware_errors", []):
         console.print(
-            f"[yellow]middleware error:[/yellow] {failure['middleware']}.{failure['hook']}: "
-            f"{failure['error']}"
+            Text.assemble(
+                ("middleware error: ", "yellow"),
+                shown(f"{failure['middleware']}.{failure['hook']}: {failure['error']}"),
+            )
         )
     audit = result.metadata.get("bias_audit")
     if isinstance(audit, dict):
         console.print(
-            f"bias audit: overall risk [bold]{audit.get('overall_bias_risk')}[/bold] "
-            "(full figures with --json)"
+            Text.assemble(
+                "bias audit: overall risk ",
+                shown(audit.get("overall_bias_risk"), "bold"),
+                " (full figures with --json)",
+            )
         )
 
 

@@ -14,6 +14,7 @@ import typer
 
 from llm_council.atomic_files import write_text_atomically
 from llm_council.errors import ConfigError
+from llm_council.safe_text import terminal_safe
 
 
 class Engine(StrEnum):
@@ -81,7 +82,8 @@ def bias_report(
     engine: Annotated[
         Engine,
         typer.Option(
-            "--engine", help="duckdb, or spark (a Parquet directory; needs llm-council[spark])."
+            "--engine",
+            help="duckdb, or spark (a Parquet directory; needs the spark extra, pyspark).",
         ),
     ] = Engine.duckdb,
     since: Annotated[
@@ -115,7 +117,7 @@ def bias_report(
             on_step=on_step,
         )
     for warning in report.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(f"warning: {terminal_safe(warning)}", file=sys.stderr)
     text = RENDERERS[output_format.value](report)
     if out is None:
         sys.stdout.write(text)
