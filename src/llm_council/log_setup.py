@@ -12,6 +12,11 @@ when both Google key variables are set, for instance). Those records are sent th
 the same redaction and renderer, so ``--log-json`` output stays JSON lines and an SDK
 message cannot bypass the redaction; SDK loggers are kept at WARNING or above because
 their debug output includes whole requests.
+
+On the console, every text value of an event has its control and bidi characters shown as
+``\\uXXXX`` escapes (:func:`~llm_council.safe_text.terminal_safe`): an error message
+quotes what a provider's server sent, and an escape sequence in it would otherwise reach
+the terminal (clear the screen, retitle the window). JSON lines escape them already.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from collections.abc import MutableMapping
 from typing import Any
 
 import structlog
+
+from llm_council.safe_text import terminal_safe
 
 SECRET_ENV_VARS = (
     "OPENAI_API_KEY",
@@ -95,6 +102,15 @@ def _redact_processor(
     return event_dict
 
 
+def _terminal_safe_processor(
+    _: Any, __: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    for key, value in list(event_dict.items()):
+        if isinstance(value, str):
+            event_dict[key] = terminal_safe(value)
+    return event_dict
+
+
 class _CurrentStderr:
     """Writes to whatever ``sys.stderr`` is *now*, so a replaced stream (pytest's capture,
     a caller's redirect) that was later closed is never written to."""
@@ -118,6 +134,15 @@ class _CurrentStderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
+def _console_safety(renderer: Any) -> list[Any]:
+    """The terminal-escaping processor for a console renderer (none for JSON lines)."""
+    return (
+        []
+        if isinstance(renderer, structlog.processors.JSONRenderer)
+        else [_terminal_safe_processor]
+    )
+
+
 def _route_standard_logging(renderer: Any, level: str) -> None:
     """Render stdlib ``logging`` records (the SDKs') like ours: redacted, same format."""
     handler = _CurrentStderrHandler()
@@ -129,7 +154,11 @@ def _route_standard_logging(renderer: Any, level: str) -> None:
                 structlog.processors.TimeStamper(fmt="iso", utc=True),
                 _redact_processor,
             ],
-            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                *_console_safety(renderer),
+                renderer,
+            ],
         )
     )
     root = logging.getLogger()
@@ -160,6 +189,7 @@ def configure_logging(
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             _redact_processor,
+            *_console_safety(renderer),
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(
