@@ -35,6 +35,7 @@ def build_report(
     engine: str = "duckdb",
     on_step: Callable[[str], None] | None = None,
     memory_limit: str = DEFAULT_MEMORY_LIMIT,
+    reproducible: bool = False,
 ) -> BiasReport:
     """Analyse every readable record in ``store_path`` (optionally only those since ``since``).
 
@@ -42,6 +43,8 @@ def build_report(
     ``engine="spark"`` a Parquet directory is scanned by Apache Spark (:mod:`.loading`).
     ``on_step`` is called with the name of each step as it starts (for a progress bar).
     ``memory_limit`` caps DuckDB's memory; past it, its tables spill to a temporary directory.
+    ``reproducible`` gives the same figures to the last bit on every run (sorted records,
+    DuckDB and BLAS on one thread: :func:`~.loading.load_store`), about 10% slower.
     """
     step = on_step or (lambda _name: None)
     cutoff = parse_since(since) if since else None
@@ -55,6 +58,7 @@ def build_report(
         engine=engine,
         until=end,
         memory_limit=memory_limit,
+        reproducible=reproducible,
     )
     if store.n_records == 0:
         detail = (f" since {since}" if since else "") + (f" until {until}" if until else "")
@@ -67,7 +71,7 @@ def build_report(
         # drains evenly; on a large store they run one at a time, each when its result is
         # asked for below, so the progress steps name what is running.
         parallel = store.n_records <= PARALLEL_MAX_RECORDS
-        with SectionRunner(connection, parallel=parallel) as runner:
+        with SectionRunner(connection, parallel=parallel, one_blas_thread=reproducible) as runner:
             board_future = runner.submit(build_leaderboard, n_resamples=n_resamples, seed=seed)
             step("profiling reviewers")
             forced_choice = scores_sum_to_a_constant(connection)  # both need it: ask once

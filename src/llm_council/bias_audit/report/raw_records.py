@@ -124,12 +124,17 @@ def create_records_table(
     lines_sql: str,
     sessions_sql: str,
     parameters: list[object],
+    *,
+    ordered: bool = False,
 ) -> None:
     """``records``, the analyses' table: the lines ``lines_sql`` selects, in the sessions
     ``sessions_sql`` lists (one ``session_id`` per row).
 
     Sessions get dense indices in ``session_id`` order, so every source and engine numbers
-    them alike (the bootstrap resamples by index).
+    them alike (the bootstrap resamples by index). With ``ordered`` the rows are stored
+    sorted on every column (``ORDER BY ALL``): the same store gives the same row order on
+    every run, where DuckDB's parallel join leaves it to thread timing (a reproducible
+    report, :func:`~llm_council.bias_audit.report.loading.load_store`).
     """
     connection.execute(
         f"""CREATE TABLE records AS
@@ -147,7 +152,8 @@ def create_records_table(
                    coalesce(score_scale[2], 10.0) AS scale_high,
                    TRY_CAST(timestamp AS TIMESTAMPTZ) AS time,
                    similarity_to_own AS similarity
-            FROM ({lines_sql}) AS kept JOIN sessions USING (session_id)""",
+            FROM ({lines_sql}) AS kept JOIN sessions USING (session_id)
+            {"ORDER BY ALL" if ordered else ""}""",
         parameters,
     )
 
@@ -188,8 +194,10 @@ def build_records(
     *,
     since: datetime | None,
     until: datetime | None = None,
+    ordered: bool = False,
 ) -> RecordCounts:
-    """Create ``records`` (the analyses' table) from ``raw_lines``, then drop ``raw_lines``."""
+    """Create ``records`` (the analyses' table) from ``raw_lines``, then drop ``raw_lines``
+    (``ordered``: :func:`create_records_table`)."""
     counts = connection.execute(
         f"""SELECT count(*),
                    count(*) FILTER (WHERE schema_version IS NOT NULL AND {VALID_LINE}),
@@ -214,6 +222,7 @@ def build_records(
         f"AND {since_sql}",
         sessions_sql,
         [*since_parameters, *since_parameters],
+        ordered=ordered,
     )
     drop_raw_lines(connection)
     connection.execute("DROP TABLE session_check")

@@ -10,8 +10,9 @@ another; each seeds its own random generator).
 
 While the two workers run, BLAS (numpy's matrix products) is held to one thread: the
 workers already keep both cores busy, and OpenBLAS splitting even a 65,000 x 17 product
-over two threads spent 2-3x the CPU for it (ADR 0036). The process's previous BLAS
-thread count is restored when the runner closes.
+over two threads spent 2-3x the CPU for it (ADR 0036). Run sequentially, BLAS keeps its
+threads, unless ``one_blas_thread`` (a reproducible report: one summation order). The
+process's previous BLAS thread count is restored when the runner closes.
 """
 
 from __future__ import annotations
@@ -75,9 +76,16 @@ class SectionRunner:
     """``submit(section, *args)`` runs ``section(connection, *args)`` in a worker, or on the
     calling thread when its result is asked for (sequential mode)."""
 
-    def __init__(self, connection: duckdb.DuckDBPyConnection, *, parallel: bool) -> None:
+    def __init__(
+        self,
+        connection: duckdb.DuckDBPyConnection,
+        *,
+        parallel: bool,
+        one_blas_thread: bool = False,
+    ) -> None:
         self._connection = connection
         self._pool = ThreadPoolExecutor(max_workers=_WORKERS) if parallel else None
+        self._one_blas_thread = parallel or one_blas_thread
         self._blas_limit: Any = None
 
     @property
@@ -98,7 +106,7 @@ class SectionRunner:
         return _RunOnResult(lambda: section(connection, *args, **kwargs))
 
     def __enter__(self) -> SectionRunner:
-        if self._pool is not None:
+        if self._one_blas_thread:
             from threadpoolctl import threadpool_limits
 
             self._blas_limit = threadpool_limits(limits=1, user_api="blas")
