@@ -167,8 +167,8 @@ def three_way_residuals(stacked: np.ndarray, tables: SessionTables) -> np.ndarra
     ``tables``, 0 elsewhere. Frisch-Waugh-Lovell with the session effects first: with
     :math:`P` the per-session two-way projection (:meth:`SessionTables.project`) and ``G``
     the cell dummies, the residual is :math:`u - P G \hat g` with :math:`u = P y` and
-    :math:`\hat g = (G^	op P G)^{+} G^	op u`, where :math:`G^	op P G = \sum_s M_{O_s}`
-    and :math:`G^	op u` is the sum of ``u`` over sessions (Lovell 1963, JASA 58: 993-1010).
+    :math:`\hat g = (G^\top P G)^{+} G^\top u`, where :math:`G^\top P G = \sum_s M_{O_s}`
+    and :math:`G^\top u` is the sum of ``u`` over sessions (Lovell 1963, JASA 58: 993-1010).
     Exact, where alternating projections onto the three spaces (Gaure 2013, *Comput.
     Stat. Data Anal.* 66: 8-18) need thousands of sweeps once cells are missing.
     """
