@@ -38,9 +38,26 @@ def csv_text_cell(text: str) -> str:
     return "'" + text if text.startswith(FORMULA_PREFIXES) else text
 
 
+#: the same characters but line feed and tab: what a multi-line text keeps
+_UNSAFE_IN_LINES = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
 def terminal_safe(text: str) -> str:
     """``text`` with control and bidi-override characters shown as ``\\uXXXX`` escapes."""
-    return _UNSAFE_FOR_TERMINAL.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    return _UNSAFE_FOR_TERMINAL.sub(_escaped, text)
+
+
+def terminal_safe_lines(text: str) -> str:
+    """:func:`terminal_safe` for multi-line text (a model's answer): line feeds and tabs
+    stay, a CRLF becomes a line feed, every other control character (a lone CR, which
+    would overwrite the line, included) is escaped."""
+    return _UNSAFE_IN_LINES.sub(_escaped, text.replace("\r\n", "\n"))
 
 
 def ellipsize_middle(text: str, max_chars: int = LABEL_MAX_CHARS) -> str:

@@ -76,7 +76,7 @@ def test_console_script_is_installed() -> None:
 
 #: markup rich would parse, a closing tag with nothing open (rich raised MarkupError on it),
 #: a terminal escape that clears the screen, a bidi override
-HOSTILE = "[/] arr[i] = [bold]x[/bold] \x1b[2J\u202egnp.exe"
+HOSTILE = "[/] arr[i] = [bold]x[/bold] \x1b[2J\u202egnp.exe\r\nsecond line\rover"
 
 
 class HostileAnswers(CouncilServer):
@@ -110,5 +110,10 @@ def test_ask_shows_hostile_model_text_literally_with_controls_escaped(
     assert code == 0, err
     expected = "[/] arr[i] = [bold]x[/bold] \\u001b[2J\\u202egnp.exe"
     assert out.count(expected) == 4  # three answers and the synthesis, as written
-    assert "\x1b" not in out and "\u202e" not in out
+    # the answers' own line break stays a line break; a lone CR (it would overwrite the
+    # line) is escaped
+    assert out.count("second line\\u000dover") == 4
+    assert "\x1b" not in out and "\u202e" not in out and "\r" not in out
+    # the rankings cell lists one candidate per line, not joined by escaped line feeds
+    assert "\\u000a" not in out and "->[red]m1[/]: " in out
     assert out.count("[red]m0[/]") >= 2  # the member's name, in its panel and the tables

@@ -2,9 +2,10 @@
 
 Everything shown comes from models or the user's config (answers, reviews, member names,
 provider errors), so it is hostile text: it reaches rich only as :class:`rich.text.Text`
-built by :func:`shown`, never as a string rich would parse as markup (an answer holding
-``arr[i]`` would lose ``[i]`` as an italic tag, and ``[/]`` crashed the command), and with
-control and bidi characters escaped (:func:`~llm_council.safe_text.terminal_safe`).
+built by :func:`shown` or :func:`shown_lines`, never as a string rich would parse as
+markup (an answer holding ``arr[i]`` would lose ``[i]`` as an italic tag, and ``[/]``
+crashed the command), and with control and bidi characters escaped
+(:mod:`llm_council.safe_text`; a multi-line text keeps its line feeds and tabs).
 """
 
 from __future__ import annotations
@@ -25,15 +26,20 @@ from llm_council.config import load_council_config
 from llm_council.council import run_full_council
 from llm_council.log_setup import configure_logging
 from llm_council.results import CouncilResult
-from llm_council.safe_text import terminal_safe
+from llm_council.safe_text import terminal_safe, terminal_safe_lines
 from llm_council.tracing_setup import configure_tracing_from_env
 
 ANSWER_PREVIEW_CHARS = 600
 
 
 def shown(text: object, style: str = "") -> Text:
-    """``text`` as rich shows it literally: no markup, control characters escaped."""
+    """One-line ``text`` as rich shows it literally: no markup, control characters escaped."""
     return Text(terminal_safe(str(text)), style=style)
+
+
+def shown_lines(text: object) -> Text:
+    """Multi-line ``text`` (an answer, an error) shown literally, its line breaks kept."""
+    return Text(terminal_safe_lines(str(text)))
 
 
 def _rankings_table(result: CouncilResult) -> Table:
@@ -54,7 +60,8 @@ def _rankings_table(result: CouncilResult) -> Table:
             if review.ok
             else f"{review.parse_status}: {review.error or review.parse_error}"
         )
-        table.add_row(shown(review.reviewer), shown("\n".join(cells) or "-"), shown(status))
+        ranking = Text("\n").join(shown(cell) for cell in cells) if cells else Text("-")
+        table.add_row(shown(review.reviewer), ranking, shown_lines(status))
     return table
 
 
@@ -89,13 +96,13 @@ def render_result(result: CouncilResult, console: Console) -> None:
             )
             console.print(
                 Panel(
-                    shown(preview),
+                    shown_lines(preview),
                     title=shown(f"{answer.member} ({answer.spec})"),
                     title_align="left",
                 )
             )
         else:
-            failed = Text.assemble(("failed: ", "red"), shown(answer.error))
+            failed = Text.assemble(("failed: ", "red"), shown_lines(answer.error))
             console.print(Panel(failed, title=shown(answer.member), title_align="left"))
     console.print(_rankings_table(result))
     console.print(_aggregate_table(result))
@@ -103,19 +110,19 @@ def render_result(result: CouncilResult, console: Console) -> None:
     title = f"Stage 3: synthesis by {synthesis.chairman}" + (
         " (FALLBACK: chairman failed)" if synthesis.is_fallback else ""
     )
-    console.print(Panel(shown(synthesis.text), title=shown(title), title_align="left"))
+    console.print(Panel(shown_lines(synthesis.text), title=shown(title), title_align="left"))
     for failure in result.metadata["degraded"]:
         console.print(
             Text.assemble(
                 ("degraded: ", "yellow"),
-                shown(f"{failure['stage']} by {failure['member']}: {failure['error']}"),
+                shown_lines(f"{failure['stage']} by {failure['member']}: {failure['error']}"),
             )
         )
     for failure in result.metadata.get("middleware_errors", []):
         console.print(
             Text.assemble(
                 ("middleware error: ", "yellow"),
-                shown(f"{failure['middleware']}.{failure['hook']}: {failure['error']}"),
+                shown_lines(f"{failure['middleware']}.{failure['hook']}: {failure['error']}"),
             )
         )
     audit = result.metadata.get("bias_audit")
