@@ -288,3 +288,33 @@ def test_the_switch_accepts_on_and_refuses_a_typo(monkeypatch: pytest.MonkeyPatc
     monkeypatch.delenv("LLM_COUNCIL_BIAS_AUDIT")
     monkeypatch.setenv("BIAS_AUDIT_ENABLED", "true")
     assert BiasAuditMiddleware().enabled()
+
+
+@pytest.mark.parametrize("audit", ["false", "true"])
+def test_the_audits_statistics_are_imported_only_when_the_audit_is_on(
+    audit: str, tmp_path: Path
+) -> None:
+    """The entry point loads the middleware class in every council process; its numpy and
+    scipy work (about 0.3 s of start-up) loads only when the audit runs."""
+    import subprocess
+    import sys
+
+    code = (
+        "import asyncio, sys\n"
+        "from llm_council import run_full_council\n"
+        "result = asyncio.run(run_full_council('q?', seed=1))\n"
+        "print('bias_audit' in result.metadata, 'scipy' in sys.modules,"
+        " 'llm_council.bias_audit.session_audit' in sys.modules)\n"
+    )
+    environment = {
+        **os.environ,
+        "LLM_COUNCIL_BIAS_AUDIT": audit,
+        "LLM_COUNCIL_BIAS_STORE": str(tmp_path / "records.jsonl"),
+    }
+    environment.pop("BIAS_AUDIT_ENABLED", None)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=environment
+    )
+    assert result.returncode == 0, result.stderr
+    expected = "True True True" if audit == "true" else "False False False"
+    assert result.stdout.split("\n")[-2] == expected
