@@ -25,9 +25,11 @@ from collections.abc import Sequence
 #: first characters a spreadsheet treats as the start of a formula (OWASP)
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
-_UNSAFE_FOR_TERMINAL = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
-)
+#: DEL, the C1 controls and the bidi controls: unsafe in any text shown on a terminal
+_UNSAFE_BEYOND_C0 = "\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_UNSAFE_FOR_TERMINAL = re.compile(f"[\x00-\x1f{_UNSAFE_BEYOND_C0}]")
+#: the same but line feed and tab: what a multi-line text keeps
+_UNSAFE_IN_LINES = re.compile(f"[\x00-\x08\x0b-\x1f{_UNSAFE_BEYOND_C0}]")
 
 #: characters of a label that fit left of a forest plot's axis at 11px
 LABEL_MAX_CHARS = 26
@@ -36,12 +38,6 @@ LABEL_MAX_CHARS = 26
 def csv_text_cell(text: str) -> str:
     """``text`` with a leading ``'`` when a spreadsheet would read it as a formula."""
     return "'" + text if text.startswith(FORMULA_PREFIXES) else text
-
-
-#: the same characters but line feed and tab: what a multi-line text keeps
-_UNSAFE_IN_LINES = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
-)
 
 
 def _escaped(match: re.Match[str]) -> str:

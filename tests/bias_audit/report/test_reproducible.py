@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from golden_compare import golden_differences
 from llm_council.bias_audit.report import build_report
 from llm_council.bias_audit.report.loading import load_store
 from llm_council.bias_audit.simulated_records import load_simulated_profiles, write_record_store
@@ -45,20 +46,7 @@ def test_a_reproducible_report_is_the_same_to_the_last_bit(large_store: Path) ->
     assert _figures(large_store, reproducible=True) == first
     # and it is the same report: the default run agrees with it to rounding
     default = _figures(large_store)
-    assert _max_relative_difference(default, first) < 1e-9
-
-
-def _max_relative_difference(a: Any, b: Any) -> float:
-    if isinstance(a, dict):
-        assert a.keys() == b.keys()
-        return max((_max_relative_difference(a[k], b[k]) for k in a), default=0.0)
-    if isinstance(a, list):
-        pairs = zip(a, b, strict=True)
-        return max((_max_relative_difference(x, y) for x, y in pairs), default=0.0)
-    if isinstance(a, float) and isinstance(b, float):
-        return abs(a - b) / max(1.0, abs(a))
-    assert a == b
-    return 0.0
+    assert golden_differences(first, default, "report", 1e-9) == []
 
 
 def test_reproducible_loading_sorts_the_records_and_keeps_one_thread(tmp_path: Path) -> None:

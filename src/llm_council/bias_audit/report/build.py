@@ -44,7 +44,8 @@ def build_report(
     ``on_step`` is called with the name of each step as it starts (for a progress bar).
     ``memory_limit`` caps DuckDB's memory; past it, its tables spill to a temporary directory.
     ``reproducible`` gives the same figures to the last bit on every run (sorted records,
-    DuckDB and BLAS on one thread: :func:`~.loading.load_store`), about 10% slower.
+    DuckDB and BLAS on one thread: :func:`~.loading.load_store`): 5-10% slower at 1M
+    records, about a third at 10M (ADR 0037).
     """
     step = on_step or (lambda _name: None)
     cutoff = parse_since(since) if since else None
