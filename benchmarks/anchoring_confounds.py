@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from llm_council.bias_audit.report import build_report
-from llm_council.bias_audit.simulated_records import write_record_store
 from llm_council.simulation.profile import SimulatedProfile
+from llm_council.simulation.simulated_records import write_record_store
 
 PRD_FIXTURE = (
     Path(__file__).parents[1] / "tests" / "data" / "prd_vicuna80" / "prd_sessions.jsonl.gz"

@@ -19,9 +19,9 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "bias_audit" / "rep
 
 from test_bias_families import STORES, Injection  # noqa: E402
 
-from llm_council.bias_audit.report.anchoring import anchoring_by_reviewer  # noqa: E402
-from llm_council.bias_audit.report.loading import load_store  # noqa: E402
-from llm_council.bias_audit.report.tables import create_analysis_tables  # noqa: E402
+from llm_council.bias_audit.report.analyses.anchoring import anchoring_by_reviewer  # noqa: E402
+from llm_council.bias_audit.report.load.loading import load_store  # noqa: E402
+from llm_council.bias_audit.report.load.tables import create_analysis_tables  # noqa: E402
 
 
 def _flagged(path: Path) -> bool:

@@ -22,10 +22,10 @@ import time
 from typing import Any
 
 from llm_council import CouncilConfig, CouncilMember, run_full_council
-from llm_council.bias_audit.audit import audit_score_table
 from llm_council.bias_audit.middleware import BiasAuditMiddleware
-from llm_council.bias_audit.score_table import score_table_from_session
-from llm_council.bias_audit.thresholds import load_thresholds
+from llm_council.bias_audit.session.audit import audit_score_table
+from llm_council.bias_audit.session.score_table import score_table_from_session
+from llm_council.bias_audit.session.thresholds import load_thresholds
 from llm_council.log_setup import configure_logging
 from llm_council.middleware import Middleware, SessionCompleted
 

@@ -40,9 +40,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from generators.independent_council import CouncilSpec, generate_sessions  # noqa: E402
-from llm_council.bias_audit.audit import run_bias_audit  # noqa: E402
-from llm_council.bias_audit.result import BiasAuditResult  # noqa: E402
-from llm_council.bias_audit.thresholds import AuditThresholds, load_thresholds  # noqa: E402
+from llm_council.bias_audit.session.audit import run_bias_audit  # noqa: E402
+from llm_council.bias_audit.session.result import BiasAuditResult  # noqa: E402
+from llm_council.bias_audit.session.thresholds import AuditThresholds, load_thresholds  # noqa: E402
 from llm_council.log_setup import configure_logging  # noqa: E402
 
 SIZES = (3, 4, 5, 7, 9)

@@ -39,10 +39,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reference_audit_port as reference  # noqa: E402  (a sibling module, not a package)
 
 from llm_council import CouncilConfig, CouncilMember, run_full_council  # noqa: E402
-from llm_council.bias_audit.audit import audit_score_table  # noqa: E402
 from llm_council.bias_audit.middleware import BiasAuditMiddleware  # noqa: E402
-from llm_council.bias_audit.score_table import score_table_from_session  # noqa: E402
-from llm_council.bias_audit.thresholds import AuditThresholds, load_thresholds  # noqa: E402
+from llm_council.bias_audit.session.audit import audit_score_table  # noqa: E402
+from llm_council.bias_audit.session.score_table import score_table_from_session  # noqa: E402
+from llm_council.bias_audit.session.thresholds import AuditThresholds, load_thresholds  # noqa: E402
 from llm_council.log_setup import configure_logging  # noqa: E402
 from llm_council.middleware import Middleware, SessionCompleted  # noqa: E402
 

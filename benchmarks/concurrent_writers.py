@@ -20,8 +20,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from llm_council.bias_audit.record_schema import ReviewRecord
-from llm_council.bias_audit.store import append_records
+from llm_council.bias_audit.records.jsonl_store import append_records
+from llm_council.bias_audit.records.schema import ReviewRecord
 
 
 def session_records(writer: int, session: int, members: int) -> list[ReviewRecord]:

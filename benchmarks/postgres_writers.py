@@ -2,7 +2,7 @@
 
 Each of ``--processes`` writer processes runs one event loop that writes ``--sessions``
 audited sessions (``--members`` x ``--members`` records each) through
-:class:`~llm_council.bias_audit.postgres_store.PostgresWriter`, ``--concurrency`` sessions
+:class:`~llm_council.bias_audit.records.postgres_store.PostgresWriter`, ``--concurrency`` sessions
 in flight at a time (concurrent councils sharing the pool); every ``--retry-every``-th
 session is written twice, as a retried write would. Then the store is checked: every
 session exactly once, each with all its records. Exits non-zero on any mismatch.
@@ -33,7 +33,7 @@ async def write_sessions(
     url: str, writer: int, sessions: int, members: int, concurrency: int, retry_every: int
 ) -> int:
     """Write this writer's sessions, ``concurrency`` at a time; return records added."""
-    from llm_council.bias_audit.postgres_store import PostgresWriter
+    from llm_council.bias_audit.records.postgres_store import PostgresWriter
 
     store = PostgresWriter.for_url(url)
     gate = asyncio.Semaphore(concurrency)

@@ -1,7 +1,7 @@
 """A PORT, for benchmarking only, of the reference council's per-session bias audit.
 
 What it is: the algorithm of the upstream council whose audit API we mirror
-(``bias_audit/reference_api.py``, ADR 0015): ``src/llm_council/bias_audit.py``
+(``bias_audit/session/reference_api.py``, ADR 0015): ``src/llm_council/bias_audit.py``
 (``run_bias_audit`` and its helpers) and the session-to-records / JSONL append of
 ``src/llm_council/bias_persistence.py`` in amiable-dev/llm-council, rewritten here step
 for step so :mod:`benchmarks.audit_vs_reference` can time it beside ours on the same

@@ -48,10 +48,10 @@ def _plain(value: Any) -> Any:
 
 def child(store: str, repeats: int) -> None:
     """Load ``store`` once, then time each family; print one JSON line."""
-    from llm_council.bias_audit.report.favouritism import favouritism
-    from llm_council.bias_audit.report.loading import load_store
-    from llm_council.bias_audit.report.style_mimicry import style_mimicry
-    from llm_council.bias_audit.report.tables import create_analysis_tables
+    from llm_council.bias_audit.report.analyses.favouritism import favouritism
+    from llm_council.bias_audit.report.analyses.style_mimicry import style_mimicry
+    from llm_council.bias_audit.report.load.loading import load_store
+    from llm_council.bias_audit.report.load.tables import create_analysis_tables
 
     connection = load_store(store).connection
     create_analysis_tables(connection)

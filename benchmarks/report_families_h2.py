@@ -44,17 +44,17 @@ def _import_cost() -> tuple[float, bool]:
 
 
 def _sections(significance_level: float, seed: int) -> dict[str, Callable[[Any], object]]:
-    from llm_council.bias_audit.report.amplification import amplification
-    from llm_council.bias_audit.report.anchoring import anchoring_by_reviewer
-    from llm_council.bias_audit.report.causal_checks import causal_checks
-    from llm_council.bias_audit.report.drift import drift_by_reviewer
-    from llm_council.bias_audit.report.joint import fit_joint_model
-    from llm_council.bias_audit.report.leaderboard import build_leaderboard
-    from llm_council.bias_audit.report.length import pooled_length_bias
-    from llm_council.bias_audit.report.parse_outcomes import parse_outcomes_by_reviewer
-    from llm_council.bias_audit.report.position import position_bias
-    from llm_council.bias_audit.report.reasoning import reasoning_by_reviewer
-    from llm_council.bias_audit.report.reviewers import reviewer_profiles
+    from llm_council.bias_audit.report.analyses.amplification import amplification
+    from llm_council.bias_audit.report.analyses.anchoring import anchoring_by_reviewer
+    from llm_council.bias_audit.report.analyses.causal_checks import causal_checks
+    from llm_council.bias_audit.report.analyses.drift import drift_by_reviewer
+    from llm_council.bias_audit.report.analyses.joint import fit_joint_model
+    from llm_council.bias_audit.report.analyses.leaderboard import build_leaderboard
+    from llm_council.bias_audit.report.analyses.length import pooled_length_bias
+    from llm_council.bias_audit.report.analyses.parse_outcomes import parse_outcomes_by_reviewer
+    from llm_council.bias_audit.report.analyses.position import position_bias
+    from llm_council.bias_audit.report.analyses.reasoning import reasoning_by_reviewer
+    from llm_council.bias_audit.report.analyses.reviewers import reviewer_profiles
 
     def joint(connection: Any) -> object:
         reference = [p.reviewer for p in reviewer_profiles(connection) if p.in_leniency_reference]
@@ -81,8 +81,8 @@ def _measure(store: str, repeats: int, only: list[str] | None) -> dict[str, floa
     """CPU seconds per step in this process (the import in a fresh one)."""
     import_cpu, _ = _import_cost()
     cpu_of: dict[str, float] = {"import report (fresh process)": import_cpu}
-    from llm_council.bias_audit.report.loading import load_store
-    from llm_council.bias_audit.report.tables import create_analysis_tables
+    from llm_council.bias_audit.report.load.loading import load_store
+    from llm_council.bias_audit.report.load.tables import create_analysis_tables
 
     cpu = time.process_time()
     store_read = load_store(store)

@@ -166,11 +166,11 @@ def baseline_pass(store: str) -> dict[str, object]:
 
 def duckdb_core_pass(store: str) -> dict[str, object]:
     """The same core aggregates through the report's own DuckDB loading and queries."""
-    from llm_council.bias_audit.report.length import pooled_length_bias
-    from llm_council.bias_audit.report.loading import load_store
-    from llm_council.bias_audit.report.position import position_bias
-    from llm_council.bias_audit.report.reviewers import reviewer_profiles
-    from llm_council.bias_audit.report.tables import create_analysis_tables
+    from llm_council.bias_audit.report.analyses.length import pooled_length_bias
+    from llm_council.bias_audit.report.analyses.position import position_bias
+    from llm_council.bias_audit.report.analyses.reviewers import reviewer_profiles
+    from llm_council.bias_audit.report.load.loading import load_store
+    from llm_council.bias_audit.report.load.tables import create_analysis_tables
 
     started = time.perf_counter()
     connection = load_store(store).connection
@@ -230,7 +230,7 @@ def floor_child(kind: str, store: str) -> None:
 
 def load_child(store: str) -> None:
     """The report's loading alone (imports excluded): the share of the report that is I/O."""
-    from llm_council.bias_audit.report.loading import load_store
+    from llm_council.bias_audit.report.load.loading import load_store
 
     started, cpu_started = time.perf_counter(), time.process_time()
     loaded = load_store(store)
@@ -304,7 +304,7 @@ def main() -> None:
         store = args.keep or str(Path(scratch) / "store.jsonl")
         parquet = f"{store}.parquet" if args.keep else str(Path(scratch) / "parquet")
         generate = [
-            PYTHON, "-m", "llm_council.bias_audit.simulated_records",
+            PYTHON, "-m", "llm_council.simulation.simulated_records",
             "--out", store, "--records", str(args.records), "--seed", "2026",
             "--missing-score-rate", str(args.missing_score_rate),
         ] + (["--recuse"] if args.recuse else [])  # fmt: skip

@@ -5,7 +5,7 @@ plus Holm across reviewers at 0.05), fed with arrays so thousands of fresh counc
 minutes; ``tests/bias_audit/report/test_style_mimicry.py -m slow`` repeats a smaller grid
 through the report's loading. Two generators:
 
-- **simulator**: ``llm_council.bias_audit.simulated_records`` (member style centres, per-answer
+- **simulator**: ``llm_council.simulation.simulated_records`` (member style centres, per-answer
   style noise, similarity = (1 + cos) / 2; member 0 gets ``style_mimicry``);
 - **independent**: ``tests/generators/independent_council.py`` (integer, clipped scores,
   5% missing cells) wrapped by ``tests/generators/style_similarity.py``, where similarity
@@ -39,8 +39,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from generators.independent_council import CouncilSpec, generate_sessions  # noqa: E402
 from generators.style_similarity import StyleSpec, add_similarity, styled_arrays  # noqa: E402
-from llm_council.bias_audit.simulated_records import simulate_record_columns  # noqa: E402
 from llm_council.simulation.profile import SimulatedProfile  # noqa: E402
+from llm_council.simulation.simulated_records import simulate_record_columns  # noqa: E402
 from llm_council.stats.multiplicity import holm_adjusted  # noqa: E402
 from llm_council.stats.style_mimicry import mimicry_slopes  # noqa: E402
 

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from llm_council.bias_checks import CHECK_KINDS, DEFAULT_CHECK_WEIGHTS
+from llm_council.config_files import default_config_file
 from llm_council.errors import ConfigError
 from llm_council.providers.calling import RetryPolicy
 from llm_council.providers.registry import split_spec
@@ -151,11 +152,6 @@ def _read_toml(path: Path | resources.abc.Traversable, shown_as: str) -> dict[st
         raise ConfigError(f"{shown_as}: invalid TOML: {error}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{shown_as}: not UTF-8 text") from None
-
-
-def default_config_file(name: str) -> resources.abc.Traversable:
-    """A file of the embedded default configuration (``config/`` in the repository)."""
-    return resources.files("llm_council").joinpath("default_config", name)
 
 
 def _validation_message(error: ValidationError, shown_as: str) -> str:

@@ -49,9 +49,9 @@ CASES: tuple[tuple[str, dict[str, Any], int, int, bool], ...] = (
 def audit_cases() -> Iterator[tuple[str, int, dict[str, Any]]]:
     """``(case name, session index, audit result as JSON)`` for every case and session."""
     from generators.independent_council import CouncilSpec, generate_sessions
-    from llm_council.bias_audit.audit import audit_score_table
-    from llm_council.bias_audit.score_table import score_table_from_mappings
-    from llm_council.bias_audit.thresholds import AuditThresholds
+    from llm_council.bias_audit.session.audit import audit_score_table
+    from llm_council.bias_audit.session.score_table import score_table_from_mappings
+    from llm_council.bias_audit.session.thresholds import AuditThresholds
 
     for name, spec, n_sessions, seed, equal_noise in CASES:
         thresholds = AuditThresholds(equal_reviewer_noise=equal_noise)

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from fakes.postgres_server import PostgresServer, unavailable_reason
-from llm_council.bias_audit.thresholds import ENV_VARIABLES
+from llm_council.bias_audit.session.thresholds import ENV_VARIABLES
 
 
 @pytest.fixture(autouse=True)

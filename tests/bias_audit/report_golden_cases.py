@@ -22,7 +22,7 @@ GOLDEN_DIR = Path(__file__).resolve().parents[1] / "data" / "report_golden"
 
 
 def _simulated(path: Path, names: list[str] | None, sessions: int, seed: int, **kw: Any) -> None:
-    from llm_council.bias_audit.simulated_records import (
+    from llm_council.simulation.simulated_records import (
         load_simulated_profiles,
         write_record_store,
     )

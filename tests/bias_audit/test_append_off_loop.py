@@ -19,7 +19,7 @@ from filelock import FileLock
 
 from llm_council import run_full_council
 from llm_council.bias_audit.middleware import BiasAuditMiddleware
-from llm_council.bias_audit.store import read_records
+from llm_council.bias_audit.records.jsonl_store import read_records
 from llm_council.config import CouncilConfig, CouncilMember
 from llm_council.middleware import Middleware, SessionCompleted
 

@@ -101,7 +101,7 @@ def test_the_session_table_equals_the_mapping_table_of_the_same_session() -> Non
     import numpy as np
 
     from llm_council import run_full_council
-    from llm_council.bias_audit.score_table import (
+    from llm_council.bias_audit.session.score_table import (
         score_table_from_mappings,
         score_table_from_session,
     )

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from llm_council import run_full_council
 from llm_council.bias_audit import BiasAuditResult
 from llm_council.bias_audit.middleware import BiasAuditMiddleware
-from llm_council.bias_audit.store import read_records, store_path
+from llm_council.bias_audit.records.jsonl_store import read_records, store_path
 from llm_council.config import CouncilConfig, CouncilMember
 from llm_council.errors import ConfigError
 from llm_council.middleware import SessionCompleted
@@ -304,7 +304,7 @@ def test_the_audits_statistics_are_imported_only_when_the_audit_is_on(
         "from llm_council import run_full_council\n"
         "result = asyncio.run(run_full_council('q?', seed=1))\n"
         "print('bias_audit' in result.metadata, 'scipy' in sys.modules,"
-        " 'llm_council.bias_audit.session_audit' in sys.modules)\n"
+        " 'llm_council.bias_audit.session.session_audit' in sys.modules)\n"
     )
     environment = {
         **os.environ,

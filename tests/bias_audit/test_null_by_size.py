@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from generators.independent_council import CouncilSpec, generate_sessions
 from llm_council.bias_audit import run_bias_audit
-from llm_council.bias_audit.result import BiasAuditResult
+from llm_council.bias_audit.session.result import BiasAuditResult
 
 
 def _audits(spec: CouncilSpec, n_sessions: int, seed: int) -> list[BiasAuditResult]:

@@ -22,12 +22,12 @@ from typing import Any
 import pytest
 
 from fakes.postgres_server import PostgresServer
-from llm_council.bias_audit.record_schema import ReviewRecord
-from llm_council.bias_audit.record_stores import open_store, redact_url
+from llm_council.bias_audit.records.schema import ReviewRecord
+from llm_council.bias_audit.records.stores import open_store, redact_url
 from llm_council.errors import RecordError
 
 psycopg = pytest.importorskip("psycopg")
-postgres_store = pytest.importorskip("llm_council.bias_audit.postgres_store")
+postgres_store = pytest.importorskip("llm_council.bias_audit.records.postgres_store")
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "postgres_writers.py"
 
@@ -64,7 +64,7 @@ def stored_sessions(url: str) -> dict[str, tuple[int, int]]:
 
 
 def test_records_round_trip_to_arrow_with_the_report_columns(store_url: str) -> None:
-    from llm_council.bias_audit.report.raw_records import REPORT_COLUMNS
+    from llm_council.bias_audit.report.load.raw_records import REPORT_COLUMNS
 
     first, second = session_records(0, 0, 3), session_records(0, 1, 2)
     assert write(store_url, first, second) == [9, 4]
@@ -266,7 +266,7 @@ KILLABLE_WRITER = """
 import asyncio, sys
 sys.path.insert(0, {benchmarks!r})
 from concurrent_writers import session_records
-from llm_council.bias_audit.postgres_store import PostgresWriter
+from llm_council.bias_audit.records.postgres_store import PostgresWriter
 
 async def main():
     store = PostgresWriter.for_url({url!r})

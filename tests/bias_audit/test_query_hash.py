@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llm_council.bias_audit.query_hash import hmac_query_hash, query_hash_from_env
+from llm_council.bias_audit.records.query_hash import hmac_query_hash, query_hash_from_env
 from llm_council.errors import ConfigError
 
 # Pinned with an independent implementation:

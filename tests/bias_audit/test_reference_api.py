@@ -25,7 +25,7 @@ from llm_council.bias_audit import (
     extract_scores_from_stage2,
     run_bias_audit,
 )
-from llm_council.bias_audit.store import read_records, store_path
+from llm_council.bias_audit.records.jsonl_store import read_records, store_path
 from llm_council.config import CouncilConfig, CouncilMember
 from llm_council.errors import InputError
 

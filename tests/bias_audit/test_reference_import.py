@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from generators.independent_council import CouncilSpec, generate_sessions
-from llm_council.bias_audit.reference_import import import_reference_store
-from llm_council.bias_audit.report.loading import load_store
-from llm_council.bias_audit.store import read_records, store_path
+from llm_council.bias_audit.records.jsonl_store import read_records, store_path
+from llm_council.bias_audit.records.reference_import import import_reference_store
+from llm_council.bias_audit.report.load.loading import load_store
 from llm_council.cli.app import main
 from llm_council.errors import InputError, RecordError
 

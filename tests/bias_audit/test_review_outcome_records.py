@@ -20,8 +20,8 @@ import pytest
 from fakes.council_server import CouncilServer, verdict_for
 from fakes.loopback_http import ReceivedRequest, Reply, openai_completion_body
 from llm_council import run_full_council
+from llm_council.bias_audit.records.jsonl_store import read_records, store_path
 from llm_council.bias_audit.report.build import build_report
-from llm_council.bias_audit.store import read_records, store_path
 from llm_council.config import CouncilConfig, CouncilMember
 from llm_council.providers.calling import RetryPolicy
 

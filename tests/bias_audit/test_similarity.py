@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fakes.loopback_http import LoopbackJsonServer, ReceivedRequest, Reply
-from llm_council.bias_audit.similarity import (
+from llm_council.bias_audit.session.similarity import (
     MAX_EMBEDDING_CHARS,
     MAX_SIMILARITY_CHARS,
     CharNgramSimilarity,

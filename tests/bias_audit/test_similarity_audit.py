@@ -12,8 +12,8 @@ import pytest
 
 from fakes.loopback_http import LoopbackJsonServer, ReceivedRequest, Reply
 from llm_council import run_full_council
-from llm_council.bias_audit.similarity import ngram_cosine
-from llm_council.bias_audit.store import read_records, store_path
+from llm_council.bias_audit.records.jsonl_store import read_records, store_path
+from llm_council.bias_audit.session.similarity import ngram_cosine
 from llm_council.config import CouncilConfig, CouncilMember
 from llm_council.errors import ConfigError
 

@@ -8,15 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llm_council.bias_audit.record_schema import ReviewRecord
-from llm_council.bias_audit.simulated_records import (
+from llm_council.bias_audit.records.schema import ReviewRecord
+from llm_council.errors import ConfigError
+from llm_council.simulation.profile import SimulatedProfile
+from llm_council.simulation.simulated_records import (
     load_simulated_profiles,
     main,
     simulate_record_columns,
     write_record_store,
 )
-from llm_council.errors import ConfigError
-from llm_council.simulation.profile import SimulatedProfile
 
 
 def test_every_line_is_a_valid_review_record(tmp_path: Path) -> None:

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_council.bias_audit.record_schema import ReviewRecord
-from llm_council.bias_audit.store import (
+from llm_council.bias_audit.records.jsonl_store import (
     IncompleteSessionWarning,
     MalformedRecordWarning,
     RecordReader,
@@ -20,6 +19,7 @@ from llm_council.bias_audit.store import (
     store_path,
     with_session_counts,
 )
+from llm_council.bias_audit.records.schema import ReviewRecord
 from llm_council.errors import InputError, RecordError
 
 
@@ -296,11 +296,11 @@ def test_a_postgres_url_without_the_extra_names_the_install(
 ) -> None:
     import sys
 
-    from llm_council.bias_audit.record_stores import open_store
+    from llm_council.bias_audit.records.stores import open_store
     from llm_council.errors import MissingDependencyError
 
     monkeypatch.setitem(sys.modules, "psycopg", None)  # as if not installed
-    monkeypatch.delitem(sys.modules, "llm_council.bias_audit.postgres_store", raising=False)
+    monkeypatch.delitem(sys.modules, "llm_council.bias_audit.records.postgres_store", raising=False)
     with pytest.raises(MissingDependencyError) as raised:
         open_store("postgresql://u:s3cret@h/db")
     assert str(raised.value) == (
@@ -310,7 +310,7 @@ def test_a_postgres_url_without_the_extra_names_the_install(
 
 
 def test_store_spec_keeps_a_postgres_url_and_resolves_a_path(tmp_path: Path) -> None:
-    from llm_council.bias_audit.record_stores import JsonlWriter, open_store, store_spec
+    from llm_council.bias_audit.records.stores import JsonlWriter, open_store, store_spec
 
     url = "postgresql://u@h/db"
     assert store_spec({"LLM_COUNCIL_BIAS_STORE": url}) == url

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from filelock import FileLock, Timeout
 
-from llm_council.bias_audit import store, store_lock
-from llm_council.bias_audit.record_schema import ReviewRecord
-from llm_council.bias_audit.store_lock import store_write_lock
+from llm_council.bias_audit.records import jsonl_store as store
+from llm_council.bias_audit.records import store_lock
+from llm_council.bias_audit.records.schema import ReviewRecord
+from llm_council.bias_audit.records.store_lock import store_write_lock
 from llm_council.errors import RecordError
 
 

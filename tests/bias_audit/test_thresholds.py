@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_council.bias_audit.thresholds import load_thresholds
+from llm_council.bias_audit.session.thresholds import load_thresholds
 from llm_council.errors import ConfigError
 
 REPO_CONFIG = Path(__file__).resolve().parents[2] / "config" / "thresholds.toml"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from generators.independent_council import CouncilSpec, generate_sessions, write_store
-from llm_council.bias_audit.record_schema import ReviewRecord
+from llm_council.bias_audit.records.schema import ReviewRecord
 
 
 @pytest.mark.parametrize("n_members", [3, 9])

@@ -23,8 +23,12 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from llm_council.bias_audit.record_schema import ReviewRecord
-from llm_council.bias_audit.store import RecordReader, append_records, with_session_counts
+from llm_council.bias_audit.records.jsonl_store import (
+    RecordReader,
+    append_records,
+    with_session_counts,
+)
+from llm_council.bias_audit.records.schema import ReviewRecord
 from llm_council.calibration.pairs import Pair, read_pairs
 from llm_council.errors import InputError, RecordError
 from llm_council.prompts import (

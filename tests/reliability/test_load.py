@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from llm_council import run_full_council
-from llm_council.bias_audit.store import store_path
+from llm_council.bias_audit.records.jsonl_store import store_path
 
 CONCURRENT = 20
 

@@ -257,7 +257,7 @@ def test_hashing_on_without_a_secret_is_refused_without_writing(
     import asyncio
 
     from llm_council import run_full_council
-    from llm_council.bias_audit.store import store_path
+    from llm_council.bias_audit.records.jsonl_store import store_path
     from llm_council.errors import ConfigError
 
     monkeypatch.setenv("LLM_COUNCIL_BIAS_AUDIT", "true")
@@ -270,7 +270,7 @@ def test_hashing_on_without_a_secret_is_refused_without_writing(
 
 def test_a_plain_hash_of_a_short_query_is_reversed_by_a_dictionary_but_the_hmac_is_not() -> None:
     """Why records use HMAC-SHA256 with a secret (ADR 0014): a demonstration, in milliseconds."""
-    from llm_council.bias_audit.query_hash import hmac_query_hash
+    from llm_council.bias_audit.records.query_hash import hmac_query_hash
 
     verbs = (
         "rotate",

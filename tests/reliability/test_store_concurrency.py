@@ -23,7 +23,7 @@ from types import ModuleType
 
 import pytest
 
-from llm_council.bias_audit.store import (
+from llm_council.bias_audit.records.jsonl_store import (
     IncompleteSessionWarning,
     MalformedRecordWarning,
     RecordReader,
@@ -74,7 +74,7 @@ import sys
 from pathlib import Path
 sys.path.insert(0, {benchmarks!r})
 from concurrent_writers import session_records
-from llm_council.bias_audit.store import append_records
+from llm_council.bias_audit.records.jsonl_store import append_records
 session = 0
 while True:
     append_records(Path({path!r}), session_records(99, session, 5))

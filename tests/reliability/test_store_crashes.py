@@ -31,13 +31,13 @@ from pathlib import Path
 
 import pytest
 
-from llm_council.bias_audit.record_schema import ReviewRecord
-from llm_council.bias_audit.store import (
+from llm_council.bias_audit.records.jsonl_store import (
     IncompleteSessionWarning,
     PartialWriteError,
     RecordReader,
     append_records,
 )
+from llm_council.bias_audit.records.schema import ReviewRecord
 from llm_council.errors import RecordError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from llm_council import run_full_council
+from llm_council.bias_audit.records.jsonl_store import store_path
 from llm_council.bias_audit.report import build_report
-from llm_council.bias_audit.store import store_path
 from llm_council.config import CouncilConfig, CouncilMember
 from llm_council.simulation.answers import draw_answer, sentence_weights
 from llm_council.simulation.profile import SimulatedProfile

@@ -12,17 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from llm_council.anonymize import derive_position_mapping
-    from llm_council.bias_audit.audit import audit_score_table, run_bias_audit
-    from llm_council.bias_audit.record_schema import SCHEMA_VERSION, ReviewRecord, upgrade_record
-    from llm_council.bias_audit.record_stores import open_store, store_spec
-    from llm_council.bias_audit.reference_api import (
-        audit_reviewer_calibration,
-        calculate_length_correlation,
-        calculate_position_bias,
-    )
-    from llm_council.bias_audit.result import BiasAuditResult
-    from llm_council.bias_audit.stage2_scores import extract_scores_from_stage2
-    from llm_council.bias_audit.store import (
+    from llm_council.bias_audit.records.jsonl_store import (
         IncompleteSessionWarning,
         MalformedRecordWarning,
         PartialWriteError,
@@ -32,7 +22,17 @@ if TYPE_CHECKING:
         read_records,
         store_path,
     )
-    from llm_council.bias_audit.thresholds import AuditThresholds, load_thresholds
+    from llm_council.bias_audit.records.schema import SCHEMA_VERSION, ReviewRecord, upgrade_record
+    from llm_council.bias_audit.records.stores import open_store, store_spec
+    from llm_council.bias_audit.session.audit import audit_score_table, run_bias_audit
+    from llm_council.bias_audit.session.reference_api import (
+        audit_reviewer_calibration,
+        calculate_length_correlation,
+        calculate_position_bias,
+    )
+    from llm_council.bias_audit.session.result import BiasAuditResult
+    from llm_council.bias_audit.session.stage2_scores import extract_scores_from_stage2
+    from llm_council.bias_audit.session.thresholds import AuditThresholds, load_thresholds
 
 
 # Public name -> module, imported on first use (PEP 562): ``llm-council bias-report``
@@ -40,28 +40,28 @@ if TYPE_CHECKING:
 # per-session audit (its statistics, the prompts, the config and providers) it never uses.
 _MODULE_OF = {
     "derive_position_mapping": "llm_council.anonymize",
-    "audit_score_table": "llm_council.bias_audit.audit",
-    "run_bias_audit": "llm_council.bias_audit.audit",
-    "SCHEMA_VERSION": "llm_council.bias_audit.record_schema",
-    "ReviewRecord": "llm_council.bias_audit.record_schema",
-    "upgrade_record": "llm_council.bias_audit.record_schema",
-    "open_store": "llm_council.bias_audit.record_stores",
-    "store_spec": "llm_council.bias_audit.record_stores",
-    "audit_reviewer_calibration": "llm_council.bias_audit.reference_api",
-    "calculate_length_correlation": "llm_council.bias_audit.reference_api",
-    "calculate_position_bias": "llm_council.bias_audit.reference_api",
-    "BiasAuditResult": "llm_council.bias_audit.result",
-    "extract_scores_from_stage2": "llm_council.bias_audit.stage2_scores",
-    "IncompleteSessionWarning": "llm_council.bias_audit.store",
-    "MalformedRecordWarning": "llm_council.bias_audit.store",
-    "PartialWriteError": "llm_council.bias_audit.store",
-    "RecordReader": "llm_council.bias_audit.store",
-    "TornRecordWarning": "llm_council.bias_audit.store",
-    "append_records": "llm_council.bias_audit.store",
-    "read_records": "llm_council.bias_audit.store",
-    "store_path": "llm_council.bias_audit.store",
-    "AuditThresholds": "llm_council.bias_audit.thresholds",
-    "load_thresholds": "llm_council.bias_audit.thresholds",
+    "audit_score_table": "llm_council.bias_audit.session.audit",
+    "run_bias_audit": "llm_council.bias_audit.session.audit",
+    "SCHEMA_VERSION": "llm_council.bias_audit.records.schema",
+    "ReviewRecord": "llm_council.bias_audit.records.schema",
+    "upgrade_record": "llm_council.bias_audit.records.schema",
+    "open_store": "llm_council.bias_audit.records.stores",
+    "store_spec": "llm_council.bias_audit.records.stores",
+    "audit_reviewer_calibration": "llm_council.bias_audit.session.reference_api",
+    "calculate_length_correlation": "llm_council.bias_audit.session.reference_api",
+    "calculate_position_bias": "llm_council.bias_audit.session.reference_api",
+    "BiasAuditResult": "llm_council.bias_audit.session.result",
+    "extract_scores_from_stage2": "llm_council.bias_audit.session.stage2_scores",
+    "IncompleteSessionWarning": "llm_council.bias_audit.records.jsonl_store",
+    "MalformedRecordWarning": "llm_council.bias_audit.records.jsonl_store",
+    "PartialWriteError": "llm_council.bias_audit.records.jsonl_store",
+    "RecordReader": "llm_council.bias_audit.records.jsonl_store",
+    "TornRecordWarning": "llm_council.bias_audit.records.jsonl_store",
+    "append_records": "llm_council.bias_audit.records.jsonl_store",
+    "read_records": "llm_council.bias_audit.records.jsonl_store",
+    "store_path": "llm_council.bias_audit.records.jsonl_store",
+    "AuditThresholds": "llm_council.bias_audit.session.thresholds",
+    "load_thresholds": "llm_council.bias_audit.session.thresholds",
 }
 
 

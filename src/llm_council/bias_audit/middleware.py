@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from typing import Any, ClassVar
 
-from llm_council.bias_audit.query_hash import env_flag
+from llm_council.bias_audit.records.query_hash import env_flag
 from llm_council.middleware import Middleware, SessionCompleted
 
 ENABLE_VARIABLE = "LLM_COUNCIL_BIAS_AUDIT"
@@ -40,11 +40,11 @@ class BiasAuditMiddleware(Middleware):
 
     def check_config(self) -> None:
         """Bad thresholds, or hashing on without a secret, stop the session before it runs."""
-        from llm_council.bias_audit.session_audit import check_audit_config
+        from llm_council.bias_audit.session.session_audit import check_audit_config
 
         check_audit_config()
 
     async def on_session_end(self, event: SessionCompleted) -> dict[str, Any]:
-        from llm_council.bias_audit.session_audit import audit_session
+        from llm_council.bias_audit.session.session_audit import audit_session
 
         return await audit_session(event)

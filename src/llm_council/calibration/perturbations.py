@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from llm_council.pairwise_format import identity_signature
+
 _FOOTER_LINE = re.compile(r"^\[simulated [^\]]*\]$")
 
 AUTHORITY_SUFFIX = (
@@ -31,11 +33,6 @@ DISTRACTION_SENTENCE = (
     "\n\nIncidentally, the Eiffel Tower is repainted roughly every seven years, which takes "
     "about sixty tonnes of paint."
 )
-
-
-def identity_signature(judge_name: str) -> str:
-    """A sign-off naming the judge as the author (the identity probe's plant)."""
-    return f"-- written by {judge_name}"
 
 
 def _split_footer(text: str) -> tuple[str, str]:

@@ -1,12 +1,12 @@
-"""The ``llm-council`` entry point: the command table and the start-up fast path.
+"""The ``llm-council`` entry point: the start-up fast path over the command table.
 
 Each command lives in its own module with a ``register(app)`` function, listed in
-:data:`COMMANDS` with its one-line summary. ``llm-council --help`` is printed from this
-table alone, in click's plain help layout, without importing typer, rich or any command
-module (typer and rich alone cost more than the 0.4 s start-up budget on a loaded
-machine, issue 12 section 5). Everything else goes through the typer application in
-:mod:`llm_council.cli.command_group`, which imports a command's module only when that
-command runs or its own ``--help`` is asked for.
+:data:`~llm_council.cli.command_table.COMMANDS` with its one-line summary. ``llm-council
+--help`` is printed from that table alone, in click's plain help layout, without importing
+typer, rich or any command module (typer and rich alone cost more than the 0.4 s start-up
+budget on a loaded machine, issue 12 section 5). Everything else goes through the typer
+application in :mod:`llm_council.cli.command_group`, which imports a command's module only
+when that command runs or its own ``--help`` is asked for.
 """
 
 from __future__ import annotations
@@ -14,57 +14,12 @@ from __future__ import annotations
 import shutil
 import sys
 import textwrap
-from typing import Any, NamedTuple
+from typing import Any
 
+from llm_council.cli.command_table import COMMANDS, ROOT_HELP, CommandEntry
 
-class CommandEntry(NamedTuple):
-    """Where a command lives and the summary ``llm-council --help`` shows for it."""
+__all__ = ["COMMANDS", "ROOT_HELP", "CommandEntry", "calibrate_main", "main", "top_level_help"]
 
-    module: str
-    summary: str
-
-
-ROOT_HELP = "Ask a council of LLMs, audit how its judges grade, and calibrate LLM judges."
-
-# To add a command: its module defines ``register(app)``; add one line here.
-COMMANDS: dict[str, CommandEntry] = {
-    "ask": CommandEntry(
-        "llm_council.cli.ask",
-        "Ask the council a question: answers, anonymized peer review, and a synthesis.",
-    ),
-    "bias-report": CommandEntry(
-        "llm_council.cli.bias_report",
-        "Pool the bias-audit records of every session: reviewer profiles, biases, leaderboard.",
-    ),
-    "bias-import": CommandEntry(
-        "llm_council.cli.bias_import",
-        "Convert the reference council's bias records (schema 1.x) into the bias-audit store.",
-    ),
-    "bias-compact": CommandEntry(
-        "llm_council.cli.bias_compact",
-        "Compact the bias-audit store into Parquet partitioned by date (idempotent).",
-    ),
-    "calibrate": CommandEntry(
-        "llm_council.cli.calibrate",
-        "Position-swap calibration of an LLM judge (live with --model, else replay of verdicts).",
-    ),
-    "convert": CommandEntry(
-        "llm_council.cli.convert",
-        "Convert a judgment log to our replay pairs JSONL (then: llm-council calibrate OUT).",
-    ),
-    "probe": CommandEntry(
-        "llm_council.cli.calibrate",
-        "Bias probes: perturb one answer (authority, format, padding, identity, distraction).",
-    ),
-    "label-ui": CommandEntry(
-        "llm_council.cli.calibrate",
-        "Serve a local page (127.0.0.1 only) to label pairs A / B / tie, saving each label.",
-    ),
-    "export-openai-evals": CommandEntry(
-        "llm_council.cli.calibrate",
-        "Write the pairs as an OpenAI Evals dataset with a model-graded eval spec.",
-    ),
-}
 
 #: click's help layout: at most 80 columns minus a margin of 2, at least 50
 _MAX_WIDTH = 80

@@ -23,8 +23,8 @@ def bias_compact(
     ] = None,
 ) -> None:
     """Compact the bias-audit store into Parquet partitioned by date (idempotent)."""
-    from llm_council.bias_audit.parquet_store import compact_store
-    from llm_council.bias_audit.report.record_sources import default_store_location
+    from llm_council.bias_audit.report.load.parquet_compaction import compact_store
+    from llm_council.bias_audit.report.load.record_sources import default_store_location
 
     result = compact_store(store if store is not None else default_store_location(), out)
     days = result.days_written

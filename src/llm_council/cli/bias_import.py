@@ -13,7 +13,7 @@ import typer
 from llm_council.errors import RecordError
 
 if TYPE_CHECKING:
-    from llm_council.bias_audit.reference_import import ImportSummary
+    from llm_council.bias_audit.records.reference_import import ImportSummary
 
 _SHOWN_LINES = 5
 
@@ -23,7 +23,7 @@ class SourceFormat(StrEnum):
 
 
 def _print_summary(summary: ImportSummary) -> None:
-    from llm_council.bias_audit.reference_import import FIELD_NOTES
+    from llm_council.bias_audit.records.reference_import import FIELD_NOTES
 
     verb = "would write" if summary.dry_run else "wrote"
     print(
@@ -75,8 +75,8 @@ def bias_import(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Convert the reference council's bias records (schema 1.x) into the bias-audit store."""
-    from llm_council.bias_audit.record_stores import is_postgres_url, redact_url, store_spec
-    from llm_council.bias_audit.reference_import import import_reference_store
+    from llm_council.bias_audit.records.reference_import import import_reference_store
+    from llm_council.bias_audit.records.stores import is_postgres_url, redact_url, store_spec
 
     spec = str(store) if store is not None else store_spec()
     if spec.lower().startswith(("postgresql:", "postgres:")):

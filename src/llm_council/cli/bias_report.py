@@ -111,7 +111,7 @@ def bias_report(
 ) -> None:
     """Pool the bias-audit records of every session: reviewer profiles, biases, leaderboard."""
     from llm_council.bias_audit.report import RENDERERS, build_report
-    from llm_council.bias_audit.report.record_sources import default_store_location
+    from llm_council.bias_audit.report.load.record_sources import default_store_location
 
     path = store if store is not None else default_store_location()
     if output_format is ReportFormat.html and out is None and sys.stdout.isatty():

@@ -3,7 +3,7 @@
 Imported by :func:`llm_council.cli.app.main` for everything but the bare top-level
 ``--help`` (which :mod:`llm_council.cli.app` prints without typer). Each command's module
 is imported only when the command runs or its own ``--help`` is asked for (the
-:data:`~llm_council.cli.app.COMMANDS` table). User mistakes (any
+:data:`~llm_council.cli.command_table.COMMANDS` table). User mistakes (any
 :class:`~llm_council.errors.CouncilError`) become one line on stderr and a non-zero exit
 code, never a traceback.
 """
@@ -19,7 +19,7 @@ import typer
 from typer import _click
 from typer.core import TyperCommand, TyperGroup
 
-from llm_council.cli.app import COMMANDS, ROOT_HELP
+from llm_council.cli.command_table import COMMANDS, ROOT_HELP
 from llm_council.errors import CouncilError
 from llm_council.safe_text import terminal_safe
 

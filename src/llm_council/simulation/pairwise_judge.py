@@ -21,8 +21,12 @@ import re
 import numpy as np
 from scipy import stats as scipy_stats
 
-from llm_council.calibration.judge_prompt import FIRST_LABEL, SECOND_LABEL, format_verdict
-from llm_council.calibration.perturbations import identity_signature
+from llm_council.pairwise_format import (
+    FIRST_LABEL,
+    SECOND_LABEL,
+    format_verdict,
+    identity_signature,
+)
 from llm_council.prompts import extract_candidate_blocks
 from llm_council.providers.base import CompletionRequest
 from llm_council.simulation.answers import read_footer

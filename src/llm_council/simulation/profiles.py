@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from llm_council.config import default_config_file
+from llm_council.config_files import default_config_file
 from llm_council.errors import ConfigError
 from llm_council.simulation.profile import SimulatedProfile
 

@@ -9,7 +9,7 @@ reviewers, of ``b[r, k] - mean_j b[r, j]``: points relative to the reviewer's ow
 slot. This is identified only when reviewers of the same answer saw it at different slots
 (each reviewer its own shuffle). With one shared order per session the common part of the
 slot effects is absorbed by ``alpha`` and the contrasts are not estimable: the caller then
-needs an across-session estimator (see ``bias_audit/report/position.py``). The check is
+needs an across-session estimator (see ``bias_audit/report/analyses/position.py``). The check is
 the null space of the demeaned Gram matrix (:mod:`llm_council.stats.identifiability`).
 Covariance: CR1 with sessions as clusters; Wald tests with the Hotelling-type F of
 :func:`llm_council.stats.joint_model.wald_test`.

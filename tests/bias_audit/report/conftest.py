@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from llm_council.bias_audit.record_schema import ReviewRecord
-from llm_council.bias_audit.simulated_records import load_simulated_profiles, write_record_store
+from llm_council.bias_audit.records.schema import ReviewRecord
 from llm_council.simulation.profile import SimulatedProfile
+from llm_council.simulation.simulated_records import load_simulated_profiles, write_record_store
 
 
 def record_line(**fields: Any) -> str:

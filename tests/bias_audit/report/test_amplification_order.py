@@ -5,7 +5,7 @@ from __future__ import annotations
 import duckdb
 import numpy as np
 
-from llm_council.bias_audit.report.amplification import _every_session_shares_one_order
+from llm_council.bias_audit.report.analyses.amplification import _every_session_shares_one_order
 
 
 def _connection(records: list[tuple[int, str, int]]) -> duckdb.DuckDBPyConnection:

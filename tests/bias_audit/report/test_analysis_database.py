@@ -15,9 +15,11 @@ import pytest
 
 from bias_audit.report_golden_cases import CASES, GOLDEN_DIR, report_case
 from golden_compare import golden_differences
-from llm_council.bias_audit.report import analysis_database, build, section_runner
-from llm_council.bias_audit.report.loading import load_store
-from llm_council.bias_audit.report.tables import create_analysis_tables
+from llm_council.bias_audit.report import build
+from llm_council.bias_audit.report.analyses import section_runner
+from llm_council.bias_audit.report.load import analysis_database
+from llm_council.bias_audit.report.load.loading import load_store
+from llm_council.bias_audit.report.load.tables import create_analysis_tables
 
 TOLERANCE = 1e-9
 

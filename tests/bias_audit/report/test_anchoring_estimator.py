@@ -2,7 +2,7 @@
 
 x for the answer at slot i of reviewer r's review is the mean of the *other reviewers'
 consensus* over the earlier slots minus its mean over every other slot; y is r's paired
-deviation, self-reviews left out; both centred within slot (report/anchoring.py). The
+deviation, self-reviews left out; both centred within slot (report/analyses/anchoring.py). The
 earlier definition (x = r's own earlier scores) flagged every drifting judge, a third of
 self-preferring ones, and every reviewer of pairwise forced-choice data; these tests keep
 those cases unflagged and an anchored judge flagged.
@@ -24,11 +24,14 @@ import pytest
 from scipy import stats
 
 from generators.independent_council import CouncilSpec, generate_sessions, write_store
-from llm_council.bias_audit.report.anchoring import ReviewerAnchoring, anchoring_by_reviewer
-from llm_council.bias_audit.report.loading import load_store
-from llm_council.bias_audit.report.tables import create_analysis_tables
-from llm_council.bias_audit.simulated_records import write_record_store
+from llm_council.bias_audit.report.analyses.anchoring import (
+    ReviewerAnchoring,
+    anchoring_by_reviewer,
+)
+from llm_council.bias_audit.report.load.loading import load_store
+from llm_council.bias_audit.report.load.tables import create_analysis_tables
 from llm_council.simulation.profile import SimulatedProfile
+from llm_council.simulation.simulated_records import write_record_store
 
 PRD_FIXTURE = Path(__file__).parents[2] / "data" / "prd_vicuna80" / "prd_sessions.jsonl.gz"
 

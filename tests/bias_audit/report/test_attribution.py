@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from generators.independent_council import CouncilSpec, generate_sessions, write_store
-from llm_council.bias_audit.report.loading import load_store
-from llm_council.bias_audit.report.position import position_bias
-from llm_council.bias_audit.report.reviewers import reviewer_profiles
-from llm_council.bias_audit.report.tables import create_analysis_tables
+from llm_council.bias_audit.report.analyses.position import position_bias
+from llm_council.bias_audit.report.analyses.reviewers import reviewer_profiles
+from llm_council.bias_audit.report.load.loading import load_store
+from llm_council.bias_audit.report.load.tables import create_analysis_tables
 
 ONE_HARSH = CouncilSpec(n_members=5, leniency=[-1.5, 0.0, 0.0, 0.0, 0.0])
 

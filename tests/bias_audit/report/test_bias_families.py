@@ -26,12 +26,12 @@ import numpy as np
 import pytest
 
 from generators.independent_council import CouncilSpec, generate_sessions, write_store
-from llm_council.bias_audit.report.families import BiasFamilies, bias_families
-from llm_council.bias_audit.report.loading import load_store
-from llm_council.bias_audit.report.tables import create_analysis_tables
-from llm_council.bias_audit.simulated_records import write_record_store
+from llm_council.bias_audit.report.analyses.families import BiasFamilies, bias_families
+from llm_council.bias_audit.report.load.loading import load_store
+from llm_council.bias_audit.report.load.tables import create_analysis_tables
 from llm_council.errors import ConfigError
 from llm_council.simulation.profile import SimulatedProfile
+from llm_council.simulation.simulated_records import write_record_store
 
 _WEEKS = 8
 _START = datetime(2026, 1, 5, tzinfo=UTC)

@@ -20,15 +20,15 @@ import pytest
 from scipy import stats
 
 from llm_council.bias_audit.report import build_report
-from llm_council.bias_audit.report.causal_checks import (
+from llm_council.bias_audit.report.analyses.causal_checks import (
     icc_one_way,
     padding_effect,
     repeat_stability,
     slot_effect,
 )
-from llm_council.bias_audit.report.render_html import render_html
-from llm_council.bias_audit.report.render_tables import render_csv, render_json
-from llm_council.bias_audit.report.render_text import render_text
+from llm_council.bias_audit.report.render.render_html import render_html
+from llm_council.bias_audit.report.render.render_tables import render_csv, render_json
+from llm_council.bias_audit.report.render.render_text import render_text
 
 from .report_numbers import assert_same_numbers
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from llm_council.bias_audit.report import build_report, render_html
-from llm_council.bias_audit.report.dashboard_findings import dashboard_findings
-from llm_council.bias_audit.report.dashboard_tables import _ranks
+from llm_council.bias_audit.report.dashboard.dashboard_findings import dashboard_findings
+from llm_council.bias_audit.report.dashboard.dashboard_tables import _ranks
 from llm_council.bias_audit.report.model import BiasReport
 
 from .conftest import scores_to_lines
@@ -146,7 +146,7 @@ def test_ranks_hand_example() -> None:
 
 
 def test_family_sections_arrive_through_render_families(biased_report: BiasReport) -> None:
-    from llm_council.bias_audit.report.render_families import families_html_sections
+    from llm_council.bias_audit.report.render.render_families import families_html_sections
 
     assert biased_report.families is not None
     page = render_html(biased_report)
@@ -228,8 +228,8 @@ def test_drift_sparkline_in_each_card_and_a_detected_change_is_a_finding(
 ) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from llm_council.bias_audit.simulated_records import write_record_store
     from llm_council.simulation.profile import SimulatedProfile
+    from llm_council.simulation.simulated_records import write_record_store
 
     members = [
         ("drifter", SimulatedProfile(noise_sd=1.0, leniency_drift_per_week=0.6)),
@@ -271,7 +271,7 @@ def test_drift_sparkline_in_each_card_and_a_detected_change_is_a_finding(
 
 
 def test_p_text_never_writes_an_equals_before_a_less_than() -> None:
-    from llm_council.bias_audit.report.dashboard_findings import p_text
+    from llm_council.bias_audit.report.dashboard.dashboard_findings import p_text
 
     assert p_text(0.0131) == "p=0.013"
     assert p_text(3e-7) == "p<1e-4"
@@ -289,9 +289,9 @@ def test_cards_come_most_flagged_first(biased_report: BiasReport) -> None:
 
 
 def test_a_negative_anchoring_flag_is_named_a_contrast_not_a_pull() -> None:
-    from llm_council.bias_audit.report.anchoring import ReviewerAnchoring
-    from llm_council.bias_audit.report.dashboard_findings import _family_findings
-    from llm_council.bias_audit.report.families import BiasFamilies
+    from llm_council.bias_audit.report.analyses.anchoring import ReviewerAnchoring
+    from llm_council.bias_audit.report.analyses.families import BiasFamilies
+    from llm_council.bias_audit.report.dashboard.dashboard_findings import _family_findings
     from llm_council.bias_audit.report.model import Interval
 
     def anchoring(name: str, r: float) -> ReviewerAnchoring:

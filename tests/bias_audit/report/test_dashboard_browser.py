@@ -160,8 +160,8 @@ def test_sparklines_and_causal_table_are_laid_out(
 ) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from llm_council.bias_audit.simulated_records import write_record_store
     from llm_council.simulation.profile import SimulatedProfile
+    from llm_council.simulation.simulated_records import write_record_store
 
     from .test_causal_checks import CheckWorld, generate_check_lines, write_store
 

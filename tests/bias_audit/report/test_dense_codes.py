@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from llm_council.bias_audit.report.tables import dense_codes
+from llm_council.bias_audit.report.load.tables import dense_codes
 
 
 def _assert_same_as_unique(values: np.ndarray) -> None:

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from llm_council.bias_audit.report import build_report, render_text
-from llm_council.bias_audit.report.effective_judges_note import (
+from llm_council.bias_audit.report.render.effective_judges_note import (
     EFFECTIVE_JUDGES_NOT_SHOWN,
     effective_judges_note_html,
 )

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from llm_council.bias_audit.report import build_report, render_html
-from llm_council.bias_audit.report.favouritism import Favouritism, FavouritismCell
+from llm_council.bias_audit.report.analyses.favouritism import Favouritism, FavouritismCell
+from llm_council.bias_audit.report.dashboard.svg_heatmap import favouritism_heatmap
 from llm_council.bias_audit.report.model import Interval
-from llm_council.bias_audit.report.svg_heatmap import favouritism_heatmap
-from llm_council.bias_audit.simulated_records import write_record_store
 from llm_council.simulation.profile import SimulatedProfile
+from llm_council.simulation.simulated_records import write_record_store
 
 HOSTILE = '<script>alert("x")</script>&'
 
@@ -105,9 +105,9 @@ def test_cli_since_and_until_keep_only_the_window(
 
 
 def test_malformed_positions_and_huge_slot_counts_are_left_out(tmp_path: Path) -> None:
-    from llm_council.bias_audit.report.families import bias_families
-    from llm_council.bias_audit.report.loading import load_store
-    from llm_council.bias_audit.report.tables import create_analysis_tables
+    from llm_council.bias_audit.report.analyses.families import bias_families
+    from llm_council.bias_audit.report.load.loading import load_store
+    from llm_council.bias_audit.report.load.tables import create_analysis_tables
 
     path = tmp_path / "store.jsonl"
     members = [(name, SimulatedProfile(noise_sd=1.0)) for name in ("a", "b", "c")]

@@ -11,16 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from llm_council.bias_audit.report import favouritism as favouritism_module
-from llm_council.bias_audit.report.families import BiasFamilies
-from llm_council.bias_audit.report.favouritism import Favouritism, FavouritismCell, favouritism
-from llm_council.bias_audit.report.loading import load_store
-from llm_council.bias_audit.report.render_families import (
+from llm_council.bias_audit.report.analyses import favouritism as favouritism_module
+from llm_council.bias_audit.report.analyses.families import BiasFamilies
+from llm_council.bias_audit.report.analyses.favouritism import (
+    Favouritism,
+    FavouritismCell,
+    favouritism,
+)
+from llm_council.bias_audit.report.load.loading import load_store
+from llm_council.bias_audit.report.load.tables import create_analysis_tables
+from llm_council.bias_audit.report.render.render_families import (
     families_html_sections,
     families_text_lines,
 )
-from llm_council.bias_audit.report.tables import create_analysis_tables
-from llm_council.bias_audit.simulated_records import load_simulated_profiles, write_record_store
+from llm_council.simulation.simulated_records import load_simulated_profiles, write_record_store
 
 
 def _matrix(path: Path) -> Favouritism:

@@ -8,8 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from llm_council.bias_audit.report.jsonl_snapshot import complete_prefix_end
-from llm_council.bias_audit.report.loading import load_store
+from llm_council.bias_audit.records.jsonl_snapshot import complete_prefix_end
+from llm_council.bias_audit.report.load.loading import load_store
 
 from .conftest import record_line
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from llm_council.bias_audit.report.reviewers import MATERIAL_LENIENCY_SHARE, _leniency_label
+from llm_council.bias_audit.report.analyses.reviewers import (
+    MATERIAL_LENIENCY_SHARE,
+    _leniency_label,
+)
 from llm_council.stats.pooling import IntervalEstimate
 from llm_council.stats.robust_leniency import ReviewerLeniency
 

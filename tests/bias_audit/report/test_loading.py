@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from llm_council.bias_audit.record_schema import SCHEMA_VERSION
+from llm_council.bias_audit.records.schema import SCHEMA_VERSION
 from llm_council.bias_audit.report import build_report, render_json
-from llm_council.bias_audit.report.loading import load_store, parse_since
+from llm_council.bias_audit.report.load.loading import load_store, parse_since
 from llm_council.errors import ConfigError, InputError, RecordError
 
 from .conftest import record_line

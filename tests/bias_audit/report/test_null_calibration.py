@@ -25,14 +25,14 @@ import numpy as np
 import pytest
 
 from generators.independent_council import CouncilSpec, generate_sessions, write_store
-from llm_council.bias_audit.report.joint import fit_joint_model
-from llm_council.bias_audit.report.length import pooled_length_bias
-from llm_council.bias_audit.report.loading import load_store
-from llm_council.bias_audit.report.position import position_bias
-from llm_council.bias_audit.report.reviewers import reviewer_profiles
-from llm_council.bias_audit.report.tables import create_analysis_tables
-from llm_council.bias_audit.simulated_records import load_simulated_profiles, write_record_store
+from llm_council.bias_audit.report.analyses.joint import fit_joint_model
+from llm_council.bias_audit.report.analyses.length import pooled_length_bias
+from llm_council.bias_audit.report.analyses.position import position_bias
+from llm_council.bias_audit.report.analyses.reviewers import reviewer_profiles
+from llm_council.bias_audit.report.load.loading import load_store
+from llm_council.bias_audit.report.load.tables import create_analysis_tables
 from llm_council.simulation.profile import SimulatedProfile
+from llm_council.simulation.simulated_records import load_simulated_profiles, write_record_store
 
 #: runs per cell; NULL_CALIBRATION_RUNS=2000 tightens the Monte Carlo error
 N_RUNS = int(os.environ.get("NULL_CALIBRATION_RUNS", "300"))

@@ -17,11 +17,11 @@ import pytest
 
 from generators.independent_council import CouncilSpec
 from generators.reasoning_council import ReasoningSpec, reasoning_records
-from llm_council.bias_audit.parquet_store import compact_store
-from llm_council.bias_audit.record_schema import ReviewRecord
-from llm_council.bias_audit.record_stores import open_store
+from llm_council.bias_audit.records.jsonl_store import append_records
+from llm_council.bias_audit.records.schema import ReviewRecord
+from llm_council.bias_audit.records.stores import open_store
 from llm_council.bias_audit.report import build_report, render_json
-from llm_council.bias_audit.store import append_records
+from llm_council.bias_audit.report.load.parquet_compaction import compact_store
 
 from .report_numbers import assert_same_numbers
 

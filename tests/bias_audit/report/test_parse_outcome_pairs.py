@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import duckdb
 
-from llm_council.bias_audit.report.parse_outcomes import _pair_counts
+from llm_council.bias_audit.report.analyses.parse_outcomes import _pair_counts
 
 
 def _connection(rows: list[tuple[int, int, float, int | None]]) -> duckdb.DuckDBPyConnection:

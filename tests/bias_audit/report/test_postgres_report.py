@@ -14,10 +14,10 @@ from urllib.parse import urlsplit
 import pytest
 
 from generators.independent_council import CouncilSpec, generate_sessions
-from llm_council.bias_audit.record_schema import ReviewRecord
-from llm_council.bias_audit.record_stores import open_store
+from llm_council.bias_audit.records.jsonl_store import append_records
+from llm_council.bias_audit.records.schema import ReviewRecord
+from llm_council.bias_audit.records.stores import open_store
 from llm_council.bias_audit.report import build_report, render_json
-from llm_council.bias_audit.store import append_records
 
 from .report_numbers import assert_same_numbers
 

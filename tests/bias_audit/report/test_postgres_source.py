@@ -1,6 +1,6 @@
 """``bias-report --store postgresql://...`` goes through the PostgreSQL store's Arrow reader.
 
-The store module (``llm_council.bias_audit.postgres_store``) is written on another branch;
+The store module (``llm_council.bias_audit.records.postgres_store``) is written on another branch;
 until it lands, these tests register a stand-in with the agreed interface,
 ``arrow_batch_reader(url, *, since=None) -> pyarrow.RecordBatchReader``, in ``sys.modules``. The
 stand-in serves real records from a JSONL fixture; nothing of ours is patched.
@@ -17,10 +17,10 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from llm_council.bias_audit.parquet_store import compact_store
 from llm_council.bias_audit.report import build_report, render_json
-from llm_council.bias_audit.report.loading import load_store
-from llm_council.bias_audit.report.record_sources import default_store_location
+from llm_council.bias_audit.report.load.loading import load_store
+from llm_council.bias_audit.report.load.parquet_compaction import compact_store
+from llm_council.bias_audit.report.load.record_sources import default_store_location
 from llm_council.errors import RecordError
 
 from .conftest import record_line
@@ -32,7 +32,7 @@ URL = "postgresql://auditor:s3cr3t-pw@db.internal:5432/council"
 def _install_stand_in(
     monkeypatch: pytest.MonkeyPatch, rows: list[dict[str, object]], calls: list[tuple]
 ) -> None:
-    module = types.ModuleType("llm_council.bias_audit.postgres_store")
+    module = types.ModuleType("llm_council.bias_audit.records.postgres_store")
 
     def arrow_batch_reader(url: str, *, since: datetime | None = None) -> pa.RecordBatchReader:
         calls.append((url, since))
@@ -41,7 +41,7 @@ def _install_stand_in(
         return pa.RecordBatchReader.from_batches(table.schema, table.to_batches(max_chunksize=2))
 
     module.arrow_batch_reader = arrow_batch_reader  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "llm_council.bias_audit.postgres_store", module)
+    monkeypatch.setitem(sys.modules, "llm_council.bias_audit.records.postgres_store", module)
 
 
 def test_postgres_rows_give_the_same_report_as_the_jsonl_file(
@@ -69,13 +69,13 @@ def test_postgres_rows_missing_a_required_field_are_unreadable_not_fatal(
 
 
 def test_a_driver_error_never_shows_the_password(monkeypatch: pytest.MonkeyPatch) -> None:
-    module = types.ModuleType("llm_council.bias_audit.postgres_store")
+    module = types.ModuleType("llm_council.bias_audit.records.postgres_store")
 
     def arrow_batch_reader(url: str, *, since: datetime | None = None) -> pa.RecordBatchReader:
         raise OSError(f"connection to {url} refused; password s3cr3t-pw rejected")
 
     module.arrow_batch_reader = arrow_batch_reader  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "llm_council.bias_audit.postgres_store", module)
+    monkeypatch.setitem(sys.modules, "llm_council.bias_audit.records.postgres_store", module)
     with pytest.raises(RecordError) as raised:
         load_store(URL)
     assert "s3cr3t-pw" not in str(raised.value)

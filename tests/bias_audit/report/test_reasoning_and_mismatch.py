@@ -6,7 +6,7 @@ Quick regressions run by default. The calibration table in docs/bias-report.md c
 in the report (Holm across reviewers promises <= 5% per report); "power" is the share of
 runs flagging the injected reviewer (judge1).
 
-Simulator: ``SimulatedProfile.reasoning_bias`` etc. (bias_audit/simulated_records.py).
+Simulator: ``SimulatedProfile.reasoning_bias`` etc. (simulation/simulated_records.py).
 Second generator: tests/generators/reasoning_council.py wraps the independent generator
 (integer, clipped scores with ties and missing cells) and, in its null, makes rationales
 longer when the session's answers are better (a confounder the paired deviation must not
@@ -25,16 +25,19 @@ import pytest
 from generators.independent_council import CouncilSpec
 from generators.reasoning_council import ReasoningSpec, ReasoningTruth, write_reasoning_store
 from golden_compare import golden_differences
-from llm_council.bias_audit.report.loading import load_store
-from llm_council.bias_audit.report.parse_outcomes import (
+from llm_council.bias_audit.report.analyses.parse_outcomes import (
     ReviewerParseOutcomes,
     parse_outcomes_by_reviewer,
 )
-from llm_council.bias_audit.report.reasoning import ReviewerReasoning, reasoning_by_reviewer
-from llm_council.bias_audit.report.reviewers import reviewer_profiles
-from llm_council.bias_audit.report.tables import create_analysis_tables
-from llm_council.bias_audit.simulated_records import write_record_store
+from llm_council.bias_audit.report.analyses.reasoning import (
+    ReviewerReasoning,
+    reasoning_by_reviewer,
+)
+from llm_council.bias_audit.report.analyses.reviewers import reviewer_profiles
+from llm_council.bias_audit.report.load.loading import load_store
+from llm_council.bias_audit.report.load.tables import create_analysis_tables
 from llm_council.simulation.profile import SimulatedProfile
+from llm_council.simulation.simulated_records import write_record_store
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from llm_council.bias_audit.report import (
     render_json,
     render_text,
 )
-from llm_council.bias_audit.report.render_tables import CSV_COLUMNS
+from llm_council.bias_audit.report.render.render_tables import CSV_COLUMNS
 from llm_council.cli.app import _run, app
 
 
@@ -204,7 +204,7 @@ def test_cli_warns_about_a_torn_line(
 def test_a_one_session_store_says_what_it_cannot_estimate(
     tmp_path: Path, fmt: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from llm_council.bias_audit.simulated_records import load_simulated_profiles, write_record_store
+    from llm_council.simulation.simulated_records import load_simulated_profiles, write_record_store
 
     store = tmp_path / "one.jsonl"
     write_record_store(store, load_simulated_profiles(["balanced", "harsh"]), 1, seed=0)

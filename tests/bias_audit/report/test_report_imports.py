@@ -22,8 +22,8 @@ def test_importing_the_report_does_not_load_the_per_session_audit() -> None:
         "import sys\n"
         "import llm_council.bias_audit.report.build\n"
         "print(sorted(m for m in sys.modules if m in {"
-        "'llm_council.bias_audit.audit', 'llm_council.anonymize', 'llm_council.config',"
-        " 'llm_council.prompts', 'llm_council.bias_audit.thresholds'}))"
+        "'llm_council.bias_audit.session.audit', 'llm_council.anonymize', 'llm_council.config',"
+        " 'llm_council.prompts', 'llm_council.bias_audit.session.thresholds'}))"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

@@ -17,9 +17,9 @@ import pytest
 
 from golden_compare import golden_differences
 from llm_council.bias_audit.report import build_report
-from llm_council.bias_audit.report.loading import load_store
-from llm_council.bias_audit.simulated_records import load_simulated_profiles, write_record_store
+from llm_council.bias_audit.report.load.loading import load_store
 from llm_council.cli.app import _run, app
+from llm_council.simulation.simulated_records import load_simulated_profiles, write_record_store
 
 MEMBERS = ("balanced", "harsh", "verbose", "primacy", "narcissist")
 

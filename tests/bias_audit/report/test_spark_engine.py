@@ -16,9 +16,9 @@ import duckdb
 import pytest
 
 from generators.independent_council import CouncilSpec, generate_sessions, write_store
-from llm_council.bias_audit.parquet_store import compact_store
 from llm_council.bias_audit.report import build_report, render_json
-from llm_council.bias_audit.report.loading import load_store
+from llm_council.bias_audit.report.load.loading import load_store
+from llm_council.bias_audit.report.load.parquet_compaction import compact_store
 
 from .report_numbers import assert_same_numbers
 

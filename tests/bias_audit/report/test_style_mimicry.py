@@ -23,16 +23,16 @@ import pytest
 from generators.independent_council import CouncilSpec, generate_sessions
 from generators.style_similarity import StyleSpec, add_similarity, write_styled_store
 from llm_council.bias_audit.report import build_report, render_csv, render_html, render_json
-from llm_council.bias_audit.report.loading import load_store
-from llm_council.bias_audit.report.render_text import render_text
-from llm_council.bias_audit.report.style_mimicry import StyleMimicry, style_mimicry
-from llm_council.bias_audit.report.tables import create_analysis_tables
-from llm_council.bias_audit.simulated_records import (
+from llm_council.bias_audit.report.analyses.style_mimicry import StyleMimicry, style_mimicry
+from llm_council.bias_audit.report.load.loading import load_store
+from llm_council.bias_audit.report.load.tables import create_analysis_tables
+from llm_council.bias_audit.report.render.render_text import render_text
+from llm_council.simulation.profile import SimulatedProfile
+from llm_council.simulation.simulated_records import (
     load_simulated_profiles,
     simulate_record_columns,
     write_record_store,
 )
-from llm_council.simulation.profile import SimulatedProfile
 
 HOSTILE = '=cmd|"/c calc"!A1 <script>alert(1)</script>\x1b[2J\u202e'
 
@@ -178,7 +178,7 @@ def test_false_alarm_rate_and_power(tmp_path: Path, generator: str, n_members: i
 
 
 def test_the_dashboard_header_names_the_flagged_mimic(tmp_path: Path) -> None:
-    from llm_council.bias_audit.report.dashboard_findings import dashboard_findings
+    from llm_council.bias_audit.report.dashboard.dashboard_findings import dashboard_findings
 
     path = simulator_store(tmp_path / "mimic.jsonl", 5, 150, seed=7, mimicry=8.0)
     report = build_report(path)

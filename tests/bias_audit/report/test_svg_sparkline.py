@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 import re
 
+from llm_council.bias_audit.report.dashboard.svg_sparkline import drift_sparkline, slot_strip
 from llm_council.bias_audit.report.model import Interval
-from llm_council.bias_audit.report.svg_sparkline import drift_sparkline, slot_strip
 
 
 def test_sparkline_marks_band_and_change() -> None:

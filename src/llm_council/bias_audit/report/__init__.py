@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from llm_council.bias_audit.report.build import build_report
 from llm_council.bias_audit.report.model import BiasReport, reliability_tier
-from llm_council.bias_audit.report.render_html import render_html
-from llm_council.bias_audit.report.render_tables import render_csv, render_json
-from llm_council.bias_audit.report.render_text import render_text
+from llm_council.bias_audit.report.render.render_html import render_html
+from llm_council.bias_audit.report.render.render_tables import render_csv, render_json
+from llm_council.bias_audit.report.render.render_text import render_text
 
 RENDERERS = {"text": render_text, "json": render_json, "csv": render_csv, "html": render_html}
 

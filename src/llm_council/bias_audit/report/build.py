@@ -6,17 +6,26 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from llm_council.bias_audit.report.causal_checks import causal_checks
-from llm_council.bias_audit.report.families import submit_bias_families
-from llm_council.bias_audit.report.joint import fit_joint_model
-from llm_council.bias_audit.report.leaderboard import build_leaderboard, with_adjusted_means
-from llm_council.bias_audit.report.length import pooled_length_bias
-from llm_council.bias_audit.report.loading import DEFAULT_MEMORY_LIMIT, load_store, parse_since
+from llm_council.bias_audit.report.analyses.causal_checks import causal_checks
+from llm_council.bias_audit.report.analyses.families import submit_bias_families
+from llm_council.bias_audit.report.analyses.joint import fit_joint_model
+from llm_council.bias_audit.report.analyses.leaderboard import (
+    build_leaderboard,
+    with_adjusted_means,
+)
+from llm_council.bias_audit.report.analyses.length import pooled_length_bias
+from llm_council.bias_audit.report.analyses.position import position_bias
+from llm_council.bias_audit.report.analyses.reviewers import reviewer_profiles, self_preferences
+from llm_council.bias_audit.report.analyses.section_runner import (
+    PARALLEL_MAX_RECORDS,
+    SectionRunner,
+)
+from llm_council.bias_audit.report.load.loading import DEFAULT_MEMORY_LIMIT, load_store, parse_since
+from llm_council.bias_audit.report.load.tables import (
+    create_analysis_tables,
+    scores_sum_to_a_constant,
+)
 from llm_council.bias_audit.report.model import BiasReport
-from llm_council.bias_audit.report.position import position_bias
-from llm_council.bias_audit.report.reviewers import reviewer_profiles, self_preferences
-from llm_council.bias_audit.report.section_runner import PARALLEL_MAX_RECORDS, SectionRunner
-from llm_council.bias_audit.report.tables import create_analysis_tables, scores_sum_to_a_constant
 from llm_council.errors import RecordError
 
 #: how many times :func:`build_report` calls ``on_step`` (the CLI's progress bar total)

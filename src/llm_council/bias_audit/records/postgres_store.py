@@ -1,0 +1,442 @@
+"""A shared bias record store in PostgreSQL (psycopg 3), for many replicas (ADR 0020).
+
+Writing (:class:`PostgresWriter`): one transaction per session. The session's row goes
+into ``bias_sessions`` (``session_id`` primary key) with ``INSERT ... ON CONFLICT DO
+NOTHING``; only if that inserted a row are its records copied into ``bias_records``, so a
+retried write never duplicates and a writer killed mid-transaction leaves nothing (the
+server rolls the transaction back when the connection drops). Connections come from one
+``psycopg_pool.AsyncConnectionPool`` per event loop, so concurrent councils share them
+and the loop never blocks on the database. The schema is created and migrated by the
+tool, under an advisory lock, and its version kept in ``llm_council_schema``.
+
+Reading (:func:`iter_arrow_batches`, :func:`arrow_batch_reader`): a server-side cursor
+streams the records in batches of ``batch_size`` rows into Arrow record batches with the
+JSONL record's columns (:data:`ARROW_SCHEMA`), so memory per batch is bounded; the report
+scans the reader straight into DuckDB. :func:`fetch_arrow_table` collects every batch
+into one table (tests and small stores only: its memory grows with the store).
+
+The URL may carry a password: messages name the store by :func:`redact_url` and scrub
+the password from any driver message they quote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+import pyarrow as pa
+from psycopg import AsyncConnection, Connection, sql
+from psycopg import Error as DriverError
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from llm_council.bias_audit.records.schema import ReviewRecord
+from llm_council.bias_audit.records.store_urls import redact_url
+from llm_council.errors import RecordError
+
+CONNECT_TIMEOUT_S = 10
+POOL_WAIT_S = 60.0  # a session waits this long for a free pooled connection
+POOL_MAX_SIZE = 8
+BATCH_SIZE = 10_000
+_MIGRATION_LOCK = 0x6C6C6D63  # pg_advisory_xact_lock key: "llmc"
+
+# MIGRATIONS[i] brings the schema from version i to version i + 1 (numbered, append-only).
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (  # 1: a session row (the unit of all-or-nothing) and the record schema 1 columns
+        """CREATE TABLE bias_sessions (
+               session_id text PRIMARY KEY,
+               n_records integer NOT NULL CHECK (n_records >= 1),
+               written_at timestamptz NOT NULL DEFAULT now())""",
+        """CREATE TABLE bias_records (
+               session_id text NOT NULL REFERENCES bias_sessions ON DELETE CASCADE,
+               record_index integer NOT NULL,
+               schema_version integer NOT NULL,
+               "timestamp" text NOT NULL,
+               recorded_at timestamptz,
+               reviewer_id text NOT NULL,
+               model_id text NOT NULL,
+               position integer NOT NULL,
+               n_candidates integer NOT NULL,
+               response_length_chars bigint NOT NULL,
+               response_length_words bigint NOT NULL,
+               score_value double precision,
+               score_scale double precision[] NOT NULL,
+               rank integer,
+               is_self_review boolean NOT NULL,
+               council_config_hash text NOT NULL,
+               query_hash text,
+               PRIMARY KEY (session_id, record_index))""",
+    ),
+    (  # 2: record schema 2's session_n_records, and an index for --since
+        "ALTER TABLE bias_records ADD COLUMN session_n_records integer",
+        "CREATE INDEX bias_records_recorded_at ON bias_records (recorded_at)",
+    ),
+    (  # 3: live bias checks (ADR 0024): a check review's kind and what it repeats
+        "ALTER TABLE bias_records ADD COLUMN check_kind text",
+        "ALTER TABLE bias_records ADD COLUMN check_of_position integer",
+        "ALTER TABLE bias_records ADD COLUMN check_treated boolean",
+    ),
+    (  # 4: style mimicry, reasoning-chain bias and parse outcomes (issue 11 section 2)
+        "ALTER TABLE bias_records ADD COLUMN similarity_to_own double precision",
+        "ALTER TABLE bias_records ADD COLUMN rationale_chars bigint",
+        "ALTER TABLE bias_records ADD COLUMN review_status text",
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_CHECK_COLUMNS = ("check_kind", "check_of_position", "check_treated")
+_FAMILY_COLUMNS = ("similarity_to_own", "rationale_chars", "review_status")
+_WRITTEN_COLUMNS = (
+    "session_id",
+    "record_index",
+    "schema_version",
+    "timestamp",
+    "recorded_at",
+    "reviewer_id",
+    "model_id",
+    "position",
+    "n_candidates",
+    "response_length_chars",
+    "response_length_words",
+    "score_value",
+    "score_scale",
+    "rank",
+    "is_self_review",
+    "council_config_hash",
+    "query_hash",
+    "session_n_records",
+    "check_kind",
+    "check_of_position",
+    "check_treated",
+    "similarity_to_own",
+    "rationale_chars",
+    "review_status",
+)
+
+# the JSONL record columns bias-report reads (report/load/loading.py), plus session_n_records
+ARROW_SCHEMA = pa.schema(
+    [
+        ("schema_version", pa.int32()),
+        ("session_id", pa.string()),
+        ("timestamp", pa.string()),
+        ("reviewer_id", pa.string()),
+        ("model_id", pa.string()),
+        ("position", pa.int32()),
+        ("n_candidates", pa.int32()),
+        ("response_length_chars", pa.int64()),
+        ("response_length_words", pa.int64()),
+        ("score_value", pa.float64()),
+        ("score_scale", pa.list_(pa.float64())),
+        ("rank", pa.int32()),
+        ("is_self_review", pa.bool_()),
+        ("session_n_records", pa.int32()),
+        ("check_kind", pa.string()),
+        ("check_of_position", pa.int32()),
+        ("check_treated", pa.bool_()),
+        ("similarity_to_own", pa.float64()),
+        ("rationale_chars", pa.int64()),
+        ("review_status", pa.string()),
+    ]
+)
+
+
+def _scrub(message: str, url: str) -> str:
+    """A driver message on one line, with the URL's password (if any) blanked out."""
+    line = " ".join(message.split())
+    try:
+        password = conninfo_to_dict(url).get("password")
+    except DriverError:
+        password = None
+    if password:
+        line = line.replace(str(password), "***")
+    return line.replace(url, redact_url(url))
+
+
+def _store_error(url: str, doing: str, error: BaseException) -> RecordError:
+    detail = _scrub(str(error), url) or type(error).__name__
+    return RecordError(f"{redact_url(url)}: {doing}: {detail}")
+
+
+def check_url(url: str) -> None:
+    """Raise :class:`RecordError` (password redacted) if ``url`` is not a usable conninfo URL."""
+    try:
+        conninfo_to_dict(url)
+    except DriverError as error:
+        raise _store_error(url, "not a valid PostgreSQL URL", error) from None
+
+
+def migration_statements(current: int, target: int = SCHEMA_VERSION) -> list[str]:
+    """The SQL that brings a schema at version ``current`` to ``target``."""
+    if current > SCHEMA_VERSION:
+        raise RecordError(
+            f"the store's schema is version {current}; this llm-council knows "
+            f"1..{SCHEMA_VERSION} (upgrade llm-council)"
+        )
+    statements = [step for version in range(current, target) for step in MIGRATIONS[version]]
+    if statements:
+        statements += [
+            "DELETE FROM llm_council_schema",
+            f"INSERT INTO llm_council_schema VALUES ({target})",
+        ]
+    return statements
+
+
+_LOCK_AND_VERSION = (
+    f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})",
+    "CREATE TABLE IF NOT EXISTS llm_council_schema (version integer NOT NULL)",
+)
+
+
+async def migrate(connection: AsyncConnection[Any], target: int = SCHEMA_VERSION) -> int:
+    """Create or migrate the schema to ``target`` in one transaction; return the old version."""
+    async with connection.transaction():
+        for statement in _LOCK_AND_VERSION:
+            await connection.execute(statement)
+        cursor = await connection.execute("SELECT max(version) FROM llm_council_schema")
+        row = await cursor.fetchone()
+        current = int(row[0]) if row and row[0] is not None else 0
+        for statement in migration_statements(current, max(target, current)):
+            await connection.execute(statement)
+    return current
+
+
+def _recorded_at(timestamp: str) -> datetime | None:
+    try:
+        parsed = datetime.fromisoformat(timestamp)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def _row(index: int, record: ReviewRecord, n_records: int) -> tuple[Any, ...]:
+    return (
+        record.session_id,
+        index,
+        record.schema_version,
+        record.timestamp,
+        _recorded_at(record.timestamp),
+        record.reviewer_id,
+        record.model_id,
+        record.position,
+        record.n_candidates,
+        record.response_length_chars,
+        record.response_length_words,
+        record.score_value,
+        list(record.score_scale),
+        record.rank,
+        record.is_self_review,
+        record.council_config_hash,
+        record.query_hash,
+        n_records,
+        record.check_kind,
+        record.check_of_position,
+        record.check_treated,
+        record.similarity_to_own,
+        record.rationale_chars,
+        record.review_status,
+    )
+
+
+async def _close_when_cancelled(pool: AsyncConnectionPool[Any]) -> None:
+    """Park until cancelled, then close the pool: ``asyncio.run`` cancels every task at
+    loop end, so the pool is closed inside its own loop instead of leaking past it."""
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await pool.close(timeout=1.0)
+
+
+class PostgresWriter:
+    """Writes sessions to the PostgreSQL store at ``url``; one instance per URL per process."""
+
+    _by_url: ClassVar[dict[str, PostgresWriter]] = {}
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._pools: dict[
+            int, tuple[asyncio.AbstractEventLoop, asyncio.Task[AsyncConnectionPool[Any]]]
+        ] = {}
+        self._keepers: set[asyncio.Task[None]] = set()
+
+    @classmethod
+    def for_url(cls, url: str) -> PostgresWriter:
+        writer = cls._by_url.get(url)
+        if writer is None:
+            writer = cls._by_url[url] = cls(url)
+        return writer
+
+    @property
+    def description(self) -> str:
+        return redact_url(self._url)
+
+    def check(self) -> None:
+        check_url(self._url)
+
+    async def _pool(self) -> AsyncConnectionPool[Any]:
+        """This event loop's pool, opened (and the schema migrated) by the first caller."""
+        loop = asyncio.get_running_loop()
+        entry = self._pools.get(id(loop))
+        if entry is None or entry[0] is not loop:
+            self._pools = {
+                key: value for key, value in self._pools.items() if not value[0].is_closed()
+            }
+            # a task, so concurrent first sessions share one opening instead of racing
+            entry = (loop, loop.create_task(self._open_pool()))
+            self._pools[id(loop)] = entry
+        try:
+            return await asyncio.shield(entry[1])
+        except RecordError:
+            self._pools.pop(id(loop), None)  # let a later session retry the connection
+            raise
+
+    async def _open_pool(self) -> AsyncConnectionPool[Any]:
+        self.check()
+        try:  # one direct connection first: a bad server fails fast and clearly
+            async with await AsyncConnection.connect(
+                self._url, connect_timeout=CONNECT_TIMEOUT_S
+            ) as connection:
+                await migrate(connection)
+        except DriverError as error:
+            raise _store_error(self._url, "cannot open the record store", error) from None
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            self._url,
+            min_size=1,
+            max_size=POOL_MAX_SIZE,
+            timeout=POOL_WAIT_S,
+            open=False,
+            name="llm-council-records",
+        )
+        await pool.open()
+        keeper = asyncio.get_running_loop().create_task(_close_when_cancelled(pool))
+        self._keepers.add(keeper)
+        keeper.add_done_callback(self._keepers.discard)
+        return pool
+
+    async def aclose(self) -> None:
+        """Close this event loop's pool (``asyncio.run`` also does it, at loop end)."""
+        loop = asyncio.get_running_loop()
+        entry = self._pools.pop(id(loop), None)
+        if entry is not None and entry[0] is loop:
+            await (await entry[1]).close()
+
+    async def write_session(self, records: Sequence[ReviewRecord]) -> int:
+        """Write each session in ``records`` in its own transaction; return records added.
+
+        A session already in the store (a retried write) adds nothing and counts 0.
+        """
+        sessions: dict[str, list[ReviewRecord]] = {}
+        for record in records:
+            sessions.setdefault(record.session_id, []).append(record)
+        pool = await self._pool()
+        written = 0
+        try:
+            for session_id, session_records in sessions.items():
+                written += await self._write_one(pool, session_id, session_records)
+        except (DriverError, PoolTimeout) as error:
+            raise _store_error(self._url, "cannot write records", error) from None
+        return written
+
+    async def _write_one(
+        self, pool: AsyncConnectionPool[Any], session_id: str, records: list[ReviewRecord]
+    ) -> int:
+        n_records = len(records)
+        async with pool.connection() as connection, connection.transaction():
+            cursor = await connection.execute(
+                "INSERT INTO bias_sessions (session_id, n_records) VALUES (%s, %s) "
+                "ON CONFLICT (session_id) DO NOTHING",
+                (session_id, n_records),
+            )
+            if cursor.rowcount == 0:
+                return 0  # already stored by an earlier attempt
+            copy_sql = sql.SQL("COPY bias_records ({}) FROM STDIN").format(
+                sql.SQL(", ").join(sql.Identifier(name) for name in _WRITTEN_COLUMNS)
+            )
+            async with connection.cursor().copy(copy_sql) as copy:
+                for index, record in enumerate(records):
+                    await copy.write_row(_row(index, record, n_records))
+        return n_records
+
+
+def _schema_version(connection: Connection[Any], url: str) -> int:
+    row = connection.execute(
+        "SELECT CASE WHEN to_regclass('llm_council_schema') IS NULL THEN NULL "
+        "ELSE (SELECT max(version) FROM llm_council_schema) END"
+    ).fetchone()
+    if row is None or row[0] is None:
+        raise RecordError(f"{redact_url(url)}: no bias-audit records here (no llm-council schema)")
+    version = int(row[0])
+    if version > SCHEMA_VERSION:
+        raise RecordError(
+            f"{redact_url(url)}: the store's schema is version {version}; this llm-council "
+            f"knows 1..{SCHEMA_VERSION} (upgrade llm-council)"
+        )
+    return version
+
+
+def iter_arrow_batches(
+    url: str, *, since: datetime | None = None, batch_size: int = BATCH_SIZE
+) -> Iterator[pa.RecordBatch]:
+    """The store's records (optionally those since ``since``) as Arrow batches.
+
+    Streams through a server-side cursor, ``batch_size`` rows at a time, in
+    ``(session_id, record_index)`` order; columns and types are :data:`ARROW_SCHEMA`.
+    """
+    check_url(url)
+    names = ARROW_SCHEMA.names
+    try:
+        with Connection.connect(url, connect_timeout=CONNECT_TIMEOUT_S) as connection:
+            version = _schema_version(connection, url)
+            added_in = {
+                "session_n_records": 2,
+                **dict.fromkeys(_CHECK_COLUMNS, 3),
+                **dict.fromkeys(_FAMILY_COLUMNS, 4),
+            }
+            columns = [
+                sql.SQL("NULL")  # a column the stored schema does not have yet
+                if version < added_in.get(name, 0)
+                else sql.Identifier(name)
+                for name in names
+            ]
+            query = sql.SQL(
+                "SELECT {} FROM bias_records {} ORDER BY session_id, record_index"
+            ).format(
+                sql.SQL(", ").join(columns),
+                sql.SQL("WHERE recorded_at >= %s" if since is not None else ""),
+            )
+            parameters = (since.astimezone(UTC),) if since is not None else None
+            with connection.transaction(), connection.cursor(name="llm_council_records") as cursor:
+                cursor.itersize = batch_size
+                cursor.execute(query, parameters)
+                while rows := cursor.fetchmany(batch_size):
+                    yield pa.RecordBatch.from_arrays(
+                        [
+                            pa.array([row[i] for row in rows], type=field.type)
+                            for i, field in enumerate(ARROW_SCHEMA)
+                        ],
+                        schema=ARROW_SCHEMA,
+                    )
+    except DriverError as error:
+        raise _store_error(url, "cannot read the record store", error) from None
+
+
+def arrow_batch_reader(
+    url: str, *, since: datetime | None = None, batch_size: int = BATCH_SIZE
+) -> pa.RecordBatchReader:
+    """The records as a stream DuckDB can scan (one batch in memory at a time).
+
+    The connection is opened and the schema checked before this returns, so a bad URL,
+    a refused connection or an unknown schema raise here, not in the middle of a scan.
+    """
+    batches = iter_arrow_batches(url, since=since, batch_size=batch_size)
+    first = next(batches, None)
+    if first is None:
+        return pa.RecordBatchReader.from_batches(ARROW_SCHEMA, iter(()))
+    return pa.RecordBatchReader.from_batches(ARROW_SCHEMA, itertools.chain([first], batches))
+
+
+def fetch_arrow_table(url: str, *, since: datetime | None = None) -> pa.Table:
+    """All records (optionally since ``since``) as one Arrow table of :data:`ARROW_SCHEMA`."""
+    return pa.Table.from_batches(list(iter_arrow_batches(url, since=since)), schema=ARROW_SCHEMA)

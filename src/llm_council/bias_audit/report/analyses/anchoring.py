@@ -1,0 +1,172 @@
+"""Anchoring per reviewer: does a score lean toward the scores the reviewer gave just before?
+
+Two numbers per reviewer, both pooled over its reviews with sessions as clusters:
+
+- ``design_correlation``: the design's definition, corr(display slot, score minus the
+  running mean of the review's earlier scores). It is *not* anchoring alone: a position
+  effect (primacy, recency) moves it just as much, because the deviation at a later slot
+  carries that slot's bonus. Shown for comparison with the design.
+- ``conditional``: the anchoring estimate proper, corr(x, y) within display slot, where for
+  the answer at slot ``i`` of reviewer ``r``'s review
+
+  - ``y_i`` = r's paired deviation on it (its score minus the other non-self reviewers'
+    mean on the same answer), left out for r's own answer (self-review);
+  - ``x_i`` = mean of ``c_j`` over the earlier slots ``j < i`` minus the mean of ``c_j``
+    over every other slot ``j != i`` of the review, where ``c_j`` is the *consensus of the
+    other reviewers* on answer ``j`` (the mean of the non-self reviewers other than r,
+    i.e. score minus paired deviation).
+
+  Both are centred within (reviewer, slot). ``x`` holds no score of r, so nothing of r's
+  errors: under no anchoring r's error on answer ``i`` is independent of it. The others'
+  session-level shift (their leniency that session, their drift) is in every ``c_j`` and
+  cancels in the difference; answer ``i``'s consensus, whose noise ``y_i`` carries with a
+  minus sign, is left out of both means; r's drift and leniency are in ``y`` only, and
+  self-preference (r's or an author's) enters neither ``y`` (self cells left out) nor
+  ``c`` (self reviews are never in a consensus). So conditional r is 0 without anchoring
+  under drift, self-preference and the others' drift. An anchored judge is pulled toward
+  its earlier scores, which track the earlier answers' quality, which ``c`` measures: r > 0.
+  Flags use this one, Holm-corrected across reviewers.
+
+  At the last slot the earlier slots *are* the rest, so ``x`` would be 0 by construction:
+  those cells are left out. With two answers per review that leaves none: anchoring is then
+  not identified (``identified`` False, estimate NaN, never a flag). The
+  previous definition, x = the mean of r's own earlier scores, fired on every reviewer of
+  pairwise forced-choice data (r near -0.7) and on drifting judges (see
+  ``benchmarks/anchoring_confounds.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+
+from llm_council.bias_audit.report.estimates import Interval
+from llm_council.bias_audit.report.load.tables import dense_codes, nullable_floats
+from llm_council.stats.anchoring import (
+    cluster_jackknife_correlation,
+    earlier_minus_rest_mean,
+    running_mean_deviation,
+)
+from llm_council.stats.multiplicity import holm_adjusted
+from llm_council.stats.pooling import IntervalEstimate
+
+#: display slots at or beyond this (or beyond n_candidates) are malformed records: left out,
+#: so one corrupt line cannot make the per-review arrays huge
+MAX_SLOTS = 256
+
+
+@dataclass(frozen=True)
+class ReviewerAnchoring:
+    """One reviewer's anchoring estimates (correlations, session-jackknife intervals)."""
+
+    reviewer: str
+    n_sessions: int
+    design_correlation: Interval  # corr(slot, score - running mean): anchoring + position
+    conditional: Interval  # corr(earlier minus rest of others' consensus, deviation | slot)
+    holm_p: float  # conditional's p-value, Holm-adjusted across reviewers
+    detected: bool
+    identified: bool = True  # False when x is constant (e.g. two answers per review)
+
+
+def _centred_within(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """``values`` minus the mean of their group (NaN-aware); ``groups`` are small
+    non-negative integers, counted directly (a NaN adds 0 to its group's sum, not a term)."""
+    finite = np.isfinite(values)
+    sums = np.bincount(groups, weights=np.where(finite, values, 0.0))
+    counts = np.bincount(groups, weights=finite)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return values - (sums / counts)[groups]
+
+
+def _reviews_by_reviewer(review_reviewer: np.ndarray) -> list[tuple[int, slice]]:
+    """Each reviewer index with the slice of its reviews.
+
+    Reviews are numbered in (reviewer, session) order, so ``review_reviewer`` is sorted and
+    each reviewer's reviews are one block: slices are views, where a boolean mask per
+    reviewer would copy every table.
+    """
+    starts = np.flatnonzero(np.diff(review_reviewer)) + 1
+    bounds = [0, *starts.tolist(), len(review_reviewer)]
+    return [
+        (int(review_reviewer[start]), slice(start, stop))
+        for start, stop in zip(bounds[:-1], bounds[1:], strict=True)
+    ]
+
+
+def anchoring_by_reviewer(
+    connection: duckdb.DuckDBPyConnection, significance_level: float = 0.05
+) -> list[ReviewerAnchoring]:
+    """Both anchoring correlations per reviewer from the ``scored`` table."""
+    rows = connection.execute(
+        f"""SELECT s.reviewer_index, s.session, s.position, s.score, s.deviation, s.is_self
+           FROM scored s
+           WHERE s.position >= 0 AND s.position < least(s.n_candidates, {MAX_SLOTS})"""
+    ).fetchnumpy()
+    names = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
+    if len(rows["session"]) == 0:
+        return []
+    reviewer = np.asarray(rows["reviewer_index"], dtype=np.int64)
+    session = np.asarray(rows["session"], dtype=np.int64)
+    position = np.asarray(rows["position"], dtype=np.int64)
+    score = nullable_floats(rows["score"])
+    deviation = nullable_floats(rows["deviation"])
+    is_self = np.asarray(rows["is_self"], dtype=bool)
+    n_slots = int(position.max()) + 1
+    review_key = reviewer * (int(session.max()) + 1) + session
+    _, review = dense_codes(review_key)  # in (reviewer, session) order, like the sorted keys
+    n_reviews = int(review.max()) + 1
+    in_order = np.full((n_reviews, n_slots), np.nan)
+    paired = np.full((n_reviews, n_slots), np.nan)
+    consensus = np.full((n_reviews, n_slots), np.nan)
+    cell = review * n_slots + position  # flat (review, slot) index, shared by the tables
+    in_order.ravel()[cell] = score
+    paired.ravel()[cell] = np.where(is_self, np.nan, deviation)
+    consensus.ravel()[cell] = score - deviation  # the others' mean on that answer
+    review_reviewer = np.zeros(n_reviews, dtype=np.int64)
+    review_session = np.zeros(n_reviews, dtype=np.int64)
+    review_reviewer[review] = reviewer
+    review_session[review] = session
+    # everything below works on the (review, slot) tables: drop the per-record arrays
+    del rows, reviewer, session, position, score, deviation, is_self, review, cell
+    nan = float("nan")
+    slot = np.broadcast_to(np.arange(n_slots, dtype=float), in_order.shape)
+    running = running_mean_deviation(in_order)
+    earlier = earlier_minus_rest_mean(consensus)
+
+    results = []
+    for r, mine in _reviews_by_reviewer(review_reviewer):
+        # one review per (reviewer, session): the reviewer's sessions are its reviews
+        n_sessions = mine.stop - mine.start
+        clusters = np.broadcast_to(review_session[mine][:, None], (n_sessions, n_slots))
+        design = cluster_jackknife_correlation(slot[mine], running[mine], clusters)
+        usable = np.isfinite(earlier[mine]) & np.isfinite(paired[mine])
+        # integer group ids (unusable cells in group 0) so the grouping needs no sort
+        slot_groups = np.where(usable, slot[mine], -1.0).astype(np.int64) + 1
+        x = _centred_within(np.where(usable, earlier[mine], np.nan).ravel(), slot_groups.ravel())
+        conditional = cluster_jackknife_correlation(
+            x,
+            _centred_within(np.where(usable, paired[mine], np.nan).ravel(), slot_groups.ravel()),
+            clusters.ravel(),
+        )
+        # no slot with earlier answers *and* later ones (two answers a review): x is undefined
+        identified = bool(usable.any())
+        if not identified:
+            conditional = IntervalEstimate(nan, nan, nan, nan, nan, conditional.n_clusters)
+        results.append((names[r], n_sessions, design, conditional, identified))
+    holm = holm_adjusted([c.p_value for _, _, _, c, _ in results])
+    return [
+        ReviewerAnchoring(
+            reviewer=name,
+            n_sessions=n_sessions,
+            design_correlation=Interval.from_estimate(design),
+            conditional=Interval.from_estimate(conditional),
+            holm_p=float(adjusted),
+            detected=bool(identified and np.isfinite(adjusted) and adjusted < significance_level),
+            identified=identified,
+        )
+        for (name, n_sessions, design, conditional, identified), adjusted in zip(
+            results, holm, strict=True
+        )
+    ]

@@ -1,0 +1,122 @@
+"""Drift: each reviewer's leniency and position effect week by week, with a CUSUM test.
+
+Per session a reviewer gets two numbers: its leniency that session (mean paired deviation
+on others' answers, as in the reviewer profiles) and its position trend that session (the
+slope of its paired deviation on display slot, points per slot later). Weeks are counted
+from the first timed record in the window (``--since``/``--until``). A CUSUM test
+(:mod:`llm_council.stats.drift`) asks whether the weekly level changed; its p-values are
+Holm-corrected over all (reviewer, quantity) tests, so a report with no drift anywhere
+raises a false alarm with probability at most the significance level.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import duckdb
+import numpy as np
+
+from llm_council.bias_audit.report.load.tables import nullable_floats
+from llm_council.stats.drift import CusumTest, WeeklySeries, cusum_change_test, weekly_series
+from llm_council.stats.multiplicity import holm_adjusted
+
+_QUANTITIES = {
+    "leniency": "avg(deviation)",
+    "position_trend": "regr_slope(deviation, position)",
+}
+
+
+@dataclass(frozen=True)
+class DriftSeries:
+    """One reviewer's weekly series of one quantity and its CUSUM test."""
+
+    reviewer: str
+    quantity: str  # leniency / position_trend
+    week_start: list[str]  # ISO date of each week's first day
+    weekly_mean: list[float]
+    weekly_se: list[float]
+    weekly_sessions: list[int]
+    cusum_statistic: float
+    p_value: float  # Monte Carlo, per series
+    holm_p: float  # over every (reviewer, quantity) series in the report
+    changed_from: str | None  # start of the first week at the new level (when detected)
+    detected: bool
+
+
+@dataclass(frozen=True)
+class Drift:
+    series: list[DriftSeries]
+    n_weeks: int
+    n_untimed_sessions: int  # sessions whose timestamp could not be read (left out)
+    significance_level: float
+    series_skipped: list[str] = field(default_factory=list)  # "reviewer/quantity": < 3 weeks
+
+
+def drift_by_reviewer(
+    connection: duckdb.DuckDBPyConnection, significance_level: float = 0.05, seed: int = 0
+) -> Drift | None:
+    """Weekly leniency and position-trend series per reviewer, CUSUM-tested."""
+    untimed_row = connection.execute(
+        "SELECT count(DISTINCT session) FILTER (WHERE time IS NULL) FROM records"
+    ).fetchone()
+    n_untimed = int(untimed_row[0]) if untimed_row else 0
+    start_row = connection.execute("SELECT epoch(min(time)) FROM records").fetchone()
+    if start_row is None or start_row[0] is None:
+        return None
+    start = datetime.fromtimestamp(float(start_row[0]), UTC)
+    columns = ", ".join(f"{sql} AS {name}" for name, sql in _QUANTITIES.items())
+    rows = connection.execute(
+        f"""WITH timed AS (
+                SELECT session, min(time) AS time FROM records
+                WHERE time IS NOT NULL GROUP BY session)
+            SELECT s.reviewer_index, s.session,
+                   floor((epoch(any_value(t.time)) - ?) / 604800)::BIGINT
+                       AS week,
+                   {columns}
+            FROM scored s JOIN timed t USING (session)
+            WHERE NOT s.is_self
+            GROUP BY s.reviewer_index, s.session
+            ORDER BY s.reviewer_index, s.session""",
+        [float(start_row[0])],
+    ).fetchnumpy()
+    if len(rows["session"]) == 0:
+        return None
+    # integer reviewer indices (numbered in id order), not a million id strings
+    names = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
+    reviewer = np.asarray(rows["reviewer_index"], dtype=np.int64)
+    week = np.asarray(rows["week"], dtype=np.int64)
+    n_weeks = int(week.max()) + 1
+    tested: list[tuple[str, str, WeeklySeries, CusumTest]] = []
+    skipped: list[str] = []
+    for name, index in sorted((names[i], i) for i in np.unique(reviewer).tolist()):
+        mine = reviewer == index
+        for quantity in _QUANTITIES:
+            series = weekly_series(nullable_floats(rows[quantity])[mine], week[mine])
+            if series is None:
+                skipped.append(f"{name}/{quantity}")
+                continue
+            tested.append((name, quantity, series, cusum_change_test(series, seed=seed)))
+    holm = holm_adjusted([test.p_value for _, _, _, test in tested])
+    week_start = [(start + timedelta(weeks=w)).date().isoformat() for w in range(n_weeks)]
+    result = []
+    for (name, quantity, series, test), adjusted in zip(tested, holm, strict=True):
+        weeks = series.weeks.tolist()
+        detected = bool(adjusted < significance_level)
+        change = weeks[test.change_after_index + 1] if detected else None
+        result.append(
+            DriftSeries(
+                reviewer=name,
+                quantity=quantity,
+                week_start=[week_start[w] for w in weeks],
+                weekly_mean=[float(v) for v in series.means],
+                weekly_se=[float(v) for v in series.standard_errors],
+                weekly_sessions=[int(v) for v in series.n_sessions],
+                cusum_statistic=test.statistic,
+                p_value=test.p_value,
+                holm_p=float(adjusted),
+                changed_from=week_start[change] if change is not None else None,
+                detected=detected,
+            )
+        )
+    return Drift(result, n_weeks, n_untimed, significance_level, skipped)

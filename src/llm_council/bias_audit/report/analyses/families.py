@@ -1,0 +1,101 @@
+"""The further bias families: anchoring, favouritism, amplification and drift, built together.
+
+Kept in one object so the report model and the renderers each gain one field / one call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import duckdb
+
+from llm_council.bias_audit.report.analyses.amplification import Amplification, amplification
+from llm_council.bias_audit.report.analyses.anchoring import (
+    ReviewerAnchoring,
+    anchoring_by_reviewer,
+)
+from llm_council.bias_audit.report.analyses.drift import Drift, drift_by_reviewer
+from llm_council.bias_audit.report.analyses.favouritism import Favouritism, favouritism
+from llm_council.bias_audit.report.analyses.parse_outcomes import (
+    ReviewerParseOutcomes,
+    parse_outcomes_by_reviewer,
+)
+from llm_council.bias_audit.report.analyses.reasoning import (
+    ReviewerReasoning,
+    reasoning_by_reviewer,
+)
+from llm_council.bias_audit.report.analyses.section_runner import SectionRunner
+from llm_council.bias_audit.report.analyses.style_mimicry import StyleMimicry, style_mimicry
+
+#: the favouritism and amplification tables are dense (sessions x reviewers x models);
+#: above this many cells (e.g. an imported log with thousands of human raters) they are
+#: skipped with a note rather than exhausting memory
+MAX_TABLE_CELLS = 40_000_000
+
+
+@dataclass(frozen=True)
+class BiasFamilies:
+    """Anchoring per reviewer, the favouritism matrix, amplification and weekly drift."""
+
+    anchoring: list[ReviewerAnchoring] = field(default_factory=list)
+    favouritism: Favouritism | None = None
+    drift: Drift | None = None
+    amplification: Amplification | None = None
+    reasoning: list[ReviewerReasoning] = field(default_factory=list)  # ADR 0027
+    parse_outcomes: list[ReviewerParseOutcomes] = field(default_factory=list)  # ADR 0027
+
+    style_mimicry: StyleMimicry | None = None  # None when no record carries a similarity
+    notes: list[str] = field(default_factory=list)  # families skipped, and why
+
+
+def submit_bias_families(
+    runner: SectionRunner, significance_level: float = 0.05, seed: int = 0
+) -> Callable[[], BiasFamilies]:
+    """Start every family on ``runner``; the returned function waits for them all.
+
+    The families are submitted costliest first, so two workers finish close together.
+    """
+    size = runner.connection.execute(
+        """SELECT count(DISTINCT session) * (SELECT count(*) FROM reviewers)
+                  * (SELECT count(*) FROM models) FROM records"""
+    ).fetchone()
+    cells = int(size[0]) if size and size[0] is not None else 0
+    dense_ok = cells <= MAX_TABLE_CELLS
+    notes = (
+        []
+        if dense_ok
+        else [
+            f"favouritism and amplification skipped: sessions x reviewers x models = {cells} "
+            f"cells exceeds {MAX_TABLE_CELLS} (narrow the window with --since/--until)"
+        ]
+    )
+    style = runner.submit(style_mimicry, significance_level)
+    amplified = runner.submit(amplification, significance_level, seed=seed) if dense_ok else None
+    anchoring = runner.submit(anchoring_by_reviewer, significance_level)
+    parse_outcomes = runner.submit(parse_outcomes_by_reviewer)
+    favoured = runner.submit(favouritism, significance_level) if dense_ok else None
+    drift = runner.submit(drift_by_reviewer, significance_level, seed=seed)
+    reasoning = runner.submit(reasoning_by_reviewer, significance_level)
+
+    def collect() -> BiasFamilies:
+        return BiasFamilies(
+            anchoring=anchoring.result(),
+            favouritism=favoured.result() if favoured else None,
+            drift=drift.result(),
+            amplification=amplified.result() if amplified else None,
+            reasoning=reasoning.result(),
+            parse_outcomes=parse_outcomes.result(),
+            style_mimicry=style.result(),
+            notes=notes,
+        )
+
+    return collect
+
+
+def bias_families(
+    connection: duckdb.DuckDBPyConnection, significance_level: float = 0.05, seed: int = 0
+) -> BiasFamilies:
+    """Compute every family from the ``records`` and ``scored`` tables, one after another."""
+    with SectionRunner(connection, parallel=False) as runner:
+        return submit_bias_families(runner, significance_level, seed)()

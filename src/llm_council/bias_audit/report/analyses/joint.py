@@ -1,0 +1,266 @@
+"""The joint bias model: every bias estimated at once, so confounded biases separate.
+
+    score[s, r, m] = alpha[s, m] + leniency[r] + position[slot] + self[r] * is_self
+                     + verbosity[r] * (ln(words[s, m]) - mean ln(words)) + error
+
+``alpha[s, m]`` is one fixed effect per answer (absorbed by demeaning within the answer),
+so answer quality, including any real link between length and quality, is held fixed.
+That is also why only *differential* verbosity is identified: ln(words) is constant within
+an answer, so what the model can see is how much more one reviewer rewards length than the
+others (centred: the reviewers' verbosities sum to 0). The council-wide length effect is
+the pooled correlation of :mod:`length`. Leniencies are centred the same way; positions are
+relative to slot A (0). Self-preference is per reviewer (a bonus to its own answer beyond
+its leniency and its taste for length, against the other reviewers of that same answer).
+Intervals are session-clustered (CR1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+from scipy import sparse
+
+from llm_council.bias_audit.report.estimates import JointEffect, JointModel
+from llm_council.bias_audit.report.load.tables import scores_sum_to_a_constant
+from llm_council.stats.distribution_functions import t_ppf
+from llm_council.stats.joint_model import ols_absorbed_cluster_robust, wald_test
+
+
+@dataclass(frozen=True)
+class JointFit:
+    """The model summary plus the per-model adjusted scores (the extra, labelled view)."""
+
+    model: JointModel
+    adjusted_mean_by_model: dict[str, float]
+
+
+def _centring_transform(n_levels: int, reference: np.ndarray | None = None) -> np.ndarray:
+    """Map ``n_levels - 1`` coefficients against level 0 to effects centred on a reference.
+
+    With ``reference`` (a boolean mask over levels) the effects are relative to the mean of
+    the reference levels, otherwise to the mean of all levels.
+    """
+    to_full = np.zeros((n_levels, n_levels - 1))
+    to_full[1:, :] = np.eye(n_levels - 1)
+    mask = np.ones(n_levels, dtype=bool) if reference is None else reference
+    weights = mask / mask.sum()
+    return (np.eye(n_levels) - np.outer(np.ones(n_levels), weights)) @ to_full
+
+
+def _records_by_answer(
+    connection: duckdb.DuckDBPyConnection, n_models: int
+) -> dict[str, np.ndarray]:
+    """Every scored record's model inputs as typed arrays, rows ordered by answer id
+    (``session * n_models + model_index``; ``answer`` holds it).
+
+    In answer order every block of answers or sessions that the fit sums over is one slice
+    of rows (:mod:`llm_council.stats.design_products`), not a scan of all rows per block.
+    Each column is reordered as it is converted, so one fetched column extra is held.
+    """
+    columns = connection.execute(
+        """SELECT session, model_index, reviewer_index, position,
+                  ln(greatest(words, 1)) AS log_words,
+                  is_self, score
+           FROM scored"""
+    ).fetchnumpy()
+    answer = np.asarray(columns.pop("session"), dtype=np.int64) * n_models
+    answer += columns.pop("model_index")
+    # stable: rows of one answer keep their order, so its sums are added in the same order
+    by_answer = np.argsort(answer, kind="stable")
+    # small codes as int32 (half the memory of int64 while the design is built)
+    kinds = {"reviewer_index": np.int32, "position": np.int32, "is_self": float}
+    records = {"answer": answer[by_answer]}
+    del answer
+    for name in list(columns):
+        reordered = np.asarray(columns.pop(name))[by_answer]
+        records[name] = reordered.astype(kinds.get(name, float), copy=False)
+    return records
+
+
+def fit_joint_model(
+    connection: duckdb.DuckDBPyConnection,
+    leniency_reference: Collection[str] | None = None,
+    *,
+    forced_choice: bool | None = None,
+) -> JointFit | None:
+    """Fit the joint model on every scored record; None when there is too little data.
+
+    Leniencies are centred on the mean of the ``leniency_reference`` reviewers (the robust
+    reference of the reviewer profiles) when given, so one outlying reviewer does not shift
+    every other reviewer's leniency; verbosities are centred on all reviewers.
+    ``forced_choice`` is :func:`scores_sum_to_a_constant` when the caller has it already.
+    """
+    reviewer_names = [
+        name
+        for (name,) in connection.execute(
+            "SELECT reviewer FROM reviewers ORDER BY reviewer_index"
+        ).fetchall()
+    ]
+    model_names = [
+        name
+        for (name,) in connection.execute(
+            "SELECT model FROM models ORDER BY model_index"
+        ).fetchall()
+    ]
+    records = _records_by_answer(connection, len(model_names))
+    answer, score = records["answer"], records["score"]
+    if score.size < 3:
+        return None
+    reviewer, position = records["reviewer_index"], records["position"]
+    is_self = records["is_self"]
+    # centred, so each leniency is the reviewer's offset at the average answer length
+    log_words = records["log_words"] - records["log_words"].mean()
+    del records
+    n_reviewers, n_models = len(reviewer_names), len(model_names)
+    n_slots = int(position.max()) + 1
+
+    # The design is filled by index (no dense dummy temporaries): a million rows x 17
+    # columns built by broadcasting comparisons costs more than the whole fit.
+    self_reviewers = np.flatnonzero(np.bincount(reviewer[is_self > 0], minlength=n_reviewers))
+    blocks: list[tuple[str, list[str], int]] = []
+    if n_reviewers >= 2:
+        blocks.append(("reviewer_leniency", reviewer_names, n_reviewers - 1))
+        blocks.append(("reviewer_verbosity", reviewer_names, n_reviewers - 1))
+    if n_slots >= 2:
+        slot_names = [f"slot {chr(65 + i)}" for i in range(1, n_slots)]
+        blocks.append(("position", slot_names, n_slots - 1))
+    if self_reviewers.size:
+        self_names = [reviewer_names[i] for i in self_reviewers]
+        blocks.append(("self_review", self_names, int(self_reviewers.size)))
+    if not blocks:
+        return None
+    # A sparse design: every row has one entry per block (an explicit 0 at the block's
+    # first column for the reference level), so the CSR arrays are built directly from the
+    # codes and no dense million-row matrix is ever allocated.
+    # Filled in place, one column per block, so the only per-record temporaries are one
+    # block's level and value (at 10M records, stacked per-block copies cost gigabytes).
+    n_blocks = len(blocks)
+    design_values = np.empty((score.size, n_blocks))
+    design_columns = np.empty((score.size, n_blocks), dtype=np.int32)
+    offset = 0
+    for block, (group, _, width) in enumerate(blocks):
+        if group in ("reviewer_leniency", "reviewer_verbosity"):
+            level, present = reviewer - 1, reviewer > 0  # reviewer 0 is the reference
+            design_values[:, block] = present * (1.0 if group == "reviewer_leniency" else log_words)
+        elif group == "position":
+            level, present = position - 1, position > 0  # slot A is the reference
+            design_values[:, block] = present
+        else:
+            column_of = np.zeros(n_reviewers, dtype=np.int32)
+            column_of[self_reviewers] = np.arange(self_reviewers.size)
+            level, present = column_of[reviewer], is_self > 0
+            design_values[:, block] = present
+        design_columns[:, block] = offset + np.where(present, level, 0)
+        offset += width
+    # int32 row pointers like the column indices when they fit: scipy would otherwise copy
+    # the int64 ones down to int32 (a second (n,) array)
+    index_type = np.int32 if n_blocks * score.size < np.iinfo(np.int32).max else np.int64
+    raw_design = sparse.csr_matrix(
+        (
+            design_values.reshape(-1),
+            design_columns.reshape(-1),
+            np.arange(0, n_blocks * score.size + 1, n_blocks, dtype=index_type),
+        ),
+        shape=(score.size, offset),
+    )
+    # the design holds what the fit needs of these per-record arrays (about 0.3 GB at 10M)
+    del design_values, design_columns, reviewer, position, log_words, is_self
+    # group ids need not be dense: empty groups are never indexed
+    session = answer // n_models
+    n_answers_total = int(np.count_nonzero(np.bincount(answer)))
+    if n_answers_total + offset >= score.size or np.count_nonzero(np.bincount(session)) < 2:
+        return None  # no residual degrees of freedom, or a single session: nothing to infer
+    fit = ols_absorbed_cluster_robust(raw_design, score, answer, session)
+    intervals = fit.confidence_intervals()
+
+    if forced_choice is None:
+        forced_choice = scores_sum_to_a_constant(connection)
+    effects: list[JointEffect] = []
+    start = 0
+    position_slice = slice(0, 0)
+    n_columns = fit.coefficients.size
+    nan = float("nan")
+    for group, names, width in blocks:
+        block_slice = slice(start, start + width)
+        coefficients = fit.coefficients[block_slice]
+        covariance = fit.covariance[block_slice, block_slice]
+        if group in ("reviewer_leniency", "reviewer_verbosity"):
+            reference = None
+            if group == "reviewer_leniency" and leniency_reference:
+                reference = np.array([name in leniency_reference for name in names])
+                reference = reference if reference.any() else None
+            transform = _centring_transform(len(names), reference)
+            estimates = transform @ coefficients
+            standard_errors = np.sqrt(
+                np.clip(np.diag(transform @ covariance @ transform.T), 0, None)
+            )
+            t_crit = float(t_ppf(0.975, max(fit.n_clusters - 1, 1)))
+            lows, highs = estimates - t_crit * standard_errors, estimates + t_crit * standard_errors
+        else:
+            transform = np.eye(width)
+            estimates, standard_errors = coefficients, fit.standard_errors[block_slice]
+            lows, highs = intervals[block_slice, 0], intervals[block_slice, 1]
+            if group == "position":
+                position_slice = block_slice
+        # rank check: an effect the design cannot identify is reported as such, not as a
+        # pseudo-inverse's arbitrary value with a near-zero standard error
+        contrasts = np.zeros((len(names), n_columns))
+        contrasts[:, block_slice] = transform
+        identified = fit.estimable(contrasts)
+        if group == "reviewer_leniency" and forced_choice:
+            identified[:] = False  # the scale fixes every reviewer's level in a session
+        for name, estimate, low, high, se, ok in zip(
+            names, estimates, lows, highs, standard_errors, identified, strict=True
+        ):
+            values = (float(estimate), float(low), float(high), float(se)) if ok else (nan,) * 4
+            effects.append(JointEffect(name, group, *values, identified=bool(ok)))
+        start += width
+
+    position_identified = position_slice.stop > position_slice.start and all(
+        effect.identified for effect in effects if effect.group == "position"
+    )
+    if position_identified:
+        wald = wald_test(
+            fit.coefficients[position_slice],
+            fit.covariance[position_slice, position_slice],
+            fit.n_clusters,
+        )
+        wald_f, wald_p = wald.f_statistic, wald.p_value
+    else:
+        wald_f = wald_p = nan
+
+    # extra view: answer effects alpha = within-answer mean of (score - X beta), per model
+    answer_effect_of_row = score - raw_design @ fit.coefficients
+    n_groups = int(answer.max()) + 1
+    answer_sizes = np.bincount(answer, minlength=n_groups)
+    present = answer_sizes > 0
+    n_answers = int(present.sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        alpha = np.bincount(answer, weights=answer_effect_of_row, minlength=n_groups) / answer_sizes
+    alpha = alpha + (score.mean() - alpha[answer].mean())  # back on the score scale
+    answer_model = np.arange(n_groups) % n_models
+    per_model_sum = np.bincount(answer_model[present], weights=alpha[present], minlength=n_models)
+    per_model_count = np.bincount(answer_model[present], minlength=n_models)
+    adjusted = {
+        model_names[i]: float(per_model_sum[i] / per_model_count[i])
+        for i in range(n_models)
+        if per_model_count[i] > 0
+    }
+    dof = max(fit.n_observations - n_answers - raw_design.shape[1], 1)
+    residual_sd = float(np.sqrt((fit.residuals**2).sum() / dof))
+    return JointFit(
+        model=JointModel(
+            effects=effects,
+            n_records=fit.n_observations,
+            n_answers=n_answers,
+            n_sessions=fit.n_clusters,
+            position_wald_f=float(wald_f),
+            position_wald_p=float(wald_p),
+            position_identified=position_identified,
+            residual_sd=residual_sd,
+        ),
+        adjusted_mean_by_model=adjusted,
+    )

@@ -1,0 +1,82 @@
+"""Derived DuckDB tables every analysis shares, built once per report.
+
+``reviewers`` and ``models`` give each id a dense integer index (stable: sorted by id), and
+``scored`` holds each scored record with its *paired deviation*: the score minus the mean
+score the other reviewers gave the same answer (session, model). Comparing reviewers on
+the same answers, never raw means over different subsets, is what makes leniency,
+position and self-preference estimates immune to which answers a reviewer happened to see.
+Self-reviews never enter the "others" mean, so self-preference cannot leak into it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+import numpy as np
+
+from llm_council.bias_audit.report.load.analysis_database import compress_large_tables
+from llm_council.stats.dense_ids import dense_codes
+
+__all__ = ["create_analysis_tables", "dense_codes", "nullable_floats", "scores_sum_to_a_constant"]
+
+
+def create_analysis_tables(connection: duckdb.DuckDBPyConnection) -> None:
+    """Create ``reviewers``, ``models`` and ``scored`` from ``records`` (compressed if large)."""
+    connection.execute(
+        """CREATE TABLE reviewers AS
+           SELECT reviewer, (row_number() OVER (ORDER BY reviewer) - 1)::INTEGER AS reviewer_index
+           FROM (SELECT DISTINCT reviewer FROM records)"""
+    )
+    connection.execute(
+        """CREATE TABLE models AS
+           SELECT model, (row_number() OVER (ORDER BY model) - 1)::INTEGER AS model_index
+           FROM (SELECT DISTINCT model FROM records)"""
+    )
+    connection.execute(
+        """CREATE TABLE scored AS
+           WITH answer AS (
+               SELECT session, model,
+                      sum(score) FILTER (WHERE NOT is_self) AS other_sum,
+                      count(score) FILTER (WHERE NOT is_self) AS other_n
+               FROM records WHERE score IS NOT NULL
+               GROUP BY session, model)
+           SELECT r.session, r.reviewer, rv.reviewer_index, r.model, m.model_index,
+                  r.position, r.n_candidates, r.words, r.score, r.rank, r.is_self,
+                  CASE
+                      WHEN r.is_self AND a.other_n >= 1
+                          THEN r.score - a.other_sum / a.other_n
+                      WHEN NOT r.is_self AND a.other_n >= 2
+                          THEN r.score - (a.other_sum - r.score) / (a.other_n - 1)
+                  END AS deviation
+           FROM records r
+           JOIN answer a USING (session, model)
+           JOIN reviewers rv USING (reviewer)
+           JOIN models m USING (model)
+           WHERE r.score IS NOT NULL"""
+    )
+    compress_large_tables(connection)
+
+
+def nullable_floats(column: Any) -> np.ndarray:
+    """A fetched DuckDB column as floats, SQL NULL (a masked entry) as NaN."""
+    filled: Any = np.ma.filled(np.ma.asarray(column, dtype=float), np.nan)
+    return np.asarray(filled, dtype=float)
+
+
+def scores_sum_to_a_constant(connection: duckdb.DuckDBPyConnection) -> bool:
+    """Do all complete score sets of a reviewer in a session add up to one number?
+
+    Pairwise verdicts written as 1/0/0.5 (or any forced-choice allocation) do: then every
+    reviewer's mean in a session is fixed by the scale, and leniency (a reviewer's level
+    against the others') is not identified, whatever the design. Only sessions where the
+    reviewer scored every candidate it was shown count; at least two such sets are needed.
+    """
+    row = connection.execute(
+        """WITH complete AS (
+               SELECT sum(score) AS total FROM records
+               GROUP BY session, reviewer
+               HAVING count(score) = count(*) AND count(*) >= 2)
+           SELECT count(*), max(total) - min(total) FROM complete"""
+    ).fetchone()
+    return bool(row is not None and row[0] >= 2 and row[1] is not None and abs(row[1]) < 1e-9)

@@ -1,0 +1,1 @@
+"""Rendering: a finished report as text, CSV, JSON and one HTML file; format, never estimate."""

@@ -1,0 +1,223 @@
+"""Text, CSV and HTML pieces for anchoring, favouritism and drift (called by the renderers)."""
+
+from __future__ import annotations
+
+from html import escape
+
+from llm_council.bias_audit.report.analyses.families import BiasFamilies
+from llm_council.bias_audit.report.dashboard.svg_heatmap import favouritism_heatmap
+from llm_council.bias_audit.report.number_format import fmt, fmt_interval, fmt_p
+from llm_council.bias_audit.report.render.csv_cells import CsvRow, cell_text, interval_row
+from llm_council.bias_audit.report.render.render_reasoning import (
+    reasoning_csv_rows,
+    reasoning_text_lines,
+)
+from llm_council.bias_audit.report.render.render_style_mimicry import (
+    style_mimicry_csv_rows,
+    style_mimicry_html_section,
+    style_mimicry_text_lines,
+)
+
+
+def families_text_lines(families: BiasFamilies) -> list[str]:
+    """The three sections as text lines (each starts with a blank line)."""
+    lines: list[str] = []
+    add = lines.append
+    for note in families.notes:
+        add(f"note: {note}")
+    if families.anchoring:
+        add("")
+        add("=== Anchoring (pull toward the answers shown earlier) ===")
+        add(
+            "conditional r = corr(the other judges' consensus on the earlier answers minus on "
+            "the rest, paired deviation) within slot: 0 when unanchored (also under drift and "
+            "self-preference), > 0 when pulled; not identified with two answers a review; "
+            "design r = corr(slot, score - running mean), which a position effect moves too. "
+            "Flags: Holm over reviewers."
+        )
+        for item in families.anchoring:
+            flag = (
+                "not identified (2 answers a review)"
+                if not item.identified
+                else ("ANCHORED" if item.conditional.estimate > 0 else "CONTRAST (pushed away)")
+                if item.detected
+                else "none detected"
+            )
+            add(
+                f"  {item.reviewer}: conditional r {fmt_interval(item.conditional, 3)} "
+                f"(Holm p={fmt_p(item.holm_p)}, {flag}); design r "
+                f"{fmt_interval(item.design_correlation, 3)}; {item.n_sessions} sessions"
+            )
+    matrix = families.favouritism
+    if matrix is not None:
+        add("")
+        add("=== Favouritism (reviewer x model, beyond quality and leniency) ===")
+        add(
+            f"Points a reviewer gives a model's answers beyond the two-way fit"
+            f"{', length-controlled' if matrix.length_controlled else ''}; {matrix.correction}"
+            f" at {fmt(matrix.significance_level)}. A strong favour leaves about -1/(k-1) of it "
+            "on the rest of its row and column."
+        )
+        flagged = [cell for cell in matrix.cells if cell.flagged and not cell.spillover]
+        if not flagged:
+            add("  No reviewer-model pair flagged.")
+        for cell in flagged:
+            kind = (
+                "self-preference"
+                if cell.is_self
+                else ("favours" if cell.effect.estimate > 0 else "disfavours")
+            )
+            add(
+                f"  {cell.reviewer} {kind} {cell.model}: {fmt_interval(cell.effect)} points "
+                f"(Holm p={fmt_p(cell.holm_p)}, {cell.n_sessions} sessions)"
+            )
+        spilled = [f"{c.reviewer}->{c.model}" for c in matrix.cells if c.spillover]
+        if spilled:
+            add(
+                f"  Also flagged, but consistent with spill-over from the flags above: "
+                f"{', '.join(spilled)}"
+            )
+        for bloc in matrix.mutual_blocs:
+            add(f"  Mutual-favour bloc: {', '.join(bloc)}")
+    amplified = families.amplification
+    if amplified is not None:
+        add("")
+        add("=== Amplification (strong agreement and scores following display order) ===")
+        order = "one shared order" if amplified.shared_order else "each reviewer's own order"
+        add(
+            f"  {amplified.n_suspect} suspect session(s) of {amplified.n_agreeing} with mean "
+            f"pairwise r >= {fmt(amplified.agreement_threshold, 1)} ({amplified.n_sessions} "
+            f"sessions; {order}); about {fmt(amplified.expected_by_chance, 1)} expected by "
+            f"chance (randomization test at {fmt(amplified.significance_level)}); excess "
+            f"p={fmt_p(amplified.excess_p_value)}"
+        )
+        if amplified.suspect_sessions:
+            add(f"  Suspect: {', '.join(amplified.suspect_sessions)}")
+    drift = families.drift
+    if drift is not None:
+        add("")
+        add(f"=== Drift over {drift.n_weeks} weekly windows (CUSUM, Holm over all series) ===")
+        if drift.n_untimed_sessions:
+            add(f"  {drift.n_untimed_sessions} session(s) without a readable timestamp left out.")
+        detected = [series for series in drift.series if series.detected]
+        if not detected:
+            add("  No change of leniency or position trend detected.")
+        for series in detected:
+            add(
+                f"  {series.reviewer} {series.quantity}: changed from week of "
+                f"{series.changed_from} (CUSUM {fmt(series.cusum_statistic)}, Holm p="
+                f"{fmt_p(series.holm_p)}); weekly means "
+                + " ".join(fmt(value) for value in series.weekly_mean)
+            )
+        if drift.series_skipped:
+            add(f"  Too few weeks (< 3) to test: {', '.join(drift.series_skipped)}")
+    lines.extend(reasoning_text_lines(families.reasoning, families.parse_outcomes))
+
+    lines.extend(style_mimicry_text_lines(families.style_mimicry))
+    return lines
+
+
+def families_csv_rows(families: BiasFamilies) -> list[CsvRow]:
+    """Rows in the report CSV's columns (section, subject, metric, estimate, ci, p, n)."""
+    rows: list[CsvRow] = []
+    for item in families.anchoring:
+        rows.append(
+            interval_row(
+                "anchoring", item.reviewer, "conditional_r", item.conditional, item.n_sessions
+            )
+        )
+        rows.append(
+            interval_row(
+                "anchoring", item.reviewer, "design_r", item.design_correlation, item.n_sessions
+            )
+        )
+    if families.favouritism is not None:
+        for cell in families.favouritism.cells:
+            subject = f"{cell.reviewer} -> {cell.model}"
+            metric = "self_preference" if cell.is_self else "favour_points"
+            rows.append(interval_row("favouritism", subject, metric, cell.effect, cell.n_sessions))
+            rows.append(("favouritism", subject, "holm_p", cell_text(cell.holm_p), "", "", "", ""))
+    amplified = families.amplification
+    if amplified is not None:
+        rows.append(
+            (
+                "amplification",
+                "sessions",
+                "suspect",
+                cell_text(amplified.n_suspect),
+                "",
+                "",
+                cell_text(amplified.excess_p_value),
+                cell_text(amplified.n_agreeing),
+            )
+        )
+        rows.append(
+            (
+                "amplification",
+                "sessions",
+                "expected_by_chance",
+                cell_text(amplified.expected_by_chance),
+                "",
+                "",
+                "",
+                "",
+            )
+        )
+    if families.drift is not None:
+        for series in families.drift.series:
+            subject = f"{series.reviewer} {series.quantity}"
+            for week, mean, se, n in zip(
+                series.week_start,
+                series.weekly_mean,
+                series.weekly_se,
+                series.weekly_sessions,
+                strict=True,
+            ):
+                low, high = mean - 1.96 * se, mean + 1.96 * se
+                rows.append(
+                    (
+                        "drift",
+                        subject,
+                        f"week {week} mean +- 1.96 se",
+                        cell_text(mean),
+                        cell_text(low),
+                        cell_text(high),
+                        "",
+                        cell_text(n),
+                    )
+                )
+            rows.append(
+                (
+                    "drift",
+                    subject,
+                    "cusum",
+                    cell_text(series.cusum_statistic),
+                    "",
+                    "",
+                    cell_text(series.holm_p),
+                    "",
+                )
+            )
+    rows.extend(reasoning_csv_rows(families.reasoning, families.parse_outcomes))
+
+    rows.extend(style_mimicry_csv_rows(families.style_mimicry))
+    return rows
+
+
+def families_html_sections(families: BiasFamilies) -> list[str]:
+    """The favouritism heat map (with caption); the numbers are in the text report below."""
+    mimicry = style_mimicry_html_section(families.style_mimicry)
+    if families.favouritism is None:
+        return mimicry
+    matrix = families.favouritism
+    caption = (
+        f"Cells: extra points a reviewer gives a model's answers beyond quality and leniency "
+        f"({'length-controlled, ' if matrix.length_controlled else ''}session-clustered); "
+        f"outlined * = flagged by {matrix.correction}; s = self cell. "
+        "Hover a cell for its interval."
+    )
+    return [
+        "<h2>Favouritism</h2>",
+        f"<figure>{favouritism_heatmap(matrix)}<figcaption>{escape(caption)}</figcaption></figure>",
+        *mimicry,
+    ]

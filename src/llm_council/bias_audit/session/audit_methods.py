@@ -1,0 +1,53 @@
+"""How each per-session number is computed, in words: the result's ``methods`` field.
+
+Kept apart from the computation in :mod:`llm_council.bias_audit.session.audit` so the text users
+read can be reviewed on its own; each entry must match what the code does.
+"""
+
+from __future__ import annotations
+
+METHODS: dict[str, str] = {
+    "length": (
+        "Pearson r between log(word count) and the mean score the other members gave each "
+        "answer (unit: one answer per candidate); exact two-sided t test with n-2 df; flag "
+        "when p < significance_level and |r| >= length_correlation_threshold. What it "
+        "measures: whether longer answers got higher consensus scores in this session. It "
+        "cannot separate 'judges reward length' from 'longer answers were better' (with no "
+        "judge bias and quality correlated 0.5 / 0.8 with log length it fires in about 10% / "
+        "28% of sessions), so it never raises overall_bias_risk. What separates the two: the "
+        "padding probe (same answer, padded) and bias-report's reviewer x length term"
+    ),
+    "position": (
+        "additive model score = mean + reviewer + candidate (self-reviews excluded); "
+        "position_score_variance: count-weighted variance over display slots of slot effects "
+        "fitted jointly with it; p: randomization test of the residuals' between-slot "
+        "variance, re-drawing each reviewer's own display order; flag when p < "
+        "significance_level and variance >= position_variance_threshold"
+    ),
+    "leniency": (
+        "reviewer effect minus the mean of the reference reviewers' effects in the additive "
+        "model (same answers); two-sided t test, Holm step-down removing each flagged "
+        "reviewer from the reference before re-testing the rest, so one outlier does not "
+        "make the others look harsh or generous; harsh/generous when adjusted p < "
+        "significance_level and |offset| >= reviewer_offset_floor points. Not tested below "
+        "minimum_test_df residual df. reviewer_offsets_vs_median: effect minus the median "
+        "reviewer effect (breakdown point 50%), an estimate only"
+    ),
+    "self_preference": (
+        "raw: own score minus the others' mean for that answer; adjusted: own score minus "
+        "the additive model's prediction; one-sided t test with the reviewer's own noise "
+        "variance and Satterthwaite df (pooled with equal_reviewer_noise), Bonferroni over "
+        "self-reviews; "
+        "flag when adjusted p < significance_level and adjusted >= self_preference_floor"
+    ),
+    "overall_bias_risk": (
+        "not_tested: no risk test could run (risk_tests_run is empty: too few reviewers "
+        "or residual df, no known display orders, no parsed reviews); low: at least one "
+        "risk test ran and no risk flag fired; medium: one; high: two or more. Risk flags "
+        "(risk_flags) are "
+        "position, harsh/generous and self-preference: tests of a judge behaviour with a "
+        "known false-positive rate. The length flag is reported in flags_raised but is not "
+        "a risk flag: its null ('length unrelated to consensus score') is false whenever "
+        "answer quality varies with length, which is not a judge bias"
+    ),
+}

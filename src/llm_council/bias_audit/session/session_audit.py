@@ -1,0 +1,90 @@
+"""The bias audit of one finished session: statistics, records, and the store write.
+
+:class:`~llm_council.bias_audit.middleware.BiasAuditMiddleware` imports this module only
+when the audit is on: its statistics pull numpy and scipy (about 0.3 s of start-up),
+which a council running without the audit should not pay.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+
+from llm_council.bias_audit.records.jsonl_store import PartialWriteError
+from llm_council.bias_audit.records.query_hash import query_hash_from_env
+from llm_council.bias_audit.records.stores import open_store
+from llm_council.bias_audit.session.audit import audit_score_table
+from llm_council.bias_audit.session.score_table import answer_lengths, score_table_from_session
+from llm_council.bias_audit.session.session_records import (
+    records_from_session,
+    session_review_outcomes,
+    utc_timestamp,
+)
+from llm_council.bias_audit.session.similarity import (
+    SimilarityByMember,
+    SimilarityUnavailable,
+    similarities_between_answers,
+    similarity_from_env,
+)
+from llm_council.bias_audit.session.thresholds import load_thresholds
+from llm_council.errors import RecordError
+from llm_council.middleware import SessionCompleted
+
+log = structlog.get_logger("llm_council.bias_audit")
+
+
+def check_audit_config() -> None:
+    """Bad thresholds, or hashing on without a secret, stop the session before it runs."""
+    load_thresholds()
+    query_hash_from_env("")
+    open_store().check()  # a FIFO, directory or device as the store, or a bad URL
+    similarity_from_env()  # an unknown LLM_COUNCIL_SIMILARITY
+
+
+async def audit_session(event: SessionCompleted) -> dict[str, Any]:
+    """The session's :class:`BiasAuditResult` as JSON, after writing its records."""
+    thresholds = load_thresholds()
+    query_hash = query_hash_from_env(event.query)
+    lengths = answer_lengths(event.answers)  # words counted once, for table and records
+    table = score_table_from_session(event.answers, event.reviews, lengths=lengths)
+    audit = audit_score_table(table, thresholds).model_dump(mode="json")
+    audit["review_outcomes"] = session_review_outcomes(event)  # ADR 0027
+    similarity = await _similarity(event, audit)
+    records = records_from_session(
+        event,
+        timestamp=utc_timestamp(),
+        query_hash=query_hash,
+        similarity=similarity,
+        lengths=lengths,
+    )
+    try:
+        # awaited, never blocking the loop: JSONL in a worker thread, PostgreSQL async
+        audit["records_written"] = await open_store().write_session(records)
+    except RecordError as error:
+        # the statistics are still worth returning when only the store failed
+        log.warning("bias_records_not_written", error=str(error))
+        audit["records_written"] = 0
+        audit["record_store_error"] = str(error)
+        if isinstance(error, PartialWriteError):  # rollback failed: say what is there
+            audit["records_left_incomplete"] = error.records_left
+    return audit
+
+
+async def _similarity(event: SessionCompleted, audit: dict[str, Any]) -> SimilarityByMember:
+    """Answer-to-answer similarities for ``similarity_to_own`` (style mimicry).
+
+    Sets ``audit["similarity_method"]``; a failed embeddings call is logged and noted in
+    ``audit["similarity_error"]`` and leaves the similarities null, never the session.
+    """
+    method = similarity_from_env()
+    audit["similarity_method"] = method.name if method is not None else "off"
+    if method is None:
+        return {}
+    answers = {a.member: a.text for a in event.answers if a.text is not None}
+    try:
+        return await similarities_between_answers(answers, method)
+    except SimilarityUnavailable as error:
+        log.warning("similarity_not_computed", method=method.name, error=str(error))
+        audit["similarity_error"] = str(error)
+        return {}

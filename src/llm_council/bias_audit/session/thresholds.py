@@ -1,0 +1,125 @@
+"""The audit's thresholds: packaged defaults, overridden by environment variables.
+
+Defaults live in ``config/thresholds.toml`` (shipped in the package as
+``llm_council/default_config/thresholds.toml``). Each value can be overridden by the
+environment variable named in :data:`ENV_VARIABLES`; a value that is not a number in
+range raises :class:`~llm_council.errors.ConfigError` quoting the variable and value.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from collections.abc import Mapping
+from functools import lru_cache
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from llm_council.config_files import default_config_file
+from llm_council.errors import ConfigError
+
+#: field name -> environment variable that overrides it
+ENV_VARIABLES: dict[str, str] = {
+    "length_correlation_threshold": "LLM_COUNCIL_LENGTH_CORRELATION_THRESHOLD",
+    "position_variance_threshold": "LLM_COUNCIL_POSITION_VARIANCE_THRESHOLD",
+    "significance_level": "LLM_COUNCIL_SIGNIFICANCE_LEVEL",
+}
+
+#: field name -> (lowest allowed, highest allowed, whether the bounds are open)
+_RANGES: dict[str, tuple[float, float, bool]] = {
+    "length_correlation_threshold": (0.0, 1.0, False),
+    "position_variance_threshold": (0.0, math.inf, False),
+    "significance_level": (0.0, 1.0, True),
+}
+
+
+class AuditThresholds(BaseModel):
+    """What a flag needs: statistical significance *and* an effect at least this large.
+
+    ``length_correlation_threshold``: minimum |r| for the length flag;
+    ``position_variance_threshold``: minimum between-slot variance of residual scores
+    (points squared) for the position flag; ``significance_level``: the per-flag
+    false-positive budget (multiple reviewers share it by Bonferroni);
+    ``reviewer_offset_floor`` / ``self_preference_floor``: minimum effect in points for
+    harsh/generous and self-preference flags, so a significant but negligible
+    difference is not called a bias.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    length_correlation_threshold: float = Field(0.3, ge=0.0, le=1.0)
+    position_variance_threshold: float = Field(0.5, ge=0.0)
+    significance_level: float = Field(0.05, gt=0.0, lt=1.0)
+    reviewer_offset_floor: float = Field(1.0, ge=0.0)
+    self_preference_floor: float = Field(1.0, ge=0.0)
+    minimum_length_pairs: int = Field(
+        10, ge=3, description="below this many pairs the length result is an indicator only"
+    )
+    minimum_residual_df: int = Field(
+        10, ge=1, description="below this the reviewer tests are indicators only"
+    )
+    minimum_test_df: int = Field(
+        2,
+        ge=1,
+        description=(
+            "below this many residual degrees of freedom the leniency and self-preference "
+            "t tests do not run: at 1 df (a complete 3-member council) they keep their level "
+            "but cannot detect anything (|t| > 38 needed at 0.05 over 3 reviewers), so an "
+            "indicator note says more than a p-value"
+        ),
+    )
+    equal_reviewer_noise: bool = Field(
+        False,
+        description=(
+            "assume every reviewer scores with the same noise: pooled t tests for leniency "
+            "and self-preference, more power, but above their level when reviewers differ "
+            "(self-preference 8-9%, harsh-or-generous 10% at 7-9 members with noise SDs "
+            "0.5-2.0); the default estimates each reviewer's noise"
+        ),
+    )
+    position_permutations: int = Field(
+        499, ge=99, description="Monte Carlo re-orderings for the position p-value (Jockel 1986)"
+    )
+
+
+@lru_cache(maxsize=1)
+def _packaged_defaults() -> dict[str, float]:
+    """The shipped thresholds.toml, read once per process (it cannot change under us)."""
+    resource = default_config_file("thresholds.toml")
+    try:
+        parsed = tomllib.loads(resource.read_text(encoding="utf-8"))
+    except FileNotFoundError as error:
+        raise ConfigError("packaged default_config/thresholds.toml is missing") from error
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"default_config/thresholds.toml: {error}") from error
+    return {key: value for key, value in parsed.items() if key in ENV_VARIABLES}
+
+
+def _parse_env_value(field: str, variable: str, raw: str) -> float:
+    try:
+        value = float(raw.strip())
+    except ValueError:
+        raise ConfigError(f"{variable}={raw!r} is not a number") from None
+    low, high, open_bounds = _RANGES[field]
+    outside = not math.isfinite(value) or (
+        value <= low or value >= high if open_bounds else value < low or value > high
+    )
+    if outside:
+        bracket = f"({low:g}, {high:g})" if open_bounds else f"[{low:g}, {high:g}]"
+        raise ConfigError(f"{variable}={raw!r} is out of range: must be in {bracket}")
+    return value
+
+
+def load_thresholds(environ: Mapping[str, str] | None = None) -> AuditThresholds:
+    """The packaged defaults, each overridden by its environment variable when set."""
+    env = os.environ if environ is None else environ
+    values: dict[str, float] = dict(_packaged_defaults())
+    for field, variable in ENV_VARIABLES.items():
+        raw = env.get(variable)
+        if raw is not None and raw.strip() != "":
+            values[field] = _parse_env_value(field, variable, raw)
+    try:
+        return AuditThresholds(**values)
+    except ValueError as error:  # pydantic's ValidationError: the packaged file is wrong
+        raise ConfigError(f"default_config/thresholds.toml: {error}") from error

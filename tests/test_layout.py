@@ -1,0 +1,229 @@
+"""The package layout holds: no import circle in src/, and imports point one way (ADR 0038).
+
+The import graph is read from the source with :mod:`ast` (every ``import``, including the
+ones inside functions and ``if TYPE_CHECKING:`` blocks, since a circle there is still a
+circle a reader has to untangle), so the test needs no third-party tool.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+AUDIT = "llm_council.bias_audit"
+REPORT = f"{AUDIT}.report"
+
+
+@cache
+def modules() -> dict[str, Path]:
+    """Every module under src/, by dotted name (a package by its own name)."""
+    found = {}
+    for path in SRC.rglob("*.py"):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _resolve(name: str) -> str | None:
+    """The module that ``name`` (a module or a name inside one) belongs to."""
+    while name and name not in modules():
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+@cache
+def imports() -> dict[str, dict[str, set[str]]]:
+    """module -> {imported module -> names imported from it ('*module*' for a module)}."""
+    graph: dict[str, dict[str, set[str]]] = {}
+    for module, path in modules().items():
+        edges: dict[str, set[str]] = {}
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    target = _resolve(alias.name)
+                    if target:
+                        edges.setdefault(target, set()).add("*module*")
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package
+                    for _ in range(node.level - 1):
+                        anchor = anchor.rpartition(".")[0]
+                    base = f"{anchor}.{base}" if base else anchor
+                for alias in node.names:
+                    submodule = f"{base}.{alias.name}"
+                    if submodule in modules():
+                        edges.setdefault(submodule, set()).add("*module*")
+                    else:
+                        target = _resolve(base)
+                        if target:
+                            edges.setdefault(target, set()).add(alias.name)
+        edges.pop(module, None)
+        graph[module] = {
+            target: names for target, names in edges.items() if target.startswith("llm_council")
+        }
+    return graph
+
+
+def import_cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan 1972)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph.get(node, {}):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return cycles
+
+
+def _within(module: str, packages: Iterable[str]) -> bool:
+    return any(module == package or module.startswith(package + ".") for package in packages)
+
+
+def violations(sources: Iterable[str], forbidden: Iterable[str]) -> list[str]:
+    """Every import from a module under ``sources`` into one under ``forbidden``."""
+    sources, forbidden = list(sources), list(forbidden)
+    return sorted(
+        f"{module} imports {target}"
+        for module, targets in imports().items()
+        if _within(module, sources)
+        for target in targets
+        if _within(target, forbidden)
+    )
+
+
+def test_the_circle_finder_can_fail() -> None:
+    # a -> b -> c -> a is one circle; d only points into it; e imports itself through nothing
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert import_cycles(graph) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_graph_reader_resolves_package_relative_and_submodule_imports() -> None:
+    graph = imports()
+    # ``from llm_council import tracing`` is an import of the submodule, not of the package
+    assert "llm_council.tracing" in graph["llm_council.council"]
+    assert "llm_council" not in graph["llm_council.council"]
+
+
+def test_no_import_circle_anywhere_in_src() -> None:
+    assert import_cycles(imports()) == []
+
+
+def test_the_graph_is_read_at_all() -> None:
+    graph = imports()
+    assert len(graph) > 150
+    assert f"{REPORT}.model" in graph[f"{REPORT}.build"]
+
+
+def test_the_audit_top_level_is_small_and_shows_the_layers() -> None:
+    top = SRC / "llm_council" / "bias_audit"
+    top_modules = sorted(path.name for path in top.glob("*.py"))
+    assert len(top_modules) <= 12, top_modules
+    packages = {path.name for path in top.iterdir() if (path / "__init__.py").exists()}
+    assert {"session", "records", "report"} <= packages
+    report = top / "report"
+    assert {"load", "analyses", "render", "dashboard"} <= {
+        path.name for path in report.iterdir() if (path / "__init__.py").exists()
+    }
+
+
+@pytest.mark.parametrize(
+    "package",
+    [
+        f"{AUDIT}.session",
+        f"{AUDIT}.records",
+        f"{REPORT}.load",
+        f"{REPORT}.analyses",
+        f"{REPORT}.render",
+        f"{REPORT}.dashboard",
+    ],
+)
+def test_each_layer_says_what_it_owns(package: str) -> None:
+    docstring = ast.get_docstring(ast.parse(modules()[package].read_text(encoding="utf-8")))
+    assert docstring and len(docstring.splitlines()[0]) <= 100
+
+
+def test_the_core_council_never_imports_the_audit() -> None:
+    allowed = [AUDIT, "llm_council.cli", "llm_council.simulation.simulated_records"]
+    found = sorted(
+        f"{module} imports {target}"
+        for module, targets in imports().items()
+        if not _within(module, allowed)
+        for target in targets
+        if _within(target, [AUDIT])
+    )
+    assert found == []
+
+
+def test_records_never_import_the_session_audit_or_the_report() -> None:
+    assert violations([f"{AUDIT}.records"], [f"{AUDIT}.session", REPORT]) == []
+
+
+def test_the_session_audit_never_imports_the_report() -> None:
+    assert violations([f"{AUDIT}.session"], [REPORT]) == []
+
+
+def test_loading_never_imports_analyses_or_renderers() -> None:
+    above = [f"{REPORT}.analyses", f"{REPORT}.render", f"{REPORT}.dashboard", f"{REPORT}.build"]
+    assert violations([f"{REPORT}.load"], above) == []
+
+
+def test_analyses_never_import_renderers() -> None:
+    renderers = [f"{REPORT}.render", f"{REPORT}.dashboard", f"{REPORT}.number_format"]
+    assert violations([f"{REPORT}.analyses"], renderers) == []
+
+
+def test_renderers_never_run_analyses() -> None:
+    renderers = [f"{REPORT}.render", f"{REPORT}.dashboard"]
+    # no loading, no statistics, no report building from a renderer
+    forbidden = [f"{REPORT}.load", f"{REPORT}.build", "llm_council.stats"]
+    assert violations(renderers, forbidden) == []
+    # from an analysis module a renderer takes its result types (CamelCase), never a function
+    called = sorted(
+        f"{module} imports {name} from {target}"
+        for module, targets in imports().items()
+        if _within(module, renderers)
+        for target, names in targets.items()
+        if _within(target, [f"{REPORT}.analyses"])
+        for name in names
+        if not name[:1].isupper()
+    )
+    assert called == []
+
+
+def test_the_simulator_never_imports_calibration_or_the_config_loader() -> None:
+    assert violations(["llm_council.simulation"], ["llm_council.calibration"]) == []
+    assert violations(["llm_council.simulation"], ["llm_council.config"]) == []
