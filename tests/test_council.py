@@ -1,9 +1,7 @@
 from __future__ import annotations
 
-import ast
 import asyncio
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -229,28 +227,6 @@ def test_middleware_gets_events_adds_one_key_and_a_broken_one_is_isolated() -> N
 def test_empty_query_is_refused() -> None:
     with pytest.raises(CouncilError, match="query is empty"):
         run("   ")
-
-
-def test_the_core_never_imports_the_audit() -> None:
-    package = Path(__file__).parents[1] / "src" / "llm_council"
-    core_files = [
-        p
-        for p in package.rglob("*.py")
-        if not {"bias_audit", "cli", "calibration"} & set(p.relative_to(package).parts)
-    ]
-    assert len(core_files) > 15
-    for path in core_files:
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = (
-                [a.name for a in node.names]
-                if isinstance(node, ast.Import)
-                else [node.module or ""]
-                if isinstance(node, ast.ImportFrom)
-                else []
-            )
-            assert not any(n.startswith("llm_council.bias_audit") for n in names), (
-                f"{path} imports the audit"
-            )
 
 
 def test_a_member_without_its_api_key_is_named_in_one_config_error(
