@@ -35,6 +35,17 @@ def run(query: str = QUERY, **kwargs: Any) -> Any:
     return asyncio.run(run_full_council(query, **kwargs))
 
 
+def test_the_result_indexes_and_measures_like_the_reference_tuple(
+    make_simulated_config: Any,
+) -> None:
+    # the reference council returns a 4-tuple; its users write result[3] and len(result)
+    result = run(seed=1)
+    assert len(result) == 4
+    assert result[3] is result.metadata and result[0] is result.stage1
+    assert result[-1] is result.metadata and list(result[:2]) == [result.stage1, result.stage2]
+    assert tuple(result) == (result.stage1, result.stage2, result.stage3, result.metadata)
+
+
 def test_default_council_runs_offline_and_unpacks(make_simulated_config: Any) -> None:
     stage1, stage2, stage3, metadata = run(seed=1)
     assert len(stage1) == 5 and all(a.ok for a in stage1)
