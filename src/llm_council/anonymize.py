@@ -142,8 +142,9 @@ def derive_position_mapping(
     ``{label: model}`` (position from the label letter, the invariant), and returns
     ``{model: display_index}``; labels are read in any case (``"response a"``) and an
     entry under a key that is not a label, without a ``display_index``, is skipped (the
-    reference design's behaviour) unless no key is a label. Accepts the per-reviewer map a session's metadata holds,
-    ``metadata["label_to_model"] = {reviewer: {label: ...}}``, and returns
+    reference design's behaviour) unless no key is a label. Accepts the per-reviewer map
+    a session's metadata holds, ``metadata["label_to_model"] = {reviewer: {label: ...}}``,
+    and returns
     ``{reviewer: {model: display_index}}``. ``None`` or empty gives ``{}``. Anything
     else, and a map naming one model or one position twice, raises a one-line
     :class:`~llm_council.errors.InputError` naming the key.

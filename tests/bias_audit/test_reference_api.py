@@ -646,9 +646,10 @@ def test_derive_position_mapping_reads_labels_in_any_case_and_skips_a_stray_key(
         "m1": 0,
         "m2": 1,
     }
-    assert derive_position_mapping(
-        {"Response A": "m1", "Model B": "m2", "Response C": "m3"}
-    ) == {"m1": 0, "m3": 2}
+    assert derive_position_mapping({"Response A": "m1", "Model B": "m2", "Response C": "m3"}) == {
+        "m1": 0,
+        "m3": 2,
+    }
     # a display_index makes the key's letter irrelevant, so such an entry is kept
     assert derive_position_mapping({"first": {"model": "m1", "display_index": 1}}) == {"m1": 1}
 

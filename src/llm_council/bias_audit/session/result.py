@@ -112,12 +112,11 @@ class BiasAuditResult(_ModelMethods):
     )
     length_score_pairs: int = 0
     position_score_p_value: float | None = Field(
-        default=None,
-        description="randomization test re-drawing each reviewer's own display order"
+        default=None, description="randomization test re-drawing each reviewer's own display order"
     )
     position_slot_means: dict[str, float] = Field(
         default_factory=dict,
-        description="fitted effect of each display label in points (weighted mean 0)"
+        description="fitted effect of each display label in points (weighted mean 0)",
     )
     reviewer_offsets: dict[str, float | None] = Field(
         default_factory=dict,
@@ -125,32 +124,30 @@ class BiasAuditResult(_ModelMethods):
             "points above the reference reviewers on the same answers (additive model); the "
             "reference is the other reviewers minus those flagged harsh/generous, so one "
             "outlier does not shift the rest"
-        )
+        ),
     )
     reviewer_offset_p_values: dict[str, float | None] = Field(
         default_factory=dict,
         description=(
             "two-sided, Holm-adjusted, from the step-down procedure; None where not tested "
             "(see indicator_only['reviewers'])"
-        )
+        ),
     )
     self_preference: dict[str, float | None] = Field(
         default_factory=dict,
-        description="score given to its own answer minus the mean the others gave that answer"
+        description="score given to its own answer minus the mean the others gave that answer",
     )
     self_preference_adjusted: dict[str, float | None] = Field(
         default_factory=dict,
-        description="score given to its own answer minus the additive model's prediction"
+        description="score given to its own answer minus the additive model's prediction",
     )
     self_preference_p_values: dict[str, float | None] = Field(
-        default_factory=dict,
-        description="one-sided, Bonferroni-adjusted over self-reviews"
+        default_factory=dict, description="one-sided, Bonferroni-adjusted over self-reviews"
     )
     self_preferring_reviewers: list[str] = Field(default_factory=list)
     self_preference_detected: bool = False
     pooled_self_preference: float | None = Field(
-        default=None,
-        description="mean adjusted self-preference over the session's self-reviews"
+        default=None, description="mean adjusted self-preference over the session's self-reviews"
     )
     pooled_self_preference_p_value: float | None = None
     sample_sizes: dict[str, int] = Field(default_factory=dict)
@@ -163,7 +160,7 @@ class BiasAuditResult(_ModelMethods):
         description=(
             "what was not tested or rests on too few data for a statistical claim, with why; "
             "'length' is always present and says what the length number can and cannot mean"
-        )
+        ),
     )
     methods: dict[str, str] = Field(default_factory=dict)
     risk_flags: list[str] = Field(
