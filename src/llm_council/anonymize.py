@@ -133,6 +133,24 @@ def positions_from_label_map(
     return positions
 
 
+def label_assignments(
+    label_to_model: Mapping[str, Any], where: str = "label_to_model"
+) -> dict[str, LabelAssignment]:
+    """One reviewer's label map, any of its accepted forms, as ``{label: LabelAssignment}``.
+
+    Validated as :func:`positions_from_label_map` validates it (one model, one position
+    per label); a key that is not a label and has no ``display_index`` is skipped.
+    """
+    positions_from_label_map(label_to_model, where, skip_unlabelled=True)  # the checks
+    assignments: dict[str, LabelAssignment] = {}
+    for label, assignment in label_to_model.items():
+        if _needs_label_letter(assignment) and not is_label_key(label):
+            continue
+        model, index = _position_of(label, assignment, where)
+        assignments[str(label)] = _assignment(model, index)
+    return assignments
+
+
 def derive_position_mapping(
     label_to_model: Mapping[str, Any] | None,
 ) -> dict[str, int] | dict[str, dict[str, int]]:
