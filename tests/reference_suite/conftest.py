@@ -100,8 +100,6 @@ DELIBERATE_DIFFERENCES: dict[str, str] = {
         "leniency is a Holm step-down t test on the same answers (4 residual df: generous "
         "p = 0.064, not flagged), the shared order leaves position untested, and length "
         "never counts toward overall_bias_risk"
-    ), and "
-        "length never counts toward overall_bias_risk"
     ),
     "test_bias_audit.py::TestExtractScoresFromStage2::test_handle_missing_scores": (
         "a ranking without scores gives rank points (1st of N gets N), not nothing"
