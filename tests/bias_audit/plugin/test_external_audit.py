@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bias_audit.plugin import karpathy_standin as backend
 from llm_council.bias_audit import (
@@ -198,3 +200,54 @@ def test_the_shuffled_order_is_seeded_a_bijection_and_used_by_the_audit(store: P
     assert shuffled_display_order(stage1).seed >= 0  # a fresh seed, returned to be saved
     with pytest.raises(InputError, match="appears twice"):
         shuffled_display_order([*stage1, stage1[0]])
+
+
+def test_a_label_for_a_model_without_an_answer_and_a_twice_answering_model_are_refused(
+    store: Path,
+) -> None:
+    stage1 = [{"model": "a", "response": "x"}, {"model": "b", "response": "y"}]
+    stage2 = [{"model": "a", "parsed_ranking": ["Response A"]}]
+    with pytest.raises(InputError, match=r"'Response B' = 'ghost', which has no stage-1 entry"):
+        audit_external(stage1, stage2, {"Response A": "a", "Response B": "ghost"})
+    with pytest.raises(InputError, match=r"stage1\[2\]: model 'a' answers twice"):
+        audit_external([*stage1, stage1[0]], stage2, {"Response A": "a"})
+    assert not store.exists()
+
+
+def test_a_postgres_store_is_named_without_its_password(store_url: str) -> None:
+    stage1, stage2, _, metadata = asyncio.run(backend.run_full_council("q"))
+    outcome = asyncio.run(audit_council(store=store_url)(backend.run_full_council)("q"))
+    audit = outcome[3]["bias_audit"]
+    assert audit["records_written"] == 16
+    assert store_url not in json.dumps(audit) and "***" in audit["record_store"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rankings=st.lists(
+        st.lists(st.sampled_from(["Response A", "Response B", "Response C", "x", "response z"])),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_rank_points_are_the_top_of_n_down_and_every_shown_answer_has_a_record(
+    rankings: list[list[str]],
+) -> None:
+    """Whatever a ranking lists (junk, repeats, partial), the reviewer's records cover the 3
+    answers it was shown, and its scores are N, N-1, ... for its distinct known labels."""
+    from llm_council.bias_audit.plugin.external_session import external_event
+    from llm_council.bias_audit.session.session_records import records_from_session
+
+    stage1 = [{"model": m, "response": m} for m in ("a", "b", "c")]
+    stage2 = [{"model": f"r{i}", "parsed_ranking": r} for i, r in enumerate(rankings)]
+    event = external_event(
+        stage1, stage2, {"Response A": "a", "Response B": "b", "Response C": "c"}
+    )
+    records = records_from_session(event, timestamp="2026-01-01T00:00:00+00:00", query_hash=None)
+    assert len(records) == 3 * len(rankings)
+    for index, ranking in enumerate(rankings):
+        known = list(dict.fromkeys(label for label in ranking if label.startswith("Response")))
+        mine = [r for r in records if r.reviewer_id == f"r{index}"]
+        scores = sorted((r.score_value for r in mine if r.score_value is not None), reverse=True)
+        assert scores == [3.0, 2.0, 1.0][: len(known)]
+        assert {r.review_status for r in mine} == {"final_ranking" if known else "unparseable"}

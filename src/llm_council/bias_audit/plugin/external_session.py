@@ -67,6 +67,8 @@ def external_answers(stage1: Any) -> tuple[MemberAnswer, ...]:
         if text is not None and not isinstance(text, str):
             raise InputError(f"stage1[{index}]['response'] must be text, got {type(text).__name__}")
         model = entry["model"]
+        if any(answer.member == model for answer in answers):
+            raise InputError(f"stage1[{index}]: model {model!r} answers twice")
         answers.append(
             MemberAnswer(member=model, spec=model, text=text, error=None if text else "no response")
         )
@@ -199,6 +201,14 @@ def external_event(
     reviews = tuple(
         external_review(index, result, label_to_model, scale) for index, result in enumerate(stage2)
     )
+    members = {answer.member for answer in answers}
+    for index, review in enumerate(reviews):
+        for label, shown in review.label_to_model.items():
+            if shown.model not in members:
+                raise InputError(
+                    f"stage2[{index}] ({review.reviewer!r}) was shown {label!r} = "
+                    f"{shown.model!r}, which has no stage-1 entry"
+                )
     return SessionCompleted(
         session_id=session_id or uuid.uuid4().hex,
         query=query or "",
