@@ -20,7 +20,7 @@ from llm_council.bias_audit import (
     shuffled_display_order,
 )
 from llm_council.cli.app import main
-from llm_council.errors import ConfigError, InputError
+from llm_council.errors import ConfigError, CouncilError, InputError
 
 SWITCHES = ("LLM_COUNCIL_BIAS_AUDIT", "BIAS_AUDIT_ENABLED", "BIAS_PERSISTENCE_ENABLED")
 
@@ -251,3 +251,16 @@ def test_rank_points_are_the_top_of_n_down_and_every_shown_answer_has_a_record(
         scores = sorted((r.score_value for r in mine if r.score_value is not None), reverse=True)
         assert scores == [3.0, 2.0, 1.0][: len(known)]
         assert {r.review_status for r in mine} == {"final_ranking" if known else "unparseable"}
+
+
+def test_a_council_without_a_label_map_gets_its_answer_and_the_reason(store: Path) -> None:
+    async def council(query: str) -> Any:
+        stage1, stage2, stage3, _ = await backend.run_full_council(query)
+        return stage1, stage2, stage3, {}
+
+    outcome = asyncio.run(audit_council(council)("q"))
+    assert outcome[2]["response"]
+    assert outcome[3]["bias_audit"]["records_written"] == 0
+    assert "metadata has no 'label_to_model'" in outcome[3]["bias_audit"]["error"]
+    with pytest.raises(CouncilError, match=r"must return \(stage1, stage2, stage3, metadata\)"):
+        asyncio.run(audit_council(backend.stage1_collect_responses)("q"))

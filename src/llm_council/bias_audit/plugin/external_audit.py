@@ -37,7 +37,7 @@ from llm_council.bias_audit.plugin.external_session import external_event
 from llm_council.bias_audit.records.query_hash import env_flag
 from llm_council.bias_audit.session.result import BiasAuditResult
 from llm_council.bias_audit.session.session_audit import audit_session_result
-from llm_council.errors import CouncilError
+from llm_council.errors import CouncilError, InputError
 
 PERSISTENCE_VARIABLE = "BIAS_PERSISTENCE_ENABLED"  # the reference council's record switch
 
@@ -157,6 +157,8 @@ async def _audit_outcome(outcome: Any, query: str | None, store: str | Path | No
     """Attach ``metadata["bias_audit"]`` to the council's 4-tuple; never fails the council."""
     try:
         stage1, stage2, _stage3, metadata = outcome
+        if isinstance(stage1, str | bytes | Mapping):  # four of something else, not stages
+            raise ValueError
     except (TypeError, ValueError):
         raise CouncilError(
             "audit_council: the wrapped function must return (stage1, stage2, stage3, "
@@ -173,10 +175,15 @@ async def _audit_outcome(outcome: Any, query: str | None, store: str | Path | No
                 "disabled_by": disabled_by,
             }
             return outcome
+        if "label_to_model" not in metadata:
+            raise InputError(
+                "audit_council: metadata has no 'label_to_model' (which model each reviewer "
+                "saw under each label); return it, or call audit_external yourself"
+            )
         audited = await _audit(
             stage1,
             stage2,
-            metadata.get("label_to_model"),
+            metadata["label_to_model"],
             store=store,
             session_id=metadata.get("session_id"),
             council_id=None,
