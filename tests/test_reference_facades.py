@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import math
 from pathlib import Path
 
@@ -180,3 +181,25 @@ def test_persist_writes_our_records_and_read_bias_records_reads_our_store(
     monkeypatch.setenv("BIAS_CONSENT_LEVEL", "EVERYTHING")
     with pytest.raises(ConfigError, match="BIAS_CONSENT_LEVEL='EVERYTHING'"):
         persist_session_bias_data("s3", stage1, stage2, labels)
+
+
+def test_read_bias_records_upgrades_our_version_1_lines(tmp_path: Path) -> None:
+    line = {
+        "schema_version": 1,
+        "session_id": "old",
+        "timestamp": "2026-01-01T00:00:00+00:00",
+        "reviewer_id": "r",
+        "model_id": "m",
+        "position": 1,
+        "n_candidates": 2,
+        "response_length_chars": 40,
+        "response_length_words": 7,
+        "score_value": 6.5,
+        "is_self_review": False,
+        "council_config_hash": "abc",
+    }
+    store = tmp_path / "v1.jsonl"
+    store.write_text(json.dumps(line) + "\n" + json.dumps({**line, "score_value": None}) + "\n")
+    (record,) = read_bias_records(store)  # the unscored line has no reference form: skipped
+    assert (record.session_id, record.position, record.score_value) == ("old", 1, 6.5)
+    assert record.score_scale == "1-10" and record.position_is_display_order

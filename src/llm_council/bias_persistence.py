@@ -43,8 +43,9 @@ from llm_council.bias_audit.records.query_hash import (
     HASH_SECRET_VARIABLE,
     env_flag,
     hmac_query_hash,
+    query_hash_from_env,
 )
-from llm_council.bias_audit.records.schema import ReviewRecord
+from llm_council.bias_audit.records.schema import ReviewRecord, upgrade_record
 from llm_council.bias_audit.session.session_records import records_from_session, utc_timestamp
 from llm_council.errors import ConfigError
 
@@ -153,7 +154,7 @@ class BiasMetricRecord:
         if not isinstance(data, dict):
             raise TypeError(f"a record line must be a JSON object, got {type(data).__name__}")
         if isinstance(data.get("schema_version"), int):
-            ours = ReviewRecord.model_validate(data)
+            ours = ReviewRecord.model_validate(upgrade_record(data))
             if ours.score_value is None:
                 raise UnscoredRecord(f"{ours.review_status or 'unscored'} review: no score")
             return from_review_record(ours)
@@ -338,11 +339,7 @@ def _our_records(
     event = external_event(
         stage1_results, stage2_results, label_to_model, session_id=session_id, query=query
     )
-    hashed = None
-    if query:
-        from llm_council.bias_audit.records.query_hash import query_hash_from_env
-
-        hashed = query_hash_from_env(query)
+    hashed = query_hash_from_env(query) if query else None
     return records_from_session(event, timestamp=utc_timestamp(), query_hash=hashed)
 
 
