@@ -34,6 +34,7 @@ PUBLIC_NAMES = {
         "audit_score_table", "calculate_length_correlation", "calculate_position_bias",
         "derive_position_mapping", "extract_scores_from_stage2", "load_thresholds", "open_store",
         "read_records", "run_bias_audit", "store_path", "store_spec", "upgrade_record",
+        "audit_external", "audit_council", "shuffled_display_order", "SessionDisplayOrder",
     ],
     "llm_council.bias_audit.report": [
         "BiasReport", "RENDERERS", "build_report", "reliability_tier", "render_csv",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import random
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -70,14 +71,30 @@ def _position_of(label: Any, assignment: Any, where: str) -> tuple[str, int]:
     )
 
 
+#: a label as users write it: "Response A", "response a", "RESPONSE  B" (ADR 0039)
+_LABEL_ANY_CASE = re.compile(r"response\s+([a-z]+)", re.IGNORECASE)
+
+
 def _index_from_label(label: Any, where: str) -> int:
-    """The label letter's position (A = 0): the invariant of ADR 0001."""
+    """The label letter's position (A = 0): the invariant of ADR 0001. Case is ignored,
+    as the reference design ignores it ("response a" is "Response A")."""
     if isinstance(label, str):
-        try:
-            return display_index_for(label)
-        except ValueError:
-            pass
+        match = _LABEL_ANY_CASE.fullmatch(label.strip())
+        if match is not None:
+            return display_index_for(f"Response {match.group(1).upper()}")
     raise InputError(f"{where}: key {label!r} is not a label like 'Response A'")
+
+
+def is_label_key(label: Any) -> bool:
+    """``label`` names a display position by its letter (``Response A``, any case)."""
+    return isinstance(label, str) and _LABEL_ANY_CASE.fullmatch(label.strip()) is not None
+
+
+def _needs_label_letter(assignment: Any) -> bool:
+    """The entry's position comes from its key's letter (no ``display_index`` given)."""
+    return isinstance(assignment, str) or (
+        isinstance(assignment, Mapping) and assignment.get("display_index") is None
+    )
 
 
 def is_label_map_entry(value: Any) -> bool:
@@ -88,12 +105,22 @@ def is_label_map_entry(value: Any) -> bool:
 
 
 def positions_from_label_map(
-    label_to_model: Mapping[str, Any], where: str = "label_to_model"
+    label_to_model: Mapping[str, Any],
+    where: str = "label_to_model",
+    *,
+    skip_unlabelled: bool = False,
 ) -> dict[str, int]:
-    """One reviewer's label map as ``{model: display_index}``; errors name ``where``."""
+    """One reviewer's label map as ``{model: display_index}``; errors name ``where``.
+
+    ``skip_unlabelled``: an entry whose position would come from a key that is not a
+    label (``{"Model B": "m"}``) is left out instead of raising, as the reference design
+    does (its ``derive_position_mapping``).
+    """
     positions: dict[str, int] = {}
     shown_at: dict[int, str] = {}
     for label, assignment in label_to_model.items():
+        if skip_unlabelled and _needs_label_letter(assignment) and not is_label_key(label):
+            continue
         model, index = _position_of(label, assignment, where)
         if model in positions:
             raise InputError(f"{where}[{label!r}]: model {model!r} appears under two labels")
@@ -106,6 +133,24 @@ def positions_from_label_map(
     return positions
 
 
+def label_assignments(
+    label_to_model: Mapping[str, Any], where: str = "label_to_model"
+) -> dict[str, LabelAssignment]:
+    """One reviewer's label map, any of its accepted forms, as ``{label: LabelAssignment}``.
+
+    Validated as :func:`positions_from_label_map` validates it (one model, one position
+    per label); a key that is not a label and has no ``display_index`` is skipped.
+    """
+    positions_from_label_map(label_to_model, where, skip_unlabelled=True)  # the checks
+    assignments: dict[str, LabelAssignment] = {}
+    for label, assignment in label_to_model.items():
+        if _needs_label_letter(assignment) and not is_label_key(label):
+            continue
+        model, index = _position_of(label, assignment, where)
+        assignments[str(label)] = _assignment(model, index)
+    return assignments
+
+
 def derive_position_mapping(
     label_to_model: Mapping[str, Any] | None,
 ) -> dict[str, int] | dict[str, dict[str, int]]:
@@ -113,8 +158,11 @@ def derive_position_mapping(
 
     Accepts one reviewer's map, ``{label: {"model", "display_index"}}`` or the legacy
     ``{label: model}`` (position from the label letter, the invariant), and returns
-    ``{model: display_index}``. Accepts the per-reviewer map a session's metadata holds,
-    ``metadata["label_to_model"] = {reviewer: {label: ...}}``, and returns
+    ``{model: display_index}``; labels are read in any case (``"response a"``) and an
+    entry under a key that is not a label, without a ``display_index``, is skipped (the
+    reference design's behaviour) unless no key is a label. Accepts the per-reviewer map
+    a session's metadata holds, ``metadata["label_to_model"] = {reviewer: {label: ...}}``,
+    and returns
     ``{reviewer: {model: display_index}}``. ``None`` or empty gives ``{}``. Anything
     else, and a map naming one model or one position twice, raises a one-line
     :class:`~llm_council.errors.InputError` naming the key.
@@ -125,7 +173,10 @@ def derive_position_mapping(
         raise InputError(f"label_to_model must be a mapping, got {type(label_to_model).__name__}")
     values = list(label_to_model.values())
     if all(is_label_map_entry(value) for value in values):
-        return positions_from_label_map(label_to_model)
+        positions = positions_from_label_map(label_to_model, skip_unlabelled=True)
+        if values and not positions:  # not one label: a wrong map, not a stray key
+            positions_from_label_map(label_to_model)  # raises naming the first key
+        return positions
     per_reviewer: dict[str, dict[str, int]] = {}
     for reviewer, labels in label_to_model.items():
         if not isinstance(labels, Mapping) or is_label_map_entry(labels):
@@ -134,6 +185,6 @@ def derive_position_mapping(
                 f"label_to_model[{reviewer!r}]: mixes a per-reviewer map with single labels"
             )
         per_reviewer[str(reviewer)] = positions_from_label_map(
-            labels, f"label_to_model[{reviewer!r}]"
+            labels, f"label_to_model[{reviewer!r}]", skip_unlabelled=True
         )
     return per_reviewer

@@ -122,7 +122,8 @@ class Synthesis(_Frozen):
 
 
 class CouncilResult(_Frozen):
-    """Everything a session returns; unpacks as ``stage1, stage2, stage3, metadata``."""
+    """Everything a session returns; unpacks, indexes and measures (``len`` 4) like the
+    tuple ``(stage1, stage2, stage3, metadata)`` the reference council returns."""
 
     stage1: list[MemberAnswer]
     stage2: list[Review]
@@ -131,8 +132,18 @@ class CouncilResult(_Frozen):
     # the live bias checks' reviews (ADR 0024), never part of ``stage2``'s ranking
     bias_check_reviews: list[Review] = []
 
+    def _stages(self) -> tuple[Any, Any, Any, Any]:
+        return (self.stage1, self.stage2, self.stage3, self.metadata)
+
     def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
-        return iter((self.stage1, self.stage2, self.stage3, self.metadata))
+        return iter(self._stages())
+
+    def __getitem__(self, index: int | slice) -> Any:
+        """``result[3]`` is the metadata, as in the reference's 4-tuple (ADR 0039)."""
+        return self._stages()[index]
+
+    def __len__(self) -> int:
+        return 4
 
     def to_json_dict(self) -> dict[str, Any]:
         """The result as JSON; ``bias_check_reviews`` only when there are some (ADR 0024)."""

@@ -52,12 +52,17 @@ def _as_saved(result: dict[str, Any]) -> dict[str, Any]:
     """The result in the golden file's vocabulary.
 
     The golden file predates ADR 0032, which added ``risk_tests_run`` and the
-    ``not_tested`` risk level (a session where no risk test ran used to read "low"); that
-    change is deliberate and tested in ``test_risk_not_tested.py``, so it is mapped back
+    ``not_tested`` risk level (a session where no risk test ran used to read "low"), and
+    ADR 0039 (``position_bias_detected`` None when untested); those changes are deliberate and tested in ``test_risk_not_tested.py``, so it is mapped back
     here and everything else must still be equal.
     """
     saved = dict(result)
     tests_run = saved.pop("risk_tests_run")
+    # ADR 0039: an untested position reads None (the reference design's convention), where
+    # the golden file has False
+    if saved["position_bias_detected"] is None:
+        assert saved["position_score_p_value"] is None
+        saved["position_bias_detected"] = False
     if saved["overall_bias_risk"] == "not_tested":
         assert not tests_run
         saved["overall_bias_risk"] = "low"

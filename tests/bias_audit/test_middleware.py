@@ -87,7 +87,13 @@ def test_off_by_default_nothing_added_nothing_written() -> None:
 def test_discovered_when_enabled_and_records_match_the_reviews(audit_on: Path) -> None:
     result = run(simulated_council(), seed=3)
     audit = result.metadata["bias_audit"]
-    assert set(audit) == AUDIT_KEYS | {"records_written", "review_outcomes", "similarity_method"}
+    assert set(audit) == AUDIT_KEYS | {
+        "records_written",
+        "record_store",
+        "review_outcomes",
+        "similarity_method",
+    }
+    assert audit["record_store"] == os.environ["LLM_COUNCIL_BIAS_STORE"]  # where they went
     assert audit["review_outcomes"]["m0"] == {
         "review_status": "json",
         "comparable_pairs": audit["review_outcomes"]["m0"]["comparable_pairs"],
@@ -170,6 +176,7 @@ def test_unwritable_store_keeps_the_statistics(
     assert audit["records_written"] == 0 and "cannot append records" in audit["record_store_error"]
     assert set(audit) == AUDIT_KEYS | {
         "records_written",
+        "record_store",
         "record_store_error",
         "review_outcomes",
         "similarity_method",

@@ -24,7 +24,7 @@ def _rate(audits: list[BiasAuditResult], flag: str) -> float:
     fired = {
         "self": lambda a: a.self_preference_detected,
         "lenient": lambda a: bool(a.harsh_reviewers or a.generous_reviewers),
-        "position": lambda a: a.position_bias_detected,
+        "position": lambda a: bool(a.position_bias_detected),  # None: not tested
     }[flag]
     return sum(fired(a) for a in audits) / len(audits)
 

@@ -637,3 +637,23 @@ def test_calculate_position_bias_leaves_out_a_reviewers_own_answer() -> None:
         other_variance, other_detected = calculate_position_bias(data)
         assert other_variance == pytest.approx(variance, rel=1e-9)
         assert other_detected is detected
+
+
+def test_derive_position_mapping_reads_labels_in_any_case_and_skips_a_stray_key() -> None:
+    # the reference design's behaviour (ADR 0039): "response a" is "Response A", and one
+    # key that is not a label is left out; a map with no label at all still raises (above)
+    assert derive_position_mapping({"response a": "m1", "RESPONSE  B": "m2"}) == {
+        "m1": 0,
+        "m2": 1,
+    }
+    assert derive_position_mapping({"Response A": "m1", "Model B": "m2", "Response C": "m3"}) == {
+        "m1": 0,
+        "m3": 2,
+    }
+    # a display_index makes the key's letter irrelevant, so such an entry is kept
+    assert derive_position_mapping({"first": {"model": "m1", "display_index": 1}}) == {"m1": 1}
+
+
+def test_calculate_position_bias_without_a_position_mapping_is_untested() -> None:
+    scores = {"r1": {"Response A": 7, "Response B": 8}}
+    assert calculate_position_bias(scores, None) == (None, None)

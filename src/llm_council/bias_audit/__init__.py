@@ -3,6 +3,7 @@
 The reference design's names are here too (``run_bias_audit``, ``derive_position_mapping``,
 ``calculate_length_correlation``, ``audit_reviewer_calibration``,
 ``calculate_position_bias``, ``extract_scores_from_stage2``), so its users' imports work.
+An outside council plugs in with ``audit_external`` / ``audit_council`` (ADR 0039).
 """
 
 from __future__ import annotations
@@ -12,6 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from llm_council.anonymize import derive_position_mapping
+    from llm_council.bias_audit.plugin.display_order import (
+        SessionDisplayOrder,
+        shuffled_display_order,
+    )
+    from llm_council.bias_audit.plugin.external_audit import audit_council, audit_external
     from llm_council.bias_audit.records.jsonl_store import (
         IncompleteSessionWarning,
         MalformedRecordWarning,
@@ -39,6 +45,10 @@ if TYPE_CHECKING:
 # imports ``llm_council.bias_audit.report`` and so runs this file, and must not pay for the
 # per-session audit (its statistics, the prompts, the config and providers) it never uses.
 _MODULE_OF = {
+    "audit_external": "llm_council.bias_audit.plugin.external_audit",
+    "audit_council": "llm_council.bias_audit.plugin.external_audit",
+    "SessionDisplayOrder": "llm_council.bias_audit.plugin.display_order",
+    "shuffled_display_order": "llm_council.bias_audit.plugin.display_order",
     "derive_position_mapping": "llm_council.anonymize",
     "audit_score_table": "llm_council.bias_audit.session.audit",
     "run_bias_audit": "llm_council.bias_audit.session.audit",
@@ -66,6 +76,10 @@ _MODULE_OF = {
 
 
 __all__ = [
+    "SessionDisplayOrder",
+    "audit_council",
+    "audit_external",
+    "shuffled_display_order",
     "IncompleteSessionWarning",
     "PartialWriteError",
     "open_store",

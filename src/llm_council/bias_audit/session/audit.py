@@ -153,7 +153,7 @@ def _position_fields(
         "position_score_variance": None,
         "position_score_p_value": None,
         "position_slot_means": {},
-        "position_bias_detected": False,
+        "position_bias_detected": None,  # not tested (the reference's None, ADR 0039)
     }
     fit = model.fit
     if fit is None:
@@ -209,6 +209,7 @@ def _position_fields(
             "not reported; the randomization p-value stays valid"
         )
         fields["position_score_p_value"] = position.p_value
+        fields["position_bias_detected"] = False  # tested; the variance rule cannot fire
         return fields
     fields.update(
         position_score_variance=variance,

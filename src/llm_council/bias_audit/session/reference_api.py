@@ -205,12 +205,20 @@ def calculate_position_bias(
     ``position_variance_threshold``. ``(None, None)`` when the slots are not identified
     (:func:`~llm_council.stats.slot_identification.slot_effects_identified`: every entry
     saw the same order of the same answers, so a slot cannot be told from an answer) or
-    there are too few scores.
+    there are too few scores, and for the reference call ``(scores, None)`` (no display
+    positions were given: nothing to test).
 
     Where it differs from the naive formula: the reference took the variance of the raw
     mean score per position, which with one shared order measures answer quality, not
     position, and had no test (so no known false-positive rate).
     """
+    if (
+        position_mapping is None
+        and isinstance(session_data, Mapping)
+        and all(isinstance(given, Mapping) for given in session_data.values())
+    ):
+        # the reference's call ``(scores, None)``: no display positions, nothing to test
+        return None, None
     if position_mapping is not None:
         table = score_table_from_mappings({}, session_data, position_mapping)
     else:

@@ -89,7 +89,12 @@ class BiasAuditResult(_ModelMethods):
             "(e.g. every reviewer saw the same order; see indicator_only['position'])"
         )
     )
-    position_bias_detected: bool
+    position_bias_detected: bool | None = Field(
+        description=(
+            "the slot effects were tested and flagged; None when position was not tested "
+            "(the reference design's convention; see indicator_only['position'])"
+        )
+    )
     reviewer_mean_scores: dict[str, float | None] = Field(
         description="mean score each reviewer gave to others' answers"
     )
@@ -100,52 +105,64 @@ class BiasAuditResult(_ModelMethods):
     generous_reviewers: list[str]
     overall_bias_risk: RiskLevel
     # --- what the seed design left out ---
-    flags_raised: list[str] = Field(description="names of the flags that fired")
-    length_score_pairs: int
+    # Defaults below let the reference design's ten-field construction work (ADR 0039): a
+    # result built that way says "not computed" (None / empty), never a made-up number.
+    flags_raised: list[str] = Field(
+        default_factory=list, description="names of the flags that fired"
+    )
+    length_score_pairs: int = 0
     position_score_p_value: float | None = Field(
-        description="randomization test re-drawing each reviewer's own display order"
+        default=None, description="randomization test re-drawing each reviewer's own display order"
     )
     position_slot_means: dict[str, float] = Field(
-        description="fitted effect of each display label in points (weighted mean 0)"
+        default_factory=dict,
+        description="fitted effect of each display label in points (weighted mean 0)",
     )
     reviewer_offsets: dict[str, float | None] = Field(
+        default_factory=dict,
         description=(
             "points above the reference reviewers on the same answers (additive model); the "
             "reference is the other reviewers minus those flagged harsh/generous, so one "
             "outlier does not shift the rest"
-        )
+        ),
     )
     reviewer_offset_p_values: dict[str, float | None] = Field(
+        default_factory=dict,
         description=(
             "two-sided, Holm-adjusted, from the step-down procedure; None where not tested "
             "(see indicator_only['reviewers'])"
-        )
+        ),
     )
     self_preference: dict[str, float | None] = Field(
-        description="score given to its own answer minus the mean the others gave that answer"
+        default_factory=dict,
+        description="score given to its own answer minus the mean the others gave that answer",
     )
     self_preference_adjusted: dict[str, float | None] = Field(
-        description="score given to its own answer minus the additive model's prediction"
+        default_factory=dict,
+        description="score given to its own answer minus the additive model's prediction",
     )
     self_preference_p_values: dict[str, float | None] = Field(
-        description="one-sided, Bonferroni-adjusted over self-reviews"
+        default_factory=dict, description="one-sided, Bonferroni-adjusted over self-reviews"
     )
-    self_preferring_reviewers: list[str]
-    self_preference_detected: bool
+    self_preferring_reviewers: list[str] = Field(default_factory=list)
+    self_preference_detected: bool = False
     pooled_self_preference: float | None = Field(
-        description="mean adjusted self-preference over the session's self-reviews"
+        default=None, description="mean adjusted self-preference over the session's self-reviews"
     )
-    pooled_self_preference_p_value: float | None
-    sample_sizes: dict[str, int]
-    thresholds: dict[str, float]
-    significance_level: float
+    pooled_self_preference_p_value: float | None = None
+    sample_sizes: dict[str, int] = Field(default_factory=dict)
+    thresholds: dict[str, float] = Field(default_factory=dict)
+    significance_level: float | None = Field(
+        default=None, description="the per-flag level used; None when no test was run here"
+    )
     indicator_only: dict[str, str] = Field(
+        default_factory=dict,
         description=(
             "what was not tested or rests on too few data for a statistical claim, with why; "
             "'length' is always present and says what the length number can and cannot mean"
-        )
+        ),
     )
-    methods: dict[str, str]
+    methods: dict[str, str] = Field(default_factory=dict)
     risk_flags: list[str] = Field(
         default_factory=list,
         description=(

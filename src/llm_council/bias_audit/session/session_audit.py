@@ -7,6 +7,7 @@ which a council running without the audit should not pay.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -15,6 +16,7 @@ from llm_council.bias_audit.records.jsonl_store import PartialWriteError
 from llm_council.bias_audit.records.query_hash import query_hash_from_env
 from llm_council.bias_audit.records.stores import open_store
 from llm_council.bias_audit.session.audit import audit_score_table
+from llm_council.bias_audit.session.result import BiasAuditResult
 from llm_council.bias_audit.session.score_table import answer_lengths, score_table_from_session
 from llm_council.bias_audit.session.session_records import (
     records_from_session,
@@ -44,11 +46,26 @@ def check_audit_config() -> None:
 
 async def audit_session(event: SessionCompleted) -> dict[str, Any]:
     """The session's :class:`BiasAuditResult` as JSON, after writing its records."""
+    _, audit = await audit_session_result(event)
+    return audit
+
+
+async def audit_session_result(
+    event: SessionCompleted, *, store: str | Path | None = None, write: bool = True
+) -> tuple[BiasAuditResult, dict[str, Any]]:
+    """The session's result, and its JSON with what happened to the records.
+
+    ``store``: where the records go (default: the environment's store); ``write=False``
+    computes everything and writes nothing (``records_written`` 0). The JSON adds
+    ``records_written``, ``record_store`` (the store's description, password redacted)
+    and, when the store failed, ``record_store_error``.
+    """
     thresholds = load_thresholds()
-    query_hash = query_hash_from_env(event.query)
+    query_hash = query_hash_from_env(event.query) if event.query else None
     lengths = answer_lengths(event.answers)  # words counted once, for table and records
     table = score_table_from_session(event.answers, event.reviews, lengths=lengths)
-    audit = audit_score_table(table, thresholds).model_dump(mode="json")
+    result = audit_score_table(table, thresholds)
+    audit = result.model_dump(mode="json")
     audit["review_outcomes"] = session_review_outcomes(event)  # ADR 0027
     similarity = await _similarity(event, audit)
     records = records_from_session(
@@ -58,9 +75,14 @@ async def audit_session(event: SessionCompleted) -> dict[str, Any]:
         similarity=similarity,
         lengths=lengths,
     )
+    if not write:
+        audit["records_written"] = 0
+        return result, audit
     try:
+        writer = open_store(store)
+        audit["record_store"] = writer.description
         # awaited, never blocking the loop: JSONL in a worker thread, PostgreSQL async
-        audit["records_written"] = await open_store().write_session(records)
+        audit["records_written"] = await writer.write_session(records)
     except RecordError as error:
         # the statistics are still worth returning when only the store failed
         log.warning("bias_records_not_written", error=str(error))
@@ -68,7 +90,7 @@ async def audit_session(event: SessionCompleted) -> dict[str, Any]:
         audit["record_store_error"] = str(error)
         if isinstance(error, PartialWriteError):  # rollback failed: say what is there
             audit["records_left_incomplete"] = error.records_left
-    return audit
+    return result, audit
 
 
 async def _similarity(event: SessionCompleted, audit: dict[str, Any]) -> SimilarityByMember:

@@ -1,0 +1,139 @@
+"""The reference council's own bias tests, run unchanged against our modules (ADR 0039).
+
+The four ``test_*.py`` files here are amiable-dev/llm-council's tests/test_bias_audit.py
+(commit 1605b4f, 37 tests), test_bias_persistence.py (1605b4f, 45), test_bias_aggregation.py
+(e91fecb, 8) and test_bias_amplification.py (52aef95, 10), copied verbatim under the MIT
+licence (the notice is in ``LICENSE-amiable-llm-council`` beside
+this file). Their imports are unchanged: they import ``llm_council.bias_audit``,
+``llm_council.bias_persistence``, ``llm_council.bias_aggregation`` and
+``llm_council.bias_amplification``, which are ours.
+
+Two of their imports name reference modules that are configuration, not audit:
+``llm_council.unified_config`` (for two thresholds) and ``llm_council.model_constants``
+(model name strings). This file installs test-only stand-ins for those two (our
+thresholds, fixed names); they are not part of our package.
+
+The rows where we differ from the reference on purpose are marked here, each with its
+reason, as ``xfail(strict=True)``: a row that starts passing fails the run, so the table
+in docs/bias-audit.md ("Where the drop-in differs on purpose") stays true.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from llm_council.bias_audit.session.thresholds import load_thresholds
+
+
+def _install_reference_configuration_stand_ins() -> None:
+    if "llm_council.unified_config" not in sys.modules:
+        unified_config = types.ModuleType("llm_council.unified_config")
+
+        def get_config() -> types.SimpleNamespace:
+            thresholds = load_thresholds()
+            bias = types.SimpleNamespace(
+                length_correlation_threshold=thresholds.length_correlation_threshold,
+                position_variance_threshold=thresholds.position_variance_threshold,
+            )
+            return types.SimpleNamespace(evaluation=types.SimpleNamespace(bias=bias))
+
+        unified_config.get_config = get_config  # type: ignore[attr-defined]
+        sys.modules["llm_council.unified_config"] = unified_config
+    if "llm_council.model_constants" not in sys.modules:
+        constants = types.ModuleType("llm_council.model_constants")
+        for name, value in {
+            "OPENAI_HIGH": "openai/gpt-5.1",
+            "ANTHROPIC_HIGH": "anthropic/claude-opus-4.5",
+            "GOOGLE_HIGH": "google/gemini-3-pro-preview",
+            "GOOGLE_QUICK": "google/gemini-2.5-flash",
+            "ANTHROPIC_OPUS_LATEST": "anthropic/claude-opus-4.5",
+        }.items():
+            setattr(constants, name, value)
+        sys.modules["llm_council.model_constants"] = constants
+        import llm_council
+
+        llm_council.model_constants = constants  # type: ignore[attr-defined]
+
+
+_install_reference_configuration_stand_ins()
+
+#: test id (file::class::name) -> why we differ on purpose; docs/bias-audit.md has the table
+_UNDEFINED_R = (
+    "an undefined correlation (< 3 answers, or a missing score) is (None, None), not (0.0, 1.0)"
+)
+_SHARED_ORDER = (
+    "one display order shared by every reviewer: slot and answer are confounded, so the slot "
+    "effects are not identified and position is not estimated (None)"
+)
+_NOT_TESTED = "a session where no risk test can run is 'not_tested', never 'low'"
+_NO_SECRET = (
+    "no built-in hash secret: a RESEARCH hash without LLM_COUNCIL_HASH_SECRET raises ConfigError"
+)
+_SCHEMA_DEFAULT = (
+    "a new record's schema_version is 1.2.0 (position is the display slot), as in the "
+    "reference's current source; its test still expects 1.1.0"
+)
+_SHARED_ORDER_P = (
+    "amplification_suspect needs the randomization test (p < 0.05); one shared order of "
+    "3 answers allows p >= 1/6, so this session cannot be flagged"
+)
+DELIBERATE_DIFFERENCES: dict[str, str] = {
+    "test_bias_audit.py::TestLengthCorrelation::test_insufficient_data": _UNDEFINED_R,
+    "test_bias_audit.py::TestLengthCorrelation::test_empty_responses": _UNDEFINED_R,
+    "test_bias_audit.py::TestLengthCorrelation::test_missing_scores_for_some_models": (
+        _UNDEFINED_R
+    ),
+    "test_bias_audit.py::TestPositionBias::test_position_bias_detected": _SHARED_ORDER,
+    "test_bias_audit.py::TestPositionBias::test_no_position_bias": _SHARED_ORDER,
+    "test_bias_audit.py::TestBiasAuditIntegration::test_full_audit_with_position_data": (
+        _SHARED_ORDER
+    ),
+    "test_bias_audit.py::TestOverallRiskAssessment::test_low_risk_no_biases": _NOT_TESTED,
+    "test_bias_audit.py::TestBiasAuditIntegration::test_audit_result_serializable": _NOT_TESTED,
+    "test_bias_audit.py::TestOverallRiskAssessment::test_medium_risk_some_biases": (
+        "length is flagged by the exact t test with n - 2 df (p = 0.14 with 3 answers), "
+        "not a normal approximation, and never counts toward overall_bias_risk"
+    ),
+    "test_bias_audit.py::TestOverallRiskAssessment::test_high_risk_multiple_biases": (
+        "leniency is a Holm step-down t test on the same answers (4 residual df: generous "
+        "p = 0.064, not flagged), the shared order leaves position untested, and length "
+        "never counts toward overall_bias_risk"
+    ),
+    "test_bias_audit.py::TestExtractScoresFromStage2::test_handle_missing_scores": (
+        "a ranking without scores gives rank points (1st of N gets N), not nothing"
+    ),
+    "test_bias_persistence.py::TestBiasMetricRecord::test_dataclass_creation_with_defaults": (
+        _SCHEMA_DEFAULT
+    ),
+    "test_bias_persistence.py::TestBiasMetricRecord::test_schema_version_present": (
+        _SCHEMA_DEFAULT
+    ),
+    "test_bias_persistence.py::TestQueryHashing::test_hash_enabled_at_research_consent": (
+        _NO_SECRET
+    ),
+    "test_bias_persistence.py::TestQueryHashing::test_hash_deterministic": _NO_SECRET,
+    "test_bias_persistence.py::TestQueryHashing::test_different_queries_different_hashes": (
+        _NO_SECRET
+    ),
+    "test_bias_persistence.py::TestQueryHashing::test_hash_truncated_to_16_chars": _NO_SECRET,
+    "test_bias_persistence.py::TestQueryHashing::test_uses_configured_secret": _NO_SECRET,
+    "test_bias_amplification.py::TestDecomposition::test_positional_amplification_flagged": (
+        _SHARED_ORDER_P
+    ),
+    "test_bias_amplification.py::TestReport::test_aggregates": _SHARED_ORDER_P,
+    "test_bias_amplification.py::TestDecomposition::test_disagreement_not_flagged": (
+        "agreement_index leaves out reviewer pairs with fewer than 3 common answers (r of 2 "
+        "points is always +-1): None here"
+    ),
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        key = item.nodeid.split("reference_suite/", 1)[-1]
+        reason = DELIBERATE_DIFFERENCES.get(key)
+        if reason is not None:
+            item.add_marker(pytest.mark.xfail(strict=True, reason=reason))

@@ -1,0 +1,205 @@
+"""The reference design's three modules over ours: numbers against independent computations.
+
+The reference's own tests run unchanged in tests/reference_suite; these check what they do
+not: the statistics against scipy / a hand derivation, the amplification flag's
+false-positive rate and power, and that the facades read and write our store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from llm_council.bias_aggregation import (
+    StatisticalConfidence,
+    aggregate_reviewer_profiles,
+    determine_confidence_level,
+    pooled_length_correlation,
+    run_aggregated_bias_audit,
+)
+from llm_council.bias_amplification import session_agreement_decomposition
+from llm_council.bias_audit import audit_external, read_records
+from llm_council.bias_persistence import (
+    BiasMetricRecord,
+    ConsentLevel,
+    hash_query_if_enabled,
+    persist_session_bias_data,
+    read_bias_records,
+)
+from llm_council.errors import ConfigError
+
+
+def _session(session_id: str, lengths: list[int], scores: list[float]) -> list[BiasMetricRecord]:
+    return [
+        BiasMetricRecord(
+            session_id=session_id,
+            reviewer_id=f"r{i % 2}",
+            model_id=f"m{i}",
+            position=i,
+            response_length_chars=length,
+            score_value=score,
+        )
+        for i, (length, score) in enumerate(zip(lengths, scores, strict=True))
+    ]
+
+
+def test_the_pooled_length_correlation_is_the_weighted_fisher_z_mean() -> None:
+    a = _session("a", [10, 40, 90, 200, 500], [3, 4, 6, 5, 9])
+    b = _session("b", [20, 30, 300, 80, 60, 150], [7, 6, 2, 5, 4, 3])
+    c = _session("c", [15, 45, 70, 400], [2, 5, 4, 8])
+    report = pooled_length_correlation(a + b + c)
+    assert report is not None and report.sessions_pooled == 3
+    # by hand: r_s from scipy on ln(chars), z = atanh r, weights n_s - 3, tanh of the mean
+    r = [stats.pearsonr(np.log([x.response_length_chars for x in s]), [x.score_value for x in s])[0]
+         for s in (a, b, c)]  # fmt: skip
+    weights = np.array([2.0, 3.0, 1.0])
+    z_bar = float(np.sum(weights * np.arctanh(r)) / weights.sum())
+    assert report.point_estimate == pytest.approx(math.tanh(z_bar), abs=1e-12)
+    assert report.ci_lower < report.point_estimate < report.ci_upper
+
+
+def test_confidence_levels_follow_the_blog_boundaries() -> None:
+    levels = [determine_confidence_level(n) for n in (0, 9, 10, 19, 20, 49, 50, 500)]
+    assert [level.value for level in levels] == [
+        "insufficient",
+        "insufficient",
+        "preliminary",
+        "preliminary",
+        "moderate",
+        "moderate",
+        "high",
+        "high",
+    ]
+
+
+def test_below_min_sessions_nothing_is_estimated() -> None:
+    records = _session("a", [10, 40, 90, 200], [3, 4, 6, 5])
+    result = run_aggregated_bias_audit(records, min_sessions=2)
+    assert result.confidence_level is StatisticalConfidence.INSUFFICIENT
+    assert result.length_correlation is None and result.reviewer_profiles == {}
+    assert "at least 2" in result.warnings[0]
+
+
+def test_reviewer_profiles_use_the_student_t_interval() -> None:
+    records = [
+        BiasMetricRecord(session_id="s", reviewer_id=reviewer, model_id=f"m{i}", score_value=v)
+        for reviewer, values in {"r1": [4, 6, 5, 7], "r2": [8, 9, 7, 8]}.items()
+        for i, v in enumerate(values)
+    ]
+    profile = aggregate_reviewer_profiles(records)["r1"]
+    low, high = stats.t.interval(0.95, 3, loc=5.5, scale=stats.sem([4, 6, 5, 7]))
+    assert (profile.ci_lower, profile.ci_upper) == (pytest.approx(low), pytest.approx(high))
+    # two reviewers: z = (5.5 - 6.75) / sd(5.5, 8) = -1.25 / 1.7678 = -0.7071
+    assert profile.harshness_z_score == pytest.approx(-1 / math.sqrt(2))
+
+
+def _amplification_session(rng: np.random.Generator, sid: str, primacy: float) -> list:
+    """4 reviewers x 5 answers, each reviewer its own random order; scores = quality +
+    ``primacy`` points for each slot nearer the front + noise."""
+    quality = rng.normal(6, 1.5, 5)
+    rows = []
+    for reviewer in range(4):
+        order = rng.permutation(5)  # order[slot] = answer
+        for slot, answer in enumerate(order):
+            score = quality[answer] + primacy * (4 - slot) + rng.normal(0, 0.5)
+            rows.append(
+                BiasMetricRecord(
+                    session_id=sid,
+                    reviewer_id=f"r{reviewer}",
+                    model_id=f"m{answer}",
+                    position=slot,
+                    score_value=float(score),
+                )
+            )
+    return rows
+
+
+def test_the_amplification_flag_false_positive_rate_and_power() -> None:
+    """Null (no slot effect): flag rate <= 5% + 2.58 MC sd; with a 1-point-per-slot
+    primacy the flag fires in most agreeing sessions. Measured: see the ADR 0039 table."""
+    rng = np.random.default_rng(3)
+    n = 300
+    null = session_agreement_decomposition(
+        [row for s in range(n) for row in _amplification_session(rng, f"n{s}", 0.0)], seed=1
+    )
+    rate = sum(s.amplification_suspect for s in null) / n
+    assert rate <= 0.05 + 2.58 * math.sqrt(0.05 * 0.95 / n), rate
+    biased = session_agreement_decomposition(
+        [row for s in range(100) for row in _amplification_session(rng, f"b{s}", 1.0)], seed=1
+    )
+    agreeing = [s for s in biased if s.agreement_index is not None and s.agreement_index >= 0.7]
+    power = sum(s.amplification_suspect for s in agreeing) / len(agreeing)
+    assert power >= 0.8, power
+    assert all(s.position_alignment is not None and s.position_alignment > 0 for s in agreeing)
+
+
+def test_the_research_hash_is_the_references_format_under_our_secret(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LLM_COUNCIL_HASH_SECRET", "s3cret")
+    query = "q" * 150
+    expected = hmac.new(b"s3cret", ("q" * 100).encode(), hashlib.sha256).hexdigest()[:16]
+    assert hash_query_if_enabled(query, ConsentLevel.RESEARCH) == expected
+    monkeypatch.delenv("LLM_COUNCIL_HASH_SECRET")
+    with pytest.raises(ConfigError, match="LLM_COUNCIL_HASH_SECRET") as excinfo:
+        hash_query_if_enabled(query, ConsentLevel.RESEARCH)
+    assert "s3cret" not in str(excinfo.value)
+
+
+def test_persist_writes_our_records_and_read_bias_records_reads_our_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "records.jsonl"
+    monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", str(store))
+    monkeypatch.setenv("BIAS_PERSISTENCE_ENABLED", "true")
+    stage1 = [{"model": m, "response": m * 3} for m in ("a", "b", "c")]
+    stage2 = [
+        {"model": "a", "parsed_ranking": {"scores": {"Response A": 7, "Response B": 5}}},
+        {"model": "b", "parsed_ranking": ["Response C", "Response A", "Response B"]},
+        {"model": "c", "abstained": True},
+    ]
+    labels = {"Response A": "a", "Response B": "b", "Response C": "c"}
+    assert persist_session_bias_data("s1", stage1, stage2, labels) == 9
+    ours = list(read_records(store, strict=True))  # our reader, strict: our schema
+    assert len(ours) == 9 and {r.review_status for r in ours} == {
+        "json",
+        "final_ranking",
+        "refused",
+    }
+    audit_external(stage1, stage2, labels, session_id="s2")
+    lines = read_bias_records(store)
+    # scored records only (the reference's line has no "no score"): 2 + 3 per session
+    assert len(lines) == 10 and {r.session_id for r in lines} == {"s1", "s2"}
+    assert {r.score_scale for r in lines if r.reviewer_id == "b"} == {"1-3"}  # rank points
+    monkeypatch.setenv("BIAS_CONSENT_LEVEL", "EVERYTHING")
+    with pytest.raises(ConfigError, match="BIAS_CONSENT_LEVEL='EVERYTHING'"):
+        persist_session_bias_data("s3", stage1, stage2, labels)
+
+
+def test_read_bias_records_upgrades_our_version_1_lines(tmp_path: Path) -> None:
+    line = {
+        "schema_version": 1,
+        "session_id": "old",
+        "timestamp": "2026-01-01T00:00:00+00:00",
+        "reviewer_id": "r",
+        "model_id": "m",
+        "position": 1,
+        "n_candidates": 2,
+        "response_length_chars": 40,
+        "response_length_words": 7,
+        "score_value": 6.5,
+        "is_self_review": False,
+        "council_config_hash": "abc",
+    }
+    store = tmp_path / "v1.jsonl"
+    store.write_text(json.dumps(line) + "\n" + json.dumps({**line, "score_value": None}) + "\n")
+    (record,) = read_bias_records(store)  # the unscored line has no reference form: skipped
+    assert (record.session_id, record.position, record.score_value) == ("old", 1, 6.5)
+    assert record.score_scale == "1-10" and record.position_is_display_order
