@@ -1,12 +1,12 @@
 """The reference council's own bias tests, run unchanged against our modules (ADR 0039).
 
-The four ``test_*.py`` files here are amiable-dev/llm-council's tests/test_bias_audit.py
+The four ``test_*.py`` files run here are amiable-dev/llm-council's tests/test_bias_audit.py
 (commit 1605b4f, 37 tests), test_bias_persistence.py (1605b4f, 45), test_bias_aggregation.py
-(e91fecb, 8) and test_bias_amplification.py (52aef95, 10), copied verbatim under the MIT
-licence (the notice is in ``LICENSE-amiable-llm-council`` beside
-this file). Their imports are unchanged: they import ``llm_council.bias_audit``,
-``llm_council.bias_persistence``, ``llm_council.bias_aggregation`` and
-``llm_council.bias_amplification``, which are ours.
+(e91fecb, 8) and test_bias_amplification.py (52aef95, 10), MIT-licensed. They are not
+committed (the project does not vendor other projects' code; ``.gitignore`` keeps them out):
+drop them into this folder to run them. Their imports are unchanged: they import
+``llm_council.bias_audit``, ``llm_council.bias_persistence``,
+``llm_council.bias_aggregation`` and ``llm_council.bias_amplification``, which are ours.
 
 Two of their imports name reference modules that are configuration, not audit:
 ``llm_council.unified_config`` (for two thresholds) and ``llm_council.model_constants``
