@@ -47,7 +47,6 @@ from generators.independent_council import (  # noqa: E402
     generate_sessions,
     write_store,
 )
-
 from llm_council.aggregate import aggregate_reviews  # noqa: E402
 from llm_council.bias_audit.session.history_adjustments import (  # noqa: E402
     reviewer_adjustments,
