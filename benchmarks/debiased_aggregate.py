@@ -112,8 +112,10 @@ def _reviews_of(session: object) -> tuple[list[Review], dict[str, int], list[str
             key=lambda c: (-(given[c] or 0.0), c),
         )
         rank_of = {c: i for i, c in enumerate(ranked, start=1)}
-        label_map = {f"Response {chr(65 + p)}": LabelAssignment(model=c, display_index=p)
-                     for c, p in shown.items()}
+        label_map = {
+            f"Response {chr(65 + p)}": LabelAssignment(model=c, display_index=p)
+            for c, p in shown.items()
+        }
         reviews.append(
             Review(
                 reviewer=reviewer,

@@ -98,8 +98,7 @@ def test_zero_adjustments_rank_by_mean_score_and_two_orders_count_once() -> None
     other = _review("s", ["a", "b"], {"a": 5, "b": 7})
     raw = aggregate_reviews([first, other], ["a", "b"])
     debiased = {
-        d.model: d
-        for d in debiased_aggregate([first, second, other], {"a": 10, "b": 10}, {}, raw)
+        d.model: d for d in debiased_aggregate([first, second, other], {"a": 10, "b": 10}, {}, raw)
     }
     # r counts once with its two orders averaged: a (8 + 6) / 2 = 7, then s: 5 -> 6.0
     assert debiased["a"].debiased_mean_score == pytest.approx(6.0)

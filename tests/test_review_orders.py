@@ -119,9 +119,10 @@ def test_a_council_with_two_orders_pays_for_both_and_records_both(
     review_input = sum(r.input_tokens or 0 for r in double.stage2)
     first_input = sum(r.input_tokens or 0 for r in double.stage2 if r.review_order == 0)
     assert review_input > first_input > 0
-    assert double.metadata["token_usage"]["input_tokens"] > single.metadata["token_usage"][
-        "input_tokens"
-    ]
+    assert (
+        double.metadata["token_usage"]["input_tokens"]
+        > single.metadata["token_usage"]["input_tokens"]
+    )
     lines = [json.loads(line) for line in store.read_text().splitlines()]
     of_double = [r for r in lines if r["session_id"] == double.metadata["session_id"]]
     assert len(of_double) == 18

@@ -142,24 +142,13 @@ def debiased_aggregate(
     raw_place = {standing.model: standing.place for standing in raw_standings}
     rows = []
     for model in raw_place:
-        entry = votes.get(model)
-        scored = entry is not None and bool(entry.adjusted)
-        rows.append(
-            (
-                model,
-                _mean(entry.adjusted) if entry and scored else None,
-                _mean(entry.raw) if entry and scored else None,
-                len(entry.adjusted) if entry else 0,
-                tuple(
-                    _mean(values) if entry and scored else 0.0
-                    for values in (
-                        entry.leniency if entry else [],
-                        entry.slot if entry else [],
-                        entry.length if entry else [],
-                    )
-                ),
-            )
-        )
+        entry = votes.get(model, _Votes())
+        if entry.adjusted:
+            parts = (_mean(entry.leniency), _mean(entry.slot), _mean(entry.length))
+            means: tuple[float | None, float | None] = (_mean(entry.adjusted), _mean(entry.raw))
+        else:
+            parts, means = (0.0, 0.0, 0.0), (None, None)
+        rows.append((model, means[0], means[1], len(entry.adjusted), parts))
     rows.sort(
         key=lambda row: (
             -(row[1] if row[1] is not None else -math.inf),

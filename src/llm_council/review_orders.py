@@ -21,6 +21,10 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _or_minus_infinity(value: float | None) -> float:
+    return -math.inf if value is None else value
+
+
 def merge_review_orders(reviews: Sequence[Review]) -> list[Review]:
     """The reviews with each reviewer's parsed orders merged into one, in first-seen order.
 
@@ -67,10 +71,9 @@ def _merged(parsed: Sequence[Review]) -> Review:
                 ranks[verdict.candidate].append(verdict.rank)
     ranked = [c for c in (v.candidate for v in first.candidates) if ranks[c]]
     mean_rank = {c: _mean(ranks[c]) or 0.0 for c in ranked}
+    # an unscored candidate sorts after the scored ones at the same mean rank
     mean_score = {c: _mean(scores[c]) for c in ranked}
-    ranked.sort(
-        key=lambda c: (mean_rank[c], -(mean_score[c] if mean_score[c] is not None else -1e300), c)
-    )
+    ranked.sort(key=lambda c: (mean_rank[c], -_or_minus_infinity(mean_score[c]), c))
     new_rank = {candidate: place for place, candidate in enumerate(ranked, start=1)}
     candidates = tuple(
         CandidateScore(

@@ -64,6 +64,11 @@ def _design(slot: np.ndarray, x: np.ndarray, n_slots: int) -> tuple[np.ndarray, 
     return np.column_stack(columns), seen
 
 
+def _answer_means(answer_code: np.ndarray, values: np.ndarray, answer_n: np.ndarray) -> np.ndarray:
+    totals = np.bincount(answer_code, weights=values, minlength=answer_n.size).astype(float)
+    return np.asarray(totals / np.maximum(answer_n, 1.0), dtype=float)
+
+
 def fit_reviewer_effects(
     answer: np.ndarray,
     reviewer: np.ndarray,
@@ -104,8 +109,7 @@ def fit_reviewer_effects(
     fitted = np.zeros(y.size)
     coefficients: dict[int, np.ndarray] = {}
     for _ in range(_MAX_ITERATIONS):
-        answer_effect = np.bincount(answer_code, weights=y - fitted, minlength=n_answers)
-        answer_effect /= np.maximum(answer_n, 1.0)
+        answer_effect = _answer_means(answer_code, y - fitted, answer_n)
         z = y - answer_effect[answer_code]
         previous = fitted.copy()
         for r in fitted_reviewers:
@@ -114,8 +118,7 @@ def fit_reviewer_effects(
             fitted[rows[r]] = design @ coefficients[r]
         if np.max(np.abs(fitted - previous)) < _TOLERANCE:
             break
-    answer_effect = np.bincount(answer_code, weights=y - fitted, minlength=n_answers)
-    answer_effect /= np.maximum(answer_n, 1.0)
+    answer_effect = _answer_means(answer_code, y - fitted, answer_n)
     residual = y - answer_effect[answer_code] - fitted
     n_used = int(in_fit.sum())
     inflation = n_used / max(n_used - n_answers, 1)
