@@ -9,7 +9,13 @@ reviewer's leniency, slot effects and length slope fitted on the whole window
 (:func:`~llm_council.stats.reviewer_effects.fit_reviewer_effects`). It is a hindsight
 measure: a live session's adjustments come from the sessions before it only. The share of
 sessions whose winner changes gets a Wilson interval (Wilson 1927), over the window and
-per week (weeks counted from the first timed session, like the drift section).
+per week (weeks counted from the first timed session, like the drift section). Because the
+raw aggregate ranks by mean rank and the debiased one by mean score, the share changed by
+the adjustments alone (against the unadjusted mean-score winner) is reported beside it:
+with no bias the first can be well above zero (ranks and scores disagree on close
+sessions). Sessions whose unadjusted mean scores tie at the top, where any adjustment
+however small picks one of the tied answers, are counted apart (``n_ties_broken``): on a
+null simulated store of 400 sessions they were every one of the adjustments' changes.
 """
 
 from __future__ import annotations
@@ -23,10 +29,13 @@ import numpy as np
 
 from llm_council.aggregate import aggregate_reviews
 from llm_council.bias_audit.report.estimates import Interval
-from llm_council.debiased_aggregate import ReviewerAdjustment, debiased_aggregate
-from llm_council.results import CandidateScore, LabelAssignment, Review
+from llm_council.debiased_aggregate import DebiasedStanding, ReviewerAdjustment, debiased_aggregate
+from llm_council.results import CandidateScore, LabelAssignment, ModelStanding, Review
 from llm_council.stats.proportions import wilson_interval
 from llm_council.stats.reviewer_effects import fit_reviewer_effects
+
+#: mean scores closer than this are a tie
+_TIE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -35,8 +44,15 @@ class WinnerChanges:
 
     week_start: str | None  # ISO date of the week's first day; None for the whole window
     n_sessions: int
-    n_changed: int
+    n_changed: int  # debiased winner != raw winner (mean rank)
     share_changed: Interval  # Wilson 95% interval; NaN without sessions
+    # debiased winner != a strict winner by unadjusted mean score: the part the adjustments
+    # themselves make (the rest is ranking by score instead of by rank)
+    n_changed_by_adjustments: int
+    share_changed_by_adjustments: Interval
+    # the unadjusted mean scores tied at the top and the adjustments chose another of the
+    # tied answers (integer scores tie often; even a tiny adjustment breaks a tie)
+    n_ties_broken: int
 
 
 @dataclass(frozen=True)
@@ -47,14 +63,33 @@ class DecisionsAffected:
     n_adjusted_reviewers: int = 0  # reviewers with enough history for an adjustment
 
 
-def _changes(week_start: str | None, changed: list[bool]) -> WinnerChanges:
-    n, k = len(changed), sum(changed)
+def _share(k: int, n: int) -> Interval:
     if n == 0:
-        share = Interval(math.nan, math.nan, math.nan)
-    else:
-        low, high = wilson_interval(k, n)
-        share = Interval(k / n, low, high)
-    return WinnerChanges(week_start, n, k, share)
+        return Interval(math.nan, math.nan, math.nan)
+    low, high = wilson_interval(k, n)
+    return Interval(k / n, low, high)
+
+
+def _changes(week_start: str | None, changed: list[tuple[bool, bool, bool]]) -> WinnerChanges:
+    n = len(changed)
+    k = sum(vs_raw for vs_raw, _, _ in changed)
+    k_adjusted = sum(by_adjustments for _, by_adjustments, _ in changed)
+    ties = sum(tie_broken for _, _, tie_broken in changed)
+    return WinnerChanges(week_start, n, k, _share(k, n), k_adjusted, _share(k_adjusted, n), ties)
+
+
+def _winner_changes(
+    raw: list[ModelStanding], unadjusted: list[DebiasedStanding], debiased: list[DebiasedStanding]
+) -> tuple[bool, bool, bool]:
+    """(debiased != raw winner, != a strict unadjusted winner, a top tie broken otherwise)."""
+    winner = debiased[0].model
+    top = unadjusted[0].debiased_mean_score
+    tied = top is not None and any(
+        s.debiased_mean_score is not None and abs(s.debiased_mean_score - top) < _TIE
+        for s in unadjusted[1:]
+    )
+    moved = winner != unadjusted[0].model
+    return winner != raw[0].model, moved and not tied, moved and tied
 
 
 _ROWS_SQL = """
@@ -146,8 +181,8 @@ def decisions_affected(connection: duckdb.DuckDBPyConnection) -> DecisionsAffect
         sessions.setdefault(int(row[0]), []).append(row)  # type: ignore[call-overload]
     timed = [float(rows_[0][8]) for rows_ in sessions.values() if rows_[0][8] is not None]  # type: ignore[arg-type]
     start = min(timed) if timed else None
-    changed_all: list[bool] = []
-    by_week: dict[int, list[bool]] = {}
+    changed_all: list[tuple[bool, bool, bool]] = []
+    by_week: dict[int, list[tuple[bool, bool, bool]]] = {}
     n_untimed = 0
     for session_rows in sessions.values():
         reviews, chars = _session_reviews(session_rows)
@@ -156,7 +191,8 @@ def decisions_affected(connection: duckdb.DuckDBPyConnection) -> DecisionsAffect
         if not raw or (raw[0].mean_rank is None and raw[0].mean_score is None):
             continue
         debiased = debiased_aggregate(reviews, chars, adjustments, raw)
-        changed = debiased[0].model != raw[0].model
+        unadjusted = debiased_aggregate(reviews, chars, {}, raw)
+        changed = _winner_changes(raw, unadjusted, debiased)
         changed_all.append(changed)
         seconds = session_rows[0][8]
         if seconds is None or start is None:

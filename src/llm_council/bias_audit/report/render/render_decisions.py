@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 from llm_council.bias_audit.report.analyses.decisions import DecisionsAffected, WinnerChanges
-from llm_council.bias_audit.report.render.csv_cells import CsvRow, interval_row
+from llm_council.bias_audit.report.render.csv_cells import CsvRow, cell_text, interval_row
 
 _SECTION = "decisions_affected"
 
 
 def _share_text(changes: WinnerChanges) -> str:
-    share = changes.share_changed
     if changes.n_sessions == 0:
         return "no sessions"
+    share, by_adjustments = changes.share_changed, changes.share_changed_by_adjustments
     return (
         f"{changes.n_changed}/{changes.n_sessions} sessions "
-        f"({share.estimate:.1%}, 95% CI {share.ci_low:.1%}-{share.ci_high:.1%})"
+        f"({share.estimate:.1%}, 95% CI {share.ci_low:.1%}-{share.ci_high:.1%}); "
+        f"by the adjustments alone {changes.n_changed_by_adjustments} "
+        f"({by_adjustments.estimate:.1%}, {by_adjustments.ci_low:.1%}-"
+        f"{by_adjustments.ci_high:.1%}), ties at the top broken {changes.n_ties_broken}"
     )
 
 
@@ -34,24 +37,31 @@ def decisions_text_lines(decisions: DecisionsAffected) -> list[str]:
 
 
 def decisions_csv_rows(decisions: DecisionsAffected) -> list[CsvRow]:
-    """One row for the window and one per week: the share of sessions whose winner changed."""
-    rows = [
-        interval_row(
-            _SECTION,
-            "all",
-            "winner_changed_share",
-            decisions.overall.share_changed,
-            decisions.overall.n_sessions,
+    """Two rows for the window and two per week: the share of sessions whose winner changed
+    against the raw winner, and against the unadjusted mean-score winner."""
+    rows = []
+    for subject, changes in [("all", decisions.overall)] + [
+        (f"week {week.week_start}", week) for week in decisions.weekly
+    ]:
+        rows.append(
+            interval_row(
+                _SECTION,
+                subject,
+                "winner_changed_share",
+                changes.share_changed,
+                changes.n_sessions,
+            )
         )
-    ]
-    rows += [
-        interval_row(
-            _SECTION,
-            f"week {week.week_start}",
-            "winner_changed_share",
-            week.share_changed,
-            week.n_sessions,
+        rows.append(
+            interval_row(
+                _SECTION,
+                subject,
+                "winner_changed_by_adjustments_share",
+                changes.share_changed_by_adjustments,
+                changes.n_sessions,
+            )
         )
-        for week in decisions.weekly
-    ]
+        rows.append(
+            (_SECTION, subject, "top_ties_broken", cell_text(changes.n_ties_broken), "", "", "", "")
+        )
     return rows
