@@ -5,16 +5,25 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from bias_audit.report.conftest import record_line
+from bias_audit.report_golden_cases import CASES
+from llm_council.aggregate import aggregate_reviews
 from llm_council.bias_audit.report import build_report
+from llm_council.bias_audit.report.load.loading import load_store
 from llm_council.bias_audit.report.render.render_tables import render_csv
 from llm_council.bias_audit.report.render.render_text import render_text
+from llm_council.debiased_aggregate import ReviewerAdjustment, debiased_aggregate
+from llm_council.results import CandidateScore, LabelAssignment, Review
 from llm_council.stats.proportions import wilson_interval
+from llm_council.stats.reviewer_effects import fit_reviewer_effects
 
 
 def test_a_biased_council_changes_some_winners_and_a_null_one_almost_none(
@@ -103,3 +112,125 @@ def test_the_section_renders_in_text_csv_and_json_and_ignores_second_orders(
     ]
     assert float(rows[0][3]) == 1.0 and rows[0][7] == "12"
     assert json.loads(json.dumps(report.to_dict()))["decisions"]["overall"]["n_changed"] == 12
+
+
+# --- the reference: the council's own functions, session by session ------------------
+
+_REFERENCE_ROWS_SQL = """
+    SELECT r.session, r.reviewer, r.model, r.position, r.score, r.rank, r.is_self, r.chars
+    FROM records r ORDER BY r.session, r.reviewer, r.position
+"""
+
+
+def _reference_adjustments(rows: list[tuple[Any, ...]]) -> dict[str, ReviewerAdjustment]:
+    scored = [row for row in rows if row[4] is not None and not row[6]]
+    names = sorted({str(row[1]) for row in scored})
+    answers: dict[tuple[int, str], int] = {}
+    log_length: dict[tuple[int, str], float] = {}
+    for row in rows:
+        key = (int(row[0]), str(row[2]))
+        answers.setdefault(key, len(answers))
+        log_length[key] = math.log2(max(int(row[7] or 0), 1))
+    by_session: dict[int, list[float]] = {}
+    for (session, _), value in log_length.items():
+        by_session.setdefault(session, []).append(value)
+    centre = {s: sum(v) / len(v) for s, v in by_session.items()}
+    keys = [(int(row[0]), str(row[2])) for row in scored]
+    effects = fit_reviewer_effects(
+        np.array([answers[key] for key in keys]),
+        np.array([names.index(str(row[1])) for row in scored]),
+        np.array([int(row[3]) for row in scored]),
+        np.array([log_length[key] - centre[key[0]] for key in keys]),
+        np.array([float(row[4]) for row in scored]),
+        len(names),
+    )
+    return {
+        name: ReviewerAdjustment(e.leniency, e.slot_effects, e.length_slope, e.n_scores)
+        for name, e in zip(names, effects, strict=True)
+        if e is not None
+    }
+
+
+def _reference_reviews(rows: list[tuple[Any, ...]]) -> tuple[list[Review], dict[str, int]]:
+    by_reviewer: dict[str, list[tuple[Any, ...]]] = {}
+    chars: dict[str, int] = {}
+    for row in rows:
+        by_reviewer.setdefault(str(row[1]), []).append(row)
+        chars[str(row[2])] = int(row[7] or 0)
+    reviews = []
+    for reviewer, mine in by_reviewer.items():
+        verdicts = tuple(
+            CandidateScore(
+                candidate=str(row[2]),
+                label=f"slot {row[3]}",
+                display_index=int(row[3]),
+                score=None if row[4] is None else float(row[4]),
+                rank=row[5],
+                is_self_review=bool(row[6]),
+            )
+            for row in mine
+        )
+        ranked = sorted((v for v in verdicts if v.rank is not None), key=lambda v: v.rank or 0)
+        reviews.append(
+            Review(
+                reviewer=reviewer,
+                label_to_model={
+                    v.label: LabelAssignment(model=v.candidate, display_index=v.display_index)
+                    for v in verdicts
+                },
+                candidates=verdicts,
+                ranking=tuple(v.candidate for v in ranked),
+                parse_status="json",
+            )
+        )
+    return reviews, chars
+
+
+def _reference_counts(path: Path) -> tuple[int, int, int, int]:
+    """(sessions, changed vs raw, changed by the adjustments, top ties broken)."""
+    store = load_store(path)
+    try:
+        rows = store.connection.execute(_REFERENCE_ROWS_SQL).fetchall()
+    finally:
+        store.connection.close()
+    adjustments = _reference_adjustments(rows)
+    sessions: dict[int, list[tuple[Any, ...]]] = {}
+    for row in rows:
+        sessions.setdefault(int(row[0]), []).append(row)
+    counts = [0, 0, 0, 0]
+    for session_rows in sessions.values():
+        reviews, chars = _reference_reviews(session_rows)
+        raw = aggregate_reviews(reviews, sorted(chars))
+        if raw[0].mean_rank is None and raw[0].mean_score is None:
+            continue
+        debiased = debiased_aggregate(reviews, chars, adjustments, raw)
+        unadjusted = debiased_aggregate(reviews, chars, {}, raw)
+        top = unadjusted[0].debiased_mean_score
+        tied = top is not None and any(
+            s.debiased_mean_score is not None and abs(s.debiased_mean_score - top) < 1e-9
+            for s in unadjusted[1:]
+        )
+        moved = debiased[0].model != unadjusted[0].model
+        counts[0] += 1
+        counts[1] += debiased[0].model != raw[0].model
+        counts[2] += moved and not tied
+        counts[3] += moved and tied
+    return counts[0], counts[1], counts[2], counts[3]
+
+
+@pytest.mark.parametrize("name", [name for name, _ in CASES])
+def test_the_vectorised_winners_equal_the_councils_functions_session_by_session(
+    name: str, tmp_path: Path
+) -> None:
+    write = dict(CASES)[name]
+    path = tmp_path / "store.jsonl"
+    write(path)
+    report = build_report(path, n_resamples=10)
+    assert report.decisions is not None
+    overall = report.decisions.overall
+    assert (
+        overall.n_sessions,
+        overall.n_changed,
+        overall.n_changed_by_adjustments,
+        overall.n_ties_broken,
+    ) == _reference_counts(path)

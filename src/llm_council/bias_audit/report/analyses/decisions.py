@@ -1,12 +1,15 @@
 """Decisions affected: how often the debiased winner differs from the raw winner (ADR 0046).
 
 Recomputed from the records, so it works on any store, including those written before the
-debiased aggregate existed: each session's reviews are rebuilt from its observational
-records (check reviews and second review orders left out) and ranked twice, by the
-council's own functions: :func:`~llm_council.aggregate.aggregate_reviews` (raw: mean rank,
-self-votes out) and :func:`~llm_council.debiased_aggregate.debiased_aggregate` with each
-reviewer's leniency, slot effects and length slope fitted on the whole window
-(:func:`~llm_council.stats.reviewer_effects.fit_reviewer_effects`). It is a hindsight
+debiased aggregate existed: each session's observational records (check reviews and second
+review orders left out) are ranked as the council ranks them, vectorised over all sessions
+at once: raw as :func:`~llm_council.aggregate.aggregate_reviews` (mean rank among the
+others' answers, then mean score, then name) and debiased as
+:func:`~llm_council.debiased_aggregate.debiased_aggregate` (mean adjusted score, then the
+raw place, then name), with each reviewer's leniency, slot effects and length slope fitted
+on the whole window (:func:`~llm_council.stats.reviewer_effects.fit_reviewer_effects`).
+``tests/bias_audit/report/test_decisions.py`` checks the winners against those two
+functions applied session by session. It is a hindsight
 measure: a live session's adjustments come from the sessions before it only. The share of
 sessions whose winner changes gets a Wilson interval (Wilson 1927), over the window and
 per week (weeks counted from the first timed session, like the drift section). Because the
@@ -27,12 +30,10 @@ from datetime import UTC, datetime, timedelta
 import duckdb
 import numpy as np
 
-from llm_council.aggregate import aggregate_reviews
 from llm_council.bias_audit.report.estimates import Interval
-from llm_council.debiased_aggregate import DebiasedStanding, ReviewerAdjustment, debiased_aggregate
-from llm_council.results import CandidateScore, LabelAssignment, ModelStanding, Review
+from llm_council.bias_audit.report.load.tables import nullable_floats
 from llm_council.stats.proportions import wilson_interval
-from llm_council.stats.reviewer_effects import fit_reviewer_effects
+from llm_council.stats.reviewer_effects import ReviewerEffects, fit_reviewer_effects
 
 #: mean scores closer than this are a tie
 _TIE = 1e-9
@@ -70,145 +71,178 @@ def _share(k: int, n: int) -> Interval:
     return Interval(k / n, low, high)
 
 
-def _changes(week_start: str | None, changed: list[tuple[bool, bool, bool]]) -> WinnerChanges:
-    n = len(changed)
-    k = sum(vs_raw for vs_raw, _, _ in changed)
-    k_adjusted = sum(by_adjustments for _, by_adjustments, _ in changed)
-    ties = sum(tie_broken for _, _, tie_broken in changed)
+def _changes(week_start: str | None, changed: np.ndarray) -> WinnerChanges:
+    """``changed``: one row per session, columns (vs raw, by the adjustments, tie broken)."""
+    n = int(changed.shape[0])
+    k, k_adjusted, ties = (int(changed[:, column].sum()) for column in range(3))
     return WinnerChanges(week_start, n, k, _share(k, n), k_adjusted, _share(k_adjusted, n), ties)
 
 
-def _winner_changes(
-    raw: list[ModelStanding], unadjusted: list[DebiasedStanding], debiased: list[DebiasedStanding]
-) -> tuple[bool, bool, bool]:
-    """(debiased != raw winner, != a strict unadjusted winner, a top tie broken otherwise)."""
-    winner = debiased[0].model
-    top = unadjusted[0].debiased_mean_score
-    tied = top is not None and any(
-        s.debiased_mean_score is not None and abs(s.debiased_mean_score - top) < _TIE
-        for s in unadjusted[1:]
-    )
-    moved = winner != unadjusted[0].model
-    return winner != raw[0].model, moved and not tied, moved and tied
-
-
+#: one row per observational record: the others' rank of the answer in its review (the
+#: council's re-ranking without the reviewer's own answer, ties in display order) and the
+#: answer's log2 length centred on its session's answers
 _ROWS_SQL = """
-    SELECT r.session, r.reviewer, r.model, r.position, r.score, r.rank, r.is_self,
-           r.chars, epoch(t.time) AS seconds
-    FROM records r
-    LEFT JOIN (SELECT session, min(time) AS time FROM records GROUP BY session) t
-        USING (session)
-    ORDER BY r.session, r.reviewer, r.position
+    WITH answers AS (
+        SELECT session, model, log2(greatest(any_value(chars), 1)) AS log2_chars
+        FROM records GROUP BY session, model),
+    centred AS (
+        SELECT session, model,
+               log2_chars - avg(log2_chars) OVER (PARTITION BY session) AS x
+        FROM answers),
+    ranked AS (
+        SELECT session, reviewer, model, position, score, is_self,
+               CASE WHEN NOT is_self AND rank IS NOT NULL THEN row_number() OVER (
+                   PARTITION BY session, reviewer, (NOT is_self AND rank IS NOT NULL)
+                   ORDER BY rank, position) END AS other_rank
+        FROM records)
+    SELECT k.session, k.reviewer, k.model, k.position, k.score, k.is_self, k.other_rank, c.x
+    FROM ranked k JOIN centred c USING (session, model)
 """
 
 
-def _adjustments(rows: list[tuple[object, ...]]) -> dict[str, ReviewerAdjustment]:
-    """Each reviewer's adjustment fitted on every scored record of others' answers."""
-    scored = [row for row in rows if row[4] is not None and not row[6]]
-    if not scored:
-        return {}
-    names = sorted({str(row[1]) for row in scored})
-    reviewer_code = {name: i for i, name in enumerate(names)}
-    answers: dict[tuple[int, str], int] = {}
-    log_length: dict[tuple[int, str], float] = {}
-    for row in rows:
-        key = (int(row[0]), str(row[2]))  # type: ignore[call-overload]
-        answers.setdefault(key, len(answers))
-        log_length[key] = math.log2(max(int(row[7] or 0), 1))  # type: ignore[call-overload]
-    session_logs: dict[int, list[float]] = {}
-    for (session, _), value in log_length.items():
-        session_logs.setdefault(session, []).append(value)
-    session_mean = {s: sum(v) / len(v) for s, v in session_logs.items()}
-    keys = [(int(row[0]), str(row[2])) for row in scored]  # type: ignore[call-overload]
-    effects = fit_reviewer_effects(
-        np.array([answers[key] for key in keys], dtype=np.intp),
-        np.array([reviewer_code[str(row[1])] for row in scored], dtype=np.intp),
-        np.array([int(row[3]) for row in scored], dtype=np.intp),  # type: ignore[call-overload]
-        np.array([log_length[key] - session_mean[key[0]] for key in keys]),
-        np.array([float(row[4]) for row in scored]),  # type: ignore[arg-type]
-        len(names),
+def _group_mean(group: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
+    """Mean of the finite ``values`` per group; NaN for a group without one."""
+    finite = np.isfinite(values)
+    total = np.bincount(group[finite], weights=values[finite], minlength=n_groups)
+    count = np.bincount(group[finite], minlength=n_groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def _first_per_session(
+    session: np.ndarray, keys: list[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs sorted by session then ``keys`` (most significant first), and where each
+    session starts in that order (its first pair is ``order[starts]``)."""
+    order = np.lexsort([*reversed(keys), session])
+    sorted_session = session[order]
+    starts = np.flatnonzero(np.r_[True, sorted_session[1:] != sorted_session[:-1]])
+    return order, starts
+
+
+def _fit(
+    rows: dict[str, np.ndarray], reviewer: np.ndarray, n_reviewers: int
+) -> list[ReviewerEffects | None]:
+    scored = np.isfinite(rows["score"]) & ~rows["is_self"]
+    _, answer = np.unique(
+        rows["session"].astype(np.int64) * (int(rows["model_code"].max()) + 1) + rows["model_code"],
+        return_inverse=True,
     )
-    return {
-        name: ReviewerAdjustment(e.leniency, e.slot_effects, e.length_slope, e.n_scores)
-        for name, e in zip(names, effects, strict=True)
-        if e is not None
-    }
-
-
-def _session_reviews(rows: list[tuple[object, ...]]) -> tuple[list[Review], dict[str, int]]:
-    by_reviewer: dict[str, list[tuple[object, ...]]] = {}
-    chars: dict[str, int] = {}
-    for row in rows:
-        by_reviewer.setdefault(str(row[1]), []).append(row)
-        chars[str(row[2])] = int(row[7] or 0)  # type: ignore[call-overload]
-    reviews = []
-    for reviewer, mine in by_reviewer.items():
-        verdicts = tuple(
-            CandidateScore(
-                candidate=str(row[2]),
-                label=f"slot {int(row[3])}",  # type: ignore[call-overload]
-                display_index=int(row[3]),  # type: ignore[call-overload]
-                score=None if row[4] is None else float(row[4]),  # type: ignore[arg-type]
-                rank=None if row[5] is None else int(row[5]),  # type: ignore[call-overload]
-                is_self_review=bool(row[6]),
-            )
-            for row in mine
-        )
-        ranked = sorted((v for v in verdicts if v.rank is not None), key=lambda v: v.rank or 0)
-        reviews.append(
-            Review(
-                reviewer=reviewer,
-                label_to_model={
-                    v.label: LabelAssignment(model=v.candidate, display_index=v.display_index)
-                    for v in verdicts
-                },
-                candidates=verdicts,
-                ranking=tuple(v.candidate for v in ranked),
-                parse_status="json",
-            )
-        )
-    return reviews, chars
+    return fit_reviewer_effects(
+        answer[scored],
+        reviewer[scored],
+        rows["position"][scored],
+        rows["x"][scored],
+        rows["score"][scored],
+        n_reviewers,
+    )
 
 
 def decisions_affected(connection: duckdb.DuckDBPyConnection) -> DecisionsAffected | None:
     """The section from the ``records`` table; None when no session has a scored review."""
-    rows = connection.execute(_ROWS_SQL).fetchall()
-    if not any(row[4] is not None for row in rows):
+    fetched = connection.execute(_ROWS_SQL).fetchnumpy()
+    score = nullable_floats(fetched["score"])
+    if not np.isfinite(score).any():
         return None
-    adjustments = _adjustments(rows)
-    sessions: dict[int, list[tuple[object, ...]]] = {}
-    for row in rows:
-        sessions.setdefault(int(row[0]), []).append(row)  # type: ignore[call-overload]
-    timed = [float(rows_[0][8]) for rows_ in sessions.values() if rows_[0][8] is not None]  # type: ignore[arg-type]
-    start = min(timed) if timed else None
-    changed_all: list[tuple[bool, bool, bool]] = []
-    by_week: dict[int, list[tuple[bool, bool, bool]]] = {}
-    n_untimed = 0
-    for session_rows in sessions.values():
-        reviews, chars = _session_reviews(session_rows)
-        candidates = sorted(chars)
-        raw = aggregate_reviews(reviews, candidates)
-        if not raw or (raw[0].mean_rank is None and raw[0].mean_score is None):
-            continue
-        debiased = debiased_aggregate(reviews, chars, adjustments, raw)
-        unadjusted = debiased_aggregate(reviews, chars, {}, raw)
-        changed = _winner_changes(raw, unadjusted, debiased)
-        changed_all.append(changed)
-        seconds = session_rows[0][8]
-        if seconds is None or start is None:
-            n_untimed += 1
-            continue
-        week = int((float(seconds) - start) // 604800)  # type: ignore[arg-type]
-        by_week.setdefault(week, []).append(changed)
-    weekly = []
-    if start is not None:
-        first_day = datetime.fromtimestamp(start, UTC)
-        for week in sorted(by_week):
-            day = (first_day + timedelta(weeks=week)).date().isoformat()
-            weekly.append(_changes(day, by_week[week]))
-    return DecisionsAffected(
-        overall=_changes(None, changed_all),
-        weekly=weekly,
-        n_untimed_sessions=n_untimed,
-        n_adjusted_reviewers=len(adjustments),
+    reviewer_names, reviewer = np.unique(
+        np.asarray(fetched["reviewer"], dtype=str), return_inverse=True
     )
+    model_names, model = np.unique(np.asarray(fetched["model"], dtype=str), return_inverse=True)
+    rows = {
+        "session": np.asarray(fetched["session"], dtype=np.int64),
+        "model_code": model,
+        "position": np.asarray(fetched["position"], dtype=np.intp),
+        "score": score,
+        "is_self": np.asarray(fetched["is_self"], dtype=bool),
+        "x": nullable_floats(fetched["x"]),
+    }
+    other_rank = nullable_floats(fetched["other_rank"])
+    del fetched
+    effects = _fit(rows, reviewer, len(reviewer_names))
+    n_slots = int(rows["position"].max()) + 1
+    offset = np.zeros((len(reviewer_names), n_slots))  # leniency + slot effect
+    slope = np.zeros(len(reviewer_names))
+    for code, effect in enumerate(effects):
+        if effect is not None:
+            offset[code, : len(effect.slot_effects)] += effect.slot_effects
+            offset[code] += effect.leniency
+            slope[code] = effect.length_slope
+    x = np.nan_to_num(rows["x"])
+    adjusted = score - offset[reviewer, rows["position"]] - slope[reviewer] * x
+    # one entry per (session, model): the candidates of that session
+    n_models = len(model_names)
+    pair_key = rows["session"] * n_models + model
+    pairs, pair = np.unique(pair_key, return_inverse=True)
+    pair_session, pair_model = pairs // n_models, pairs % n_models
+    votes = ~rows["is_self"]
+    mean_rank = _group_mean(pair, np.where(votes, other_rank, np.nan), pairs.size)
+    mean_score = _group_mean(pair, np.where(votes, score, np.nan), pairs.size)
+    mean_adjusted = _group_mean(pair, np.where(votes, adjusted, np.nan), pairs.size)
+    # raw: mean rank, then mean score (higher first), then name (codes are in name order)
+    raw_order, starts = _first_per_session(
+        pair_session,
+        [np.nan_to_num(mean_rank, nan=np.inf), np.nan_to_num(-mean_score, nan=np.inf), pair_model],
+    )
+    raw_place = np.empty(pairs.size, dtype=np.int64)
+    raw_place[raw_order] = np.arange(pairs.size) - np.repeat(
+        starts, np.diff(np.r_[starts, pairs.size])
+    )
+    raw_winner = raw_order[starts]
+    has_votes = np.isfinite(mean_rank[raw_winner]) | np.isfinite(mean_score[raw_winner])
+
+    def winner(means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        order, first = _first_per_session(
+            pair_session, [np.nan_to_num(-means, nan=np.inf), raw_place, pair_model]
+        )
+        return order[first], order
+
+    debiased_winner, _ = winner(mean_adjusted)
+    unadjusted_winner, unadjusted_order = winner(mean_score)
+    # the unadjusted top tied: the session's second-best mean score equals the best
+    second = unadjusted_order[np.minimum(starts + 1, pairs.size - 1)]
+    same_session = pair_session[second] == pair_session[unadjusted_winner]
+    top = mean_score[unadjusted_winner]
+    tied = same_session & np.isfinite(top) & (np.abs(mean_score[second] - top) < _TIE)
+    moved = debiased_winner != unadjusted_winner
+    changed = np.column_stack([debiased_winner != raw_winner, moved & ~tied, moved & tied])[
+        has_votes
+    ]
+    sessions = pair_session[raw_winner][has_votes]
+    return DecisionsAffected(
+        overall=_changes(None, changed),
+        weekly=_weekly(connection, sessions, changed),
+        n_untimed_sessions=_n_untimed(connection, sessions),
+        n_adjusted_reviewers=sum(effect is not None for effect in effects),
+    )
+
+
+def _session_seconds(connection: duckdb.DuckDBPyConnection) -> dict[int, float]:
+    rows = connection.execute(
+        "SELECT session, epoch(min(time)) FROM records WHERE time IS NOT NULL GROUP BY session"
+    ).fetchall()
+    return {int(session): float(seconds) for session, seconds in rows}
+
+
+def _n_untimed(connection: duckdb.DuckDBPyConnection, sessions: np.ndarray) -> int:
+    timed = _session_seconds(connection)
+    return int(sum(int(s) not in timed for s in sessions.tolist()))
+
+
+def _weekly(
+    connection: duckdb.DuckDBPyConnection, sessions: np.ndarray, changed: np.ndarray
+) -> list[WinnerChanges]:
+    """Weeks counted from the first timed session (like the drift section)."""
+    timed = _session_seconds(connection)
+    if not timed:
+        return []
+    start = min(timed.values())
+    seconds = np.array([timed.get(int(s), np.nan) for s in sessions.tolist()])
+    known = np.isfinite(seconds)
+    week = ((seconds[known] - start) // 604800).astype(np.int64)
+    first_day = datetime.fromtimestamp(start, UTC)
+    return [
+        _changes(
+            (first_day + timedelta(weeks=int(w))).date().isoformat(), changed[known][week == w]
+        )
+        for w in np.unique(week).tolist()
+    ]
