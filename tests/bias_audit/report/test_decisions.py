@@ -234,3 +234,16 @@ def test_the_vectorised_winners_equal_the_councils_functions_session_by_session(
         overall.n_changed_by_adjustments,
         overall.n_ties_broken,
     ) == _reference_counts(path)
+
+
+def test_the_dashboard_shows_the_section(biased_store: Path) -> None:
+    from llm_council.bias_audit.report.render.render_html import render_html
+
+    report = build_report(biased_store, n_resamples=10)
+    page = render_html(report)
+    assert 'id="section-decisions"' in page
+    decisions = report.decisions
+    assert decisions is not None
+    overall = decisions.overall
+    assert f"<td>{overall.n_sessions}</td>" in page
+    assert f"<td>{overall.n_changed} ({overall.share_changed.estimate:.1%}" in page
