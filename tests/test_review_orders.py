@@ -12,7 +12,11 @@ from hypothesis import strategies as st
 
 from conftest import simulated_config
 from llm_council.anonymize import assign_labels, reversed_labels
-from llm_council.config import load_council_config, with_limit_overrides
+from llm_council.config import (
+    council_config_from_mapping,
+    load_council_config,
+    with_limit_overrides,
+)
 from llm_council.council import run_full_council
 from llm_council.errors import ConfigError
 from llm_council.results import CandidateScore, LabelAssignment, Review
@@ -87,6 +91,21 @@ def test_review_orders_comes_from_the_environment_and_is_checked() -> None:
     )
     with pytest.raises(ConfigError, match="'raw' or 'debiased'.*'fair'"):
         with_limit_overrides(config, {"LLM_COUNCIL_AGGREGATION": "fair"})
+    document = {
+        "council": {
+            "members": [
+                {"name": "a", "spec": "simulated:balanced"},
+                {"name": "b", "spec": "simulated:balanced"},
+            ],
+            "chairman": {"name": "c", "spec": "simulated:balanced"},
+            "aggregation": "fair",
+        }
+    }
+    with pytest.raises(ConfigError, match="council.toml: field 'aggregation'.*'fair'"):
+        council_config_from_mapping(document, "council.toml")
+    document["council"] = {**document["council"], "aggregation": "raw", "review_orders": 0}
+    with pytest.raises(ConfigError, match="field 'review_orders'"):
+        council_config_from_mapping(document, "council.toml")
     # a second order changes what reviewers see: another config hash; one order: the same
     assert config.model_copy(update={"review_orders": 2}).config_hash() != config.config_hash()
     assert config.model_copy(update={"aggregation": "debiased"}).config_hash() == (

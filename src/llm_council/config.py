@@ -213,8 +213,9 @@ def _real_council(document: dict[str, Any], environ: dict[str, str]) -> CouncilC
 
 def with_limit_overrides(config: CouncilConfig, environ: Mapping[str, str]) -> CouncilConfig:
     """``config`` with ``session_deadline_s`` / ``max_answer_chars`` /
-    ``bias_check_probability`` taken from the environment where :data:`LIMIT_ENV`'s
-    variables are set; a bad value is a :class:`ConfigError`."""
+    ``bias_check_probability`` / ``review_orders`` taken from the environment where
+    :data:`LIMIT_ENV`'s variables are set, and ``aggregation`` from
+    :data:`AGGREGATION_ENV`; a bad value is a :class:`ConfigError`."""
     for field, (variable, number_type) in LIMIT_ENV.items():
         raw = environ.get(variable, "").strip()
         if not raw:
