@@ -158,3 +158,57 @@ def test_a_council_with_two_orders_pays_for_both_and_records_both(
         assert record["position"] == 2 - first["position"]
     # the per-session audit counted each reviewer once
     assert set(double.metadata["bias_audit"]["review_outcomes"]) == {"a", "b", "c"}
+
+
+_SCORES = st.one_of(st.none(), st.integers(1, 10).map(float))
+
+
+@given(
+    st.lists(st.tuples(_SCORES, _SCORES), min_size=1, max_size=6),
+    st.booleans(),
+)
+def test_a_merge_always_gives_one_review_with_ranks_1_to_k(
+    pairs: list[tuple[float | None, float | None]], second_parsed: bool
+) -> None:
+    names = [f"m{i}" for i in range(len(pairs))]
+
+    def review(order: int, scores: dict[str, float | None], status: str) -> Review:
+        ranked = sorted((c for c in scores if scores[c] is not None), key=lambda c: -scores[c])  # type: ignore[operator]
+        return Review(
+            reviewer="r",
+            label_to_model={
+                f"Response {chr(65 + i)}": LabelAssignment(model=c, display_index=i)
+                for i, c in enumerate(scores)
+            },
+            candidates=tuple(
+                CandidateScore(
+                    candidate=c,
+                    label=f"Response {chr(65 + i)}",
+                    display_index=i,
+                    score=scores[c],
+                    rank=ranked.index(c) + 1 if c in ranked else None,
+                )
+                for i, c in enumerate(scores)
+            ),
+            ranking=tuple(ranked),
+            parse_status=status,  # type: ignore[arg-type]
+            review_order=order,
+        )
+
+    first = review(0, dict(zip(names, (p[0] for p in pairs), strict=True)), "json")
+    second = review(
+        1,
+        dict(zip(names, (p[1] for p in pairs), strict=True)),
+        "json" if second_parsed else "unparseable",
+    )
+    (merged,) = merge_review_orders([first, second])
+    ranks = sorted(c.rank for c in merged.candidates if c.rank is not None)
+    assert ranks == list(range(1, len(ranks) + 1))
+    by_rank = sorted(
+        (c for c in merged.candidates if c.rank is not None), key=lambda c: c.rank or 0
+    )
+    assert list(merged.ranking) == [c.candidate for c in by_rank]
+    for candidate, (a, b) in zip(merged.candidates, pairs, strict=True):
+        given_scores = [s for s in ((a, b) if second_parsed else (a,)) if s is not None]
+        expected = sum(given_scores) / len(given_scores) if given_scores else None
+        assert candidate.score == expected

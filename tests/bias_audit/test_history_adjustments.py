@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from pathlib import Path
 
@@ -78,3 +79,30 @@ def test_the_chairman_sees_the_debiased_ranking_with_history(
     assert [r["place"] for r in rows] == [1, 2, 3, 4]
     # the raw aggregate is still there, unchanged in form
     assert len(metadata["aggregate_rankings"]) == 4
+
+
+def test_a_hostile_position_neither_allocates_nor_breaks_the_fit(tmp_path: Path) -> None:
+    spec = CouncilSpec(n_members=4, leniency=[-2.0, 0.0, 0.0, 0.0])
+    store = tmp_path / "records.jsonl"
+    write_store(store, generate_sessions(spec, 30, seed=6))
+    hostile = {
+        "schema_version": 2,
+        "session_id": "hostile",
+        "timestamp": "2026-01-05T00:00:00Z",
+        "reviewer_id": "judge-0",
+        "model_id": "judge-1",
+        "position": 10**9,
+        "n_candidates": 2,
+        "response_length_chars": 10,
+        "response_length_words": 2,
+        "score_value": 1.0,
+        "is_self_review": False,
+        "council_config_hash": "independent-generator",
+        "session_n_records": 2,
+    }
+    other = {**hostile, "reviewer_id": "judge-2", "position": 0, "score_value": 9.0}
+    with store.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(hostile) + "\n" + json.dumps(other) + "\n")
+    found = reviewer_adjustments(store, ["judge-0"])
+    assert len(found["judge-0"].slot_effects) == 4
+    assert found["judge-0"].leniency == pytest.approx(-1.5, abs=0.35)

@@ -35,6 +35,9 @@ from dataclasses import dataclass
 import numpy as np
 
 _MAX_ITERATIONS = 200
+#: display slots beyond this are not fitted (no council has that many members; a corrupt
+#: or hostile store's position of 10**9 must not allocate gigabytes)
+MAX_SLOTS = 64
 #: backfitting stops when no fitted value moves by more than this many points
 _TOLERANCE = 1e-7
 
@@ -85,9 +88,10 @@ def fit_reviewer_effects(
     One element per score: ``answer`` (integer id of the session's candidate answer),
     ``reviewer`` (integer id), ``slot`` (display index), ``log2_length`` (centred within its
     session) and ``score``; self-scores must already be left out. A reviewer with fewer than
-    ``min_scores`` usable scores gets None. Non-finite scores are dropped.
+    ``min_scores`` usable scores gets None. Non-finite scores, and slots outside
+    ``0..MAX_SLOTS-1``, are dropped.
     """
-    keep = np.isfinite(score) & np.isfinite(log2_length)
+    keep = np.isfinite(score) & np.isfinite(log2_length) & (slot >= 0) & (slot < MAX_SLOTS)
     answer, reviewer, slot = answer[keep], reviewer[keep], slot[keep].astype(np.intp)
     x, y = log2_length[keep].astype(float), score[keep].astype(float)
     # answers scored by one reviewer only say nothing about reviewers

@@ -159,16 +159,20 @@ def decisions_affected(connection: duckdb.DuckDBPyConnection) -> DecisionsAffect
     other_rank = nullable_floats(fetched["other_rank"])
     del fetched
     effects = _fit(rows, reviewer, len(reviewer_names))
-    n_slots = int(rows["position"].max()) + 1
-    offset = np.zeros((len(reviewer_names), n_slots))  # leniency + slot effect
+    # leniency + slot effect per (reviewer, slot); a slot never fitted adds the leniency only
+    n_slots = max((len(e.slot_effects) for e in effects if e is not None), default=0) + 1
+    offset = np.zeros((len(reviewer_names), n_slots))
     slope = np.zeros(len(reviewer_names))
     for code, effect in enumerate(effects):
         if effect is not None:
             offset[code, : len(effect.slot_effects)] += effect.slot_effects
             offset[code] += effect.leniency
             slope[code] = effect.length_slope
+    slot = np.where(
+        (rows["position"] >= 0) & (rows["position"] < n_slots - 1), rows["position"], n_slots - 1
+    )
     x = np.nan_to_num(rows["x"])
-    adjusted = score - offset[reviewer, rows["position"]] - slope[reviewer] * x
+    adjusted = score - offset[reviewer, slot] - slope[reviewer] * x
     # one entry per (session, model): the candidates of that session
     n_models = len(model_names)
     pair_key = rows["session"] * n_models + model
