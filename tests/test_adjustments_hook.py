@@ -98,6 +98,7 @@ def test_the_scripts_reproduce_the_hand_example(council: CouncilConfig) -> None:
     assert supplier.requests == []
     assert "debiased_rankings" not in result.metadata
     assert "aggregation_used" not in result.metadata
+    assert "debias" not in result.metadata["stage_durations_s"]
 
 
 def test_the_chairman_sees_the_debiased_order(
@@ -112,6 +113,7 @@ def test_the_chairman_sees_the_debiased_order(
     assert [r["model"] for r in metadata["debiased_rankings"]] == ["z", "y", "x"]
     assert metadata["aggregation_used"] == "debiased"
     assert metadata["reviewer_adjustments"]["x"]["leniency"] == -3.0
+    assert metadata["stage_durations_s"]["debias"] >= 0
     (prompt,) = scripted_provider.prompts
     label_of = {v["model"]: k for k, v in metadata["chairman_label_to_model"].items()}
     assert f"1. {label_of['z']} (debiased mean score 7.00)" in prompt

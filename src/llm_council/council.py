@@ -353,9 +353,11 @@ async def _run_session(
     aggregation_metadata: dict[str, Any] = {}
     shown_standings, ranking_notes = standings, None
     if config.aggregation == "debiased":
+        stage_start = time.perf_counter()
         aggregation_metadata, shown_standings, ranking_notes = await _debiased_stage(
             session_id, config_hash, dispatcher, ok_answers, reviews, standings
         )
+        durations["debias"] = time.perf_counter() - stage_start  # the history read shows here
 
     stage_start = time.perf_counter()
     # Checks (if any) are scheduled now but only start once this task suspends: the
