@@ -26,6 +26,7 @@ PUBLIC_NAMES = {
         "SessionCompleted", "SessionStarted", "Stage1Completed", "Stage2Completed", "Synthesis",
         "assign_labels", "create_provider", "derive_position_mapping", "load_council_config",
         "parse_review", "register_provider", "run_full_council",
+        "AdjustmentsRequested", "ReviewerAdjustment",  # ADR 0046
     ],
     "llm_council.bias_audit": [
         "AuditThresholds", "BiasAuditResult", "IncompleteSessionWarning",

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from llm_council.anonymize import assign_labels, derive_position_mapping
     from llm_council.config import CouncilConfig, CouncilMember, load_council_config
     from llm_council.council import run_full_council
+    from llm_council.debiased_aggregate import ReviewerAdjustment
     from llm_council.errors import (
         ConfigError,
         CouncilError,
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
         RecordError,
     )
     from llm_council.middleware import (
+        AdjustmentsRequested,
         Middleware,
         SessionCompleted,
         SessionStarted,
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
     )
 
 _SOURCES: dict[str, str] = {
+    "AdjustmentsRequested": "llm_council.middleware",
     "CandidateScore": "llm_council.results",
     "Completion": "llm_council.providers.base",
     "CompletionRequest": "llm_council.providers.base",
@@ -67,6 +70,7 @@ _SOURCES: dict[str, str] = {
     "RecordError": "llm_council.errors",
     "RetryPolicy": "llm_council.providers.calling",
     "Review": "llm_council.results",
+    "ReviewerAdjustment": "llm_council.debiased_aggregate",
     "SessionCompleted": "llm_council.middleware",
     "SessionStarted": "llm_council.middleware",
     "Stage1Completed": "llm_council.middleware",
@@ -82,6 +86,7 @@ _SOURCES: dict[str, str] = {
 }
 
 __all__ = [
+    "AdjustmentsRequested",
     "CandidateScore",
     "Completion",
     "CompletionRequest",
@@ -103,6 +108,7 @@ __all__ = [
     "RecordError",
     "RetryPolicy",
     "Review",
+    "ReviewerAdjustment",
     "SessionCompleted",
     "SessionStarted",
     "Stage1Completed",

@@ -47,6 +47,18 @@ def assign_labels(
     }
 
 
+def reversed_labels(label_to_model: Mapping[str, LabelAssignment]) -> dict[str, LabelAssignment]:
+    """The same answers in the reverse display order, labelled in display order (the second
+    review of ``review_orders = 2``: every answer moves, and the slot effects of a reviewer
+    average out over its two reviews when they are linear in the slot)."""
+    order = [a.model for a in sorted(label_to_model.values(), key=lambda a: a.display_index)]
+    order.reverse()
+    return {
+        label_for(display_index): _assignment(model, display_index)
+        for display_index, model in enumerate(order)
+    }
+
+
 def _position_of(label: Any, assignment: Any, where: str) -> tuple[str, int]:
     """``(model, display_index)`` of one label-map entry, or a one-line InputError."""
     if isinstance(assignment, LabelAssignment):

@@ -26,6 +26,8 @@ from llm_council.providers.calling import RetryPolicy
 from llm_council.providers.registry import split_spec
 
 SelfReviewPolicy = Literal["exclude_at_aggregation", "recuse"]
+#: which stage-2 aggregate the chairman is shown (ADR 0046)
+Aggregation = Literal["raw", "debiased"]
 
 DEFAULT_SESSION_DEADLINE_S = 300.0
 DEFAULT_MAX_ANSWER_CHARS = 100_000
@@ -37,7 +39,10 @@ LIMIT_ENV: dict[str, tuple[str, type[int] | type[float]]] = {
     "session_deadline_s": ("LLM_COUNCIL_SESSION_DEADLINE_S", float),
     "max_answer_chars": ("LLM_COUNCIL_MAX_ANSWER_CHARS", int),
     "bias_check_probability": ("LLM_COUNCIL_BIAS_CHECK_PROBABILITY", float),
+    "review_orders": ("LLM_COUNCIL_REVIEW_ORDERS", int),
 }
+#: the environment override of ``aggregation`` (ADR 0046)
+AGGREGATION_ENV = "LLM_COUNCIL_AGGREGATION"
 #: the default mix of live bias-check kinds (ADR 0024): equal weights, identity opt-in
 DEFAULT_BIAS_CHECK_KINDS: dict[str, float] = dict(DEFAULT_CHECK_WEIGHTS)
 
@@ -80,6 +85,12 @@ class CouncilConfig(BaseModel):
     bias_check_kinds: dict[str, float] = Field(
         default_factory=lambda: dict(DEFAULT_BIAS_CHECK_KINDS)
     )
+    # ADR 0046: "debiased" shows the chairman the aggregate with each reviewer's known
+    # leniency, slot effects and length slope removed (a middleware supplies them, e.g. the
+    # bias audit from its store); ``review_orders = 2`` has each reviewer review twice, the
+    # second time in the reverse display order, and averages its two verdicts.
+    aggregation: Aggregation = "raw"
+    review_orders: int = Field(1, ge=1, le=2)
 
     @field_validator("bias_check_kinds")
     @classmethod
@@ -118,7 +129,9 @@ class CouncilConfig(BaseModel):
         hides the reviewer's own answer), ``score_scale`` and ``max_answer_chars`` (answers
         are cut before reviewers see them). Limits that only decide whether a call finishes
         (``session_deadline_s``, ``max_concurrency``, ``retry``) and the live bias checks
-        (extra requests kept out of the ranking) are left out. ``max_answer_chars`` enters
+        (extra requests kept out of the ranking) are left out, and so is ``aggregation`` (it
+        changes what the chairman sees, not the reviews); ``review_orders`` enters when it is
+        not 1 (each reviewer then also sees the reverse order). ``max_answer_chars`` enters
         only when it is not :data:`LEGACY_HASH_MAX_ANSWER_CHARS`, the value every earlier
         hash implied, so stores written before it was hashed keep matching.
         """
@@ -130,6 +143,8 @@ class CouncilConfig(BaseModel):
         }
         if self.max_answer_chars != LEGACY_HASH_MAX_ANSWER_CHARS:
             canonical["max_answer_chars"] = self.max_answer_chars
+        if self.review_orders != 1:  # a second review in another order: not comparable
+            canonical["review_orders"] = self.review_orders
         digest = hashlib.sha256(
             json.dumps(canonical, sort_keys=True, default=str).encode()
         ).hexdigest()
@@ -198,8 +213,9 @@ def _real_council(document: dict[str, Any], environ: dict[str, str]) -> CouncilC
 
 def with_limit_overrides(config: CouncilConfig, environ: Mapping[str, str]) -> CouncilConfig:
     """``config`` with ``session_deadline_s`` / ``max_answer_chars`` /
-    ``bias_check_probability`` taken from the environment where :data:`LIMIT_ENV`'s
-    variables are set; a bad value is a :class:`ConfigError`."""
+    ``bias_check_probability`` / ``review_orders`` taken from the environment where
+    :data:`LIMIT_ENV`'s variables are set, and ``aggregation`` from
+    :data:`AGGREGATION_ENV`; a bad value is a :class:`ConfigError`."""
     for field, (variable, number_type) in LIMIT_ENV.items():
         raw = environ.get(variable, "").strip()
         if not raw:
@@ -213,7 +229,17 @@ def with_limit_overrides(config: CouncilConfig, environ: Mapping[str, str]) -> C
                 else f"not {'an integer' if number_type is int else 'a number'}"
             )
             raise ConfigError(f"{variable}: {reason} (got {raw!r})") from None
-    return config
+    return with_aggregation_override(config, environ)
+
+
+def with_aggregation_override(config: CouncilConfig, environ: Mapping[str, str]) -> CouncilConfig:
+    """``config`` with ``aggregation`` from ``LLM_COUNCIL_AGGREGATION`` when it is set."""
+    raw = environ.get(AGGREGATION_ENV, "").strip()
+    if not raw:
+        return config
+    if raw.lower() not in ("raw", "debiased"):
+        raise ConfigError(f"{AGGREGATION_ENV}: must be 'raw' or 'debiased' (got {raw!r})")
+    return config.model_copy(update={"aggregation": raw.lower()})
 
 
 def load_council_config(

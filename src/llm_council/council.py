@@ -16,9 +16,11 @@ from llm_council import tracing
 from llm_council.aggregate import aggregate_reviews
 from llm_council.bias_checks import bias_check_summary
 from llm_council.config import CouncilConfig, CouncilMember, load_council_config
+from llm_council.debiased_aggregate import chairman_standings, debiased_aggregate
 from llm_council.errors import ConfigError, CouncilError
 from llm_council.log_setup import ensure_default_logging, redact
 from llm_council.middleware import (
+    AdjustmentsRequested,
     Middleware,
     MiddlewareDispatcher,
     SessionCompleted,
@@ -30,6 +32,7 @@ from llm_council.middleware import (
 from llm_council.providers.calling import CallGate
 from llm_council.providers.registry import create_provider
 from llm_council.results import CouncilResult, MemberAnswer, ModelStanding, Review, Synthesis
+from llm_council.review_orders import merge_review_orders
 from llm_council.stages import (
     Seat,
     collect_answers,
@@ -143,6 +146,11 @@ async def run_full_council(
     session_id = session_id or uuid.uuid4().hex
     dispatcher = MiddlewareDispatcher(discover_middleware() if middleware is None else middleware)
     dispatcher.check_config()
+    if config.aggregation == "debiased" and not dispatcher.supplies_adjustments():
+        raise ConfigError(
+            "aggregation = 'debiased' needs a middleware that supplies reviewer adjustments "
+            "(the bias audit: LLM_COUNCIL_BIAS_AUDIT=true)"
+        )
     seats = [_seat(m) for m in config.members]
     chairman = _seat(config.chairman)
     config_hash = config.config_hash()  # once per session: the span and the records share it
@@ -182,11 +190,12 @@ async def _synthesis_stage(
     config: CouncilConfig,
     seed: int,
     gate: CallGate,
+    ranking_notes: dict[str, str] | None = None,
 ) -> tuple[Synthesis, dict[str, dict[str, object]]]:
     """Stage 3 in its span (the bias checks, when on, run next to it in a task of their own)."""
     with tracing.stage_span("synthesize") as stage_trace:
         synthesis, chairman_labels = await synthesize(
-            query, ok_answers, standings, chairman, config, seed, gate
+            query, ok_answers, standings, chairman, config, seed, gate, ranking_notes
         )
         stage_trace.set({"llm_council.fallback": synthesis.is_fallback})
     return synthesis, chairman_labels
@@ -221,6 +230,64 @@ async def _bias_check_stage(
             }
         )
     return checks, check_gate.token_usage()
+
+
+async def _debiased_stage(
+    session_id: str,
+    config_hash: str,
+    dispatcher: MiddlewareDispatcher,
+    answers: Sequence[MemberAnswer],
+    reviews: Sequence[Review],
+    standings: list[ModelStanding],
+) -> tuple[dict[str, Any], list[ModelStanding], dict[str, str] | None]:
+    """``aggregation = "debiased"`` (ADR 0046): the metadata keys, the standings the chairman
+    sees and its ranking notes. Without adjustments (the middleware failed or had none to
+    give) the chairman sees the raw aggregate and the metadata says so."""
+    reviewers = tuple(dict.fromkeys(r.reviewer for r in reviews if r.ok))
+    adjustments = await dispatcher.reviewer_adjustments(
+        AdjustmentsRequested(session_id, config_hash, reviewers)
+    )
+    if adjustments is None:
+        return {"debiased_rankings": None, "aggregation_used": "raw"}, standings, None
+    chars = {a.member: len(a.text) for a in answers if a.text is not None}
+    debiased = debiased_aggregate(reviews, chars, adjustments, standings)
+    notes = {
+        d.model: f"debiased mean score {d.debiased_mean_score:.2f}"
+        for d in debiased
+        if d.debiased_mean_score is not None
+    }
+    metadata = {
+        "debiased_rankings": [d.model_dump() for d in debiased],
+        "aggregation_used": "debiased",
+        "reviewer_adjustments": {
+            reviewer: {
+                "leniency": a.leniency,
+                "slot_effects": list(a.slot_effects),
+                "length_slope_per_doubling": a.length_slope,
+                "n_scores": a.n_scores,
+            }
+            for reviewer, a in sorted(adjustments.items())
+        },
+    }
+    return metadata, chairman_standings(standings, debiased), notes
+
+
+def _review_order_metadata(config: CouncilConfig, reviews: Sequence[Review]) -> dict[str, Any]:
+    """``review_orders = 2`` (ADR 0046): the second orders' label maps and parse statuses;
+    nothing at all with one order."""
+    if config.review_orders == 1:
+        return {}
+    second = [r for r in reviews if r.review_order == 1]
+    return {
+        "review_orders": {
+            "orders": config.review_orders,
+            "label_to_model": {
+                r.reviewer: {label: a.model_dump() for label, a in r.label_to_model.items()}
+                for r in second
+            },
+            "review_parse_status": {r.reviewer: r.parse_status for r in second},
+        }
+    }
 
 
 async def _run_session(
@@ -269,7 +336,8 @@ async def _run_session(
         stage_trace.set(
             {"llm_council.succeeded": sum(r.ok for r in reviews), "llm_council.calls": len(reviews)}
         )
-    standings = aggregate_reviews(reviews, [a.member for a in ok_answers])
+    # with review_orders = 2 each reviewer counts once, its two orders averaged (ADR 0046)
+    standings = aggregate_reviews(merge_review_orders(reviews), [a.member for a in ok_answers])
     durations["stage2"] = time.perf_counter() - stage_start
     bound_log.info(
         "stage2_done",
@@ -281,6 +349,15 @@ async def _run_session(
     await dispatcher.stage2_completed(
         Stage2Completed(session_id, tuple(answers), tuple(reviews), tuple(standings))
     )
+
+    aggregation_metadata: dict[str, Any] = {}
+    shown_standings, ranking_notes = standings, None
+    if config.aggregation == "debiased":
+        stage_start = time.perf_counter()
+        aggregation_metadata, shown_standings, ranking_notes = await _debiased_stage(
+            session_id, config_hash, dispatcher, ok_answers, reviews, standings
+        )
+        durations["debias"] = time.perf_counter() - stage_start  # the history read shows here
 
     stage_start = time.perf_counter()
     # Checks (if any) are scheduled now but only start once this task suspends: the
@@ -296,7 +373,7 @@ async def _run_session(
     check_usage: dict[str, int] = {}
     try:
         synthesis, chairman_labels = await _synthesis_stage(
-            query, ok_answers, standings, chairman, config, seed, gate
+            query, ok_answers, shown_standings, chairman, config, seed, gate, ranking_notes
         )
         durations["stage3"] = time.perf_counter() - stage_start
         bound_log.info(
@@ -327,10 +404,13 @@ async def _run_session(
         "label_to_model": {
             r.reviewer: {label: a.model_dump() for label, a in r.label_to_model.items()}
             for r in reviews
+            if r.review_order == 0
         },
         "chairman_label_to_model": chairman_labels,
         "aggregate_rankings": [s.model_dump() for s in standings],
-        "review_parse_status": {r.reviewer: r.parse_status for r in reviews},
+        **aggregation_metadata,
+        "review_parse_status": {r.reviewer: r.parse_status for r in reviews if r.review_order == 0},
+        **_review_order_metadata(config, reviews),
         "degraded": degraded,
         **_call_metadata(config, gate, answers, check_usage),
         **_bias_check_metadata(config, check_reviews),

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 import structlog
 
+from llm_council.debiased_aggregate import ReviewerAdjustment
 from llm_council.results import MemberAnswer, ModelStanding, Review, Synthesis
 
 ENTRY_POINT_GROUP = "llm_council.middleware"
@@ -46,6 +47,15 @@ class Stage2Completed:
     answers: tuple[MemberAnswer, ...]
     reviews: tuple[Review, ...]
     standings: tuple[ModelStanding, ...]
+
+
+@dataclass(frozen=True)
+class AdjustmentsRequested:
+    """The council asks for per-reviewer bias adjustments (``aggregation = "debiased"``)."""
+
+    session_id: str
+    council_config_hash: str
+    reviewers: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -89,6 +99,17 @@ class Middleware:
 
     async def on_session_end(self, event: SessionCompleted) -> dict[str, Any] | None:
         return None
+
+    async def reviewer_adjustments(
+        self, event: AdjustmentsRequested
+    ) -> Mapping[str, ReviewerAdjustment] | None:
+        """Per-reviewer bias adjustments for the debiased aggregate (ADR 0046), or None
+        when this middleware supplies none. Called only when the council asks for them."""
+        return None
+
+    def supplies_adjustments(self) -> bool:
+        """Whether this middleware overrides :meth:`reviewer_adjustments`."""
+        return type(self).reviewer_adjustments is not Middleware.reviewer_adjustments
 
 
 @functools.cache
@@ -164,6 +185,47 @@ class MiddlewareDispatcher:
     async def stage2_completed(self, event: Stage2Completed) -> None:
         for instance in self.middleware:
             await self._call(instance, "on_stage2_complete", event)
+
+    def supplies_adjustments(self) -> bool:
+        return any(instance.supplies_adjustments() for instance in self.middleware)
+
+    async def reviewer_adjustments(
+        self, event: AdjustmentsRequested
+    ) -> dict[str, ReviewerAdjustment] | None:
+        """The first middleware's non-None adjustments (each value checked to be a finite
+        :class:`ReviewerAdjustment`), or None when none supplied any."""
+        for instance in self.middleware:
+            if not instance.supplies_adjustments():
+                continue
+            supplied = await self._call(instance, "reviewer_adjustments", event)
+            if supplied is None:
+                continue
+            label = instance.name or type(instance).__name__
+            if not isinstance(supplied, Mapping):
+                self.errors.append(
+                    {
+                        "middleware": label,
+                        "hook": "reviewer_adjustments",
+                        "error": f"returned {type(supplied).__name__}, not a mapping",
+                    }
+                )
+                continue
+            valid = {
+                str(reviewer): adjustment
+                for reviewer, adjustment in supplied.items()
+                if isinstance(adjustment, ReviewerAdjustment) and adjustment.is_finite()
+            }
+            if len(valid) != len(supplied):
+                self.errors.append(
+                    {
+                        "middleware": label,
+                        "hook": "reviewer_adjustments",
+                        "error": f"{len(supplied) - len(valid)} adjustment(s) not finite "
+                        "ReviewerAdjustment values, left out",
+                    }
+                )
+            return valid
+        return None
 
     async def session_completed(self, event: SessionCompleted) -> dict[str, Any]:
         """Return the metadata keys the middleware added (one per middleware at most)."""

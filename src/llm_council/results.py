@@ -90,6 +90,9 @@ class Review(_Frozen):
     check_kind: str | None = None
     # "padding" / "identity": the candidate whose answer was padded / signed; else None
     check_target: str | None = None
+    # ``review_orders = 2`` (ADR 0046): 0 for the review in the reviewer's own shuffled
+    # order, 1 for its second review of the same answers in the reverse order
+    review_order: int = 0
 
     @property
     def ok(self) -> bool:

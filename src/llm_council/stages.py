@@ -17,7 +17,7 @@ from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from llm_council.anonymize import assign_labels
+from llm_council.anonymize import assign_labels, reversed_labels
 from llm_council.bias_checks import (
     chosen_for_check,
     draw_check_kind,
@@ -355,24 +355,35 @@ async def collect_reviews(
 ) -> list[Review]:
     """Stage 2: each reviewer ranks and scores the answers under its own shuffled labels.
 
-    Returns the reviews in seat order. Bias checks are not issued here: see
-    :func:`collect_check_reviews` (ADR 0031).
+    Returns the reviews in seat order; with ``config.review_orders = 2`` the reviews in the
+    reverse orders follow, in seat order, each with ``review_order = 1`` (ADR 0046). Bias
+    checks are not issued here: see :func:`collect_check_reviews` (ADR 0031).
     """
     texts = {a.member: a.text for a in answers if a.text is not None}
 
-    async def review(seat: Seat) -> Review:
+    async def review(seat: Seat, review_order: int = 0) -> Review:
         label_to_model = _review_labels(seat, texts, config, session_seed)
+        if review_order:
+            label_to_model = reversed_labels(label_to_model)
         base = Review(
-            reviewer=seat.member.name, label_to_model=label_to_model, score_scale=config.score_scale
+            reviewer=seat.member.name,
+            label_to_model=label_to_model,
+            score_scale=config.score_scale,
+            review_order=review_order,
         )
         if not label_to_model:
             return base.model_copy(
                 update={"parse_status": "missing", "error": "no answers to review"}
             )
-        seed = call_seed(session_seed, seat.member.name, "review")
+        # the second order gets its own sampling seed: it is a second look, not a replay
+        stage = f"review:order-{review_order + 1}" if review_order else "review"
+        seed = call_seed(session_seed, seat.member.name, stage)
         return await review_once(query, seat, label_to_model, texts, config, seed, gate, base)
 
-    return await gather_in_turn(review(seat) for seat in reviewer_seats)
+    # review_orders = 2 (ADR 0046): every first-order review, then every second-order one
+    return await gather_in_turn(
+        review(seat, order) for order in range(config.review_orders) for seat in reviewer_seats
+    )
 
 
 async def collect_check_reviews(
@@ -415,17 +426,23 @@ async def synthesize(
     config: CouncilConfig,
     session_seed: int,
     gate: CallGate,
+    ranking_notes: Mapping[str, str] | None = None,
 ) -> tuple[Synthesis, dict[str, dict[str, object]]]:
     """Stage 3: the chairman writes the final answer from the anonymized answers.
 
     Returns the synthesis and the chairman's label map. If the chairman fails, the
-    top-ranked answer is returned instead, flagged ``is_fallback``.
+    top-ranked answer is returned instead, flagged ``is_fallback``. ``ranking_notes``
+    replace a member's "mean rank" note in the ranking the chairman reads (the debiased
+    aggregate's scores, ADR 0046).
     """
     texts = {a.member: a.text for a in answers if a.text is not None}
     label_to_model = assign_labels(list(texts), f"chairman:{chairman.member.name}", session_seed)
     label_of = {a.model: label for label, a in label_to_model.items()}
+    notes = ranking_notes or {}
     lines = [
-        f"{s.place}. {label_of[s.model]} (mean rank {s.mean_rank:.2f})"
+        f"{s.place}. {label_of[s.model]} ({notes[s.model]})"
+        if s.model in notes
+        else f"{s.place}. {label_of[s.model]} (mean rank {s.mean_rank:.2f})"
         if s.mean_rank is not None
         else f"{s.place}. {label_of[s.model]} (unranked)"
         for s in standings

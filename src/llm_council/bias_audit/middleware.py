@@ -17,11 +17,14 @@ is on, so a council without it starts about 0.3 s sooner.
 
 from __future__ import annotations
 
+import asyncio
 import os
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from llm_council.bias_audit.records.query_hash import env_flag
-from llm_council.middleware import Middleware, SessionCompleted
+from llm_council.debiased_aggregate import ReviewerAdjustment
+from llm_council.middleware import AdjustmentsRequested, Middleware, SessionCompleted
 
 ENABLE_VARIABLE = "LLM_COUNCIL_BIAS_AUDIT"
 REFERENCE_ENABLE_VARIABLE = "BIAS_AUDIT_ENABLED"  # the reference council's switch (ADR 0015)
@@ -48,3 +51,18 @@ class BiasAuditMiddleware(Middleware):
         from llm_council.bias_audit.session.session_audit import audit_session
 
         return await audit_session(event)
+
+    async def reviewer_adjustments(
+        self, event: AdjustmentsRequested
+    ) -> Mapping[str, ReviewerAdjustment] | None:
+        """Each reviewer's leniency, slot effects and length slope from this council's past
+        sessions in the configured store (ADR 0046), read off the event loop."""
+        from llm_council.bias_audit.records.stores import store_spec
+        from llm_council.bias_audit.session.history_adjustments import reviewer_adjustments
+
+        return await asyncio.to_thread(
+            reviewer_adjustments,
+            store_spec(),
+            event.reviewers,
+            council_config_hash=event.council_config_hash,
+        )

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from llm_council.bias_audit.report.analyses.causal_checks import causal_checks
+from llm_council.bias_audit.report.analyses.decisions import decisions_affected
 from llm_council.bias_audit.report.analyses.families import submit_bias_families
 from llm_council.bias_audit.report.analyses.joint import fit_joint_model
 from llm_council.bias_audit.report.analyses.leaderboard import (
@@ -93,6 +94,7 @@ def build_report(
             collect_families = submit_bias_families(runner, significance_level, seed=seed)
             length_future = runner.submit(pooled_length_bias)
             causal_future = runner.submit(causal_checks)  # ADR 0024: the live checks, if any
+            decisions_future = runner.submit(decisions_affected)  # ADR 0046
             step("length and position")
             length = length_future.result()
             position = position_future.result()
@@ -104,6 +106,7 @@ def build_report(
             step("leaderboard (bootstrap over sessions)")
             board = board_future.result()
             causal = causal_future.result()
+            decisions = decisions_future.result()
         counts = connection.execute(
             "SELECT (SELECT count(*) FROM reviewers), (SELECT count(*) FROM models)"
         ).fetchone()
@@ -134,6 +137,7 @@ def build_report(
             causal_checks=causal,
             until=until,
             families=families,
+            decisions=decisions,
         )
     finally:
         connection.close()

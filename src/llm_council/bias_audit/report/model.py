@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from llm_council.bias_audit.report.analyses.causal_checks import CausalChecks
+from llm_council.bias_audit.report.analyses.decisions import DecisionsAffected
 from llm_council.bias_audit.report.analyses.families import BiasFamilies
 from llm_council.bias_audit.report.estimates import (
     RELIABILITY_TIERS,
@@ -71,6 +72,8 @@ class BiasReport:
     families: BiasFamilies | None = (
         None  # anchoring, favouritism, drift (report/analyses/families.py)
     )
+    # ADR 0046: how often the debiased winner differs from the raw winner
+    decisions: DecisionsAffected | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: NaN and infinities become null (JSON has neither)."""

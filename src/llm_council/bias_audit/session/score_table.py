@@ -84,12 +84,17 @@ def score_table_from_session(
 ) -> ScoreTable:
     """Build the table from the council's typed stage-1 answers and stage-2 reviews.
 
-    Bias-check reviews (``check_kind`` set, ADR 0024) are left out: the table is the
-    observational data, one review per reviewer. ``lengths``: :func:`answer_lengths` of
-    ``answers`` when the caller has them (counted here otherwise).
+    Bias-check reviews (``check_kind`` set, ADR 0024) and second review orders (ADR 0046)
+    are left out: the table is the observational data, one review per reviewer.
+    ``lengths``: :func:`answer_lengths` of ``answers`` when the caller has them (counted
+    here otherwise).
     """
     answer_list = [answer for answer in answers if answer.ok]
-    review_list = [review for review in reviews if review.candidates and review.check_kind is None]
+    review_list = [
+        review
+        for review in reviews
+        if review.candidates and review.check_kind is None and review.review_order == 0
+    ]
     candidates: list[str] = [answer.member for answer in answer_list]
     for review in review_list:
         for entry in review.candidates:

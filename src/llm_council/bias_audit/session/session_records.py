@@ -53,6 +53,10 @@ def _changed_lengths(event: SessionCompleted, review: Review) -> tuple[int, int]
 
 
 _TREATING_KINDS = ("padding", "identity")
+#: ``check_kind`` of the records of a reviewer's second review order (``review_orders = 2``,
+#: ADR 0046): kept apart from the first order's, so the report's observational estimates
+#: (``check_kind IS NULL``) count each reviewer once per session
+SECOND_ORDER_KIND = "second_order"
 
 
 def review_status(review: Review) -> str:
@@ -86,7 +90,7 @@ def session_review_outcomes(event: SessionCompleted) -> dict[str, dict[str, Any]
     against its own scores (ADR 0027)."""
     outcomes: dict[str, dict[str, Any]] = {}
     for review in event.reviews:
-        if review.check_kind is not None:
+        if review.check_kind is not None or review.review_order != 0:
             continue
         pairs = score_rank_discordance(
             [math.nan if c.score is None else c.score for c in review.candidates],
@@ -124,21 +128,24 @@ def records_from_session(
     original_position = {
         review.reviewer: {a.model: a.display_index for a in review.label_to_model.values()}
         for review in event.reviews
-        if review.check_kind is None
+        if review.check_kind is None and review.review_order == 0
     }
     for review in event.reviews:
         shown = _shown_entries(review)
         status = review_status(review)
+        # a second review order (ADR 0046) is recorded like a check review: its own
+        # positions, and where the first order showed each answer
+        check_kind = review.check_kind or (SECOND_ORDER_KIND if review.review_order else None)
         for entry in shown:
             chars, words = lengths.get(entry.candidate, (0, 0))
             check: dict[str, Any] = {}
-            if review.check_kind is not None:
-                treating = review.check_kind in _TREATING_KINDS
+            if check_kind is not None:
+                treating = check_kind in _TREATING_KINDS
                 treated = review.check_target == entry.candidate
                 if treating and treated:
                     chars, words = _changed_lengths(event, review)
                 check = {
-                    "check_kind": review.check_kind,
+                    "check_kind": check_kind,
                     "check_of_position": original_position.get(review.reviewer, {}).get(
                         entry.candidate
                     ),

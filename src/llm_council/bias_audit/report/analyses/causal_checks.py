@@ -203,6 +203,10 @@ def padding_effect(
     return _clustered_mean(treated_change - control_change, sessions)
 
 
+#: the live checks (ADR 0024): a second review order (ADR 0046) is stored as a check
+#: review but is not one, and this section leaves it out
+_LIVE_CHECKS = "check_kind <> 'second_order'"
+
 _PAIRS_SQL = """
     SELECT c.check_kind AS kind, c.reviewer_id AS reviewer, c.session_id,
            r.position AS original_position, c.position AS check_position,
@@ -212,7 +216,7 @@ _PAIRS_SQL = """
     FROM check_records c
     JOIN records r ON r.session_id = c.session_id AND r.reviewer = c.reviewer_id
                   AND r.model = c.model_id
-    WHERE r.score IS NOT NULL AND c.score_value IS NOT NULL
+    WHERE r.score IS NOT NULL AND c.score_value IS NOT NULL AND c.check_kind <> 'second_order'
     ORDER BY reviewer, kind, c.session_id, r.position
 """
 
@@ -243,14 +247,18 @@ def causal_checks(connection: duckdb.DuckDBPyConnection) -> CausalChecks | None:
     tables = {row[0] for row in connection.execute("SHOW TABLES").fetchall()}
     if "check_records" not in tables:
         return None
-    count = connection.execute("SELECT count(*) FROM check_records").fetchone()
+    count = connection.execute(
+        f"SELECT count(*) FROM check_records WHERE {_LIVE_CHECKS}"
+    ).fetchone()
     if count is None or int(count[0]) == 0:
         return None
     rows = connection.execute(_PAIRS_SQL).fetchall()
     reviewers = sorted(
         {
             str(row[0])
-            for row in connection.execute("SELECT reviewer_id FROM check_records").fetchall()
+            for row in connection.execute(
+                f"SELECT reviewer_id FROM check_records WHERE {_LIVE_CHECKS}"
+            ).fetchall()
         }
     )
     results = []
@@ -262,7 +270,8 @@ def causal_checks(connection: duckdb.DuckDBPyConnection) -> CausalChecks | None:
 
 def _n_check_reviews(connection: duckdb.DuckDBPyConnection) -> int:
     row = connection.execute(
-        "SELECT count(*) FROM (SELECT DISTINCT session_id, reviewer_id FROM check_records)"
+        "SELECT count(*) FROM (SELECT DISTINCT session_id, reviewer_id FROM check_records"
+        f" WHERE {_LIVE_CHECKS})"
     ).fetchone()
     return int(row[0]) if row else 0
 

@@ -1,4 +1,5 @@
-"""HTML tables of the dashboard: the three leaderboards side by side, and the causal checks.
+"""HTML tables of the dashboard: the three leaderboards side by side, the causal checks, and
+the decisions the debiased aggregate would change (ADR 0046).
 
 The leaderboard table puts each model's raw mean score, its Bradley-Terry strength, the
 length-controlled strength and the joint model's adjusted mean in one row, with the rank
@@ -13,6 +14,7 @@ import math
 from html import escape
 
 from llm_council.bias_audit.report.analyses.causal_checks import CausalChecks, CheckEstimate
+from llm_council.bias_audit.report.analyses.decisions import DecisionsAffected
 from llm_council.bias_audit.report.dashboard.dashboard_cards import reviewer_name
 from llm_council.bias_audit.report.dashboard.dashboard_findings import p_text
 from llm_council.bias_audit.report.estimates import Interval, Leaderboard
@@ -115,4 +117,29 @@ def causal_table(report: BiasReport, section: CausalChecks) -> str:
         "<th>observational trend, pts per slot</th><th>padding: pts gained</th>"
         "<th>identity: pts when signed as own</th><th>repeat: self-consistency</th>"
         "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+    )
+
+
+def _share_cell(k: int, share: Interval) -> str:
+    if not math.isfinite(share.estimate):
+        return "<td>n/a</td>"
+    return f"<td>{k} ({share.estimate:.1%}, {share.ci_low:.1%}-{share.ci_high:.1%})</td>"
+
+
+def decisions_table(decisions: DecisionsAffected) -> str:
+    """Decisions affected (ADR 0046): the window, then each week, one row each."""
+    rows = []
+    for label, changes in [("whole window", decisions.overall)] + [
+        (f"week of {week.week_start}", week) for week in decisions.weekly
+    ]:
+        rows.append(
+            f"<tr><th>{escape(label)}</th><td>{changes.n_sessions}</td>"
+            f"{_share_cell(changes.n_changed, changes.share_changed)}"
+            f"{_share_cell(changes.n_changed_by_adjustments, changes.share_changed_by_adjustments)}"
+            f"<td>{changes.n_ties_broken}</td></tr>"
+        )
+    return (
+        "<table><thead><tr><th></th><th>sessions</th><th>winner changed (debiased vs raw)</th>"
+        "<th>by the adjustments alone</th><th>top ties broken</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
     )

@@ -26,7 +26,7 @@ from llm_council.bias_audit.report.dashboard.dashboard_plots import (
     self_preference_section,
 )
 from llm_council.bias_audit.report.dashboard.dashboard_style import DASHBOARD_CSS, METHOD_NOTES
-from llm_council.bias_audit.report.dashboard.dashboard_tables import causal_table
+from llm_council.bias_audit.report.dashboard.dashboard_tables import causal_table, decisions_table
 from llm_council.bias_audit.report.model import BiasReport
 from llm_council.bias_audit.report.number_format import fmt
 from llm_council.bias_audit.report.render.effective_judges_note import effective_judges_note_html
@@ -128,6 +128,15 @@ def render_html(report: BiasReport) -> str:
                 f"{''.join(family_parts)}</section>"
             )
     parts.append(_causal_html(report))
+    if report.decisions is not None:
+        parts.append(
+            section(
+                "section-decisions",
+                "Decisions affected (debiased vs raw winner, adjustments fitted on this window)",
+                decisions_table(report.decisions),
+                css="panel wide",
+            )
+        )
     notes = "".join(f"<li>{escape(note)}</li>" for note in METHOD_NOTES)
     parts.append(
         section(

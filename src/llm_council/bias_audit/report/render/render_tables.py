@@ -163,6 +163,10 @@ def csv_rows(report: BiasReport) -> list[tuple[str, str, str, str, str, str, str
         from llm_council.bias_audit.report.render.render_families import families_csv_rows
 
         rows.extend(families_csv_rows(report.families))
+    if report.decisions is not None:
+        from llm_council.bias_audit.report.render.render_decisions import decisions_csv_rows
+
+        rows.extend(decisions_csv_rows(report.decisions))
     return rows
 
 
