@@ -12,7 +12,6 @@ from llm_council.bias_audit.report.render.effective_judges_note import effective
 from llm_council.bias_audit.report.render.render_causal import causal_check_lines
 from llm_council.safe_text import terminal_safe
 
-
 #: after a position test that is a randomization test (a singular Wald covariance)
 _RANDOMIZED = (
     "; randomization test over display orders (a slot effect that never varied between "
