@@ -247,3 +247,18 @@ def test_shuffled_orders_carry_no_confound(tmp_path: Path) -> None:
     assert matrix is not None
     assert not any(c.confounded_with_slot for c in matrix.cells)
     assert not any(s.confounded_with_slot for s in report.self_preference)
+
+
+def test_a_council_of_always_a_judges_with_shared_orders_is_flagged_council_wide(
+    tmp_path: Path,
+) -> None:
+    """Every reviewer always ranks A first, one shuffled order a session: the council's
+    covariance is singular too; its randomization units are sessions (one shared order)."""
+    spec = RankCouncilSpec(n_members=4, order="session", judges=["first"] * 4)
+    report = _report(tmp_path, spec, seed=1)
+    assert report.position is not None
+    council = report.position.council
+    assert council.test_method == "randomization" and council.flagged
+    assert council.direction == "primacy"
+    assert council.test_p_value == pytest.approx(1 / 1000)
+    assert all(p.flagged for p in report.position.per_reviewer)

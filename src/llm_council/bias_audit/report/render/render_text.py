@@ -240,7 +240,13 @@ def render_text(report: BiasReport) -> str:
                     f"    {effect.term:<20} {fmt(effect.estimate):>6} "
                     f"[{fmt(effect.ci_low)}, {fmt(effect.ci_high)}]"
                 )
-        if joint.position_identified:
+        if joint.position_identified and math.isnan(joint.position_wald_p):
+            add(
+                "  Slots jointly: not tested (no more sessions than slot terms, or a singular "
+                "covariance: a slot effect that never varied between sessions); see Position "
+                "Bias, which tests that by randomization over the display orders."
+            )
+        elif joint.position_identified:
             add(
                 f"  Slots jointly: F = {fmt(joint.position_wald_f)}, "
                 f"p={fmt_p(joint.position_wald_p)}"
