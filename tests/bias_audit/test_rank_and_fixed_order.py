@@ -136,6 +136,36 @@ def test_one_shared_order_withholds_self_preference_flags() -> None:
     assert not any(has_one_shared_order(_table(s)) for s in generate_sessions(own, 10, seed=8))
 
 
+JUDGES = ("first", "last", "mostly_first")
+
+
+@pytest.mark.parametrize("n_members", [2, 3, 4, 5])
+@pytest.mark.parametrize("order", ["fixed", "session", "reviewer"])
+@pytest.mark.parametrize("judge", JUDGES)
+def test_per_session_claims_on_rankings_at_every_size_and_order(
+    n_members: int, order: str, judge: str
+) -> None:
+    """What a single rank-only session may claim: never leniency; with one identical order
+    neither position nor self-preference; with per-reviewer orders position is tested from
+    4 members on (2 members: never identified)."""
+    spec = RankCouncilSpec(
+        n_members=n_members, order=order, judges=[judge] + ["honest"] * (n_members - 1)
+    )
+    results = [_audit(s) for s in generate_sessions(spec, 12, seed=n_members)]
+    for result in results:
+        assert "leniency" not in result.risk_tests_run
+        assert result.harsh_reviewers == result.generous_reviewers == []
+        if order != "reviewer":
+            assert result.risk_tests_run == []
+            assert result.overall_bias_risk == "not_tested"
+            assert not result.position_bias_detected and not result.self_preference_detected
+    tested = sum(r.position_score_p_value is not None for r in results)
+    if order == "reviewer" and n_members >= 4:
+        assert tested >= 9  # 0.89-1.00 of sessions (docs/bias-audit.md)
+    if n_members == 2:
+        assert tested == 0
+
+
 def test_a_council_of_always_a_judges_is_flagged_per_session_where_identified() -> None:
     """Per session the position test is the randomization test of the residuals (valid
     at any size); with 5 members, each its own order, an all-"first" council is flagged in
@@ -186,7 +216,7 @@ def test_deterministic_judges_are_flagged_across_sessions(
         assert "randomization_variance:across sessions" in render_csv(report)
 
 
-@pytest.mark.parametrize("n_members", [3, 5])
+@pytest.mark.parametrize("n_members", [2, 3, 4, 5])
 def test_a_ninety_percent_a_judge_is_flagged_too(tmp_path: Path, n_members: int) -> None:
     judges = ["mostly_first"] + ["honest"] * (n_members - 1)
     for order in ("session", "reviewer"):
@@ -207,6 +237,25 @@ def test_rank_only_reports_leave_leniency_and_spread_unidentified(tmp_path: Path
     assert "rank points from rankings" in text
     scored = _report(tmp_path, RankCouncilSpec(n_members=4, order="reviewer", scores=True), 4)
     assert "not identified" not in {p.spread_label for p in scored.profiles}
+
+
+@pytest.mark.parametrize("n_members", [2, 3, 4, 5])
+@pytest.mark.parametrize("judge", JUDGES)
+def test_fixed_order_never_flags_the_slot_a_model_as_favoured(
+    tmp_path: Path, n_members: int, judge: str
+) -> None:
+    spec = RankCouncilSpec(
+        n_members=n_members, order="fixed", judges=["honest", judge] + ["honest"] * (n_members - 2)
+    )
+    report = _report(tmp_path, spec, seed=60 + n_members)
+    assert report.position is not None
+    assert not report.position.council.identified
+    assert not any(p.identified or p.flagged for p in report.position.per_reviewer)
+    matrix = report.families.favouritism if report.families else None
+    if matrix is not None:
+        assert matrix.flagged_pairs() == [] and matrix.mutual_blocs == []
+        assert all(c.confounded_with_slot and not c.flagged for c in matrix.cells)
+    assert not any(s.detected for s in report.self_preference)
 
 
 def test_fixed_order_favouritism_and_self_preference_carry_the_confound(tmp_path: Path) -> None:
