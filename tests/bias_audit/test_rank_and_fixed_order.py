@@ -311,3 +311,25 @@ def test_a_council_of_always_a_judges_with_shared_orders_is_flagged_council_wide
     assert council.direction == "primacy"
     assert council.test_p_value == pytest.approx(1 / 1000)
     assert all(p.flagged for p in report.position.per_reviewer)
+
+
+def test_a_ranker_among_scorers_gets_no_leniency_label(tmp_path: Path) -> None:
+    """One reviewer ranks (rank points 1..4) while three score 1-10: its mean (2.5) is on
+    another scale, so it is neither harsh nor in the others' reference."""
+    spec = RankCouncilSpec(n_members=4, order="reviewer", scores=True)
+    path = tmp_path / "mixed.jsonl"
+    with path.open("w", encoding="utf-8") as handle:
+        for session in generate_sessions(spec, 40, seed=12):
+            records = session.records()
+            ranker = [r for r in records if r["reviewer_id"].endswith("-0")]
+            ranker.sort(key=lambda r: (-r["score_value"], r["position"]))
+            for place, record in enumerate(ranker):
+                record["score_value"], record["rank"] = float(len(ranker) - place), place + 1
+            handle.writelines(json.dumps(record) + "\n" for record in records)
+    report = build_report(path, n_resamples=20)
+    labels = {p.reviewer[-1]: (p.leniency_label, p.spread_label) for p in report.profiles}
+    assert labels["0"] == ("not identified", "not identified")
+    assert all(labels[k][0] != "not identified" for k in "123")
+    assert all(labels[k][1] != "not identified" for k in "123")
+    ranker_profile = next(p for p in report.profiles if p.reviewer.endswith("-0"))
+    assert not ranker_profile.in_leniency_reference

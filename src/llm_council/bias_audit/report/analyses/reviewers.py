@@ -94,27 +94,41 @@ def _material_leniency(connection: duckdb.DuckDBPyConnection) -> float:
     return MATERIAL_LENIENCY_SHARE * scale_range
 
 
-def robust_leniencies(connection: duckdb.DuckDBPyConnection) -> dict[str, ReviewerLeniency]:
-    """Each reviewer's leniency against the step-down reference (by reviewer id)."""
+def robust_leniencies(
+    connection: duckdb.DuckDBPyConnection, excluded: set[str] | None = None
+) -> dict[str, ReviewerLeniency]:
+    """Each reviewer's leniency against the step-down reference (by reviewer id).
+
+    ``excluded`` reviewers (rank-point reviewers in a store of scorers) are left out of
+    the estimation and of the reference: their level is fixed by how many answers they
+    ranked, on another scale than the others' scores.
+    """
     columns = connection.execute(
         "SELECT session, model_index, reviewer_index, score, is_self FROM scored"
     ).fetchnumpy()
     names = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
     session = np.asarray(columns["session"], dtype=np.int64)
+    reviewer = np.asarray(columns["reviewer_index"], dtype=np.int64)
+    kept_names = names
+    if excluded:
+        keep = ~np.isin(reviewer, [i for i, name in names.items() if name in excluded])
+        columns = {key: np.asarray(value)[keep] for key, value in columns.items()}
+        session = session[keep]
+        kept_ids, reviewer = dense_codes(reviewer[keep])
+        kept_names = {code: names[int(i)] for code, i in enumerate(kept_ids)}
     if session.size == 0:
         return {}
     _, session_index = dense_codes(session)
     del session
     n_models = int(np.asarray(columns["model_index"]).max()) + 1
     answer = session_index * n_models + np.asarray(columns["model_index"], dtype=np.int64)
-    reviewer = np.asarray(columns["reviewer_index"], dtype=np.int64)
     score = np.asarray(columns["score"], dtype=float)
     is_self = np.asarray(columns["is_self"], dtype=bool)
     del columns  # the fetched originals, while the step-down holds its own arrays
     results = step_down_leniency(
-        answer, session_index, reviewer, score, is_self, n_reviewers=len(names)
+        answer, session_index, reviewer, score, is_self, n_reviewers=len(kept_names)
     )
-    return {names[index]: result for index, result in enumerate(results)}
+    return {kept_names[index]: result for index, result in enumerate(results)}
 
 
 def reviewer_length_correlations(connection: duckdb.DuckDBPyConnection) -> dict[str, Interval]:
@@ -172,7 +186,8 @@ def reviewer_profiles(
     if forced_choice is None:
         forced_choice = leniency_fixed_by_the_scale(connection, rank_reviewers)
     leniency_identified = not forced_choice
-    leniencies = robust_leniencies(connection) if leniency_identified else {}
+    # in a store of scorers, a rank-point reviewer's level is on another scale
+    leniencies = robust_leniencies(connection, rank_reviewers) if leniency_identified else {}
     material = _material_leniency(connection)
     length_correlations = reviewer_length_correlations(connection)
     finite_spreads = [value for value in spreads.values() if value is not None]
@@ -206,11 +221,15 @@ def reviewer_profiles(
                     _leniency_label(robust, material)
                     if robust
                     else "unknown"
-                    if leniency_identified
+                    if leniency_identified and reviewer not in rank_reviewers
                     else NOT_IDENTIFIED
                 ),
                 leniency_p_holm=robust.adjusted_p_value if robust else nan,
-                in_leniency_reference=robust.in_reference if robust else True,
+                in_leniency_reference=(
+                    robust.in_reference
+                    if robust
+                    else not leniency_identified or reviewer not in rank_reviewers
+                ),
                 spread=spread_value,
                 spread_ratio=float(ratio),
                 spread_label=(
@@ -218,7 +237,9 @@ def reviewer_profiles(
                 ),
                 length_correlation=length_correlations.get(reviewer, nan_interval),
                 reliability=reliability_tier(
-                    estimate.n_clusters if leniency_identified else int(n_sessions)
+                    estimate.n_clusters
+                    if leniency_identified and reviewer not in rank_reviewers
+                    else int(n_sessions)
                 ),
             )
         )
