@@ -26,7 +26,8 @@ from llm_council.bias_audit.report import (
     render_json,
     render_text,
 )
-from llm_council.bias_audit.session.audit import has_one_shared_order, is_rank_only, run_bias_audit
+from llm_council.bias_audit.session.audit import run_bias_audit
+from llm_council.bias_audit.session.design_limits import has_one_shared_order, is_rank_only
 from llm_council.bias_audit.session.result import BiasAuditResult
 from llm_council.bias_audit.session.score_table import score_table_from_mappings
 from llm_council.bias_audit.session.stage2_scores import extract_scores_from_stage2

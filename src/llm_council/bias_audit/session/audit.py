@@ -16,6 +16,12 @@ from typing import Any
 import numpy as np
 
 from llm_council.bias_audit.session.audit_methods import METHODS
+from llm_council.bias_audit.session.design_limits import (
+    has_one_shared_order,
+    is_rank_only,
+    leniency_not_tested,
+    self_preference_confounded,
+)
 from llm_council.bias_audit.session.result import BiasAuditResult, RiskLevel
 from llm_council.bias_audit.session.score_table import (
     UNKNOWN_POSITION,
@@ -28,7 +34,6 @@ from llm_council.stats.additive_model import AdditiveFit
 from llm_council.stats.correlation import pearson_correlation_t_test
 from llm_council.stats.design_cache import fit_additive_two_way_cached
 from llm_council.stats.position_tests import joint_slot_effects, position_randomization_test
-from llm_council.stats.rank_points import table_is_rank_points
 from llm_council.stats.reviewer_noise import ReviewerNoise, estimate_reviewer_noise
 from llm_council.stats.session_test_batch import SessionTests, session_noise_aware_tests
 from llm_council.stats.session_tests import (
@@ -71,53 +76,6 @@ def _risk_tests_run(
         ),
     }
     return [name for name, done in ran.items() if done]
-
-
-def is_rank_only(table: ScoreTable) -> bool:
-    """Are the session's scores rank points (rankings only, ADR 0040)? A reviewer's number
-    of shown answers is its known display positions, else every candidate."""
-    known = (table.positions != UNKNOWN_POSITION).sum(axis=1)
-    n_shown = np.where(known > 0, known, len(table.candidates))
-    return table_is_rank_points(table.scores, n_shown)
-
-
-def _leniency_not_tested(leniency: dict[str, Any], notes: dict[str, str]) -> dict[str, Any]:
-    """Rank points: every full ranking has the same mean, so no leniency test (ADR 0040)."""
-    notes["leniency"] = (
-        "not tested: the scores are rank points (rankings only), and every reviewer who "
-        "ranks all N answers gives the same points N..1, so a reviewer's level and spread "
-        "are fixed by N; ranks still identify position and self-preference"
-    )
-    return {
-        **leniency,
-        "reviewer_offset_p_values": dict.fromkeys(leniency["reviewer_offset_p_values"]),
-        "harsh_reviewers": [],
-        "generous_reviewers": [],
-    }
-
-
-def has_one_shared_order(table: ScoreTable) -> bool:
-    """Did two or more reviewers see the answers in one identical display order (every
-    answer at the same known slot for every reviewer that was shown it)?"""
-    known = table.positions != UNKNOWN_POSITION
-    if np.count_nonzero(known.any(axis=1)) < 2:
-        return False
-    lowest = np.where(known, table.positions, np.iinfo(np.intp).max).min(axis=0)
-    highest = np.where(known, table.positions, -1).max(axis=0)
-    seen = known.any(axis=0)
-    return bool(np.all(lowest[seen] == highest[seen]))
-
-
-def _self_preference_confounded(self_pref: dict[str, Any], notes: dict[str, str]) -> dict[str, Any]:
-    """One shared order: self-preference and a preference for a slot look alike."""
-    notes["confounded_with_slot"] = (
-        "self_preference: every reviewer saw one identical display order, so a reviewer's "
-        "own answer sat at one slot; if the council always shows this order, preferring "
-        "its own answer and preferring that slot give the same scores. Self-preference "
-        "is estimated, but not flagged and not counted as tested; shuffle the order per "
-        "reviewer to separate them"
-    )
-    return {**self_pref, "self_preferring_reviewers": [], "self_preference_detected": False}
 
 
 @dataclass(frozen=True)
@@ -476,12 +434,12 @@ def audit_score_table(
     )
     leniency = _leniency_fields(table, model, thresholds, batch)
     if is_rank_only(table):
-        leniency = _leniency_not_tested(leniency, notes)
+        leniency = leniency_not_tested(leniency, notes)
     self_preference = _self_preference_fields(table, model, thresholds, self_reviews, batch)
     n_self_reviews = self_preference.pop("n_self_reviews")
     shared_order = has_one_shared_order(table) and n_self_reviews > 0
     if shared_order:
-        self_preference = _self_preference_confounded(self_preference, notes)
+        self_preference = self_preference_confounded(self_preference, notes)
 
     flags = {
         "length_bias_detected": length["length_bias_detected"],
