@@ -71,8 +71,7 @@ def randomization_units(
         return cell_values, slots, groups
     counts = np.bincount(answer, minlength=n_answers).astype(float)
     means = np.bincount(answer, weights=cell_values, minlength=n_answers) / counts
-    first = np.zeros(n_answers, dtype=np.int64)
-    first[answer[::-1]] = np.arange(answer.size)[::-1]
+    _, first = np.unique(answer, return_index=True)  # a row of each (session, model)
     return means, slots[first], session_ids[first]
 
 
