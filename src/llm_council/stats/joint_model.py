@@ -178,6 +178,25 @@ class WaldResult:
     df_numerator: int
     df_denominator: int
     p_value: float
+    #: ``V`` has rank below ``q`` (numerical rank, :data:`RELATIVE_TOLERANCE`): some
+    #: combination of the tested coefficients did not vary at all between clusters. The
+    #: pseudo-inverse then drops exactly that direction, however far the estimate lies
+    #: along it, so ``p_value`` says nothing about it: use an exact or randomization test
+    #: (:mod:`llm_council.stats.slot_randomization`)
+    singular: bool = False
+
+
+def covariance_rank(covariance: ArrayLike) -> int:
+    """Numerical rank of a symmetric PSD matrix: eigenvalues above
+    :data:`RELATIVE_TOLERANCE` times the largest (0 for the zero matrix)."""
+    v = np.atleast_2d(np.asarray(covariance, dtype=float))
+    if v.size == 0:
+        return 0
+    eigenvalues = np.linalg.eigvalsh((v + v.T) / 2)
+    largest = float(np.max(np.abs(eigenvalues)))
+    if not np.isfinite(largest) or largest == 0.0:
+        return 0
+    return int(np.count_nonzero(eigenvalues > RELATIVE_TOLERANCE * largest))
 
 
 def wald_test(coefficients: ArrayLike, covariance: ArrayLike, n_clusters: int) -> WaldResult:
@@ -194,13 +213,19 @@ def wald_test(coefficients: ArrayLike, covariance: ArrayLike, n_clusters: int) -
     sessions and 4 slot contrasts in our null calibration). Pustejovsky & Tipton (2018),
     J. Business & Economic Statistics 36(4), section 3 (the "T^2 approximation"); Cameron &
     Miller (2015), section VI.B. For ``q = 1`` it is the squared t test on ``C - 1`` df.
+
+    A singular ``V`` (rank below ``q``) is reported in ``singular``, not repaired: ``W``
+    is then computed with the pseudo-inverse, which ignores the directions in which the
+    estimate never varied, and those are where a deterministic effect (a judge that
+    always ranks slot A first) lives.
     """
     beta = np.atleast_1d(np.asarray(coefficients, dtype=float))
     v = np.atleast_2d(np.asarray(covariance, dtype=float))
     q = beta.size
+    singular = covariance_rank(v) < q
     if n_clusters <= q:
-        return WaldResult(float("nan"), q, 0, float("nan"))
+        return WaldResult(float("nan"), q, 0, float("nan"), singular)
     wald = float(beta @ np.linalg.pinv(v) @ beta)
     f_statistic = (n_clusters - q) / (q * (n_clusters - 1)) * wald
     df_den = n_clusters - q
-    return WaldResult(f_statistic, q, df_den, float(f_sf(f_statistic, q, df_den)))
+    return WaldResult(f_statistic, q, df_den, float(f_sf(f_statistic, q, df_den)), singular)

@@ -42,6 +42,9 @@ class SlotEffects:
     trend_ci: tuple[float, float]
     trend_p: float
     n_clusters: int
+    #: the Wald covariance is singular: ``wald_p`` cannot see a deterministic effect
+    #: (see :attr:`llm_council.stats.joint_model.WaldResult.singular`)
+    wald_singular: bool = False
 
 
 def fit_reviewer_slots(
@@ -132,4 +135,5 @@ def slot_effects(fit: ClusteredOlsFit, contrasts: np.ndarray) -> SlotEffects | N
         trend_ci=(trend - t_crit * trend_se, trend + t_crit * trend_se),
         trend_p=trend_p,
         n_clusters=fit.n_clusters,
+        wald_singular=test.singular,
     )

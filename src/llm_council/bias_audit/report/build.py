@@ -16,7 +16,11 @@ from llm_council.bias_audit.report.analyses.leaderboard import (
 )
 from llm_council.bias_audit.report.analyses.length import pooled_length_bias
 from llm_council.bias_audit.report.analyses.position import position_bias
-from llm_council.bias_audit.report.analyses.reviewers import reviewer_profiles, self_preferences
+from llm_council.bias_audit.report.analyses.reviewers import (
+    leniency_fixed_by_the_scale,
+    reviewer_profiles,
+    self_preferences,
+)
 from llm_council.bias_audit.report.analyses.section_runner import (
     PARALLEL_MAX_RECORDS,
     SectionRunner,
@@ -24,7 +28,7 @@ from llm_council.bias_audit.report.analyses.section_runner import (
 from llm_council.bias_audit.report.load.loading import DEFAULT_MEMORY_LIMIT, load_store, parse_since
 from llm_council.bias_audit.report.load.tables import (
     create_analysis_tables,
-    scores_sum_to_a_constant,
+    rank_point_reviewers,
 )
 from llm_council.bias_audit.report.model import BiasReport
 from llm_council.errors import RecordError
@@ -85,8 +89,12 @@ def build_report(
         with SectionRunner(connection, parallel=parallel, one_blas_thread=reproducible) as runner:
             board_future = runner.submit(build_leaderboard, n_resamples=n_resamples, seed=seed)
             step("profiling reviewers")
-            forced_choice = scores_sum_to_a_constant(connection)  # both need it: ask once
-            profiles = reviewer_profiles(connection, forced_choice=forced_choice)
+            # both need it: ask once (rank points or a forced-choice scale)
+            rank_reviewers = rank_point_reviewers(connection)
+            forced_choice = leniency_fixed_by_the_scale(connection, rank_reviewers)
+            profiles = reviewer_profiles(
+                connection, forced_choice=forced_choice, rank_reviewers=rank_reviewers
+            )
             # the joint model's leniencies are centred on the profiles' robust reference
             reference = [p.reviewer for p in profiles if p.in_leniency_reference]
             joint_future = runner.submit(fit_joint_model, reference, forced_choice=forced_choice)

@@ -91,6 +91,10 @@ class SlotProfile:
     identified: bool  # False when the slot is confounded with the candidate
     flagged: bool  # identified and (adjusted) p < the significance level
     basis: str  # "within answers" (answer fixed effects) / "across sessions" / "none"
+    # "wald" (test_statistic is the F); "randomization" where the Wald covariance was
+    # singular (a deterministic slot effect): test_statistic is then the between-slot
+    # variance of the centred scores (points^2) and test_df (slots - 1, 0); issue 23
+    test_method: str = "wald"
 
 
 @dataclass(frozen=True)
@@ -114,7 +118,12 @@ class SelfPreference:
     n_sessions: int
     adjusted: Interval  # the joint model's self-review term (leniency, length held fixed)
     raw: Interval  # own score - the others' mean on its answer, t interval over sessions
-    detected: bool
+    detected: bool  # the adjusted interval excludes 0, and the design separates it from slot
+    # the reviewer saw its own answer at one display slot in every session (a fixed order):
+    # a preference for that slot looks exactly like self-preference, so it is never
+    # ``detected``; ``fixed_slot`` is that display_index (issue 23, ADR 0040)
+    confounded_with_slot: bool = False
+    fixed_slot: int | None = None
 
 
 @dataclass(frozen=True)

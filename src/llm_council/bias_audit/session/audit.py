@@ -16,6 +16,12 @@ from typing import Any
 import numpy as np
 
 from llm_council.bias_audit.session.audit_methods import METHODS
+from llm_council.bias_audit.session.design_limits import (
+    has_one_shared_order,
+    is_rank_only,
+    leniency_not_tested,
+    self_preference_confounded,
+)
 from llm_council.bias_audit.session.result import BiasAuditResult, RiskLevel
 from llm_council.bias_audit.session.score_table import (
     UNKNOWN_POSITION,
@@ -52,14 +58,22 @@ def _risk_level(flag_count: int, tests_run: int) -> RiskLevel:
 
 
 def _risk_tests_run(
-    position: Mapping[str, Any], leniency: Mapping[str, Any], self_pref: Mapping[str, Any]
+    position: Mapping[str, Any],
+    leniency: Mapping[str, Any],
+    self_pref: Mapping[str, Any],
+    *,
+    self_preference_confounded: bool = False,
 ) -> list[str]:
-    """The risk tests that produced a p-value (a test that did not run leaves None)."""
+    """The risk tests that produced a p-value (a test that did not run leaves None); a
+    self-preference test confounded with the display slot did not test self-preference."""
     ran = {
         "position": position["position_score_p_value"] is not None,
         "leniency": any(p is not None for p in leniency["reviewer_offset_p_values"].values()),
-        "self_preference": self_pref["pooled_self_preference_p_value"] is not None
-        or any(p is not None for p in self_pref["self_preference_p_values"].values()),
+        "self_preference": not self_preference_confounded
+        and (
+            self_pref["pooled_self_preference_p_value"] is not None
+            or any(p is not None for p in self_pref["self_preference_p_values"].values())
+        ),
     }
     return [name for name, done in ran.items() if done]
 
@@ -420,8 +434,13 @@ def audit_score_table(
         else None
     )
     leniency = _leniency_fields(table, model, thresholds, batch)
+    if is_rank_only(table):
+        leniency = leniency_not_tested(leniency, notes)
     self_preference = _self_preference_fields(table, model, thresholds, self_reviews, batch)
     n_self_reviews = self_preference.pop("n_self_reviews")
+    shared_order = has_one_shared_order(table) and n_self_reviews > 0
+    if shared_order:
+        self_preference = self_preference_confounded(self_preference, notes)
 
     flags = {
         "length_bias_detected": length["length_bias_detected"],
@@ -435,7 +454,9 @@ def audit_score_table(
     # The length flag measures answers as much as judges (see METHODS["length"]): it is
     # reported, never counted as a risk.
     risk_flags = [name for name in flags_raised if name != "length_bias_detected"]
-    risk_tests_run = _risk_tests_run(position, leniency, self_preference)
+    risk_tests_run = _risk_tests_run(
+        position, leniency, self_preference, self_preference_confounded=shared_order
+    )
     return BiasAuditResult(
         **length,
         **position,

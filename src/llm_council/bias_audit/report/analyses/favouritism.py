@@ -18,6 +18,10 @@ A large favour of ``r`` toward ``m`` leaves a small opposite trace on the rest o
 ``r`` and column ``m`` (about ``-delta / (k - 1)`` each, ``+delta / (k - 1)^2`` elsewhere),
 because only the double-centred interaction is identified. Flagged cells whose interval
 holds the trace the larger flags predict are marked ``spillover`` and listed apart.
+
+Where a reviewer saw a model at one display slot in every session (a fixed order, as in
+karpathy's council), favouring the model and favouring the slot give the same scores: the
+cell is marked ``confounded_with_slot`` and is never flagged (issue 23, ADR 0040).
 """
 
 from __future__ import annotations
@@ -28,7 +32,11 @@ import duckdb
 import numpy as np
 
 from llm_council.bias_audit.report.estimates import Interval
-from llm_council.bias_audit.report.load.tables import dense_codes, nullable_floats
+from llm_council.bias_audit.report.load.tables import (
+    dense_codes,
+    fixed_slot_pairs,
+    nullable_floats,
+)
 from llm_council.stats.favouritism import favouritism_matrix, mutual_blocs
 
 #: past this many floats in the length-control design (reviewers x sessions x reviewers x
@@ -50,8 +58,12 @@ class FavouritismCell:
     effect: Interval  # points; p_value is the raw (uncorrected) t-test p
     n_sessions: int
     holm_p: float
-    flagged: bool  # Holm-adjusted p < significance level (either sign)
+    flagged: bool  # Holm-adjusted p < significance level (either sign), not confounded
     spillover: bool = False  # flagged, but the interval holds what larger flags spill onto it
+    # the reviewer saw this model at one display slot (``fixed_slot``) in every session:
+    # slot and model effects are the same numbers, so the cell is never flagged
+    confounded_with_slot: bool = False
+    fixed_slot: int | None = None
 
 
 @dataclass(frozen=True)
@@ -107,6 +119,10 @@ def favouritism(
             "SELECT DISTINCT reviewer_index, model_index FROM scored WHERE is_self"
         ).fetchall()
     )
+    fixed = fixed_slot_pairs(connection)
+    confounded = np.array(
+        [[(reviewer, model) in fixed for model in models] for reviewer in reviewers], dtype=bool
+    )
     cells = []
     for r, reviewer in enumerate(reviewers):
         for m, model in enumerate(models):
@@ -121,14 +137,19 @@ def favouritism(
                     effect=Interval.from_estimate(estimate),
                     n_sessions=estimate.n_clusters,
                     holm_p=float(matrix.holm_p[r, m]),
-                    flagged=bool(matrix.flagged[r, m]),
-                    spillover=bool(matrix.spillover is not None and matrix.spillover[r, m]),
+                    flagged=bool(matrix.flagged[r, m]) and not confounded[r, m],
+                    spillover=bool(matrix.spillover is not None and matrix.spillover[r, m])
+                    and not confounded[r, m],
+                    confounded_with_slot=bool(confounded[r, m]),
+                    fixed_slot=fixed.get((reviewer, model)),
                 )
             )
     if not cells:
         return None
-    sources = matrix.flagged & ~(
-        matrix.spillover if matrix.spillover is not None else np.zeros_like(matrix.flagged)
+    sources = (
+        matrix.flagged
+        & ~(matrix.spillover if matrix.spillover is not None else np.zeros_like(matrix.flagged))
+        & ~confounded
     )
     positive = sources & np.array(
         [[cell.estimate > 0 for cell in row] for row in matrix.effects], dtype=bool

@@ -228,7 +228,9 @@ def fit_joint_model(
             fit.covariance[position_slice, position_slice],
             fit.n_clusters,
         )
-        wald_f, wald_p = wald.f_statistic, wald.p_value
+        # a singular covariance hides a slot effect that never varied (issue 23): no
+        # p-value rather than one blind to it; the position section tests it by randomization
+        wald_f, wald_p = (nan, nan) if wald.singular else (wald.f_statistic, wald.p_value)
     else:
         wald_f = wald_p = nan
 

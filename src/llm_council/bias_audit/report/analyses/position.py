@@ -25,11 +25,18 @@ Wald test (sessions as clusters, Hotelling-type small-sample F, see
 :func:`llm_council.stats.joint_model.wald_test`) that every slot equals the last, per scope;
 per-reviewer tests are flagged at a Holm-controlled family-wise 5%. The direction comes
 from the within-session slope of the centred score on the slot index.
+
+Where the Wald covariance is singular, the Wald p-value is replaced by a randomization
+test over the display orders (:mod:`llm_council.stats.slot_randomization`): a judge that
+always ranks Response A first gives slot A the same rank points every session, its
+slot-A variance is zero and a pseudo-inverse would drop exactly that direction (issue 23:
+"none detected, Holm p=0.24" for the most blatant judge). ``test_method`` says which test
+a profile carries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import duckdb
 import numpy as np
@@ -49,6 +56,7 @@ from llm_council.stats.joint_model import (
 from llm_council.stats.multiplicity import holm_adjusted
 from llm_council.stats.pooling import mean_interval_from_moments
 from llm_council.stats.slot_profiles import fit_reviewer_slots, scope_contrasts, slot_effects
+from llm_council.stats.slot_randomization import randomization_units, slot_randomization_test
 
 #: the direction of a scope whose slot effects the design cannot identify
 NOT_IDENTIFIED = "not identified"
@@ -90,6 +98,27 @@ def slots_identified(group: np.ndarray, model: np.ndarray, slot: np.ndarray, n_s
         contrasts[k, n_models + k] = 1.0
         contrasts[k, n_models + n_slots - 1] = -1.0
     return bool(estimable(contrasts, gram_null_space(gram)).all())
+
+
+#: (session, reviewer-session group, model, slot, centred score) of one scope's cells
+RandomizationCells = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _randomized(profile: SlotProfile, cells: RandomizationCells, n_slots: int) -> SlotProfile:
+    """``profile`` with its singular Wald test replaced by the slot randomization test."""
+    test = slot_randomization_test(*randomization_units(*cells))
+    if test is None:
+        return profile
+    return SlotProfile(
+        **{
+            **profile.__dict__,
+            "test_statistic": float(test.between_position_variance),
+            "test_df": (n_slots - 1, 0),
+            "test_p_value": float(test.p_value),
+            "adjusted_p_value": float(test.p_value),
+            "test_method": "randomization",
+        }
+    )
 
 
 def _slot_profile(
@@ -148,7 +177,7 @@ def _slot_profile(
         slope + t_crit * slope_se,
         float(2 * t_sf(abs(slope / slope_se), fit.n_clusters - 1)) if slope_se > 0 else nan,
     )
-    return SlotProfile(
+    profile = SlotProfile(
         subject=subject,
         n_sessions=n_sessions,
         slot_effect=effects,
@@ -162,6 +191,9 @@ def _slot_profile(
         flagged=False,
         basis="across sessions",
     )
+    if test.singular:
+        return _randomized(profile, (session, group, model, slot, centred), n_slots)
+    return profile
 
 
 def _within_profile(
@@ -171,12 +203,16 @@ def _within_profile(
     n_reviewers: int,
     n_slots: int,
     n_sessions: int,
+    cells: Callable[[], RandomizationCells],
 ) -> SlotProfile | None:
-    """The scope's within-answer slot profile, or None when the design cannot identify it."""
+    """The scope's within-answer slot profile, or None when the design cannot identify it.
+
+    ``cells`` gives the scope's cells for the randomization test, asked for only when the
+    Wald covariance is singular."""
     effects = slot_effects(fit, scope_contrasts(reviewers, n_reviewers, n_slots))
     if effects is None:
         return None
-    return SlotProfile(
+    profile = SlotProfile(
         subject=subject,
         n_sessions=n_sessions,
         slot_effect=[
@@ -195,6 +231,7 @@ def _within_profile(
         flagged=False,
         basis="within answers",
     )
+    return _randomized(profile, cells(), n_slots) if effects.wald_singular else profile
 
 
 def _n_distinct_sorted(values: np.ndarray) -> int:
@@ -325,9 +362,35 @@ def position_bias(
         n_slots,
     )
     present = np.flatnonzero(np.bincount(reviewer, minlength=n_reviewers))
+
+    def within_cells(mine: np.ndarray | None) -> Callable[[], RandomizationCells]:
+        """The randomization test's cells (all, or ``mine``): the score minus its
+        reviewer's mean in the session, computed only when a test needs it."""
+
+        def cells() -> RandomizationCells:
+            group = cluster.astype(np.int64) * n_reviewers + reviewer
+            _, dense_group = dense_codes(group)
+            centred = demean_within_groups(score, dense_group)
+            chosen = slice(None) if mine is None else mine
+            return (
+                cluster[chosen],
+                dense_group[chosen],
+                model[chosen],
+                slot[chosen],
+                centred[chosen],
+            )
+
+        return cells
+
     # rows are in answer order (_slot_records), so sessions are sorted: distinct by a diff
     council = _within_profile(
-        "council", within_fit, present, n_reviewers, n_slots, _n_distinct_sorted(cluster)
+        "council",
+        within_fit,
+        present,
+        n_reviewers,
+        n_slots,
+        _n_distinct_sorted(cluster),
+        within_cells(None),
     )
     if council is None:
         every = fallback_columns()
@@ -345,7 +408,13 @@ def position_bias(
     for index in present:
         n_sessions = _n_distinct_sorted(cluster[reviewer == index])
         within = _within_profile(
-            names[int(index)], within_fit, [int(index)], n_reviewers, n_slots, n_sessions
+            names[int(index)],
+            within_fit,
+            [int(index)],
+            n_reviewers,
+            n_slots,
+            n_sessions,
+            within_cells(reviewer == index),
         )
         if within is not None:
             reviewers.append(within)

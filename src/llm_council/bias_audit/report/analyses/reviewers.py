@@ -26,7 +26,9 @@ from llm_council.bias_audit.report.estimates import (
 )
 from llm_council.bias_audit.report.load.tables import (
     dense_codes,
+    fixed_slot_pairs,
     nullable_floats,
+    rank_point_reviewers,
     scores_sum_to_a_constant,
 )
 from llm_council.stats.pooling import fisher_z_pooled_correlation, mean_interval_from_moments
@@ -47,8 +49,23 @@ def _spread_label(ratio: float) -> str:
     return "typical"
 
 
-#: the label when each reviewer's scores in a session add up to the same total
+#: the label when each reviewer's scores in a session add up to the same total (leniency),
+#: or are rank points, whose spread is fixed by how many answers were ranked (spread)
 NOT_IDENTIFIED = "not identified"
+
+
+def leniency_fixed_by_the_scale(
+    connection: duckdb.DuckDBPyConnection, rank_reviewers: set[str] | None = None
+) -> bool:
+    """Is every reviewer's level fixed by the scale? Yes when all complete score sets of a
+    session add up to one number (:func:`scores_sum_to_a_constant`), or when every
+    reviewer gave rank points (:func:`rank_point_reviewers`; ``rank_reviewers`` when the
+    caller has them): then leniency is not identified, whatever the design."""
+    if scores_sum_to_a_constant(connection):
+        return True
+    ranks = rank_point_reviewers(connection) if rank_reviewers is None else rank_reviewers
+    row = connection.execute("SELECT count(DISTINCT reviewer) FROM scored").fetchone()
+    return bool(ranks) and row is not None and len(ranks) == int(row[0])
 
 
 #: the smallest leniency called harsh/generous, as a share of the score scale's range (0.25
@@ -77,27 +94,41 @@ def _material_leniency(connection: duckdb.DuckDBPyConnection) -> float:
     return MATERIAL_LENIENCY_SHARE * scale_range
 
 
-def robust_leniencies(connection: duckdb.DuckDBPyConnection) -> dict[str, ReviewerLeniency]:
-    """Each reviewer's leniency against the step-down reference (by reviewer id)."""
+def robust_leniencies(
+    connection: duckdb.DuckDBPyConnection, excluded: set[str] | None = None
+) -> dict[str, ReviewerLeniency]:
+    """Each reviewer's leniency against the step-down reference (by reviewer id).
+
+    ``excluded`` reviewers (rank-point reviewers in a store of scorers) are left out of
+    the estimation and of the reference: their level is fixed by how many answers they
+    ranked, on another scale than the others' scores.
+    """
     columns = connection.execute(
         "SELECT session, model_index, reviewer_index, score, is_self FROM scored"
     ).fetchnumpy()
     names = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
     session = np.asarray(columns["session"], dtype=np.int64)
+    reviewer = np.asarray(columns["reviewer_index"], dtype=np.int64)
+    kept_names = names
+    if excluded:
+        keep = ~np.isin(reviewer, [i for i, name in names.items() if name in excluded])
+        columns = {key: np.asarray(value)[keep] for key, value in columns.items()}
+        session = session[keep]
+        kept_ids, reviewer = dense_codes(reviewer[keep])
+        kept_names = {code: names[int(i)] for code, i in enumerate(kept_ids)}
     if session.size == 0:
         return {}
     _, session_index = dense_codes(session)
     del session
     n_models = int(np.asarray(columns["model_index"]).max()) + 1
     answer = session_index * n_models + np.asarray(columns["model_index"], dtype=np.int64)
-    reviewer = np.asarray(columns["reviewer_index"], dtype=np.int64)
     score = np.asarray(columns["score"], dtype=float)
     is_self = np.asarray(columns["is_self"], dtype=bool)
     del columns  # the fetched originals, while the step-down holds its own arrays
     results = step_down_leniency(
-        answer, session_index, reviewer, score, is_self, n_reviewers=len(names)
+        answer, session_index, reviewer, score, is_self, n_reviewers=len(kept_names)
     )
-    return {names[index]: result for index, result in enumerate(results)}
+    return {kept_names[index]: result for index, result in enumerate(results)}
 
 
 def reviewer_length_correlations(connection: duckdb.DuckDBPyConnection) -> dict[str, Interval]:
@@ -120,11 +151,17 @@ def reviewer_length_correlations(connection: duckdb.DuckDBPyConnection) -> dict[
 
 
 def reviewer_profiles(
-    connection: duckdb.DuckDBPyConnection, *, forced_choice: bool | None = None
+    connection: duckdb.DuckDBPyConnection,
+    *,
+    forced_choice: bool | None = None,
+    rank_reviewers: set[str] | None = None,
 ) -> list[ReviewerProfile]:
     """One profile per reviewer, sorted by leniency (harshest first).
 
-    ``forced_choice`` is :func:`scores_sum_to_a_constant` when the caller has it already.
+    ``forced_choice`` is :func:`leniency_fixed_by_the_scale` and ``rank_reviewers``
+    :func:`rank_point_reviewers` when the caller has them already. A rank-point
+    reviewer's spread is labelled not identified: every complete ranking of N answers
+    has the sd of 1..N, so its "spread" measures N, not the judge.
     """
     per_reviewer = connection.execute(
         # one pass over the records, grouped by review first: a session counts when the
@@ -144,10 +181,13 @@ def reviewer_profiles(
     spreads = {row[0]: row[5] for row in per_reviewer}
     # on a forced-choice scale (pairwise 1/0/0.5) a reviewer's level is fixed by the scale:
     # nothing to estimate, and an estimate would only echo its self-reviews
+    if rank_reviewers is None:
+        rank_reviewers = rank_point_reviewers(connection)
     if forced_choice is None:
-        forced_choice = scores_sum_to_a_constant(connection)
+        forced_choice = leniency_fixed_by_the_scale(connection, rank_reviewers)
     leniency_identified = not forced_choice
-    leniencies = robust_leniencies(connection) if leniency_identified else {}
+    # in a store of scorers, a rank-point reviewer's level is on another scale
+    leniencies = robust_leniencies(connection, rank_reviewers) if leniency_identified else {}
     material = _material_leniency(connection)
     length_correlations = reviewer_length_correlations(connection)
     finite_spreads = [value for value in spreads.values() if value is not None]
@@ -181,17 +221,25 @@ def reviewer_profiles(
                     _leniency_label(robust, material)
                     if robust
                     else "unknown"
-                    if leniency_identified
+                    if leniency_identified and reviewer not in rank_reviewers
                     else NOT_IDENTIFIED
                 ),
                 leniency_p_holm=robust.adjusted_p_value if robust else nan,
-                in_leniency_reference=robust.in_reference if robust else True,
+                in_leniency_reference=(
+                    robust.in_reference
+                    if robust
+                    else not leniency_identified or reviewer not in rank_reviewers
+                ),
                 spread=spread_value,
                 spread_ratio=float(ratio),
-                spread_label=_spread_label(ratio),
+                spread_label=(
+                    NOT_IDENTIFIED if reviewer in rank_reviewers else _spread_label(ratio)
+                ),
                 length_correlation=length_correlations.get(reviewer, nan_interval),
                 reliability=reliability_tier(
-                    estimate.n_clusters if leniency_identified else int(n_sessions)
+                    estimate.n_clusters
+                    if leniency_identified and reviewer not in rank_reviewers
+                    else int(n_sessions)
                 ),
             )
         )
@@ -210,7 +258,9 @@ def self_preferences(
     its answer; t interval over sessions): it still contains the reviewer's leniency and,
     since an author's own answer has its own typical length, its taste for length.
     ``adjusted`` is the joint model's per-reviewer self-review term, which holds leniency,
-    position and differential verbosity fixed; ``detected`` reads the adjusted interval.
+    position and differential verbosity fixed; ``detected`` reads the adjusted interval,
+    except where the reviewer saw its own answer at one slot in every session
+    (:func:`fixed_slot_pairs`): there it is ``confounded_with_slot`` and never detected.
     """
     adjusted_by_reviewer = {
         effect.term: Interval(effect.estimate, effect.ci_low, effect.ci_high)
@@ -218,26 +268,31 @@ def self_preferences(
         if effect.group == "self_review"
     }
     rows = connection.execute(
-        """SELECT reviewer, count(deviation), avg(deviation), stddev_samp(deviation)
+        """SELECT reviewer, count(deviation), avg(deviation), stddev_samp(deviation),
+                  min(model)
            FROM scored WHERE is_self
            GROUP BY reviewer ORDER BY reviewer"""
     ).fetchall()
+    fixed = fixed_slot_pairs(connection)
     nan = float("nan")
     results = []
-    for reviewer, n_sessions, mean_raw, sd_raw in rows:
+    for reviewer, n_sessions, mean_raw, sd_raw, own_model in rows:
         raw = Interval.from_estimate(
             mean_interval_from_moments(
                 nan if mean_raw is None else mean_raw, nan if sd_raw is None else sd_raw, n_sessions
             )
         )
         adjusted = adjusted_by_reviewer.get(reviewer, Interval(nan, nan, nan))
+        fixed_slot = fixed.get((reviewer, own_model))
         results.append(
             SelfPreference(
                 reviewer=reviewer,
                 n_sessions=int(n_sessions),
                 adjusted=adjusted,
                 raw=raw,
-                detected=adjusted.excludes_zero(),
+                detected=adjusted.excludes_zero() and fixed_slot is None,
+                confounded_with_slot=fixed_slot is not None,
+                fixed_slot=fixed_slot,
             )
         )
     return results

@@ -53,6 +53,11 @@ def _position_rows(report: BiasReport, reviewer: str, index: int) -> list[str]:
     text = (
         f"{escape(profile.direction)}, trend {escape(fmt_interval(profile.trend, 3))} pts/slot, "
         f"Holm {p_text(profile.adjusted_p_value)}"
+        + (
+            " (randomization test: the slot effect never varied, so the Wald test cannot see it)"
+            if profile.test_method == "randomization"
+            else ""
+        )
     )
     strip = slot_strip(
         [slot_letter(slot) for slot in position.positions],
@@ -99,6 +104,11 @@ def _favour_rows(report: BiasReport, reviewer: str) -> list[str]:
                 f"{p_text(self_cell.holm_p)}"
             )
             flagged = flagged or (self_cell.flagged and not self_cell.spillover)
+        if item.confounded_with_slot:
+            text += escape(
+                f"; confounded with slot {slot_letter(item.fixed_slot or 0)} (its own answer "
+                "was always shown there), so not flagged"
+            )
         rows.append(_row("Self-preference", text, flagged=flagged))
     else:
         rows.append(_row("Self-preference", "no self-reviews"))
@@ -117,6 +127,22 @@ def _favour_rows(report: BiasReport, reviewer: str) -> list[str]:
         )
         if spilled:
             text += f" ({spilled} flagged cell(s) consistent with spill-over, not counted)"
+        confounded = [
+            c
+            for c in matrix.cells
+            if c.reviewer == reviewer
+            and not c.is_self
+            and c.confounded_with_slot
+            and c.holm_p < matrix.significance_level
+        ]
+        if confounded:
+            text += escape(
+                "; not flagged, confounded with slot (always shown at one slot): "
+                + ", ".join(
+                    f"{c.model} at {slot_letter(c.fixed_slot or 0)} {fmt_interval(c.effect)}"
+                    for c in confounded
+                )
+            )
         rows.append(_row("Favouritism", text, flagged=bool(favoured)))
     return rows
 
@@ -189,7 +215,7 @@ def reviewer_card(report: BiasReport, profile: ReviewerProfile, index: int) -> t
     """One reviewer's card (a ``<section class="card">``) and how many of its rows are flagged."""
     lenient = profile.leniency_label in ("harsh", "generous")
     leniency = (
-        "not identified (forced-choice scale: a session's scores share one total)"
+        "not identified (rank points or a forced-choice scale: a session's scores share one total)"
         if profile.leniency_label == "not identified"
         else f"{fmt_interval(profile.leniency)} pts, {profile.leniency_label}, "
         f"Holm {p_text(profile.leniency_p_holm)}"

@@ -18,7 +18,14 @@ import numpy as np
 from llm_council.bias_audit.report.load.analysis_database import compress_large_tables
 from llm_council.stats.dense_ids import dense_codes
 
-__all__ = ["create_analysis_tables", "dense_codes", "nullable_floats", "scores_sum_to_a_constant"]
+__all__ = [
+    "create_analysis_tables",
+    "dense_codes",
+    "fixed_slot_pairs",
+    "nullable_floats",
+    "rank_point_reviewers",
+    "scores_sum_to_a_constant",
+]
 
 
 def create_analysis_tables(connection: duckdb.DuckDBPyConnection) -> None:
@@ -80,3 +87,56 @@ def scores_sum_to_a_constant(connection: duckdb.DuckDBPyConnection) -> bool:
            SELECT count(*), max(total) - min(total) FROM complete"""
     ).fetchone()
     return bool(row is not None and row[0] >= 2 and row[1] is not None and abs(row[1]) < 1e-9)
+
+
+#: one review (reviewer, session) is a ranking converted to rank points: its k scores are
+#: distinct integers N, N-1, ..., N-k+1, N being how many answers it was shown
+_RANK_POINT_REVIEW = """
+    count(score) >= 1
+    AND count(DISTINCT score) = count(score)
+    AND bool_and(score = round(score))
+    AND max(score) = max(n_candidates)
+    AND min(score) = max(n_candidates) - count(score) + 1"""
+
+
+def rank_point_reviewers(connection: duckdb.DuckDBPyConnection) -> set[str]:
+    """Reviewers whose every scored review is rank points (a ranking, no scores).
+
+    Nothing in a record says "these are rank points" (karpathy's council and the
+    reference design's drop-in give rankings only; ``extract_scores_from_stage2`` turns
+    them into a Borda count), so it is read from the data: every review the reviewer
+    scored holds the points N, N-1, ..., N-k+1 of its N shown answers (k = N when it
+    ranked them all, fewer when it left some out), and at least one review ranked two or
+    more. A 1-10 scorer meets that by chance only if it never repeats a score and always
+    uses exactly the top of 1..N, review after review. On rank points every complete
+    review has the same mean ((N + 1) / 2) and the same spread, so leniency and spread
+    say nothing about the judge (issue 23, ADR 0040).
+    """
+    rows = connection.execute(
+        f"""WITH per_review AS (
+               SELECT reviewer, count(score) AS n_scores,
+                      CASE WHEN {_RANK_POINT_REVIEW} THEN 1 ELSE 0 END AS rank_points
+               FROM records GROUP BY reviewer, session)
+           SELECT reviewer FROM per_review WHERE n_scores > 0
+           GROUP BY reviewer
+           HAVING min(rank_points) = 1 AND max(n_scores) >= 2
+           ORDER BY reviewer"""
+    ).fetchall()
+    return {str(row[0]) for row in rows}
+
+
+def fixed_slot_pairs(connection: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], int]:
+    """``{(reviewer, model): display_index}`` for each pair the reviewer scored in two or
+    more sessions, always at that one display slot.
+
+    For such a pair, slot and model are confounded: a reviewer that favours the slot and
+    one that favours the model give the same scores (karpathy's council shows every
+    reviewer one fixed order; ADR 0040). Pairs seen in one session only are left out:
+    one session says nothing about whether the order was fixed.
+    """
+    rows = connection.execute(
+        """SELECT reviewer, model, min(position) FROM scored WHERE position >= 0
+           GROUP BY reviewer, model
+           HAVING count(DISTINCT session) >= 2 AND count(DISTINCT position) = 1"""
+    ).fetchall()
+    return {(str(reviewer), str(model)): int(slot) for reviewer, model, slot in rows}

@@ -6,7 +6,7 @@ from html import escape
 
 from llm_council.bias_audit.report.analyses.families import BiasFamilies
 from llm_council.bias_audit.report.dashboard.svg_heatmap import favouritism_heatmap
-from llm_council.bias_audit.report.number_format import fmt, fmt_interval, fmt_p
+from llm_council.bias_audit.report.number_format import fmt, fmt_interval, fmt_p, slot_letter
 from llm_council.bias_audit.report.render.csv_cells import CsvRow, cell_text, interval_row
 from llm_council.bias_audit.report.render.render_reasoning import (
     reasoning_csv_rows,
@@ -70,6 +70,18 @@ def families_text_lines(families: BiasFamilies) -> list[str]:
             add(
                 f"  {cell.reviewer} {kind} {cell.model}: {fmt_interval(cell.effect)} points "
                 f"(Holm p={fmt_p(cell.holm_p)}, {cell.n_sessions} sessions)"
+            )
+        confounded = [
+            cell
+            for cell in matrix.cells
+            if cell.confounded_with_slot and cell.holm_p < matrix.significance_level
+        ]
+        for cell in confounded:
+            add(
+                f"  Not flagged, confounded with slot {slot_letter(cell.fixed_slot or 0)}: "
+                f"{cell.reviewer} -> {cell.model} {fmt_interval(cell.effect)} points "
+                f"(Holm p={fmt_p(cell.holm_p)}); it saw {cell.model} at that slot in every "
+                "session, so favouring the model and favouring the slot give the same scores"
             )
         spilled = [f"{c.reviewer}->{c.model}" for c in matrix.cells if c.spillover]
         if spilled:
@@ -137,6 +149,19 @@ def families_csv_rows(families: BiasFamilies) -> list[CsvRow]:
             metric = "self_preference" if cell.is_self else "favour_points"
             rows.append(interval_row("favouritism", subject, metric, cell.effect, cell.n_sessions))
             rows.append(("favouritism", subject, "holm_p", cell_text(cell.holm_p), "", "", "", ""))
+            if cell.confounded_with_slot:
+                rows.append(
+                    (
+                        "favouritism",
+                        subject,
+                        f"confounded_with_slot:{slot_letter(cell.fixed_slot or 0)}",
+                        "",
+                        "",
+                        "",
+                        "",
+                        cell_text(cell.n_sessions),
+                    )
+                )
     amplified = families.amplification
     if amplified is not None:
         rows.append(

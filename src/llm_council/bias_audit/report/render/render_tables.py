@@ -110,7 +110,11 @@ def csv_rows(report: BiasReport) -> list[tuple[str, str, str, str, str, str, str
                 (
                     section,
                     subject,
-                    f"wald_f:{slot_profile.basis}"
+                    (
+                        f"randomization_variance:{slot_profile.basis}"
+                        if slot_profile.test_method == "randomization"
+                        else f"wald_f:{slot_profile.basis}"
+                    )
                     if slot_profile.identified
                     else "wald_f:not_identified",
                     cell_text(slot_profile.test_statistic),
@@ -124,6 +128,19 @@ def csv_rows(report: BiasReport) -> list[tuple[str, str, str, str, str, str, str
     for item in report.self_preference:
         interval("self_preference", item.reviewer, "joint_model", item.adjusted, item.n_sessions)
         interval("self_preference", item.reviewer, "raw", item.raw, item.n_sessions)
+        if item.confounded_with_slot:
+            rows.append(
+                (
+                    "self_preference",
+                    item.reviewer,
+                    f"confounded_with_slot:{slot_letter(item.fixed_slot or 0)}",
+                    "",
+                    "",
+                    "",
+                    "",
+                    str(item.n_sessions),
+                )
+            )
     if report.joint is not None:
         for effect in report.joint.effects:
             rows.append(

@@ -12,6 +12,12 @@ from llm_council.bias_audit.report.render.effective_judges_note import effective
 from llm_council.bias_audit.report.render.render_causal import causal_check_lines
 from llm_council.safe_text import terminal_safe
 
+#: after a position test that is a randomization test (a singular Wald covariance)
+_RANDOMIZED = (
+    "; randomization test over display orders (a slot effect that never varied between "
+    "sessions: the Wald covariance is singular)"
+)
+
 
 def _add_position(add: Callable[[str], None], position: PositionBias) -> None:
     council = position.council
@@ -39,6 +45,12 @@ def _add_position(add: Callable[[str], None], position: PositionBias) -> None:
             f"  Council: {council.direction}{why if council.direction == 'not identified' else ''}"
             "; nothing is estimated or tested."
         )
+    elif council.test_method == "randomization":
+        add(
+            f"  Council ({council.basis}{_RANDOMIZED}): p={fmt_p(council.test_p_value)}; "
+            f"direction: {council.direction} (trend {fmt_interval(council.trend, 3)} "
+            "points per slot later; < 0 favours early slots)"
+        )
     else:
         df1, df2 = council.test_df
         add(
@@ -57,7 +69,8 @@ def _add_position(add: Callable[[str], None], position: PositionBias) -> None:
         add(
             f"  {profile.subject}: {profile.direction}, Holm p={fmt_p(profile.adjusted_p_value)}, "
             f"trend {fmt_interval(profile.trend, 3)}, {profile.n_sessions} sessions, "
-            f"{profile.basis}{mark}"
+            f"{profile.basis}{_RANDOMIZED if profile.test_method == 'randomization' else ''}"
+            f"{mark}"
         )
         add(
             "    "
@@ -93,7 +106,17 @@ def render_text(report: BiasReport) -> str:
     if report.profiles and all(p.leniency_label == "not identified" for p in report.profiles):
         add(
             "Leniency is not identified: every reviewer's scores in a session add up to the "
-            "same total (a forced-choice scale such as pairwise 1 / 0 / 0.5)."
+            "same total (rank points from rankings, or a forced-choice scale such as "
+            "pairwise 1 / 0 / 0.5)."
+        )
+    ranked = [p.reviewer for p in report.profiles if p.spread_label == "not identified"]
+    if ranked:
+        add(
+            "Rankings only (rank points N..1, no scores): "
+            + ", ".join(ranked)
+            + ". Their score sd is not identified (every full ranking of N answers has the "
+            "sd of 1..N) and their leniency is not a judge's trait; ranks still identify "
+            "position, self-preference and favouritism, in rank points."
         )
     if outside:
         add(
@@ -171,9 +194,21 @@ def render_text(report: BiasReport) -> str:
         )
         for item in report.self_preference:
             mark = "  <- detected" if item.detected else ""
+            if item.confounded_with_slot:
+                would = " (excludes 0, not flagged)" if item.adjusted.excludes_zero() else ""
+                mark = (
+                    f"  confounded with slot {slot_letter(item.fixed_slot or 0)}{would}: "
+                    "it always saw its own answer there"
+                )
             add(
                 f"  {item.reviewer:<20}  {fmt_interval(item.adjusted):<23}  "
                 f"{fmt_interval(item.raw):<30}  {item.n_sessions}{mark}"
+            )
+        if any(item.confounded_with_slot for item in report.self_preference):
+            add(
+                "  Confounded with slot: with one fixed display order, preferring its own "
+                "answer and preferring the slot it sits in give the same scores; shuffle the "
+                "order per reviewer to tell them apart."
             )
     else:
         add("  no self-reviews in the store (reviewers recused from their own answers)")
@@ -205,7 +240,13 @@ def render_text(report: BiasReport) -> str:
                     f"    {effect.term:<20} {fmt(effect.estimate):>6} "
                     f"[{fmt(effect.ci_low)}, {fmt(effect.ci_high)}]"
                 )
-        if joint.position_identified:
+        if joint.position_identified and math.isnan(joint.position_wald_p):
+            add(
+                "  Slots jointly: not tested (no more sessions than slot terms, or a singular "
+                "covariance: a slot effect that never varied between sessions); see Position "
+                "Bias, which tests that by randomization over the display orders."
+            )
+        elif joint.position_identified:
             add(
                 f"  Slots jointly: F = {fmt(joint.position_wald_f)}, "
                 f"p={fmt_p(joint.position_wald_p)}"
