@@ -111,6 +111,9 @@ def render_result(result: CouncilResult, console: Console) -> None:
         " (FALLBACK: chairman failed)" if synthesis.is_fallback else ""
     )
     console.print(Panel(shown_lines(synthesis.text), title=shown(title), title_align="left"))
+    labels = chairman_labels(result.metadata.get("chairman_label_to_model"))
+    if labels:
+        console.print(Text.assemble("the chairman's labels: ", shown(labels)))
     for failure in result.metadata["degraded"]:
         console.print(
             Text.assemble(
@@ -127,13 +130,55 @@ def render_result(result: CouncilResult, console: Console) -> None:
         )
     audit = result.metadata.get("bias_audit")
     if isinstance(audit, dict):
+        written = audit.get("records_written")
+        where = (
+            f"; {written} records written to {audit['records_store']}"
+            if written is not None and audit.get("records_store")
+            else ""
+        )
         console.print(
             Text.assemble(
                 "bias audit: overall risk ",
                 shown(audit.get("overall_bias_risk"), "bold"),
+                shown(where),
                 " (full figures with --json)",
             )
         )
+
+
+def chairman_labels(label_map: object) -> str:
+    """``"Response A = primacy, Response B = balanced, ..."`` in display order: the labels
+    the chairman's synthesis uses ("led by Response E"), while the tables use names."""
+    if not isinstance(label_map, dict):
+        return ""
+    entries = sorted(
+        (entry.get("display_index", 0), label, entry.get("model"))
+        for label, entry in label_map.items()
+        if isinstance(entry, dict)
+    )
+    return ", ".join(f"{label} = {model}" for _, label, model in entries)
+
+
+def note_records_store(result: CouncilResult) -> None:
+    """Add ``records_store`` (where the audit's records went) beside ``records_written``.
+
+    The audit writes to :func:`~llm_council.bias_audit.store_spec` of this process's
+    environment (``LLM_COUNCIL_BIAS_STORE``, else ``bias_records.jsonl`` in the user data
+    directory); a ``postgresql://`` URL is shown with its password redacted.
+    """
+    audit = result.metadata.get("bias_audit")
+    if not isinstance(audit, dict) or "records_written" not in audit:
+        return
+    from llm_council.bias_audit import store_spec
+
+    audit["records_store"] = shown_store(store_spec())
+
+
+def shown_store(spec: str) -> str:
+    """A store as it may be printed: a path as is, a URL without its password."""
+    from llm_council.bias_audit.record_stores import is_postgres_url, redact_url
+
+    return redact_url(spec) if is_postgres_url(spec) else spec
 
 
 def register(app: typer.Typer) -> None:
@@ -184,6 +229,7 @@ def register(app: typer.Typer) -> None:
         finally:
             if shutdown_tracing is not None:
                 shutdown_tracing()  # flush the spans, also after a failed session
+        note_records_store(result)
         if as_json:
             typer.echo(json.dumps(result.to_json_dict(), indent=2, ensure_ascii=False))
         else:
