@@ -92,3 +92,12 @@ def test_every_quickstart_command_runs_on_the_offline_default(tmp_path: Path) ->
     records = (tmp_path / "records.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(records) == 10 * 25  # 10 sessions of 5 reviewers x 5 answers
     assert (tmp_path / "report.html").stat().st_size > 0
+
+
+def test_the_pairs_line_of_the_quickstart_is_a_valid_pair() -> None:
+    from llm_council.calibration.pairs import parse_pairs_lines
+
+    line = re.search(r'^\{"id": .*"response_a".*\}$', README.read_text(encoding="utf-8"), re.M)
+    assert line is not None
+    (pair,) = parse_pairs_lines([line.group(0)], "README.md")
+    assert pair.human_label == "a" and len(pair.judgments) == 2
