@@ -87,13 +87,19 @@ def test_off_by_default_nothing_added_nothing_written() -> None:
 def test_discovered_when_enabled_and_records_match_the_reviews(audit_on: Path) -> None:
     result = run(simulated_council(), seed=3)
     audit = result.metadata["bias_audit"]
-    assert set(audit) == AUDIT_KEYS | {"records_written", "review_outcomes", "similarity_method"}
+    assert set(audit) == AUDIT_KEYS | {
+        "records_written",
+        "records_store",
+        "review_outcomes",
+        "similarity_method",
+    }
     assert audit["review_outcomes"]["m0"] == {
         "review_status": "json",
         "comparable_pairs": audit["review_outcomes"]["m0"]["comparable_pairs"],
         "mismatched_pairs": 0,
     }
     assert audit["records_written"] == 25
+    assert audit["records_store"] == str(store_path())  # where they went (issue 28)
     assert audit["sample_sizes"]["n_self_reviews"] == 5 and audit["sample_sizes"]["n_scores"] == 20
     json.dumps(result.metadata)
     records = list(read_records(audit_on))
@@ -170,6 +176,7 @@ def test_unwritable_store_keeps_the_statistics(
     assert audit["records_written"] == 0 and "cannot append records" in audit["record_store_error"]
     assert set(audit) == AUDIT_KEYS | {
         "records_written",
+        "records_store",
         "record_store_error",
         "review_outcomes",
         "similarity_method",

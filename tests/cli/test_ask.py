@@ -143,9 +143,17 @@ def test_ask_shows_the_chairmans_labels_and_where_the_records_went(
     assert f"{audit['records_written']} records written to {store}" in out
 
 
-def test_a_store_url_is_shown_without_its_password() -> None:
-    from llm_council.cli.ask import shown_store
-
-    shown = shown_store("postgresql://council:hunter2@db.internal:5432/council")
-    assert shown == "postgresql://council:***@db.internal:5432/council"
-    assert shown_store("/tmp/records.jsonl") == "/tmp/records.jsonl"
+def test_a_store_url_is_shown_without_its_password(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("psycopg")
+    # nothing listens on port 1: the write fails, and the session says where it tried
+    monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", "postgresql://council:hunter2@127.0.0.1:1/db")
+    code, out, err = run_cli(capsys, "ask", "q?", "--seed", "1", "--bias-audit", "--json")
+    audit = json.loads(out)["metadata"]["bias_audit"]
+    assert code == 0 and audit["records_written"] == 0
+    assert audit["records_store"] == "postgresql://council:***@127.0.0.1:1/db"
+    monkeypatch.setenv("COLUMNS", "400")
+    code, out, more_err = run_cli(capsys, "ask", "q?", "--seed", "1", "--bias-audit")
+    assert "0 records written to postgresql://council:***@127.0.0.1:1/db" in out
+    assert "hunter2" not in out + err + more_err

@@ -159,28 +159,6 @@ def chairman_labels(label_map: object) -> str:
     return ", ".join(f"{label} = {model}" for _, label, model in entries)
 
 
-def note_records_store(result: CouncilResult) -> None:
-    """Add ``records_store`` (where the audit's records went) beside ``records_written``.
-
-    The audit writes to :func:`~llm_council.bias_audit.store_spec` of this process's
-    environment (``LLM_COUNCIL_BIAS_STORE``, else ``bias_records.jsonl`` in the user data
-    directory); a ``postgresql://`` URL is shown with its password redacted.
-    """
-    audit = result.metadata.get("bias_audit")
-    if not isinstance(audit, dict) or "records_written" not in audit:
-        return
-    from llm_council.bias_audit import store_spec
-
-    audit["records_store"] = shown_store(store_spec())
-
-
-def shown_store(spec: str) -> str:
-    """A store as it may be printed: a path as is, a URL without its password."""
-    from llm_council.bias_audit.record_stores import is_postgres_url, redact_url
-
-    return redact_url(spec) if is_postgres_url(spec) else spec
-
-
 def register(app: typer.Typer) -> None:
     @app.command()
     def ask(
@@ -229,7 +207,6 @@ def register(app: typer.Typer) -> None:
         finally:
             if shutdown_tracing is not None:
                 shutdown_tracing()  # flush the spans, also after a failed session
-        note_records_store(result)
         if as_json:
             typer.echo(json.dumps(result.to_json_dict(), indent=2, ensure_ascii=False))
         else:

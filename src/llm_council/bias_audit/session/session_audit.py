@@ -58,9 +58,13 @@ async def audit_session(event: SessionCompleted) -> dict[str, Any]:
         similarity=similarity,
         lengths=lengths,
     )
+    store = open_store()
+    # where the records went (issue 28: "records_written: 25" did not say); a URL's
+    # password is redacted by the writer's description
+    audit["records_store"] = store.description
     try:
         # awaited, never blocking the loop: JSONL in a worker thread, PostgreSQL async
-        audit["records_written"] = await open_store().write_session(records)
+        audit["records_written"] = await store.write_session(records)
     except RecordError as error:
         # the statistics are still worth returning when only the store failed
         log.warning("bias_records_not_written", error=str(error))
