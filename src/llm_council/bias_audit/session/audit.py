@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from llm_council.bias_audit.session.audit_methods import METHODS
+from llm_council.bias_audit.session.audit_methods import METHODS, pooled_self_preference_note
 from llm_council.bias_audit.session.result import BiasAuditResult, RiskLevel
 from llm_council.bias_audit.session.score_table import (
     UNKNOWN_POSITION,
@@ -421,6 +421,15 @@ def audit_score_table(
     leniency = _leniency_fields(table, model, thresholds, batch)
     self_preference = _self_preference_fields(table, model, thresholds, self_reviews, batch)
     n_self_reviews = self_preference.pop("n_self_reviews")
+    pooled_note = pooled_self_preference_note(
+        self_preference["pooled_self_preference_p_value"],
+        self_preference["self_preference_detected"],
+        n_self_reviews=n_self_reviews,
+        significance_level=thresholds.significance_level,
+        self_preference_floor=thresholds.self_preference_floor,
+    )
+    if pooled_note is not None:
+        notes["pooled_self_preference"] = pooled_note
 
     flags = {
         "length_bias_detected": length["length_bias_detected"],

@@ -135,14 +135,23 @@ class BiasAuditResult(_ModelMethods):
     pooled_self_preference: float | None = Field(
         description="mean adjusted self-preference over the session's self-reviews"
     )
-    pooled_self_preference_p_value: float | None
+    pooled_self_preference_p_value: float | None = Field(
+        description=(
+            "one-sided test of pooled_self_preference over all self-reviews (no Bonferroni, "
+            "no points floor): information about the council as a whole, never a flag; "
+            "indicator_only['pooled_self_preference'] says so when it is small and no "
+            "reviewer is flagged"
+        )
+    )
     sample_sizes: dict[str, int]
     thresholds: dict[str, float]
     significance_level: float
     indicator_only: dict[str, str] = Field(
         description=(
             "what was not tested or rests on too few data for a statistical claim, with why; "
-            "'length' is always present and says what the length number can and cannot mean"
+            "'length' is always present and says what the length number can and cannot mean; "
+            "'pooled_self_preference' when that p-value is below the level and no reviewer is "
+            "flagged (why it is information, not a flag)"
         )
     )
     methods: dict[str, str]
