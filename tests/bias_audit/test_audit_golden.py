@@ -72,6 +72,14 @@ def _as_saved(result: dict[str, Any]) -> dict[str, Any]:
     if saved["position_bias_detected"] is None:
         assert saved["position_score_p_value"] is None
         saved["position_bias_detected"] = False
+    # issue 28 added a note (no number changed) where a small pooled self-preference
+    # p-value sits beside no flag; test_pooled_self_preference_note.py covers it
+    notes = dict(saved["indicator_only"])
+    pooled_note = notes.pop("pooled_self_preference", None)
+    if pooled_note is not None:
+        assert saved["pooled_self_preference_p_value"] < saved["significance_level"]
+        assert not saved["self_preference_detected"]
+    saved["indicator_only"] = notes
     if saved["overall_bias_risk"] == "not_tested":
         assert not tests_run
         saved["overall_bias_risk"] = "low"

@@ -100,6 +100,7 @@ def test_discovered_when_enabled_and_records_match_the_reviews(audit_on: Path) -
         "mismatched_pairs": 0,
     }
     assert audit["records_written"] == 25
+    assert audit["record_store"] == str(store_path())  # where they went (issue 28)
     assert audit["sample_sizes"]["n_self_reviews"] == 5 and audit["sample_sizes"]["n_scores"] == 20
     json.dumps(result.metadata)
     records = list(read_records(audit_on))

@@ -117,3 +117,43 @@ def test_ask_shows_hostile_model_text_literally_with_controls_escaped(
     # the rankings cell lists one candidate per line, not joined by escaped line feeds
     assert "\\u000a" not in out and "->[red]m1[/]: " in out
     assert out.count("[red]m0[/]") >= 2  # the member's name, in its panel and the tables
+
+
+def test_ask_shows_the_chairmans_labels_and_where_the_records_went(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # issue 28: the synthesis says "led by Response A" while the tables use member names,
+    # and "records_written: 25" did not say where
+    store = tmp_path / "records.jsonl"
+    monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", str(store))
+    code, out, _ = run_cli(capsys, "ask", "q?", "--seed", "1", "--bias-audit", "--json")
+    metadata = json.loads(out)["metadata"]
+    assert code == 0
+    audit = metadata["bias_audit"]
+    assert audit["record_store"] == str(store)
+    assert audit["records_written"] == len(store.read_text().splitlines()) > 0
+    monkeypatch.setenv("COLUMNS", "400")  # one line each, whatever the terminal
+    code, out, _ = run_cli(capsys, "ask", "q?", "--seed", "1", "--bias-audit")
+    labels = metadata["chairman_label_to_model"]
+    expected = ", ".join(
+        f"{label} = {labels[label]['model']}"
+        for label in sorted(labels, key=lambda name: labels[name]["display_index"])
+    )
+    assert code == 0 and f"the chairman's labels: {expected}" in out
+    assert f"{audit['records_written']} records written to {store}" in out
+
+
+def test_a_store_url_is_shown_without_its_password(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("psycopg")
+    # nothing listens on port 1: the write fails, and the session says where it tried
+    monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", "postgresql://council:hunter2@127.0.0.1:1/db")
+    code, out, err = run_cli(capsys, "ask", "q?", "--seed", "1", "--bias-audit", "--json")
+    audit = json.loads(out)["metadata"]["bias_audit"]
+    assert code == 0 and audit["records_written"] == 0
+    assert audit["record_store"] == "postgresql://council:***@127.0.0.1:1/db"
+    monkeypatch.setenv("COLUMNS", "400")
+    code, out, more_err = run_cli(capsys, "ask", "q?", "--seed", "1", "--bias-audit")
+    assert "0 records written to postgresql://council:***@127.0.0.1:1/db" in out
+    assert "hunter2" not in out + err + more_err

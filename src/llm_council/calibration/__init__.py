@@ -5,13 +5,12 @@ The public names are re-exported here; the modules behind them may change.
 
 from __future__ import annotations
 
-from llm_council.calibration.gate import GateThresholds, evaluate_gate
+from llm_council.calibration.gate import GateThresholds, JudgeUntrustedError, evaluate_gate
 from llm_council.calibration.judge_prompt import JUDGE_SYSTEM, build_judge_prompt, parse_verdict
 from llm_council.calibration.pairs import HumanVote, Judgment, Pair, read_pairs
 from llm_council.calibration.probes import PROBE_NAMES
 from llm_council.calibration.report import PairOutcome, ReportOptions, compute_report, grade
 from llm_council.calibration.session import (
-    JudgeUntrustedError,
     LiveSettings,
     live_report,
     replay_reports,

@@ -7,10 +7,13 @@ one fired:
   judged in both orders (a judge whose every call fails must not pass);
 - ``--fail-under METRIC=VALUE,...`` (exit 4): a named metric is below its floor or
   undefined (an undefined metric is not evidence of quality);
-- the human-kappa rule (exit 3, :class:`~llm_council.calibration.session.JudgeUntrustedError`).
+- the human-kappa rule (exit 3): a judge with human labels whose kappa with them is below
+  ``--human-threshold``, or measured on too few labelled pairs (its report's
+  ``human_agreement.trusted`` is false). A file without human labels is not held to it.
 
-The thresholds used and the verdict go into the JSON report, so the artefact of a CI run
-says what it was held to.
+:func:`decide_gate` returns one :class:`GateDecision`; the JSON report's ``gate`` and the
+exit status are both read from it, so a CI step reading the JSON and one reading the exit
+status cannot disagree (issue 28: the JSON said "pass" while the run exited 3).
 """
 
 from __future__ import annotations
@@ -39,6 +42,12 @@ class GateFailedError(CouncilError):
     """A ``--fail-under`` threshold failed."""
 
     exit_code = 4
+
+
+class JudgeUntrustedError(CouncilError):
+    """The judge's agreement with human labels is below the threshold: recalibrate it first."""
+
+    exit_code = 3
 
 
 def _human_kappa(report: Mapping[str, Any]) -> float | None:
@@ -138,50 +147,143 @@ def _commonest_reason(report: Mapping[str, Any]) -> str:
     return f"; commonest problem (x{count}): {terminal_safe(' '.join(reason.split())[:200])}"
 
 
+#: verdict -> exit status; the order of the rules is the order of :func:`decide_gate`
+VERDICT_EXIT_STATUS: dict[str, int] = {
+    "pass": 0,
+    "too_few_judgments": TooFewJudgmentsError.exit_code,
+    "fail": GateFailedError.exit_code,
+    "untrusted": JudgeUntrustedError.exit_code,
+}
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    """Every rule's findings and the one verdict they give; JSON and exit status both come
+    from here."""
+
+    thresholds: GateThresholds
+    too_few_judgments: tuple[str, ...]
+    failures: tuple[dict[str, Any], ...]
+    untrusted: tuple[str, ...]
+
+    @property
+    def verdict(self) -> str:
+        """The first rule that fired, in the module's order, else ``"pass"``."""
+        if self.too_few_judgments:
+            return "too_few_judgments"
+        if self.failures:
+            return "fail"
+        if self.untrusted:
+            return "untrusted"
+        return "pass"
+
+    @property
+    def exit_status(self) -> int:
+        return VERDICT_EXIT_STATUS[self.verdict]
+
+    @property
+    def message(self) -> str | None:
+        """The one line the CLI prints for the verdict (``None`` on a pass)."""
+        verdict = self.verdict
+        if verdict == "too_few_judgments":
+            return "; ".join(self.too_few_judgments)
+        if verdict == "fail":
+            return "--fail-under failed: " + "; ".join(f["message"] for f in self.failures)
+        if verdict == "untrusted":
+            threshold = self.thresholds.human_kappa
+            below = "below threshold" if threshold is None else f"below {threshold:g}"
+            return (
+                f"human agreement {below} for {', '.join(self.untrusted)}:"
+                " do not trust until recalibrated"
+            )
+        return None
+
+    def as_json(self) -> dict[str, Any]:
+        """The report's ``gate`` object: thresholds, verdict, exit status and every finding."""
+        return {
+            "thresholds": {
+                "fail_under": dict(self.thresholds.fail_under),
+                "min_evaluated": self.thresholds.min_evaluated,
+                "human_kappa": self.thresholds.human_kappa,
+            },
+            "verdict": self.verdict,
+            "exit_status": self.exit_status,
+            "message": self.message,
+            "too_few_judgments": list(self.too_few_judgments),
+            "failures": list(self.failures),
+            "untrusted_judges": list(self.untrusted),
+        }
+
+    def raise_if_failed(self) -> None:
+        """Raise the verdict's error (its ``exit_code`` is the exit status); nothing on a pass."""
+        error = {
+            "too_few_judgments": TooFewJudgmentsError,
+            "fail": GateFailedError,
+            "untrusted": JudgeUntrustedError,
+        }.get(self.verdict)
+        if error is not None:
+            raise error(self.message or self.verdict)
+
+
+def _kappa_text(report: Mapping[str, Any]) -> str:
+    human = report["human_agreement"]
+    if human.get("kappa") is None:
+        return "undefined"
+    if (human.get("pairs") or 0) < MIN_N_FOR_INTERVAL:
+        return f"{human['kappa']:.2f} from only {human['pairs']} labelled pairs, too few"
+    return f"{human['kappa']:.2f}"
+
+
+def _untrusted(report: Mapping[str, Any]) -> str | None:
+    """``"judge (kappa 0.41)"`` when the report's human-agreement section distrusts it."""
+    human = report["human_agreement"]
+    if not human.get("pairs") or human.get("trusted") is not False:
+        return None
+    return f"{terminal_safe(str(report['judge']))} (kappa {_kappa_text(report)})"
+
+
+def _fail_under_failures(
+    report: Mapping[str, Any], floors: Mapping[str, float]
+) -> list[dict[str, Any]]:
+    failures = []
+    for name, floor in floors.items():
+        value = METRICS[name][1](report)
+        if value is None or value < floor:
+            shown = "undefined" if value is None else f"{value:.3f}"
+            failures.append(
+                {
+                    "judge": report["judge"],
+                    "metric": name,
+                    "value": value,
+                    "threshold": floor,
+                    "message": f"{terminal_safe(str(report['judge']))}: {name} {shown}"
+                    f" < {floor:g}"
+                    f" ({METRICS[name][0]})",
+                }
+            )
+    return failures
+
+
+def decide_gate(reports: Sequence[Mapping[str, Any]], thresholds: GateThresholds) -> GateDecision:
+    """Apply every rule to every judge's report; the decision holds all that fired."""
+    return GateDecision(
+        thresholds=thresholds,
+        too_few_judgments=tuple(
+            reason for r in reports if (reason := _too_few(r, thresholds.min_evaluated))
+        ),
+        failures=tuple(
+            failure for r in reports for failure in _fail_under_failures(r, thresholds.fail_under)
+        ),
+        untrusted=tuple(name for r in reports if (name := _untrusted(r))),
+    )
+
+
 def evaluate_gate(
     reports: Sequence[Mapping[str, Any]], thresholds: GateThresholds
 ) -> dict[str, Any]:
     """The gate's verdict over every judge's report, JSON-ready.
 
-    ``verdict`` is ``"too_few_judgments"``, ``"fail"`` or ``"pass"`` (the human-kappa rule
-    is reported by the reports' ``human_agreement.trusted`` and raised by the caller).
+    ``verdict`` is ``"too_few_judgments"`` (exit 5), ``"fail"`` (4), ``"untrusted"`` (3) or
+    ``"pass"`` (0), and ``exit_status`` says which.
     """
-    too_few = [reason for r in reports if (reason := _too_few(r, thresholds.min_evaluated))]
-    failures = []
-    for report in reports:
-        for name, floor in thresholds.fail_under.items():
-            value = METRICS[name][1](report)
-            if value is None or value < floor:
-                shown = "undefined" if value is None else f"{value:.3f}"
-                failures.append(
-                    {
-                        "judge": report["judge"],
-                        "metric": name,
-                        "value": value,
-                        "threshold": floor,
-                        "message": f"{terminal_safe(str(report['judge']))}: {name} {shown}"
-                        f" < {floor:g}"
-                        f" ({METRICS[name][0]})",
-                    }
-                )
-    verdict = "too_few_judgments" if too_few else "fail" if failures else "pass"
-    return {
-        "thresholds": {
-            "fail_under": dict(thresholds.fail_under),
-            "min_evaluated": thresholds.min_evaluated,
-            "human_kappa": thresholds.human_kappa,
-        },
-        "verdict": verdict,
-        "too_few_judgments": too_few,
-        "failures": failures,
-    }
-
-
-def raise_for_gate(gate: Mapping[str, Any]) -> None:
-    """Turn a failed gate into its one-line error (and exit status)."""
-    if gate["too_few_judgments"]:
-        raise TooFewJudgmentsError("; ".join(gate["too_few_judgments"]))
-    if gate["failures"]:
-        raise GateFailedError(
-            "--fail-under failed: " + "; ".join(f["message"] for f in gate["failures"])
-        )
+    return decide_gate(reports, thresholds).as_json()

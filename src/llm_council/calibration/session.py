@@ -39,16 +39,10 @@ from llm_council.calibration.study import (
     other_judges_verdicts,
     subset_tables,
 )
-from llm_council.errors import CouncilError, InputError
+from llm_council.errors import InputError
 from llm_council.providers.registry import create_provider, split_spec
 
 REPORT_FORMAT = "llm-council-calibration/1"
-
-
-class JudgeUntrustedError(CouncilError):
-    """The judge's agreement with human labels is below the threshold: recalibrate it first."""
-
-    exit_code = 3
 
 
 @dataclass(frozen=True)

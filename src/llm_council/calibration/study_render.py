@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llm_council.calibration.judge_independence_render import render_independence_html
+from llm_council.calibration.summary import direction_text
 from llm_council.safe_text import terminal_safe
 
 COLUMNS = (
@@ -96,7 +97,7 @@ def row_cells(row: Mapping[str, Any]) -> list[str]:
         str(row["n"]),
         _rate(row["order_agreement"]),
         _interval(kappa["kappa"], kappa["kappa_ci"], kappa["too_few"]),
-        f"{_pct(row['flips']['rate'])}, {row['direction'] or 'none significant'}"
+        f"{_pct(row['flips']['rate'])}, {direction_text(row['direction'])}"
         f" ({row['flips_favoring'][0]}/{row['flips_favoring'][1]})",
         _interval(row["length_correlation"], row["length_correlation_ci"], False),
         _rate(row["prefers_longer"]),

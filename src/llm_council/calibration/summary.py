@@ -25,6 +25,13 @@ def _num(value: float | None, digits: int = 2) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
+def _p_value(value: float | None) -> str:
+    """``p=0.219``; below 0.001 ``p<0.001`` (three decimals would print ``p=0.000``)."""
+    if value is not None and value < 0.001:
+        return "p<0.001"
+    return f"p={_num(value, 3)}"
+
+
 def _ci(low: float | None, high: float | None, too_few: bool, digits: int = 2) -> str:
     return "[too few]" if too_few or low is None else f"[{_num(low, digits)}, {_num(high, digits)}]"
 
@@ -34,12 +41,36 @@ def _kappa(section: dict[str, Any]) -> str:
     return f"{_num(section['kappa'])} {_ci(low, high, section['too_few'])}"
 
 
+#: the report's ``position_bias.direction`` codes in the words a reader expects (issue 28)
+DIRECTION_TEXT = {
+    "favors_first": "favors the first answer",
+    "favors_second": "favors the second answer",
+}
+
+
+def direction_text(direction: str | None) -> str:
+    """``"favors_first"`` -> ``"favors the first answer"``; ``None`` -> no direction."""
+    return "no significant direction" if direction is None else DIRECTION_TEXT[direction]
+
+
 def _direction(bias: dict[str, Any]) -> str:
     counts = (
-        f"({bias['flips_favoring_first']} first / {bias['flips_favoring_second']} second,"
-        f" sign test p={_num(bias['direction_sign_test_p'], 3)})"
+        f"(flips toward first {bias['flips_favoring_first']},"
+        f" toward second {bias['flips_favoring_second']};"
+        f" sign test {_p_value(bias['direction_sign_test_p'])})"
     )
-    return f"direction {bias['direction'] or 'none significant'} {counts}"
+    return f"{direction_text(bias['direction'])} {counts}"
+
+
+def _prefers_longer(longer: dict[str, Any]) -> str:
+    """The n of this rate is decisive pairs of unequal length, not all pairs: say so."""
+    if longer.get("rate") is None:
+        return "prefers longer n/a (no decisive pair of unequal length)"
+    return (
+        f"prefers longer in {_pct(longer['rate'])} [{_pct(longer['ci_low'])}-"
+        f"{_pct(longer['ci_high'])}] of {longer['n']} decisive pairs"
+        f" (sign test {_p_value(longer['sign_test_p'])})"
+    )
 
 
 def _self_preference_line(own: dict[str, Any]) -> str:
@@ -103,8 +134,7 @@ def render_summary(report: dict[str, Any]) -> str:
         lines.append(
             f"  verbosity           length r={_num(verbosity['length_correlation'])}"
             f" {_ci(r_low, r_high, r_low is None)}"
-            f"   prefers longer {_interval(verbosity['prefers_longer'])}"
-            f" (sign test p={_num(verbosity['prefers_longer']['sign_test_p'], 3)})"
+            f"   {_prefers_longer(verbosity['prefers_longer'])}"
             + (f"; {without_text} pairs without answer text left out" if without_text else "")
         )
     lines.append(_self_preference_line(report["self_preference"]))

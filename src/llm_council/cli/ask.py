@@ -111,6 +111,9 @@ def render_result(result: CouncilResult, console: Console) -> None:
         " (FALLBACK: chairman failed)" if synthesis.is_fallback else ""
     )
     console.print(Panel(shown_lines(synthesis.text), title=shown(title), title_align="left"))
+    labels = chairman_labels(result.metadata.get("chairman_label_to_model"))
+    if labels:
+        console.print(Text.assemble("the chairman's labels: ", shown(labels)))
     for failure in result.metadata["degraded"]:
         console.print(
             Text.assemble(
@@ -127,13 +130,33 @@ def render_result(result: CouncilResult, console: Console) -> None:
         )
     audit = result.metadata.get("bias_audit")
     if isinstance(audit, dict):
+        written = audit.get("records_written")
+        where = (
+            f"; {written} records written to {audit['record_store']}"
+            if written is not None and audit.get("record_store")
+            else ""
+        )
         console.print(
             Text.assemble(
                 "bias audit: overall risk ",
                 shown(audit.get("overall_bias_risk"), "bold"),
+                shown(where),
                 " (full figures with --json)",
             )
         )
+
+
+def chairman_labels(label_map: object) -> str:
+    """``"Response A = primacy, Response B = balanced, ..."`` in display order: the labels
+    the chairman's synthesis uses ("led by Response E"), while the tables use names."""
+    if not isinstance(label_map, dict):
+        return ""
+    entries = sorted(
+        (entry.get("display_index", 0), label, entry.get("model"))
+        for label, entry in label_map.items()
+        if isinstance(entry, dict)
+    )
+    return ", ".join(f"{label} = {model}" for _, label, model in entries)
 
 
 def register(app: typer.Typer) -> None:

@@ -14,14 +14,12 @@ import typer
 
 from llm_council.atomic_files import write_json_atomically, write_text_atomically
 from llm_council.calibration.bias_check import bias_check_probability
-from llm_council.calibration.estimates import MIN_N_FOR_INTERVAL
 from llm_council.calibration.gate import (
     DEFAULT_MIN_EVALUATED,
     METRICS,
     GateThresholds,
-    evaluate_gate,
+    decide_gate,
     parse_fail_under,
-    raise_for_gate,
 )
 from llm_council.calibration.importers import load_pairs_any
 from llm_council.calibration.judge_independence import judge_independence_from_pairs
@@ -31,13 +29,11 @@ from llm_council.calibration.probes import PROBE_NAMES, parse_probe_names
 from llm_council.calibration.report import DEFAULT_HUMAN_KAPPA_THRESHOLD
 from llm_council.calibration.session import (
     REPORT_FORMAT,
-    JudgeUntrustedError,
     LiveSettings,
     default_cache_path,
     judges_in,
     replay_study,
     run_live,
-    untrusted_judges,
 )
 from llm_council.calibration.study import DEFAULT_MIN_SUBSET_N, parse_by
 from llm_council.calibration.study_render import render_study_html, render_study_text
@@ -243,9 +239,15 @@ def calibrate_command(
                 )
             ]
         mode = "live"
-    gate = evaluate_gate(reports, thresholds)
+    # one decision gives both the JSON verdict and the exit status (issue 28)
+    decision = decide_gate(reports, thresholds)
     if output is not None:
-        document = {"format": REPORT_FORMAT, "mode": mode, "reports": reports, "gate": gate}
+        document = {
+            "format": REPORT_FORMAT,
+            "mode": mode,
+            "reports": reports,
+            "gate": decision.as_json(),
+        }
         if comparison is not None:
             document["judge_comparison"] = comparison
         if independence is not None:
@@ -261,25 +263,7 @@ def calibrate_command(
         if "judge" in study_keys and comparison is None:
             only = terminal_safe(str(reports[0]["judge"]))
             typer.echo(f"--by judge: one judge ({only}), nothing to compare")
-    raise_for_gate(gate)
-    untrusted = untrusted_judges(reports)
-    if untrusted:
-        names = ", ".join(
-            f"{terminal_safe(str(r['judge']))} (kappa {_kappa_text(r)})" for r in untrusted
-        )
-        raise JudgeUntrustedError(
-            f"human agreement below {human_threshold:g} for {names}: "
-            "do not trust until recalibrated"
-        )
-
-
-def _kappa_text(report: dict[str, Any]) -> str:
-    human = report["human_agreement"]
-    if human["kappa"] is None:
-        return "undefined"
-    if human["pairs"] < MIN_N_FOR_INTERVAL:
-        return f"{human['kappa']:.2f} from only {human['pairs']} labelled pairs, too few"
-    return f"{human['kappa']:.2f}"
+    decision.raise_if_failed()
 
 
 def probe_command(

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from llm_council.bias_audit.session.audit_methods import METHODS
+from llm_council.bias_audit.session.audit_methods import METHODS, pooled_self_preference_note
 from llm_council.bias_audit.session.design_limits import (
     has_one_shared_order,
     is_rank_only,
@@ -441,6 +441,15 @@ def audit_score_table(
     shared_order = has_one_shared_order(table) and n_self_reviews > 0
     if shared_order:
         self_preference = self_preference_confounded(self_preference, notes)
+    pooled_note = pooled_self_preference_note(
+        self_preference["pooled_self_preference_p_value"],
+        self_preference["self_preference_detected"],
+        n_self_reviews=n_self_reviews,
+        significance_level=thresholds.significance_level,
+        self_preference_floor=thresholds.self_preference_floor,
+    )
+    if pooled_note is not None:
+        notes["pooled_self_preference"] = pooled_note
 
     flags = {
         "length_bias_detected": length["length_bias_detected"],

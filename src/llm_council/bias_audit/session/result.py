@@ -149,7 +149,15 @@ class BiasAuditResult(_ModelMethods):
     pooled_self_preference: float | None = Field(
         default=None, description="mean adjusted self-preference over the session's self-reviews"
     )
-    pooled_self_preference_p_value: float | None = None
+    pooled_self_preference_p_value: float | None = Field(
+        default=None,
+        description=(
+            "one-sided test of pooled_self_preference over all self-reviews (no Bonferroni, "
+            "no points floor): information about the council as a whole, never a flag; "
+            "indicator_only['pooled_self_preference'] says so when it is small and no "
+            "reviewer is flagged"
+        ),
+    )
     sample_sizes: dict[str, int] = Field(default_factory=dict)
     thresholds: dict[str, float] = Field(default_factory=dict)
     significance_level: float | None = Field(
@@ -159,7 +167,9 @@ class BiasAuditResult(_ModelMethods):
         default_factory=dict,
         description=(
             "what was not tested or rests on too few data for a statistical claim, with why; "
-            "'length' is always present and says what the length number can and cannot mean"
+            "'length' is always present and says what the length number can and cannot mean; "
+            "'pooled_self_preference' when that p-value is below the level and no reviewer is "
+            "flagged (why it is information, not a flag)"
         ),
     )
     methods: dict[str, str] = Field(default_factory=dict)

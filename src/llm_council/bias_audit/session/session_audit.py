@@ -14,7 +14,8 @@ import structlog
 
 from llm_council.bias_audit.records.jsonl_store import PartialWriteError
 from llm_council.bias_audit.records.query_hash import query_hash_from_env
-from llm_council.bias_audit.records.stores import open_store
+from llm_council.bias_audit.records.store_urls import is_postgres_url, redact_url
+from llm_council.bias_audit.records.stores import open_store, store_spec
 from llm_council.bias_audit.session.audit import audit_score_table
 from llm_council.bias_audit.session.result import BiasAuditResult
 from llm_council.bias_audit.session.score_table import answer_lengths, score_table_from_session
@@ -86,11 +87,18 @@ async def audit_session_result(
     except RecordError as error:
         # the statistics are still worth returning when only the store failed
         log.warning("bias_records_not_written", error=str(error))
+        audit.setdefault("record_store", _store_description(store))
         audit["records_written"] = 0
         audit["record_store_error"] = str(error)
         if isinstance(error, PartialWriteError):  # rollback failed: say what is there
             audit["records_left_incomplete"] = error.records_left
     return result, audit
+
+
+def _store_description(store: str | Path | None) -> str:
+    """Where records were meant to go when the store could not even be opened (no password)."""
+    spec = str(store) if store is not None else store_spec()
+    return redact_url(spec) if is_postgres_url(spec) else spec
 
 
 async def _similarity(event: SessionCompleted, audit: dict[str, Any]) -> SimilarityByMember:

@@ -1,0 +1,61 @@
+"""Issue 28: a small pooled self-preference p-value beside no flag says why in the output.
+
+``pooled_self_preference_p_value`` 0.0497 with ``self_preference_detected: false`` puzzled
+a user. The pooled test is one test over all self-reviews with no Bonferroni adjustment and
+no points floor; the flag needs one reviewer's own adjusted test and 1 point. The audit now
+adds ``indicator_only["pooled_self_preference"]`` exactly then; no statistic changes (the
+golden audits still agree to 1e-12, test_audit_golden.py).
+"""
+
+from __future__ import annotations
+
+from generators.independent_council import CouncilSpec, generate_sessions
+from llm_council.bias_audit.session.audit import audit_score_table
+from llm_council.bias_audit.session.audit_methods import pooled_self_preference_note
+from llm_council.bias_audit.session.score_table import score_table_from_mappings
+from llm_council.bias_audit.session.thresholds import AuditThresholds
+
+
+def _note(p_value: float | None, detected: bool = False) -> str | None:
+    return pooled_self_preference_note(
+        p_value, detected, n_self_reviews=5, significance_level=0.05, self_preference_floor=1.0
+    )
+
+
+def test_the_note_appears_only_for_a_small_pooled_p_without_a_flag() -> None:
+    note = _note(0.0497)
+    assert note is not None
+    assert note.startswith("pooled_self_preference_p_value 0.0497 is below 0.05, yet no")
+    assert "information, not a flag" in note and "all 5 self-reviews" in note
+    assert "Bonferroni" in note and "at least 1 point(s)" in note
+    assert _note(0.05) is None  # not below the level
+    assert _note(0.2) is None
+    assert _note(None) is None  # not tested
+    assert _note(0.001, detected=True) is None  # a reviewer is flagged: nothing to explain
+
+
+def test_a_seeded_session_carries_the_note_and_the_same_numbers() -> None:
+    # the golden case "biased-5" session 8 (tests/bias_audit/audit_golden_cases.py): pooled
+    # p = 0.0093, no reviewer flagged for self-preference
+    spec = CouncilSpec(
+        n_members=5,
+        leniency=[-2.5, 0.0, 0.0, 0.0, 1.5],
+        self_bias=[2.0, 0.0, 2.0, 0.0, 0.0],
+        slot_effects=[[1.5, 0.0, 0.0, 0.0, -1.5]] * 5,
+        noise_sds=[0.5, 1.0, 1.5, 0.7, 1.2],
+        quality_length_correlation=0.6,
+    )
+    session = list(generate_sessions(spec, 20, 20))[8]
+    table = score_table_from_mappings(
+        session.stage1_responses, session.stage2_scores, session.position_mapping
+    )
+    result = audit_score_table(table, AuditThresholds())
+    assert result.pooled_self_preference_p_value is not None
+    assert result.pooled_self_preference_p_value < 0.05
+    assert not result.self_preference_detected
+    note = result.indicator_only["pooled_self_preference"]
+    assert note.startswith(
+        f"pooled_self_preference_p_value {result.pooled_self_preference_p_value:.3g} is below"
+    )
+    assert "pooled_self_preference" not in result.flags_raised
+    assert "self_preference_detected" not in result.risk_flags
