@@ -1,0 +1,70 @@
+"""Null rate and power of the CALM and injection probe flags on simulated judges (slow).
+
+Run: ``CALM_REPLICATES=200 pytest tests/calibration/test_calm_probes_slow.py -m slow -s``
+(defaults to 40 replicates). Each replicate draws 50 fresh simulated pairs and judges
+every probe with :class:`~.calm_probe_harness.IndependentNoise` (fresh noise per prompt,
+the realistic null; see the harness). Rows:
+
+- ``unbiased``: noise_sd 1.0, no susceptibility (the null);
+- ``primacy``: position effect +1.0 on the first slot, noise_sd 0.8, no susceptibility
+  (a null with another bias present);
+- ``susceptible d``: ``unbiased`` plus ``d`` points of susceptibility to every cue.
+
+The flag's nominal rate is 5% (two-sided sign test at 0.05) and at most 2.5% for the
+one-sided flags; the assertion allows the Monte Carlo error (two binomial SEs).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+
+from llm_council.calibration.calm_probes import CALM_PROBE_NAMES
+
+from .calm_probe_harness import probe_summaries
+
+REPLICATES = int(os.environ.get("CALM_REPLICATES", "40"))
+PAIRS = 50
+
+ROWS = {
+    "unbiased": ("unbiased", {}),
+    "primacy": ("primacy", {}),
+    "susceptible 0.5": ("unbiased", dict.fromkeys(
+        ("bandwagon", "sentiment", "compassion", "fallacy_oversight", "refinement", "injection"),
+        0.5,
+    )),
+    "susceptible 1.0": ("unbiased", dict.fromkeys(
+        ("bandwagon", "sentiment", "compassion", "fallacy_oversight", "refinement", "injection"),
+        1.0,
+    )),
+}
+
+
+def flag_rates(profile: str, options: dict[str, float]) -> dict[str, float]:
+    fired = dict.fromkeys(CALM_PROBE_NAMES, 0)
+    for replicate in range(REPLICATES):
+        summaries = probe_summaries(
+            options, n_pairs=PAIRS, seed=10_000 + replicate, probes=CALM_PROBE_NAMES,
+            profile=profile,
+        )
+        for probe, summary in summaries.items():
+            fired[probe] += summary["failed"]
+    return {probe: count / REPLICATES for probe, count in fired.items()}
+
+
+@pytest.mark.slow
+def test_null_rate_and_power_of_the_probe_flags() -> None:
+    table = {row: flag_rates(*spec) for row, spec in ROWS.items()}
+    print(f"\n{REPLICATES} replicates of {PAIRS} pairs")
+    print("| judge | " + " | ".join(CALM_PROBE_NAMES) + " |")
+    print("|---|" + "---|" * len(CALM_PROBE_NAMES))
+    for row, rates in table.items():
+        print(f"| {row} | " + " | ".join(f"{rates[p]:.3f}" for p in CALM_PROBE_NAMES) + " |")
+    slack = 2 * math.sqrt(0.05 * 0.95 / REPLICATES)
+    for row in ("unbiased", "primacy"):
+        for probe, rate in table[row].items():
+            assert rate <= 0.05 + slack, (row, probe, rate)
+    for probe, rate in table["susceptible 1.0"].items():
+        assert rate >= 0.8, (probe, rate)
