@@ -31,14 +31,34 @@ PAIRS = 50
 ROWS = {
     "unbiased": ("unbiased", {}),
     "primacy": ("primacy", {}),
-    "susceptible 0.5": ("unbiased", dict.fromkeys(
-        ("bandwagon", "sentiment", "compassion", "fallacy_oversight", "refinement", "injection"),
-        0.5,
-    )),
-    "susceptible 1.0": ("unbiased", dict.fromkeys(
-        ("bandwagon", "sentiment", "compassion", "fallacy_oversight", "refinement", "injection"),
-        1.0,
-    )),
+    "susceptible 0.5": (
+        "unbiased",
+        dict.fromkeys(
+            (
+                "bandwagon",
+                "sentiment",
+                "compassion",
+                "fallacy_oversight",
+                "refinement",
+                "injection",
+            ),
+            0.5,
+        ),
+    ),
+    "susceptible 1.0": (
+        "unbiased",
+        dict.fromkeys(
+            (
+                "bandwagon",
+                "sentiment",
+                "compassion",
+                "fallacy_oversight",
+                "refinement",
+                "injection",
+            ),
+            1.0,
+        ),
+    ),
 }
 
 
@@ -46,7 +66,10 @@ def flag_rates(profile: str, options: dict[str, float]) -> dict[str, float]:
     fired = dict.fromkeys(CALM_PROBE_NAMES, 0)
     for replicate in range(REPLICATES):
         summaries = probe_summaries(
-            options, n_pairs=PAIRS, seed=10_000 + replicate, probes=CALM_PROBE_NAMES,
+            options,
+            n_pairs=PAIRS,
+            seed=10_000 + replicate,
+            probes=CALM_PROBE_NAMES,
             profile=profile,
         )
         for probe, summary in summaries.items():

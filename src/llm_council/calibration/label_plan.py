@@ -31,8 +31,11 @@ Fleiss, Cohen & Everitt (1969) (:func:`~llm_council.stats.agreement.cohen_kappa_
 so ``n = (z sqrt(V) / h)^2`` (the planning approach of Donner & Eliasziw 1992, "A
 goodness-of-fit approach to inference procedures for the kappa statistic", Statistics in
 Medicine 11, 1511-1519, with the FCE variance in place of their goodness-of-fit one).
-``V`` is the 90th percentile of its bootstrap distribution over the labelled pairs (500
-resamples) when at least :data:`MIN_LABELS_TO_ESTIMATE` are labelled; otherwise the worst
+With at least :data:`MIN_LABELS_TO_ESTIMATE` labels, ``V`` is the 95th percentile of its
+bootstrap distribution over the ``m`` labelled pairs (500 resamples; the uncertainty of
+the current estimate) plus ``1.28 sd_boot sqrt(m / n)`` (a one-sided 90% allowance for the
+noise of the estimate made once ``n`` pairs are labelled, its SD scaled from the
+bootstrap's), solved for ``n`` by fixed-point iteration; otherwise the worst
 case over kappa 0 to 0.95 of a table whose two raters both have the judge's verdict shares
 (``p_ii = p_i (p_i + kappa (1 - p_i))``, ``p_ij = (1 - kappa) p_i p_j``): an assumption,
 stated in the output, that humans use the three verdicts as often as the judge does.
@@ -62,11 +65,15 @@ from llm_council.stats.proportions import wilson_interval
 METRICS = ("agreement", "kappa")
 ORDERS = ("informative", "random")
 CATEGORIES = ("a", "b", "tie")
-#: below this many labels the kappa plan uses the worst case instead of the labels
-MIN_LABELS_TO_ESTIMATE = 30
+#: below this many labels the kappa plan uses the worst case (from 40 labels the
+#: bootstrap plan reached the target in 18 of 20 simulated campaigns, from 60 in 20)
+MIN_LABELS_TO_ESTIMATE = 50
 BOOTSTRAP_RESAMPLES = 500
-#: the planning value is a one-sided bound at this level
+#: the agreement's planning value is a one-sided bound at this level
 PLANNING_ASSURANCE = 0.90
+#: the kappa's planning variance is this quantile of its bootstrap distribution (0.90
+#: reached the target in 8 of 10 simulated campaigns from 40 labels; see the tests)
+KAPPA_VARIANCE_QUANTILE = 0.95
 _MAX_N = 10_000_000
 _KAPPA_GRID = tuple(k / 20 for k in range(20))  # 0, 0.05, ..., 0.95
 
@@ -179,10 +186,16 @@ def plan_kappa(
             if math.isfinite(variance):
                 variances.append(variance)
         if variances:
-            unit_variance = float(np.quantile(variances, PLANNING_ASSURANCE))
+            quantile = float(np.quantile(variances, KAPPA_VARIANCE_QUANTILE))
+            spread = float(np.std(variances))
+            unit_variance = quantile
+            for _ in range(50):  # fixed point of V = q + z_0.9 * sd * sqrt(m / n(V))
+                needed = max(labelled, _z(confidence) ** 2 * unit_variance / halfwidth**2)
+                unit_variance = quantile + _z(0.8) * spread * math.sqrt(labelled / needed)
             basis = (
-                f"FCE variance from {labelled} labels, {PLANNING_ASSURANCE:.0%} bootstrap "
-                f"quantile ({BOOTSTRAP_RESAMPLES} resamples)"
+                f"FCE variance from {labelled} labels: {KAPPA_VARIANCE_QUANTILE:.0%} bootstrap "
+                f"quantile ({BOOTSTRAP_RESAMPLES} resamples) plus the final estimate's "
+                "one-sided 90% noise"
             )
         else:
             unit_variance, basis = math.nan, ""
