@@ -81,6 +81,25 @@ def _reasoning_lines(section: dict[str, Any] | None) -> list[str]:
     ]
 
 
+def _confidence_lines(section: dict[str, Any] | None) -> list[str]:
+    """Expected calibration error of the judge's stated confidence, and its curve."""
+    if not section:
+        return []
+    if not section["available"]:
+        return [f"  confidence          not assessed: {section['reason']}"]
+    curve = "  ".join(
+        f"{row['bin_low']:.1f}-{row['bin_high']:.1f}: {_pct(row['accuracy'])} right"
+        f" at {_pct(row['mean_confidence'])} (n={row['n']})"
+        for row in section["reliability"]
+    )
+    return [
+        f"  confidence          ECE {section['ece']:.3f} ({section['bins']} equal bins)"
+        f"   Brier {section['brier']:.3f}   stated {_pct(section['mean_confidence'])}"
+        f" vs right {_pct(section['accuracy'])} ({section['n_verdicts']} verdicts)",
+        f"                      reliability {curve}",
+    ]
+
+
 def render_summary(report: dict[str, Any]) -> str:
     """Grade first, then one line per finding, then what to do."""
     consistency = report["consistency"]
@@ -138,6 +157,7 @@ def render_summary(report: dict[str, Any]) -> str:
             )
         )
     lines.extend(_reasoning_lines(report.get("reasoning_length")))
+    lines.extend(_confidence_lines(report.get("confidence_calibration")))
     for probe in (report.get("probes") or {}).values():
         if "shift" in probe:  # a CALM or injection probe: RR, CR and the paired flag
             shift = probe["shift"]
