@@ -1,7 +1,7 @@
 """Null rate and power of the CALM and injection probe flags on simulated judges (slow).
 
 Run: ``CALM_REPLICATES=200 pytest tests/calibration/test_calm_probes_slow.py -m slow -s``
-(defaults to 40 replicates). Each replicate draws 50 fresh simulated pairs and judges
+(defaults to 40 replicates). Each replicate draws 40 (``CALM_PAIRS``) fresh simulated pairs and judges
 every probe with :class:`~.calm_probe_harness.IndependentNoise` (fresh noise per prompt,
 the realistic null; see the harness). Rows:
 
@@ -26,7 +26,7 @@ from llm_council.calibration.calm_probes import CALM_PROBE_NAMES
 from .calm_probe_harness import probe_summaries
 
 REPLICATES = int(os.environ.get("CALM_REPLICATES", "40"))
-PAIRS = 50
+PAIRS = int(os.environ.get("CALM_PAIRS", "40"))
 
 ROWS = {
     "unbiased": ("unbiased", {}),
@@ -79,12 +79,14 @@ def flag_rates(profile: str, options: dict[str, float]) -> dict[str, float]:
 
 @pytest.mark.slow
 def test_null_rate_and_power_of_the_probe_flags() -> None:
-    table = {row: flag_rates(*spec) for row, spec in ROWS.items()}
     print(f"\n{REPLICATES} replicates of {PAIRS} pairs")
     print("| judge | " + " | ".join(CALM_PROBE_NAMES) + " |")
     print("|---|" + "---|" * len(CALM_PROBE_NAMES))
-    for row, rates in table.items():
-        print(f"| {row} | " + " | ".join(f"{rates[p]:.3f}" for p in CALM_PROBE_NAMES) + " |")
+    table = {}
+    for row, spec in ROWS.items():
+        rates = table[row] = flag_rates(*spec)
+        line = " | ".join(f"{rates[p]:.3f}" for p in CALM_PROBE_NAMES)
+        print(f"| {row} | {line} |", flush=True)
     slack = 2 * math.sqrt(0.05 * 0.95 / REPLICATES)
     for row in ("unbiased", "primacy"):
         for probe, rate in table[row].items():
