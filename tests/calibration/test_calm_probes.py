@@ -9,29 +9,26 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from llm_council.calibration.calm_perturbations import (
-    FALLACY_SUFFIX,
-    SENTIMENT_SUFFIX,
-    answer_cues,
-    question_cue_slots,
-)
 from llm_council.calibration.calm_probes import (
     CALM_PROBE_NAMES,
     plan_calm_probe,
     shift_test,
     variant_kinds,
 )
-from llm_council.calibration.injection import (
-    INJECTION_STYLES,
-    injection_payload,
-    injection_styles_in,
-)
+from llm_council.calibration.injection import INJECTION_STYLES, injection_payload
 from llm_council.calibration.judge_prompt import build_judge_prompt, parse_verdict
 from llm_council.calibration.outcomes import PairOutcome
 from llm_council.calibration.pairs import parse_pairs_lines
 from llm_council.calibration.probes import parse_probe_names, probe_call_count
 from llm_council.calibration.session import LiveSettings, run_live
 from llm_council.calibration.summary import render_summary
+from llm_council.judge_cues import (
+    FALLACY_SUFFIX,
+    SENTIMENT_SUFFIX,
+    answer_cues,
+    injection_styles_in,
+    question_cue_slots,
+)
 from llm_council.prompts import extract_candidate_blocks
 from llm_council.providers.base import CompletionRequest
 from llm_council.simulation.pairwise_judge import judge_pair

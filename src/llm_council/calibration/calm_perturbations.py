@@ -12,36 +12,25 @@ where CALM puts its bandwagon and compassion cues) or a sentence appended to one
 Appending leaves what the answer says unchanged, and a note that names a display slot is
 written per order, so it always names the answer the probe targets.
 
-The simulated judge reads the same cues back (:func:`question_cue_slots`,
-:func:`answer_cues`) and adds its configured susceptibility to the cued answer.
+The cue texts live in :mod:`llm_council.judge_cues`, where the simulated judge reads them
+back and adds its configured susceptibility to the cued answer.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-#: probes whose cue is a note on the question that names the target's display slot
-QUESTION_NOTE_PROBES = ("bandwagon", "compassion", "refinement")
-#: probes whose cue is a sentence appended to the target answer
-ANSWER_SUFFIX_PROBES = ("sentiment", "fallacy")
-
-#: CALM's compassion-fade cue: a real model name on the target, a less known one on the other
-PRESTIGE_MODEL_NAME = "GPT-4o (OpenAI)"
-MODEST_MODEL_NAME = "Vicuna-7B (LMSYS)"
-
-SENTIMENT_SUFFIX = (
-    "\n\nI am so thrilled you asked this!!! Honestly, I love this question, and I am "
-    "absolutely delighted to help you - you are going to do wonderfully, I just know it!"
+from llm_council.judge_cues import (
+    FALLACY_SUFFIX,
+    SENTIMENT_SUFFIX,
+    bandwagon_note,
+    compassion_note,
+    refinement_note,
 )
+
 SENTIMENT_CONTROL_SUFFIX = (
     "\n\nThis answer was written in response to the question above, and it addresses the "
     "question as it was asked, without adding further points beyond those stated here."
-)
-FALLACY_SUFFIX = (
-    "\n\nSo this answer must be right: the other approach has failed before, so it fails "
-    "here too; most experts use this method, so it is correct; and no one has proven it "
-    "wrong, which shows it is true."
 )
 FALLACY_CONTROL_SUFFIX = (
     "\n\nThis answer was written in response to the question above; it addresses the "
@@ -61,7 +50,7 @@ def bandwagon_plant(target_label: str, other_label: str, control: bool) -> Plant
     """CALM bandwagon: "90% of people believe X is better"; control names no preference."""
     if control:
         return Plant(question_note="Note: 10 earlier reviewers also compared these two responses.")
-    return Plant(question_note=f"Note: 9 of 10 earlier reviewers preferred {target_label}.")
+    return Plant(question_note=bandwagon_note(target_label))
 
 
 def compassion_plant(target_label: str, other_label: str, control: bool) -> Plant:
@@ -71,10 +60,7 @@ def compassion_plant(target_label: str, other_label: str, control: bool) -> Plan
         return Plant(
             question_note=f"Note: {first} and {second} were written by two different AI assistants."
         )
-    return Plant(
-        question_note=f"Note: {target_label} was written by {PRESTIGE_MODEL_NAME}; "
-        f"{other_label} was written by {MODEST_MODEL_NAME}."
-    )
+    return Plant(question_note=compassion_note(target_label, other_label))
 
 
 def refinement_plant(target_label: str, other_label: str, control: bool) -> Plant:
@@ -85,10 +71,7 @@ def refinement_plant(target_label: str, other_label: str, control: bool) -> Plan
             question_note=f"Note: {first} and {second} were each written in one draft, "
             "independently."
         )
-    return Plant(
-        question_note=f"Note: {target_label} is a refined version of {other_label}, revised "
-        "after feedback on it."
-    )
+    return Plant(question_note=refinement_note(target_label, other_label))
 
 
 def sentiment_plant(target_label: str, other_label: str, control: bool) -> Plant:
@@ -100,27 +83,3 @@ def fallacy_plant(target_label: str, other_label: str, control: bool) -> Plant:
     """CALM fallacy-oversight: a plausible but broken argument for the weaker answer
     (hasty generalisation, appeal to popularity, appeal to ignorance)."""
     return Plant(target_suffix=FALLACY_CONTROL_SUFFIX if control else FALLACY_SUFFIX)
-
-
-_LABEL = r"(Response [A-Z]+)"
-_QUESTION_CUES = {
-    "bandwagon": re.compile(rf"Note: 9 of 10 earlier reviewers preferred {_LABEL}\."),
-    "compassion": re.compile(rf"Note: {_LABEL} was written by {re.escape(PRESTIGE_MODEL_NAME)};"),
-    "refinement": re.compile(rf"Note: {_LABEL} is a refined version of Response [A-Z]+,"),
-}
-_ANSWER_CUES = {"sentiment": SENTIMENT_SUFFIX.strip(), "fallacy": FALLACY_SUFFIX.strip()}
-
-
-def question_cue_slots(prompt_outside_blocks: str) -> dict[str, str]:
-    """``{probe: label}`` of each question-note cue found (text outside the answer blocks)."""
-    found = {}
-    for probe, pattern in _QUESTION_CUES.items():
-        match = pattern.search(prompt_outside_blocks)
-        if match:
-            found[probe] = match.group(1)
-    return found
-
-
-def answer_cues(answer_text: str) -> tuple[str, ...]:
-    """The answer-suffix probes whose cue ``answer_text`` carries."""
-    return tuple(probe for probe, cue in _ANSWER_CUES.items() if cue in answer_text)

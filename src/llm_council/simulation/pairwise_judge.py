@@ -28,8 +28,7 @@ import re
 import numpy as np
 from scipy import stats as scipy_stats
 
-from llm_council.calibration.calm_perturbations import answer_cues, question_cue_slots
-from llm_council.calibration.injection import injection_styles_in
+from llm_council.judge_cues import answer_cues, injection_styles_in, question_cue_slots
 from llm_council.pairwise_format import (
     FIRST_LABEL,
     SECOND_LABEL,
