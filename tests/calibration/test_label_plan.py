@@ -48,13 +48,13 @@ def test_agreement_plan_without_labels_is_the_worst_case() -> None:
 
 
 def test_agreement_plan_uses_the_bound_nearest_one_half() -> None:
-    # 90/100, 80% Wilson (z = 1.2816): centre (0.9 + z^2/200) / (1 + z^2/100) = 0.89354,
-    # half-width z/(1 + z^2/100) * sqrt(0.0009 + z^2/40000) = 0.03868 -> low 0.85486
+    # 90/100, 90% Wilson (z = 1.6449, z^2 = 2.7055): centre (0.9 + z^2/200) / (1 + z^2/100)
+    # = 0.88946, half-width z/(1 + z^2/100) * sqrt(0.0009 + z^2/40000) = 0.04982 -> 0.83964
     plan = plan_agreement(0.05, 0.95, 100, 90)
-    low, _ = wilson_interval(90, 100, 0.80)
-    assert plan.planning_value == pytest.approx(low) and low == pytest.approx(0.85486, abs=1e-5)
-    # Wald at 0.855 would ask 1.96^2 * 0.855 * 0.145 / 0.05^2 = 190.5; Wilson a few fewer
-    assert 180 <= plan.total_needed <= 193
+    low, _ = wilson_interval(90, 100, 0.90)
+    assert plan.planning_value == pytest.approx(low) and low == pytest.approx(0.83964, abs=1e-5)
+    # Wald at 0.8396 would ask 1.96^2 * 0.8396 * 0.1604 / 0.05^2 = 206.9; Wilson a few fewer
+    assert 195 <= plan.total_needed <= 207
     assert plan.more_needed == plan.total_needed - 100
     assert wilson_halfwidth(low, plan.total_needed, 0.95) <= 0.05
     assert wilson_halfwidth(low, plan.total_needed - 1, 0.95) > 0.05
