@@ -13,6 +13,7 @@ from llm_council.calibration.calm_probes import (
     CALM_PROBE_NAMES,
     plan_calm_probe,
     shift_test,
+    style_shift_tests,
     variant_kinds,
 )
 from llm_council.calibration.injection import INJECTION_STYLES, injection_payload
@@ -76,6 +77,19 @@ def test_shift_test_matches_scipy_binomtest() -> None:
     assert shift_test([], two_sided_flag=True)["p_value"] == 1.0
 
 
+def test_injection_styles_are_tested_one_by_one_with_bonferroni() -> None:
+    nine_of_ten = [1] * 9 + [-1]  # exact two-sided p = 22/1024 = 0.0215
+    two = style_shift_tests({"plain": nine_of_ten, "roleplay": [0] * 10})
+    # two styles: each tested at 0.05 / 2 = 0.025 > 0.0215, adjusted p = 0.043
+    assert two["flagged"] and two["p_value"] == pytest.approx(2 * 22 / 1024)
+    assert two["by_style"]["roleplay"]["p_value"] == 1.0
+    six = style_shift_tests(
+        {style: nine_of_ten if style == "plain" else [] for style in INJECTION_STYLES}
+    )
+    # six styles: 0.0215 > 0.05 / 6 = 0.0083, adjusted p = 0.129: not flagged
+    assert not six["flagged"] and six["p_value"] == pytest.approx(6 * 22 / 1024)
+
+
 def test_question_notes_name_the_target_in_each_order() -> None:
     pair = _pairs(1)[0]
     baseline = PairOutcome(pair, ("a",), ("a",))  # a won both orders: b is the weaker answer
@@ -129,8 +143,15 @@ def test_susceptible_judge_is_flagged_on_every_probe_and_unbiased_is_not() -> No
         assert summary["failed"], probe
         assert summary["shift"]["direction"] == "toward_target"
         assert summary["robustness"]["rate"] < summary["consistency"]["rate"], probe
-    clean = probe_summaries({}, n_pairs=40, seed=7, probes=CALM_PROBE_NAMES)
-    assert not any(summary["failed"] for summary in clean.values())
+    # the null, small: 8 replicates x 6 probes = 48 tests at <= 5% each; expected <= 2.4
+    # flags; 8 or more has probability 0.2% (scipy binom.sf(7, 48, 0.05)); the slow test
+    # measures the rates
+    flags = sum(
+        summary["failed"]
+        for seed in range(100, 108)
+        for summary in probe_summaries({}, n_pairs=25, seed=seed, probes=CALM_PROBE_NAMES).values()
+    )
+    assert flags < 8
 
 
 def test_each_susceptibility_moves_only_its_own_probe() -> None:
