@@ -219,7 +219,12 @@ def render_plan(document: dict[str, Any], order_path: str) -> str:
         f"label plan: {document['metric']} of judge {document['judge'] or '(none recorded)'} vs "
         f"humans, target half-width {document['target_halfwidth']:g} at "
         f"{document['confidence']:.0%}",
-        f"  labelled and judged now: {document['labelled_and_judged']} ({now})",
+        f"  labelled and judged now: {document['labelled_and_judged']} ({now})"
+        + (
+            f"; {unjudged} labelled pairs have no verdict from this judge and do not count"
+            if (unjudged := document["labelled_pairs"] - document["labelled_and_judged"])
+            else ""
+        ),
         f"  planning: {document['planning_basis']}",
         f"  labels needed in total: {document['total_needed']}; "
         f"label {document['more_needed']} more",
