@@ -43,6 +43,9 @@ class PairOutcome:
     # each verdict's rationale length, aligned with ``ab`` / ``ba`` (empty: none given)
     ab_rationale_chars: tuple[int | None, ...] = ()
     ba_rationale_chars: tuple[int | None, ...] = ()
+    # each verdict's stated confidence, aligned with ``ab`` / ``ba`` (empty: none given)
+    ab_confidences: tuple[float | None, ...] = ()
+    ba_confidences: tuple[float | None, ...] = ()
 
     @property
     def evaluated(self) -> bool:
@@ -98,6 +101,8 @@ def judgments_to_outcome(
         ba_repetitions=tuple(j.repetition for j in ba),
         ab_rationale_chars=tuple(j.rationale_chars for j in ab),
         ba_rationale_chars=tuple(j.rationale_chars for j in ba),
+        ab_confidences=tuple(j.confidence for j in ab),
+        ba_confidences=tuple(j.confidence for j in ba),
     )
 
 

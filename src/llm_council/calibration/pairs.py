@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from llm_council.calibration.majority import strict_plurality
+from llm_council.calibration.verdict_confidence import judgment_confidence
 from llm_council.errors import InputError
 
 Winner = Literal["a", "b", "tie"]
@@ -40,6 +41,9 @@ class Judgment:
     repetition: int = 0
     # characters of the judge's rationale for this verdict (ADR 0027); None when not given
     rationale_chars: int | None = None
+    # the judge's probability that this verdict is right (``confidence`` or
+    # exp(``verdict_logprob``)); None when not given
+    confidence: float | None = None
 
 
 @dataclass(frozen=True)
@@ -202,6 +206,7 @@ def _judgments(raw: Any, where: tuple[str, int]) -> tuple[Judgment, ...]:
                 winner=winner,
                 repetition=repetition,
                 rationale_chars=_rationale_chars(item, name, where),
+                confidence=judgment_confidence(item, name, where),
             )
         )
     return tuple(judgments)
@@ -410,6 +415,7 @@ def pair_to_record(pair: Pair, *, with_judgments: bool = True) -> dict[str, Any]
         record["judgments"] = [
             {"order": j.order, "winner": j.winner, "repetition": j.repetition + 1}
             | ({} if j.rationale_chars is None else {"rationale_chars": j.rationale_chars})
+            | ({} if j.confidence is None else {"confidence": j.confidence})
             for j in pair.judgments
         ]
     return record

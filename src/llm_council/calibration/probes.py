@@ -17,6 +17,10 @@ distraction an irrelevant sentence                 robustness                   
 
 (*) no threshold is stated for these two; we use the positional-agreement bar (85%) by
 analogy: a change that adds no content should move verdicts no more than the order does.
+
+The CALM probes (bandwagon, sentiment, compassion, fallacy, refinement) and the injection
+probe are planned and summarised in :mod:`llm_council.calibration.calm_probes`: each has a
+control edit and a paired sign-test flag instead of a fixed threshold.
 """
 
 from __future__ import annotations
@@ -26,6 +30,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from llm_council.calibration.calm_probes import (
+    CALM_PROBE_NAMES,
+    CalmPlan,
+    plan_calm_probe,
+    summarise_calm_probe,
+    variant_kinds,
+)
 from llm_council.calibration.pairs import ORDERS, Pair, Winner
 from llm_council.calibration.perturbations import (
     add_authority,
@@ -45,7 +56,10 @@ from llm_council.calibration.runner import (
 from llm_council.errors import ConfigError
 from llm_council.stats.proportions import wilson_interval
 
+#: the default probes (``--probes`` and the bias check run these unless told otherwise)
 PROBE_NAMES: tuple[str, ...] = ("authority", "format", "padding", "identity", "distraction")
+#: every probe ``--probes`` accepts
+ALL_PROBE_NAMES: tuple[str, ...] = PROBE_NAMES + CALM_PROBE_NAMES
 
 AUTHORITY_PREFERRED_MAX = 0.2
 FORMAT_SCORE_GAP_MAX = 0.5
@@ -54,12 +68,20 @@ OWN_STYLE_PREFERRED_MAX = 0.6
 
 def parse_probe_names(text: str) -> tuple[str, ...]:
     names = tuple(name.strip() for name in text.split(",") if name.strip())
-    unknown = [name for name in names if name not in PROBE_NAMES]
+    unknown = [name for name in names if name not in ALL_PROBE_NAMES]
     if unknown or not names:
         raise ConfigError(
-            f"unknown probe '{unknown[0] if unknown else text}'; known: {', '.join(PROBE_NAMES)}"
+            f"unknown probe '{unknown[0] if unknown else text}'; "
+            f"known: {', '.join(ALL_PROBE_NAMES)}"
         )
     return names
+
+
+def probe_call_count(name: str) -> int:
+    """Judge calls one probe makes per probed pair (every variant in both orders)."""
+    if name in CALM_PROBE_NAMES:
+        return 2 * len(variant_kinds(name))
+    return 4 if name == "format" else 2
 
 
 def _hash_side(pair_id: str) -> str:
@@ -124,7 +146,12 @@ async def run_probes(
     baseline_results = await runner.run(position_swap_calls(pairs, 1))
     baselines = {o.pair.pair_id: o for o in outcomes_from_results(pairs, baseline_results)}
     plans = []
+    calm_plans: list[CalmPlan] = []
     for probe in probes:
+        if probe in CALM_PROBE_NAMES:
+            planned = (plan_calm_probe(probe, baselines[pair.pair_id]) for pair in pairs)
+            calm_plans.extend(plan for plan in planned if plan is not None)
+            continue
         for pair in pairs:
             side = _target_side(baselines[pair.pair_id], probe)
             if side is not None:
@@ -135,14 +162,22 @@ async def run_probes(
         for variant, texts in plan.variants.items()
         for order in ORDERS
     ]
+    calls.extend(call for plan in calm_plans for call in plan.calls)
     results = await runner.run(calls)
     outcomes: dict[tuple[str, str], PairOutcome] = {}
     variants = {variant for plan in plans for variant in plan.variants}
+    variants.update(call.variant for plan in calm_plans for call in plan.calls)
     for variant in variants:
         for outcome in outcomes_from_results(pairs, results, variant):
             outcomes[(variant, outcome.pair.pair_id)] = outcome
     return {
-        probe: summarise_probe(probe, [p for p in plans if p.probe == probe], baselines, outcomes)
+        probe: (
+            summarise_calm_probe(
+                probe, [p for p in calm_plans if p.probe == probe], baselines, outcomes
+            )
+            if probe in CALM_PROBE_NAMES
+            else summarise_probe(probe, [p for p in plans if p.probe == probe], baselines, outcomes)
+        )
         for probe in probes
     }
 

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm_council.calibration.confidence import confidence_calibration
 from llm_council.calibration.estimates import (
     MIN_N_FOR_INTERVAL,
     kappa_estimate,
@@ -123,6 +124,9 @@ def compute_report(outcomes: Sequence[PairOutcome], options: ReportOptions) -> d
     report["human_agreement"] = _human_agreement(evaluated, options.human_kappa_threshold, conf)
     report["repetition_stability"] = repetition_stability(evaluated, conf)
     report["reasoning_length"] = rationale_length_errors(evaluated, conf)  # ADR 0027
+    calibration = confidence_calibration(evaluated, conf)
+    if calibration is not None:  # only when verdicts state a confidence
+        report["confidence_calibration"] = calibration
     report["grade"] = (
         grade(report["consistency"]["kappa"], report["position_bias"]["flip_rate"])
         if n >= MIN_N_FOR_INTERVAL

@@ -19,7 +19,7 @@ import platformdirs
 from llm_council.calibration.bias_check import select_pairs_for_bias_check
 from llm_council.calibration.call_cache import CallCache
 from llm_council.calibration.pairs import Pair, distinct_questions
-from llm_council.calibration.probes import PROBE_NAMES, run_probes
+from llm_council.calibration.probes import PROBE_NAMES, probe_call_count, run_probes
 from llm_council.calibration.report import (
     DEFAULT_HUMAN_KAPPA_THRESHOLD,
     ReportOptions,
@@ -182,7 +182,7 @@ async def live_report(
         on_call_done=on_call_done,
     )
     checked = select_pairs_for_bias_check(pairs, bias_check_probability, settings.seed)
-    probe_calls = sum(4 if name == "format" else 2 for name in probes) * len(checked)
+    probe_calls = sum(probe_call_count(name) for name in probes) * len(checked)
     if on_total is not None:
         on_total(2 * settings.repetitions * len(pairs) + probe_calls)
     try:

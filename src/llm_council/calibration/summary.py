@@ -21,6 +21,10 @@ def _interval(rate: dict[str, Any]) -> str:
     return f"{_pct(rate['rate'])} [{_pct(rate['ci_low'])}-{_pct(rate['ci_high'])}] (n={rate['n']})"
 
 
+def _pct_or_na(rate: dict[str, Any]) -> str:
+    return "n/a" if rate.get("rate") is None else f"{_pct(rate['rate'])} (n={rate['n']})"
+
+
 def _num(value: float | None, digits: int = 2) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
@@ -108,6 +112,25 @@ def _reasoning_lines(section: dict[str, Any] | None) -> list[str]:
     ]
 
 
+def _confidence_lines(section: dict[str, Any] | None) -> list[str]:
+    """Expected calibration error of the judge's stated confidence, and its curve."""
+    if not section:
+        return []
+    if not section["available"]:
+        return [f"  confidence          not assessed: {section['reason']}"]
+    curve = "  ".join(
+        f"{row['bin_low']:.1f}-{row['bin_high']:.1f}: {_pct(row['accuracy'])} right"
+        f" at {_pct(row['mean_confidence'])} (n={row['n']})"
+        for row in section["reliability"]
+    )
+    return [
+        f"  confidence          ECE {section['ece']:.3f} ({section['bins']} equal bins)"
+        f"   Brier {section['brier']:.3f}   stated {_pct(section['mean_confidence'])}"
+        f" vs right {_pct(section['accuracy'])} ({section['n_verdicts']} verdicts)",
+        f"                      reliability {curve}",
+    ]
+
+
 def render_summary(report: dict[str, Any]) -> str:
     """Grade first, then one line per finding, then what to do."""
     consistency = report["consistency"]
@@ -164,7 +187,19 @@ def render_summary(report: dict[str, Any]) -> str:
             )
         )
     lines.extend(_reasoning_lines(report.get("reasoning_length")))
+    lines.extend(_confidence_lines(report.get("confidence_calibration")))
     for probe in (report.get("probes") or {}).values():
+        if "shift" in probe:  # a CALM or injection probe: RR, CR and the paired flag
+            shift = probe["shift"]
+            lines.append(
+                f"  probe {probe['probe']:<13} RR {_interval(probe['robustness'])}"
+                f"   CR {_interval(probe['consistency'])}"
+                f"   target wins {_pct_or_na(probe['value'])} vs control"
+                f" {_pct_or_na(probe['control_value'])}"
+                f"   shift {shift['toward_target']} toward / {shift['away_from_target']} away,"
+                f" sign test p={shift['p_value']:.2g}   {'FAIL' if probe['failed'] else 'ok'}"
+            )
+            continue
         value = probe["value"]
         shown = _interval(value) if isinstance(value, dict) else _num(value)
         measured = "" if probe["short"] == "robust" else f"   {probe['short']} {shown}"

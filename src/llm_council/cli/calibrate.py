@@ -25,7 +25,7 @@ from llm_council.calibration.importers import load_pairs_any
 from llm_council.calibration.judge_independence import judge_independence_from_pairs
 from llm_council.calibration.judge_independence_render import render_independence_text
 from llm_council.calibration.pairs import read_pairs
-from llm_council.calibration.probes import PROBE_NAMES, parse_probe_names
+from llm_council.calibration.probes import ALL_PROBE_NAMES, PROBE_NAMES, parse_probe_names
 from llm_council.calibration.report import DEFAULT_HUMAN_KAPPA_THRESHOLD
 from llm_council.calibration.session import (
     REPORT_FORMAT,
@@ -269,7 +269,9 @@ def calibrate_command(
 def probe_command(
     pairs_path: Annotated[Path, typer.Argument(help="pairs JSONL")],
     model: Annotated[str, typer.Option("--model", "-m", help="judge spec, e.g. openai:gpt-4o")],
-    probes: Annotated[str, typer.Option(help="comma-separated probes")] = ",".join(PROBE_NAMES),
+    probes: Annotated[
+        str, typer.Option(help=f"comma-separated probes of: {', '.join(ALL_PROBE_NAMES)}")
+    ] = ",".join(PROBE_NAMES),
     option: OptionsOption = None,
     output: Annotated[
         Path | None, typer.Option("--output", help="write the JSON report here")
@@ -279,7 +281,11 @@ def probe_command(
     no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
     seed: Annotated[int, typer.Option()] = 0,
 ) -> None:
-    """Bias probes: perturb one answer (authority, format, padding, identity, distraction)."""
+    """Bias probes: perturb one answer or the question (CALM biases, prompt injection).
+
+    Default probes: authority, format, padding, identity, distraction. Also available:
+    bandwagon, sentiment, compassion, fallacy, refinement, injection (docs/calibration.md).
+    """
     names = parse_probe_names(probes)
     pairs = read_pairs(pairs_path)
     settings = _live_settings(
@@ -306,11 +312,19 @@ def label_ui_command(
     output: Annotated[Path, typer.Option("--output", help="labels are appended here (JSONL)")],
     port: Annotated[int, typer.Option(help="port on 127.0.0.1 (0 = any free port)")] = 8765,
     seed: Annotated[int, typer.Option(help="seed for randomizing which answer is shown left")] = 0,
+    order: Annotated[
+        Path | None,
+        typer.Option("--order", help="show pairs in this label-plan order file's order first"),
+    ] = None,
 ) -> None:
     """Serve a local page (127.0.0.1 only) to label pairs A / B / tie, saving each label."""
+    from llm_council.calibration.label_plan_file import apply_label_order, read_label_order
     from llm_council.calibration.label_ui import serve_forever
 
-    serve_forever(read_pairs(pairs_path), output, port=port, seed=seed)
+    pairs = read_pairs(pairs_path)
+    if order is not None:
+        pairs = apply_label_order(pairs, read_label_order(order), str(order))
+    serve_forever(pairs, output, port=port, seed=seed)
 
 
 def export_openai_evals_command(

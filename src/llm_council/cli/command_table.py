@@ -47,11 +47,15 @@ COMMANDS: dict[str, CommandEntry] = {
     ),
     "probe": CommandEntry(
         "llm_council.cli.calibrate",
-        "Bias probes: perturb one answer (authority, format, padding, identity, distraction).",
+        "Bias probes: perturb one answer or the question (CALM biases, prompt injection).",
     ),
     "label-ui": CommandEntry(
         "llm_council.cli.calibrate",
         "Serve a local page (127.0.0.1 only) to label pairs A / B / tie, saving each label.",
+    ),
+    "label-plan": CommandEntry(
+        "llm_council.cli.label_plan",
+        "How many more human labels reach a target interval width; the order to label in.",
     ),
     "export-openai-evals": CommandEntry(
         "llm_council.cli.calibrate",

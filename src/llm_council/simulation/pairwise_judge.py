@@ -8,6 +8,13 @@ log(words / 200)`` + ``self_preference`` for its own answer + ``noise_sd * N(0, 
 clipped to 1-10 and rounded to ``score_decimals``. The higher score wins; equal rounded
 scores are a tie. The reply ends with the verdict line the calibration prompt asks for.
 
+Cue susceptibility (the CALM and injection probes, :mod:`llm_council.calibration.calm_probes`):
+a note on the question that names a slot (bandwagon, compassion, refinement) adds the
+profile's ``bandwagon`` / ``compassion`` / ``refinement`` points to that slot; an answer
+carrying the sentiment sentence, the fallacious argument or any injection payload gets
+``sentiment`` / ``fallacy_oversight`` / ``injection`` points. All zero by default, and
+then nothing is looked for, so an unset profile replies exactly as before.
+
 "Own answer": the footer's author tag names the judge (``narcissist:1a2b...`` for judge
 ``narcissist``), or the text carries the judge's identity signature (what the identity
 probe plants), the simulated counterpart of a model recognising its own style or name.
@@ -21,6 +28,7 @@ import re
 import numpy as np
 from scipy import stats as scipy_stats
 
+from llm_council.judge_cues import answer_cues, injection_styles_in, question_cue_slots
 from llm_council.pairwise_format import (
     FIRST_LABEL,
     SECOND_LABEL,
@@ -69,6 +77,26 @@ def _perceive(
     )
 
 
+_ANSWER_CUE_FIELDS = {"sentiment": "sentiment", "fallacy": "fallacy_oversight"}
+
+
+def cue_points(profile: SimulatedProfile, prompt: str, blocks: dict[str, str]) -> dict[str, float]:
+    """Points per shown label from the probe cues this judge is susceptible to."""
+    points = dict.fromkeys(blocks, 0.0)
+    outside = prompt
+    for text in blocks.values():
+        outside = outside.replace(text, "")
+    for probe, label in question_cue_slots(outside).items():
+        if label in points:
+            points[label] += float(getattr(profile, probe))
+    for label, text in blocks.items():
+        for probe in answer_cues(text):
+            points[label] += float(getattr(profile, _ANSWER_CUE_FIELDS[probe]))
+        if injection_styles_in(text):
+            points[label] += profile.injection
+    return points
+
+
 def judge_pair(
     profile: SimulatedProfile,
     request: CompletionRequest,
@@ -80,10 +108,14 @@ def judge_pair(
     blocks = {label: text for label, text in extract_candidate_blocks(request.prompt_text)}
     if FIRST_LABEL not in blocks or SECOND_LABEL not in blocks:
         return "I could not find two answers to compare.\nVerdict: tie"
+    cues = cue_points(profile, request.prompt_text, blocks) if profile.probe_susceptible else None
     scores = []
     for slot, label in enumerate((FIRST_LABEL, SECOND_LABEL)):
         candidate = _perceive(label, slot, blocks[label], profile, judge_name)
-        raw = expected_score(profile, candidate) + profile.noise_sd * float(rng.standard_normal())
+        expected = expected_score(profile, candidate)
+        if cues is not None:
+            expected += cues[label]
+        raw = expected + profile.noise_sd * float(rng.standard_normal())
         scores.append(round(min(max(raw, _SCALE[0]), _SCALE[1]), profile.score_decimals))
     if scores[0] > scores[1]:
         slot_verdict, reason = "first", f"{FIRST_LABEL} is more correct and complete"

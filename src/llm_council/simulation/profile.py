@@ -44,6 +44,26 @@ class SimulatedProfile(BaseModel):
         description="points added to an answer signed with its own model name "
         "(the identity bias check's signature)",
     )
+    # susceptibility to the CALM and injection probes (calibration.calm_probes): points the
+    # pairwise judge adds to the answer a cue favours; all zero = an unbiased judge
+    bandwagon: float = Field(
+        0.0, description="points added to the answer a note says most reviewers preferred"
+    )
+    sentiment: float = Field(
+        0.0, description="points added to an answer carrying the emotional-tone sentence"
+    )
+    compassion: float = Field(
+        0.0, description="points added to the answer attributed to a well-known model"
+    )
+    fallacy_oversight: float = Field(
+        0.0, description="points added to an answer carrying the fallacious argument"
+    )
+    refinement: float = Field(
+        0.0, description="points added to the answer called a refined version of the other"
+    )
+    injection: float = Field(
+        0.0, description="points added to an answer carrying a prompt-injection payload"
+    )
     favours: dict[str, float] = Field(
         default_factory=dict,
         description="points added when it scores the answer of the named member (favouritism); "
@@ -99,6 +119,20 @@ class SimulatedProfile(BaseModel):
     fail_tasks: tuple[str, ...] = Field(
         (), description="tasks that fail permanently: answer, review, synthesize, pairwise_judge"
     )
+
+    @property
+    def probe_susceptible(self) -> bool:
+        """Whether any CALM or injection susceptibility is set."""
+        return any(
+            (
+                self.bandwagon,
+                self.sentiment,
+                self.compassion,
+                self.fallacy_oversight,
+                self.refinement,
+                self.injection,
+            )
+        )
 
     def position_effect(self, display_index: int) -> float:
         if display_index < len(self.position_effects):
