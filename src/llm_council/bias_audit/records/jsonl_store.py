@@ -181,6 +181,21 @@ def _roll_back(
     )
 
 
+def _update_profiles(path: Path, before: os.stat_result, records: Sequence[ReviewRecord]) -> None:
+    """Merge the appended session into the reviewer-profile sidecar (under the lock).
+
+    The records are already in the store: a sidecar that cannot be written is left
+    stale and rebuilt by the next lookup, never an error of the append.
+    """
+    # imported here: the profiles pull numpy and scipy, which reading a store does not need
+    from llm_council.bias_audit.records.reviewer_profiles import merge_after_append
+
+    try:
+        merge_after_append(path, before, [record.model_dump() for record in records])
+    except OSError:
+        return
+
+
 def append_records(path: Path, records: Sequence[ReviewRecord]) -> int:
     """Append ``records`` under the store's lock, all or nothing; return how many.
 
@@ -211,6 +226,7 @@ def append_records(path: Path, records: Sequence[ReviewRecord]) -> int:
                     _write_fully(descriptor, payload)
                 except OSError as error:
                     raise _roll_back(descriptor, path, start, payload, skip, error) from None
+                _update_profiles(path, status, records)
             finally:
                 os.close(descriptor)
     except Timeout as error:

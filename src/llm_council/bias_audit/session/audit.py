@@ -11,11 +11,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from llm_council.bias_audit.records.reviewer_profiles import ReviewerProfile
 from llm_council.bias_audit.session.audit_methods import METHODS
+from llm_council.bias_audit.session.noise_priors import History, history_profiles, reviewer_priors
 from llm_council.bias_audit.session.result import BiasAuditResult, RiskLevel
 from llm_council.bias_audit.session.score_table import (
     UNKNOWN_POSITION,
@@ -27,10 +30,17 @@ from llm_council.prompts import label_for
 from llm_council.stats.additive_model import AdditiveFit
 from llm_council.stats.correlation import pearson_correlation_t_test
 from llm_council.stats.design_cache import fit_additive_two_way_cached
+from llm_council.stats.moderated_session_tests import (
+    ReviewerVariances,
+    moderate,
+    moderated_self_preference_tests,
+    step_down_moderated_offsets,
+)
 from llm_council.stats.position_tests import joint_slot_effects, position_randomization_test
 from llm_council.stats.reviewer_noise import ReviewerNoise, estimate_reviewer_noise
 from llm_council.stats.session_test_batch import SessionTests, session_noise_aware_tests
 from llm_council.stats.session_tests import (
+    ContrastTest,
     median_reference_offsets,
     pooled_self_preference_test,
     self_preference_tests,
@@ -230,6 +240,7 @@ def _leniency_fields(
     model: _SessionModel,
     thresholds: AuditThresholds,
     batch: SessionTests | None,
+    priors: _Priors | None,
 ) -> dict[str, Any]:
     """Each reviewer against the others on the same answers, Holm step-down."""
     offsets: dict[str, float | None] = dict.fromkeys(table.reviewers)
@@ -239,18 +250,31 @@ def _leniency_fields(
     generous: list[str] = []
     if model.fit is not None:
         active_rows = model.active_rows.tolist()
-        for local, offset in enumerate(median_reference_offsets(model.fit).tolist()):
+        median_offsets = median_reference_offsets(model.fit)
+        for local, offset in enumerate(median_offsets.tolist()):
             robust_offsets[table.reviewers[active_rows[local]]] = _finite_or_none(offset)
-        verdicts = step_down_reviewer_offsets(
-            model.active_scores,
-            significance_level=thresholds.significance_level,
-            effect_floor=thresholds.reviewer_offset_floor,
-            first_fit=model.fit,
-            minimum_residual_df=thresholds.minimum_test_df,
-            per_reviewer_noise=not thresholds.equal_reviewer_noise,
-            first_noise=model.noise,
-            first_tests=batch.reviewer_offsets if batch is not None else None,
-        )
+        verdicts: list[Any]
+        if priors is not None:
+            verdicts = step_down_moderated_offsets(
+                model.active_scores,
+                priors.variances,
+                priors.dfs,
+                significance_level=thresholds.significance_level,
+                effect_floor=thresholds.reviewer_offset_floor,
+                robust_offsets=median_offsets,
+                first_fit=model.fit,
+            )
+        else:
+            verdicts = step_down_reviewer_offsets(
+                model.active_scores,
+                significance_level=thresholds.significance_level,
+                effect_floor=thresholds.reviewer_offset_floor,
+                first_fit=model.fit,
+                minimum_residual_df=thresholds.minimum_test_df,
+                per_reviewer_noise=not thresholds.equal_reviewer_noise,
+                first_noise=model.noise,
+                first_tests=batch.reviewer_offsets if batch is not None else None,
+            )
         for verdict in verdicts:
             name = table.reviewers[active_rows[verdict.reviewer_index]]
             offsets[name] = _finite_or_none(verdict.estimate)
@@ -264,6 +288,32 @@ def _leniency_fields(
         "harsh_reviewers": harsh,
         "generous_reviewers": generous,
     }
+
+
+@dataclass(frozen=True)
+class _Priors:
+    """The moderated noise of the session's fit (per fitted reviewer): the priors it was
+    moderated toward, where each came from, and the moderated variances."""
+
+    variances: np.ndarray
+    dfs: np.ndarray
+    sources: list[str]
+    noise: ReviewerVariances
+
+
+def _moderated_priors(
+    table: ScoreTable, model: _SessionModel, thresholds: AuditThresholds, history: History
+) -> _Priors | None:
+    """Moderated per-reviewer noise (ADR 0045), unless equal noise is assumed or no fit."""
+    if model.fit is None or thresholds.equal_reviewer_noise:
+        return None
+    if not thresholds.moderate_reviewer_noise:
+        return None
+    if model.fit.residual_variance == 0.0 and not any(name in history for name in table.reviewers):
+        return None  # an exact fit and no past: no noise of this council to scale the default
+    names = [table.reviewers[row] for row in model.active_rows.tolist()]
+    variances, dfs, sources = reviewer_priors(model.fit, names, thresholds, history)
+    return _Priors(variances, dfs, sources, moderate(model.fit, variances, dfs))
 
 
 @dataclass(frozen=True)
@@ -300,6 +350,7 @@ def _self_preference_fields(
     thresholds: AuditThresholds,
     self_reviews: _SelfReviews,
     batch: SessionTests | None,
+    priors: _Priors | None,
 ) -> dict[str, Any]:
     """Own score vs the others' mean (raw) and vs the model's prediction (tested)."""
     raw: dict[str, float | None] = {}
@@ -317,8 +368,10 @@ def _self_preference_fields(
         p_values[name] = None
     fit_cells = self_reviews.fit_cells
     if model.fit is not None and fit_cells:
-        testable = _reviewer_tests_runnable(model, thresholds)
-        if batch is not None:
+        testable = priors is not None or _reviewer_tests_runnable(model, thresholds)
+        if priors is not None:
+            tests, pooled = _moderated_self_preference(model.fit, fit_cells, priors.noise)
+        elif batch is not None:
             tests, pooled = batch.self_preference, batch.pooled_self_preference
         else:
             tests = self_preference_tests(model.fit, fit_cells, model.noise)
@@ -348,6 +401,28 @@ def _self_preference_fields(
     }
 
 
+def _moderated_self_preference(
+    fit: AdditiveFit, fit_cells: list[tuple[int, int, float]], noise: ReviewerVariances
+) -> tuple[list[ContrastTest], ContrastTest | None]:
+    """Moderated self-preference tests as :class:`ContrastTest` (Bonferroni over the m
+    self-reviews; the pooled mean once)."""
+    moderated = moderated_self_preference_tests(fit, fit_cells, noise)
+    n_self = len(fit_cells)
+    tests: list[ContrastTest] = []
+    for index in range(n_self + 1):
+        estimate = float(moderated.estimates[index])
+        p_value = float(moderated.p_values[index])
+        if p_value != p_value:
+            tests.append(ContrastTest(estimate, None, None, None, None))
+            continue
+        error = float(moderated.standard_errors[index])
+        factor = n_self if index < n_self else 1
+        tests.append(
+            ContrastTest(estimate, error, estimate / error, p_value, min(1.0, p_value * factor))
+        )
+    return tests[:n_self], tests[n_self]
+
+
 def _reviewer_summaries(table: ScoreTable, model: _SessionModel) -> dict[str, Any]:
     """Mean and sample variance (ddof 1) of the scores each reviewer gave others' answers."""
     scored = ~np.isnan(model.others_scores)
@@ -373,11 +448,33 @@ def _reviewer_summaries(table: ScoreTable, model: _SessionModel) -> dict[str, An
     }
 
 
+def _moderation_note(priors: _Priors, residual_df: int) -> str:
+    """Where each reviewer's noise came from, for ``indicator_only["reviewers"]``."""
+    counts = {source: priors.sources.count(source) for source in dict.fromkeys(priors.sources)}
+    described = ", ".join(f"{count} from {source}" for source, count in counts.items())
+    return (
+        f"{residual_df} residual degree(s) of freedom in this session: each reviewer's noise "
+        f"variance is moderated toward a prior (Smyth 2004; {described}: 'history' is the "
+        "reviewer's past sessions, 'store' the store's other reviewers, 'default' "
+        "prior_noise_sd with the session's pooled variance); the estimates and the flags "
+        "come from this session's scores"
+    )
+
+
 def audit_score_table(
-    table: ScoreTable, thresholds: AuditThresholds, *, permutation_seed: int = 0
+    table: ScoreTable,
+    thresholds: AuditThresholds,
+    *,
+    permutation_seed: int = 0,
+    history: History | None = None,
 ) -> BiasAuditResult:
-    """Every per-session statistic and flag for one session's score table."""
+    """Every per-session statistic and flag for one session's score table.
+
+    ``history``: the reviewers' noise profiles from past sessions (ADR 0045); without it
+    each reviewer's session variance is moderated toward the default prior.
+    """
     model = _fit_session(table, thresholds)
+    priors = _moderated_priors(table, model, thresholds, history or {})
     notes: dict[str, str] = {}
     residual_df = model.fit.residual_df if model.fit is not None else 0
     if model.fit is None:
@@ -385,6 +482,8 @@ def audit_score_table(
             "the scores do not identify reviewer and answer effects (too few reviewers, "
             "answers or overlapping scores): no leniency, position or self-preference test"
         )
+    elif priors is not None:
+        notes["reviewers"] = _moderation_note(priors, residual_df)
     elif residual_df < thresholds.minimum_test_df:
         notes["reviewers"] = (
             f"only {residual_df} residual degree(s) of freedom (a complete 3-member council "
@@ -415,11 +514,11 @@ def audit_score_table(
     # pooled tests run as one batch whose design-only part is cached per pattern
     batch = (
         session_noise_aware_tests(model.fit, model.noise, self_reviews.fit_cells)
-        if model.fit is not None and model.noise is not None
+        if model.fit is not None and model.noise is not None and priors is None
         else None
     )
-    leniency = _leniency_fields(table, model, thresholds, batch)
-    self_preference = _self_preference_fields(table, model, thresholds, self_reviews, batch)
+    leniency = _leniency_fields(table, model, thresholds, batch, priors)
+    self_preference = _self_preference_fields(table, model, thresholds, self_reviews, batch, priors)
     n_self_reviews = self_preference.pop("n_self_reviews")
 
     flags = {
@@ -471,6 +570,7 @@ def run_bias_audit(
     position_mapping: Mapping[str, Any] | None = None,
     *,
     thresholds: AuditThresholds | None = None,
+    history: str | Path | Mapping[str, ReviewerProfile] | None = None,
 ) -> BiasAuditResult:
     """Audit one session of any council, outside the middleware.
 
@@ -481,7 +581,11 @@ def run_bias_audit(
     ``{reviewer: {candidate: display_index}}``, or either as ``label_to_model`` maps (see
     :func:`~llm_council.bias_audit.session.score_table.positions_by_reviewer`). Without positions
     the position test is skipped. Bad shapes raise a one-line ``InputError``. Thresholds
-    default to :func:`load_thresholds`.
+    default to :func:`load_thresholds`. ``history``: a JSONL record store path (its
+    reviewer profiles, :mod:`~llm_council.bias_audit.records.reviewer_profiles`) or the
+    profiles themselves; each reviewer's noise then comes from its past sessions.
     """
     table = score_table_from_mappings(stage1_responses, stage2_scores, position_mapping)
-    return audit_score_table(table, thresholds or load_thresholds())
+    return audit_score_table(
+        table, thresholds or load_thresholds(), history=history_profiles(history)
+    )
