@@ -7,7 +7,7 @@ Three audits of the same sessions:
   prior (ADR 0045);
 - **after, 30 sessions**: moderated toward the reviewer's own profile from 30 earlier
   sessions of the same council (drawn fresh for every audited session, summed exactly as
-  the store's sidecar sums them: :func:`~llm_council.bias_audit.records.reviewer_profiles.session_profiles`).
+  the store's sidecar sums them: ``reviewer_profiles.session_profiles``).
 
 Two generators: the independent one written for the tests
 (``tests/generators/independent_council.py``: integer scores clipped to 1-10, ties,
@@ -55,7 +55,7 @@ from llm_council.simulation.simulated_records import simulate_record_columns  # 
 
 NULL_SIZES = (3, 4, 5, 7, 9)
 POWER_SIZES = (3, 4, 5)
-MISSING_SCORE_RATE = 0.1
+MISSING_SCORE_RATE = 0.0  # --missing sets it
 MODES = ("before", "after, no history", "after, 30 sessions")
 BEFORE = AuditThresholds(moderate_reviewer_noise=False)
 AFTER = AuditThresholds()
@@ -266,7 +266,7 @@ def audit_cost(n_history: int, seed: int, repeats: int = 2000) -> str:
     timings.sort()
     median, p95 = timings[len(timings) // 2], timings[int(len(timings) * 0.95)]
     return (
-        f"Audit cost at 5 members with history (10% missing cells): median "
+        f"Audit cost at 5 members with history ({MISSING_SCORE_RATE:.0%} missing cells): median "
         f"{median * 1e3:.2f} ms, 95th percentile {p95 * 1e3:.2f} ms over {repeats} sessions"
     )
 
@@ -277,14 +277,23 @@ def main() -> int:
     parser.add_argument("--history", type=int, default=30)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--sizes", type=int, nargs="+", default=list(NULL_SIZES))
+    parser.add_argument("--missing", type=float, default=0.0, help="missing-cell rate")
+    parser.add_argument("--skip-null", action="store_true")
+    parser.add_argument("--prior-sd", type=float, default=None, help="prior_noise_sd to use")
     args = parser.parse_args()
+    global MISSING_SCORE_RATE, AFTER
+    MISSING_SCORE_RATE = args.missing
+    if args.prior_sd is not None:
+        AFTER = AuditThresholds(prior_noise_sd=args.prior_sd)
+        print(f"prior_noise_sd = {args.prior_sd}")
     print(reference_example())
     print()
     print(audit_cost(args.history, args.seed))
     print()
     print(power_table(args.sessions, args.history, args.seed, [s for s in args.sizes if s <= 5]))
-    print()
-    print(null_table(args.sessions, args.history, args.seed, args.sizes))
+    if not args.skip_null:
+        print()
+        print(null_table(args.sessions, args.history, args.seed, args.sizes))
     return 0
 
 

@@ -52,11 +52,11 @@ def reviewer_residual_variances(fit: AdditiveFit) -> tuple[FloatArray, FloatArra
     :math:`d_r` so sessions add up.
     """
     leverage = np.einsum("ij,ij->i", fit.design @ fit.covariance_unscaled, fit.design)
-    dfs = np.bincount(fit.rows, weights=1.0 - leverage, minlength=fit.n_reviewers)
-    dfs = np.where(dfs > 1e-9, dfs, 0.0)
+    shares = np.bincount(fit.rows, weights=1.0 - leverage, minlength=fit.n_reviewers)
+    dfs: FloatArray = np.asarray(np.where(shares > 1e-9, shares, 0.0), dtype=np.float64)
     sums = np.bincount(fit.rows, weights=fit.residuals**2, minlength=fit.n_reviewers)
     with np.errstate(invalid="ignore", divide="ignore"):
-        variances = np.where(dfs > 0.0, sums / dfs, np.nan)
+        variances = np.asarray(np.where(dfs > 0.0, sums / dfs, np.nan), dtype=np.float64)
     return variances, dfs
 
 
@@ -182,6 +182,7 @@ def step_down_moderated_offsets(
     remaining = list(range(table.shape[0]))
     verdicts: dict[int, OffsetVerdict] = {}
     while len(remaining) >= 2:
+        fit: AdditiveFit | None
         if first_fit is not None and len(remaining) == table.shape[0]:
             fit = first_fit
         else:

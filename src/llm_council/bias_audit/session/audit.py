@@ -389,12 +389,21 @@ def _self_preference_fields(
         if pooled is not None:
             pooled_estimate = _finite_or_none(pooled.estimate)
             pooled_p_value = _finite_or_none(pooled.p_value) if testable else None
+    # moderated noise: the council-wide mean is tested beside the reviewers, each family
+    # at half the level (Bonferroni over the two), so the flag keeps its rate
+    pooled_detected = (
+        priors is not None
+        and pooled_p_value is not None
+        and pooled_estimate is not None
+        and pooled_p_value < thresholds.significance_level / 2.0
+        and pooled_estimate >= thresholds.self_preference_floor
+    )
     return {
         "self_preference": raw,
         "self_preference_adjusted": adjusted,
         "self_preference_p_values": p_values,
         "self_preferring_reviewers": preferring,
-        "self_preference_detected": bool(preferring),
+        "self_preference_detected": bool(preferring) or pooled_detected,
         "pooled_self_preference": pooled_estimate,
         "pooled_self_preference_p_value": pooled_p_value,
         "n_self_reviews": len(self_reviews.rows),
@@ -404,8 +413,9 @@ def _self_preference_fields(
 def _moderated_self_preference(
     fit: AdditiveFit, fit_cells: list[tuple[int, int, float]], noise: ReviewerVariances
 ) -> tuple[list[ContrastTest], ContrastTest | None]:
-    """Moderated self-preference tests as :class:`ContrastTest` (Bonferroni over the m
-    self-reviews; the pooled mean once)."""
+    """Moderated self-preference tests as :class:`ContrastTest`: each self-review's p-value
+    Bonferroni-adjusted by 2m (m self-reviews, and the pooled test shares the level), the
+    pooled mean's left unadjusted (it flags below half the level)."""
     moderated = moderated_self_preference_tests(fit, fit_cells, noise)
     n_self = len(fit_cells)
     tests: list[ContrastTest] = []
@@ -416,7 +426,7 @@ def _moderated_self_preference(
             tests.append(ContrastTest(estimate, None, None, None, None))
             continue
         error = float(moderated.standard_errors[index])
-        factor = n_self if index < n_self else 1
+        factor = 2 * n_self if index < n_self else 1  # see _self_preference_fields
         tests.append(
             ContrastTest(estimate, error, estimate / error, p_value, min(1.0, p_value * factor))
         )

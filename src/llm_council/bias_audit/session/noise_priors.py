@@ -73,15 +73,18 @@ def reviewer_priors(
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Prior variances and df for ``reviewers`` (the fit's rows), and each one's source."""
     default = session_prior(fit, thresholds.prior_noise_sd**2, thresholds.prior_noise_df)
-    fallback = store_prior(history) if history else None
+    own = [history.get(name) for name in reviewers]
+    profiled = [
+        profile is not None
+        and profile.variance is not None
+        and profile.residual_df >= MINIMUM_HISTORY_DF
+        for profile in own
+    ]
+    # the store-wide prior only for a reviewer the store has not profiled
+    fallback = store_prior(history) if history and not all(profiled) else None
     variances, dfs, sources = [], [], []
-    for name in reviewers:
-        profile = history.get(name)
-        if (
-            profile is not None
-            and profile.variance is not None
-            and profile.residual_df >= MINIMUM_HISTORY_DF
-        ):
+    for profile, has_history in zip(own, profiled, strict=True):
+        if has_history and profile is not None and profile.variance is not None:
             variances.append(profile.variance)
             dfs.append(profile.residual_df)
             sources.append("history")

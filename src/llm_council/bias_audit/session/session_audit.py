@@ -7,14 +7,19 @@ which a council running without the audit should not pay.
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 
 import structlog
 
 from llm_council.bias_audit.records.jsonl_store import PartialWriteError
 from llm_council.bias_audit.records.query_hash import query_hash_from_env
-from llm_council.bias_audit.records.stores import open_store
+from llm_council.bias_audit.records.reviewer_profiles import load_profiles
+from llm_council.bias_audit.records.store_urls import is_postgres_url
+from llm_council.bias_audit.records.stores import open_store, store_spec
 from llm_council.bias_audit.session.audit import audit_score_table
+from llm_council.bias_audit.session.noise_priors import History
 from llm_council.bias_audit.session.score_table import answer_lengths, score_table_from_session
 from llm_council.bias_audit.session.session_records import (
     records_from_session,
@@ -48,7 +53,8 @@ async def audit_session(event: SessionCompleted) -> dict[str, Any]:
     query_hash = query_hash_from_env(event.query)
     lengths = answer_lengths(event.answers)  # words counted once, for table and records
     table = score_table_from_session(event.answers, event.reviews, lengths=lengths)
-    audit = audit_score_table(table, thresholds).model_dump(mode="json")
+    history = await _store_history()
+    audit = audit_score_table(table, thresholds, history=history).model_dump(mode="json")
     audit["review_outcomes"] = session_review_outcomes(event)  # ADR 0027
     similarity = await _similarity(event, audit)
     records = records_from_session(
@@ -69,6 +75,21 @@ async def audit_session(event: SessionCompleted) -> dict[str, Any]:
         if isinstance(error, PartialWriteError):  # rollback failed: say what is there
             audit["records_left_incomplete"] = error.records_left
     return audit
+
+
+async def _store_history() -> History:
+    """The configured store's reviewer profiles (ADR 0045), read before this session's
+    records are appended; a JSONL store only (PostgreSQL: none yet). A store that cannot
+    be read gives no history and a log line, never a failed session."""
+    spec = store_spec()
+    if is_postgres_url(spec):
+        return {}
+    try:
+        # off the loop: a stale or missing sidecar is rebuilt from the whole store
+        return await asyncio.to_thread(load_profiles, Path(spec).expanduser())
+    except (OSError, ValueError) as error:
+        log.warning("reviewer_history_not_read", error=str(error))
+        return {}
 
 
 async def _similarity(event: SessionCompleted, audit: dict[str, Any]) -> SimilarityByMember:

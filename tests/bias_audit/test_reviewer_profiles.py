@@ -1,0 +1,140 @@
+"""The JSONL store's reviewer-profile sidecar: kept at append, rebuilt when stale (ADR 0045)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from llm_council.bias_audit import run_bias_audit
+from llm_council.bias_audit.records.jsonl_store import append_records
+from llm_council.bias_audit.records.reviewer_profiles import (
+    ReviewerProfile,
+    load_profiles,
+    merge_profiles,
+    profile_path,
+    rebuild_profiles,
+    session_profiles,
+)
+from llm_council.bias_audit.records.schema import ReviewRecord
+from llm_council.errors import InputError
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from generators.independent_council import CouncilSpec, generate_sessions  # noqa: E402
+
+
+def _session_records(index: int, seed: int = 0) -> list[ReviewRecord]:
+    spec = CouncilSpec(n_members=4, noise_sds=[0.5, 0.8, 1.1, 1.5], missing_score_rate=0.1)
+    session = generate_sessions(spec, 1, seed + index)[0]
+    return [
+        ReviewRecord(**{**record, "session_id": f"s{index}", "schema_version": 2})
+        for record in session.records()
+    ]
+
+
+def _close(left: dict[str, ReviewerProfile], right: dict[str, ReviewerProfile]) -> None:
+    assert left.keys() == right.keys()
+    for name in left:
+        assert left[name].sessions == right[name].sessions
+        assert left[name].residual_sum_of_squares == pytest.approx(
+            right[name].residual_sum_of_squares, rel=1e-12, abs=1e-12
+        )
+        assert left[name].residual_df == pytest.approx(right[name].residual_df, rel=1e-12)
+
+
+def test_appends_keep_the_sidecar_equal_to_a_rebuild(tmp_path: Path) -> None:
+    store = tmp_path / "records.jsonl"
+    for index in range(6):
+        append_records(store, _session_records(index))
+    kept = load_profiles(store)  # the sidecar as the appends left it, no rebuild
+    assert json.loads(profile_path(store).read_text())["store_key"][1] == store.stat().st_size
+    profile_path(store).unlink()
+    _close(kept, rebuild_profiles(store))
+    assert all(profile.sessions == 6 for profile in kept.values())
+
+
+def test_a_store_written_by_another_program_is_rebuilt(tmp_path: Path) -> None:
+    store = tmp_path / "records.jsonl"
+    append_records(store, _session_records(0))
+    # another writer appends without touching the sidecar (an import, an older version)
+    with store.open("a", encoding="utf-8") as handle:
+        for record in _session_records(1):
+            handle.write(record.model_dump_json() + "\n")
+    profiles = load_profiles(store)
+    assert {profile.sessions for profile in profiles.values()} == {2}
+    # the next append finds a fresh sidecar and merges into it
+    append_records(store, _session_records(2))
+    assert {profile.sessions for profile in load_profiles(store).values()} == {3}
+
+
+def test_a_compacted_store_is_rebuilt(tmp_path: Path) -> None:
+    store = tmp_path / "records.jsonl"
+    for index in range(3):
+        append_records(store, _session_records(index))
+    load_profiles(store)
+    # compaction: the store rewritten with one session fewer (a new file, os.replace)
+    lines = store.read_text().splitlines(keepends=True)
+    first = [line for line in lines if '"session_id":"s0"' not in line]
+    replacement = tmp_path / "compacted.jsonl"
+    replacement.write_text("".join(first))
+    replacement.replace(store)
+    assert {profile.sessions for profile in load_profiles(store).values()} == {2}
+
+
+def test_a_damaged_sidecar_and_a_missing_store(tmp_path: Path) -> None:
+    store = tmp_path / "records.jsonl"
+    assert load_profiles(store) == {}
+    append_records(store, _session_records(0))
+    profile_path(store).write_text("{not json")
+    assert {profile.sessions for profile in load_profiles(store).values()} == {1}
+    # torn last line and a hostile line are skipped by the rebuild
+    with store.open("a", encoding="utf-8") as handle:
+        handle.write('{"session_id": "x", "score_value": NaN, "reviewer_id": 1}\n{"torn')
+    assert {profile.sessions for profile in rebuild_profiles(store).values()} == {1}
+
+
+def test_profiles_merge_in_any_order() -> None:
+    rng = np.random.default_rng(5)
+    parts = [
+        session_profiles(
+            (f"r{r}", f"c{c}", float(rng.integers(1, 11)))
+            for r in range(4)
+            for c in range(4)
+            if r != c
+        )
+        for _ in range(5)
+    ]
+    forward: dict[str, ReviewerProfile] = {}
+    for part in parts:
+        forward = merge_profiles(forward, part)
+    backward: dict[str, ReviewerProfile] = {}
+    for part in reversed(parts):
+        backward = merge_profiles(backward, part)
+    _close(forward, backward)
+
+
+def test_run_bias_audit_reads_history_from_a_store(tmp_path: Path) -> None:
+    store = tmp_path / "records.jsonl"
+    for index in range(30):
+        append_records(store, _session_records(index))
+    texts = {f"judge-{i}": "w " * 50 for i in range(4)}
+    scores = {
+        f"judge-{r}": {
+            f"judge-{c}": float(5 + c - 3 * (r == 0)) + 0.3 * ((r + c) % 2) for c in range(4)
+        }
+        for r in range(4)
+    }
+    audit = run_bias_audit(texts, scores, history=store)
+    assert "4 from history" in audit.indicator_only["reviewers"]
+    assert audit.harsh_reviewers == ["judge-0"]
+    # an unknown reviewer in a profiled store borrows the store's prior
+    renamed = {("new" if name == "judge-3" else name): row for name, row in scores.items()}
+    audit = run_bias_audit(texts, renamed, history=store)
+    assert "1 from store" in audit.indicator_only["reviewers"]
+    with pytest.raises(InputError, match="PostgreSQL"):
+        run_bias_audit(texts, scores, history="postgresql://user@localhost/db")
+    with pytest.raises(InputError, match="not a regular file"):
+        run_bias_audit(texts, scores, history=tmp_path)
