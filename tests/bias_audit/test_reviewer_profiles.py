@@ -11,8 +11,10 @@ import pytest
 
 from llm_council.bias_audit import run_bias_audit
 from llm_council.bias_audit.records.jsonl_store import append_records
+from llm_council.bias_audit.records import reviewer_profiles
 from llm_council.bias_audit.records.reviewer_profiles import (
     ReviewerProfile,
+    journal_path,
     load_profiles,
     merge_profiles,
     profile_path,
@@ -49,11 +51,26 @@ def test_appends_keep_the_sidecar_equal_to_a_rebuild(tmp_path: Path) -> None:
     store = tmp_path / "records.jsonl"
     for index in range(6):
         append_records(store, _session_records(index))
-    kept = load_profiles(store)  # the sidecar as the appends left it, no rebuild
-    assert json.loads(profile_path(store).read_text())["store_key"][1] == store.stat().st_size
+    base_written = profile_path(store).stat().st_mtime_ns
+    kept = load_profiles(store)  # base (first session) + journal (5 lines), no rebuild
+    assert profile_path(store).stat().st_mtime_ns == base_written
+    assert len(journal_path(store).read_text().splitlines()) == 5
     profile_path(store).unlink()
     _close(kept, rebuild_profiles(store))
     assert all(profile.sessions == 6 for profile in kept.values())
+
+
+def test_a_long_journal_is_folded_into_the_base(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(reviewer_profiles, "JOURNAL_COMPACT_BYTES", 600)
+    store = tmp_path / "records.jsonl"
+    for index in range(8):
+        append_records(store, _session_records(index))
+    assert not journal_path(store).exists() or journal_path(store).stat().st_size <= 1200
+    base = json.loads(profile_path(store).read_text())
+    assert min(values[0] for values in base["reviewers"].values()) > 1  # folded sessions
+    assert {profile.sessions for profile in load_profiles(store).values()} == {8}
 
 
 def test_a_store_written_by_another_program_is_rebuilt(tmp_path: Path) -> None:

@@ -192,7 +192,7 @@ def _update_profiles(path: Path, before: os.stat_result, records: Sequence[Revie
 
     try:
         merge_after_append(path, before, [record.model_dump() for record in records])
-    except OSError:
+    except (OSError, ValueError):
         return
 
 

@@ -7,12 +7,14 @@ squares :math:`\\sum RSS_r` of the additive model and its df :math:`\\sum d_r`
 (:func:`~llm_council.stats.moderated_session_tests.reviewer_residual_variances`), so
 :math:`s_r^2 = \\sum RSS_r / \\sum d_r` with :math:`\\sum d_r` df.
 
-The sums live in ``<store>.profiles.json``, written atomically (a temporary file, then
-``os.replace``). The writer updates it under the store's lock right after an append
-(:func:`merge_after_append`); the file records the store's inode, size and mtime it
-describes, so a store written by another program, imported, compacted or edited no
-longer matches and :func:`load_profiles` rebuilds the sums from the records (complete
-lines only, live-check reviews left out).
+The sums live in ``<store>.profiles.json`` (the base, written atomically: a temporary
+file, then ``os.replace``) and ``<store>.profiles.log`` (one line per session appended
+since, written by the store's writer under its lock: :func:`merge_after_append`). Each
+carries the store's inode, size and mtime before and after, so a lookup
+(:func:`load_profiles`) follows the chain from the base and accepts it only when it ends
+at the store's current state; a store written by another program, imported, compacted or
+edited no longer matches, and the sums are rebuilt from the records (complete lines
+only, live-check reviews left out).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import json
 import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +34,11 @@ from llm_council.stats.design_cache import fit_additive_two_way_cached
 from llm_council.stats.moderated_session_tests import reviewer_residual_variances
 
 PROFILE_SUFFIX = ".profiles.json"
+JOURNAL_SUFFIX = ".profiles.log"
 PROFILE_FORMAT = 1
+#: past this size the journal is folded into the base (about 170 five-member sessions), so a
+#: lookup never parses more than that (~1 ms)
+JOURNAL_COMPACT_BYTES = 16 * 1024
 
 
 @dataclass(frozen=True)
@@ -61,7 +68,13 @@ Profiles = dict[str, ReviewerProfile]
 
 
 def profile_path(store: Path) -> Path:
+    """The base summary: ``<store>.profiles.json``."""
     return store.with_name(store.name + PROFILE_SUFFIX)
+
+
+def journal_path(store: Path) -> Path:
+    """The journal of sessions appended since the base: ``<store>.profiles.log``."""
+    return store.with_name(store.name + JOURNAL_SUFFIX)
 
 
 def session_profiles(cells: Iterable[tuple[str, str, float]]) -> Profiles:
@@ -122,61 +135,104 @@ def _store_key(status: os.stat_result) -> list[int]:
     return [status.st_ino, status.st_size, status.st_mtime_ns]
 
 
-def _write_sidecar(store: Path, key: list[int], profiles: Mapping[str, ReviewerProfile]) -> None:
-    """Write the sidecar atomically: readers see the old file or the new one, never half."""
-    target = profile_path(store)
-    payload = {
-        "format": PROFILE_FORMAT,
-        "store_key": key,
-        "reviewers": {
-            name: [p.sessions, p.residual_sum_of_squares, p.residual_df]
-            for name, p in sorted(profiles.items())
-        },
+def _encode(profiles: Mapping[str, ReviewerProfile]) -> dict[str, list[float]]:
+    return {
+        name: [p.sessions, p.residual_sum_of_squares, p.residual_df]
+        for name, p in sorted(profiles.items())
     }
+
+
+def _decode(encoded: Mapping[str, Any]) -> Profiles:
+    return {
+        str(name): ReviewerProfile(int(values[0]), float(values[1]), float(values[2]))
+        for name, values in encoded.items()
+    }
+
+
+def _write_base(
+    store: Path, key: list[int], profiles: Mapping[str, ReviewerProfile], *, absorbs: bool
+) -> None:
+    """Write the base summary atomically (a temporary file, then ``os.replace``); when it
+    ``absorbs`` the journal (compaction, under the writers' lock), drop the journal."""
+    target = profile_path(store)
+    payload = {"format": PROFILE_FORMAT, "store_key": key, "reviewers": _encode(profiles)}
     temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     temporary.write_text(json.dumps(payload), encoding="utf-8")
     os.replace(temporary, target)
+    if absorbs:
+        journal_path(store).unlink(missing_ok=True)
 
 
-def _read_sidecar(store: Path) -> tuple[list[int], Profiles] | None:
+def _read_base(store: Path) -> tuple[list[int], Profiles] | None:
     try:
         payload = json.loads(profile_path(store).read_text(encoding="utf-8"))
         if payload.get("format") != PROFILE_FORMAT:
             return None
-        profiles = {
-            str(name): ReviewerProfile(int(values[0]), float(values[1]), float(values[2]))
-            for name, values in payload["reviewers"].items()
-        }
-        return [int(part) for part in payload["store_key"]], profiles
+        return [int(part) for part in payload["store_key"]], _decode(payload["reviewers"])
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
         return None  # missing or damaged: rebuilt from the records
 
 
-def merge_after_append(
-    store: Path, before: os.stat_result | None, records: Sequence[Mapping[str, Any]]
-) -> None:
-    """Add one appended session to the sidecar; called under the store's writer lock.
-
-    ``before`` is the store's status just before the append. The sidecar is updated only
-    when it described exactly that store; otherwise it is already stale and
-    :func:`load_profiles` rebuilds it (a full rebuild inside the writers' lock would hold
-    every other writer up).
-    """
-    current = _read_sidecar(store)
-    base: Profiles | None = None
-    if current is not None and before is not None and current[0] == _store_key(before):
-        base = current[1]
-    elif current is None and (before is None or before.st_size == 0):
-        base = {}  # a new store: its first session starts the profiles
+def _chained(store: Path) -> tuple[list[int], Profiles, int] | None:
+    """The base plus every journal entry that continues it: the store key the result
+    describes, the profiles, and the journal's size in bytes. ``None`` without a base."""
+    base = _read_base(store)
     if base is None:
+        return None
+    key, profiles = base
+    try:
+        journal = journal_path(store).read_bytes()
+    except FileNotFoundError:
+        return key, profiles, 0
+    for raw_line in journal.split(b"\n")[:-1]:  # a line still being written is not read
+        try:
+            entry = json.loads(raw_line)
+            if [int(part) for part in entry["before"]] != key:
+                continue  # an entry for another state of the store (before a rebuild)
+            profiles = merge_profiles(profiles, _decode(entry["reviewers"]))
+            key = [int(part) for part in entry["after"]]
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+            continue
+    return key, profiles, len(journal)
+
+
+def merge_after_append(
+    store: Path, before: os.stat_result, records: Sequence[Mapping[str, Any]]
+) -> None:
+    """Record one appended session's sums; called under the store's writer lock.
+
+    One line appended to ``<store>.profiles.log`` with the store's key before and after
+    the append (an append costs no rewrite: rewriting a file costs ~5 ms on ext4, which
+    flushes a replaced file's data). A first session creates the base; a journal past
+    :data:`JOURNAL_COMPACT_BYTES` is folded into the base when it chains. Entries that do
+    not continue the base are ignored by readers, and a base that no longer matches the
+    store is rebuilt by :func:`load_profiles`, outside the writers' lock.
+    """
+    after = _store_key(os.stat(store))
+    contribution = records_profiles(records)
+    if before.st_size == 0 and _read_base(store) is None:
+        _write_base(store, after, contribution, absorbs=True)  # a new store's first session
         return
-    _write_sidecar(
-        store, _store_key(os.stat(store)), merge_profiles(base, records_profiles(records))
+    entry = {"before": _store_key(before), "after": after, "reviewers": _encode(contribution)}
+    descriptor = os.open(
+        journal_path(store), os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600
     )
+    try:
+        line = (json.dumps(entry) + "\n").encode("utf-8")
+        written = os.write(descriptor, line)
+        size = os.fstat(descriptor).st_size
+    finally:
+        os.close(descriptor)
+    if written != len(line) or size > JOURNAL_COMPACT_BYTES:
+        chained = _chained(store)
+        if chained is not None and chained[0] == after:
+            _write_base(store, after, chained[1], absorbs=True)
+        else:
+            journal_path(store).unlink(missing_ok=True)  # stale: the next lookup rebuilds
 
 
 def rebuild_profiles(store: Path) -> Profiles:
-    """Profiles from every complete session of the store, written to the sidecar."""
+    """Profiles from every complete session of the store, written as a new base."""
     status = os.stat(store)
     sessions: dict[str, list[tuple[str, str, float]]] = defaultdict(list)
     with store.open("rb") as handle:
@@ -185,27 +241,53 @@ def rebuild_profiles(store: Path) -> Profiles:
         try:
             record = json.loads(raw_line)
             cell = _usable_cell(record)
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, AttributeError):
             continue  # malformed lines are the readers' business, not the profiles'
         if cell is not None:
             sessions[str(record.get("session_id"))].append(cell)
     profiles: Profiles = {}
     for cells in sessions.values():
         profiles = merge_profiles(profiles, session_profiles(cells))
-    _write_sidecar(store, _store_key(status), profiles)
+    # the journal stays: a writer may have chained a session onto this state meanwhile
+    _write_base(store, _store_key(status), profiles, absorbs=False)
     return profiles
 
 
 def load_profiles(store: Path) -> Profiles:
-    """The store's reviewer profiles: the sidecar when it matches the store, else rebuilt.
+    """The store's reviewer profiles: base plus journal when they reach the store's
+    current state, else rebuilt from the records. A missing store has no history.
 
-    A missing store has no history (empty profiles).
+    A lookup that races a writer (the store appended, its journal line not yet) looks
+    again under the writers' lock before rebuilding.
     """
-    try:
-        status = os.stat(store)
-    except FileNotFoundError:
-        return {}
-    current = _read_sidecar(store)
-    if current is not None and current[0] == _store_key(status):
-        return current[1]
+    for locked in (False, True):
+        try:
+            status = os.stat(store)
+        except FileNotFoundError:
+            return {}
+        chained = _chained(store)
+        if chained is not None and chained[0] == _store_key(status):
+            return chained[1]
+        if locked or chained is None:
+            break
+        if not _settled_under_lock(store):
+            break
     return rebuild_profiles(store)
+
+
+def _settled_under_lock(store: Path) -> bool:
+    """Wait for any writer in its locked section to finish (take and release the lock)."""
+    from llm_council.bias_audit.records.store_lock import store_write_lock
+
+    lock_file = str(store.absolute()) + ".lock"
+    if not os.path.exists(lock_file):
+        return False
+
+    def no_fallback() -> AbstractContextManager[object]:
+        return nullcontext()
+
+    try:
+        with store_write_lock(lock_file, 10.0, no_fallback):
+            return True
+    except Exception:  # a lock we cannot take: rebuild rather than fail the session
+        return False
