@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from llm_council.bias_audit import run_bias_audit
-from llm_council.bias_audit.records.jsonl_store import append_records
 from llm_council.bias_audit.records import reviewer_profiles
+from llm_council.bias_audit.records.jsonl_store import append_records
 from llm_council.bias_audit.records.reviewer_profiles import (
     ReviewerProfile,
     journal_path,
@@ -22,6 +22,7 @@ from llm_council.bias_audit.records.reviewer_profiles import (
     session_profiles,
 )
 from llm_council.bias_audit.records.schema import ReviewRecord
+from llm_council.bias_audit.session.noise_priors import history_variances
 from llm_council.errors import InputError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -155,3 +156,37 @@ def test_run_bias_audit_reads_history_from_a_store(tmp_path: Path) -> None:
         run_bias_audit(texts, scores, history="postgresql://user@localhost/db")
     with pytest.raises(InputError, match="not a regular file"):
         run_bias_audit(texts, scores, history=tmp_path)
+
+
+def _profiles_of(n_members: int, sds: np.ndarray, n_sessions: int, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    profiles: dict[str, ReviewerProfile] = {}
+    for _ in range(n_sessions):
+        quality = rng.normal(0, 1.5, n_members)
+        cells = [
+            (f"r{r}", f"c{c}", float(quality[c] + sds[r] * rng.standard_normal()))
+            for r in range(n_members)
+            for c in range(n_members)
+            if r != c
+        ]
+        profiles = merge_profiles(profiles, session_profiles(cells))
+    return profiles
+
+
+def test_history_variances_are_unbiased_per_reviewer() -> None:
+    sds = np.array([0.5, 0.75, 1.0, 1.25, 1.5])
+    solved = history_variances(_profiles_of(5, sds, 400, 1))
+    estimates = np.array([solved[f"r{r}"][0] for r in range(5)])
+    # 400 sessions x ~2.2 df each: relative SE of each variance about 0.07
+    assert estimates == pytest.approx(sds**2, rel=0.25)
+    # the leverage split alone pulls every reviewer toward the others (judge 0: 0.54 vs 0.25)
+    split = _profiles_of(5, sds, 400, 1)["r0"].variance
+    assert split is not None and split > 1.8 * sds[0] ** 2 > estimates[0]
+
+
+def test_three_member_history_keeps_the_pooled_variance() -> None:
+    # a 3 x 3 table without self-reviews has 1 residual df: its A is rank 1, the reviewers'
+    # variances are not separable, and each keeps the pooled (leverage-split) value
+    profiles = _profiles_of(3, np.array([0.5, 1.0, 1.5]), 200, 2)
+    solved = history_variances(profiles)
+    assert [solved[f"r{r}"][0] for r in range(3)] == [profiles[f"r{r}"].variance for r in range(3)]

@@ -60,6 +60,18 @@ def reviewer_residual_variances(fit: AdditiveFit) -> tuple[FloatArray, FloatArra
     return variances, dfs
 
 
+def reviewer_noise_expectation(fit: AdditiveFit) -> FloatArray:
+    r""":math:`A_{rr'} = \sum_{i \in r, j \in r'} M_{ij}^2`, so that :math:`E\,RSS_r =
+    \sum_{r'} A_{rr'} \sigma_{r'}^2` under per-reviewer noise (Rao 1970, JASA
+    65:161-172). Summed over sessions (a reviewer's name, not its row, identifies it) and
+    solved once, it gives unbiased per-reviewer variances where one session's A is
+    singular (a 3-member council's is rank 1)."""
+    annihilator = np.eye(fit.observed.size) - (fit.design @ fit.covariance_unscaled) @ fit.design.T
+    groups = np.zeros((fit.observed.size, fit.n_reviewers))
+    groups[np.arange(fit.observed.size), fit.rows] = 1.0
+    return np.asarray(groups.T @ (annihilator**2) @ groups, dtype=np.float64)
+
+
 def session_prior(
     fit: AdditiveFit, default_variance: float, default_df: float
 ) -> tuple[float, float]:

@@ -24,14 +24,17 @@ import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from llm_council.stats.design_cache import fit_additive_two_way_cached
-from llm_council.stats.moderated_session_tests import reviewer_residual_variances
+from llm_council.stats.moderated_session_tests import (
+    reviewer_noise_expectation,
+    reviewer_residual_variances,
+)
 
 PROFILE_SUFFIX = ".profiles.json"
 JOURNAL_SUFFIX = ".profiles.log"
@@ -43,22 +46,34 @@ JOURNAL_COMPACT_BYTES = 16 * 1024
 
 @dataclass(frozen=True)
 class ReviewerProfile:
-    """One reviewer's summed noise statistics over its past sessions."""
+    r"""One reviewer's summed noise statistics over its past sessions.
+
+    ``expectation[other]`` sums :math:`A_{r,other}` (see
+    :func:`~llm_council.stats.moderated_session_tests.reviewer_noise_expectation`): the
+    expected residual sum of squares of this reviewer is :math:`\sum_{o} A_{r,o}
+    \sigma_o^2`, which the lookup solves for unbiased per-reviewer variances.
+    """
 
     sessions: int
     residual_sum_of_squares: float
     residual_df: float
+    expectation: Mapping[str, float] = field(default_factory=dict)
 
     def merged(self, other: ReviewerProfile) -> ReviewerProfile:
+        expectation = dict(self.expectation)
+        for name, value in other.expectation.items():
+            expectation[name] = expectation.get(name, 0.0) + value
         return ReviewerProfile(
             self.sessions + other.sessions,
             self.residual_sum_of_squares + other.residual_sum_of_squares,
             self.residual_df + other.residual_df,
+            expectation,
         )
 
     @property
     def variance(self) -> float | None:
-        """:math:`\\sum RSS_r / \\sum d_r`, or ``None`` without residual information."""
+        r""":math:`\sum RSS_r / \sum d_r` (the pooled variance split by leverage; biased
+        toward the other reviewers' noise), or ``None`` without residual information."""
         if self.residual_df <= 0.0:
             return None
         return self.residual_sum_of_squares / self.residual_df
@@ -100,9 +115,20 @@ def session_profiles(cells: Iterable[tuple[str, str, float]]) -> Profiles:
         return {}
     variances, dfs = reviewer_residual_variances(fit)
     sums = np.where(dfs > 0.0, np.nan_to_num(variances) * dfs, 0.0)
+    expectation = reviewer_noise_expectation(fit).tolist()
+    names = list(reviewers)
     return {
-        name: ReviewerProfile(1, float(sums[index]), float(dfs[index]))
-        for name, index in reviewers.items()
+        name: ReviewerProfile(
+            1,
+            float(sums[index]),
+            float(dfs[index]),
+            {
+                other: value
+                for other, value in zip(names, expectation[index], strict=True)
+                if value != 0.0
+            },
+        )
+        for index, name in enumerate(names)
     }
 
 
@@ -135,16 +161,21 @@ def _store_key(status: os.stat_result) -> list[int]:
     return [status.st_ino, status.st_size, status.st_mtime_ns]
 
 
-def _encode(profiles: Mapping[str, ReviewerProfile]) -> dict[str, list[float]]:
+def _encode(profiles: Mapping[str, ReviewerProfile]) -> dict[str, list[Any]]:
     return {
-        name: [p.sessions, p.residual_sum_of_squares, p.residual_df]
+        name: [p.sessions, p.residual_sum_of_squares, p.residual_df, dict(p.expectation)]
         for name, p in sorted(profiles.items())
     }
 
 
 def _decode(encoded: Mapping[str, Any]) -> Profiles:
     return {
-        str(name): ReviewerProfile(int(values[0]), float(values[1]), float(values[2]))
+        str(name): ReviewerProfile(
+            int(values[0]),
+            float(values[1]),
+            float(values[2]),
+            {str(other): float(a) for other, a in values[3].items()},
+        )
         for name, values in encoded.items()
     }
 
