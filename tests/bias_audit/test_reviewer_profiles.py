@@ -190,3 +190,17 @@ def test_three_member_history_keeps_the_pooled_variance() -> None:
     profiles = _profiles_of(3, np.array([0.5, 1.0, 1.5]), 200, 2)
     solved = history_variances(profiles)
     assert [solved[f"r{r}"][0] for r in range(3)] == [profiles[f"r{r}"].variance for r in range(3)]
+
+
+def test_a_tampered_sidecar_is_not_trusted(tmp_path: Path) -> None:
+    store = tmp_path / "records.jsonl"
+    for index in range(2):
+        append_records(store, _session_records(index))
+    expected = rebuild_profiles(store)
+    base = json.loads(profile_path(store).read_text())
+    name = next(iter(base["reviewers"]))
+    for bad in (float("nan"), -1.0, float("inf")):
+        base["reviewers"][name][1] = bad
+        profile_path(store).write_text(json.dumps(base))
+        _close(load_profiles(store), expected)  # rebuilt, not read
+        base = json.loads(profile_path(store).read_text())

@@ -20,6 +20,7 @@ only, live-check reviews left out).
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -169,15 +170,17 @@ def _encode(profiles: Mapping[str, ReviewerProfile]) -> dict[str, list[Any]]:
 
 
 def _decode(encoded: Mapping[str, Any]) -> Profiles:
-    return {
-        str(name): ReviewerProfile(
-            int(values[0]),
-            float(values[1]),
-            float(values[2]),
-            {str(other): float(a) for other, a in values[3].items()},
-        )
-        for name, values in encoded.items()
-    }
+    """Profiles from their JSON form; a count, sum or df that is negative or not finite
+    (a damaged or hand-edited file) raises ``ValueError``, so the file is not used."""
+    profiles: Profiles = {}
+    for name, values in encoded.items():
+        sums = [float(values[1]), float(values[2])]
+        expectation = {str(other): float(a) for other, a in values[3].items()}
+        numbers = [*sums, *expectation.values()]
+        if int(values[0]) < 0 or not all(math.isfinite(x) for x in numbers) or min(sums) < 0:
+            raise ValueError(f"reviewer profile {name!r}: a sum is negative or not finite")
+        profiles[str(name)] = ReviewerProfile(int(values[0]), sums[0], sums[1], expectation)
+    return profiles
 
 
 def _write_base(
