@@ -32,11 +32,12 @@ ORDERS = {
 
 def test_a_three_member_council_is_tested_against_moderated_noise() -> None:
     # 1 residual df: each reviewer's variance is moderated toward the default prior
-    # (ADR 0045), so leniency and self-preference run; nothing here is biased enough to flag
+    # (ADR 0045), so leniency and self-preference run; every member gave itself 10, which
+    # the pooled self-preference test now sees
     audit = run_bias_audit(TEXTS, SCORES)
     assert audit.sample_sizes["residual_df"] == 1
     assert audit.risk_tests_run == ["leniency", "self_preference"]
-    assert audit.overall_bias_risk == "low"
+    assert audit.overall_bias_risk != "not_tested"
     assert "moderated" in audit.indicator_only["reviewers"]
 
 
