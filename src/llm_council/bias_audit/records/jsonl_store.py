@@ -191,7 +191,17 @@ def _update_profiles(path: Path, before: os.stat_result, records: Sequence[Revie
     from llm_council.bias_audit.records.reviewer_profiles import merge_after_append
 
     try:
-        merge_after_append(path, before, [record.model_dump() for record in records])
+        cells = [
+            {
+                "score_value": record.score_value,
+                "check_kind": record.check_kind,
+                "is_self_review": record.is_self_review,
+                "reviewer_id": record.reviewer_id,
+                "model_id": record.model_id,
+            }
+            for record in records
+        ]
+        merge_after_append(path, before, cells)
     except (OSError, ValueError):
         return
 

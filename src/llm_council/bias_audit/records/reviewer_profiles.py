@@ -208,18 +208,60 @@ def _read_base(store: Path) -> tuple[list[int], Profiles] | None:
         return None  # missing or damaged: rebuilt from the records
 
 
+@dataclass(frozen=True)
+class _ChainRead:
+    """What :func:`_chained` last read of one store in this process: the base file's and
+    the journal's identity, how far into the journal, and the result there."""
+
+    base_key: tuple[int, int, int]
+    journal_inode: int
+    offset: int
+    key: list[int]
+    profiles: Profiles
+
+
+#: per store path: the last chain read, so a lookup parses only the journal's new lines
+_CHAIN_READS: dict[str, _ChainRead] = {}
+
+
+def _file_key(path: Path) -> tuple[int, int, int] | None:
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (status.st_ino, status.st_size, status.st_mtime_ns)
+
+
 def _chained(store: Path) -> tuple[list[int], Profiles, int] | None:
     """The base plus every journal entry that continues it: the store key the result
-    describes, the profiles, and the journal's size in bytes. ``None`` without a base."""
-    base = _read_base(store)
-    if base is None:
-        return None
-    key, profiles = base
+    describes, the profiles, and the journal's size in bytes. ``None`` without a base.
+
+    Reads only the journal lines appended since this process last looked, when the base
+    file is unchanged and the journal is the same file (a fold replaces both)."""
+    base_key = _file_key(profile_path(store))
+    journal_key = _file_key(journal_path(store))
+    previous = _CHAIN_READS.get(str(store))
+    if (
+        previous is not None
+        and previous.base_key == base_key
+        and journal_key is not None
+        and previous.journal_inode == journal_key[0]
+        and journal_key[1] >= previous.offset
+    ):
+        key, profiles, offset = previous.key, previous.profiles, previous.offset
+    else:
+        base = _read_base(store)
+        if base is None or base_key is None:
+            return None
+        (key, profiles), offset = base, 0
     try:
-        journal = journal_path(store).read_bytes()
+        with journal_path(store).open("rb") as handle:
+            handle.seek(offset)
+            tail = handle.read()
     except FileNotFoundError:
         return key, profiles, 0
-    for raw_line in journal.split(b"\n")[:-1]:  # a line still being written is not read
+    complete = tail[: tail.rfind(b"\n") + 1]  # a line still being written is not read
+    for raw_line in complete.split(b"\n")[:-1]:
         try:
             entry = json.loads(raw_line)
             if [int(part) for part in entry["before"]] != key:
@@ -228,7 +270,11 @@ def _chained(store: Path) -> tuple[list[int], Profiles, int] | None:
             key = [int(part) for part in entry["after"]]
         except (ValueError, KeyError, TypeError, IndexError, AttributeError):
             continue
-    return key, profiles, len(journal)
+    if journal_key is not None and base_key is not None:
+        _CHAIN_READS[str(store)] = _ChainRead(
+            base_key, journal_key[0], offset + len(complete), key, profiles
+        )
+    return key, profiles, offset + len(complete)
 
 
 def merge_after_append(
