@@ -334,6 +334,20 @@ def rebuild_profiles(store: Path) -> Profiles:
     return profiles
 
 
+def fresh_profiles(store: Path) -> Profiles | None:
+    """The profiles when base plus journal reach the store's current state (a stat and
+    the journal's new lines: cheap enough for the event loop), ``{}`` for a missing
+    store, else ``None`` (:func:`load_profiles` then waits or rebuilds)."""
+    try:
+        status = os.stat(store)
+    except FileNotFoundError:
+        return {}
+    chained = _chained(store)
+    if chained is not None and chained[0] == _store_key(status):
+        return chained[1]
+    return None
+
+
 def load_profiles(store: Path) -> Profiles:
     """The store's reviewer profiles: base plus journal when they reach the store's
     current state, else rebuilt from the records. A missing store has no history.

@@ -15,7 +15,7 @@ import structlog
 
 from llm_council.bias_audit.records.jsonl_store import PartialWriteError
 from llm_council.bias_audit.records.query_hash import query_hash_from_env
-from llm_council.bias_audit.records.reviewer_profiles import load_profiles
+from llm_council.bias_audit.records.reviewer_profiles import fresh_profiles, load_profiles
 from llm_council.bias_audit.records.store_urls import is_postgres_url
 from llm_council.bias_audit.records.stores import open_store, store_spec
 from llm_council.bias_audit.session.audit import audit_score_table
@@ -84,9 +84,13 @@ async def _store_history() -> History:
     spec = store_spec()
     if is_postgres_url(spec):
         return {}
+    path = Path(spec).expanduser()
     try:
-        # off the loop: a stale or missing sidecar is rebuilt from the whole store
-        return await asyncio.to_thread(load_profiles, Path(spec).expanduser())
+        fresh = fresh_profiles(path)  # the usual case: a stat and a few journal lines
+        if fresh is not None:
+            return fresh
+        # off the loop: a stale or missing summary is rebuilt from the whole store
+        return await asyncio.to_thread(load_profiles, path)
     except (OSError, ValueError) as error:
         log.warning("reviewer_history_not_read", error=str(error))
         return {}
