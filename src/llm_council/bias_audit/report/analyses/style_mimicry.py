@@ -6,7 +6,7 @@ Reads ``similarity_to_own`` (computed at audit time,
 that similarity *within each answer* (answer fixed effects hold quality fixed), net of the
 reviewer's leniency and length preference, with session-clustered intervals. Flags are
 Holm-corrected across reviewers at the report's significance level. Self-reviews carry no
-similarity and never enter."""
+similarity and never enter. """
 
 from __future__ import annotations
 
