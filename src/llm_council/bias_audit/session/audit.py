@@ -18,7 +18,13 @@ import numpy as np
 
 from llm_council.bias_audit.records.reviewer_profiles import ReviewerProfile
 from llm_council.bias_audit.session.audit_methods import METHODS
-from llm_council.bias_audit.session.noise_priors import History, history_profiles, reviewer_priors
+from llm_council.bias_audit.session.moderated_noise import (
+    ModeratedNoise,
+    moderated_noise,
+    moderated_self_preference,
+    moderation_note,
+)
+from llm_council.bias_audit.session.noise_priors import History, history_profiles
 from llm_council.bias_audit.session.result import BiasAuditResult, RiskLevel
 from llm_council.bias_audit.session.score_table import (
     UNKNOWN_POSITION,
@@ -30,17 +36,11 @@ from llm_council.prompts import label_for
 from llm_council.stats.additive_model import AdditiveFit
 from llm_council.stats.correlation import pearson_correlation_t_test
 from llm_council.stats.design_cache import fit_additive_two_way_cached
-from llm_council.stats.moderated_session_tests import (
-    ReviewerVariances,
-    moderate,
-    moderated_self_preference_tests,
-    step_down_moderated_offsets,
-)
+from llm_council.stats.moderated_session_tests import step_down_moderated_offsets
 from llm_council.stats.position_tests import joint_slot_effects, position_randomization_test
 from llm_council.stats.reviewer_noise import ReviewerNoise, estimate_reviewer_noise
 from llm_council.stats.session_test_batch import SessionTests, session_noise_aware_tests
 from llm_council.stats.session_tests import (
-    ContrastTest,
     median_reference_offsets,
     pooled_self_preference_test,
     self_preference_tests,
@@ -240,7 +240,7 @@ def _leniency_fields(
     model: _SessionModel,
     thresholds: AuditThresholds,
     batch: SessionTests | None,
-    priors: _Priors | None,
+    priors: ModeratedNoise | None,
 ) -> dict[str, Any]:
     """Each reviewer against the others on the same answers, Holm step-down."""
     offsets: dict[str, float | None] = dict.fromkeys(table.reviewers)
@@ -291,32 +291,6 @@ def _leniency_fields(
 
 
 @dataclass(frozen=True)
-class _Priors:
-    """The moderated noise of the session's fit (per fitted reviewer): the priors it was
-    moderated toward, where each came from, and the moderated variances."""
-
-    variances: np.ndarray
-    dfs: np.ndarray
-    sources: list[str]
-    noise: ReviewerVariances
-
-
-def _moderated_priors(
-    table: ScoreTable, model: _SessionModel, thresholds: AuditThresholds, history: History
-) -> _Priors | None:
-    """Moderated per-reviewer noise (ADR 0045), unless equal noise is assumed or no fit."""
-    if model.fit is None or thresholds.equal_reviewer_noise:
-        return None
-    if not thresholds.moderate_reviewer_noise:
-        return None
-    if model.fit.residual_variance == 0.0 and not any(name in history for name in table.reviewers):
-        return None  # an exact fit and no past: no noise of this council to scale the default
-    names = [table.reviewers[row] for row in model.active_rows.tolist()]
-    variances, dfs, sources = reviewer_priors(model.fit, names, thresholds, history)
-    return _Priors(variances, dfs, sources, moderate(model.fit, variances, dfs))
-
-
-@dataclass(frozen=True)
 class _SelfReviews:
     """The session's scored self-reviews: every one (for the raw differences) and those
     inside the fitted rows and columns (``fit_cells``: local indexes and score)."""
@@ -350,7 +324,7 @@ def _self_preference_fields(
     thresholds: AuditThresholds,
     self_reviews: _SelfReviews,
     batch: SessionTests | None,
-    priors: _Priors | None,
+    priors: ModeratedNoise | None,
 ) -> dict[str, Any]:
     """Own score vs the others' mean (raw) and vs the model's prediction (tested)."""
     raw: dict[str, float | None] = {}
@@ -370,7 +344,7 @@ def _self_preference_fields(
     if model.fit is not None and fit_cells:
         testable = priors is not None or _reviewer_tests_runnable(model, thresholds)
         if priors is not None:
-            tests, pooled = _moderated_self_preference(model.fit, fit_cells, priors.noise)
+            tests, pooled = moderated_self_preference(model.fit, fit_cells, priors.noise)
         elif batch is not None:
             tests, pooled = batch.self_preference, batch.pooled_self_preference
         else:
@@ -410,29 +384,6 @@ def _self_preference_fields(
     }
 
 
-def _moderated_self_preference(
-    fit: AdditiveFit, fit_cells: list[tuple[int, int, float]], noise: ReviewerVariances
-) -> tuple[list[ContrastTest], ContrastTest | None]:
-    """Moderated self-preference tests as :class:`ContrastTest`: each self-review's p-value
-    Bonferroni-adjusted by 2m (m self-reviews, and the pooled test shares the level), the
-    pooled mean's left unadjusted (it flags below half the level)."""
-    moderated = moderated_self_preference_tests(fit, fit_cells, noise)
-    n_self = len(fit_cells)
-    tests: list[ContrastTest] = []
-    for index in range(n_self + 1):
-        estimate = float(moderated.estimates[index])
-        p_value = float(moderated.p_values[index])
-        if p_value != p_value:
-            tests.append(ContrastTest(estimate, None, None, None, None))
-            continue
-        error = float(moderated.standard_errors[index])
-        factor = 2 * n_self if index < n_self else 1  # see _self_preference_fields
-        tests.append(
-            ContrastTest(estimate, error, estimate / error, p_value, min(1.0, p_value * factor))
-        )
-    return tests[:n_self], tests[n_self]
-
-
 def _reviewer_summaries(table: ScoreTable, model: _SessionModel) -> dict[str, Any]:
     """Mean and sample variance (ddof 1) of the scores each reviewer gave others' answers."""
     scored = ~np.isnan(model.others_scores)
@@ -458,19 +409,6 @@ def _reviewer_summaries(table: ScoreTable, model: _SessionModel) -> dict[str, An
     }
 
 
-def _moderation_note(priors: _Priors, residual_df: int) -> str:
-    """Where each reviewer's noise came from, for ``indicator_only["reviewers"]``."""
-    counts = {source: priors.sources.count(source) for source in dict.fromkeys(priors.sources)}
-    described = ", ".join(f"{count} from {source}" for source, count in counts.items())
-    return (
-        f"{residual_df} residual degree(s) of freedom in this session: each reviewer's noise "
-        f"variance is moderated toward a prior (Smyth 2004; {described}: 'history' is the "
-        "reviewer's past sessions, 'store' the store's other reviewers, 'default' "
-        "prior_noise_sd with the session's pooled variance); the estimates and the flags "
-        "come from this session's scores"
-    )
-
-
 def audit_score_table(
     table: ScoreTable,
     thresholds: AuditThresholds,
@@ -484,7 +422,16 @@ def audit_score_table(
     each reviewer's session variance is moderated toward the default prior.
     """
     model = _fit_session(table, thresholds)
-    priors = _moderated_priors(table, model, thresholds, history or {})
+    priors = (
+        moderated_noise(
+            model.fit,
+            [table.reviewers[row] for row in model.active_rows.tolist()],
+            thresholds,
+            history or {},
+        )
+        if model.fit is not None
+        else None
+    )
     notes: dict[str, str] = {}
     residual_df = model.fit.residual_df if model.fit is not None else 0
     if model.fit is None:
@@ -493,7 +440,7 @@ def audit_score_table(
             "answers or overlapping scores): no leniency, position or self-preference test"
         )
     elif priors is not None:
-        notes["reviewers"] = _moderation_note(priors, residual_df)
+        notes["reviewers"] = moderation_note(priors, residual_df)
     elif residual_df < thresholds.minimum_test_df:
         notes["reviewers"] = (
             f"only {residual_df} residual degree(s) of freedom (a complete 3-member council "
