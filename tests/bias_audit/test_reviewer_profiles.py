@@ -11,7 +11,7 @@ import pytest
 
 from llm_council.bias_audit import run_bias_audit
 from llm_council.bias_audit.records import reviewer_profiles
-from llm_council.bias_audit.records.jsonl_store import append_records
+from llm_council.bias_audit.records.jsonl_store import append_records, with_session_counts
 from llm_council.bias_audit.records.reviewer_profiles import (
     ReviewerProfile,
     journal_path,
@@ -204,3 +204,15 @@ def test_a_tampered_sidecar_is_not_trusted(tmp_path: Path) -> None:
         profile_path(store).write_text(json.dumps(base))
         _close(load_profiles(store), expected)  # rebuilt, not read
         base = json.loads(profile_path(store).read_text())
+
+
+def test_a_session_cut_short_is_left_out_of_a_rebuild(tmp_path: Path) -> None:
+    store = tmp_path / "records.jsonl"
+    for index in range(2):
+        append_records(store, _session_records(index))
+    # a crash mid-write: 5 of the session's 16 lines, each saying it has 16
+    partial = with_session_counts(_session_records(2))[:5]
+    with store.open("a", encoding="utf-8") as handle:
+        for record in partial:
+            handle.write(record.model_dump_json() + "\n")
+    assert {profile.sessions for profile in rebuild_profiles(store).values()} == {2}

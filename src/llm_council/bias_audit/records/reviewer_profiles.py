@@ -3,9 +3,11 @@
 The per-session audit tests a reviewer against its noise; one session gives about one
 residual degree of freedom, the reviewer's past sessions give dozens. For each reviewer
 the profile holds sums that add across sessions: the sessions seen, the residual sum of
-squares :math:`\\sum RSS_r` of the additive model and its df :math:`\\sum d_r`
-(:func:`~llm_council.stats.moderated_session_tests.reviewer_residual_variances`), so
-:math:`s_r^2 = \\sum RSS_r / \\sum d_r` with :math:`\\sum d_r` df.
+squares :math:`\\sum RSS_r` of the additive model, its df share :math:`\\sum d_r`
+(:func:`~llm_council.stats.moderated_session_tests.reviewer_residual_variances`) and
+Rao's expectation coefficients by reviewer name
+(:func:`~llm_council.stats.moderated_session_tests.reviewer_noise_expectation`), from
+which the lookup solves each reviewer's variance.
 
 The sums live in ``<store>.profiles.json`` (the base, written atomically: a temporary
 file, then ``os.replace``) and ``<store>.profiles.log`` (one line per session appended
@@ -22,7 +24,6 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -313,22 +314,44 @@ def merge_after_append(
 
 
 def rebuild_profiles(store: Path) -> Profiles:
-    """Profiles from every complete session of the store, written as a new base."""
+    """Profiles from every complete session of the store, written as a new base.
+
+    Streams the store line by line up to its size at the start (memory bounded by one
+    session, not the store). A session's lines are contiguous (one write per session);
+    one whose ``session_n_records`` disagrees with the lines found (a crash mid-write) is
+    left out, as the readers leave it out. Malformed lines are skipped.
+    """
     status = os.stat(store)
-    sessions: dict[str, list[tuple[str, str, float]]] = defaultdict(list)
-    with store.open("rb") as handle:
-        data = handle.read(status.st_size)
-    for raw_line in data.split(b"\n")[:-1]:  # the part after the last newline is torn
-        try:
-            record = json.loads(raw_line)
-            cell = _usable_cell(record)
-        except (ValueError, KeyError, TypeError, AttributeError):
-            continue  # malformed lines are the readers' business, not the profiles'
-        if cell is not None:
-            sessions[str(record.get("session_id"))].append(cell)
     profiles: Profiles = {}
-    for cells in sessions.values():
-        profiles = merge_profiles(profiles, session_profiles(cells))
+    current: str | None = None
+    cells: list[tuple[str, str, float]] = []
+    found, expected = 0, None
+
+    def finish() -> None:
+        nonlocal profiles
+        if current is not None and (expected is None or expected == found):
+            profiles = merge_profiles(profiles, session_profiles(cells))
+
+    remaining = status.st_size
+    with store.open("rb") as handle:
+        for raw_line in handle:
+            remaining -= len(raw_line)
+            if remaining < 0 or not raw_line.endswith(b"\n"):
+                break  # written after we started, or a torn last line
+            try:
+                record = json.loads(raw_line)
+                session = str(record["session_id"])
+                cell = _usable_cell(record)
+            except (ValueError, KeyError, TypeError, AttributeError):
+                continue  # malformed lines are the readers' business, not the profiles'
+            if session != current:
+                finish()
+                current, cells, found = session, [], 0
+                expected = record.get("session_n_records")
+            found += 1
+            if cell is not None:
+                cells.append(cell)
+    finish()
     # the journal stays: a writer may have chained a session onto this state meanwhile
     _write_base(store, _store_key(status), profiles, absorbs=False)
     return profiles
