@@ -101,9 +101,7 @@ def simulator_draw(n_members: int, **biases: object) -> Draw:
     ]
 
     def draw(rng: np.random.Generator) -> ScoreTable:
-        columns = simulate_record_columns(
-            profiles, 1, rng, missing_score_rate=MISSING_SCORE_RATE
-        )
+        columns = simulate_record_columns(profiles, 1, rng, missing_score_rate=MISSING_SCORE_RATE)
         shape = (n_members, n_members)
         scores = np.full(shape, np.nan)
         positions = np.full(shape, -1, dtype=np.intp)
