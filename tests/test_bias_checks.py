@@ -208,10 +208,13 @@ def test_records_carry_check_kind_and_the_audit_ignores_checks(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     store = tmp_path / "records.jsonl"
-    monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", str(store))
+    # each run its own store: the second would otherwise read the first's reviewer
+    # history (ADR 0045) and moderate its noise differently
+    monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", str(tmp_path / "plain.jsonl"))
     base = load_council_config()
     plain = run(config=base, seed=9, middleware=[BiasAuditMiddleware()])
     n_plain = plain.metadata["bias_audit"]["records_written"]
+    monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", str(store))
     checked = run(
         config=base.model_copy(update={"bias_check_probability": 1.0}),
         seed=9,

@@ -391,13 +391,14 @@ def test_cli_exports_otlp_http_to_the_collector() -> None:
 def test_a_session_nothing_could_test_is_not_tested_on_the_span(
     spans: InMemorySpanExporter, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # a complete 3-member council has 1 residual df: no leniency or self-preference test,
-    # so the attribute must not say "low" (ADR 0032)
+    # a 2-member council: each reviewer scores one other answer, so no reviewer or answer
+    # effect is identified and no risk test runs; the attribute must not say "low" (ADR
+    # 0032). (A complete 3-member council is tested since ADR 0045.)
     from llm_council.bias_audit.middleware import BiasAuditMiddleware
 
     monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", str(tmp_path / "records.jsonl"))
     config = CouncilConfig(
-        members=tuple(CouncilMember(name=f"m{i}", spec="simulated:unbiased") for i in range(3)),
+        members=tuple(CouncilMember(name=f"m{i}", spec="simulated:unbiased") for i in range(2)),
         chairman=CouncilMember(name="chair", spec="simulated:unbiased"),
     )
     result = asyncio.run(

@@ -4,7 +4,9 @@
 case below, as computed by the code before the per-design caches and batched tests
 (ADR 0029). ``test_audit_golden.py`` recomputes them and requires every number to agree
 to 1e-12 and every flag, note and name to be equal. Regenerate only when a statistic is
-*meant* to change: ``.venv/bin/python tests/bias_audit/audit_golden_cases.py``.
+*meant* to change: ``.venv/bin/python tests/bias_audit/audit_golden_cases.py``. The
+``moderated-*`` cases (ADR 0045) were appended later, in the saved vocabulary of
+``test_audit_golden._as_saved``, leaving the earlier entries byte for byte as they were.
 """
 
 from __future__ import annotations
@@ -43,7 +45,26 @@ CASES: tuple[tuple[str, dict[str, Any], int, int, bool], ...] = (
         False,
     ),
     ("biased-6-harsh", {"n_members": 6, "leniency": [-3.0, -2.5, 0, 0, 0, 0]}, 10, 21, False),
+    # the default since ADR 0045: each reviewer's noise moderated toward the default prior
+    ("moderated-3", {"n_members": 3, "leniency": [-4.0, 0.0, 0.0]}, 12, 31, False),
+    ("moderated-4-missing", {"n_members": 4, "missing_score_rate": 0.15}, 10, 32, False),
+    (
+        "moderated-5-biased",
+        {
+            "n_members": 5,
+            "leniency": [-2.5, 0.0, 0.0, 0.0, 1.5],
+            "self_bias": [1.5] * 5,
+            "noise_sds": [0.5, 0.75, 1.0, 1.25, 1.5],
+        },
+        12,
+        33,
+        False,
+    ),
 )
+
+#: cases audited with moderated noise (ADR 0045); the others pin the session-only path
+#: (``moderate_reviewer_noise=False``) they were saved with before it
+MODERATED_PREFIX = "moderated-"
 
 
 def audit_cases() -> Iterator[tuple[str, int, dict[str, Any]]]:
@@ -54,7 +75,10 @@ def audit_cases() -> Iterator[tuple[str, int, dict[str, Any]]]:
     from llm_council.bias_audit.session.thresholds import AuditThresholds
 
     for name, spec, n_sessions, seed, equal_noise in CASES:
-        thresholds = AuditThresholds(equal_reviewer_noise=equal_noise)
+        thresholds = AuditThresholds(
+            equal_reviewer_noise=equal_noise,
+            moderate_reviewer_noise=name.startswith(MODERATED_PREFIX),
+        )
         for index, session in enumerate(generate_sessions(CouncilSpec(**spec), n_sessions, seed)):
             table = score_table_from_mappings(
                 session.stage1_responses, session.stage2_scores, session.position_mapping

@@ -11,6 +11,7 @@ from __future__ import annotations
 from generators.independent_council import CouncilSpec, generate_sessions
 from llm_council.bias_audit import run_bias_audit
 from llm_council.bias_audit.session.result import BiasAuditResult
+from llm_council.bias_audit.session.thresholds import AuditThresholds
 
 
 def _audits(spec: CouncilSpec, n_sessions: int, seed: int) -> list[BiasAuditResult]:
@@ -29,19 +30,29 @@ def _rate(audits: list[BiasAuditResult], flag: str) -> float:
     return sum(fired(a) for a in audits) / len(audits)
 
 
-def test_three_member_council_without_missing_cells_does_not_run_the_t_tests() -> None:
-    # 3 x 3 with self-reviews out: 6 cells, 5 parameters, 1 residual df. The t tests
-    # fired in 12% (self-preference) and 10.8% (harsh or generous) of null sessions: in
-    # 19% of them integer scores fit exactly and the residual was rounding error.
+def test_three_member_council_without_missing_cells_keeps_its_level() -> None:
+    # 3 x 3 with self-reviews out: 6 cells, 5 parameters, 1 residual df. Session-only t
+    # tests fired in 12% (self-preference) and 10.8% (harsh or generous) of null sessions:
+    # in 19% of them integer scores fit exactly and the residual was rounding error. With
+    # moderated noise (ADR 0045) the prior carries the noise, so the tests run and keep
+    # their level; the session-only path still refuses them.
     audits = _audits(CouncilSpec(n_members=3), 200, seed=91)
     for flag in ("self", "lenient", "position"):
         assert _rate(audits, flag) < 0.10
-    refused = [a for a in audits if a.sample_sizes["residual_df"] == 1]
-    assert len(refused) > 150
-    for audit in refused:
-        assert "not tested" in audit.indicator_only["reviewers"]
-        assert set(audit.self_preference_p_values.values()) <= {None}
-        assert set(audit.reviewer_offset_p_values.values()) <= {None}
+    one_df = [a for a in audits if a.sample_sizes["residual_df"] == 1]
+    assert len(one_df) > 150
+    tested = [a for a in one_df if "moderated" in a.indicator_only["reviewers"]]
+    assert len(tested) > 0.7 * len(one_df)  # the rest fit exactly: no noise, not tested
+    for audit in tested:
+        assert None not in audit.reviewer_offset_p_values.values()
+    session_only = AuditThresholds(moderate_reviewer_noise=False)
+    for session in generate_sessions(CouncilSpec(n_members=3), 20, seed=91):
+        audit = run_bias_audit(
+            session.stage1_responses, session.stage2_scores, thresholds=session_only
+        )
+        if audit.sample_sizes["residual_df"] == 1:
+            assert "not tested" in audit.indicator_only["reviewers"]
+            assert set(audit.reviewer_offset_p_values.values()) <= {None}
 
 
 def test_unequal_reviewer_noise_does_not_make_flags_fire() -> None:

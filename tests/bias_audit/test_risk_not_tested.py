@@ -10,6 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from llm_council.bias_audit import run_bias_audit
+from llm_council.bias_audit.session.thresholds import AuditThresholds
+
+#: the pooled tests without a noise prior, where 1 residual df means "not tested"
+EQUAL_NOISE = AuditThresholds(equal_reviewer_noise=True)
 
 TEXTS = {"a": "short answer " * 10, "b": "a longer answer " * 40, "c": "medium " * 60}
 #: a complete 3-member council: each reviewer scores all three answers, its own included
@@ -26,11 +30,22 @@ ORDERS = {
 }
 
 
-def test_a_three_member_council_without_orders_is_not_tested() -> None:
+def test_a_three_member_council_is_tested_against_moderated_noise() -> None:
+    # 1 residual df: each reviewer's variance is moderated toward the default prior
+    # (ADR 0045), so leniency and self-preference run; every member gave itself 10, which
+    # the pooled self-preference test now sees
     audit = run_bias_audit(TEXTS, SCORES)
-    # 3 reviewers x 2 others' answers = 6 scores, 3 + 3 - 1 = 5 parameters: 1 residual df,
-    # below minimum_test_df = 2, so leniency and self-preference do not run; no display
-    # orders, so no position test either
+    assert audit.sample_sizes["residual_df"] == 1
+    assert audit.risk_tests_run == ["leniency", "self_preference"]
+    assert audit.overall_bias_risk != "not_tested"
+    assert "moderated" in audit.indicator_only["reviewers"]
+
+
+def test_a_three_member_council_without_orders_is_not_tested() -> None:
+    audit = run_bias_audit(TEXTS, SCORES, thresholds=EQUAL_NOISE)
+    # under equal noise (no prior): 3 reviewers x 2 others' answers = 6 scores, 3 + 3 - 1 =
+    # 5 parameters: 1 residual df, below minimum_test_df = 2, so leniency and
+    # self-preference do not run; no display orders, so no position test either
     assert audit.sample_sizes["residual_df"] == 1
     assert audit.risk_tests_run == []
     assert audit.overall_bias_risk == "not_tested"
@@ -40,7 +55,7 @@ def test_a_three_member_council_without_orders_is_not_tested() -> None:
 def test_a_three_member_council_with_orders_rests_on_the_position_test_alone() -> None:
     # per-reviewer orders identify the slot effects even at 1 residual df, and the
     # randomization test keeps its level there: "low" is honest, and says on what
-    audit = run_bias_audit(TEXTS, SCORES, ORDERS)
+    audit = run_bias_audit(TEXTS, SCORES, ORDERS, thresholds=EQUAL_NOISE)
     assert audit.position_score_p_value is not None and not audit.position_bias_detected
     assert audit.risk_tests_run == ["position"]
     assert audit.overall_bias_risk == "low"

@@ -181,6 +181,31 @@ def _roll_back(
     )
 
 
+def _update_profiles(path: Path, before: os.stat_result, records: Sequence[ReviewRecord]) -> None:
+    """Merge the appended session into the reviewer-profile sidecar (under the lock).
+
+    The records are already in the store: a sidecar that cannot be written is left
+    stale and rebuilt by the next lookup, never an error of the append.
+    """
+    # imported here: the profiles pull numpy and scipy, which reading a store does not need
+    from llm_council.bias_audit.records.reviewer_profiles import merge_after_append
+
+    try:
+        cells = [
+            {
+                "score_value": record.score_value,
+                "check_kind": record.check_kind,
+                "is_self_review": record.is_self_review,
+                "reviewer_id": record.reviewer_id,
+                "model_id": record.model_id,
+            }
+            for record in records
+        ]
+        merge_after_append(path, before, cells)
+    except (OSError, ValueError):
+        return
+
+
 def append_records(path: Path, records: Sequence[ReviewRecord]) -> int:
     """Append ``records`` under the store's lock, all or nothing; return how many.
 
@@ -211,6 +236,7 @@ def append_records(path: Path, records: Sequence[ReviewRecord]) -> int:
                     _write_fully(descriptor, payload)
                 except OSError as error:
                     raise _roll_back(descriptor, path, start, payload, skip, error) from None
+                _update_profiles(path, status, records)
             finally:
                 os.close(descriptor)
     except Timeout as error:

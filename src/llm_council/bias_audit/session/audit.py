@@ -11,10 +11,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from llm_council.bias_audit.records.reviewer_profiles import ReviewerProfile
 from llm_council.bias_audit.session.audit_methods import METHODS, pooled_self_preference_note
 from llm_council.bias_audit.session.design_limits import (
     has_one_shared_order,
@@ -22,6 +24,13 @@ from llm_council.bias_audit.session.design_limits import (
     leniency_not_tested,
     self_preference_confounded,
 )
+from llm_council.bias_audit.session.moderated_noise import (
+    ModeratedNoise,
+    moderated_noise,
+    moderated_self_preference,
+    moderation_note,
+)
+from llm_council.bias_audit.session.noise_priors import History, history_profiles
 from llm_council.bias_audit.session.result import BiasAuditResult, RiskLevel
 from llm_council.bias_audit.session.score_table import (
     UNKNOWN_POSITION,
@@ -33,6 +42,7 @@ from llm_council.prompts import label_for
 from llm_council.stats.additive_model import AdditiveFit
 from llm_council.stats.correlation import pearson_correlation_t_test
 from llm_council.stats.design_cache import fit_additive_two_way_cached
+from llm_council.stats.moderated_session_tests import step_down_moderated_offsets
 from llm_council.stats.position_tests import joint_slot_effects, position_randomization_test
 from llm_council.stats.reviewer_noise import ReviewerNoise, estimate_reviewer_noise
 from llm_council.stats.session_test_batch import SessionTests, session_noise_aware_tests
@@ -245,6 +255,7 @@ def _leniency_fields(
     model: _SessionModel,
     thresholds: AuditThresholds,
     batch: SessionTests | None,
+    priors: ModeratedNoise | None,
 ) -> dict[str, Any]:
     """Each reviewer against the others on the same answers, Holm step-down."""
     offsets: dict[str, float | None] = dict.fromkeys(table.reviewers)
@@ -254,18 +265,31 @@ def _leniency_fields(
     generous: list[str] = []
     if model.fit is not None:
         active_rows = model.active_rows.tolist()
-        for local, offset in enumerate(median_reference_offsets(model.fit).tolist()):
+        median_offsets = median_reference_offsets(model.fit)
+        for local, offset in enumerate(median_offsets.tolist()):
             robust_offsets[table.reviewers[active_rows[local]]] = _finite_or_none(offset)
-        verdicts = step_down_reviewer_offsets(
-            model.active_scores,
-            significance_level=thresholds.significance_level,
-            effect_floor=thresholds.reviewer_offset_floor,
-            first_fit=model.fit,
-            minimum_residual_df=thresholds.minimum_test_df,
-            per_reviewer_noise=not thresholds.equal_reviewer_noise,
-            first_noise=model.noise,
-            first_tests=batch.reviewer_offsets if batch is not None else None,
-        )
+        verdicts: list[Any]
+        if priors is not None:
+            verdicts = step_down_moderated_offsets(
+                model.active_scores,
+                priors.variances,
+                priors.dfs,
+                significance_level=thresholds.significance_level,
+                effect_floor=thresholds.reviewer_offset_floor,
+                robust_offsets=median_offsets,
+                first_fit=model.fit,
+            )
+        else:
+            verdicts = step_down_reviewer_offsets(
+                model.active_scores,
+                significance_level=thresholds.significance_level,
+                effect_floor=thresholds.reviewer_offset_floor,
+                first_fit=model.fit,
+                minimum_residual_df=thresholds.minimum_test_df,
+                per_reviewer_noise=not thresholds.equal_reviewer_noise,
+                first_noise=model.noise,
+                first_tests=batch.reviewer_offsets if batch is not None else None,
+            )
         for verdict in verdicts:
             name = table.reviewers[active_rows[verdict.reviewer_index]]
             offsets[name] = _finite_or_none(verdict.estimate)
@@ -315,6 +339,7 @@ def _self_preference_fields(
     thresholds: AuditThresholds,
     self_reviews: _SelfReviews,
     batch: SessionTests | None,
+    priors: ModeratedNoise | None,
 ) -> dict[str, Any]:
     """Own score vs the others' mean (raw) and vs the model's prediction (tested)."""
     raw: dict[str, float | None] = {}
@@ -332,8 +357,10 @@ def _self_preference_fields(
         p_values[name] = None
     fit_cells = self_reviews.fit_cells
     if model.fit is not None and fit_cells:
-        testable = _reviewer_tests_runnable(model, thresholds)
-        if batch is not None:
+        testable = priors is not None or _reviewer_tests_runnable(model, thresholds)
+        if priors is not None:
+            tests, pooled = moderated_self_preference(model.fit, fit_cells, priors.noise)
+        elif batch is not None:
             tests, pooled = batch.self_preference, batch.pooled_self_preference
         else:
             tests = self_preference_tests(model.fit, fit_cells, model.noise)
@@ -351,12 +378,21 @@ def _self_preference_fields(
         if pooled is not None:
             pooled_estimate = _finite_or_none(pooled.estimate)
             pooled_p_value = _finite_or_none(pooled.p_value) if testable else None
+    # moderated noise: the council-wide mean is tested beside the reviewers, each family
+    # at half the level (Bonferroni over the two), so the flag keeps its rate
+    pooled_detected = (
+        priors is not None
+        and pooled_p_value is not None
+        and pooled_estimate is not None
+        and pooled_p_value < thresholds.significance_level / 2.0
+        and pooled_estimate >= thresholds.self_preference_floor
+    )
     return {
         "self_preference": raw,
         "self_preference_adjusted": adjusted,
         "self_preference_p_values": p_values,
         "self_preferring_reviewers": preferring,
-        "self_preference_detected": bool(preferring),
+        "self_preference_detected": bool(preferring) or pooled_detected,
         "pooled_self_preference": pooled_estimate,
         "pooled_self_preference_p_value": pooled_p_value,
         "n_self_reviews": len(self_reviews.rows),
@@ -389,10 +425,28 @@ def _reviewer_summaries(table: ScoreTable, model: _SessionModel) -> dict[str, An
 
 
 def audit_score_table(
-    table: ScoreTable, thresholds: AuditThresholds, *, permutation_seed: int = 0
+    table: ScoreTable,
+    thresholds: AuditThresholds,
+    *,
+    permutation_seed: int = 0,
+    history: History | None = None,
 ) -> BiasAuditResult:
-    """Every per-session statistic and flag for one session's score table."""
+    """Every per-session statistic and flag for one session's score table.
+
+    ``history``: the reviewers' noise profiles from past sessions (ADR 0045); without it
+    each reviewer's session variance is moderated toward the default prior.
+    """
     model = _fit_session(table, thresholds)
+    priors = (
+        moderated_noise(
+            model.fit,
+            [table.reviewers[row] for row in model.active_rows.tolist()],
+            thresholds,
+            history or {},
+        )
+        if model.fit is not None
+        else None
+    )
     notes: dict[str, str] = {}
     residual_df = model.fit.residual_df if model.fit is not None else 0
     if model.fit is None:
@@ -400,6 +454,8 @@ def audit_score_table(
             "the scores do not identify reviewer and answer effects (too few reviewers, "
             "answers or overlapping scores): no leniency, position or self-preference test"
         )
+    elif priors is not None:
+        notes["reviewers"] = moderation_note(priors, residual_df)
     elif residual_df < thresholds.minimum_test_df:
         notes["reviewers"] = (
             f"only {residual_df} residual degree(s) of freedom (a complete 3-member council "
@@ -430,13 +486,13 @@ def audit_score_table(
     # pooled tests run as one batch whose design-only part is cached per pattern
     batch = (
         session_noise_aware_tests(model.fit, model.noise, self_reviews.fit_cells)
-        if model.fit is not None and model.noise is not None
+        if model.fit is not None and model.noise is not None and priors is None
         else None
     )
-    leniency = _leniency_fields(table, model, thresholds, batch)
+    leniency = _leniency_fields(table, model, thresholds, batch, priors)
     if is_rank_only(table):
         leniency = leniency_not_tested(leniency, notes)
-    self_preference = _self_preference_fields(table, model, thresholds, self_reviews, batch)
+    self_preference = _self_preference_fields(table, model, thresholds, self_reviews, batch, priors)
     n_self_reviews = self_preference.pop("n_self_reviews")
     shared_order = has_one_shared_order(table) and n_self_reviews > 0
     if shared_order:
@@ -502,6 +558,7 @@ def run_bias_audit(
     position_mapping: Mapping[str, Any] | None = None,
     *,
     thresholds: AuditThresholds | None = None,
+    history: str | Path | Mapping[str, ReviewerProfile] | None = None,
 ) -> BiasAuditResult:
     """Audit one session of any council, outside the middleware.
 
@@ -512,7 +569,11 @@ def run_bias_audit(
     ``{reviewer: {candidate: display_index}}``, or either as ``label_to_model`` maps (see
     :func:`~llm_council.bias_audit.session.score_table.positions_by_reviewer`). Without positions
     the position test is skipped. Bad shapes raise a one-line ``InputError``. Thresholds
-    default to :func:`load_thresholds`.
+    default to :func:`load_thresholds`. ``history``: a JSONL record store path (its
+    reviewer profiles, :mod:`~llm_council.bias_audit.records.reviewer_profiles`) or the
+    profiles themselves; each reviewer's noise then comes from its past sessions.
     """
     table = score_table_from_mappings(stage1_responses, stage2_scores, position_mapping)
-    return audit_score_table(table, thresholds or load_thresholds())
+    return audit_score_table(
+        table, thresholds or load_thresholds(), history=history_profiles(history)
+    )

@@ -30,7 +30,11 @@ METHODS: dict[str, str] = {
         "reviewer from the reference before re-testing the rest, so one outlier does not "
         "make the others look harsh or generous; harsh/generous when adjusted p < "
         "significance_level and |offset| >= reviewer_offset_floor points. Not tested below "
-        "minimum_test_df residual df. reviewer_offsets_vs_median: effect minus the median "
+        "minimum_test_df residual df under equal or session-only noise; with moderated "
+        "noise (the default, ADR 0045) each reviewer's variance is moderated toward a prior "
+        "(its past sessions, the store's reviewers, or prior_noise_sd; Smyth 2004) and "
+        "tested at any residual df, the last two reviewers once against each other (the "
+        "one farther from the median named). reviewer_offsets_vs_median: effect minus the median "
         "reviewer effect (breakdown point 50%), an estimate only"
     ),
     "self_preference": (
@@ -38,7 +42,13 @@ METHODS: dict[str, str] = {
         "the additive model's prediction; one-sided t test with the reviewer's own noise "
         "variance and Satterthwaite df (pooled with equal_reviewer_noise), Bonferroni over "
         "self-reviews; "
-        "flag when adjusted p < significance_level and adjusted >= self_preference_floor"
+        "flag when adjusted p < significance_level and adjusted >= self_preference_floor. "
+        "With moderated noise (the default, ADR 0045): each reviewer's noise variance is "
+        "moderated toward a prior (its past sessions, the store's reviewers, or "
+        "prior_noise_sd; Smyth 2004), t with Welch-Satterthwaite df; the self-review "
+        "p-values are Bonferroni-adjusted by 2m and the pooled mean of the self-reviews "
+        "also flags when its one-sided p < significance_level / 2 and it is >= "
+        "self_preference_floor"
     ),
     "overall_bias_risk": (
         "not_tested: no risk test could run (risk_tests_run is empty: too few reviewers "

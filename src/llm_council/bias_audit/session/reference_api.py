@@ -13,11 +13,14 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from llm_council.bias_audit.records.reviewer_profiles import ReviewerProfile
 from llm_council.bias_audit.session.audit import audit_score_table
+from llm_council.bias_audit.session.noise_priors import history_profiles
 from llm_council.bias_audit.session.score_table import (
     UNKNOWN_POSITION,
     ScoreTable,
@@ -69,8 +72,12 @@ def audit_reviewer_calibration(
     scores: Mapping[str, Mapping[str, float | None]],
     *,
     thresholds: AuditThresholds | None = None,
+    history: str | Path | Mapping[str, ReviewerProfile] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """``{reviewer: {"mean", "std", "count", ...}}`` over the scores each reviewer gave.
+
+    ``history``: a JSONL store path or reviewer profiles, as for
+    :func:`~llm_council.bias_audit.session.audit.run_bias_audit` (ADR 0045).
 
     ``mean`` / ``std`` (sample, ddof 1) / ``count`` are over the reviewer's scores of
     *other members'* answers; ``n_self_scores_excluded`` counts its own-answer scores
@@ -86,7 +93,9 @@ def audit_reviewer_calibration(
     (not 0.0) below two scores. A reviewer whose mapping is empty is omitted.
     """
     table = score_table_from_mappings({}, scores)
-    audit = audit_score_table(table, thresholds or load_thresholds())
+    audit = audit_score_table(
+        table, thresholds or load_thresholds(), history=history_profiles(history)
+    )
     calibration: dict[str, dict[str, Any]] = {}
     for row, reviewer in enumerate(table.reviewers):
         scored = ~np.isnan(table.scores[row])

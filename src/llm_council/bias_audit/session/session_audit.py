@@ -7,6 +7,7 @@ which a council running without the audit should not pay.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,11 @@ import structlog
 
 from llm_council.bias_audit.records.jsonl_store import PartialWriteError
 from llm_council.bias_audit.records.query_hash import query_hash_from_env
+from llm_council.bias_audit.records.reviewer_profiles import fresh_profiles, load_profiles
 from llm_council.bias_audit.records.store_urls import is_postgres_url, redact_url
 from llm_council.bias_audit.records.stores import open_store, store_spec
 from llm_council.bias_audit.session.audit import audit_score_table
+from llm_council.bias_audit.session.noise_priors import History
 from llm_council.bias_audit.session.result import BiasAuditResult
 from llm_council.bias_audit.session.score_table import answer_lengths, score_table_from_session
 from llm_council.bias_audit.session.session_records import (
@@ -65,7 +68,8 @@ async def audit_session_result(
     query_hash = query_hash_from_env(event.query) if event.query else None
     lengths = answer_lengths(event.answers)  # words counted once, for table and records
     table = score_table_from_session(event.answers, event.reviews, lengths=lengths)
-    result = audit_score_table(table, thresholds)
+    history = await _store_history(store)
+    result = audit_score_table(table, thresholds, history=history)
     audit = result.model_dump(mode="json")
     audit["review_outcomes"] = session_review_outcomes(event)  # ADR 0027
     similarity = await _similarity(event, audit)
@@ -99,6 +103,25 @@ def _store_description(store: str | Path | None) -> str:
     """Where records were meant to go when the store could not even be opened (no password)."""
     spec = str(store) if store is not None else store_spec()
     return redact_url(spec) if is_postgres_url(spec) else spec
+
+
+async def _store_history(store: str | Path | None = None) -> History:
+    """The store's reviewer profiles (ADR 0045; ``store`` else the configured one), read
+    before this session's records are appended; a JSONL store only (PostgreSQL: none yet).
+    A store that cannot be read gives no history and a log line, never a failed session."""
+    spec = str(store) if store is not None else store_spec()
+    if is_postgres_url(spec):
+        return {}
+    path = Path(spec).expanduser()
+    try:
+        fresh = fresh_profiles(path)  # the usual case: a stat and a few journal lines
+        if fresh is not None:
+            return fresh
+        # off the loop: a stale or missing summary is rebuilt from the whole store
+        return await asyncio.to_thread(load_profiles, path)
+    except (OSError, ValueError) as error:
+        log.warning("reviewer_history_not_read", error=str(error))
+        return {}
 
 
 async def _similarity(event: SessionCompleted, audit: dict[str, Any]) -> SimilarityByMember:

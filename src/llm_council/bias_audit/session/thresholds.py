@@ -78,6 +78,30 @@ class AuditThresholds(BaseModel):
             "0.5-2.0); the default estimates each reviewer's noise"
         ),
     )
+    moderate_reviewer_noise: bool = Field(
+        True,
+        description=(
+            "moderate each reviewer's session noise variance toward a prior (its history, "
+            "the store's reviewers, or prior_noise_sd; ADR 0045); off: the session-only "
+            "per-reviewer variances of ADR 0017, which keep their level but name almost "
+            "nobody at 3-5 members"
+        ),
+    )
+    prior_noise_sd: float = Field(
+        1.5,
+        gt=0.0,
+        description=(
+            "the default prior noise SD (points) a reviewer's session variance is moderated "
+            "toward when the store has no history of it (Smyth 2004; ADR 0045): the upper end "
+            "of honest judges' noise on the 1-10 scale (0.5-1.5), so a noisy honest judge is "
+            "not mistaken for a biased one"
+        ),
+    )
+    prior_noise_df: float = Field(
+        10.0,
+        gt=0.0,
+        description="the default prior's degrees of freedom d0 (ADR 0045)",
+    )
     position_permutations: int = Field(
         499, ge=99, description="Monte Carlo re-orderings for the position p-value (Jockel 1986)"
     )

@@ -1,0 +1,80 @@
+"""Per-reviewer residual variances and the moderated step-down, against hand derivations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from llm_council.stats.additive_model import fit_additive_two_way
+from llm_council.stats.moderated_session_tests import (
+    moderate,
+    moderated_offset_tests,
+    reviewer_residual_variances,
+    step_down_moderated_offsets,
+)
+from llm_council.stats.session_tests import median_reference_offsets
+
+
+def test_residual_variances_split_the_pooled_variance() -> None:
+    rng = np.random.default_rng(3)
+    table = rng.normal(5, 1, (5, 5))
+    np.fill_diagonal(table, np.nan)
+    fit = fit_additive_two_way(table)
+    assert fit is not None
+    variances, dfs = reviewer_residual_variances(fit)
+    # sum d_r = n - p, sum d_r s_r^2 = RSS
+    assert dfs.sum() == pytest.approx(fit.residual_df)
+    assert (variances * dfs).sum() == pytest.approx(float(fit.residuals @ fit.residuals))
+
+
+def test_offset_test_with_an_exact_prior_is_a_z_test_by_hand() -> None:
+    # complete 3 x 3, no self-reviews: L_0 = a_0 - (a_1 + a_2)/2 is the row-mean contrast
+    # ybar_0. - (ybar_1. + ybar_2.)/2 with variance sigma^2 (1/3 + 1/12 + 1/12) = sigma^2/2
+    table = np.array([[1.0, 2.0, 3.0], [9.0, 10.0, 10.0], [4.0, 6.0, 8.0]])
+    fit = fit_additive_two_way(table)
+    assert fit is not None
+    noise = moderate(fit, np.full(3, 2.0), np.full(3, np.inf))
+    tests = moderated_offset_tests(fit, noise)
+    assert tests.estimates[0] == pytest.approx(2.0 - (29 / 3 + 6.0) / 2)
+    assert tests.standard_errors[0] == pytest.approx(1.0)  # sqrt(2 / 2)
+    assert np.isinf(tests.dfs[0])
+
+
+def test_step_down_names_both_extremes_of_the_reference_example() -> None:
+    table = np.array([[1.0, 2.0, 3.0], [9.0, 10.0, 10.0], [4.0, 6.0, 8.0]])
+    fit = fit_additive_two_way(table)
+    assert fit is not None
+    verdicts = step_down_moderated_offsets(
+        table,
+        np.full(3, 1.5**2),
+        np.full(3, 10.0),
+        significance_level=0.05,
+        effect_floor=1.0,
+        robust_offsets=median_reference_offsets(fit),
+        first_fit=fit,
+    )
+    flagged = {v.reviewer_index: v.estimate for v in verdicts if v.flagged}
+    assert set(flagged) == {0, 1} and flagged[0] < 0 < flagged[1]
+
+
+def test_step_down_keeps_its_level_under_the_null() -> None:
+    # 400 honest 5-member sessions, noise SD 0.5-1.5, true prior: at most 5% + 2 SE flagged
+    rng = np.random.default_rng(11)
+    sds = np.linspace(0.5, 1.5, 5)
+    fired = 0
+    for _ in range(400):
+        table = rng.normal(0, 1.5, 5)[None, :] + rng.normal(0, 1, (5, 5)) * sds[:, None]
+        np.fill_diagonal(table, np.nan)
+        fit = fit_additive_two_way(table)
+        assert fit is not None
+        verdicts = step_down_moderated_offsets(
+            table,
+            sds**2,
+            np.full(5, 30.0),
+            significance_level=0.05,
+            effect_floor=1.0,
+            robust_offsets=median_reference_offsets(fit),
+            first_fit=fit,
+        )
+        fired += any(v.flagged for v in verdicts)
+    assert fired / 400 <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / 400)
