@@ -49,7 +49,8 @@ def test_a_seeded_session_carries_the_note_and_the_same_numbers() -> None:
     table = score_table_from_mappings(
         session.stage1_responses, session.stage2_scores, session.position_mapping
     )
-    result = audit_score_table(table, AuditThresholds())
+    # the golden cases pin the session-only noise path (ADR 0045 keeps it as an option)
+    result = audit_score_table(table, AuditThresholds(moderate_reviewer_noise=False))
     assert result.pooled_self_preference_p_value is not None
     assert result.pooled_self_preference_p_value < 0.05
     assert not result.self_preference_detected
@@ -59,3 +60,19 @@ def test_a_seeded_session_carries_the_note_and_the_same_numbers() -> None:
     )
     assert "pooled_self_preference" not in result.flags_raised
     assert "self_preference_detected" not in result.risk_flags
+
+
+def test_with_moderated_noise_the_note_gives_the_pooled_flag_rule() -> None:
+    # moderated noise (ADR 0045): the pooled test is a flag too, at half the level and with
+    # the points floor, so a pooled p between the half level and the level is not a flag
+    note = pooled_self_preference_note(
+        0.03,
+        False,
+        n_self_reviews=4,
+        significance_level=0.05,
+        self_preference_floor=1.0,
+        pooled_flag_level=0.025,
+    )
+    assert note is not None
+    assert "flags only below 0.025 with a mean of at least 1 point(s)" in note
+    assert "information, not a flag" not in note

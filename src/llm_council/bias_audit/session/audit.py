@@ -503,6 +503,7 @@ def audit_score_table(
         n_self_reviews=n_self_reviews,
         significance_level=thresholds.significance_level,
         self_preference_floor=thresholds.self_preference_floor,
+        pooled_flag_level=thresholds.significance_level / 2.0 if priors is not None else None,
     )
     if pooled_note is not None:
         notes["pooled_self_preference"] = pooled_note

@@ -70,24 +70,38 @@ def pooled_self_preference_note(
     n_self_reviews: int,
     significance_level: float,
     self_preference_floor: float,
+    pooled_flag_level: float | None = None,
 ) -> str | None:
-    """Why a small pooled p-value with no self-preference flag is information, not a flag.
+    """Why a small pooled p-value with no self-preference flag is not a flag.
 
     ``pooled_self_preference_p_value`` tests the mean adjusted self-preference over all
-    of the session's self-reviews: one test, no Bonferroni adjustment, no points floor.
-    ``self_preference_detected`` needs one reviewer's own test, Bonferroni-adjusted, below
-    the level and at least ``self_preference_floor`` points. A pooled 0.0497 beside
+    of the session's self-reviews. With session-only noise it is one unadjusted test with no
+    points floor, information only; with moderated noise (ADR 0045) it is also a flag, but
+    only below ``pooled_flag_level`` (half the level: it shares the level with the
+    reviewers' own tests) and with a mean of at least ``self_preference_floor`` points.
+    ``self_preference_detected`` otherwise needs one reviewer's own test, Bonferroni-adjusted,
+    below the level and at least the floor. A pooled 0.0497 beside
     ``self_preference_detected: false`` is therefore consistent, and puzzled users
     (issue 28): the note says so where it happens and is absent otherwise.
     """
     if p_value is None or detected or p_value >= significance_level:
         return None
+    if pooled_flag_level is None:
+        pooled_rule = (
+            f"(one test over all {n_self_reviews} self-reviews, no points floor) and is "
+            "information, not a flag"
+        )
+    else:
+        pooled_rule = (
+            f"(one test over all {n_self_reviews} self-reviews); it flags only below "
+            f"{pooled_flag_level:g} with a mean of at least {self_preference_floor:g} "
+            "point(s), since it shares the level with the reviewers' own tests"
+        )
     return (
         f"pooled_self_preference_p_value {p_value:.3g} is below {significance_level:g}, yet "
         "no reviewer is flagged: the pooled test asks whether the council as a whole scores "
-        f"its own answers higher (one test over all {n_self_reviews} self-reviews, no points "
-        "floor) and is information, not a flag; self_preference_detected needs one "
-        "reviewer's own test, Bonferroni-adjusted over the self-reviews, below "
-        f"{significance_level:g} with at least {self_preference_floor:g} point(s). Pool "
-        "sessions with llm-council bias-report to test each reviewer on more data"
+        f"its own answers higher {pooled_rule}; a reviewer is flagged by its own test, "
+        f"Bonferroni-adjusted over the self-reviews, below {significance_level:g} with at "
+        f"least {self_preference_floor:g} point(s). Pool sessions with llm-council "
+        "bias-report to test each reviewer on more data"
     )
