@@ -51,7 +51,7 @@ NOMINAL_RATE = 0.05
 #: flag name -> whether it fired in one audit
 FLAGS: dict[str, Callable[[BiasAuditResult], bool]] = {
     "length": lambda audit: audit.length_bias_detected,
-    "position": lambda audit: audit.position_bias_detected,
+    "position": lambda audit: bool(audit.position_bias_detected),  # None: not tested
     "harsh": lambda audit: bool(audit.harsh_reviewers),
     "generous": lambda audit: bool(audit.generous_reviewers),
     "harsh or generous": lambda audit: bool(audit.harsh_reviewers or audit.generous_reviewers),

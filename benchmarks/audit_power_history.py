@@ -156,7 +156,8 @@ def ceiling(n_sessions: int) -> float:
 NULL_FLAGS: dict[str, Callable[[BiasAuditResult], bool]] = {
     "harsh or generous": lambda a: bool(a.harsh_reviewers or a.generous_reviewers),
     "self-pref": lambda a: a.self_preference_detected,
-    "position": lambda a: a.position_bias_detected,
+    # None when position was not tested (ADR 0039): not a flag
+    "position": lambda a: bool(a.position_bias_detected),
 }
 
 
@@ -176,7 +177,7 @@ POWER: dict[str, tuple[Callable[[int], dict[str, object]], Callable[[BiasAuditRe
     ),
     "slot A +2": (
         lambda n: {"slot_effects": [[2.0]] * n},
-        lambda a: a.position_bias_detected,
+        lambda a: bool(a.position_bias_detected),
     ),
 }
 

@@ -40,7 +40,7 @@ def session_rates(n_members: int, judges: list[str], n_runs: int, seed: int) -> 
         scores = extract_scores_from_stage2(session.stage2, session.label_to_model)
         result = run_bias_audit(session.stage1, scores, session.label_to_model)
         tested += result.position_score_p_value is not None
-        flagged += result.position_bias_detected
+        flagged += bool(result.position_bias_detected)  # None: not tested
         risky += result.overall_bias_risk in ("medium", "high")
         leniency += "leniency" in result.risk_tests_run
     return {
