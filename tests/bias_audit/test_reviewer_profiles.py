@@ -216,3 +216,27 @@ def test_a_session_cut_short_is_left_out_of_a_rebuild(tmp_path: Path) -> None:
         for record in partial:
             handle.write(record.model_dump_json() + "\n")
     assert {profile.sessions for profile in rebuild_profiles(store).values()} == {2}
+
+
+def test_a_large_stale_store_is_rebuilt_in_the_background_not_in_the_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a session must not stream a large store (56 s at 1M records): above the bound it runs
+    # without history and the summary is rebuilt beside it in a daemon thread
+    import asyncio
+    import time
+
+    from llm_council.bias_audit.records.reviewer_profiles import fresh_profiles, profile_path
+    from llm_council.bias_audit.session import session_audit
+
+    store = tmp_path / "records.jsonl"
+    line = {"session_id": "s1", "reviewer_id": "r1", "model_id": "m1", "score": 7.0}
+    store.write_text("\n".join(json.dumps(line) for _ in range(3)) + "\n")
+    assert fresh_profiles(store) is None  # no summary yet: stale
+    monkeypatch.setattr(session_audit, "REBUILD_IN_SESSION_MAX_BYTES", 10)
+    assert asyncio.run(session_audit._store_history(store)) == {}
+    deadline = time.monotonic() + 10
+    while not profile_path(store).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert profile_path(store).exists()
+    assert fresh_profiles(store) is not None  # the next session reads it in a stat

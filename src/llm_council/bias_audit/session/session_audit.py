@@ -8,6 +8,7 @@ which a council running without the audit should not pay.
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,14 @@ def _store_description(store: str | Path | None) -> str:
     return redact_url(spec) if is_postgres_url(spec) else spec
 
 
+#: a stale or missing profile summary is rebuilt inside the session only up to this store
+#: size (about 5 s of streaming on this project's 2-core machine); a larger store is
+#: rebuilt in a background thread while this session runs without history (ADR 0045)
+REBUILD_IN_SESSION_MAX_BYTES = 32 * 1024 * 1024
+
+_rebuilding: set[Path] = set()
+
+
 async def _store_history(store: str | Path | None = None) -> History:
     """The store's reviewer profiles (ADR 0045; ``store`` else the configured one), read
     before this session's records are appended; a JSONL store only (PostgreSQL: none yet).
@@ -117,11 +126,32 @@ async def _store_history(store: str | Path | None = None) -> History:
         fresh = fresh_profiles(path)  # the usual case: a stat and a few journal lines
         if fresh is not None:
             return fresh
+        if path.stat().st_size > REBUILD_IN_SESSION_MAX_BYTES:
+            _rebuild_in_background(path)
+            log.warning("reviewer_history_rebuilding", store=str(path))
+            return {}
         # off the loop: a stale or missing summary is rebuilt from the whole store
         return await asyncio.to_thread(load_profiles, path)
     except (OSError, ValueError) as error:
         log.warning("reviewer_history_not_read", error=str(error))
         return {}
+
+
+def _rebuild_in_background(path: Path) -> None:
+    """Rebuild a large store's profile summary in a daemon thread, one per store."""
+    if path in _rebuilding:
+        return
+    _rebuilding.add(path)
+
+    def rebuild() -> None:
+        try:
+            load_profiles(path)
+        except (OSError, ValueError) as error:
+            log.warning("reviewer_history_not_rebuilt", error=str(error))
+        finally:
+            _rebuilding.discard(path)
+
+    threading.Thread(target=rebuild, name="reviewer-profiles", daemon=True).start()
 
 
 async def _similarity(event: SessionCompleted, audit: dict[str, Any]) -> SimilarityByMember:
