@@ -66,7 +66,11 @@ def local_model_spec(name: object) -> LocalModel:
 
 def require_server_package() -> None:
     """A :class:`MissingDependencyError` with the install command when llama.cpp is missing."""
-    if importlib.util.find_spec("llama_cpp") is None:
+    try:
+        found = importlib.util.find_spec("llama_cpp") is not None
+    except (ImportError, ValueError):  # blocked in sys.modules, or a broken install
+        found = False
+    if not found:
         raise MissingDependencyError(
             f"local_model needs llama-cpp-python's server: {LOCAL_EXTRA_HINT}"
         )
@@ -133,15 +137,12 @@ class LocalServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def command(self) -> list[str]:
-        """The server's command line: loopback only, one model, small context, quiet, run
-        under :data:`_WATCHED_SERVER` so it ends with this process even when this one is
-        killed (no ``atexit`` then)."""
+    #: the module run as the server (``python -m`` style)
+    server_module = "llama_cpp.server"
+
+    def server_arguments(self) -> list[str]:
+        """llama.cpp's server options: loopback only, one model, a small context, quiet."""
         return [
-            sys.executable,
-            "-c",
-            _WATCHED_SERVER,
-            str(os.getpid()),
             "--model",
             str(self.path),
             "--host",
@@ -152,6 +153,18 @@ class LocalServer:
             str(self.n_ctx),
             "--verbose",
             "false",
+        ]
+
+    def command(self) -> list[str]:
+        """The server's command line, run under :data:`_WATCHED_SERVER` so it ends with this
+        process even when this one is killed (and no ``atexit`` runs)."""
+        return [
+            sys.executable,
+            "-c",
+            _WATCHED_SERVER,
+            str(os.getpid()),
+            self.server_module,
+            *self.server_arguments(),
         ]
 
     def ensure_running(self, timeout_s: float | None = None) -> None:
@@ -241,7 +254,7 @@ class LocalServer:
 
 
 # The child's entry: a daemon thread ends it as soon as its parent (this process) is gone,
-# then llama.cpp's server runs as ``python -m llama_cpp.server`` would. Plain code, not a
+# then the server module runs as ``python -m MODULE`` would. Plain code, not a
 # module of ours, so the child needs nothing but llama-cpp-python on its path.
 _WATCHED_SERVER = """
 import os, runpy, sys, threading, time
@@ -251,8 +264,9 @@ def watch():
         time.sleep(0.5)
     os._exit(0)
 threading.Thread(target=watch, daemon=True).start()
-sys.argv = ["llama_cpp.server", *sys.argv[2:]]
-runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+module = sys.argv[2]
+sys.argv = [module, *sys.argv[3:]]
+runpy.run_module(module, run_name="__main__", alter_sys=True)
 """
 
 _servers: dict[Path, LocalServer] = {}
