@@ -3,7 +3,7 @@
 A few audited sessions of ``config/local_council.toml`` (real model text, verdicts on the
 structured channel, records written and read back by ``bias-report``), then the same model
 as a pairwise judge: ``calibrate`` on a few of the shared PRD Vicuna80 pairs, and ``probe``.
-Kept small (three sessions, four pairs) so CI spends about a minute here.
+Kept small (three sessions, three pairs): the server answers one request at a time.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ SESSIONS = (
     ("How do I make a good cup of tea?", 2),
     ("What is a prime number?", 3),
 )
-N_PAIRS = 4
+N_PAIRS = 3
 JUDGE = ["--model", "openai:smollm2-135m", "-o", "local_model=smollm2-135m"]
 # the judge's reply is cut here: the verdict line comes after two to four sentences
 JUDGE_MAX_TOKENS = ["-o", "max_tokens=96", "-o", "temperature=0"]
@@ -50,9 +50,9 @@ def run_cli(*args: str) -> tuple[int, str]:
 def audited_sessions(
     local_server: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[list[CouncilResult], Path, list[float]]:
-    """Three sessions of the local council with the audit on and a live check per reviewer."""
+    """Three sessions of the local council with the audit on (no live checks: CI time)."""
     store = tmp_path_factory.mktemp("local_store") / "records.jsonl"
-    config = load_council_config(CONFIG).model_copy(update={"bias_check_probability": 1.0})
+    config = load_council_config(CONFIG)
     results: list[CouncilResult] = []
     wall_s: list[float] = []
     with pytest.MonkeyPatch.context() as env:
@@ -78,10 +78,10 @@ def test_the_answers_are_the_models_own_text(audited_sessions):
     results, _, wall_s = audited_sessions
     for result in results:
         answers = [a for a in result.stage1 if a.ok]
-        assert len(answers) == 4, [a.error for a in result.stage1]
+        assert len(answers) == 3, [a.error for a in result.stage1]
         texts = [a.text or "" for a in answers]
         assert all(len(text.split()) >= 5 for text in texts), texts
-        assert len(set(texts)) == len(texts)  # four members, four different answers
+        assert len(set(texts)) == len(texts)  # three members, three different answers
         assert not result.stage3.is_fallback and len(result.stage3.text.split()) >= 5
     print(f"local council session wall times: {[round(s, 1) for s in wall_s]} s")
 
@@ -90,7 +90,7 @@ def test_most_verdicts_arrive_on_the_structured_channel(audited_sessions):
     results, _, _ = audited_sessions
     reviews = [review for result in results for review in result.stage2]
     structured = [r for r in reviews if r.verdict_channel == "structured"]
-    assert len(reviews) == 4 * len(SESSIONS)
+    assert len(reviews) == 3 * len(SESSIONS)
     assert len(structured) >= 0.8 * len(reviews), [(r.parse_status, r.error) for r in reviews]
     for review in reviews:
         if not review.ok:  # never guessed: a failed verdict says why
@@ -136,7 +136,7 @@ def test_calibrate_judges_prd_pairs_live_in_both_orders(local_server, prd_subset
     )
     report = json.loads(output.read_text())
     assert code in (0, 3), code  # 3: the judge is below the trust threshold, a finding
-    assert report["n_pairs"] == N_PAIRS, sorted(report)
+    assert report["pairs_total"] == N_PAIRS, sorted(report)
 
 
 def test_probe_perturbs_answers_and_judges_them_live(local_server, prd_subset, tmp_path):

@@ -26,8 +26,8 @@ from llm_council.errors import ConfigError
 
 #: the widest scale whose whole numbers are spelt out as an enum
 MAX_ENUM_STEPS = 101
-#: the rationale's cap in characters (about 60 tokens of SmolLM2's tokenizer)
-RATIONALE_MAX_CHARS = 240
+#: the rationale's cap in characters (about 40 tokens of SmolLM2's tokenizer)
+RATIONALE_MAX_CHARS = 160
 DEFAULT_SCORE_SCALE = (1.0, 10.0)
 
 

@@ -141,7 +141,8 @@ class LocalServer:
     server_module = "llama_cpp.server"
 
     def server_arguments(self) -> list[str]:
-        """llama.cpp's server options: loopback only, one model, a small context, quiet."""
+        """llama.cpp's server options: loopback only, one model, a small context, one
+        thread, quiet."""
         return [
             "--model",
             str(self.path),
@@ -151,6 +152,13 @@ class LocalServer:
             str(self.port),
             "--n_ctx",
             str(self.n_ctx),
+            # one thread for generation and for the prompt: ggml's threads spin at a barrier
+            # for each other, which on a busy 2-core machine (load 11-15) cost 61 s for a
+            # 633-token prompt with two threads and 12 s with one (ADR 0041)
+            "--n_threads",
+            "1",
+            "--n_threads_batch",
+            "1",
             "--verbose",
             "false",
         ]
