@@ -22,7 +22,11 @@ from llm_council import run_full_council
 from llm_council.cli.app import main
 from llm_council.config import load_council_config
 from llm_council.prompts import review_verdict_schema
-from llm_council.providers.json_object_schema import json_object_schema, score_enum
+from llm_council.providers.json_object_schema import (
+    PAIRWISE_VERDICT_GRAMMAR,
+    json_object_schema,
+    score_enum,
+)
 from llm_council.results import CouncilResult
 
 REPO = Path(__file__).resolve().parents[2]
@@ -70,8 +74,10 @@ def test_llama_cpps_grammar_compiles_the_verdict_schema_we_send(local_server):
 
     labels = ["Response A", "Response B", "Response C", "Response D"]
     schema = json_object_schema(review_verdict_schema(labels), score_enum([1, 10]))
+    # llama.cpp falls back to "any JSON" when a schema does not convert: this must not
     grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
-    assert grammar is not None
+    assert "Response D" in grammar._grammar
+    assert LlamaGrammar.from_string(PAIRWISE_VERDICT_GRAMMAR, verbose=False) is not None
 
 
 def test_the_answers_are_the_models_own_text(audited_sessions):

@@ -25,6 +25,7 @@ from llm_council.prompts import REVIEW_SCHEMA_NAME, review_verdict_schema
 from llm_council.providers.base import CompletionRequest
 from llm_council.providers.calling import RetryPolicy
 from llm_council.providers.json_object_schema import (
+    PAIRWISE_VERDICT_GRAMMAR,
     RATIONALE_MAX_CHARS,
     json_object_schema,
     score_enum,
@@ -311,3 +312,36 @@ def test_a_council_on_json_object_gets_every_verdict_structured_with_derived_ran
         # the fake scored labels in display order, best first: the derived ranking follows
         assert list(review.ranking) == [c.candidate for c in shown]
         assert [c.score for c in shown] == [10, 9, 8]
+
+
+# --- the pairwise judge's verdict line ---------------------------------------------------
+
+
+def test_a_pairwise_judge_on_json_object_gets_llama_cpps_verdict_grammar(
+    fake_vendor, no_vendor_env
+):
+    from llm_council.calibration.judge_prompt import format_verdict, parse_verdict
+
+    fake_vendor.reply(openai_completion_body("A is vaguer.\nVerdict: Response B", "smollm2"))
+    fake_vendor.reply(openai_completion_body("plain", "smollm2"))
+    local = create_provider(
+        "openai:smollm2",
+        {"base_url": f"{fake_vendor.url}/v1", "structured_output": "json_object"},
+    )
+    judge_request = CompletionRequest.from_prompt("Compare.", task="pairwise_judge")
+    completion = complete_once(local, judge_request)
+    assert parse_verdict(completion.text) == "second"
+    complete_once(local, CompletionRequest.from_prompt("Answer.", task="answer"))
+    judged, answered = (request.body for request in fake_vendor.requests)
+    assert judged["grammar"] == PAIRWISE_VERDICT_GRAMMAR and "grammar" not in answered
+    # the grammar's verdict lines are exactly the ones the judge prompt asks for
+    for verdict in ("first", "second", "tie"):
+        line = format_verdict(verdict)  # type: ignore[arg-type]
+        assert f'"{line.removeprefix("Verdict: ")}"' in PAIRWISE_VERDICT_GRAMMAR
+
+
+def test_other_servers_never_get_the_grammar_field(fake_vendor, no_vendor_env):
+    fake_vendor.reply(openai_completion_body("Verdict: tie", "m"))
+    provider = create_provider("openai:m", {"base_url": f"{fake_vendor.url}/v1"})
+    complete_once(provider, CompletionRequest.from_prompt("Compare.", task="pairwise_judge"))
+    assert "grammar" not in fake_vendor.requests[0].body
