@@ -126,29 +126,44 @@ def main_measure() -> None:
     parser.add_argument("--sessions", type=int, default=12)
     parser.add_argument("--pairs", type=int, default=10)
     parser.add_argument("--out", type=Path, default=Path("local_judge_measurements"))
+    parser.add_argument(
+        "--parts", default="council,judge", help="council (sessions), judge (calibrate, probe)"
+    )
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
     args.out.mkdir(parents=True, exist_ok=True)
-    store = args.out / "records.jsonl"
-    store.unlink(missing_ok=True)
-    summary: dict[str, object] = {"council": run_sessions(args.sessions, store)}
-    summary["bias_report_rows"] = report_rows(store, args.out)
-    pairs = prd_subset(args.pairs, args.out)
+    summary: dict[str, object] = {}
+    if "council" in parts:
+        store = args.out / "records.jsonl"
+        store.unlink(missing_ok=True)
+        summary["council"] = run_sessions(args.sessions, store)
+        summary["bias_report_rows"] = report_rows(store, args.out)
+        (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    if "judge" in parts:
+        summary.update(measure_judge(args.pairs, args.out))
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(json.dumps(summary, indent=2))
+
+
+def measure_judge(pair_count: int, out: Path) -> dict[str, object]:
+    """``calibrate`` (two repetitions) and ``probe --probes padding`` on the PRD subset."""
+    summary: dict[str, object] = {}
+    pairs = prd_subset(pair_count, out)
     started = time.perf_counter()
     code, text = run_cli(
         "calibrate", str(pairs), *JUDGE, *JUDGE_SETTINGS, "--repetitions", "2",
-        "--no-cache", "--concurrency", "1", "--output", str(args.out / "calibration.json"),
+        "--no-cache", "--concurrency", "1", "--output", str(out / "calibration.json"),
     )  # fmt: skip
     summary["calibrate"] = {"exit": code, "wall_s": round(time.perf_counter() - started, 1)}
-    (args.out / "calibration.txt").write_text(text)
+    (out / "calibration.txt").write_text(text)
     started = time.perf_counter()
     code, text = run_cli(
         "probe", str(pairs), *JUDGE, *JUDGE_SETTINGS, "--probes", "padding",
-        "--no-cache", "--concurrency", "1", "--output", str(args.out / "probe.json"),
+        "--no-cache", "--concurrency", "1", "--output", str(out / "probe.json"),
     )  # fmt: skip
     summary["probe"] = {"exit": code, "wall_s": round(time.perf_counter() - started, 1)}
-    (args.out / "probe.txt").write_text(text)
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    print(json.dumps(summary, indent=2))
+    (out / "probe.txt").write_text(text)
+    return summary
 
 
 if __name__ == "__main__":
