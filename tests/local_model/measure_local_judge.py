@@ -115,6 +115,12 @@ def report_rows(store: Path, out: Path) -> list[dict[str, str]]:
 
 def prd_subset(count: int, out: Path) -> Path:
     pairs = [json.loads(line) for line in PRD_PAIRS.read_text().splitlines() if line.strip()]
+    # one line per pair and PRD reviewer: keep each pair once, judged live (no replay)
+    unique = {p["id"]: p for p in reversed(pairs)}
+    pairs = [
+        {key: value for key, value in p.items() if key not in ("judge", "judgments")}
+        for p in unique.values()
+    ]
     pairs.sort(key=lambda p: len(p["response_a"]) + len(p["response_b"]) + len(p["prompt"]))
     path = out / "prd_pairs.jsonl"
     path.write_text("".join(json.dumps(p) + "\n" for p in pairs[:count]))
