@@ -66,10 +66,15 @@ def run_cli(*args: str) -> tuple[int, str]:
     return code, out.getvalue()
 
 
-def run_sessions(count: int, store: Path) -> dict[str, object]:
+def run_sessions(
+    count: int, store: Path, check_kinds: dict[str, float] | None = None, first_seed: int = 100
+) -> dict[str, object]:
     os.environ["LLM_COUNCIL_BIAS_STORE"] = str(store)
     os.environ["LLM_COUNCIL_BIAS_AUDIT"] = "true"
-    config = load_council_config(CONFIG).model_copy(update={"bias_check_probability": 1.0})
+    update: dict[str, object] = {"bias_check_probability": 1.0}
+    if check_kinds:
+        update["bias_check_kinds"] = check_kinds
+    config = load_council_config(CONFIG).model_copy(update=update)
     wall_s: list[float] = []
     statuses: Counter[str] = Counter()
     channels: Counter[str] = Counter()
@@ -78,7 +83,7 @@ def run_sessions(count: int, store: Path) -> dict[str, object]:
     for index in range(count):
         query = QUERIES[index % len(QUERIES)]
         started = time.perf_counter()
-        result = asyncio.run(run_full_council(query, config=config, seed=100 + index))
+        result = asyncio.run(run_full_council(query, config=config, seed=first_seed + index))
         wall_s.append(time.perf_counter() - started)
         for review in result.stage2:
             reviews += 1
@@ -135,14 +140,25 @@ def main_measure() -> None:
     parser.add_argument(
         "--parts", default="council,judge", help="council (sessions), judge (calibrate, probe)"
     )
+    parser.add_argument(
+        "--check-kinds", default="", help="live check kinds, e.g. repeat,padding (default: all)"
+    )
+    parser.add_argument(
+        "--append", action="store_true", help="add sessions to --out's store (new seeds)"
+    )
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     args.out.mkdir(parents=True, exist_ok=True)
     summary: dict[str, object] = {}
     if "council" in parts:
         store = args.out / "records.jsonl"
-        store.unlink(missing_ok=True)
-        summary["council"] = run_sessions(args.sessions, store)
+        first_seed = 100
+        if args.append:
+            first_seed = 1000
+        else:
+            store.unlink(missing_ok=True)
+        kinds = {kind: 1.0 for kind in args.check_kinds.split(",") if kind} or None
+        summary["council"] = run_sessions(args.sessions, store, kinds, first_seed)
         summary["bias_report_rows"] = report_rows(store, args.out)
         (args.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     if "judge" in parts:

@@ -39,8 +39,8 @@ SESSIONS = (
 )
 N_PAIRS = 3
 JUDGE = ["--model", "openai:smollm2-135m", "-o", "local_model=smollm2-135m"]
-# the judge's reply is cut here: the verdict line comes after two to four sentences
-JUDGE_MAX_TOKENS = ["-o", "max_tokens=96", "-o", "temperature=0"]
+# the judge's reply: a line of reasoning (at most 160 characters) and the verdict line
+JUDGE_SETTINGS = ["-o", "max_tokens=96", "-o", "temperature=0"]
 
 
 def run_cli(*args: str) -> tuple[int, str]:
@@ -133,40 +133,42 @@ def prd_subset(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_calibrate_judges_prd_pairs_live_in_both_orders(local_server, prd_subset, tmp_path):
+@pytest.fixture(scope="module")
+def judge_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One call cache for calibrate and probe: the probe's unperturbed calls are reused."""
+    return tmp_path_factory.mktemp("judge_cache") / "calls.jsonl"
+
+
+def test_calibrate_judges_prd_pairs_live_in_both_orders(
+    local_server, prd_subset, judge_cache, tmp_path
+):
     output = tmp_path / "calibration.json"
     code, _ = run_cli(
-        "calibrate",
-        str(prd_subset),
-        *JUDGE,
-        *JUDGE_MAX_TOKENS,
-        "--no-cache",
-        "--concurrency",
-        "1",
-        "--output",
-        str(output),
-    )
+        "calibrate", str(prd_subset), *JUDGE, *JUDGE_SETTINGS,
+        "--cache", str(judge_cache), "--concurrency", "1", "--output", str(output),
+    )  # fmt: skip
     report = json.loads(output.read_text())
-    assert code in (0, 3), code  # 3: the judge is below the trust threshold, a finding
+    assert code in (0, 3), code  # 3: the judge is below the human-agreement bar, a finding
     (judge,) = report["reports"]
-    assert judge["pairs_total"] == N_PAIRS and judge["pairs_evaluated"] >= 1, judge["unevaluated"]
+    assert judge["pairs_total"] == N_PAIRS, judge["unevaluated"]
+    # the grammar gives every call a verdict line, so every pair is judged in both orders
+    assert judge["pairs_evaluated"] == N_PAIRS, judge["unevaluated"]
+    flips = judge["position_bias"]["flips"]
+    assert flips["n"] == N_PAIRS and 0 <= flips["ci_low"] <= flips["rate"] <= flips["ci_high"] <= 1
 
 
-def test_probe_perturbs_answers_and_judges_them_live(local_server, prd_subset, tmp_path):
+def test_probe_perturbs_answers_and_judges_them_live(
+    local_server, prd_subset, judge_cache, tmp_path
+):
     output = tmp_path / "probe.json"
     code, _ = run_cli(
-        "probe",
-        str(prd_subset),
-        *JUDGE,
-        *JUDGE_MAX_TOKENS,
-        "--probes",
-        "padding",
-        "--no-cache",
-        "--concurrency",
-        "1",
-        "--output",
-        str(output),
-    )
-    report = json.loads(output.read_text())
+        "probe", str(prd_subset), *JUDGE, *JUDGE_SETTINGS, "--probes", "padding",
+        "--cache", str(judge_cache), "--concurrency", "1", "--output", str(output),
+    )  # fmt: skip
     assert code == 0
-    assert "padding" in json.dumps(report)
+    (judge,) = json.loads(output.read_text())["reports"]
+    padding = judge["probes"]["padding"]
+    robustness = padding["robustness"]
+    assert padding["pairs"] == N_PAIRS == robustness["n"]
+    assert 0 <= robustness["ci_low"] <= robustness["rate"] <= robustness["ci_high"] <= 1
+    assert judge["reused_calls_in_run"] + judge["cached_calls"] >= 2 * N_PAIRS  # the baseline
