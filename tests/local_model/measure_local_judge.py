@@ -80,6 +80,7 @@ def run_sessions(
     channels: Counter[str] = Counter()
     ties = 0
     reviews = 0
+    reasons: Counter[str] = Counter()
     for index in range(count):
         query = QUERIES[index % len(QUERIES)]
         started = time.perf_counter()
@@ -90,6 +91,8 @@ def run_sessions(
             statuses[review.parse_status] += 1
             channels[str(review.verdict_channel)] += 1
             ties += review.ok and not review.ranking
+            if not review.ok:
+                reasons[str(review.parse_error or review.error)[:120]] += 1
         print(f"session {index + 1}/{count}: {wall_s[-1]:.1f} s", file=sys.stderr)
     return {
         "sessions": count,
@@ -102,6 +105,7 @@ def run_sessions(
         "parse_status": dict(statuses),
         "verdict_channel": dict(channels),
         "parsed_with_tied_scores": ties,
+        "failed_review_reasons": dict(reasons),
     }
 
 
