@@ -63,6 +63,22 @@ class CouncilMember(BaseModel):
         return spec
 
 
+def _check_member_score_scale(member: CouncilMember, scale: tuple[float, float]) -> None:
+    """A member whose grammar spells the scores out (``structured_output = "json_object"``,
+    the default with ``local_model``; ADR 0041) must spell out the council's scale."""
+    options = member.options
+    wanted = options.get("structured_output")
+    if wanted != "json_object" and not (wanted is None and "local_model" in options):
+        return
+    member_scale = options.get("score_scale", [1, 10])
+    if not isinstance(member_scale, list | tuple) or [*member_scale] != [*scale]:
+        raise ValueError(
+            f"member {member.name!r}: option score_scale {member_scale!r} is not the "
+            f"council's score_scale {[*scale]!r}; set score_scale = [{scale[0]:g}, {scale[1]:g}] "
+            "in its options"
+        )
+
+
 class CouncilConfig(BaseModel):
     """Everything that shapes a session except the query and the seed."""
 
@@ -119,6 +135,8 @@ class CouncilConfig(BaseModel):
             raise ValueError(
                 f"score_scale must be [low, high] with low < high, got {list(self.score_scale)}"
             )
+        for member in self.members:
+            _check_member_score_scale(member, self.score_scale)
         return self
 
     def config_hash(self) -> str:

@@ -18,6 +18,13 @@ The verdict must come from a place candidate text cannot write into (ADR 0018). 
    never flip it. Replies longer than ``MAX_REPLY_CHARS`` are not searched untagged (a
    truncated reply could lose the real verdict and keep a quoted fake).
 
+**Scores only** (ADR 0041): on the structured channel, a verdict object with ``scores`` and
+no ``ranking`` is what llama.cpp's ``json_object`` grammar returns (it cannot enforce a
+permutation, so none is asked for). It is read strictly: every shown label needs one score
+on the scale and nothing else may be scored, or the review is ``unparseable`` with the
+reason. The ranking is derived from the scores, best first, only when no two scores tie;
+with a tie it stays empty (the scores are kept) rather than guess an order.
+
 Refusals (ADR 0027): a verdict whose ``ranking`` is an explicit empty list and that scores no
 shown label, or a nonce-tagged block whose text declines to judge (``I cannot rank ...``,
 ``abstain``), is ``refused``: the reviewer declined, which is neither a reply we could not
@@ -187,6 +194,51 @@ def _from_object(obj: Any, known: dict[str, str], scale: tuple[float, float]) ->
     )
 
 
+def _from_scores_only(
+    obj: dict[str, Any], known: dict[str, str], scale: tuple[float, float]
+) -> ParsedReview:
+    """A structured verdict with scores and no ranking, read strictly (see the module doc)."""
+    raw_scores = obj.get("scores")
+    if not isinstance(raw_scores, dict):
+        found = type(raw_scores).__name__
+        return ParsedReview("unparseable", error=f"verdict's 'scores' is {found}, not an object")
+    rationale = obj.get("rationale")
+    if rationale is not None and not isinstance(rationale, str):
+        found = type(rationale).__name__
+        return ParsedReview("unparseable", error=f"verdict's 'rationale' is {found}, not text")
+    low, high = scale
+    scores: dict[str, float] = {}
+    for raw_label, raw_score in raw_scores.items():
+        label = _normalize_label(raw_label, known)
+        if label is None:
+            return ParsedReview(
+                "unparseable", error=f"verdict scores an unknown label {str(raw_label)[:40]!r}"
+            )
+        if label in scores:
+            return ParsedReview("unparseable", error=f"verdict scores {label} twice")
+        value, reason = _score_value(raw_score, high)
+        if value is None or not low <= value <= high:
+            why = f" ({reason})" if reason else f" (not a number from {low:g} to {high:g})"
+            return ParsedReview(
+                "unparseable",
+                error=f"verdict's score {str(raw_score)[:40]!r} for {label} is invalid{why}",
+            )
+        scores[label] = value
+    missing = [label for label in known.values() if label not in scores]
+    if missing:
+        return ParsedReview("unparseable", error=f"verdict has no score for {', '.join(missing)}")
+    notes: tuple[str, ...] = ()
+    ordered = sorted(scores, key=lambda label: -scores[label])
+    if len(set(scores.values())) == len(scores):
+        ranking = tuple(ordered)
+    else:
+        ranking = ()
+        notes = ("tied scores: no ranking derived",)
+    text = None if rationale is None else rationale[:2000]
+    chars = None if rationale is None else len(rationale)
+    return ParsedReview("json", ranking, scores, text, notes=notes, rationale_chars=chars)
+
+
 def _top_level_objects(text: str) -> tuple[list[tuple[int, int, Any]], bool]:
     """``(start, end, obj)`` of each top-level JSON object, and whether the scan finished.
 
@@ -337,7 +389,10 @@ def _parse(
         except (ValueError, RecursionError):
             parsed = ParsedReview("unparseable", error="structured verdict is not valid JSON")
         else:
-            parsed = _from_object(obj, known, scale)
+            if isinstance(obj, dict) and "ranking" not in obj and "scores" in obj:
+                parsed = _from_scores_only(obj, known, scale)
+            else:
+                parsed = _from_object(obj, known, scale)
         return _with_channel(parsed, "structured")
     bodies = _tagged_bodies(reply, nonce) if nonce else None
     if bodies is not None:

