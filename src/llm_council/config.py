@@ -169,10 +169,13 @@ def council_config_from_mapping(document: dict[str, Any], shown_as: str) -> Coun
         raise ConfigError(f"{shown_as}: missing [council] table")
     fields = dict(council)
     if "retry" in document:
+        retry = document["retry"]
+        if not isinstance(retry, dict):
+            raise ConfigError(f"{shown_as}: [retry] must be a table, got {retry!r}")
         try:
-            fields["retry"] = RetryPolicy(**document["retry"])
-        except TypeError as error:
-            raise ConfigError(f"{shown_as}: [retry]: {error}") from None
+            fields["retry"] = RetryPolicy(**retry)
+        except (TypeError, ValueError) as error:  # unknown key; a bad value (its key named)
+            raise ConfigError(f"{shown_as}: [retry] {error}") from None
     try:
         return CouncilConfig.model_validate(fields)
     except ValidationError as error:
