@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from llm_council.config import load_council_config
+from llm_council.config import (
+    MAX_COUNCIL_MEMBERS,
+    CouncilConfig,
+    CouncilMember,
+    load_council_config,
+)
 from llm_council.errors import ConfigError
 
 TWO_MEMBERS = (
@@ -68,3 +73,37 @@ def test_a_retry_table_that_is_not_a_table(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"\[retry\] must be a table, got 3") as caught:
         load_council_config(path, environ={})
     assert str(caught.value).startswith(str(path))
+
+
+def _members(n: int) -> str:
+    return ", ".join(f'{{name="m{i}", spec="simulated:balanced"}}' for i in range(n))
+
+
+@pytest.mark.parametrize("size", [MAX_COUNCIL_MEMBERS + 1, 1500])
+def test_a_council_larger_than_the_maximum_is_refused_in_one_line(
+    tmp_path: Path, size: int
+) -> None:
+    path = tmp_path / "council.toml"
+    path.write_text(
+        f'[council]\nmembers=[{_members(size)}]\nchairman={{name="c", spec="simulated:x"}}\n'
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_council_config(path, environ={})
+    message = str(caught.value)
+    assert message.startswith(str(path)) and "\n" not in message and len(message) < 300
+    assert message.endswith(f"a council has at most 32 members, got {size}")
+
+
+def test_a_council_of_the_maximum_size_loads(tmp_path: Path) -> None:
+    path = tmp_path / "council.toml"
+    path.write_text(
+        f'[council]\nmembers=[{_members(MAX_COUNCIL_MEMBERS)}]\n'
+        'chairman={name="c", spec="simulated:x"}\n'
+    )
+    assert len(load_council_config(path, environ={}).members) == MAX_COUNCIL_MEMBERS == 32
+
+
+def test_the_maximum_applies_to_councils_built_in_code() -> None:
+    members = tuple(CouncilMember(name=f"m{i}", spec="simulated:balanced") for i in range(33))
+    with pytest.raises(ValueError, match="at most 32 members, got 33"):
+        CouncilConfig(members=members, chairman=members[0])

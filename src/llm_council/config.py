@@ -28,6 +28,10 @@ from llm_council.providers.registry import split_spec
 SelfReviewPolicy = Literal["exclude_at_aggregation", "recuse"]
 
 DEFAULT_SESSION_DEADLINE_S = 300.0
+#: the largest council accepted (docs/reliability.md, issue 26): every reviewer reads every
+#: answer, so stage 2 grows with the square of the size and the audit's reviewer-noise
+#: model with its sixth power; 32 answers at the default cap already fill a 1M-token context
+MAX_COUNCIL_MEMBERS = 32
 DEFAULT_MAX_ANSWER_CHARS = 100_000
 #: the answer cap every config hash implied before the cap was hashed: a config with this
 #: cap hashes as it always did (a fixed number, NOT the default, which may change)
@@ -99,6 +103,10 @@ class CouncilConfig(BaseModel):
     def _check(self) -> CouncilConfig:
         if len(self.members) < 2:
             raise ValueError(f"a council needs at least 2 members, got {len(self.members)}")
+        if len(self.members) > MAX_COUNCIL_MEMBERS:
+            raise ValueError(
+                f"a council has at most {MAX_COUNCIL_MEMBERS} members, got {len(self.members)}"
+            )
         names = [m.name for m in self.members]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:

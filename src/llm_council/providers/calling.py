@@ -284,6 +284,20 @@ class CallGate:
             return None
         return self.started_at + STAGE_DEADLINE_SHARES.get(stage, 1.0) * self.deadline_s
 
+    def expired(self, stage: str) -> bool:
+        """Whether ``stage``'s share of the deadline is over (this gate's own stage wins).
+
+        Callers check it before CPU work of their own (building a review prompt over every
+        answer costs more than the call it leads to with a CPU-bound simulated member), so
+        the deadline bounds that work too, not only the provider calls (issue 26 item 5).
+        """
+        deadline_at = self.stage_deadline_at(self.stage or stage)
+        return deadline_at is not None and asyncio.get_running_loop().time() >= deadline_at
+
+    def give_up_unsent(self, provider: Provider, stage: str) -> CallOutcome:
+        """The outcome of a call not even built because :meth:`expired` (0 attempts)."""
+        return self._give_up(provider, self.stage or stage, 0, time.perf_counter())
+
     def _give_up(
         self, provider: Provider, stage: str, attempts: int, started: float
     ) -> CallOutcome:
