@@ -97,7 +97,7 @@ def test_a_council_larger_than_the_maximum_is_refused_in_one_line(
 def test_a_council_of_the_maximum_size_loads(tmp_path: Path) -> None:
     path = tmp_path / "council.toml"
     path.write_text(
-        f'[council]\nmembers=[{_members(MAX_COUNCIL_MEMBERS)}]\n'
+        f"[council]\nmembers=[{_members(MAX_COUNCIL_MEMBERS)}]\n"
         'chairman={name="c", spec="simulated:x"}\n'
     )
     assert len(load_council_config(path, environ={}).members) == MAX_COUNCIL_MEMBERS == 32

@@ -77,8 +77,13 @@ def _reasoning_lines(section: dict[str, Any] | None) -> list[str]:
     ]
 
 
-def render_summary(report: dict[str, Any]) -> str:
-    """Grade first, then one line per finding, then what to do."""
+def render_summary(report: dict[str, Any], *, min_evaluated: float | None = None) -> str:
+    """Grade first, then one line per finding, then what to do.
+
+    With ``min_evaluated`` (the gate's share, ``--min-evaluated``), a report with too few
+    pairs judged in both orders ends by saying nothing was checked, instead of "No
+    checklist threshold failed" just before the run's exit-5 error (issue 26 item 7).
+    """
     consistency = report["consistency"]
     bias = report["position_bias"]
     grade = report["grade"] or f"ungraded ({report.get('grade_note') or 'kappa undefined'})"
@@ -153,6 +158,15 @@ def render_summary(report: dict[str, Any]) -> str:
         name = item.get("check") or f"probe {item['probe']}"
         advice = item.get("advice", "perturbation changes verdicts")
         lines.append(f"  => {name}: {advice} (threshold {item['threshold']})")
-    if not failed and (not humans["pairs"] or humans["trusted"]):
+    evaluated, total = report["pairs_evaluated"], report["pairs_total"]
+    too_few = min_evaluated is not None and (
+        evaluated == 0 or evaluated < min_evaluated * total
+    )  # the gate's own rule (calibration/gate.py), which makes the run exit 5
+    if too_few:
+        lines.append(
+            f"  => Not checked against any threshold: only {evaluated} of {total} pairs"
+            f" judged in both orders (need {min_evaluated:.0%}; see --min-evaluated)"
+        )
+    elif not failed and (not humans["pairs"] or humans["trusted"]):
         lines.append("  => No checklist threshold failed.")
     return "\n".join(terminal_safe(line) for line in lines)
