@@ -205,3 +205,82 @@ def test_a_repeated_session_is_pooled_once_with_a_correct_warning(
         " same (session, reviewer, candidate) recorded more than once (a session appended"
         " twice)"
     ]
+
+
+# item 7: a store path that is a symlink to a file that is not a store -----------------
+
+
+def _ask(capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
+    code = _run(["ask", "What is tail latency?", "--seed", "1", "--json"], "llm-council", app)
+    return code, capsys.readouterr().err.splitlines()
+
+
+@PENDING
+@pytest.mark.parametrize("through_symlink", [True, False], ids=["symlink", "regular-path"])
+def test_a_store_path_naming_a_file_that_is_not_a_store_is_refused(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    through_symlink: bool,
+) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\nsecond line\n", encoding="utf-8")
+    store = tmp_path / "store.jsonl"
+    if through_symlink:
+        store.symlink_to(notes)
+    monkeypatch.setenv("LLM_COUNCIL_BIAS_AUDIT", "true")
+    monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", str(store if through_symlink else notes))
+    code, err = _ask(capsys)
+    assert code != 0
+    assert len(err) == 1 and err[0].startswith("error: ") and "not a bias-audit store" in err[0]
+    assert notes.read_text(encoding="utf-8") == "my notes\nsecond line\n"
+
+
+def test_a_symlink_to_a_real_store_or_an_empty_file_is_still_a_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real = _write(tmp_path / "real.jsonl", _records(n_sessions=1))
+    empty = tmp_path / "empty.jsonl"
+    empty.touch()
+    monkeypatch.setenv("LLM_COUNCIL_BIAS_AUDIT", "true")
+    for target in (real, empty):
+        link = tmp_path / f"link-to-{target.name}"
+        link.symlink_to(target)
+        before = len(target.read_text().splitlines())
+        monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", str(link))
+        code, err = _ask(capsys)
+        assert code == 0, err
+        assert len(target.read_text().splitlines()) > before
+
+
+# item 7: stale temporary files of a killed bias-compact ------------------------------
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+@PENDING
+def test_a_rerun_of_bias_compact_removes_the_temporary_files_of_a_killed_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    store = _write(tmp_path / "store.jsonl", _records(n_sessions=3, counted=True))
+    out = tmp_path / "parquet"
+    assert _run(["bias-compact", "--store", str(store), "--out", str(out)], "x", app) == 0
+    partition = next(out.glob("date=*"))
+    stale = partition / f".part-0.parquet.{_dead_pid()}.tmp"
+    stale.write_bytes(b"PAR1 half a file")  # what a SIGKILL mid-COPY leaves
+    alive = partition / f".part-0.parquet.{os.getppid()}.tmp"  # a live process: not touched
+    alive.write_bytes(b"PAR1 still being written")
+    capsys.readouterr()
+    assert _run(["bias-compact", "--store", str(store), "--out", str(out)], "x", app) == 0
+    err = capsys.readouterr().err
+    assert not stale.exists() and alive.exists()
+    assert "removed 1 stale temporary file(s) left by an interrupted bias-compact" in err
