@@ -102,8 +102,8 @@ def test_one_non_finite_or_absurd_score_is_dropped_with_a_counted_warning(
     assert report["n_records"] == len(records) - 1
     warnings = [line for line in err if "score" in line]
     assert warnings == [
-        f"warning: {store}: dropped 1 record(s) whose score is not a finite number on its"
-        " scale (NaN, an infinity, out of the score_scale, a string or a boolean)"
+        f"warning: {store}: dropped 1 record(s) whose score is not a finite number (NaN, an"
+        " infinity, beyond 1e6 in size, a string or a boolean)"
     ]
     assert any(line in report["warnings"] for line in [warnings[0].removeprefix("warning: ")])
 
@@ -137,7 +137,7 @@ def test_a_string_or_boolean_score_is_dropped_with_a_counted_warning(
     assert code == 0, err
     assert json.loads(out)["n_records"] == len(records) - 2
     assert (
-        sum("dropped 2 record(s) whose score is not a finite number" in line for line in err) == 1
+        sum("dropped 2 record(s) whose score is not a finite number (" in line for line in err) == 1
     )
 
 
@@ -200,10 +200,10 @@ def test_a_repeated_session_is_pooled_once_with_a_correct_warning(
     assert report["n_records"] == len(records) and report["n_sessions"] == 12
     assert report["n_incomplete_sessions"] == 0
     assert not any("killed" in line for line in err), err
-    assert [line for line in err if "duplicate" in line] == [
-        f"warning: {store}: dropped {len(repeated)} duplicate record(s) of 1 session(s): the"
-        " same (session, reviewer, candidate) recorded more than once (a session appended"
-        " twice)"
+    assert [line for line in err if "more than once" in line] == [
+        f"warning: {store}: 1 session(s) found more than once (every record repeated, as when"
+        f" a session is appended twice): {len(repeated)} repeated record(s) dropped, each"
+        " session pooled once"
     ]
 
 
