@@ -108,6 +108,40 @@ def check_store_path(path: Path) -> None:
         raise RecordError(f"{path}: cannot use as the record store: {error.strerror}") from None
     if not stat.S_ISREG(mode):
         raise _not_regular_error(path, mode)
+    if not _holds_records(path):
+        target = f" (a symlink to {os.path.realpath(path)})" if os.path.islink(path) else ""
+        raise RecordError(
+            f"{path}{target}: not a bias-audit store (no line of its first "
+            f"{STORE_SNIFF_BYTES // 1024} KiB is a record); refusing to append records to it"
+        )
+
+
+#: how much of an existing store :func:`check_store_path` reads to recognise it
+STORE_SNIFF_BYTES = 1 << 16
+
+
+def _holds_records(path: Path) -> bool:
+    """Whether ``path`` is empty or a complete line near its start is a record (a JSON
+    object with ``schema_version``): a store path naming someone's notes, directly or
+    through a symlink, must not get records appended to it (issue 26 item 7)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(STORE_SNIFF_BYTES)
+    except OSError as error:
+        raise RecordError(f"{path}: cannot use as the record store: {error.strerror}") from None
+    if not head.strip():
+        return True
+    lines = head.split(b"\n")
+    complete = lines[:-1] if len(head) == STORE_SNIFF_BYTES else lines
+    for line in complete:
+        try:
+            parsed = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(parsed, dict) and "schema_version" in parsed:
+            return True
+    # a lone line without its newline (a session torn mid-write, nothing else yet)
+    return not any(line.strip() for line in complete[:-1]) and head.lstrip().startswith(b"{")
 
 
 _LOCKS: dict[tuple[int, str], FileLock] = {}
