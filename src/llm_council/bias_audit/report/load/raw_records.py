@@ -110,13 +110,15 @@ def drop_duplicate_records(connection: duckdb.DuckDBPyConnection) -> tuple[int, 
     A session counts as repeated when every distinct line of it occurs the same number of
     times (two or more) and no two of its distinct lines share a record's identity
     (:data:`RECORD_IDENTITY`): lines that merely share ids (a simulated council whose
-    members share one name) are left as they are. A cheap count of distinct identities
-    runs first; the grouping runs only when it finds a repeat. Only usable lines are kept
+    members share one name) are left as they are. A cheap count of distinct identity
+    hashes runs first; the grouping runs only when it finds a repeat. Only usable lines are kept
     (the counts of unreadable lines are taken before this runs).
     """
     usable = f"{KNOWN_VERSION} AND {VALID_LINE}"
+    # distinct hashes, not identities: half the CPU (0.17 s vs 0.33 s at 1M lines); a hash
+    # collision can only make it look for repeats that the exact grouping then does not find
     row = connection.execute(
-        f"""SELECT count(*) - count(DISTINCT ({RECORD_IDENTITY}))
+        f"""SELECT count(*) - count(DISTINCT hash({RECORD_IDENTITY}))
             FROM raw_lines WHERE {usable}"""
     ).fetchone()
     if row is None or int(row[0]) == 0:
