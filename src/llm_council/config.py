@@ -30,6 +30,10 @@ SelfReviewPolicy = Literal["exclude_at_aggregation", "recuse"]
 Aggregation = Literal["raw", "debiased"]
 
 DEFAULT_SESSION_DEADLINE_S = 300.0
+#: the largest council accepted (docs/reliability.md, issue 26): every reviewer reads every
+#: answer, so stage 2 grows with the square of the size and the audit's reviewer-noise
+#: model with its sixth power; 32 answers at the default cap already fill a 1M-token context
+MAX_COUNCIL_MEMBERS = 32
 DEFAULT_MAX_ANSWER_CHARS = 100_000
 #: the answer cap every config hash implied before the cap was hashed: a config with this
 #: cap hashes as it always did (a fixed number, NOT the default, which may change)
@@ -126,6 +130,10 @@ class CouncilConfig(BaseModel):
     def _check(self) -> CouncilConfig:
         if len(self.members) < 2:
             raise ValueError(f"a council needs at least 2 members, got {len(self.members)}")
+        if len(self.members) > MAX_COUNCIL_MEMBERS:
+            raise ValueError(
+                f"a council has at most {MAX_COUNCIL_MEMBERS} members, got {len(self.members)}"
+            )
         names = [m.name for m in self.members]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
@@ -202,10 +210,13 @@ def council_config_from_mapping(document: dict[str, Any], shown_as: str) -> Coun
         raise ConfigError(f"{shown_as}: missing [council] table")
     fields = dict(council)
     if "retry" in document:
+        retry = document["retry"]
+        if not isinstance(retry, dict):
+            raise ConfigError(f"{shown_as}: [retry] must be a table, got {retry!r}")
         try:
-            fields["retry"] = RetryPolicy(**document["retry"])
-        except TypeError as error:
-            raise ConfigError(f"{shown_as}: [retry]: {error}") from None
+            fields["retry"] = RetryPolicy(**retry)
+        except (TypeError, ValueError) as error:  # unknown key; a bad value (its key named)
+            raise ConfigError(f"{shown_as}: [retry] {error}") from None
     try:
         return CouncilConfig.model_validate(fields)
     except ValidationError as error:

@@ -213,8 +213,11 @@ async def review_once(
     """One stage-2 request of ``seat`` over ``label_to_model``, parsed into ``base``'s fields."""
     nonce = new_nonce()
     mode = seat.provider.structured_output
-    request = _review_request(query, label_to_model, texts, config, nonce, mode, seed)
-    outcome = await _call(seat, request, config, gate)
+    if gate.expired("review"):  # past the deadline: not even the prompt is built
+        outcome = gate.give_up_unsent(seat.provider, "review")
+    else:
+        request = _review_request(query, label_to_model, texts, config, nonce, mode, seed)
+        outcome = await _call(seat, request, config, gate)
     refused = _refused_structured_output(outcome) if mode == "native" else None
     if refused is not None:  # a server without json_schema: once more, nonce-tagged
         request = _review_request(query, label_to_model, texts, config, nonce, "nonce", seed)

@@ -126,9 +126,14 @@ class GateThresholds:
             )
 
 
+def too_few_judged(evaluated: int, total: int, min_evaluated: float) -> bool:
+    """The exit-5 rule: no pair, or fewer than ``min_evaluated`` of them, judged both ways."""
+    return evaluated == 0 or evaluated < min_evaluated * total
+
+
 def _too_few(report: Mapping[str, Any], min_evaluated: float) -> str | None:
     evaluated, total = report["pairs_evaluated"], report["pairs_total"]
-    if evaluated == 0 or evaluated < min_evaluated * total:
+    if too_few_judged(evaluated, total, min_evaluated):
         reasons = _commonest_reason(report)
         return (
             f"{terminal_safe(str(report['judge']))}: only {evaluated} of {total} pairs judged"

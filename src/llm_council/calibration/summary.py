@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from llm_council.calibration.gate import too_few_judged
 from llm_council.safe_text import terminal_safe
 
 
@@ -131,8 +132,13 @@ def _confidence_lines(section: dict[str, Any] | None) -> list[str]:
     ]
 
 
-def render_summary(report: dict[str, Any]) -> str:
-    """Grade first, then one line per finding, then what to do."""
+def render_summary(report: dict[str, Any], *, min_evaluated: float | None = None) -> str:
+    """Grade first, then one line per finding, then what to do.
+
+    With ``min_evaluated`` (the gate's share, ``--min-evaluated``), a report with too few
+    pairs judged in both orders ends by saying nothing was checked, instead of "No
+    checklist threshold failed" just before the run's exit-5 error (issue 26 item 7).
+    """
     consistency = report["consistency"]
     bias = report["position_bias"]
     grade = report["grade"] or f"ungraded ({report.get('grade_note') or 'kappa undefined'})"
@@ -218,6 +224,14 @@ def render_summary(report: dict[str, Any]) -> str:
         name = item.get("check") or f"probe {item['probe']}"
         advice = item.get("advice", "perturbation changes verdicts")
         lines.append(f"  => {name}: {advice} (threshold {item['threshold']})")
-    if not failed and (not humans["pairs"] or humans["trusted"]):
+    evaluated, total = report["pairs_evaluated"], report["pairs_total"]
+    # the gate's own rule, which makes the run exit 5
+    too_few = min_evaluated is not None and too_few_judged(evaluated, total, min_evaluated)
+    if too_few:
+        lines.append(
+            f"  => Not checked against any threshold: only {evaluated} of {total} pairs"
+            f" judged in both orders (need {min_evaluated:.0%}; see --min-evaluated)"
+        )
+    elif not failed and (not humans["pairs"] or humans["trusted"]):
         lines.append("  => No checklist threshold failed.")
     return "\n".join(terminal_safe(line) for line in lines)

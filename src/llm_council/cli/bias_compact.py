@@ -35,6 +35,24 @@ def bias_compact(
         f"{result.n_sessions_already_compacted} session(s) were already there",
         file=sys.stderr,
     )
+    if result.n_stale_temporaries_removed:
+        print(
+            f"removed {result.n_stale_temporaries_removed} stale temporary file(s) left by an "
+            "interrupted bias-compact",
+            file=sys.stderr,
+        )
+    if result.n_duplicate_records:
+        print(
+            f"warning: {result.n_duplicate_records} repeated record(s) of sessions found more "
+            "than once (every record repeated) not compacted again: each session once",
+            file=sys.stderr,
+        )
+    if result.n_bad_scores:
+        print(
+            f"warning: {result.n_bad_scores} record(s) whose score is not a finite number "
+            "(NaN, an infinity, beyond 1e6 in size, a string or a boolean) not compacted",
+            file=sys.stderr,
+        )
     if result.n_incomplete_sessions:
         print(
             f"warning: {result.n_incomplete_sessions} incomplete session(s) "

@@ -14,7 +14,7 @@ import typer
 
 from llm_council.atomic_files import write_text_atomically
 from llm_council.errors import ConfigError
-from llm_council.safe_text import terminal_safe
+from llm_council.safe_text import terminal_safe, terminal_safe_lines
 
 
 class Engine(StrEnum):
@@ -131,6 +131,11 @@ def bias_report(
         print(f"warning: {terminal_safe(warning)}", file=sys.stderr)
     text = RENDERERS[output_format.value](report)
     if out is None:
+        if output_format is ReportFormat.csv:
+            # ids are written as they are into a file (a spreadsheet reads them there); on
+            # stdout they reach a terminal: ESC, BEL, bidi controls shown as \uXXXX escapes
+            # (text and JSON escape them themselves; issue 26 item 2)
+            text = terminal_safe_lines(text)
         sys.stdout.write(text)
         return
     write_text_atomically(out, text)  # an unwritable path is one InputError

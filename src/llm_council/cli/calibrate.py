@@ -255,7 +255,11 @@ def calibrate_command(
         write_json_atomically(output, document)
     if html is not None:
         write_text_atomically(html, render_study_html(reports, comparison, independence))
-    typer.echo("\n\n".join(render_summary(report) for report in reports))
+    typer.echo(
+        "\n\n".join(
+            render_summary(report, min_evaluated=thresholds.min_evaluated) for report in reports
+        )
+    )
     if independence is not None:
         typer.echo("\n" + render_independence_text(independence))
     if study_keys:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import warnings
 from difflib import get_close_matches
 from typing import Any
 
@@ -91,7 +92,39 @@ def _root() -> None:
 
 
 def run(argv: list[str] | None, prog_name: str, command_app: typer.Typer = app) -> int:
-    """Run ``command_app`` on ``argv``; the process exit code (errors as one line)."""
+    """Run ``command_app`` on ``argv``; the process exit code (errors as one line, and
+    warnings as one ``warning: ...`` line each, see :func:`warning_line`)."""
+    # formatwarning, not showwarning: a caller recording warnings (pytest.warns, an
+    # embedding application's catch_warnings(record=True)) still gets them as objects
+    previous = warnings.formatwarning
+    warnings.formatwarning = warning_line
+    try:
+        return _run_command(argv, prog_name, command_app)
+    finally:
+        warnings.formatwarning = previous
+
+
+def warning_line(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    line: str | None = None,
+) -> str:
+    """``warnings.formatwarning`` for the CLI: ``warning: <message>``, one line.
+
+    Python's own format adds our source file, line number and the source line of the
+    ``warnings.warn`` call, which mean nothing to a user (issue 26 item 7). Categories
+    other than ``UserWarning`` keep their name so a library's deprecation stays visible
+    as what it is.
+    """
+    text = " ".join(str(message).split())  # a warning is one line, whatever it quotes
+    if not issubclass(category, UserWarning):
+        text = f"{category.__name__}: {text}"
+    return f"warning: {terminal_safe(text)}\n"
+
+
+def _run_command(argv: list[str] | None, prog_name: str, command_app: typer.Typer) -> int:
     try:
         result = command_app(args=argv, prog_name=prog_name, standalone_mode=False)
     except CouncilError as error:

@@ -15,6 +15,7 @@ cannot catch a server that trickles one byte a second, a wall-clock deadline can
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -42,6 +43,31 @@ class RetryPolicy:
     initial_backoff_s: float = 1.0
     max_backoff_s: float = 30.0
     max_retry_after_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        """Refuse values that make every call fail or never wait (issue 26 item 4).
+
+        A ``ValueError`` names the field and quotes the value; the config loader prefixes
+        the file and ``[retry]``. Booleans are refused although ``bool`` is an ``int``.
+        """
+        attempts = self.max_attempts
+        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+            raise ValueError(f"max_attempts: must be an integer >= 1 (got {attempts!r})")
+        _check_seconds("timeout_s", self.timeout_s, allow_zero=False)
+        for name in ("initial_backoff_s", "max_backoff_s", "max_retry_after_s"):
+            _check_seconds(name, getattr(self, name), allow_zero=True)
+
+
+def _check_seconds(name: str, value: object, *, allow_zero: bool) -> None:
+    ok = (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and (value >= 0 if allow_zero else value > 0)
+    )
+    if not ok:
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name}: must be a finite number {bound} (got {value!r})")
 
 
 @dataclass(frozen=True)
@@ -257,6 +283,20 @@ class CallGate:
         if self.deadline_s is None:
             return None
         return self.started_at + STAGE_DEADLINE_SHARES.get(stage, 1.0) * self.deadline_s
+
+    def expired(self, stage: str) -> bool:
+        """Whether ``stage``'s share of the deadline is over (this gate's own stage wins).
+
+        Callers check it before CPU work of their own (building a review prompt over every
+        answer costs more than the call it leads to with a CPU-bound simulated member), so
+        the deadline bounds that work too, not only the provider calls (issue 26 item 5).
+        """
+        deadline_at = self.stage_deadline_at(self.stage or stage)
+        return deadline_at is not None and asyncio.get_running_loop().time() >= deadline_at
+
+    def give_up_unsent(self, provider: Provider, stage: str) -> CallOutcome:
+        """The outcome of a call not even built because :meth:`expired` (0 attempts)."""
+        return self._give_up(provider, self.stage or stage, 0, time.perf_counter())
 
     def _give_up(
         self, provider: Provider, stage: str, attempts: int, started: float

@@ -26,6 +26,13 @@ import duckdb
 
 from llm_council.errors import RecordError
 
+#: the JSON reader's flag column: the line's ``score_value`` was present but not a JSON
+#: number (a string such as ``"8"``, a boolean, an array), which DuckDB would otherwise cast
+#: to a number or null (issue 26 item 7); the loader drops and counts such lines
+SCORE_NOT_A_NUMBER = "score_not_a_number"
+#: JSON types that are numbers (DuckDB's ``json_type``)
+JSON_NUMBER_TYPES = "('UBIGINT', 'BIGINT', 'HUGEINT', 'DOUBLE')"
+
 _COPY_BLOCK = 1 << 24
 _TAIL_BLOCK = 1 << 16
 
@@ -59,10 +66,23 @@ def complete_prefix_end(descriptor: int, size: int) -> int:
 def _parse_into_raw_lines(
     connection: duckdb.DuckDBPyConnection, path: str, columns: dict[str, str], label: str
 ) -> None:
-    columns_sql = ", ".join(f"{name}: '{kind}'" for name, kind in columns.items())
+    # ``score_value`` is read as JSON and kept only when it is a JSON number: typed DOUBLE,
+    # DuckDB would read "8" as 8.0 and true as 1.0 (issue 26 item 7); the flag column lets
+    # the loader drop and count such lines
+    columns_sql = ", ".join(
+        f"{name}: '{'JSON' if name == 'score_value' else kind}'" for name, kind in columns.items()
+    )
+    selected = "*"
+    if "score_value" in columns:
+        selected = (
+            f"* REPLACE (CASE WHEN json_type(score_value) IN {JSON_NUMBER_TYPES} "
+            "THEN TRY_CAST(score_value AS DOUBLE) END AS score_value), "
+            f"score_value IS NOT NULL AND json_type(score_value) NOT IN {JSON_NUMBER_TYPES} "
+            f"AS {SCORE_NOT_A_NUMBER}"
+        )
     try:
         connection.execute(
-            f"""CREATE OR REPLACE TABLE raw_lines AS SELECT * FROM read_json(
+            f"""CREATE OR REPLACE TABLE raw_lines AS SELECT {selected} FROM read_json(
                     ?, format = 'newline_delimited', records = true, ignore_errors = true,
                     columns = {{{columns_sql}}})""",
             [path],

@@ -110,6 +110,49 @@ def check_store_path(path: Path) -> None:
         raise _not_regular_error(path, mode)
 
 
+def check_append_target(path: Path) -> None:
+    """:func:`check_store_path`, and refuse an existing file that is not a store.
+
+    Writers only: a store path naming someone's notes, directly or through a symlink, must
+    not get records appended to it (issue 26 item 7). A reader keeps reading any regular
+    file and reports its unreadable lines instead.
+    """
+    check_store_path(path)
+    if path.is_file() and not _holds_records(path):
+        target = f" (a symlink to {os.path.realpath(path)})" if os.path.islink(path) else ""
+        raise RecordError(
+            f"{path}{target}: not a bias-audit store (no line of its first "
+            f"{STORE_SNIFF_BYTES // 1024} KiB is a record); refusing to append records to it"
+        )
+
+
+#: how much of an existing store :func:`check_append_target` reads to recognise it
+STORE_SNIFF_BYTES = 1 << 16
+
+
+def _holds_records(path: Path) -> bool:
+    """Whether ``path`` is empty or a complete line near its start is a record (a JSON
+    object with ``schema_version``)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(STORE_SNIFF_BYTES)
+    except OSError as error:
+        raise RecordError(f"{path}: cannot use as the record store: {error.strerror}") from None
+    if not head.strip():
+        return True
+    lines = head.split(b"\n")
+    complete = lines[:-1] if len(head) == STORE_SNIFF_BYTES else lines
+    for line in complete:
+        try:
+            parsed = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(parsed, dict) and "schema_version" in parsed:
+            return True
+    # a lone line without its newline (a session torn mid-write, nothing else yet)
+    return not any(line.strip() for line in complete[:-1]) and head.lstrip().startswith(b"{")
+
+
 _LOCKS: dict[tuple[int, str], FileLock] = {}
 
 
@@ -218,7 +261,7 @@ def append_records(path: Path, records: Sequence[ReviewRecord]) -> int:
         (record.model_dump_json() + "\n").encode("utf-8") for record in with_session_counts(records)
     ]
     try:
-        check_store_path(path)
+        check_append_target(path)
         if not path.parent.is_dir():
             path.parent.mkdir(parents=True, exist_ok=True)
         with store_write_lock(_lock_path(path), LOCK_TIMEOUT_S, lambda: _lock_for(path)):

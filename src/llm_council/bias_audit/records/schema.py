@@ -38,7 +38,8 @@ class ReviewRecord(BaseModel):
     response_length_chars: int = Field(ge=0)
     response_length_words: int = Field(ge=0)
     score_value: float | None = Field(
-        description="null when no score was given; never 0 for missing"
+        description="null when no score was given; never 0 for missing; never NaN or infinite",
+        allow_inf_nan=False,
     )
     score_scale: tuple[float, float] = (1.0, 10.0)
     rank: int | None = Field(default=None, ge=1, description="1 = best; null when unranked")

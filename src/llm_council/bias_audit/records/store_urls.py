@@ -21,8 +21,9 @@ def redact_url(url: str) -> str:
     """``url`` with any password replaced by ``***`` (also in a ``password=`` query parameter)."""
     try:
         parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable store URL>"
+    except ValueError:  # an unclosed "[": the URL as given, its password masked by hand
+        password = url_password(url)
+        return url.replace(f":{password}@", ":***@", 1) if password else url
     netloc = parts.netloc
     if "@" in netloc:
         credentials, host = netloc.rsplit("@", 1)
@@ -34,3 +35,13 @@ def redact_url(url: str) -> str:
         if item
     )
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def url_password(url: str) -> str | None:
+    """The password in ``url``'s credentials, found without a URL parser (``urlsplit``
+    raises on an unclosed ``[``, its ``port`` on ``:99999``); None when there is none."""
+    netloc = url.split("://", 1)[-1].split("/", 1)[0]
+    if "@" not in netloc:
+        return None
+    credentials = netloc.rsplit("@", 1)[0]
+    return credentials.split(":", 1)[1] if ":" in credentials else None

@@ -20,7 +20,7 @@ from typing import Protocol
 from llm_council.bias_audit.records.jsonl_store import (
     STORE_VARIABLE,
     append_records,
-    check_store_path,
+    check_append_target,
     store_path,
 )
 from llm_council.bias_audit.records.schema import ReviewRecord
@@ -64,7 +64,7 @@ class JsonlWriter:
         return str(self.path)
 
     def check(self) -> None:
-        check_store_path(self.path)
+        check_append_target(self.path)
 
     async def write_session(self, records: Sequence[ReviewRecord]) -> int:
         # the append takes a file lock and writes: keep both off the event loop

@@ -140,6 +140,17 @@ def _warnings(label: str, counts: RecordCounts, torn: bool) -> tuple[int, list[s
             f"{label}: skipped {counts.n_unknown_version} line(s) with a schema_version this "
             f"reader does not know (it reads {known}); upgrade llm-council to read them"
         )
+    if counts.n_duplicate_records:
+        warnings.append(
+            f"{label}: {counts.n_duplicate_sessions} session(s) found more than once (every "
+            "record repeated, as when a session is appended twice): "
+            f"{counts.n_duplicate_records} repeated record(s) dropped, each session pooled once"
+        )
+    if counts.n_bad_scores:
+        warnings.append(
+            f"{label}: dropped {counts.n_bad_scores} record(s) whose score is not a finite "
+            "number (NaN, an infinity, beyond 1e6 in size, a string or a boolean)"
+        )
     if counts.n_incomplete_sessions:
         warnings.append(
             f"{label}: {counts.n_incomplete_sessions} incomplete session(s) "

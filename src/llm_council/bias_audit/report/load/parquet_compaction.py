@@ -28,7 +28,9 @@ from llm_council.bias_audit.report.load.raw_records import (
     KEEP_COMPLETE,
     KNOWN_VERSION,
     VALID_LINE,
+    bad_score_sql,
     create_session_check,
+    drop_duplicate_records,
     incomplete_counts,
 )
 from llm_council.bias_audit.report.load.record_sources import (
@@ -58,6 +60,40 @@ class CompactionResult:
     n_unreadable: int
     n_unknown_version: int
     n_undated: int
+    n_bad_scores: int = 0  # records whose score is not a usable number (BAD_SCORE)
+    n_duplicate_records: int = 0  # lines of sessions found more than once, compacted once
+    n_stale_temporaries_removed: int = 0  # left by a compaction that was killed
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def remove_stale_temporaries(root: Path) -> int:
+    """Delete the temporary day files (``.part-0.parquet.PID.tmp``) of compactions that
+    were killed (issue 26 item 7); returns how many.
+
+    Runs under the directory's lock, so no other compaction of ``root`` is writing; a file
+    whose PID is this process or a live process is left alone all the same.
+    """
+    removed = 0
+    prefix, suffix = f".{PART_NAME}.", ".tmp"
+    for temporary in root.glob(f"{PARTITION_PREFIX}*/{prefix}*{suffix}"):
+        pid_text = temporary.name.removeprefix(prefix).removesuffix(suffix)
+        if not pid_text.isdigit():
+            continue
+        pid = int(pid_text)
+        if pid == os.getpid() or _process_alive(pid):
+            continue
+        temporary.unlink(missing_ok=True)
+        removed += 1
+    return removed
 
 
 def _read_source(connection: duckdb.DuckDBPyConnection, store: str) -> None:
@@ -132,6 +168,7 @@ def _compact_locked(store: str, root: Path) -> CompactionResult:
     try:
         connection.execute("SET TimeZone = 'UTC'")
         connection.execute("SET enable_progress_bar = false")
+        n_stale = remove_stale_temporaries(root)
         _read_source(connection, store)
         row = connection.execute(
             f"""SELECT count(*) FILTER (WHERE schema_version IS NULL OR NOT ({VALID_LINE})),
@@ -141,13 +178,18 @@ def _compact_locked(store: str, root: Path) -> CompactionResult:
         ).fetchone()
         assert row is not None
         n_unreadable, n_unknown_version = int(row[0]), int(row[1])
+        n_duplicates, _ = drop_duplicate_records(connection)
         create_session_check(connection, "raw_lines")
         n_incomplete_sessions, n_incomplete_records = incomplete_counts(connection)
+        bad_score = bad_score_sql(connection)
+        bad = connection.execute(
+            f"SELECT count(*) FROM raw_lines WHERE {KEEP_COMPLETE} AND {bad_score}"
+        ).fetchone()
         connection.execute(
             f"""CREATE TEMP TABLE dated AS
                 SELECT *, strftime(CAST(TRY_CAST(timestamp AS TIMESTAMPTZ) AS DATE), '%Y-%m-%d')
                           AS day
-                FROM raw_lines WHERE {KEEP_COMPLETE}"""
+                FROM raw_lines WHERE {KEEP_COMPLETE} AND NOT {bad_score}"""
         )
         connection.execute("DROP TABLE raw_lines")
         undated = connection.execute("SELECT count(*) FROM dated WHERE day IS NULL").fetchone()
@@ -199,4 +241,7 @@ def _compact_locked(store: str, root: Path) -> CompactionResult:
         n_unreadable=n_unreadable,
         n_unknown_version=n_unknown_version,
         n_undated=int(undated[0]),
+        n_bad_scores=int(bad[0]) if bad is not None else 0,
+        n_duplicate_records=n_duplicates,
+        n_stale_temporaries_removed=n_stale,
     )

@@ -12,11 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import duckdb
 
-from llm_council.bias_audit.records.store_urls import is_postgres_url, redact_url
+from llm_council.bias_audit.records.store_urls import is_postgres_url, redact_url, url_password
 from llm_council.bias_audit.report.load.raw_records import REPORT_COLUMNS
 from llm_council.errors import RecordError
 
@@ -105,10 +104,10 @@ def _sql_text(value: str) -> str:
 def _driver_error(url: str, error: BaseException) -> RecordError:
     """A driver error as one message naming the store without the URL's password."""
     message = str(error).replace(url, redact_url(url))
-    password = urlsplit(url).password
+    password = url_password(url)  # not urlsplit(): it raises on an unclosed "["
     if password:
         message = message.replace(password, "***")
-    return RecordError(f"cannot read {redact_url(url)!r}: {message}")
+    return RecordError(f"cannot read {redact_url(url)!r}: {' '.join(message.split())}")
 
 
 def read_postgres(
