@@ -91,7 +91,6 @@ DELIBERATE_DIFFERENCES: dict[str, str] = {
     "test_bias_audit.py::TestBiasAuditIntegration::test_full_audit_with_position_data": (
         _SHARED_ORDER
     ),
-    "test_bias_audit.py::TestOverallRiskAssessment::test_low_risk_no_biases": _NOT_TESTED,
     "test_bias_audit.py::TestBiasAuditIntegration::test_audit_result_serializable": _NOT_TESTED,
     "test_bias_audit.py::TestOverallRiskAssessment::test_medium_risk_some_biases": (
         "length is flagged by the exact t test with n - 2 df (p = 0.14 with 3 answers), "
