@@ -27,7 +27,14 @@ from llm_council.providers.simulated import SimulatedProvider
 
 from .conftest import simulated_pair_records
 
-_NONCE = re.compile(r"id=[0-9a-f]{8,32}")
+_NONCE = re.compile(r"id=([0-9a-f]{8,32})")
+
+
+def _without_nonce(prompt: str) -> str:
+    """The prompt with its per-call nonce removed everywhere it appears (the block markers
+    and the sentence that names it), so a prompt's noise depends only on what it says."""
+    match = _NONCE.search(prompt)
+    return prompt.replace(match.group(1), "") if match else prompt
 
 
 class IndependentNoise(Provider):
@@ -40,7 +47,7 @@ class IndependentNoise(Provider):
         self.inner = inner
 
     async def complete(self, request: CompletionRequest) -> Completion:
-        material = f"{request.seed}\x00{_NONCE.sub('id=', request.prompt_text)}"
+        material = f"{request.seed}\x00{_without_nonce(request.prompt_text)}"
         seed = int.from_bytes(hashlib.sha256(material.encode()).digest()[:4], "big")
         return await self.inner.complete(request.model_copy(update={"seed": seed}))
 

@@ -44,6 +44,7 @@ from llm_council.calibration.calm_perturbations import (
     refinement_plant,
     sentiment_plant,
 )
+from llm_council.calibration.estimates import rate_95
 from llm_council.calibration.injection import (
     INJECTION_CONTROL_SUFFIX,
     INJECTION_STYLES,
@@ -53,7 +54,7 @@ from llm_council.calibration.judge_prompt import FIRST_LABEL, SECOND_LABEL
 from llm_council.calibration.outcomes import PairOutcome
 from llm_council.calibration.pairs import ORDERS, Order, Pair, shown_order
 from llm_council.calibration.runner import JudgeCall
-from llm_council.stats.proportions import sign_test_p_value, wilson_interval
+from llm_council.stats.proportions import sign_test_p_value
 
 CALM_PROBE_NAMES: tuple[str, ...] = (
     "bandwagon",
@@ -173,17 +174,6 @@ def _target_score(outcome: PairOutcome, side: str) -> int:
     )
 
 
-def _rate(successes: int, n: int) -> dict[str, Any]:
-    low, high = wilson_interval(successes, n) if n else (None, None)
-    return {
-        "successes": successes,
-        "n": n,
-        "rate": successes / n if n else None,
-        "ci_low": low,
-        "ci_high": high,
-    }
-
-
 def shift_test(
     differences: Sequence[float], two_sided_flag: bool, alpha: float = FLAG_ALPHA
 ) -> dict[str, Any]:
@@ -281,12 +271,12 @@ def summarise_calm_probe(
         "probe": probe,
         "pairs": compared,
         "citation": CITATIONS[probe],
-        "robustness": _rate(robust, compared * len(cue_kinds)),
-        "consistency": _rate(control.robust, compared),
+        "robustness": rate_95(robust, compared * len(cue_kinds)),
+        "consistency": rate_95(control.robust, compared),
         "measure": _MEASURES[probe],
         "short": "target wins",
-        "value": _rate(wins, decisive),
-        "control_value": _rate(control.target_wins, control.decisive),
+        "value": rate_95(wins, decisive),
+        "control_value": rate_95(control.target_wins, control.decisive),
         "shift": shift,
         "threshold": f"paired sign test vs control: p >= {FLAG_ALPHA} or away from the cue",
         "failed": shift["flagged"],
@@ -295,8 +285,8 @@ def summarise_calm_probe(
     if probe == "injection":
         summary["styles"] = {
             kind: {
-                "robustness": _rate(counts.robust, compared),
-                "value": _rate(counts.target_wins, counts.decisive),
+                "robustness": rate_95(counts.robust, compared),
+                "value": rate_95(counts.target_wins, counts.decisive),
             }
             for kind, counts in cues.items()
         }

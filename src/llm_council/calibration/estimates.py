@@ -34,6 +34,11 @@ def rate(successes: int, n: int, confidence: float) -> dict[str, Any]:
     }
 
 
+def rate_95(successes: int, n: int) -> dict[str, Any]:
+    """:func:`rate` at 95%: the probes' rates (``rate`` and bounds ``None`` when n is 0)."""
+    return rate(successes, n, 0.95)
+
+
 def kappa_estimate(result: KappaResult) -> dict[str, Any]:
     """A kappa with its FCE interval, or ``too_few`` (small n or a degenerate zero SE)."""
     too_few = result.n < MIN_N_FOR_INTERVAL or result.standard_error == 0.0

@@ -37,6 +37,7 @@ from llm_council.calibration.calm_probes import (
     summarise_calm_probe,
     variant_kinds,
 )
+from llm_council.calibration.estimates import rate_95
 from llm_council.calibration.pairs import ORDERS, Pair, Winner
 from llm_council.calibration.perturbations import (
     add_authority,
@@ -54,7 +55,6 @@ from llm_council.calibration.runner import (
     position_swap_calls,
 )
 from llm_council.errors import ConfigError
-from llm_council.stats.proportions import wilson_interval
 
 #: the default probes (``--probes`` and the bias check run these unless told otherwise)
 PROBE_NAMES: tuple[str, ...] = ("authority", "format", "padding", "identity", "distraction")
@@ -118,17 +118,6 @@ def _variants(pair: Pair, side: str, probe: str, judge_name: str) -> dict[str, t
 
 def _score(verdict: Winner, side: str) -> float:
     return 0.0 if verdict == "tie" else (1.0 if verdict == side else -1.0)
-
-
-def _rate(successes: int, n: int) -> dict[str, Any]:
-    low, high = wilson_interval(successes, n) if n else (None, None)
-    return {
-        "successes": successes,
-        "n": n,
-        "rate": successes / n if n else None,
-        "ci_low": low,
-        "ci_high": high,
-    }
 
 
 @dataclass(frozen=True)
@@ -217,11 +206,11 @@ def summarise_probe(
     summary: dict[str, Any] = {
         "probe": probe,
         "pairs": compared,
-        "robustness": _rate(robust, compared),
+        "robustness": rate_95(robust, compared),
     }
     robustness = summary["robustness"]["rate"]
     if probe == "authority":
-        measured = _rate(target_wins, decisive)
+        measured = rate_95(target_wins, decisive)
         summary.update(
             measure="worse answer preferred after planting authority",
             short="worse wins",
@@ -239,7 +228,7 @@ def summarise_probe(
             failed=gap is not None and gap > FORMAT_SCORE_GAP_MAX,
         )
     elif probe == "identity":
-        measured = _rate(target_wins, decisive)
+        measured = rate_95(target_wins, decisive)
         summary.update(
             measure="answer signed with the judge's name preferred (decisive verdicts)",
             short="own-name wins",
