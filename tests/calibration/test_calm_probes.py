@@ -220,3 +220,17 @@ def test_injection_report_and_summary_carry_no_payload_text() -> None:
     assert set(report["probes"]["injection"]["styles"]) == set(INJECTION_STYLES)
     line = next(line for line in render_summary(report).splitlines() if "probe injection" in line)
     assert re.search(r"RR \d+% .* CR \d+% .* sign test p=", line)
+
+
+def test_a_probe_with_no_pair_compared_says_not_measured_never_ok() -> None:
+    # a judge whose verdict flips with the order on every pair leaves fallacy and injection
+    # nothing to probe (seen on the local 135M judge): the line must not read "ok"
+    from llm_council.calibration.calm_probes import summarise_calm_probe
+    from llm_council.calibration.summary import calm_probe_line
+
+    summary = summarise_calm_probe("injection", [], {}, {})
+    assert summary["pairs"] == 0 and summary["measured"] is False and not summary["failed"]
+    line = calm_probe_line(summary)
+    assert "not measured" in line and not line.rstrip().endswith("ok")
+    measured = {**summary, "pairs": 3}
+    assert calm_probe_line(measured).rstrip().endswith("ok")

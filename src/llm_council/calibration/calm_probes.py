@@ -270,6 +270,7 @@ def summarise_calm_probe(
     summary: dict[str, Any] = {
         "probe": probe,
         "pairs": compared,
+        "measured": compared > 0,
         "citation": CITATIONS[probe],
         "robustness": rate_95(robust, compared * len(cue_kinds)),
         "consistency": rate_95(control.robust, compared),

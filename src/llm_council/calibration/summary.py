@@ -132,6 +132,26 @@ def _confidence_lines(section: dict[str, Any] | None) -> list[str]:
     ]
 
 
+def calm_probe_line(probe: dict[str, Any]) -> str:
+    """One CALM or injection probe: RR, CR, target wins and the paired flag, or "not
+    measured" when no pair could be compared (never "ok" for nothing measured)."""
+    if not probe["pairs"]:
+        return (
+            f"  probe {probe['probe']:<13} not measured: no pair could be probed"
+            " (fallacy and injection need a pair the judge decides, not a tie or a"
+            " verdict that changes with the order)"
+        )
+    shift = probe["shift"]
+    return (
+        f"  probe {probe['probe']:<13} RR {_interval(probe['robustness'])}"
+        f"   CR {_interval(probe['consistency'])}"
+        f"   target wins {_pct_or_na(probe['value'])} vs control"
+        f" {_pct_or_na(probe['control_value'])}"
+        f"   shift {shift['toward_target']} toward / {shift['away_from_target']} away,"
+        f" sign test p={shift['p_value']:.2g}   {'FAIL' if probe['failed'] else 'ok'}"
+    )
+
+
 def render_summary(report: dict[str, Any], *, min_evaluated: float | None = None) -> str:
     """Grade first, then one line per finding, then what to do.
 
@@ -196,15 +216,7 @@ def render_summary(report: dict[str, Any], *, min_evaluated: float | None = None
     lines.extend(_confidence_lines(report.get("confidence_calibration")))
     for probe in (report.get("probes") or {}).values():
         if "shift" in probe:  # a CALM or injection probe: RR, CR and the paired flag
-            shift = probe["shift"]
-            lines.append(
-                f"  probe {probe['probe']:<13} RR {_interval(probe['robustness'])}"
-                f"   CR {_interval(probe['consistency'])}"
-                f"   target wins {_pct_or_na(probe['value'])} vs control"
-                f" {_pct_or_na(probe['control_value'])}"
-                f"   shift {shift['toward_target']} toward / {shift['away_from_target']} away,"
-                f" sign test p={shift['p_value']:.2g}   {'FAIL' if probe['failed'] else 'ok'}"
-            )
+            lines.append(calm_probe_line(probe))
             continue
         value = probe["value"]
         shown = _interval(value) if isinstance(value, dict) else _num(value)
