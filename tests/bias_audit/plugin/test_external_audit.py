@@ -234,7 +234,8 @@ def test_rank_points_are_the_top_of_n_down_and_every_shown_answer_has_a_record(
     rankings: list[list[str]],
 ) -> None:
     """Whatever a ranking lists (junk, repeats, partial), the reviewer's records cover the 3
-    answers it was shown, and its scores are N, N-1, ... for its distinct known labels."""
+    answers it was shown; a ranking of distinct shown labels scores N, N-1, ...; one with a
+    repeated or unknown label is unparseable (dropping it would move later labels up)."""
     from llm_council.bias_audit.plugin.external_session import external_event
     from llm_council.bias_audit.session.session_records import records_from_session
 
@@ -246,11 +247,15 @@ def test_rank_points_are_the_top_of_n_down_and_every_shown_answer_has_a_record(
     records = records_from_session(event, timestamp="2026-01-01T00:00:00+00:00", query_hash=None)
     assert len(records) == 3 * len(rankings)
     for index, ranking in enumerate(rankings):
-        known = list(dict.fromkeys(label for label in ranking if label.startswith("Response")))
+        clean = (
+            bool(ranking)
+            and len(set(ranking)) == len(ranking)
+            and all(label.startswith("Response") for label in ranking)
+        )
         mine = [r for r in records if r.reviewer_id == f"r{index}"]
         scores = sorted((r.score_value for r in mine if r.score_value is not None), reverse=True)
-        assert scores == [3.0, 2.0, 1.0][: len(known)]
-        assert {r.review_status for r in mine} == {"final_ranking" if known else "unparseable"}
+        assert scores == ([3.0, 2.0, 1.0][: len(ranking)] if clean else [])
+        assert {r.review_status for r in mine} == {"final_ranking" if clean else "unparseable"}
 
 
 def test_a_council_without_a_label_map_gets_its_answer_and_the_reason(store: Path) -> None:
@@ -264,3 +269,29 @@ def test_a_council_without_a_label_map_gets_its_answer_and_the_reason(store: Pat
     assert "metadata has no 'label_to_model'" in outcome[3]["bias_audit"]["error"]
     with pytest.raises(CouncilError, match=r"must return \(stage1, stage2, stage3, metadata\)"):
         asyncio.run(audit_council(backend.stage1_collect_responses)("q"))
+
+
+@pytest.mark.parametrize(
+    "ranking",
+    [
+        ["Response A", "Response A", "Response C"],  # a label twice (small judges do this)
+        ["Response Z", "Response B", "Response C"],  # a label nobody was shown
+        [["Response A"], "Response B"],  # not a label at all
+    ],
+)
+def test_a_ranking_with_a_repeated_or_unknown_label_is_unparseable_not_reordered(
+    store: Path, ranking: list[object]
+) -> None:
+    from llm_council.bias_audit.plugin.external_session import external_review
+
+    labels = {"Response A": "a/x", "Response B": "b/y", "Response C": "c/z"}
+    review = external_review(
+        0, {"model": "a/x", "ranking": "...", "parsed_ranking": ranking}, labels, (1.0, 10.0)
+    )
+    assert review.parse_status == "unparseable"
+    assert review.candidates == () and review.ranking == ()
+    truncated = external_review(
+        0, {"model": "a/x", "parsed_ranking": ["Response B", "Response C"]}, labels, (1.0, 10.0)
+    )
+    assert truncated.parse_status == "final_ranking"
+    assert [c.rank for c in truncated.candidates] == [None, 1, 2]

@@ -122,7 +122,15 @@ def _verdict(
         if verdict.scores:
             return dict(verdict.scores), list(verdict.ranking), "json", scale
         ranking = list(verdict.ranking)
-    shown_ranking = list(dict.fromkeys(label for label in ranking if label in labels))
+    if (
+        not all(isinstance(label, str) for label in ranking)
+        or len(set(ranking)) != len(ranking)
+        or not set(ranking) <= set(labels)
+    ):
+        # a repeated or unknown label leaves the order unknown: dropping it would move the
+        # labels after it up a place, a rank the reviewer never gave
+        return {}, [], "unparseable", scale
+    shown_ranking = list(ranking)
     if not shown_ranking:
         has_reply = isinstance(text, str) and bool(text.strip()) or parsed is not None
         return {}, [], "unparseable" if has_reply else "missing", scale
