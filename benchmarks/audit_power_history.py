@@ -123,7 +123,12 @@ def table_profiles(table: ScoreTable) -> Profiles:
     """The session's contribution to its reviewers' profiles (the store's own sums)."""
     rows, columns = np.nonzero(~np.isnan(table.scores) & ~table.is_self)
     return session_profiles(
-        (table.reviewers[r], table.candidates[c], float(table.scores[r, c]))
+        (
+            table.reviewers[r],
+            table.candidates[c],
+            float(table.scores[r, c]),
+            int(table.positions[r, c]) if table.positions[r, c] >= 0 else None,
+        )
         for r, c in zip(rows.tolist(), columns.tolist(), strict=True)
     )
 

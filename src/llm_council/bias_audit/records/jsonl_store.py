@@ -241,6 +241,7 @@ def _update_profiles(path: Path, before: os.stat_result, records: Sequence[Revie
                 "is_self_review": record.is_self_review,
                 "reviewer_id": record.reviewer_id,
                 "model_id": record.model_id,
+                "position": record.position,
             }
             for record in records
         ]

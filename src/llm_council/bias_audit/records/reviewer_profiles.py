@@ -3,7 +3,8 @@
 The per-session audit tests a reviewer against its noise; one session gives about one
 residual degree of freedom, the reviewer's past sessions give dozens. For each reviewer
 the profile holds sums that add across sessions: the sessions seen, the residual sum of
-squares :math:`\\sum RSS_r` of the additive model, its df share :math:`\\sum d_r`
+squares :math:`\\sum RSS_r` of the additive model (and, apart, of the model with
+display-slot effects where the session's orders identify them), its df share :math:`\\sum d_r`
 (:func:`~llm_council.stats.moderated_session_tests.reviewer_residual_variances`) and
 Rao's expectation coefficients by reviewer name
 (:func:`~llm_council.stats.moderated_session_tests.reviewer_noise_expectation`), from
@@ -21,6 +22,7 @@ only, live-check reviews left out).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -32,15 +34,20 @@ from typing import Any
 
 import numpy as np
 
+from llm_council.stats.additive_model import AdditiveFit
 from llm_council.stats.design_cache import fit_additive_two_way_cached
 from llm_council.stats.moderated_session_tests import (
     reviewer_noise_expectation,
     reviewer_residual_variances,
 )
+from llm_council.stats.slot_adjusted_fit import with_slot_effects
 
 PROFILE_SUFFIX = ".profiles.json"
 JOURNAL_SUFFIX = ".profiles.log"
-PROFILE_FORMAT = 1
+#: 2: each profile may carry its slot-adjusted sums (format 1 sidecars are rebuilt)
+PROFILE_FORMAT = 2
+#: a cell whose display slot is not recorded
+UNKNOWN_SLOT = -1
 #: past this size the journal is folded into the base (a five-member session's line is about
 #: 1 KiB: some 30 sessions), so a lookup never parses more than that (~0.3 ms) and the
 #: base's ~5 ms rewrite costs an append about 0.2 ms on average
@@ -55,22 +62,35 @@ class ReviewerProfile:
     :func:`~llm_council.stats.moderated_session_tests.reviewer_noise_expectation`): the
     expected residual sum of squares of this reviewer is :math:`\sum_{o} A_{r,o}
     \sigma_o^2`, which the lookup solves for unbiased per-reviewer variances.
+    ``slot_adjusted`` holds the same sums from the model with display-slot effects, over
+    the sessions whose orders identified them (``None`` before any): the noise the slot
+    test compares with, free of a favoured slot. The reviewer and self-preference tests
+    keep the two-way sums, the noise of their own model.
     """
 
     sessions: int
     residual_sum_of_squares: float
     residual_df: float
     expectation: Mapping[str, float] = field(default_factory=dict)
+    slot_adjusted: ReviewerProfile | None = None
 
     def merged(self, other: ReviewerProfile) -> ReviewerProfile:
         expectation = dict(self.expectation)
         for name, value in other.expectation.items():
             expectation[name] = expectation.get(name, 0.0) + value
+        slot_adjusted = (
+            other.slot_adjusted
+            if self.slot_adjusted is None
+            else self.slot_adjusted
+            if other.slot_adjusted is None
+            else self.slot_adjusted.merged(other.slot_adjusted)
+        )
         return ReviewerProfile(
             self.sessions + other.sessions,
             self.residual_sum_of_squares + other.residual_sum_of_squares,
             self.residual_df + other.residual_df,
             expectation,
+            slot_adjusted,
         )
 
     @property
@@ -95,31 +115,57 @@ def journal_path(store: Path) -> Path:
     return store.with_name(store.name + JOURNAL_SUFFIX)
 
 
-def session_profiles(cells: Iterable[tuple[str, str, float]]) -> Profiles:
-    """One session's contribution from its ``(reviewer, candidate, score)`` non-self cells."""
+#: one non-self scored cell: reviewer, candidate, score and, when known, its display slot
+Cell = tuple[str, str, float] | tuple[str, str, float, int | None]
+
+
+def session_profiles(cells: Iterable[Cell]) -> Profiles:
+    """One session's contribution from its non-self cells ``(reviewer, candidate, score
+    [, display slot])``. With every slot known and identified, each profile also carries
+    ``slot_adjusted`` sums from the model with slot effects
+    (:func:`~llm_council.stats.slot_adjusted_fit.with_slot_effects`), so the slot test's
+    noise does not count a judge's favourite slot."""
     reviewers: dict[str, int] = {}
     candidates: dict[str, int] = {}
     entries = []
-    for reviewer, candidate, score in cells:
+    for cell in cells:
+        reviewer, candidate, score = cell[0], cell[1], cell[2]
+        slot = cell[3] if len(cell) > 3 else None
         entries.append(
             (
                 reviewers.setdefault(reviewer, len(reviewers)),
                 candidates.setdefault(candidate, len(candidates)),
                 score,
+                UNKNOWN_SLOT if slot is None else slot,
             )
         )
     if len(reviewers) < 2 or len(candidates) < 2:
         return {}
     table = np.full((len(reviewers), len(candidates)), np.nan)
-    for row, column, score in entries:
+    slot_table = np.full((len(reviewers), len(candidates)), UNKNOWN_SLOT, dtype=np.intp)
+    for row, column, score, slot in entries:
         table[row, column] = score
+        slot_table[row, column] = slot
     fit = fit_additive_two_way_cached(table)
     if fit is None:
         return {}
+    names = list(reviewers)
+    plain = _fit_profiles(fit, names)
+    slot_fit = with_slot_effects(fit, slot_table[fit.rows, fit.columns])
+    if slot_fit is fit:
+        return plain
+    adjusted = _fit_profiles(slot_fit, names)
+    return {
+        name: dataclasses.replace(profile, slot_adjusted=adjusted[name])
+        for name, profile in plain.items()
+    }
+
+
+def _fit_profiles(fit: AdditiveFit, names: Sequence[str]) -> Profiles:
+    """One session's sums from one fit: residual sums of squares, df shares, Rao's A."""
     variances, dfs = reviewer_residual_variances(fit)
     sums = np.where(dfs > 0.0, np.nan_to_num(variances) * dfs, 0.0)
     expectation = reviewer_noise_expectation(fit).tolist()
-    names = list(reviewers)
     return {
         name: ReviewerProfile(
             1,
@@ -144,14 +190,19 @@ def merge_profiles(
     return merged
 
 
-def _usable_cell(record: Mapping[str, Any]) -> tuple[str, str, float] | None:
-    """The record's non-self scored cell of the review that counts, else ``None``."""
+def _usable_cell(record: Mapping[str, Any]) -> Cell | None:
+    """The record's non-self scored cell of the review that counts (with its display slot
+    when recorded as a non-negative integer), else ``None``."""
     score = record.get("score_value")
     if record.get("check_kind") is not None or record.get("is_self_review") or score is None:
         return None
     if not isinstance(score, int | float) or score != score:
         return None
-    return str(record["reviewer_id"]), str(record["model_id"]), float(score)
+    position = record.get("position")
+    slot = position if isinstance(position, int) and not isinstance(position, bool) else None
+    if slot is not None and slot < 0:
+        slot = None
+    return str(record["reviewer_id"]), str(record["model_id"]), float(score), slot
 
 
 def records_profiles(records: Sequence[Mapping[str, Any]]) -> Profiles:
@@ -164,25 +215,38 @@ def _store_key(status: os.stat_result) -> list[int]:
     return [status.st_ino, status.st_size, status.st_mtime_ns]
 
 
+def _encode_one(profile: ReviewerProfile) -> list[Any]:
+    encoded: list[Any] = [
+        profile.sessions,
+        profile.residual_sum_of_squares,
+        profile.residual_df,
+        dict(profile.expectation),
+    ]
+    if profile.slot_adjusted is not None:
+        encoded.append(_encode_one(profile.slot_adjusted))
+    return encoded
+
+
 def _encode(profiles: Mapping[str, ReviewerProfile]) -> dict[str, list[Any]]:
-    return {
-        name: [p.sessions, p.residual_sum_of_squares, p.residual_df, dict(p.expectation)]
-        for name, p in sorted(profiles.items())
-    }
+    return {name: _encode_one(profile) for name, profile in sorted(profiles.items())}
+
+
+def _decode_one(name: str, values: Sequence[Any], *, nested: bool = False) -> ReviewerProfile:
+    sums = [float(values[1]), float(values[2])]
+    expectation = {str(other): float(a) for other, a in values[3].items()}
+    numbers = [*sums, *expectation.values()]
+    if int(values[0]) < 0 or not all(math.isfinite(x) for x in numbers) or min(sums) < 0:
+        raise ValueError(f"reviewer profile {name!r}: a sum is negative or not finite")
+    if len(values) > 5 or (nested and len(values) > 4):
+        raise ValueError(f"reviewer profile {name!r}: unexpected fields")
+    slot_adjusted = _decode_one(name, values[4], nested=True) if len(values) == 5 else None
+    return ReviewerProfile(int(values[0]), sums[0], sums[1], expectation, slot_adjusted)
 
 
 def _decode(encoded: Mapping[str, Any]) -> Profiles:
     """Profiles from their JSON form; a count, sum or df that is negative or not finite
     (a damaged or hand-edited file) raises ``ValueError``, so the file is not used."""
-    profiles: Profiles = {}
-    for name, values in encoded.items():
-        sums = [float(values[1]), float(values[2])]
-        expectation = {str(other): float(a) for other, a in values[3].items()}
-        numbers = [*sums, *expectation.values()]
-        if int(values[0]) < 0 or not all(math.isfinite(x) for x in numbers) or min(sums) < 0:
-            raise ValueError(f"reviewer profile {name!r}: a sum is negative or not finite")
-        profiles[str(name)] = ReviewerProfile(int(values[0]), sums[0], sums[1], expectation)
-    return profiles
+    return {str(name): _decode_one(str(name), values) for name, values in encoded.items()}
 
 
 def _write_base(
@@ -324,7 +388,7 @@ def rebuild_profiles(store: Path) -> Profiles:
     status = os.stat(store)
     profiles: Profiles = {}
     current: str | None = None
-    cells: list[tuple[str, str, float]] = []
+    cells: list[Cell] = []
     found, expected = 0, None
 
     def finish() -> None:

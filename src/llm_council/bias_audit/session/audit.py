@@ -29,6 +29,7 @@ from llm_council.bias_audit.session.moderated_noise import (
     moderated_noise,
     moderated_self_preference,
     moderation_note,
+    slot_moderated_noise,
 )
 from llm_council.bias_audit.session.noise_priors import History, history_profiles
 from llm_council.bias_audit.session.result import BiasAuditResult, RiskLevel
@@ -52,6 +53,7 @@ from llm_council.stats.session_tests import (
     self_preference_tests,
     step_down_reviewer_offsets,
 )
+from llm_council.stats.slot_wald import slot_wald_test
 
 
 def _finite_or_none(value: float | None) -> float | None:
@@ -171,8 +173,13 @@ def _position_fields(
     thresholds: AuditThresholds,
     notes: dict[str, str],
     permutation_seed: int,
+    names: list[str],
+    history: History,
 ) -> dict[str, Any]:
-    """Slot effects within reviewers, tested by re-drawing each reviewer's display order."""
+    """Slot effects within reviewers: tested against each reviewer's noise from its history
+    of the model with slot effects when every reviewer has one and every slot is known
+    (:mod:`~llm_council.stats.slot_wald`), else by re-drawing
+    each reviewer's display order (valid at any size, no noise model)."""
     fields: dict[str, Any] = {
         "position_score_variance": None,
         "position_score_p_value": None,
@@ -211,6 +218,35 @@ def _position_fields(
             "so position is neither estimated nor tested"
         )
         return fields
+    slot_noise = (
+        slot_moderated_noise(fit, slots, names, thresholds, history)
+        if all_known and history
+        else None
+    )
+    if slot_noise is not None:
+        history_test = slot_wald_test(
+            design,
+            fit.observed,
+            known_slots,
+            slot_noise.noise.moderated[fit.rows],
+            float(slot_noise.noise.moderated_df.min()),
+        )
+        if history_test is not None:
+            notes["position"] = (
+                "slot effects tested against each reviewer's noise from its past sessions "
+                f"(weighted Wald test, F({history_test.numerator_df}, "
+                f"{history_test.denominator_df:.0f})); the estimate is this session's"
+            )
+            return _position_result(
+                fields,
+                history_test.weighted_variance,
+                history_test.p_value,
+                history_test.effects,
+                fit.observed,
+                thresholds,
+                notes,
+                "Wald",
+            )
     position = position_randomization_test(
         residuals,
         known_slots,
@@ -221,8 +257,30 @@ def _position_fields(
     if position is None:
         notes["position"] = "fewer than two known display positions: position not tested"
         return fields
-    variance = _finite_or_none(slot_effects.weighted_variance)
-    scored = fit.observed
+    return _position_result(
+        fields,
+        slot_effects.weighted_variance,
+        position.p_value,
+        slot_effects.effects,
+        fit.observed,
+        thresholds,
+        notes,
+    )
+
+
+def _position_result(
+    fields: dict[str, Any],
+    weighted_variance: float,
+    p_value: float,
+    effects: Mapping[int, float],
+    scored: np.ndarray,
+    thresholds: AuditThresholds,
+    notes: dict[str, str],
+    test_name: str = "randomization",
+) -> dict[str, Any]:
+    """The position fields from a tested slot-effect estimate: flagged when significant
+    and the slot effects' variance reaches the threshold."""
+    variance = _finite_or_none(weighted_variance)
     # values inside an interval of width w have a weighted variance of at most w^2 / 4
     # (Popoviciu 1935): slot effects beyond the scores' own spread are noise, not a number
     largest_possible = float(scored.max() - scored.min()) ** 2 / 4.0
@@ -230,20 +288,18 @@ def _position_fields(
         notes["position"] = (
             f"slot effects are only weakly identified: their variance ({variance:.3g} "
             f"points^2) exceeds the {largest_possible:.3g} the observed scores allow, so it is "
-            "not reported; the randomization p-value stays valid"
+            f"not reported; the {test_name} p-value stays valid"
         )
-        fields["position_score_p_value"] = position.p_value
+        fields["position_score_p_value"] = p_value
         fields["position_bias_detected"] = False  # tested; the variance rule cannot fire
         return fields
     fields.update(
         position_score_variance=variance,
-        position_score_p_value=position.p_value,
-        position_slot_means={
-            label_for(slot): value for slot, value in slot_effects.effects.items()
-        },
+        position_score_p_value=p_value,
+        position_slot_means={label_for(slot): value for slot, value in effects.items()},
         position_bias_detected=(
             variance is not None
-            and position.p_value < thresholds.significance_level
+            and p_value < thresholds.significance_level
             and variance >= thresholds.position_variance_threshold
         ),
     )
@@ -437,13 +493,9 @@ def audit_score_table(
     each reviewer's session variance is moderated toward the default prior.
     """
     model = _fit_session(table, thresholds)
+    fitted_names = [table.reviewers[row] for row in model.active_rows.tolist()]
     priors = (
-        moderated_noise(
-            model.fit,
-            [table.reviewers[row] for row in model.active_rows.tolist()],
-            thresholds,
-            history or {},
-        )
+        moderated_noise(model.fit, fitted_names, thresholds, history or {})
         if model.fit is not None
         else None
     )
@@ -480,7 +532,9 @@ def audit_score_table(
             "self-preference tests keep their false-positive rates but have little power"
         )
     length = _length_fields(table, model, thresholds, notes)
-    position = _position_fields(table, model, thresholds, notes, permutation_seed)
+    position = _position_fields(
+        table, model, thresholds, notes, permutation_seed, fitted_names, history or {}
+    )
     self_reviews = _self_reviews(table, model)
     # with per-reviewer noise, the first step-down step, the self-preference and the
     # pooled tests run as one batch whose design-only part is cached per pattern

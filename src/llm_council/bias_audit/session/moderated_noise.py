@@ -14,7 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llm_council.bias_audit.session.noise_priors import History, reviewer_priors
+from llm_council.bias_audit.session.noise_priors import (
+    History,
+    reviewer_priors,
+    slot_adjusted_history,
+)
 from llm_council.bias_audit.session.thresholds import AuditThresholds
 from llm_council.stats.additive_model import AdditiveFit
 from llm_council.stats.moderated_session_tests import (
@@ -23,6 +27,7 @@ from llm_council.stats.moderated_session_tests import (
     moderated_self_preference_tests,
 )
 from llm_council.stats.session_tests import ContrastTest
+from llm_council.stats.slot_adjusted_fit import with_slot_effects
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,31 @@ def moderated_noise(
         return None
     variances, dfs, sources = reviewer_priors(fit, names, thresholds, history)
     return ModeratedNoise(variances, dfs, sources, moderate(fit, variances, dfs))
+
+
+def slot_moderated_noise(
+    fit: AdditiveFit,
+    display_indexes: np.ndarray,
+    names: Sequence[str],
+    thresholds: AuditThresholds,
+    history: History,
+) -> ModeratedNoise | None:
+    """Moderated noise of the model with slot effects, for the slot test (ADR 0047): each
+    reviewer's session variance from that model, moderated toward its slot-adjusted
+    history. ``None`` unless every reviewer has one (the randomization test then runs)
+    and the session's slots are identified."""
+    if not thresholds.moderate_reviewer_noise or thresholds.equal_reviewer_noise:
+        return None
+    adjusted = slot_adjusted_history(history)
+    if not adjusted or any(name not in adjusted for name in names):
+        return None
+    slot_fit = with_slot_effects(fit, display_indexes)
+    if slot_fit is fit:
+        return None
+    variances, dfs, sources = reviewer_priors(slot_fit, names, thresholds, adjusted)
+    if any(source != "history" for source in sources):
+        return None  # too little residual information in a reviewer's history
+    return ModeratedNoise(variances, dfs, sources, moderate(slot_fit, variances, dfs))
 
 
 def moderated_self_preference(

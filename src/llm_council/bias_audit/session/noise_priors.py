@@ -35,6 +35,15 @@ MINIMUM_HISTORY_DF = 2.0
 History = Mapping[str, ReviewerProfile]
 
 
+def slot_adjusted_history(history: History) -> History:
+    """Each profiled reviewer's sums from the model with slot effects, where it has any."""
+    return {
+        name: profile.slot_adjusted
+        for name, profile in history.items()
+        if profile.slot_adjusted is not None
+    }
+
+
 def history_profiles(history: str | Path | Mapping[str, ReviewerProfile] | None) -> History:
     """Profiles from a JSONL store path (sidecar, rebuilt when stale) or given directly."""
     if history is None:
