@@ -3,6 +3,11 @@
 The golden file was written by the code before the per-design caches and batched tests
 (``audit_golden_cases.py``); every number must agree to 1e-12 and everything else
 (flags, names, notes, counts, None-ness) must be equal.
+
+ADR 0047 made the pooled self-preference precision-weighted and re-saved, deliberately,
+only what that changes: ``pooled_self_preference(_p_value)`` of the moderated cases (22 of
+164 sessions), and in ``moderated-5-biased#3`` the self-preference flag, which the case
+plants (``self_bias`` 1.5 in all five members) and the weighted mean now finds.
 """
 
 from __future__ import annotations

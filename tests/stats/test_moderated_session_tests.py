@@ -9,6 +9,7 @@ from llm_council.stats.additive_model import fit_additive_two_way
 from llm_council.stats.moderated_session_tests import (
     moderate,
     moderated_offset_tests,
+    moderated_self_preference_tests,
     reviewer_residual_variances,
     step_down_moderated_offsets,
 )
@@ -78,3 +79,48 @@ def test_step_down_keeps_its_level_under_the_null() -> None:
         )
         fired += any(v.flagged for v in verdicts)
     assert fired / 400 <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / 400)
+
+
+def test_pooled_self_preference_is_the_inverse_variance_mean_by_hand() -> None:
+    # 4 reviewers x 4 candidates, self cells (diagonal) left out of the fit, known noise
+    # with unequal variances (infinite prior df: the moderated variances are exact).
+    # Independent derivation: the self errors e = y_self - X_self b_hat have covariance
+    # Cov(e) = diag(sigma^2_owner) + C diag(sigma^2_g(i)) C^T, C = X_self (X^T X)^-1 X^T;
+    # pooling with pi = V^-1 / sum V^-1 (V = diag Cov(e)) gives Var = pi^T Cov(e) pi.
+    rng = np.random.default_rng(11)
+    table = rng.normal(6.0, 1.0, (4, 4))
+    self_scores = np.diag(table).copy() + np.array([1.5, 0.0, 2.0, -0.5])
+    np.fill_diagonal(table, np.nan)
+    fit = fit_additive_two_way(table)
+    assert fit is not None
+    sigma2 = np.array([0.25, 1.0, 2.25, 0.5])
+    noise = moderate(fit, sigma2, np.full(4, np.inf))
+    cells = [(r, r, float(self_scores[r])) for r in range(4)]
+    tests = moderated_self_preference_tests(fit, cells, noise)
+
+    x_self = np.vstack([fit.cell_vector(r, r) for r in range(4)])
+    hat = x_self @ np.linalg.inv(fit.design.T @ fit.design) @ fit.design.T
+    covariance = np.diag(sigma2) + hat @ np.diag(sigma2[fit.rows]) @ hat.T
+    errors = self_scores - x_self @ fit.coefficients
+    precision = 1.0 / np.diag(covariance)
+    pooling = precision / precision.sum()
+    np.testing.assert_allclose(tests.estimates[:4], errors)
+    np.testing.assert_allclose(tests.standard_errors[:4], np.sqrt(np.diag(covariance)))
+    assert tests.estimates[4] == pytest.approx(pooling @ errors)
+    assert tests.standard_errors[4] == pytest.approx(np.sqrt(pooling @ covariance @ pooling))
+    # the weights really differ from 1/m: the precise judge counts most
+    assert pooling[0] > 0.3 > pooling[2]
+    assert tests.estimates[4] != pytest.approx(errors.mean())
+
+
+def test_pooled_self_preference_falls_back_to_the_plain_mean_without_variances() -> None:
+    rng = np.random.default_rng(12)
+    table = rng.normal(6.0, 1.0, (4, 4))
+    self_scores = np.diag(table).copy()
+    np.fill_diagonal(table, np.nan)
+    fit = fit_additive_two_way(table)
+    assert fit is not None
+    noise = moderate(fit, np.array([1.0, np.nan, 1.0, 1.0]), np.full(4, np.inf))
+    cells = [(r, r, float(self_scores[r])) for r in range(4)]
+    tests = moderated_self_preference_tests(fit, cells, noise)
+    assert tests.estimates[4] == pytest.approx(tests.estimates[:4].mean())

@@ -135,20 +135,32 @@ def moderated_self_preference_tests(
     fit: AdditiveFit, self_cells: list[tuple[int, int, float]], noise: ReviewerVariances
 ) -> ModeratedTests:
     r"""Each self-review's prediction error :math:`y_0 - x_0^T\hat b`, one-sided, with
-    variance :math:`\tilde s^2_{r_0} + \sum_i w_i^2 \tilde s^2_{g(i)}`, :math:`w =
-    X(X^TX)^{-1}x_0` (Seber & Lee 2003, sec. 5.3), then the pooled mean of the m errors
-    as the last entry (weights :math:`1/m`); unadjusted p-values."""
+    variance :math:`V_j = \tilde s^2_{r_0} + \sum_i w_i^2 \tilde s^2_{g(i)}`, :math:`w =
+    X(X^TX)^{-1}x_0` (Seber & Lee 2003, sec. 5.3), then their precision-weighted mean as
+    the last entry: weights :math:`\pi_j = V_j^{-1} / \sum_k V_k^{-1}`, the
+    inverse-variance pooling of a common effect (Cochran 1954, Biometrics 10:101-129), so
+    a precise judge's self-review counts more than a noisy one's. Its variance is computed
+    from the pooled coefficient row :math:`\sum_j \pi_j x_j` and the owners' own
+    :math:`\pi_j^2 \tilde s^2_{r_j}`, so the errors' correlation through :math:`\hat b`
+    is counted; the weights depend only on the variances, never on the scores.
+    Unadjusted p-values."""
     n_self = len(self_cells)
     cells = np.zeros((n_self, fit.design.shape[1]))
     for index, (reviewer, candidate, _) in enumerate(self_cells):
         cells[index] = fit.cell_vector(reviewer, candidate)
-    pooled = cells.mean(axis=0, keepdims=True)
-    weights = _reviewer_weights(fit, np.vstack([cells, pooled]))
     owners = np.array([reviewer for reviewer, _, _ in self_cells], dtype=np.intp)
-    weights[owners, np.arange(n_self)] += 1.0
-    np.add.at(weights[:, n_self], owners, 1.0 / n_self**2)
+    single = _reviewer_weights(fit, cells)
+    single[owners, np.arange(n_self)] += 1.0
+    cell_variances = noise.moderated @ single
+    usable = np.isfinite(cell_variances) & (cell_variances > 0.0)
+    # a variance missing or zero: equal weights, as without moderation
+    pooling = 1.0 / cell_variances if usable.all() else np.ones(n_self)
+    pooling = pooling / pooling.sum()
+    pooled = pooling @ cells
+    weights = np.hstack([single, _reviewer_weights(fit, pooled[None, :])])
+    np.add.at(weights[:, n_self], owners, pooling**2)
     errors = np.array([score for _, _, score in self_cells]) - cells @ fit.coefficients
-    estimates = np.concatenate([errors, [errors.mean()]])
+    estimates = np.concatenate([errors, [pooling @ errors]])
     return moderated_t_tests(
         estimates, weights, noise.moderated, noise.moderated_df, one_sided=True
     )

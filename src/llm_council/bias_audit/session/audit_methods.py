@@ -47,6 +47,7 @@ METHODS: dict[str, str] = {
         "moderated toward a prior (its past sessions, the store's reviewers, or "
         "prior_noise_sd; Smyth 2004), t with Welch-Satterthwaite df; the self-review "
         "p-values are Bonferroni-adjusted by 2m and the pooled mean of the self-reviews "
+        "(precision-weighted: each self-review by its inverse variance, Cochran 1954) "
         "also flags when its one-sided p < significance_level / 2 and it is >= "
         "self_preference_floor"
     ),

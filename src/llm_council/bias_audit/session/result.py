@@ -147,7 +147,11 @@ class BiasAuditResult(_ModelMethods):
     self_preferring_reviewers: list[str] = Field(default_factory=list)
     self_preference_detected: bool = False
     pooled_self_preference: float | None = Field(
-        default=None, description="mean adjusted self-preference over the session's self-reviews"
+        default=None,
+        description=(
+            "mean adjusted self-preference over the session's self-reviews; with moderated "
+            "noise (the default) each weighted by its precision (inverse variance)"
+        ),
     )
     pooled_self_preference_p_value: float | None = Field(
         default=None,
