@@ -36,9 +36,14 @@ POWER_CELLS = [
     # with the noise known, the 3-member contrast has SE ~0.97 points (t ~2.1 < 2.4)
     ("judge 2 points harsh", 4, HISTORY, 0.65, 0.80),
     ("judge 2 points harsh", 3, HISTORY, 0.18, 0.50),
-    # missed: self-preference +1.5 at 4 (target 80%): 65-66.5%; at 3 (target 50%): 47-51%
-    ("self-preference +1.5", 4, HISTORY, 0.60, 0.80),
+    # missed: self-preference +1.5 at 4 (target 80%): 73.5-75% (precision-weighted pooled
+    # mean, ADR 0047; known Gaussian noise would give ~82%); at 3 (target 50%): 45-49.5%
+    ("self-preference +1.5", 4, HISTORY, 0.70, 0.80),
     ("self-preference +1.5", 3, HISTORY, 0.42, 0.50),
+    # missed: slot A +2 (target 80% at 4-5): 20-24.5% at 4, 59.5-63.5% at 5 with the
+    # weighted Wald test against history's noise (ADR 0047); known noise: 46% / 71%
+    ("slot A +2", 4, HISTORY, 0.18, 0.80),
+    ("slot A +2", 5, HISTORY, 0.55, 0.80),
 ]
 
 

@@ -162,7 +162,7 @@ def stainless_http_client(sdk: Any, http_client: str = "httpx") -> Any:
     proxies from the environment), without loading the certificate bundle again.
 
     ``http_client="aiohttp"`` gives the SDK's documented aiohttp transport
-    (``DefaultAioHttpClient``), which costs about half the CPU per call (ADR 0033).
+    (``DefaultAioHttpClient``), which costs about half the CPU per call (ADR 0034).
     """
     context = default_ssl_context(sdk.DefaultAsyncHttpxClient)
     client_class = (

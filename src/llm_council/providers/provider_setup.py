@@ -20,7 +20,7 @@ from llm_council.errors import ConfigError, MissingCredentialsError, MissingDepe
 from llm_council.providers.base import STRUCTURED_OUTPUT_MODES, StructuredOutputMode
 from llm_council.providers.credentials import checked_api_key
 
-#: the HTTP clients a Stainless SDK (openai, anthropic) can send through (ADR 0033)
+#: the HTTP clients a Stainless SDK (openai, anthropic) can send through (ADR 0034)
 HTTP_CLIENTS = ("httpx", "aiohttp")
 #: the process-wide default of the ``http_client`` option
 HTTP_CLIENT_ENV = "LLM_COUNCIL_HTTP_CLIENT"
