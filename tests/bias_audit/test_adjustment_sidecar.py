@@ -17,7 +17,7 @@ import pytest
 from llm_council.bias_audit.records import adjustment_history
 from llm_council.bias_audit.records.adjustment_sidecar import read_sidecar, sidecar_path
 from llm_council.bias_audit.records.jsonl_store import append_records, read_records
-from llm_council.bias_audit.records.schema import ReviewRecord
+from llm_council.bias_audit.records.schema import SCHEMA_VERSION, ReviewRecord
 from llm_council.bias_audit.session.history_adjustments import (
     full_read_adjustments,
     reviewer_adjustments,
@@ -47,7 +47,10 @@ def _spec(n_members: int) -> CouncilSpec:
 
 def _append(store: Path, sessions: Sequence[GeneratedSession], config_hash: str = "c1") -> None:
     for session in sessions:
-        records = [ReviewRecord.model_validate(r) for r in session.records(config_hash=config_hash)]
+        records = [
+            ReviewRecord.model_validate({**r, "schema_version": SCHEMA_VERSION})
+            for r in session.records(config_hash=config_hash)
+        ]
         append_records(store, records)
 
 
@@ -250,3 +253,19 @@ def test_the_council_reports_a_background_rebuild_and_aggregates_raw(
     while adjustment_history._REBUILDING and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not adjustment_history._REBUILDING
+
+
+def test_sessions_appended_during_a_rebuild_are_caught_up_under_the_lock(tmp_path: Path) -> None:
+    store = tmp_path / "records.jsonl"
+    sessions = generate_sessions(_spec(4), 30, seed=12)
+    _append(store, sessions[:20])
+    summed = store.stat()  # the state a rebuild read up to
+    councils = adjustment_history.rebuild_sums(store)
+    sidecar_path(store).unlink()  # appends while the rebuild runs see no sidecar to merge
+    _append(store, sessions[20:])
+    assert not _fresh(store)
+    caught_up = adjustment_history._caught_up(store, summed, councils)
+    assert caught_up is not None and _fresh(store)
+    assert caught_up["c1"].n_scores.sum() > councils["c1"].n_scores.sum()
+    members = _members(4)
+    _assert_same(full_read_adjustments(store, members), reviewer_adjustments(store, members))

@@ -15,6 +15,7 @@ import contextlib
 import os
 import threading
 import warnings
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
@@ -39,6 +40,8 @@ BACKGROUND_REBUILD_BYTES = 32 * 1024 * 1024
 #: records summed at a time while rebuilding (whole sessions), bounding its memory
 _REBUILD_BATCH_RECORDS = 50_000
 _LOCK_WAIT_S = 10.0
+#: at most this much appended during a rebuild is read under the writers' lock to catch up
+CATCH_UP_BYTES = 8 * 1024 * 1024
 
 
 class _ReaderUpTo(RecordReader):
@@ -95,7 +98,12 @@ def _session_batches(records: Iterable[ReviewRecord]) -> Iterator[list[ReviewRec
 
 
 def rebuild_sums(store: Path) -> CouncilSums:
-    """The sums of every complete session of the store, written as a new file."""
+    """The sums of every complete session of the store, written as a new file.
+
+    Sessions appended while it read (a large store takes seconds) are then added under
+    the writers' lock (:func:`_caught_up`), so under steady traffic the file still ends
+    fresh instead of stale again by the time it is written.
+    """
     status = _locked_status(store)
     councils: CouncilSums = {}
     with warnings.catch_warnings():
@@ -103,9 +111,56 @@ def rebuild_sums(store: Path) -> CouncilSums:
         warnings.simplefilter("ignore")
         for batch in _session_batches(_ReaderUpTo(store, status.st_size)):
             councils = merge_councils(councils, sums_by_council(batch))
+    caught_up = _caught_up(store, status, councils)
+    if caught_up is not None:
+        return caught_up
     with contextlib.suppress(OSError):  # a read-only directory: every lookup sums the records
         write_sidecar(store, store_key(status), councils)
     return councils
+
+
+def _caught_up(store: Path, summed: os.stat_result, councils: CouncilSums) -> CouncilSums | None:
+    """Under the writers' lock: add the sessions appended since ``summed`` (the store's
+    state the sums describe) and write the file for the store as it is now; None when the
+    store was replaced, shrank, grew by more than :data:`CATCH_UP_BYTES` or cannot be
+    locked (the caller writes what it summed)."""
+    if not os.path.exists(_lock_file(store)):
+        return None
+    try:
+        with store_write_lock(_lock_file(store), _LOCK_WAIT_S, _under_writer_lock):
+            now = os.stat(store)
+            if store_key(now) == store_key(summed):
+                return None
+            grown = now.st_size - summed.st_size
+            if now.st_ino != summed.st_ino or not 0 < grown <= CATCH_UP_BYTES:
+                return None
+            with store.open("rb") as handle:
+                handle.seek(summed.st_size)
+                tail = handle.read(grown)
+            merged = merge_councils(councils, sums_by_council(_complete_sessions(tail)))
+            write_sidecar(store, store_key(now), merged)
+            return merged
+    except Exception:  # noqa: BLE001 - a lock we cannot take or a file we cannot write
+        return None
+
+
+def _complete_sessions(tail: bytes) -> list[ReviewRecord]:
+    """The records of the appends in ``tail`` whose sessions are complete (the count of
+    their lines equals their ``session_n_records``), as the store's reader keeps them."""
+    records = []
+    for raw_line in tail.split(b"\n"):
+        if not raw_line.strip():
+            continue
+        try:
+            records.append(ReviewRecord.model_validate_json(raw_line))
+        except ValueError:  # pydantic's ValidationError too
+            continue
+    found = Counter(record.session_id for record in records)
+    return [
+        record
+        for record in records
+        if record.session_n_records is None or record.session_n_records == found[record.session_id]
+    ]
 
 
 _REBUILDING: set[str] = set()

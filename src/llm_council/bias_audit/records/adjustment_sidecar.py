@@ -5,7 +5,7 @@ past sessions. Reading the whole store every session costs time linear in its si
 store's writer keeps the fit's sufficient statistics
 (:class:`~llm_council.stats.reviewer_effect_sums.ReviewerEffectSums`, one per
 ``council_config_hash``) beside it: :func:`merge_after_append` adds each appended session
-under the writers' lock and rewrites the file atomically (a temporary file, fsync, then
+under the writers' lock and rewrites the file atomically (a temporary file, then
 ``os.replace``). The file carries the store's inode, size and mtime it describes, so a
 lookup (:func:`read_sidecar`) accepts it only when the store is still in that state;
 a store written by another program, truncated, compacted or edited no longer matches, and
@@ -22,13 +22,13 @@ from __future__ import annotations
 import base64
 import json
 import os
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from llm_council.atomic_files import atomic_writer
 from llm_council.bias_audit.records.schema import ReviewRecord
 from llm_council.bias_audit.records.score_history import history_arrays
 from llm_council.stats.reviewer_effect_sums import (
@@ -182,15 +182,28 @@ def read_sidecar(store: Path) -> tuple[list[int], CouncilSums] | None:
 
 
 def write_sidecar(store: Path, key: list[int], councils: CouncilSums) -> None:
-    """Replace the sidecar atomically (a temporary file, fsync, ``os.replace``)."""
+    """Replace the sidecar atomically: a temporary file beside it, then ``os.replace``.
+
+    Not fsynced (an fsync costs an append several milliseconds): the file is a cache
+    checked against the store, so one that a power loss leaves empty or torn reads as
+    damaged, and one left at an older state reads as stale; both are rebuilt.
+    """
     path = sidecar_path(store)
     payload = {
         "format": SIDECAR_FORMAT,
         "store_key": key,
         "councils": {name: _encode(sums) for name, sums in sorted(councils.items())},
     }
-    with atomic_writer(path, mode=0o600) as stream:
-        json.dump(payload, stream, allow_nan=False)
+    descriptor, temporary = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+    )
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+            json.dump(payload, stream, allow_nan=False)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
     file_key = _file_key(path)
     if file_key is not None:
         _READS[str(path)] = (file_key, key, councils)
