@@ -30,6 +30,7 @@ the least squares ones of each reviewer's fit, its residual variance inflated by
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -129,16 +130,46 @@ def fit_reviewer_effects(
     residual = y - answer_effect[answer_code] - fitted
     n_used = int(in_fit.sum())
     inflation = n_used / max(n_used - n_answers, 1)
-    raw: dict[int, tuple[float, np.ndarray, float, float, np.ndarray, float]] = {}
+    fits: list[ReviewerFit | None] = [None] * n_reviewers
     for r in fitted_reviewers:
         design, seen = designs[r]
-        k = design.shape[1]
         n_r = rows[r].size
         rss = float(residual[rows[r]] @ residual[rows[r]])
-        sigma2 = rss / max(n_r - k, 1) * inflation
-        covariance = sigma2 * np.linalg.pinv(design.T @ design)
-        beta = coefficients[r]
-        n_seen = seen.size
+        sigma2 = rss / max(n_r - design.shape[1], 1) * inflation
+        fits[r] = ReviewerFit(
+            coefficients=coefficients[r],
+            covariance=sigma2 * np.linalg.pinv(design.T @ design),
+            seen_slots=seen,
+            n_scores=int(n_r),
+        )
+    return shrunk_effects(fits, n_slots)
+
+
+@dataclass(frozen=True)
+class ReviewerFit:
+    """One reviewer's least squares coefficients before centring and shrinking.
+
+    ``coefficients`` holds the offsets :math:`\\beta_{r,p}` at ``seen_slots`` (ascending)
+    then the length slope; ``covariance`` is theirs (module docstring).
+    """
+
+    coefficients: np.ndarray
+    covariance: np.ndarray
+    seen_slots: np.ndarray
+    n_scores: int
+
+
+def shrunk_effects(
+    fits: Sequence[ReviewerFit | None], n_slots: int
+) -> list[ReviewerEffects | None]:
+    """Leniencies, slot effects and slopes from each reviewer's fit, centred over the
+    fitted reviewers and shrunk (module docstring); None stays None."""
+    raw: dict[int, tuple[float, np.ndarray, float, float, np.ndarray, float]] = {}
+    for r, fit in enumerate(fits):
+        if fit is None:
+            continue
+        beta, covariance, k = fit.coefficients, fit.covariance, fit.coefficients.size
+        n_seen = fit.seen_slots.size
         to_leniency = np.zeros(k)
         to_leniency[:n_seen] = 1.0 / n_seen
         leniency = float(to_leniency @ beta)
@@ -149,23 +180,24 @@ def fit_reviewer_effects(
         slots_se = np.sqrt(np.clip(np.diag(to_slots @ covariance @ to_slots.T), 0.0, None))
         slope, slope_se = float(beta[-1]), float(np.sqrt(max(covariance[-1, -1], 0.0)))
         raw[r] = (leniency, slots, slope, leniency_se, slots_se, slope_se)
+    effects: list[ReviewerEffects | None] = [None] * len(fits)
+    if not raw:
+        return effects
     # only differences between reviewers are identified: centre before shrinking
-    leniency_centre = float(np.mean([raw[r][0] for r in fitted_reviewers]))
-    slope_centre = float(np.mean([raw[r][2] for r in fitted_reviewers]))
-    effects: list[ReviewerEffects | None] = [None] * n_reviewers
-    for r in fitted_reviewers:
-        leniency, slots, slope, leniency_se, slots_se, slope_se = raw[r]
+    leniency_centre = float(np.mean([values[0] for values in raw.values()]))
+    slope_centre = float(np.mean([values[2] for values in raw.values()]))
+    for r, (leniency, slots, slope, leniency_se, slots_se, slope_se) in raw.items():
         leniency -= leniency_centre
         slope -= slope_centre
         shrunk_slots = slots * james_stein_factor(slots, slots_se)
         slot_effects = np.zeros(n_slots)
-        slot_effects[designs[r][1]] = shrunk_slots
+        slot_effects[fits[r].seen_slots] = shrunk_slots  # type: ignore[union-attr]
         leniency_factor = james_stein_factor(np.array(leniency), np.array(leniency_se))
         slope_factor = james_stein_factor(np.array(slope), np.array(slope_se))
         effects[r] = ReviewerEffects(
             leniency=float(leniency * leniency_factor),
             slot_effects=tuple(float(v) for v in slot_effects),
             length_slope=float(slope * slope_factor),
-            n_scores=int(rows[r].size),
+            n_scores=fits[r].n_scores,  # type: ignore[union-attr]
         )
     return effects

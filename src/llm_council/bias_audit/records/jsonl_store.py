@@ -250,6 +250,16 @@ def _update_profiles(path: Path, before: os.stat_result, records: Sequence[Revie
         return
 
 
+def _update_adjustment_sums(
+    path: Path, before: os.stat_result, records: Sequence[ReviewRecord]
+) -> None:
+    """Add the appended sessions to the debiased aggregate's summed history (ADR 0049;
+    never fails the append). Imported here for the same reason as the profiles."""
+    from llm_council.bias_audit.records.adjustment_sidecar import merge_after_append
+
+    merge_after_append(path, before, records)
+
+
 def append_records(path: Path, records: Sequence[ReviewRecord]) -> int:
     """Append ``records`` under the store's lock, all or nothing; return how many.
 
@@ -281,6 +291,7 @@ def append_records(path: Path, records: Sequence[ReviewRecord]) -> int:
                 except OSError as error:
                     raise _roll_back(descriptor, path, start, payload, skip, error) from None
                 _update_profiles(path, status, records)
+                _update_adjustment_sums(path, status, records)
             finally:
                 os.close(descriptor)
     except Timeout as error:

@@ -1,0 +1,213 @@
+"""The lookup side of the summed reviewer history: the sidecar if fresh, else rebuilt.
+
+:func:`load_council_sums` accepts ``<store>.adjustments.json``
+(:mod:`~llm_council.bias_audit.records.adjustment_sidecar`) only when it describes the
+store as it is now; otherwise (missing, damaged, or a store written, truncated or compacted
+behind its back) it sums every complete session the store's reader gives and writes the
+file anew. A store past :data:`BACKGROUND_REBUILD_BYTES` is summed in a background thread
+and the lookup raises :class:`RecordError`, so that session aggregates raw and the
+middleware's error says why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import warnings
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import BinaryIO
+
+from llm_council.bias_audit.records.adjustment_sidecar import (
+    CouncilSums,
+    merge_councils,
+    read_sidecar,
+    store_key,
+    sums_by_council,
+    write_sidecar,
+)
+from llm_council.bias_audit.records.jsonl_store import RecordReader
+from llm_council.bias_audit.records.schema import ReviewRecord
+from llm_council.bias_audit.records.store_lock import store_write_lock
+from llm_council.errors import RecordError
+
+#: a stale store larger than this is summed in a background thread (a 32 MiB store holds
+#: some 70 000 records, seconds to read)
+BACKGROUND_REBUILD_BYTES = 32 * 1024 * 1024
+#: records summed at a time while rebuilding (whole sessions), bounding its memory
+_REBUILD_BATCH_RECORDS = 50_000
+_LOCK_WAIT_S = 10.0
+#: at most this much appended during a rebuild is read under the writers' lock to catch up
+CATCH_UP_BYTES = 8 * 1024 * 1024
+
+
+class _ReaderUpTo(RecordReader):
+    """The store's reader stopped at a length taken under the writers' lock, so the sums
+    describe exactly the store key written with them."""
+
+    def __init__(self, path: Path, end: int) -> None:
+        super().__init__(path)
+        self.end = end
+
+    def _consistent_end(self, handle: BinaryIO) -> int:
+        return min(self.end, os.fstat(handle.fileno()).st_size)
+
+
+def _lock_file(store: Path) -> str:
+    return str(store.absolute()) + ".lock"
+
+
+def _under_writer_lock() -> AbstractContextManager[object]:
+    return nullcontext()
+
+
+def _settled(store: Path) -> bool:
+    """Wait for a writer in its locked section to finish (take and release the lock)."""
+    if not os.path.exists(_lock_file(store)):
+        return False
+    try:
+        with store_write_lock(_lock_file(store), _LOCK_WAIT_S, _under_writer_lock):
+            return True
+    except Exception:  # noqa: BLE001 - a lock we cannot take: rebuild rather than fail
+        return False
+
+
+def _locked_status(store: Path) -> os.stat_result:
+    if os.path.exists(_lock_file(store)):
+        try:
+            with store_write_lock(_lock_file(store), _LOCK_WAIT_S, _under_writer_lock):
+                return os.stat(store)
+        except Exception:  # noqa: BLE001, S110 - a read-only directory or a stuck writer
+            pass
+    return os.stat(store)
+
+
+def _session_batches(records: Iterable[ReviewRecord]) -> Iterator[list[ReviewRecord]]:
+    """Whole sessions (a session's lines are contiguous: one write each), in batches."""
+    batch: list[ReviewRecord] = []
+    for record in records:
+        if len(batch) >= _REBUILD_BATCH_RECORDS and record.session_id != batch[-1].session_id:
+            yield batch
+            batch = []
+        batch.append(record)
+    if batch:
+        yield batch
+
+
+def rebuild_sums(store: Path) -> CouncilSums:
+    """The sums of every complete session of the store, written as a new file.
+
+    Sessions appended while it read (a large store takes seconds) are then added under
+    the writers' lock (:func:`_caught_up`), so under steady traffic the file still ends
+    fresh instead of stale again by the time it is written.
+    """
+    status = _locked_status(store)
+    councils: CouncilSums = {}
+    with warnings.catch_warnings():
+        # a torn or malformed line is the report's to show, not every session's
+        warnings.simplefilter("ignore")
+        for batch in _session_batches(_ReaderUpTo(store, status.st_size)):
+            councils = merge_councils(councils, sums_by_council(batch))
+    caught_up = _caught_up(store, status, councils)
+    if caught_up is not None:
+        return caught_up
+    with contextlib.suppress(OSError):  # a read-only directory: every lookup sums the records
+        write_sidecar(store, store_key(status), councils)
+    return councils
+
+
+def _caught_up(store: Path, summed: os.stat_result, councils: CouncilSums) -> CouncilSums | None:
+    """Under the writers' lock: add the sessions appended since ``summed`` (the store's
+    state the sums describe) and write the file for the store as it is now; None when the
+    store was replaced, shrank, grew by more than :data:`CATCH_UP_BYTES` or cannot be
+    locked (the caller writes what it summed)."""
+    if not os.path.exists(_lock_file(store)):
+        return None
+    try:
+        with store_write_lock(_lock_file(store), _LOCK_WAIT_S, _under_writer_lock):
+            now = os.stat(store)
+            if store_key(now) == store_key(summed):
+                return None
+            grown = now.st_size - summed.st_size
+            if now.st_ino != summed.st_ino or not 0 < grown <= CATCH_UP_BYTES:
+                return None
+            with store.open("rb") as handle:
+                handle.seek(summed.st_size)
+                tail = handle.read(grown)
+            merged = merge_councils(councils, sums_by_council(_complete_sessions(tail)))
+            write_sidecar(store, store_key(now), merged)
+            return merged
+    except Exception:  # noqa: BLE001 - a lock we cannot take or a file we cannot write
+        return None
+
+
+def _complete_sessions(tail: bytes) -> list[ReviewRecord]:
+    """The records of the appends in ``tail`` whose sessions are complete (the count of
+    their lines equals their ``session_n_records``), as the store's reader keeps them."""
+    records = []
+    for raw_line in tail.split(b"\n"):
+        if not raw_line.strip():
+            continue
+        try:
+            records.append(ReviewRecord.model_validate_json(raw_line))
+        except ValueError:  # pydantic's ValidationError too
+            continue
+    found = Counter(record.session_id for record in records)
+    return [
+        record
+        for record in records
+        if record.session_n_records is None or record.session_n_records == found[record.session_id]
+    ]
+
+
+_REBUILDING: set[str] = set()
+_REBUILDING_GUARD = threading.Lock()
+
+
+def _rebuild_in_background(store: Path) -> None:
+    name = str(store.absolute())
+    with _REBUILDING_GUARD:
+        if name in _REBUILDING:
+            return
+        _REBUILDING.add(name)
+
+    def run() -> None:
+        try:
+            rebuild_sums(store)
+        except Exception:  # noqa: BLE001, S110 - left stale: the next lookup tries again
+            pass
+        finally:
+            with _REBUILDING_GUARD:
+                _REBUILDING.discard(name)
+
+    threading.Thread(target=run, name="adjustment-sums-rebuild", daemon=True).start()
+
+
+def load_council_sums(store: Path) -> CouncilSums:
+    """The store's sums per council: the file when it describes the store as it is, else
+    rebuilt from the records (in the background for a large store, raising
+    :class:`RecordError`). A missing store has no history.
+
+    A lookup that races a writer (the store appended, the file not yet rewritten) looks
+    again under the writers' lock before rebuilding.
+    """
+    for locked in (False, True):
+        try:
+            status = os.stat(store)
+        except FileNotFoundError:
+            return {}
+        read = read_sidecar(store)
+        if read is not None and read[0] == store_key(status):
+            return read[1]
+        if locked or read is None or not _settled(store):
+            break
+    if status.st_size > BACKGROUND_REBUILD_BYTES:
+        _rebuild_in_background(store)
+        raise RecordError(
+            f"{store}: the summed reviewer history is stale and being rebuilt in the "
+            f"background ({status.st_size / 2**20:.0f} MiB store); this session aggregates raw"
+        )
+    return rebuild_sums(store)
