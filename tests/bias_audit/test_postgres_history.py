@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -104,20 +105,27 @@ def test_the_sums_equal_the_jsonl_sidecars_to_the_last_bit(store_url: str, tmp_p
 
     assert asyncio.run(pooled()) == expected  # the middleware's path, over the pool
     assert postgres_profiles.load_postgres_profiles(store_url) == expected
+    # later lookups fetch only the new deltas onto the cached result; across a compaction
+    # (at 32 pending) they read the new base: always what a full read gives
+    more = [_session_records(index) for index in range(70, 100)]
+    for records in more:
+        write(store_url, records)
+        assert asyncio.run(pooled()) == _fresh(store_url) is not None
+    assert _count(store_url, "SELECT generation FROM bias_profile_state") == 3
+    assert asyncio.run(pooled()) == load_profiles(_jsonl(tmp_path / "all", sessions + more))
 
 
-def test_concurrent_replicas_lose_no_update(store_url: str) -> None:
+def _writers() -> Any:
     spec = importlib.util.spec_from_file_location("postgres_writers", BENCHMARK)
     assert spec is not None and spec.loader is not None
     writers = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(writers)
-    write(store_url, _session_records(0))  # schema in place before the writers start
-    # 4 processes x 50 sessions, 8 in flight in each, every 10th written twice (a retry)
-    writers.run(store_url, 4, 50, members=4)
-    found = _fresh(store_url)
-    assert found is not None, "a concurrent fold left the profiles stale"
-    # the independent derivation: every stored session's records, folded one by one
-    with psycopg.connect(store_url) as connection:
+    return writers
+
+
+def _derived(url: str) -> dict[str, ReviewerProfile]:
+    """The independent derivation: every stored session's records, folded one by one."""
+    with psycopg.connect(url) as connection:
         rows = connection.execute(
             "SELECT session_id, reviewer_id, model_id, score_value, is_self_review, position, "
             "check_kind FROM bias_records ORDER BY session_id, record_index"
@@ -126,10 +134,13 @@ def test_concurrent_replicas_lose_no_update(store_url: str) -> None:
     keys = ("reviewer_id", "model_id", "score_value", "is_self_review", "position", "check_kind")
     for session, *values in rows:
         by_session.setdefault(session, []).append(dict(zip(keys, values, strict=True)))
-    assert len(by_session) == 201
     expected: dict[str, ReviewerProfile] = {}
     for records in by_session.values():
         expected = merge_profiles(expected, records_profiles(records))
+    return expected
+
+
+def _assert_same_sums(found: dict[str, ReviewerProfile], expected: dict[str, Any]) -> None:
     assert found.keys() == expected.keys()
     for name, profile in expected.items():
         assert found[name].sessions == profile.sessions  # a lost update loses a session
@@ -138,7 +149,34 @@ def test_concurrent_replicas_lose_no_update(store_url: str) -> None:
         )
         assert found[name].residual_df == pytest.approx(profile.residual_df, rel=1e-12)
         assert dict(found[name].expectation) == pytest.approx(dict(profile.expectation))
+
+
+def test_concurrent_replicas_lose_no_update(store_url: str) -> None:
+    write(store_url, _session_records(0))  # schema in place before the writers start
+    # 4 processes x 50 sessions, 8 in flight in each, every 10th written twice (a retry)
+    _writers().run(store_url, 4, 50, members=4)
+    found = _fresh(store_url)
+    assert found is not None, "a concurrent fold left the profiles stale"
+    _assert_same_sums(found, _derived(store_url))
     assert found["r0"].sessions == 200  # the 4 x 50 writer sessions (the first is judge-*)
+
+
+def test_rebuilds_during_concurrent_appends_lose_no_session(store_url: str) -> None:
+    write(store_url, _session_records(0))
+    writers = threading.Thread(target=_writers().run, args=(store_url, 3, 60, 4), daemon=True)
+    writers.start()
+    rebuilds = 0
+    while writers.is_alive() or rebuilds == 0:
+        with psycopg.connect(store_url) as connection:  # a statement on the records: stale
+            connection.execute("UPDATE bias_sessions SET n_records = n_records WHERE false")
+        assert _fresh(store_url) is None
+        postgres_profiles.rebuild_profiles(store_url)
+        rebuilds += 1
+    writers.join()
+    found = _fresh(store_url)  # folds after the last rebuild landed on its sums
+    assert found is not None
+    _assert_same_sums(found, _derived(store_url))
+    assert found["r0"].sessions == 180 and rebuilds >= 2
 
 
 def _insert_behind_the_back(url: str, records: list[ReviewRecord]) -> None:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -74,15 +75,104 @@ REBUILD_ATTEMPTS = 4
 
 _DAMAGED = (ValueError, KeyError, TypeError, IndexError, AttributeError)
 
-# one statement, one snapshot: the state, whether anything is unfolded, the base, the deltas
-_LOOKUP = """SELECT s.format,
+# one statement, one snapshot: the state, whether anything is unfolded, the base and the
+# deltas; with the caller's cached state (generation and the state row's xmin) still
+# current, the base and the deltas it already merged come back NULL (the lookup is then a
+# few hundred bytes, however many deltas are pending)
+_LOOKUP = """SELECT s.format, s.generation, s.xmin::text,
     EXISTS (SELECT 1 FROM bias_profile_deltas d
             WHERE d.profiles IS NULL OR d.format IS DISTINCT FROM %(format)s),
-    (SELECT coalesce(jsonb_object_agg(reviewer_id, profile), '{}'::jsonb)
-     FROM bias_reviewer_profiles),
-    (SELECT coalesce(jsonb_agg(profiles ORDER BY id), '[]'::jsonb)
-     FROM bias_profile_deltas WHERE profiles IS NOT NULL)
+    CASE WHEN s.generation = %(generation)s AND s.xmin::text = %(xmin)s THEN NULL
+         ELSE (SELECT coalesce(jsonb_object_agg(reviewer_id, profile), '{}'::jsonb)
+               FROM bias_reviewer_profiles) END,
+    (SELECT coalesce(jsonb_agg(jsonb_build_array(d.id,
+                CASE WHEN s.generation = %(generation)s AND s.xmin::text = %(xmin)s
+                          AND d.id = ANY(%(known)s::bigint[]) THEN NULL
+                     ELSE d.profiles END) ORDER BY d.id), '[]'::jsonb)
+     FROM bias_profile_deltas d WHERE d.profiles IS NOT NULL)
   FROM bias_profile_state s"""
+
+
+@dataclass(frozen=True)
+class _Summary:
+    """What one process last read of one store: the state it was read at, the deltas
+    merged, and the profiles (so the next lookup fetches and merges only new deltas)."""
+
+    generation: int
+    xmin: str
+    delta_ids: frozenset[int]
+    profiles: Profiles
+
+
+#: per store URL: the last lookup's result
+_SUMMARIES: dict[str, _Summary] = {}
+
+
+def _lookup_parameters(cached: _Summary | None) -> dict[str, Any]:
+    return {
+        "format": PROFILE_FORMAT,
+        "generation": -1 if cached is None else cached.generation,
+        "xmin": "" if cached is None else cached.xmin,
+        "known": [] if cached is None else sorted(cached.delta_ids),
+    }
+
+
+def _lookup_result(row: Sequence[Any] | None, cached: _Summary | None) -> _Summary | None:
+    """The profiles from :data:`_LOOKUP`'s row: the base (or the cached result) plus the
+    new deltas in id order (the order the JSONL journal merges in), or ``None`` when
+    missing, stale or damaged."""
+    if row is None or row[0] != PROFILE_FORMAT or row[3]:
+        return None
+    generation, xmin, base, deltas = int(row[1]), str(row[2]), row[4], row[5]
+    try:
+        if base is None:  # the cached state is current: only new deltas come back
+            if cached is None or not cached.delta_ids <= {int(d[0]) for d in deltas}:
+                return None
+            profiles, known = cached.profiles, cached.delta_ids
+        else:
+            profiles, known = decode_profiles(base), frozenset()
+        for delta_id, encoded in deltas:
+            if int(delta_id) not in known:
+                profiles = merge_profiles(profiles, decode_profiles(encoded))
+    except _DAMAGED:
+        return None
+    return _Summary(generation, xmin, frozenset(int(d[0]) for d in deltas), profiles)
+
+
+async def lookup_profiles(
+    connection: AsyncConnection[Any], url: str | None = None
+) -> Profiles | None:
+    """The store's profiles when fresh, else ``None`` (one query; schema 5). With ``url``,
+    the result is kept for the next lookup of that store in this process, which then
+    fetches only the deltas appended since."""
+    cached = _SUMMARIES.get(url) if url is not None else None
+    for attempt in (cached, None) if cached is not None else (None,):
+        cursor = await connection.execute(_LOOKUP, _lookup_parameters(attempt))
+        summary = _lookup_result(await cursor.fetchone(), attempt)
+        if summary is not None or attempt is None:
+            break
+    if summary is None:
+        return None
+    if url is not None:
+        _SUMMARIES[url] = summary
+    return summary.profiles
+
+
+def lookup_profiles_sync(connection: Connection[Any], url: str | None = None) -> Profiles | None:
+    """:func:`lookup_profiles` on a blocking connection."""
+    cached = _SUMMARIES.get(url) if url is not None else None
+    for attempt in (cached, None) if cached is not None else (None,):
+        row = connection.execute(_LOOKUP, _lookup_parameters(attempt)).fetchone()
+        summary = _lookup_result(row, attempt)
+        if summary is not None or attempt is None:
+            break
+    if summary is None:
+        return None
+    if url is not None:
+        _SUMMARIES[url] = summary
+    return summary.profiles
+
+
 _DROP_OWN_MARKER = (
     "DELETE FROM bias_profile_deltas WHERE profiles IS NULL AND xact_id = pg_current_xact_id()"
 )
@@ -96,31 +186,6 @@ _UPSERT_BASE = (
     "SELECT key, value FROM jsonb_each(%s) "
     "ON CONFLICT (reviewer_id) DO UPDATE SET profile = EXCLUDED.profile"
 )
-
-
-def _lookup_result(row: Sequence[Any] | None) -> Profiles | None:
-    """The profiles from :data:`_LOOKUP`'s row: base plus deltas in id order (the order
-    the JSONL journal merges in), or ``None`` when missing, stale or damaged."""
-    if row is None or row[0] != PROFILE_FORMAT or row[1]:
-        return None
-    try:
-        profiles = decode_profiles(row[2])
-        for delta in row[3]:
-            profiles = merge_profiles(profiles, decode_profiles(delta))
-    except _DAMAGED:
-        return None
-    return profiles
-
-
-async def lookup_profiles(connection: AsyncConnection[Any]) -> Profiles | None:
-    """The store's profiles when fresh, else ``None`` (one round trip; schema 5)."""
-    cursor = await connection.execute(_LOOKUP, {"format": PROFILE_FORMAT})
-    return _lookup_result(await cursor.fetchone())
-
-
-def lookup_profiles_sync(connection: Connection[Any]) -> Profiles | None:
-    """:func:`lookup_profiles` on a blocking connection."""
-    return _lookup_result(connection.execute(_LOOKUP, {"format": PROFILE_FORMAT}).fetchone())
 
 
 async def count_sessions(connection: AsyncConnection[Any]) -> int:
@@ -281,7 +346,7 @@ def profiles_of_records(connection: Connection[Any], version: int) -> Profiles:
     return profiles
 
 
-def _rebuild(connection: Connection[Any], version: int) -> Profiles:
+def _rebuild(connection: Connection[Any], url: str, version: int) -> Profiles:
     """Rebuild the sums from the records and save them (see the module docstring); a role
     that may not write them gets them computed and not saved."""
     if version < PROFILE_SCHEMA_VERSION:  # an older store, not migrated yet: nothing to save in
@@ -311,7 +376,7 @@ def _rebuild(connection: Connection[Any], version: int) -> Profiles:
         except SerializationFailure:
             # another rebuild or a compaction committed first: that may have done the work
             connection.isolation_level = None
-            fresh = lookup_profiles_sync(connection)
+            fresh = lookup_profiles_sync(connection, url)
             connection.commit()
             if fresh is not None:
                 return fresh
@@ -337,7 +402,7 @@ def rebuild_profiles(url: str) -> Profiles:
     try:
         with Connection.connect(url, connect_timeout=CONNECT_TIMEOUT_S) as connection:
             version = _store_version(connection, url)
-            return {} if version is None else _rebuild(connection, version)
+            return {} if version is None else _rebuild(connection, url, version)
     except DriverError as error:
         raise _store_error(url, "cannot rebuild the reviewer profiles", error) from None
 
@@ -355,11 +420,11 @@ def load_postgres_profiles(url: str) -> Profiles:
             if version is None:
                 return {}
             if version >= PROFILE_SCHEMA_VERSION:
-                fresh = lookup_profiles_sync(connection)
+                fresh = lookup_profiles_sync(connection, url)
                 connection.commit()
                 if fresh is not None:
                     return fresh
-            return _rebuild(connection, version)
+            return _rebuild(connection, url, version)
     except DriverError as error:
         raise _store_error(url, "cannot read the reviewer profiles", error) from None
 

@@ -423,7 +423,7 @@ class PostgresWriter:
         pool = await self._pool()
         try:
             async with pool.connection() as connection:
-                return await lookup_profiles(connection)
+                return await lookup_profiles(connection, self._url)
         except (DriverError, PoolTimeout) as error:
             raise _store_error(self._url, "cannot read the reviewer profiles", error) from None
 
