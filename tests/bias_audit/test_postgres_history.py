@@ -283,6 +283,36 @@ def test_a_failed_fold_keeps_the_records_and_marks_the_profiles_stale(
     assert max(profile.sessions for profile in rebuilt.values()) == 3
 
 
+def _role(store_url: str, name: str, grants: list[str]) -> str:
+    with psycopg.connect(store_url, autocommit=True) as connection:
+        connection.execute(f"CREATE ROLE {name} LOGIN PASSWORD 'role-pw-{name}'")
+        database = store_url.rsplit("/", 1)[1]
+        connection.execute(f'GRANT CONNECT ON DATABASE "{database}" TO {name}')
+        for grant in grants:
+            connection.execute(grant.format(role=name))
+    prefix, rest = store_url.split("://", 1)
+    return f"{prefix}://{name}:role-pw-{name}@{rest.split('@', 1)[1]}"
+
+
+def test_privileges_an_importer_and_a_reader_need(store_url: str, tmp_path: Path) -> None:
+    sessions = [_session_records(index) for index in range(3)]
+    write(store_url, *sessions[:2])
+    # an importer that may only write records still marks the sums stale (SECURITY DEFINER)
+    importer = _role(
+        store_url, "importer", ["GRANT INSERT ON bias_sessions, bias_records TO {role}"]
+    )
+    _insert_behind_the_back(importer, sessions[2])
+    assert _fresh(store_url) is None
+    # a reader (SELECT only) gets the sums computed from the records, not saved
+    reader = _role(store_url, "reader", ["GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}"])
+    expected = rebuild_jsonl_profiles(_jsonl(tmp_path, sessions))
+    assert postgres_profiles.load_postgres_profiles(reader) == expected
+    assert _fresh(store_url) is None
+    assert postgres_profiles.load_postgres_profiles(store_url) == expected  # saved now
+    assert postgres_profiles.load_postgres_profiles(reader) == expected  # the fresh path
+    assert _fresh(store_url) == expected
+
+
 def test_a_retried_write_leaves_the_profiles_fresh(store_url: str) -> None:
     records = _session_records(1)
     assert write(store_url, records, records) == [len(records), 0]
