@@ -22,7 +22,7 @@ from llm_council.errors import RecordError
 log = structlog.get_logger("llm_council.bias_audit")
 
 #: a stale summary is rebuilt inside the session only up to this many stored sessions
-#: (about 2 s here, benchmarks/postgres_history.py); a larger store is rebuilt in the background
+#: (1.5-2.5 s here, benchmarks/postgres_history.py); a larger store is rebuilt in the background
 REBUILD_IN_SESSION_MAX_SESSIONS = 2_000
 
 _rebuilding: set[str] = set()
