@@ -406,3 +406,25 @@ def test_a_bad_history_url_is_one_line_without_the_password(
 
 def test_a_database_without_the_store_has_no_history(store_url: str) -> None:
     assert postgres_profiles.load_postgres_profiles(store_url) == {}
+
+
+def test_a_large_stale_store_is_rebuilt_in_the_background(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from llm_council.bias_audit.session import postgres_history
+
+    sessions = [_session_records(index) for index in range(3)]
+    write(store_url, *sessions[:2])
+    _insert_behind_the_back(store_url, sessions[2])
+    monkeypatch.setattr(postgres_history, "REBUILD_IN_SESSION_MAX_SESSIONS", 2)
+    # this session runs without history; a background thread rebuilds the summary
+    assert asyncio.run(postgres_history.postgres_history(store_url)) == {}
+    for thread in threading.enumerate():
+        if thread.name == "reviewer-profiles":
+            thread.join(timeout=60)
+    found = asyncio.run(postgres_history.postgres_history(store_url))
+    assert found == _fresh(store_url) is not None
+    assert found["judge-0"].sessions == 3
+    monkeypatch.setattr(postgres_history, "REBUILD_IN_SESSION_MAX_SESSIONS", 2_000)
+    _insert_behind_the_back(store_url, _session_records(3))  # small: rebuilt in the session
+    assert asyncio.run(postgres_history.postgres_history(store_url))["judge-0"].sessions == 4
