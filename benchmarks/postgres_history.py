@@ -38,7 +38,7 @@ import psycopg
 from psycopg import sql
 
 from llm_council.bias_audit.records import postgres_profiles, postgres_store
-from llm_council.bias_audit.records.postgres_profiles import (
+from llm_council.bias_audit.records.postgres_profile_rebuild import (
     load_postgres_profiles,
     rebuild_profiles,
 )

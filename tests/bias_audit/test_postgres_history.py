@@ -34,6 +34,7 @@ from llm_council.errors import RecordError
 psycopg = pytest.importorskip("psycopg")
 postgres_profiles = pytest.importorskip("llm_council.bias_audit.records.postgres_profiles")
 postgres_store = pytest.importorskip("llm_council.bias_audit.records.postgres_store")
+profile_rebuild = pytest.importorskip("llm_council.bias_audit.records.postgres_profile_rebuild")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from generators.independent_council import CouncilSpec, generate_sessions  # noqa: E402
@@ -104,7 +105,7 @@ def test_the_sums_equal_the_jsonl_sidecars_to_the_last_bit(store_url: str, tmp_p
         return await postgres_store.PostgresWriter.for_url(store_url).reviewer_profiles()
 
     assert asyncio.run(pooled()) == expected  # the middleware's path, over the pool
-    assert postgres_profiles.load_postgres_profiles(store_url) == expected
+    assert profile_rebuild.load_postgres_profiles(store_url) == expected
     # later lookups fetch only the new deltas onto the cached result; across a compaction
     # (at 32 pending) they read the new base: always what a full read gives
     more = [_session_records(index) for index in range(70, 100)]
@@ -170,7 +171,7 @@ def test_rebuilds_during_concurrent_appends_lose_no_session(store_url: str) -> N
         with psycopg.connect(store_url) as connection:  # a statement on the records: stale
             connection.execute("UPDATE bias_sessions SET n_records = n_records WHERE false")
         assert _fresh(store_url) is None
-        postgres_profiles.rebuild_profiles(store_url)
+        profile_rebuild.rebuild_profiles(store_url)
         rebuilds += 1
     writers.join()
     found = _fresh(store_url)  # folds after the last rebuild landed on its sums
@@ -219,7 +220,7 @@ def test_rows_written_behind_the_profiles_back_are_detected_and_rebuilt(
     assert _fresh(store_url) is not None
     _insert_behind_the_back(store_url, sessions[5])
     assert _fresh(store_url) is None  # the trigger's marker: stale
-    rebuilt = postgres_profiles.load_postgres_profiles(store_url)
+    rebuilt = profile_rebuild.load_postgres_profiles(store_url)
     # the JSONL store's own rebuild of the same six sessions, in the same order
     assert rebuilt == rebuild_jsonl_profiles(_jsonl(tmp_path, sessions))
     assert rebuilt["judge-0"].sessions == 6
@@ -228,7 +229,7 @@ def test_rows_written_behind_the_profiles_back_are_detected_and_rebuilt(
     with psycopg.connect(store_url) as connection:
         connection.execute("DELETE FROM bias_sessions WHERE session_id = 's0005'")
     assert _fresh(store_url) is None
-    assert postgres_profiles.load_postgres_profiles(store_url) == rebuild_jsonl_profiles(
+    assert profile_rebuild.load_postgres_profiles(store_url) == rebuild_jsonl_profiles(
         _jsonl(tmp_path / "five", sessions[:5])
     )
     # a session appended by the writer after the rebuild folds on top
@@ -250,11 +251,11 @@ def test_a_store_from_schema_4_is_rebuilt_after_its_migration(
         _insert_behind_the_back(store_url, records)
     expected = rebuild_jsonl_profiles(_jsonl(tmp_path, sessions[:2]))
     # read from the records, without saving (no profile tables before the migration)
-    assert postgres_profiles.load_postgres_profiles(store_url) == expected
+    assert profile_rebuild.load_postgres_profiles(store_url) == expected
     write(store_url, sessions[2])  # migrates to 5: the summary starts "never built"
     assert _count(store_url, "SELECT max(version) FROM llm_council_schema") == 5
     assert _fresh(store_url) is None
-    rebuilt = postgres_profiles.load_postgres_profiles(store_url)
+    rebuilt = profile_rebuild.load_postgres_profiles(store_url)
     assert rebuilt == rebuild_jsonl_profiles(_jsonl(tmp_path / "all", sessions))
     assert rebuilt["judge-1"].sessions == 3
 
@@ -278,7 +279,7 @@ def test_a_failed_fold_keeps_the_records_and_marks_the_profiles_stale(
         connection.execute("ALTER TABLE bias_profile_deltas DROP CONSTRAINT no_deltas")
     write(store_url, sessions[2])
     assert _fresh(store_url) is None  # still stale: session 1 was never folded
-    rebuilt = postgres_profiles.load_postgres_profiles(store_url)
+    rebuilt = profile_rebuild.load_postgres_profiles(store_url)
     assert rebuilt == rebuild_jsonl_profiles(_jsonl(tmp_path, sessions))
     assert max(profile.sessions for profile in rebuilt.values()) == 3
 
@@ -306,10 +307,10 @@ def test_privileges_an_importer_and_a_reader_need(store_url: str, tmp_path: Path
     # a reader (SELECT only) gets the sums computed from the records, not saved
     reader = _role(store_url, "reader", ["GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}"])
     expected = rebuild_jsonl_profiles(_jsonl(tmp_path, sessions))
-    assert postgres_profiles.load_postgres_profiles(reader) == expected
+    assert profile_rebuild.load_postgres_profiles(reader) == expected
     assert _fresh(store_url) is None
-    assert postgres_profiles.load_postgres_profiles(store_url) == expected  # saved now
-    assert postgres_profiles.load_postgres_profiles(reader) == expected  # the fresh path
+    assert profile_rebuild.load_postgres_profiles(store_url) == expected  # saved now
+    assert profile_rebuild.load_postgres_profiles(reader) == expected  # the fresh path
     assert _fresh(store_url) == expected
 
 
@@ -405,7 +406,7 @@ def test_a_bad_history_url_is_one_line_without_the_password(
 
 
 def test_a_database_without_the_store_has_no_history(store_url: str) -> None:
-    assert postgres_profiles.load_postgres_profiles(store_url) == {}
+    assert profile_rebuild.load_postgres_profiles(store_url) == {}
 
 
 def test_a_large_stale_store_is_rebuilt_in_the_background(

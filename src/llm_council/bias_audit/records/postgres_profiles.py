@@ -23,7 +23,8 @@ at 0); a lookup then returns ``None`` and the caller rebuilds (:func:`rebuild_pr
 the base after its commit, under the state row's lock taken with ``SKIP LOCKED`` (it never
 waits), so a lookup merges at most a few dozen deltas.
 
-**Rebuild.** One ``REPEATABLE READ`` transaction locks the state row, streams the records
+**Rebuild** (:mod:`~llm_council.bias_audit.records.postgres_profile_rebuild`). One
+``REPEATABLE READ`` transaction locks the state row, streams the records
 of its snapshot (complete sessions, no live-check reviews, as the JSONL rebuild), writes the
 base and deletes the deltas and markers *of that snapshot*. A delta commits with its
 session, so those committed later belong to sessions the snapshot did not see and stay, to
@@ -35,24 +36,16 @@ Messages name the store by its redacted URL and scrub the password from driver m
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
-from psycopg import AsyncConnection, Connection, IsolationLevel
+from psycopg import AsyncConnection, Connection
 from psycopg import Error as DriverError
-from psycopg.errors import InsufficientPrivilege, SerializationFailure
 from psycopg.types.json import Jsonb
 
-from llm_council.bias_audit.records.postgres_store import (
-    BATCH_SIZE,
-    CONNECT_TIMEOUT_S,
-    _schema_version,
-    _scrub,
-    _store_error,
-    check_url,
-)
+from llm_council.bias_audit.records.postgres_errors import scrub_message
 from llm_council.bias_audit.records.reviewer_profiles import (
     PROFILE_FORMAT,
     Profiles,
@@ -70,8 +63,6 @@ log = structlog.get_logger("llm_council.bias_audit")
 PROFILE_SCHEMA_VERSION = 5
 #: a writer whose delta makes this many pending folds them into the base
 COMPACT_EVERY = 32
-#: a rebuild that loses a race with another rebuild or compaction tries again this often
-REBUILD_ATTEMPTS = 4
 
 _DAMAGED = (ValueError, KeyError, TypeError, IndexError, AttributeError)
 
@@ -249,7 +240,7 @@ async def fold_session(
         log.warning(
             "reviewer_profiles_not_folded",
             store=redact_url(url),
-            error=_scrub(str(error), url) or type(error).__name__,
+            error=scrub_message(str(error), url) or type(error).__name__,
         )
         return None
 
@@ -295,149 +286,9 @@ async def compact_profiles(connection: AsyncConnection[Any], url: str) -> bool:
         log.warning(
             "reviewer_profiles_not_compacted",
             store=redact_url(url),
-            error=_scrub(str(error), url) or type(error).__name__,
+            error=scrub_message(str(error), url) or type(error).__name__,
         )
         return False
-
-
-def _records_query(version: int) -> str:
-    check_kind = "r.check_kind" if version >= 3 else "NULL"  # live checks: schema 3
-    # sessions in the order they were written, records in their session's order: the
-    # order a JSONL store holds them in, so the sums add up in the same order
-    return (
-        "SELECT r.session_id, s.n_records, r.reviewer_id, r.model_id, r.score_value, "
-        f"r.is_self_review, r.position, {check_kind} "
-        "FROM bias_records r JOIN bias_sessions s USING (session_id) "
-        "ORDER BY s.written_at, r.session_id, r.record_index"
-    )
-
-
-def profiles_of_records(connection: Connection[Any], version: int) -> Profiles:
-    """Profiles from every complete session of the store (streamed in batches; memory
-    bounded by one batch and one session). A session with fewer or more records than its
-    ``n_records`` is left out, as the readers leave it out."""
-    profiles: Profiles = {}
-    current: str | None = None
-    expected = 0
-    records: list[Mapping[str, Any]] = []
-
-    def finish() -> None:
-        nonlocal profiles
-        if current is not None and len(records) == expected:
-            profiles = merge_profiles(profiles, records_profiles(records))
-
-    with connection.cursor(name="llm_council_profiles") as cursor:
-        cursor.itersize = BATCH_SIZE
-        cursor.execute(_records_query(version))
-        while rows := cursor.fetchmany(BATCH_SIZE):
-            for session_id, n_records, reviewer, model, score, is_self, position, kind in rows:
-                if session_id != current:
-                    finish()
-                    current, expected, records = session_id, n_records, []
-                records.append(
-                    {
-                        "score_value": score,
-                        "check_kind": kind,
-                        "is_self_review": is_self,
-                        "reviewer_id": reviewer,
-                        "model_id": model,
-                        "position": position,
-                    }
-                )
-    finish()
-    return profiles
-
-
-def _computed(connection: Connection[Any], version: int) -> Profiles:
-    with connection.transaction():
-        return profiles_of_records(connection, version)
-
-
-def _rebuild(connection: Connection[Any], url: str, version: int) -> Profiles:
-    """Rebuild the sums from the records and save them (see the module docstring); a role
-    that may read the records but not write the sums gets them computed, not saved."""
-    if version < PROFILE_SCHEMA_VERSION:  # an older store, not migrated yet: nothing to save in
-        return _computed(connection, version)
-    try:
-        return _rebuild_and_save(connection, url, version)
-    except InsufficientPrivilege:
-        connection.rollback()
-        connection.isolation_level = None
-        return _computed(connection, version)
-
-
-def _rebuild_and_save(connection: Connection[Any], url: str, version: int) -> Profiles:
-    connection.execute("INSERT INTO bias_profile_state (format) VALUES (0) ON CONFLICT DO NOTHING")
-    connection.commit()
-    for _ in range(REBUILD_ATTEMPTS):
-        connection.isolation_level = IsolationLevel.REPEATABLE_READ
-        try:
-            with connection.transaction():
-                connection.execute("SELECT 1 FROM bias_profile_state FOR UPDATE")
-                profiles = profiles_of_records(connection, version)
-                connection.execute("DELETE FROM bias_profile_deltas")  # this snapshot's only
-                connection.execute("DELETE FROM bias_reviewer_profiles")
-                connection.execute(_UPSERT_BASE, (Jsonb(encode_profiles(profiles)),))
-                connection.execute(
-                    "UPDATE bias_profile_state SET format = %s, "
-                    "generation = generation + 1, rebuilt_at = now()",
-                    (PROFILE_FORMAT,),
-                )
-            return profiles
-        except SerializationFailure:
-            # another rebuild or a compaction committed first: that may have done the work
-            connection.isolation_level = None
-            fresh = lookup_profiles_sync(connection, url)
-            connection.commit()
-            if fresh is not None:
-                return fresh
-        finally:
-            connection.isolation_level = None
-    raise SerializationFailure(f"the rebuild lost {REBUILD_ATTEMPTS} races in a row")
-
-
-def _store_version(connection: Connection[Any], url: str) -> int | None:
-    """The store's schema version, ``None`` for a database without any (no history)."""
-    row = connection.execute("SELECT to_regclass('llm_council_schema') IS NULL").fetchone()
-    if row is None or row[0]:
-        connection.commit()
-        return None
-    version = _schema_version(connection, url)
-    connection.commit()
-    return version
-
-
-def rebuild_profiles(url: str) -> Profiles:
-    """Rebuild the store's profiles from its records now (a stale or missing summary)."""
-    check_url(url)
-    try:
-        with Connection.connect(url, connect_timeout=CONNECT_TIMEOUT_S) as connection:
-            version = _store_version(connection, url)
-            return {} if version is None else _rebuild(connection, url, version)
-    except DriverError as error:
-        raise _store_error(url, "cannot rebuild the reviewer profiles", error) from None
-
-
-def load_postgres_profiles(url: str) -> Profiles:
-    """The store's reviewer profiles: the summary when fresh, else rebuilt from the
-    records (in this call, whatever the store's size). A database without the store's
-    schema has no history (``{}``); one at schema 1-4 (not yet written by this version) is
-    read from its records without saving. Errors are one-line :class:`RecordError` s that
-    name the store without its password."""
-    check_url(url)
-    try:
-        with Connection.connect(url, connect_timeout=CONNECT_TIMEOUT_S) as connection:
-            version = _store_version(connection, url)
-            if version is None:
-                return {}
-            if version >= PROFILE_SCHEMA_VERSION:
-                fresh = lookup_profiles_sync(connection, url)
-                connection.commit()
-                if fresh is not None:
-                    return fresh
-            return _rebuild(connection, url, version)
-    except DriverError as error:
-        raise _store_error(url, "cannot read the reviewer profiles", error) from None
 
 
 __all__ = [
@@ -446,10 +297,7 @@ __all__ = [
     "compact_profiles",
     "count_sessions",
     "fold_session",
-    "load_postgres_profiles",
     "lookup_profiles",
     "lookup_profiles_sync",
-    "profiles_of_records",
-    "rebuild_profiles",
     "session_contribution",
 ]

@@ -32,9 +32,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pyarrow as pa
 from psycopg import AsyncConnection, Connection, Rollback, sql
 from psycopg import Error as DriverError
-from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from llm_council.bias_audit.records.postgres_errors import check_url
+from llm_council.bias_audit.records.postgres_errors import store_error as _store_error
 from llm_council.bias_audit.records.schema import ReviewRecord
 from llm_council.bias_audit.records.store_urls import redact_url
 from llm_council.errors import RecordError
@@ -184,31 +185,6 @@ ARROW_SCHEMA = pa.schema(
         ("review_status", pa.string()),
     ]
 )
-
-
-def _scrub(message: str, url: str) -> str:
-    """A driver message on one line, with the URL's password (if any) blanked out."""
-    line = " ".join(message.split())
-    try:
-        password = conninfo_to_dict(url).get("password")
-    except DriverError:
-        password = None
-    if password:
-        line = line.replace(str(password), "***")
-    return line.replace(url, redact_url(url))
-
-
-def _store_error(url: str, doing: str, error: BaseException) -> RecordError:
-    detail = _scrub(str(error), url) or type(error).__name__
-    return RecordError(f"{redact_url(url)}: {doing}: {detail}")
-
-
-def check_url(url: str) -> None:
-    """Raise :class:`RecordError` (password redacted) if ``url`` is not a usable conninfo URL."""
-    try:
-        conninfo_to_dict(url)
-    except DriverError as error:
-        raise _store_error(url, "not a valid PostgreSQL URL", error) from None
 
 
 def migration_statements(current: int, target: int = SCHEMA_VERSION) -> list[str]:

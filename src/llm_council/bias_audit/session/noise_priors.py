@@ -53,7 +53,9 @@ def history_profiles(history: str | Path | Mapping[str, ReviewerProfile] | None)
         return history
     if is_postgres_url(str(history)):
         try:
-            from llm_council.bias_audit.records.postgres_profiles import load_postgres_profiles
+            from llm_council.bias_audit.records.postgres_profile_rebuild import (
+                load_postgres_profiles,
+            )
         except ImportError as error:
             raise MissingDependencyError(
                 f"history from a PostgreSQL store needs the 'postgres' extra ({error.name} "

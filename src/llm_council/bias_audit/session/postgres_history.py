@@ -32,7 +32,7 @@ async def postgres_history(url: str) -> History:
     """The store's reviewer profiles, read before this session's records are appended.
     A store that cannot be read gives no history and a log line, never a failed session."""
     try:
-        from llm_council.bias_audit.records.postgres_profiles import rebuild_profiles
+        from llm_council.bias_audit.records.postgres_profile_rebuild import rebuild_profiles
         from llm_council.bias_audit.records.postgres_store import PostgresWriter
     except ImportError:  # no psycopg: the write says so (MissingDependencyError)
         return {}
@@ -54,7 +54,7 @@ async def postgres_history(url: str) -> History:
 
 def _rebuild_in_background(url: str) -> None:
     """Rebuild a large store's summary in a daemon thread, one per store per process."""
-    from llm_council.bias_audit.records.postgres_profiles import rebuild_profiles
+    from llm_council.bias_audit.records.postgres_profile_rebuild import rebuild_profiles
 
     if url in _rebuilding:
         return
