@@ -168,7 +168,7 @@ def test_schema_is_migrated_from_version_1(store_url: str) -> None:
     assert write(store_url, session_records(5, 0, 2)) == [4]
     with psycopg.connect(store_url) as connection:
         versions = connection.execute("SELECT version FROM llm_council_schema").fetchall()
-    assert versions == [(postgres_store.SCHEMA_VERSION,)] and postgres_store.SCHEMA_VERSION == 4
+    assert versions == [(postgres_store.SCHEMA_VERSION,)] and postgres_store.SCHEMA_VERSION == 5
     table = postgres_store.fetch_arrow_table(store_url)
     assert table.column("session_id").to_pylist() == ["v1"] + ["w5-s0"] * 4
     assert table.column("session_n_records").to_pylist() == [None, 4, 4, 4, 4]
@@ -178,7 +178,7 @@ def test_a_newer_schema_is_refused_not_guessed(store_url: str) -> None:
     write(store_url, session_records(6, 0, 1))
     with psycopg.connect(store_url) as connection:
         connection.execute("UPDATE llm_council_schema SET version = 99")
-    with pytest.raises(RecordError, match=r"schema is version 99; this llm-council knows 1\.\.4"):
+    with pytest.raises(RecordError, match=r"schema is version 99; this llm-council knows 1\.\.5"):
         postgres_store.fetch_arrow_table(store_url)
     postgres_store.PostgresWriter._by_url.clear()  # a fresh process would migrate again
     with pytest.raises(RecordError, match="schema is version 99"):

@@ -7,7 +7,9 @@ retried write never duplicates and a writer killed mid-transaction leaves nothin
 server rolls the transaction back when the connection drops). Connections come from one
 ``psycopg_pool.AsyncConnectionPool`` per event loop, so concurrent councils share them
 and the loop never blocks on the database. The schema is created and migrated by the
-tool, under an advisory lock, and its version kept in ``llm_council_schema``.
+tool, under an advisory lock, and its version kept in ``llm_council_schema``. The same
+transaction folds the session into the reviewer profiles' sums, in a savepoint
+(:mod:`~llm_council.bias_audit.records.postgres_profiles`, schema 5, ADR 0048).
 
 Reading (:func:`iter_arrow_batches`, :func:`arrow_batch_reader`): a server-side cursor
 streams the records in batches of ``batch_size`` rows into Arrow record batches with the
@@ -25,17 +27,21 @@ import asyncio
 import itertools
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
-from psycopg import AsyncConnection, Connection, sql
+from psycopg import AsyncConnection, Connection, Rollback, sql
 from psycopg import Error as DriverError
-from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from llm_council.bias_audit.records.postgres_errors import check_url
+from llm_council.bias_audit.records.postgres_errors import store_error as _store_error
 from llm_council.bias_audit.records.schema import ReviewRecord
 from llm_council.bias_audit.records.store_urls import redact_url
 from llm_council.errors import RecordError
+
+if TYPE_CHECKING:
+    from llm_council.bias_audit.records.reviewer_profiles import Profiles
 
 CONNECT_TIMEOUT_S = 10
 POOL_WAIT_S = 60.0  # a session waits this long for a free pooled connection
@@ -83,6 +89,44 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE bias_records ADD COLUMN similarity_to_own double precision",
         "ALTER TABLE bias_records ADD COLUMN rationale_chars bigint",
         "ALTER TABLE bias_records ADD COLUMN review_status text",
+    ),
+    (  # 5: the reviewer profiles' mergeable sums (ADR 0048, records/postgres_profiles.py)
+        """CREATE TABLE bias_profile_state (
+               singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+               format integer NOT NULL,
+               generation bigint NOT NULL DEFAULT 0,
+               rebuilt_at timestamptz)""",
+        # 0: never built (stale); an empty store's sums are complete at the format of the
+        # time (2, reviewer_profiles.PROFILE_FORMAT; a later format rebuilds the empty sums)
+        "INSERT INTO bias_profile_state (format) "
+        "SELECT CASE WHEN EXISTS (SELECT 1 FROM bias_sessions) THEN 0 ELSE 2 END",
+        """CREATE TABLE bias_reviewer_profiles (
+               reviewer_id text PRIMARY KEY,
+               profile jsonb NOT NULL)""",
+        """CREATE TABLE bias_profile_deltas (
+               id bigserial PRIMARY KEY,
+               format integer,
+               xact_id xid8,
+               profiles jsonb)""",
+        "CREATE INDEX bias_profile_deltas_markers ON bias_profile_deltas (xact_id) "
+        "WHERE profiles IS NULL",
+        # any change to the records marks the sums stale (a row with profiles NULL) unless
+        # the same transaction folds them; SECURITY DEFINER, so a role that may only write
+        # records (an importer) still leaves its mark
+        """CREATE FUNCTION bias_profiles_mark_stale() RETURNS trigger
+               LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+           BEGIN
+               EXECUTE format(
+                   'INSERT INTO %I.bias_profile_deltas (xact_id) SELECT pg_current_xact_id() '
+                   'WHERE NOT EXISTS (SELECT 1 FROM %I.bias_profile_deltas '
+                   'WHERE profiles IS NULL AND xact_id = pg_current_xact_id())',
+                   TG_TABLE_SCHEMA, TG_TABLE_SCHEMA);
+               RETURN NULL;
+           END $$""",
+        "CREATE TRIGGER bias_sessions_profiles AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE "
+        "ON bias_sessions FOR EACH STATEMENT EXECUTE FUNCTION bias_profiles_mark_stale()",
+        "CREATE TRIGGER bias_records_profiles AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE "
+        "ON bias_records FOR EACH STATEMENT EXECUTE FUNCTION bias_profiles_mark_stale()",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -141,31 +185,6 @@ ARROW_SCHEMA = pa.schema(
         ("review_status", pa.string()),
     ]
 )
-
-
-def _scrub(message: str, url: str) -> str:
-    """A driver message on one line, with the URL's password (if any) blanked out."""
-    line = " ".join(message.split())
-    try:
-        password = conninfo_to_dict(url).get("password")
-    except DriverError:
-        password = None
-    if password:
-        line = line.replace(str(password), "***")
-    return line.replace(url, redact_url(url))
-
-
-def _store_error(url: str, doing: str, error: BaseException) -> RecordError:
-    detail = _scrub(str(error), url) or type(error).__name__
-    return RecordError(f"{redact_url(url)}: {doing}: {detail}")
-
-
-def check_url(url: str) -> None:
-    """Raise :class:`RecordError` (password redacted) if ``url`` is not a usable conninfo URL."""
-    try:
-        conninfo_to_dict(url)
-    except DriverError as error:
-        raise _store_error(url, "not a valid PostgreSQL URL", error) from None
 
 
 def migration_statements(current: int, target: int = SCHEMA_VERSION) -> list[str]:
@@ -342,22 +361,58 @@ class PostgresWriter:
     async def _write_one(
         self, pool: AsyncConnectionPool[Any], session_id: str, records: list[ReviewRecord]
     ) -> int:
+        # imported here: the profiles pull numpy and scipy, which reading a store does not need
+        from llm_council.bias_audit.records import postgres_profiles as profiles
+
         n_records = len(records)
-        async with pool.connection() as connection, connection.transaction():
-            cursor = await connection.execute(
-                "INSERT INTO bias_sessions (session_id, n_records) VALUES (%s, %s) "
-                "ON CONFLICT (session_id) DO NOTHING",
-                (session_id, n_records),
-            )
-            if cursor.rowcount == 0:
-                return 0  # already stored by an earlier attempt
-            copy_sql = sql.SQL("COPY bias_records ({}) FROM STDIN").format(
-                sql.SQL(", ").join(sql.Identifier(name) for name in _WRITTEN_COLUMNS)
-            )
-            async with connection.cursor().copy(copy_sql) as copy:
-                for index, record in enumerate(records):
-                    await copy.write_row(_row(index, record, n_records))
-        return n_records
+        contribution = await profiles.session_contribution(records)
+        pending: int | None = None
+        written = 0
+        async with pool.connection() as connection:
+            async with connection.transaction() as transaction:
+                cursor = await connection.execute(
+                    "INSERT INTO bias_sessions (session_id, n_records) VALUES (%s, %s) "
+                    "ON CONFLICT (session_id) DO NOTHING",
+                    (session_id, n_records),
+                )
+                if cursor.rowcount == 0:
+                    # already stored by an earlier attempt: roll back the trigger's marker too
+                    raise Rollback(transaction)
+                copy_sql = sql.SQL("COPY bias_records ({}) FROM STDIN").format(
+                    sql.SQL(", ").join(sql.Identifier(name) for name in _WRITTEN_COLUMNS)
+                )
+                async with connection.cursor().copy(copy_sql) as copy:
+                    for index, record in enumerate(records):
+                        await copy.write_row(_row(index, record, n_records))
+                # in the same transaction, in a savepoint: a failed fold keeps the records
+                pending = await profiles.fold_session(connection, self._url, contribution)
+                written = n_records
+            if pending is not None and pending >= profiles.COMPACT_EVERY:
+                await profiles.compact_profiles(connection, self._url)
+        return written
+
+    async def reviewer_profiles(self) -> Profiles | None:
+        """The store's reviewer profiles (ADR 0048) over a pooled connection; ``None`` when
+        the summary is missing or stale (the caller rebuilds it)."""
+        from llm_council.bias_audit.records.postgres_profiles import lookup_profiles
+
+        pool = await self._pool()
+        try:
+            async with pool.connection() as connection:
+                return await lookup_profiles(connection, self._url)
+        except (DriverError, PoolTimeout) as error:
+            raise _store_error(self._url, "cannot read the reviewer profiles", error) from None
+
+    async def session_count(self) -> int:
+        """How many sessions the store holds."""
+        from llm_council.bias_audit.records.postgres_profiles import count_sessions
+
+        pool = await self._pool()
+        try:
+            async with pool.connection() as connection:
+                return await count_sessions(connection)
+        except (DriverError, PoolTimeout) as error:
+            raise _store_error(self._url, "cannot count the sessions", error) from None
 
 
 def _schema_version(connection: Connection[Any], url: str) -> int:

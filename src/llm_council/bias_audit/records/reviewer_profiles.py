@@ -473,3 +473,15 @@ def _settled_under_lock(store: Path) -> bool:
             return True
     except Exception:  # a lock we cannot take: rebuild rather than fail the session
         return False
+
+
+def encode_profiles(profiles: Mapping[str, ReviewerProfile]) -> dict[str, list[Any]]:
+    """Profiles in the sidecar's JSON form (``{reviewer: [sessions, rss, df, {A}, ...]}``),
+    for another store's summary (the PostgreSQL store's profile tables)."""
+    return _encode(profiles)
+
+
+def decode_profiles(encoded: Mapping[str, Any]) -> Profiles:
+    """Profiles from :func:`encode_profiles`' form; a damaged entry raises ``ValueError``
+    (or ``KeyError``/``TypeError``/``IndexError`` for a wrong shape)."""
+    return _decode(encoded)

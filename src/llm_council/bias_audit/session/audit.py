@@ -625,8 +625,11 @@ def run_bias_audit(
     :func:`~llm_council.bias_audit.session.score_table.positions_by_reviewer`). Without positions
     the position test is skipped. Bad shapes raise a one-line ``InputError``. Thresholds
     default to :func:`load_thresholds`. ``history``: a JSONL record store path (its
-    reviewer profiles, :mod:`~llm_council.bias_audit.records.reviewer_profiles`) or the
-    profiles themselves; each reviewer's noise then comes from its past sessions.
+    reviewer profiles, :mod:`~llm_council.bias_audit.records.reviewer_profiles`), a
+    PostgreSQL store URL (its profile tables,
+    :mod:`~llm_council.bias_audit.records.postgres_profiles`; a bad URL or an unreachable
+    server is a one-line ``RecordError`` without the password) or the profiles
+    themselves; each reviewer's noise then comes from its past sessions.
     """
     table = score_table_from_mappings(stage1_responses, stage2_scores, position_mapping)
     return audit_score_table(

@@ -24,7 +24,7 @@ import numpy as np
 from llm_council.bias_audit.records.reviewer_profiles import ReviewerProfile, load_profiles
 from llm_council.bias_audit.records.store_urls import is_postgres_url
 from llm_council.bias_audit.session.thresholds import AuditThresholds
-from llm_council.errors import InputError
+from llm_council.errors import InputError, MissingDependencyError
 from llm_council.stats.additive_model import AdditiveFit
 from llm_council.stats.moderated_session_tests import session_prior
 from llm_council.stats.moderated_variance import VariancePrior, fit_variance_prior
@@ -45,16 +45,23 @@ def slot_adjusted_history(history: History) -> History:
 
 
 def history_profiles(history: str | Path | Mapping[str, ReviewerProfile] | None) -> History:
-    """Profiles from a JSONL store path (sidecar, rebuilt when stale) or given directly."""
+    """Profiles from a JSONL store path (sidecar, rebuilt when stale), a PostgreSQL store
+    URL (its profile tables, rebuilt when stale: ADR 0048) or given directly."""
     if history is None:
         return {}
     if isinstance(history, Mapping):
         return history
     if is_postgres_url(str(history)):
-        raise InputError(
-            "history from a PostgreSQL store is not supported yet: pass a JSONL store path "
-            "(or export the store with `llm-council bias-report --export`)"
-        )
+        try:
+            from llm_council.bias_audit.records.postgres_profile_rebuild import (
+                load_postgres_profiles,
+            )
+        except ImportError as error:
+            raise MissingDependencyError(
+                f"history from a PostgreSQL store needs the 'postgres' extra ({error.name} "
+                "is missing): pip install 'llm-council[postgres]'"
+            ) from None
+        return load_postgres_profiles(str(history))
     path = Path(history).expanduser()
     if path.exists() and not path.is_file():
         raise InputError(f"history {str(path)!r} is not a regular file (a JSONL record store)")

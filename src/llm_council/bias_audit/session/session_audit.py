@@ -116,11 +116,14 @@ _rebuilding: set[Path] = set()
 
 async def _store_history(store: str | Path | None = None) -> History:
     """The store's reviewer profiles (ADR 0045; ``store`` else the configured one), read
-    before this session's records are appended; a JSONL store only (PostgreSQL: none yet).
-    A store that cannot be read gives no history and a log line, never a failed session."""
+    before this session's records are appended; a PostgreSQL store's from its profile
+    tables (ADR 0048). A store that cannot be read gives no history and a log line, never
+    a failed session."""
     spec = str(store) if store is not None else store_spec()
     if is_postgres_url(spec):
-        return {}
+        from llm_council.bias_audit.session.postgres_history import postgres_history
+
+        return await postgres_history(spec)
     path = Path(spec).expanduser()
     try:
         fresh = fresh_profiles(path)  # the usual case: a stat and a few journal lines

@@ -1,0 +1,71 @@
+"""The middleware's reviewer history from a PostgreSQL store (ADR 0048).
+
+The lookup is one query over the writer's pooled connection (the summary's base plus the
+deltas since). A missing or stale summary is rebuilt inside the session (in a worker
+thread) only for a store of up to :data:`REBUILD_IN_SESSION_MAX_SESSIONS` sessions; a
+larger store is rebuilt once in a background thread per process while that session runs
+without history (priors from the default; the log says ``reviewer_history_rebuilding``),
+and later sessions read the rebuilt summary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import structlog
+
+from llm_council.bias_audit.records.store_urls import redact_url
+from llm_council.bias_audit.session.noise_priors import History
+from llm_council.errors import RecordError
+
+log = structlog.get_logger("llm_council.bias_audit")
+
+#: a stale summary is rebuilt inside the session only up to this many stored sessions
+#: (1.5-2.5 s here, benchmarks/postgres_history.py); a larger store is rebuilt in the background
+REBUILD_IN_SESSION_MAX_SESSIONS = 2_000
+
+_rebuilding: set[str] = set()
+
+
+async def postgres_history(url: str) -> History:
+    """The store's reviewer profiles, read before this session's records are appended.
+    A store that cannot be read gives no history and a log line, never a failed session."""
+    try:
+        from llm_council.bias_audit.records.postgres_profile_rebuild import rebuild_profiles
+        from llm_council.bias_audit.records.postgres_store import PostgresWriter
+    except ImportError:  # no psycopg: the write says so (MissingDependencyError)
+        return {}
+    writer = PostgresWriter.for_url(url)
+    try:
+        profiles = await writer.reviewer_profiles()
+        if profiles is not None:
+            return profiles
+        sessions = await writer.session_count()
+        if sessions > REBUILD_IN_SESSION_MAX_SESSIONS:
+            _rebuild_in_background(url)
+            log.warning("reviewer_history_rebuilding", store=redact_url(url), sessions=sessions)
+            return {}
+        return await asyncio.to_thread(rebuild_profiles, url)
+    except RecordError as error:  # messages carry the redacted URL only
+        log.warning("reviewer_history_not_read", error=str(error))
+        return {}
+
+
+def _rebuild_in_background(url: str) -> None:
+    """Rebuild a large store's summary in a daemon thread, one per store per process."""
+    from llm_council.bias_audit.records.postgres_profile_rebuild import rebuild_profiles
+
+    if url in _rebuilding:
+        return
+    _rebuilding.add(url)
+
+    def rebuild() -> None:
+        try:
+            rebuild_profiles(url)
+        except RecordError as error:
+            log.warning("reviewer_history_not_rebuilt", error=str(error))
+        finally:
+            _rebuilding.discard(url)
+
+    threading.Thread(target=rebuild, name="reviewer-profiles", daemon=True).start()
