@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from llm_council.bias_audit import AuditThresholds, BiasAuditResult, run_bias_audit
-from llm_council.errors import InputError
+from llm_council.bias_audit.session.thresholds import load_thresholds
+from llm_council.errors import ConfigError, InputError
 
 #: the seed design's keys, exactly as the issue shows them (users' scripts read these)
 ISSUE_KEYS = {
@@ -182,6 +183,17 @@ def test_threshold_env_override_reaches_the_audit(monkeypatch: pytest.MonkeyPatc
     audit = run_bias_audit(TEXTS, SCORES)
     assert audit.significance_level == 0.001
     assert audit.thresholds["length_correlation_threshold"] == 0.9
+
+
+def test_the_prior_noise_sd_is_a_checked_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LLM_COUNCIL_PRIOR_NOISE_SD", "1.0")
+    assert load_thresholds().prior_noise_sd == 1.0
+    for bad in ("0", "-1", "nan", "12", "quiet"):
+        monkeypatch.setenv("LLM_COUNCIL_PRIOR_NOISE_SD", bad)
+        with pytest.raises(ConfigError, match="LLM_COUNCIL_PRIOR_NOISE_SD"):
+            load_thresholds()
+    monkeypatch.delenv("LLM_COUNCIL_PRIOR_NOISE_SD")
+    assert load_thresholds().prior_noise_sd == 1.5  # the packaged default
 
 
 def test_missing_scores_are_left_out_not_zero() -> None:

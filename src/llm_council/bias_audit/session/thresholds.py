@@ -24,6 +24,7 @@ ENV_VARIABLES: dict[str, str] = {
     "length_correlation_threshold": "LLM_COUNCIL_LENGTH_CORRELATION_THRESHOLD",
     "position_variance_threshold": "LLM_COUNCIL_POSITION_VARIANCE_THRESHOLD",
     "significance_level": "LLM_COUNCIL_SIGNIFICANCE_LEVEL",
+    "prior_noise_sd": "LLM_COUNCIL_PRIOR_NOISE_SD",
 }
 
 #: field name -> (lowest allowed, highest allowed, whether the bounds are open)
@@ -31,6 +32,9 @@ _RANGES: dict[str, tuple[float, float, bool]] = {
     "length_correlation_threshold": (0.0, 1.0, False),
     "position_variance_threshold": (0.0, math.inf, False),
     "significance_level": (0.0, 1.0, True),
+    # a noise SD of 0 would make every difference significant; above 9 points no 1-10
+    # score can move a test
+    "prior_noise_sd": (0.0, 9.0, True),
 }
 
 
