@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llm_council.bias_audit.records import adjustment_history
+from llm_council.bias_audit.records import adjustment_history, background_rebuild
 from llm_council.bias_audit.records.adjustment_sidecar import read_sidecar, sidecar_path
 from llm_council.bias_audit.records.jsonl_store import append_records, read_records
 from llm_council.bias_audit.records.schema import SCHEMA_VERSION, ReviewRecord
@@ -250,9 +250,9 @@ def test_the_council_reports_a_background_rebuild_and_aggregates_raw(
     assert [e["hook"] for e in errors] == ["reviewer_adjustments"]
     assert "rebuilt in the background" in errors[0]["error"]
     deadline = time.monotonic() + 30
-    while adjustment_history._REBUILDING and time.monotonic() < deadline:
+    while background_rebuild.running() and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert not adjustment_history._REBUILDING
+    assert not background_rebuild.running()
 
 
 def test_sessions_appended_during_a_rebuild_are_caught_up_under_the_lock(tmp_path: Path) -> None:

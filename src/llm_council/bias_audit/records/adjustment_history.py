@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import BinaryIO
+
+import structlog
 
 from llm_council.bias_audit.records.adjustment_sidecar import (
     CouncilSums,
@@ -29,10 +30,13 @@ from llm_council.bias_audit.records.adjustment_sidecar import (
     sums_by_council,
     write_sidecar,
 )
+from llm_council.bias_audit.records.background_rebuild import rebuild_once_in_background
 from llm_council.bias_audit.records.jsonl_store import RecordReader
 from llm_council.bias_audit.records.schema import ReviewRecord
 from llm_council.bias_audit.records.store_lock import store_write_lock
 from llm_council.errors import RecordError
+
+log = structlog.get_logger("llm_council.bias_audit")
 
 #: a stale store larger than this is summed in a background thread (a 32 MiB store holds
 #: some 70 000 records, seconds to read)
@@ -163,27 +167,14 @@ def _complete_sessions(tail: bytes) -> list[ReviewRecord]:
     ]
 
 
-_REBUILDING: set[str] = set()
-_REBUILDING_GUARD = threading.Lock()
-
-
 def _rebuild_in_background(store: Path) -> None:
-    name = str(store.absolute())
-    with _REBUILDING_GUARD:
-        if name in _REBUILDING:
-            return
-        _REBUILDING.add(name)
-
-    def run() -> None:
-        try:
-            rebuild_sums(store)
-        except Exception:  # noqa: BLE001, S110 - left stale: the next lookup tries again
-            pass
-        finally:
-            with _REBUILDING_GUARD:
-                _REBUILDING.discard(name)
-
-    threading.Thread(target=run, name="adjustment-sums-rebuild", daemon=True).start()
+    # a failure leaves the sums stale: the next lookup tries again
+    rebuild_once_in_background(
+        f"adjustments:{store.absolute()}",
+        lambda: rebuild_sums(store),
+        lambda error: log.warning("adjustment_sums_not_rebuilt", error=str(error)),
+        thread_name="adjustment-sums-rebuild",
+    )
 
 
 def load_council_sums(store: Path) -> CouncilSums:

@@ -231,20 +231,13 @@ def _update_profiles(path: Path, before: os.stat_result, records: Sequence[Revie
     stale and rebuilt by the next lookup, never an error of the append.
     """
     # imported here: the profiles pull numpy and scipy, which reading a store does not need
-    from llm_council.bias_audit.records.reviewer_profiles import merge_after_append
+    from llm_council.bias_audit.records.reviewer_profiles import (
+        merge_after_append,
+        profile_fields,
+    )
 
     try:
-        cells = [
-            {
-                "score_value": record.score_value,
-                "check_kind": record.check_kind,
-                "is_self_review": record.is_self_review,
-                "reviewer_id": record.reviewer_id,
-                "model_id": record.model_id,
-                "position": record.position,
-            }
-            for record in records
-        ]
+        cells = profile_fields(records)
         merge_after_append(path, before, cells)
     except (OSError, ValueError):
         return

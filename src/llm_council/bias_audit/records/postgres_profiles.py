@@ -52,6 +52,7 @@ from llm_council.bias_audit.records.reviewer_profiles import (
     decode_profiles,
     encode_profiles,
     merge_profiles,
+    profile_fields,
     records_profiles,
 )
 from llm_council.bias_audit.records.schema import ReviewRecord
@@ -188,26 +189,11 @@ async def count_sessions(connection: AsyncConnection[Any]) -> int:
     return int(row[0]) if row else 0
 
 
-def _cells(records: Sequence[ReviewRecord]) -> list[dict[str, Any]]:
-    """The record fields the profiles read (as the JSONL store hands them over)."""
-    return [
-        {
-            "score_value": record.score_value,
-            "check_kind": record.check_kind,
-            "is_self_review": record.is_self_review,
-            "reviewer_id": record.reviewer_id,
-            "model_id": record.model_id,
-            "position": record.position,
-        }
-        for record in records
-    ]
-
-
 async def session_contribution(records: Sequence[ReviewRecord]) -> Profiles | None:
     """One session's sums, computed in a worker thread (numpy: off the event loop);
     ``None`` if they cannot be computed, so the append goes on and the marker stays."""
     try:
-        return await asyncio.to_thread(records_profiles, _cells(records))
+        return await asyncio.to_thread(records_profiles, profile_fields(records))
     except Exception as error:  # the statistics must never fail an append
         log.warning("reviewer_profiles_not_folded", error=f"{type(error).__name__}: {error}")
         return None

@@ -205,6 +205,23 @@ def _usable_cell(record: Mapping[str, Any]) -> Cell | None:
     return str(record["reviewer_id"]), str(record["model_id"]), float(score), slot
 
 
+#: the record fields the profiles read (a stored line's keys, or a ReviewRecord's attributes)
+PROFILE_FIELDS = (
+    "score_value",
+    "check_kind",
+    "is_self_review",
+    "reviewer_id",
+    "model_id",
+    "position",
+)
+
+
+def profile_fields(records: Iterable[Any]) -> list[dict[str, Any]]:
+    """The fields :func:`records_profiles` reads, from in-memory records (the append path
+    of both stores; a rebuild reads them straight from the stored lines)."""
+    return [{name: getattr(record, name) for name in PROFILE_FIELDS} for record in records]
+
+
 def records_profiles(records: Sequence[Mapping[str, Any]]) -> Profiles:
     """Profiles of one session's records (the append path)."""
     cells = [cell for record in records if (cell := _usable_cell(record)) is not None]

@@ -25,7 +25,7 @@ from llm_council.bias_audit.records.store_urls import is_postgres_url
 from llm_council.debiased_aggregate import ReviewerAdjustment
 from llm_council.errors import RecordError
 from llm_council.stats.reviewer_effect_sums import ReviewerEffectSums, effects_from_sums
-from llm_council.stats.reviewer_effects import fit_reviewer_effects
+from llm_council.stats.reviewer_effects import ReviewerEffects, fit_reviewer_effects
 
 __all__ = [
     "adjustments_from_records",
@@ -55,6 +55,25 @@ def adjustments_from_records(
         len(names),
         min_scores=min_scores,
     )
+    return _as_adjustments(names, effects, reviewers)
+
+
+def adjustments_from_sums(
+    sums: ReviewerEffectSums, reviewers: Sequence[str] | None = None, *, min_scores: int = 10
+) -> dict[str, ReviewerAdjustment]:
+    """:func:`adjustments_from_records` from the summed history instead of the records
+    (:func:`~llm_council.stats.reviewer_effect_sums.effects_from_sums`: the same numbers)."""
+    effects = effects_from_sums(sums, min_scores=min_scores)
+    return _as_adjustments(sums.reviewers, effects, reviewers)
+
+
+def _as_adjustments(
+    names: Sequence[str],
+    effects: Sequence[ReviewerEffects | None],
+    reviewers: Sequence[str] | None,
+) -> dict[str, ReviewerAdjustment]:
+    """The fitted effects of ``reviewers`` (default: all) in the core's type; a reviewer
+    the fit left out (too few scores) is absent, so its scores are taken as they are."""
     wanted = set(names if reviewers is None else reviewers)
     return {
         name: ReviewerAdjustment(
@@ -64,25 +83,6 @@ def adjustments_from_records(
             n_scores=effect.n_scores,
         )
         for name, effect in zip(names, effects, strict=True)
-        if effect is not None and name in wanted
-    }
-
-
-def adjustments_from_sums(
-    sums: ReviewerEffectSums, reviewers: Sequence[str] | None = None, *, min_scores: int = 10
-) -> dict[str, ReviewerAdjustment]:
-    """:func:`adjustments_from_records` from the summed history instead of the records
-    (:func:`~llm_council.stats.reviewer_effect_sums.effects_from_sums`: the same numbers)."""
-    effects = effects_from_sums(sums, min_scores=min_scores)
-    wanted = set(sums.reviewers if reviewers is None else reviewers)
-    return {
-        name: ReviewerAdjustment(
-            leniency=effect.leniency,
-            slot_effects=effect.slot_effects,
-            length_slope=effect.length_slope,
-            n_scores=effect.n_scores,
-        )
-        for name, effect in zip(sums.reviewers, effects, strict=True)
         if effect is not None and name in wanted
     }
 

@@ -11,10 +11,10 @@ and later sessions read the rebuilt summary.
 from __future__ import annotations
 
 import asyncio
-import threading
 
 import structlog
 
+from llm_council.bias_audit.records.background_rebuild import rebuild_once_in_background
 from llm_council.bias_audit.records.store_urls import redact_url
 from llm_council.bias_audit.session.noise_priors import History
 from llm_council.errors import RecordError
@@ -24,8 +24,6 @@ log = structlog.get_logger("llm_council.bias_audit")
 #: a stale summary is rebuilt inside the session only up to this many stored sessions
 #: (1.5-2.5 s here, benchmarks/postgres_history.py); a larger store is rebuilt in the background
 REBUILD_IN_SESSION_MAX_SESSIONS = 2_000
-
-_rebuilding: set[str] = set()
 
 
 async def postgres_history(url: str) -> History:
@@ -54,18 +52,15 @@ async def postgres_history(url: str) -> History:
 
 def _rebuild_in_background(url: str) -> None:
     """Rebuild a large store's summary in a daemon thread, one per store per process."""
+    from llm_council.bias_audit.records.postgres_errors import scrub_message
     from llm_council.bias_audit.records.postgres_profile_rebuild import rebuild_profiles
 
-    if url in _rebuilding:
-        return
-    _rebuilding.add(url)
-
-    def rebuild() -> None:
-        try:
-            rebuild_profiles(url)
-        except RecordError as error:
-            log.warning("reviewer_history_not_rebuilt", error=str(error))
-        finally:
-            _rebuilding.discard(url)
-
-    threading.Thread(target=rebuild, name="reviewer-profiles", daemon=True).start()
+    rebuild_once_in_background(
+        f"postgres-profiles:{url}",
+        lambda: rebuild_profiles(url),
+        # a driver error not wrapped in RecordError could quote the URL: scrubbed
+        lambda error: log.warning(
+            "reviewer_history_not_rebuilt", error=scrub_message(str(error), url)
+        ),
+        thread_name="reviewer-profiles",
+    )

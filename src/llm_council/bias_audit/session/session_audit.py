@@ -8,12 +8,12 @@ which a council running without the audit should not pay.
 from __future__ import annotations
 
 import asyncio
-import threading
 from pathlib import Path
 from typing import Any
 
 import structlog
 
+from llm_council.bias_audit.records.background_rebuild import rebuild_once_in_background
 from llm_council.bias_audit.records.jsonl_store import PartialWriteError
 from llm_council.bias_audit.records.query_hash import query_hash_from_env
 from llm_council.bias_audit.records.reviewer_profiles import fresh_profiles, load_profiles
@@ -111,8 +111,6 @@ def _store_description(store: str | Path | None) -> str:
 #: rebuilt in a background thread while this session runs without history (ADR 0045)
 REBUILD_IN_SESSION_MAX_BYTES = 32 * 1024 * 1024
 
-_rebuilding: set[Path] = set()
-
 
 async def _store_history(store: str | Path | None = None) -> History:
     """The store's reviewer profiles (ADR 0045; ``store`` else the configured one), read
@@ -142,19 +140,12 @@ async def _store_history(store: str | Path | None = None) -> History:
 
 def _rebuild_in_background(path: Path) -> None:
     """Rebuild a large store's profile summary in a daemon thread, one per store."""
-    if path in _rebuilding:
-        return
-    _rebuilding.add(path)
-
-    def rebuild() -> None:
-        try:
-            load_profiles(path)
-        except (OSError, ValueError) as error:
-            log.warning("reviewer_history_not_rebuilt", error=str(error))
-        finally:
-            _rebuilding.discard(path)
-
-    threading.Thread(target=rebuild, name="reviewer-profiles", daemon=True).start()
+    rebuild_once_in_background(
+        f"profiles:{path.absolute()}",
+        lambda: load_profiles(path),
+        lambda error: log.warning("reviewer_history_not_rebuilt", error=str(error)),
+        thread_name="reviewer-profiles",
+    )
 
 
 async def _similarity(event: SessionCompleted, audit: dict[str, Any]) -> SimilarityByMember:
