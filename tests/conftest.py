@@ -98,6 +98,12 @@ def _isolated_environment(
     monkeypatch.setenv(
         "LLM_COUNCIL_BIAS_STORE", str(tmp_path_factory.mktemp("store") / "records.jsonl")
     )
+    # summaries beside a store are sealed with a key (records/summary_seal.py): never the
+    # developer's own key file
+    monkeypatch.delenv("LLM_COUNCIL_SUMMARY_KEY", raising=False)
+    monkeypatch.setenv(
+        "LLM_COUNCIL_SUMMARY_KEY_FILE", str(tmp_path_factory.mktemp("keys") / "summary.key")
+    )
 
 
 CHROMIUM = "/usr/bin/chromium"
