@@ -86,3 +86,43 @@ def test_kappa_is_symmetric_and_bounded(items: list[tuple[str, str]]) -> None:
         assert forward.kappa == pytest.approx(backward.kappa)
         assert -1.0 <= forward.kappa <= 1.0
         assert forward.standard_error >= 0.0
+
+
+def test_weighted_kappa_by_hand_and_against_the_unweighted_formula():
+    import numpy as np
+
+    from llm_council.stats.agreement import (
+        _kappa_with_weights,
+        cohen_kappa_from_table,
+        weighted_kappa_from_table,
+    )
+
+    table = np.array([[20, 5, 1], [4, 10, 3], [2, 6, 25]], dtype=float)
+    # hand derivation (linear weights 1, 0.5, 0): n = 76; p_o = (20+10+25 + 0.5*(5+4+3+6))/76
+    # = 64/76; rows = (26, 17, 33)/76, cols = (26, 21, 29)/76;
+    # p_e = sum w_ij r_i c_j = [26*(26+10.5) + 17*(13+21+14.5) + 33*(10.5+29)]/76^2
+    p_o = 64 / 76
+    p_e = (26 * 36.5 + 17 * 48.5 + 33 * 39.5) / 76**2
+    result = weighted_kappa_from_table(table, "linear")
+    assert result.kappa == pytest.approx((p_o - p_e) / (1 - p_e), abs=1e-12)
+    # with identity agreement weights the weighted formula is Cohen's kappa, SE included
+    nominal = _kappa_with_weights(table, np.eye(3), 0.95)
+    plain = cohen_kappa_from_table(table.astype(int))
+    assert nominal.kappa == pytest.approx(plain.kappa, abs=1e-12)
+    assert nominal.standard_error == pytest.approx(plain.standard_error, abs=1e-12)
+    # quadratic kappa = 1 - sum d^2 p_o / sum d^2 p_e (Cohen 1968, disagreement form)
+    d2 = np.subtract.outer(np.arange(3), np.arange(3)) ** 2
+    p = table / table.sum()
+    expected = 1 - (d2 * p).sum() / (p.sum(1) @ d2 @ p.sum(0))
+    assert weighted_kappa_from_table(table, "quadratic").kappa == pytest.approx(expected)
+
+
+def test_weighted_kappa_refuses_bad_tables():
+    from llm_council.stats.agreement import weighted_kappa_from_table
+
+    with pytest.raises(ValueError, match="square"):
+        weighted_kappa_from_table([[1, 2, 3]])
+    with pytest.raises(ValueError, match="negative"):
+        weighted_kappa_from_table([[1, -2], [0, 1]])
+    with pytest.raises(ValueError, match="unknown weights"):
+        weighted_kappa_from_table([[1, 2], [0, 1]], "cubic")  # type: ignore[arg-type]

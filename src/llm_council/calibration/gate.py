@@ -71,6 +71,15 @@ def _human_accuracy(report: Mapping[str, Any]) -> float | None:
     return None if accuracy is None else accuracy["rate"]
 
 
+def _kappa_vs_ceiling(report: Mapping[str, Any]) -> float | None:
+    """Judge-annotator kappa minus annotator-annotator kappa (undefined without a ceiling)."""
+    ceiling = report["human_agreement"].get("human_ceiling")
+    if not ceiling or ceiling["too_few"]:
+        return None
+    judge, humans = ceiling["judge_kappa"], ceiling["human_kappa"]
+    return None if judge is None or humans is None else judge - humans
+
+
 def _evaluated_share(report: Mapping[str, Any]) -> float | None:
     total = report["pairs_total"]
     return report["pairs_evaluated"] / total if total else None
@@ -85,6 +94,10 @@ METRICS: dict[str, tuple[str, Callable[[Mapping[str, Any]], float | None]]] = {
     "order_agreement": ("order agreement (same verdict in both orders)", _order_agreement),
     "order_kappa": ("Cohen's kappa between the two orders", _order_kappa),
     "evaluated": ("share of pairs judged in both orders", _evaluated_share),
+    "kappa_vs_ceiling": (
+        "judge-annotator kappa minus annotator-annotator kappa (the human ceiling)",
+        _kappa_vs_ceiling,
+    ),
 }
 
 

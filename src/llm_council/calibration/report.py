@@ -31,6 +31,7 @@ from llm_council.calibration.estimates import (
     significantly_positive,
 )
 from llm_council.calibration.family import model_family
+from llm_council.calibration.human_ceiling import human_ceiling
 from llm_council.calibration.outcomes import (
     PairOutcome,
     judgments_to_outcome,
@@ -41,7 +42,13 @@ from llm_council.calibration.reasoning import rationale_length_errors
 from llm_council.calibration.repetitions import repetition_stability
 from llm_council.calibration.self_preference import self_preference
 from llm_council.calibration.verbosity import verbosity
-from llm_council.stats.agreement import cohen_kappa, landis_koch_label
+from llm_council.stats.agreement import (
+    agreement_table,
+    cohen_kappa,
+    landis_koch_label,
+    weighted_kappa_from_table,
+)
+from llm_council.stats.krippendorff_alpha import krippendorff_alpha_interval
 from llm_council.stats.proportions import sign_test_p_value
 
 __all__ = [
@@ -205,26 +212,82 @@ def _position_bias(evaluated: Sequence[PairOutcome], conf: float) -> dict[str, A
 def _human_agreement(
     evaluated: Sequence[PairOutcome], threshold: float, conf: float
 ) -> dict[str, Any]:
+    """Agreement with the human labels: accuracy beside the majority-class baseline,
+    Cohen's kappa, weighted kappa and Krippendorff's alpha over the ordered {a, tie, b},
+    and, with several votes per pair, the human ceiling
+    (:mod:`~llm_council.calibration.human_ceiling`). ``trusted``: kappa reaches the
+    threshold, or the judge is as good as the humans (a kappa no annotator reaches either
+    is not held against it)."""
     labelled = [o for o in evaluated if o.pair.human_label is not None]
     annotators = _annotator_agreement(evaluated, conf)
+    ceiling = human_ceiling(evaluated, confidence=conf)
     if not labelled:
-        return {"pairs": 0, "threshold": threshold, "trusted": None, **annotators}
+        return {
+            "pairs": 0,
+            "threshold": threshold,
+            "trusted": None,
+            "human_ceiling": ceiling,
+            **annotators,
+        }
     judge = [o.consolidated for o in labelled]
     human = [o.pair.human_label for o in labelled]
     correct = sum(j == h for j, h in zip(judge, human, strict=True))
     kappa = kappa_estimate(cohen_kappa(judge, human, CATEGORIES, conf))
     value = kappa["kappa"]
+    enough = len(labelled) >= MIN_N_FOR_INTERVAL
+    as_good = bool(ceiling and ceiling["as_good_as_humans"])
+    # an undefined kappa, or one from fewer than MIN_N_FOR_INTERVAL labelled pairs, is
+    # not evidence of agreement (2 labels can give kappa 1.0); n, not a zero SE, decides,
+    # so a judge that agrees perfectly on many labels stays trusted
+    above_threshold = value is not None and enough and value >= threshold
     return {
         "pairs": len(labelled),
         "accuracy": rate(correct, len(labelled), conf),
+        "majority_baseline": _majority_baseline(human, conf),
         **kappa,
         "landis_koch": landis_koch_label(float("nan") if value is None else value),
+        "weighted_kappa": _weighted_kappa(judge, human, conf),
+        "krippendorff_alpha": _judge_human_alpha(judge, human, conf),
         "threshold": threshold,
-        # an undefined kappa, or one from fewer than MIN_N_FOR_INTERVAL labelled pairs, is
-        # not evidence of agreement (2 labels can give kappa 1.0); n, not a zero SE, decides,
-        # so a judge that agrees perfectly on many labels stays trusted
-        "trusted": value is not None and len(labelled) >= MIN_N_FOR_INTERVAL and value >= threshold,
+        "trusted": above_threshold or (enough and as_good),
+        "trusted_by": "threshold" if above_threshold else "human_ceiling" if as_good else None,
+        "human_ceiling": ceiling,
         **annotators,
+    }
+
+
+#: the verdicts in their natural order, for the ordinal statistics
+_ORDERED = {"a": 0.0, "tie": 1.0, "b": 2.0}
+
+
+def _majority_baseline(human: Sequence[Any], conf: float) -> dict[str, Any]:
+    """The accuracy of always answering the commonest human label (a judge below it has
+    learnt nothing the label mix does not give away)."""
+    counts = {label: sum(h == label for h in human) for label in CATEGORIES}
+    label = max(CATEGORIES, key=lambda name: counts[name])
+    return {"label": label, **rate(counts[label], len(human), conf)}
+
+
+def _weighted_kappa(judge: Sequence[Any], human: Sequence[Any], conf: float) -> dict[str, Any]:
+    """Linear-weighted kappa over a < tie < b: "a" for "b" is a bigger miss than a tie."""
+    table = agreement_table(judge, human, CATEGORIES)
+    estimate = kappa_estimate(weighted_kappa_from_table(table, "linear", conf))
+    return {**estimate, "weights": "linear", "order": list(CATEGORIES)}
+
+
+def _judge_human_alpha(judge: Sequence[Any], human: Sequence[Any], conf: float) -> dict[str, Any]:
+    """Krippendorff's alpha (ordinal) of judge and human label as two raters."""
+    ratings = [[_ORDERED[v] for v in judge], [_ORDERED[v] for v in human]]
+    estimate = krippendorff_alpha_interval(ratings, "ordinal", confidence=conf, resamples=1000)
+    too_few = estimate.units < MIN_N_FOR_INTERVAL
+    return {
+        "alpha": None if estimate.alpha != estimate.alpha else estimate.alpha,
+        "ci": [None, None]
+        if too_few or estimate.ci_low != estimate.ci_low
+        else [estimate.ci_low, estimate.ci_high],
+        "metric": "ordinal",
+        "n": estimate.units,
+        "too_few": too_few,
     }
 
 

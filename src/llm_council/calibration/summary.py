@@ -46,6 +46,45 @@ def _kappa(section: dict[str, Any]) -> str:
     return f"{_num(section['kappa'])} {_ci(low, high, section['too_few'])}"
 
 
+def _human_lines(humans: dict[str, Any]) -> list[str]:
+    """Accuracy beside the majority baseline, the three agreement statistics, the ceiling."""
+    if humans["trusted_by"] == "human_ceiling":
+        verdict = "OK: as good as the humans"
+    else:
+        verdict = "OK" if humans["trusted"] else "BELOW THRESHOLD"
+    baseline = humans["majority_baseline"]
+    weighted, alpha = humans["weighted_kappa"], humans["krippendorff_alpha"]
+    lines = [
+        f"  human agreement     accuracy {_interval(humans['accuracy'])}"
+        f" (always '{baseline['label']}': {_pct(baseline['rate'])})"
+        f"   kappa {_kappa(humans)}"
+        f" {humans['landis_koch']}  (threshold {humans['threshold']:g}: {verdict})",
+        f"                      weighted kappa {_kappa(weighted)}"
+        f"   Krippendorff's alpha (ordinal) {_num(alpha['alpha'])}"
+        f" {_ci(*alpha['ci'], alpha['too_few'])}",
+    ]
+    ceiling = humans.get("human_ceiling")
+    if ceiling:
+        lines.append(_ceiling_line(ceiling))
+    return lines
+
+
+def _ceiling_line(ceiling: dict[str, Any]) -> str:
+    head = f"  human ceiling       {ceiling['pairs']} pairs with several votes"
+    if ceiling["too_few"] or ceiling["human_kappa"] is None:
+        return head + ": too few to estimate"
+    place = {
+        True: "as good as the humans",
+        False: "below the humans",
+        None: "not placed",
+    }[ceiling["as_good_as_humans"]]
+    return (
+        f"{head}: annotator vs annotator kappa {_num(ceiling['human_kappa'])}"
+        f" {_ci(*ceiling['human_kappa_ci'], False)}; judge vs annotator"
+        f" {_num(ceiling['judge_kappa'])} {_ci(*ceiling['judge_kappa_ci'], False)}: {place}"
+    )
+
+
 #: the report's ``position_bias.direction`` codes in the words a reader expects (issue 28)
 DIRECTION_TEXT = {
     "favors_first": "favors the first answer",
@@ -189,12 +228,7 @@ def render_summary(report: dict[str, Any], *, min_evaluated: float | None = None
     lines.append(_self_preference_line(report["self_preference"]))
     humans = report["human_agreement"]
     if humans["pairs"]:
-        verdict = "OK" if humans["trusted"] else "BELOW THRESHOLD"
-        lines.append(
-            f"  human agreement     accuracy {_interval(humans['accuracy'])}"
-            f"   kappa {_kappa(humans)}"
-            f" {humans['landis_koch']}  (threshold {humans['threshold']:g}: {verdict})"
-        )
+        lines.extend(_human_lines(humans))
     stability = report.get("repetition_stability")
     if stability:
         share = stability["majority_share"]

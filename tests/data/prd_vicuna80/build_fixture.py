@@ -2,7 +2,11 @@
 
 Usage:
     python tests/data/prd_vicuna80/build_fixture.py SOURCE_DIR OUT.jsonl [--reviewers gpt4,claude]
-        [--only-human-labelled] [--max-question-id N]
+        [--only-human-labelled] [--max-question-id N] [--with-votes] [--without-text]
+        [--min-votes N]
+
+The human-ceiling fixture (``replay_votes_5_judges.jsonl``) is built with
+``--only-human-labelled --with-votes --without-text --min-votes 2``.
 
 One replay record per (reviewer, question, unordered model pair): ``response_a`` is the
 answer of the model that comes first in MODELS, ``judgments`` holds the reviewer's verdict
@@ -49,8 +53,9 @@ def _winner(score: int, a_shown_first: bool) -> str:
     return "a" if first_won == a_shown_first else "b"
 
 
-def human_majorities(source: Path) -> dict[tuple[int, str, str], str]:
-    votes: dict[tuple[int, str, str], Counter[str]] = {}
+def human_votes(source: Path) -> dict[tuple[int, str, str], list[str]]:
+    """Every human vote per (question, model_a, model_b), mapped to the original labels."""
+    votes: dict[tuple[int, str, str], list[str]] = {}
     for index, model_a in enumerate(MODELS):
         for model_b in MODELS[index + 1 :]:
             for first, second, a_first in ((model_a, model_b, True), (model_b, model_a, False)):
@@ -63,9 +68,14 @@ def human_majorities(source: Path) -> dict[tuple[int, str, str], str]:
                     continue
                 for row in _read_jsonl(path):
                     key = (row["question_id"], model_a, model_b)
-                    votes.setdefault(key, Counter())[_winner(row["score"], a_first)] += 1
+                    votes.setdefault(key, []).append(_winner(row["score"], a_first))
+    return votes
+
+
+def human_majorities(source: Path) -> dict[tuple[int, str, str], str]:
     labels = {}
-    for key, counter in votes.items():
+    for key, given in human_votes(source).items():
+        counter = Counter(given)
         ranked = counter.most_common()
         if len(ranked) == 1 or ranked[0][1] > ranked[1][1]:
             labels[key] = ranked[0][0]
@@ -77,6 +87,9 @@ def build_records(
     reviewers: tuple[str, ...],
     only_human_labelled: bool,
     max_question_id: int | None = None,
+    with_votes: bool = False,
+    without_text: bool = False,
+    min_votes: int = 0,
 ) -> list[dict]:
     question_rows = _read_jsonl(source / "prompts" / "vicuna_questions.jsonl")
     questions = {
@@ -89,6 +102,7 @@ def build_records(
         for row in _read_jsonl(source / "generations" / f"answer_{model}.jsonl"):
             answers[row["answer_id"]] = (model, row["question_id"], row["text"])
     humans = human_majorities(source)
+    votes = human_votes(source) if with_votes or min_votes else {}
     records = []
     for reviewer in reviewers:
         for index, model_a in enumerate(MODELS):
@@ -104,6 +118,8 @@ def build_records(
                 for question_id in sorted(questions):
                     key = (question_id, model_a, model_b)
                     if only_human_labelled and key not in humans:
+                        continue
+                    if len(votes.get(key, ())) < min_votes:
                         continue
                     ab, ba = forward.get(question_id), backward.get(question_id)
                     text_a = text_b = None
@@ -141,6 +157,10 @@ def build_records(
                     }
                     if key in humans:
                         record["human_label"] = humans[key]
+                    if key in votes:
+                        record["human_labels"] = votes[key]
+                    if without_text:
+                        record["response_a"] = record["response_b"] = ""
                     records.append(record)
     return records
 
@@ -152,12 +172,18 @@ def main() -> None:
     parser.add_argument("--reviewers", default=",".join(REVIEWERS))
     parser.add_argument("--only-human-labelled", action="store_true")
     parser.add_argument("--max-question-id", type=int, default=None)
+    parser.add_argument("--with-votes", action="store_true", help="every human vote too")
+    parser.add_argument("--without-text", action="store_true", help="answers left empty")
+    parser.add_argument("--min-votes", type=int, default=0, help="pairs with this many votes")
     args = parser.parse_args()
     records = build_records(
         args.source,
         tuple(args.reviewers.split(",")),
         args.only_human_labelled,
         args.max_question_id,
+        args.with_votes,
+        args.without_text,
+        args.min_votes,
     )
     args.out.write_text(
         "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8"
