@@ -31,6 +31,7 @@ SALIENT = [
     re.compile(r"^$"),  # the loop prints nothing
     re.compile(r"harsh\n  Leniency: -\d\.\d\d .*\(harsh, "),
     re.compile(r"favors the first answer[\s\S]*=> Do not trust this judge[\s\S]*exit 3"),
+    re.compile(r"human ceiling .*judge vs annotator 0\.24 .*: as good as the humans"),
     re.compile(r'exit 4\n\s*"verdict": "fail",\n\s*"exit_status": 4,'),
 ]
 

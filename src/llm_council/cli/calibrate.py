@@ -27,6 +27,7 @@ from llm_council.calibration.judge_independence_render import render_independenc
 from llm_council.calibration.pairs import read_pairs
 from llm_council.calibration.probes import ALL_PROBE_NAMES, PROBE_NAMES, parse_probe_names
 from llm_council.calibration.report import DEFAULT_HUMAN_KAPPA_THRESHOLD
+from llm_council.calibration.sarif_output import calibration_sarif
 from llm_council.calibration.session import (
     REPORT_FORMAT,
     LiveSettings,
@@ -128,6 +129,23 @@ def _live_settings(
     )
 
 
+SarifOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--sarif", help="also write the gate and checklist as SARIF 2.1.0 (code scanning)"
+    ),
+]
+
+
+def _artifact_uri(pairs_path: Path) -> str:
+    """The pairs file as SARIF wants it: relative to the working directory when inside it."""
+    resolved = pairs_path.resolve()
+    try:
+        return resolved.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return resolved.as_uri()
+
+
 def calibrate_command(
     pairs_path: Annotated[Path, typer.Argument(help="pairs JSONL (with 'judgments' to replay)")],
     model: ModelOption = None,
@@ -182,6 +200,7 @@ def calibrate_command(
     input_format: InputFormatOption = "ours",
     mapping: MapOption = None,
     human: HumanOption = None,
+    sarif: SarifOption = None,
 ) -> None:
     """Position-swap calibration of an LLM judge (live with --model, else replay of verdicts)."""
     thresholds = GateThresholds(
@@ -253,6 +272,10 @@ def calibrate_command(
         if independence is not None:
             document["effective_judges"] = independence
         write_json_atomically(output, document)
+    if sarif is not None:
+        write_json_atomically(
+            sarif, calibration_sarif(reports, decision, _artifact_uri(pairs_path))
+        )
     if html is not None:
         write_text_atomically(html, render_study_html(reports, comparison, independence))
     typer.echo(
@@ -284,6 +307,7 @@ def probe_command(
     cache: Annotated[Path | None, typer.Option(help="call cache/checkpoint JSONL")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
     seed: Annotated[int, typer.Option()] = 0,
+    sarif: SarifOption = None,
 ) -> None:
     """Bias probes: perturb one answer or the question (CALM biases, prompt injection).
 
@@ -307,6 +331,11 @@ def probe_command(
     if output is not None:
         write_json_atomically(
             output, {"format": REPORT_FORMAT, "mode": "probe", "reports": [report]}
+        )
+    if sarif is not None:
+        decision = decide_gate([report], GateThresholds(min_evaluated=0.0))
+        write_json_atomically(
+            sarif, calibration_sarif([report], decision, _artifact_uri(pairs_path))
         )
     typer.echo(render_summary(report))
 
