@@ -22,10 +22,12 @@ verdicts of one pair share its difficulty, and a plug-in ECE is biased upward at
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Any
 
+from llm_council.calibration.confidence_map import fit_confidence_map, in_first_half
 from llm_council.calibration.estimates import finite
 from llm_council.calibration.outcomes import PairOutcome
 from llm_council.stats.proportions import wilson_interval
@@ -102,6 +104,7 @@ def confidence_calibration(
     stated = False
     confidences: list[float] = []
     correct: list[bool] = []
+    halves: list[bool] = []
     for outcome in evaluated:
         for verdicts, values in (
             (outcome.ab, outcome.ab_confidences),
@@ -114,6 +117,7 @@ def confidence_calibration(
                 if outcome.pair.human_label is not None:
                     confidences.append(value)
                     correct.append(verdict == outcome.pair.human_label)
+                    halves.append(in_first_half(outcome.pair.pair_id))
     if not stated:
         return None
     if len(confidences) < MIN_CONFIDENCE_VERDICTS:
@@ -133,4 +137,46 @@ def confidence_calibration(
         "mean_confidence": sum(confidences) / n,
         "accuracy": sum(correct) / n,
         "reliability": reliability_curve(confidences, correct, confidence_level),
+        "isotonic": isotonic_correction(confidences, correct, halves),
+        # the map for later runs is fitted on every verdict (calibrate --save-confidence-map)
+        "isotonic_map": dataclasses.asdict(fit_confidence_map(confidences, correct)),
+    }
+
+
+def isotonic_correction(
+    confidences: Sequence[float], correct: Sequence[bool], halves: Sequence[bool]
+) -> dict[str, Any]:
+    """ECE of each half of the pairs before and after the isotonic map fitted on the other
+    half (:mod:`~llm_council.calibration.confidence_map`); ``available`` is false when a
+    half has fewer than MIN_CONFIDENCE_VERDICTS verdicts."""
+    sides = []
+    for fit_side in (True, False):
+        fit = [i for i, half in enumerate(halves) if half == fit_side]
+        held = [i for i, half in enumerate(halves) if half != fit_side]
+        if min(len(fit), len(held)) < MIN_CONFIDENCE_VERDICTS:
+            return {
+                "available": False,
+                "reason": f"halves of {len(fit)} and {len(held)} verdicts; need "
+                f"{MIN_CONFIDENCE_VERDICTS} in each",
+            }
+        mapping = fit_confidence_map([confidences[i] for i in fit], [correct[i] for i in fit])
+        held_confidences = [confidences[i] for i in held]
+        held_correct = [correct[i] for i in held]
+        sides.append(
+            {
+                "n_held_out": len(held),
+                "ece_before": expected_calibration_error(held_confidences, held_correct),
+                "ece_after": expected_calibration_error(
+                    mapping.apply(held_confidences), held_correct
+                ),
+            }
+        )
+    total = sum(side["n_held_out"] for side in sides)
+    return {
+        "available": True,
+        "method": "isotonic regression (PAVA) fitted on one half of the pairs, ECE on the "
+        "other half, both ways (Zadrozny & Elkan 2002)",
+        "halves": sides,
+        "ece_before": sum(s["ece_before"] * s["n_held_out"] for s in sides) / total,
+        "ece_after": sum(s["ece_after"] * s["n_held_out"] for s in sides) / total,
     }

@@ -168,7 +168,19 @@ def _confidence_lines(section: dict[str, Any] | None) -> list[str]:
         f"   Brier {section['brier']:.3f}   stated {_pct(section['mean_confidence'])}"
         f" vs right {_pct(section['accuracy'])} ({section['n_verdicts']} verdicts)",
         f"                      reliability {curve}",
+        _isotonic_line(section.get("isotonic")),
     ]
+
+
+def _isotonic_line(isotonic: dict[str, Any] | None) -> str:
+    if not isotonic or not isotonic["available"]:
+        reason = isotonic["reason"] if isotonic else "not computed"
+        return f"                      isotonic correction not assessed: {reason}"
+    return (
+        f"                      isotonic correction: ECE on held-out pairs"
+        f" {isotonic['ece_before']:.3f} -> {isotonic['ece_after']:.3f}"
+        " (fitted on the other half; --save-confidence-map FILE keeps the map)"
+    )
 
 
 def calm_probe_line(probe: dict[str, Any]) -> str:

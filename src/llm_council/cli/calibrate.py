@@ -14,6 +14,12 @@ import typer
 
 from llm_council.atomic_files import write_json_atomically, write_text_atomically
 from llm_council.calibration.bias_check import bias_check_probability
+from llm_council.calibration.confidence import MIN_CONFIDENCE_VERDICTS
+from llm_council.calibration.confidence_map import (
+    ConfidenceMap,
+    read_confidence_map,
+    with_mapped_confidences,
+)
 from llm_council.calibration.gate import (
     DEFAULT_MIN_EVALUATED,
     METRICS,
@@ -146,6 +152,24 @@ def _artifact_uri(pairs_path: Path) -> str:
         return resolved.as_uri()
 
 
+def _save_confidence_map(path: Path, reports: list[dict[str, Any]]) -> None:
+    """The isotonic map of the one judge whose verdicts stated a confidence."""
+    fitted = [
+        (report["judge"], section)
+        for report in reports
+        if (section := report.get("confidence_calibration")) and section.get("available")
+    ]
+    if len(fitted) != 1:
+        raise ConfigError(
+            f"--save-confidence-map needs exactly one judge whose verdicts state a confidence "
+            f"on {MIN_CONFIDENCE_VERDICTS}+ labelled verdicts; found {len(fitted)} (use --judge)"
+        )
+    judge, section = fitted[0]
+    points = section["isotonic_map"]
+    mapping = ConfidenceMap(tuple(points["x"]), tuple(points["y"]))
+    write_json_atomically(path, mapping.as_json(str(judge), section["n_verdicts"]))
+
+
 def calibrate_command(
     pairs_path: Annotated[Path, typer.Argument(help="pairs JSONL (with 'judgments' to replay)")],
     model: ModelOption = None,
@@ -201,6 +225,14 @@ def calibrate_command(
     mapping: MapOption = None,
     human: HumanOption = None,
     sarif: SarifOption = None,
+    save_confidence_map: Annotated[
+        Path | None,
+        typer.Option(help="write the isotonic map of the judge's stated confidence (JSON)"),
+    ] = None,
+    confidence_map: Annotated[
+        Path | None,
+        typer.Option(help="apply a saved confidence map to the verdicts' confidences first"),
+    ] = None,
 ) -> None:
     """Position-swap calibration of an LLM judge (live with --model, else replay of verdicts)."""
     thresholds = GateThresholds(
@@ -212,6 +244,8 @@ def calibrate_command(
     if min_subset_n < 1:
         raise ConfigError(f"--min-subset-n must be >= 1, got {min_subset_n}")
     pairs = load_pairs_any(pairs_path, input_format, mapping or [], human, live=model is not None)
+    if confidence_map is not None:
+        pairs = with_mapped_confidences(pairs, read_confidence_map(confidence_map))
     comparison = None
     independence = None  # effective number of judges: replay of 2+ judges only
     if model is None:
@@ -276,6 +310,8 @@ def calibrate_command(
         write_json_atomically(
             sarif, calibration_sarif(reports, decision, _artifact_uri(pairs_path))
         )
+    if save_confidence_map is not None:
+        _save_confidence_map(save_confidence_map, reports)
     if html is not None:
         write_text_atomically(html, render_study_html(reports, comparison, independence))
     typer.echo(
