@@ -44,11 +44,20 @@ def _overconfident_pairs(n: int, seed: int) -> list[str]:
         for order in ("ab", "ba"):
             stated = float(rng.uniform(0.7, 0.99))
             right = rng.random() < 2 * stated - 1
-            judgments.append({"order": order, "winner": "a" if right else "b", "confidence": stated})
+            judgments.append(
+                {"order": order, "winner": "a" if right else "b", "confidence": stated}
+            )
         lines.append(
             json.dumps(
-                {"id": f"p{i}", "prompt": "q", "response_a": "x", "response_b": "y",
-                 "human_label": "a", "judge": "j", "judgments": judgments}  # fmt: skip
+                {
+                    "id": f"p{i}",
+                    "prompt": "q",
+                    "response_a": "x",
+                    "response_b": "y",
+                    "human_label": "a",
+                    "judge": "j",
+                    "judgments": judgments,
+                }  # fmt: skip
             )
         )
     return lines
