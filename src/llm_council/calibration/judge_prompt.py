@@ -10,6 +10,8 @@ its own block or pose as instructions (see :mod:`llm_council.prompts`).
 
 from __future__ import annotations
 
+import hashlib
+
 from llm_council.pairwise_format import (
     FIRST_LABEL,
     SECOND_LABEL,
@@ -73,3 +75,11 @@ def build_judge_prompt(
         "then end with exactly one line, one of:\n"
         f"Verdict: {FIRST_LABEL}\nVerdict: {SECOND_LABEL}\nVerdict: tie"
     )
+
+
+def judge_prompt_hash() -> str:
+    """SHA-256 of the pairwise judge's version, system text and prompt template: part of
+    the judge's fingerprint (a changed prompt is a changed judge)."""
+    template = build_judge_prompt("{question}", "{first}", "{second}", "{nonce}", "{reference}")
+    material = "\x00".join((JUDGE_PROMPT_VERSION, JUDGE_SYSTEM, template))
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()

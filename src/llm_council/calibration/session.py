@@ -18,6 +18,8 @@ import platformdirs
 
 from llm_council.calibration.bias_check import select_pairs_for_bias_check
 from llm_council.calibration.call_cache import CallCache
+from llm_council.calibration.canary import judge_fingerprint
+from llm_council.calibration.judge_prompt import judge_prompt_hash
 from llm_council.calibration.pairs import Pair, distinct_questions
 from llm_council.calibration.probes import PROBE_NAMES, probe_call_count, run_probes
 from llm_council.calibration.report import (
@@ -196,6 +198,15 @@ async def live_report(
         "cached_calls": runner.calls_from_checkpoint,
         "reused_calls_in_run": runner.calls_reused_in_run,
         "cache": str(settings.cache_path) if settings.cache_path else None,
+        # what identifies this judge set-up across runs (a provider update behind the same
+        # model id shows in calibrate --canary, not here)
+        "fingerprint": judge_fingerprint(
+            settings.spec,
+            settings.options,
+            settings.temperature,
+            prompt_sha256=judge_prompt_hash(),
+            scale=("a", "tie", "b"),
+        ),
     }
     if probe_summaries is not None:
         extra["probes"] = probe_summaries

@@ -50,6 +50,7 @@ from llm_council.calibration.session import (
 from llm_council.calibration.study import DEFAULT_MIN_SUBSET_N, parse_by
 from llm_council.calibration.study_render import render_study_html, render_study_text
 from llm_council.calibration.summary import render_summary
+from llm_council.cli.canary_run import run_canary
 from llm_council.cli.convert import HumanOption, InputFormatOption, MapOption
 from llm_council.errors import ConfigError
 from llm_council.safe_text import terminal_safe
@@ -176,7 +177,9 @@ def _save_confidence_map(path: Path, reports: list[dict[str, Any]]) -> None:
 
 
 def calibrate_command(
-    pairs_path: Annotated[Path, typer.Argument(help="pairs JSONL (with 'judgments' to replay)")],
+    pairs_path: Annotated[
+        Path | None, typer.Argument(help="pairs JSONL (with 'judgments' to replay)")
+    ] = None,
     model: ModelOption = None,
     option: OptionsOption = None,
     output: Annotated[
@@ -238,8 +241,38 @@ def calibrate_command(
         Path | None,
         typer.Option(help="apply a saved confidence map to the verdicts' confidences first"),
     ] = None,
+    canary: Annotated[
+        Path | None,
+        typer.Option(help="re-score this frozen canary set (JSONL: id, question, response)"),
+    ] = None,
+    baseline: Annotated[
+        list[Path] | None,
+        typer.Option(help="an earlier --canary output to compare with (repeatable)"),
+    ] = None,
+    drift_alpha: Annotated[
+        float, typer.Option(help="--canary: the drift test's level (exit 6 below it)")
+    ] = 0.05,
 ) -> None:
-    """Position-swap calibration of an LLM judge (live with --model, else replay of verdicts)."""
+    """Position-swap calibration of an LLM judge (live with --model, else replay of verdicts).
+
+    With --canary FILE: re-score a frozen canary set and test the shift from --baseline.
+    """
+    if canary is not None:
+        run_canary(
+            canary,
+            model=model,
+            options=parse_options(option),
+            temperature=temperature,
+            repetitions=repetitions,
+            concurrency=concurrency,
+            seed=seed,
+            baselines=baseline or [],
+            alpha=drift_alpha,
+            output=output,
+        )
+        return
+    if pairs_path is None:
+        raise ConfigError("calibrate needs a pairs file (or --canary FILE)")
     thresholds = GateThresholds(
         fail_under=parse_fail_under(fail_under),
         min_evaluated=min_evaluated,

@@ -18,7 +18,7 @@ Role = Literal["system", "user", "assistant"]
 
 # What the council asks for; real providers ignore it, the simulated provider uses it to
 # pick its behaviour (it still reads everything else from the prompt text, like a model).
-Task = Literal["answer", "review", "synthesize", "pairwise_judge", "generic"]
+Task = Literal["answer", "review", "synthesize", "pairwise_judge", "canary_score", "generic"]
 
 # How a provider delivers a verdict (ADR 0018): "native" through the SDK's structured-output
 # channel (a candidate's text cannot write into it), "nonce" as text tagged with the

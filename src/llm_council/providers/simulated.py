@@ -63,6 +63,9 @@ class SimulatedProvider(Provider):
             )
         elif request.task == "synthesize":
             text = write_synthesis(prompt)
+        elif request.task == "canary_score":
+            scorer = importlib.import_module("llm_council.simulation.canary_scorer")
+            text = scorer.score_canary_item(prompt, self.profile, rng)
         elif request.task == "pairwise_judge":
             judge_pair = importlib.import_module("llm_council.simulation.pairwise_judge").judge_pair
             text = judge_pair(self.profile, request, rng, judge_name=self.model_name)
