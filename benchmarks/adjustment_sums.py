@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from llm_council.bias_audit.records import adjustment_sidecar, jsonl_store
+from llm_council.bias_audit.records import adjustment_sidecar, jsonl_store, summary_files
 from llm_council.bias_audit.records.adjustment_history import rebuild_sums
 from llm_council.bias_audit.records.adjustment_sidecar import sidecar_path
 from llm_council.bias_audit.records.jsonl_store import append_records
@@ -123,10 +123,13 @@ def run_size(folder: Path, n_records: int, n_members: int, args: argparse.Namesp
         nonlocal old_result
         old_result = full_read_adjustments(store, names, council_config_hash=config_hash)
 
-    old_times = _timed(old, old_repeats)
     begin = time.perf_counter()
     rebuild_sums(store)
     rebuild_s = time.perf_counter() - begin
+    # a reader keeps its rebuild in memory; the writer's next append writes it
+    append_records(store, _session(names, -1, config_hash))
+    summary_files.forget_rebuilt()
+    old_times = _timed(old, old_repeats)
     new_result: dict[str, ReviewerAdjustment] = {}
 
     def new() -> None:
@@ -137,6 +140,7 @@ def run_size(folder: Path, n_records: int, n_members: int, args: argparse.Namesp
 
     def cold() -> None:
         adjustment_sidecar._READS.clear()
+        summary_files.forget_rebuilt()
         new()
 
     cold_times = _timed(cold, max(10, args.repeats // 5))

@@ -26,7 +26,6 @@ file describing the state before, which the next lookup sees as stale and rebuil
 from __future__ import annotations
 
 import base64
-import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -47,7 +46,7 @@ from llm_council.bias_audit.records.summary_files import (
     warn_unverifiable,
     write_summary_atomically,
 )
-from llm_council.bias_audit.records.summary_seal import seal, unsealed
+from llm_council.bias_audit.records.summary_seal import sealed_json, unsealed
 from llm_council.stats.reviewer_effect_sums import (
     LENGTH,
     ReviewerEffectSums,
@@ -65,7 +64,10 @@ CouncilSums = dict[str, ReviewerEffectSums]
 
 def sidecar_path(store: Path) -> Path:
     """``<resolved store>.adjustments.json`` (a symlink and its target share it)."""
-    real = summarised_store(store)
+    return _sidecar_file(summarised_store(store))
+
+
+def _sidecar_file(real: Path) -> Path:
     return real.with_name(real.name + SIDECAR_SUFFIX)
 
 
@@ -197,7 +199,7 @@ def _key_of(value: Any) -> list[int]:
 
 def _verified(real: Path, raw: bytes, store_size: int) -> tuple[list[int], CouncilSums]:
     """The sealed file's store key and sums; :class:`SummaryUnverifiable` otherwise."""
-    body = unsealed(SIDECAR_KIND, real, parse_summary_json(raw))
+    body = unsealed(SIDECAR_KIND, real, parse_summary_json(raw), resolved=True)
     if body is None:
         raise SummaryUnverifiable("the seal does not verify")
     if body.get("format") != SIDECAR_FORMAT:
@@ -219,8 +221,11 @@ def read_sidecar(
     """The store key and sums the file holds, or None when it is missing or cannot be
     trusted (with a warning once). ``store_size`` (else the store's current size) bounds
     what the sums may plausibly hold."""
-    real = summarised_store(store)
-    path = sidecar_path(real)
+    return _read_real(summarised_store(store), store_size)
+
+
+def _read_real(real: Path, store_size: int | None) -> tuple[list[int], CouncilSums] | None:
+    path = _sidecar_file(real)
     file_key = _file_key(path)
     cached = _READS.get(str(path))
     if file_key is not None and cached is not None and cached[0] == file_key:
@@ -250,17 +255,20 @@ def write_sidecar(store: Path, key: list[int], councils: CouncilSums) -> None:
     checked against the store, so one that a power loss leaves empty or torn reads as
     damaged, and one left at an older state reads as stale; both are rebuilt.
     """
-    real = summarised_store(store)
-    path = sidecar_path(real)
+    _write_real(summarised_store(store), key, councils)
+
+
+def _write_real(real: Path, key: list[int], councils: CouncilSums) -> None:
+    path = _sidecar_file(real)
     body = {
         "format": SIDECAR_FORMAT,
         "store_key": key,
         "councils": {name: _encode(sums) for name, sums in sorted(councils.items())},
     }
-    document = seal(SIDECAR_KIND, real, body)
+    document = sealed_json(SIDECAR_KIND, real, body, resolved=True)
     if document is None:
         return
-    write_summary_atomically(path, json.dumps(document, allow_nan=False))
+    write_summary_atomically(path, document)
     file_key = _file_key(path)
     if file_key is not None:
         _READS[str(path)] = (file_key, key, councils)
@@ -286,13 +294,13 @@ def merge_after_append(
         if before.st_size == 0:
             current: CouncilSums | None = {}
         else:
-            read = read_sidecar(real, before.st_size)
+            read = _read_real(real, before.st_size)
             current = read[1] if read is not None and read[0] == store_key(before) else None
             if current is None:
                 current = rebuilt(SIDECAR_KIND, real, store_key(before))
         if current is None:
             return
-        write_sidecar(real, after, merge_councils(current, sums_by_council(records)))
+        _write_real(real, after, merge_councils(current, sums_by_council(records)))
     except Exception as error:  # noqa: BLE001 - left stale, never the append failed
         import structlog  # here: reading a store does not need it
 

@@ -64,7 +64,7 @@ from llm_council.bias_audit.records.summary_files import (
     warn_unverifiable,
     write_summary_atomically,
 )
-from llm_council.bias_audit.records.summary_seal import seal, unsealed
+from llm_council.bias_audit.records.summary_seal import sealed_json, unsealed
 from llm_council.errors import InputError
 
 __all__ = [
@@ -111,13 +111,19 @@ class HistoryStoreError(InputError, ValueError):
 
 def profile_path(store: Path) -> Path:
     """The base summary: ``<resolved store>.profiles.json``."""
-    real = summarised_store(store)
-    return real.with_name(real.name + PROFILE_SUFFIX)
+    return _base_file(summarised_store(store))
 
 
 def journal_path(store: Path) -> Path:
     """The journal of sessions appended since the base: ``<resolved store>.profiles.log``."""
-    real = summarised_store(store)
+    return _journal_file(summarised_store(store))
+
+
+def _base_file(real: Path) -> Path:
+    return real.with_name(real.name + PROFILE_SUFFIX)
+
+
+def _journal_file(real: Path) -> Path:
     return real.with_name(real.name + JOURNAL_SUFFIX)
 
 
@@ -141,20 +147,20 @@ def _write_base(
     base, under the writers' lock), drop the journal. Without a sealing key nothing is
     written (readers rebuild)."""
     body = {"format": PROFILE_FORMAT, "store_key": key, "reviewers": _encode(profiles)}
-    document = seal(BASE_KIND, real, body)
+    document = sealed_json(BASE_KIND, real, body, resolved=True)
     if document is not None:
-        write_summary_atomically(profile_path(real), json.dumps(document, allow_nan=False))
+        write_summary_atomically(_base_file(real), document)
     if absorbs or document is None:
-        journal_path(real).unlink(missing_ok=True)
+        _journal_file(real).unlink(missing_ok=True)
 
 
 def _read_base(real: Path, bound: float) -> tuple[list[int], Profiles] | None:
     """The sealed base's store key and profiles; ``None`` when there is no base;
     :class:`SummaryUnverifiable` when there is one that cannot be trusted."""
-    raw = read_summary(profile_path(real))
+    raw = read_summary(_base_file(real))
     if raw is None:
         return None
-    body = unsealed(BASE_KIND, real, parse_summary_json(raw))
+    body = unsealed(BASE_KIND, real, parse_summary_json(raw), resolved=True)
     if body is None:
         raise SummaryUnverifiable("the base's seal does not verify")
     if body.get("format") != PROFILE_FORMAT:
@@ -206,8 +212,8 @@ def _chained(real: Path, store_size: int) -> _Chain | None:
     Verifies only the journal lines appended since this process last looked, when the base
     file is unchanged and the journal is the same file (a fold replaces both)."""
     bound = sum_bound(store_size)
-    base_key = _file_key(profile_path(real))
-    journal_key = _file_key(journal_path(real))
+    base_key = _file_key(_base_file(real))
+    journal_key = _file_key(_journal_file(real))
     previous = _CHAIN_READS.get(str(real))
     if (
         previous is not None
@@ -222,14 +228,14 @@ def _chained(real: Path, store_size: int) -> _Chain | None:
         if base is None or base_key is None:
             return None
         (key, profiles), offset = base, 0
-    tail = read_summary(journal_path(real), offset=offset)
+    tail = read_summary(_journal_file(real), offset=offset)
     if tail is None:
         return _Chain(key, profiles, 0)
     complete = tail[: tail.rfind(b"\n") + 1]  # a line still being written is not read
     distrusted = 0
     for raw_line in complete.split(b"\n")[:-1]:
         try:
-            body = unsealed(JOURNAL_KIND, real, parse_summary_json(raw_line))
+            body = unsealed(JOURNAL_KIND, real, parse_summary_json(raw_line), resolved=True)
             if body is None:
                 distrusted += 1
                 continue
@@ -307,11 +313,11 @@ def merge_after_append(
             _write_base(real, after, merge_profiles(promoted, contribution), absorbs=True)
         return
     body = {"before": _store_key(before), "after": after, "reviewers": _encode(contribution)}
-    document = seal(JOURNAL_KIND, real, body)
+    document = sealed_json(JOURNAL_KIND, real, body, resolved=True)
     if document is None:
         return
-    line = (json.dumps(document, allow_nan=False) + "\n").encode("utf-8")
-    written, size = append_summary_line(journal_path(real), line)
+    line = document + b"\n"
+    written, size = append_summary_line(_journal_file(real), line)
     if written != len(line) or size > JOURNAL_COMPACT_BYTES:
         _write_base(real, after, merge_profiles(chain.profiles, contribution), absorbs=True)
 

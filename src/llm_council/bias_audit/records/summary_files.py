@@ -128,8 +128,8 @@ def temporary_prefix(path: Path) -> str:
     return f".{path.name}."
 
 
-def write_summary_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text``: a new 0600 file from ``mkstemp`` (``O_EXCL``, so a
+def write_summary_atomically(path: Path, content: bytes) -> None:
+    """Replace ``path`` with ``content``: a new 0600 file from ``mkstemp`` (``O_EXCL``, so a
     symlink planted at a predictable name is never followed), then ``os.replace`` (which
     replaces a symlink at ``path`` itself, never its target). Not fsynced: a summary is
     a cache checked against its store."""
@@ -137,8 +137,8 @@ def write_summary_atomically(path: Path, text: str) -> None:
         dir=path.parent, prefix=temporary_prefix(path), suffix=".tmp"
     )
     try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-            stream.write(text)
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(content)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
