@@ -16,7 +16,6 @@ from llm_council.bias_audit.records import summary_files, summary_seal
 from llm_council.bias_audit.records.summary_files import (
     SummaryUnverifiable,
     append_summary_line,
-    parse_summary_json,
     read_summary,
     remove_stale_temporaries,
     write_summary_atomically,
@@ -35,11 +34,29 @@ def test_sealed_json_is_the_sealed_document_encoded_once(tmp_path: Path, body: d
     assert summary_seal.sealed_json("k", store, {"x": float("nan")}) is None
 
 
-def test_parse_failures_are_all_unverifiable() -> None:
-    for raw in (b"[" * 100_000, b'{"a": NaN}', b'{"a": Infinity}', b"\xff\xfe", b"{"):
-        with pytest.raises(SummaryUnverifiable):
-            parse_summary_json(raw)
-    assert parse_summary_json(b'{"a": [1, 2.5]}') == {"a": [1, 2.5]}
+def test_unsealed_json_verifies_the_bytes_before_parsing_them(tmp_path: Path) -> None:
+    store = tmp_path / "records.jsonl"
+    body = {"reviewers": {'x"seal":"hmac-sha256:': [1, 2.5]}, "store_key": [1, 2, 3]}
+    encoded = summary_seal.sealed_json("profiles.json", store, body)
+    assert encoded is not None
+    assert summary_seal.unsealed_json("profiles.json", store, encoded) == body
+    assert summary_seal.unsealed_json("profiles.log", store, encoded) is None
+    assert summary_seal.unsealed_json("profiles.json", tmp_path / "other", encoded) is None
+    empty = summary_seal.sealed_json("k", store, {})
+    assert empty is not None and summary_seal.unsealed_json("k", store, empty) == {}
+    seal_text = encoded[encoded.rfind(b',"seal"') :]
+    hostile = [
+        encoded.replace(b"2.5", b"0.5"),  # a number edited
+        encoded[: len(encoded) // 2],  # truncated
+        encoded[: encoded.rfind(b',"seal"')] + b"}",  # seal deleted
+        b"[" * 100_000 + seal_text,  # deep nesting under a copied seal: never parsed
+        b'{"a":NaN' + seal_text,
+        json.dumps(json.loads(encoded), indent=1).encode(),  # same content, other bytes
+        b"\xff\xfe",
+        b"",
+    ]
+    for raw in hostile:
+        assert summary_seal.unsealed_json("profiles.json", store, raw) is None
 
 
 def test_read_summary_refuses_links_fifos_and_giants(tmp_path: Path) -> None:

@@ -38,7 +38,6 @@ from llm_council.bias_audit.records.score_history import history_arrays
 from llm_council.bias_audit.records.summary_files import (
     SummaryUnverifiable,
     max_cells,
-    parse_summary_json,
     read_summary,
     rebuilt,
     sum_bound,
@@ -46,7 +45,7 @@ from llm_council.bias_audit.records.summary_files import (
     warn_unverifiable,
     write_summary_atomically,
 )
-from llm_council.bias_audit.records.summary_seal import sealed_json, unsealed
+from llm_council.bias_audit.records.summary_seal import sealed_json, unsealed_json
 from llm_council.stats.reviewer_effect_sums import (
     LENGTH,
     ReviewerEffectSums,
@@ -199,7 +198,7 @@ def _key_of(value: Any) -> list[int]:
 
 def _verified(real: Path, raw: bytes, store_size: int) -> tuple[list[int], CouncilSums]:
     """The sealed file's store key and sums; :class:`SummaryUnverifiable` otherwise."""
-    body = unsealed(SIDECAR_KIND, real, parse_summary_json(raw), resolved=True)
+    body = unsealed_json(SIDECAR_KIND, real, raw, resolved=True)
     if body is None:
         raise SummaryUnverifiable("the seal does not verify")
     if body.get("format") != SIDECAR_FORMAT:

@@ -55,7 +55,6 @@ from llm_council.bias_audit.records.summary_files import (
     SummaryUnverifiable,
     append_summary_line,
     max_cells,
-    parse_summary_json,
     read_summary,
     rebuilt,
     remember_rebuilt,
@@ -64,7 +63,7 @@ from llm_council.bias_audit.records.summary_files import (
     warn_unverifiable,
     write_summary_atomically,
 )
-from llm_council.bias_audit.records.summary_seal import sealed_json, unsealed
+from llm_council.bias_audit.records.summary_seal import sealed_json, unsealed_json
 from llm_council.errors import InputError
 
 __all__ = [
@@ -160,7 +159,7 @@ def _read_base(real: Path, bound: float) -> tuple[list[int], Profiles] | None:
     raw = read_summary(_base_file(real))
     if raw is None:
         return None
-    body = unsealed(BASE_KIND, real, parse_summary_json(raw), resolved=True)
+    body = unsealed_json(BASE_KIND, real, raw, resolved=True)
     if body is None:
         raise SummaryUnverifiable("the base's seal does not verify")
     if body.get("format") != PROFILE_FORMAT:
@@ -235,7 +234,7 @@ def _chained(real: Path, store_size: int) -> _Chain | None:
     distrusted = 0
     for raw_line in complete.split(b"\n")[:-1]:
         try:
-            body = unsealed(JOURNAL_KIND, real, parse_summary_json(raw_line), resolved=True)
+            body = unsealed_json(JOURNAL_KIND, real, raw_line, resolved=True)
             if body is None:
                 distrusted += 1
                 continue

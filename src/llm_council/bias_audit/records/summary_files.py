@@ -7,8 +7,10 @@ This module holds what both kinds need so that neither can be fooled by the file
 - they are named after the *resolved* store (:func:`summarised_store`), so a symlink and
   its target share one set of summaries and one writer lock;
 - reads never follow a symlink, never block on a FIFO and never load more than
-  :data:`MAX_SUMMARY_BYTES` (:func:`read_summary`); every parse failure, including a
-  ``RecursionError`` from deeply nested JSON, is a :class:`SummaryUnverifiable`;
+  :data:`MAX_SUMMARY_BYTES` (:func:`read_summary`); the bytes are verified against their
+  seal before any JSON is parsed
+  (:func:`~llm_council.bias_audit.records.summary_seal.unsealed_json`), so hostile JSON
+  (deep nesting that raised ``RecursionError``, ``NaN``) never reaches the parser;
 - writes create files 0600 through ``mkstemp`` (``O_EXCL``: a pre-made symlink is never
   followed) and ``os.replace``, or append with ``O_NOFOLLOW``
   (:func:`write_summary_atomically`, :func:`append_summary_line`);
@@ -19,7 +21,6 @@ This module holds what both kinds need so that neither can be fooled by the file
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import tempfile
@@ -73,19 +74,6 @@ def sum_bound(store_size: int) -> float:
     So :math:`4 B^2 n` with :math:`n` = :func:`max_cells` bounds them all.
     """
     return 4.0 * SCORE_BOUND**2 * max(max_cells(store_size), 1)
-
-
-def parse_summary_json(raw: bytes) -> Any:
-    """``json.loads`` whose every failure (bad JSON, bad UTF-8, nesting deep enough for a
-    ``RecursionError``, a non-standard constant such as ``Infinity``) is unverifiable."""
-
-    def no_constants(name: str) -> Any:
-        raise ValueError(f"non-finite constant {name}")
-
-    try:
-        return json.loads(raw, parse_constant=no_constants)
-    except (ValueError, RecursionError, TypeError) as error:
-        raise SummaryUnverifiable(f"not JSON: {type(error).__name__}") from None
 
 
 def read_summary(

@@ -158,6 +158,36 @@ def sealed_json(
     return encoded[:-1] + separator + f'"{SEAL_FIELD}":"{mac}"}}'.encode("ascii")
 
 
+def unsealed_json(
+    kind: str, store: str | Path, raw: bytes, *, resolved: bool = False
+) -> dict[str, Any] | None:
+    """The body of a document written by :func:`sealed_json`, verified on its bytes as
+    written (no re-encoding: a 9-member council's sums are ~400 KiB), then parsed; ``None``
+    for anything else (another layout, a wrong seal, no key). Nothing unverified is parsed,
+    so hostile JSON (deep nesting, NaN) never reaches the parser."""
+    key = summary_key()
+    marker = f'"{SEAL_FIELD}":"{SEAL_TAG}:'.encode("ascii")
+    at = raw.rfind(marker)
+    if key is None or at < 1 or not raw.endswith(b'"}'):
+        return None
+    mac = raw[at + len(marker) - len(SEAL_TAG) - 1 : -2].decode("ascii", "replace")
+    prefix = raw[:at]
+    if prefix == b"{":
+        encoded = b"{}"
+    elif prefix.endswith(b","):
+        encoded = prefix[:-1] + b"}"
+    else:
+        return None
+    expected = _mac_of_encoded(key, kind, store_identity(store, resolved=resolved), encoded)
+    if not hmac.compare_digest(mac.encode("ascii", "replace"), expected.encode("ascii")):
+        return None
+    try:
+        body = json.loads(encoded)
+    except (ValueError, RecursionError):  # pragma: no cover - our writer wrote these bytes
+        return None
+    return body if isinstance(body, dict) and SEAL_FIELD not in body else None
+
+
 def unsealed(
     kind: str, store: str | Path, document: Any, *, resolved: bool = False
 ) -> dict[str, Any] | None:
