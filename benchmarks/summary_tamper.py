@@ -82,10 +82,22 @@ def _spec(n_members: int, *, reversed_roles: bool = False) -> CouncilSpec:
     )
 
 
-def _append(store: Path, sessions: list[GeneratedSession]) -> None:
-    for session in sessions:
+def _append(
+    store: Path, sessions: list[GeneratedSession], *, degenerate_first: bool = False
+) -> None:
+    """Append the sessions; with ``degenerate_first`` the second one's reviewers give every
+    answer 10 (a degenerate session: no residual noise at all)."""
+    for index, session in enumerate(sessions):
         records = [
-            ReviewRecord.model_validate({**row, "schema_version": SCHEMA_VERSION})
+            ReviewRecord.model_validate(
+                {
+                    **row,
+                    "schema_version": SCHEMA_VERSION,
+                    "score_value": 10.0
+                    if degenerate_first and index == 1 and row["score_value"] is not None
+                    else row["score_value"],
+                }
+            )
             for row in session.records(config_hash=CONFIG_HASH)
         ]
         append_records(store, records)
@@ -123,7 +135,7 @@ class Stores:
 def build_stores(directory: Path, n_members: int, n_sessions: int, seed: int) -> Stores:
     sessions = generate_sessions(_spec(n_members), n_sessions + 1, seed)
     store = directory / "records.jsonl"
-    _append(store, sessions[: n_sessions - LATER_SESSIONS])
+    _append(store, sessions[: n_sessions - LATER_SESSIONS], degenerate_first=True)
     older = _snapshot(store)
     _append(store, sessions[n_sessions - LATER_SESSIONS : n_sessions])
     other = directory / "other.jsonl"
@@ -241,11 +253,24 @@ def _honest_judge(stores: Stores) -> str:
     return stores.members[-1]
 
 
+def _present(reviewers: dict[str, Any], preferred: str) -> str:
+    """``preferred`` when the summary holds it, else the last reviewer it does hold (a
+    small council's first session may miss a reviewer or, with a missing cell at 3
+    members, have no residual to sum: then a placeholder entry is forged)."""
+    if preferred in reviewers:
+        return preferred
+    if reviewers:
+        return sorted(reviewers)[-1]
+    reviewers[preferred] = [1, 1.0, 1.0, {preferred: 1.0}]
+    return preferred
+
+
 def base_noise_shrunk(stores: Stores) -> None:
     """An honest judge's residual sum of squares / 100 in the base (as if it never erred)."""
     path = profile_path(stores.store)
     document = _load(path)
-    document["reviewers"][_honest_judge(stores)][1] /= 100.0
+    reviewers = document["reviewers"]
+    reviewers[_present(reviewers, _honest_judge(stores))][1] /= 100.0
     _dump(path, document)
 
 
@@ -253,14 +278,16 @@ def base_harsh_hidden(stores: Stores) -> None:
     """The harsh judge's residual sum of squares x 100 (its harshness drowned in noise)."""
     path = profile_path(stores.store)
     document = _load(path)
-    document["reviewers"][stores.members[0]][1] *= 100.0
+    reviewers = document["reviewers"]
+    reviewers[_present(reviewers, stores.members[0])][1] *= 100.0
     _dump(path, document)
 
 
 def base_huge_residual(stores: Stores) -> None:
     path = profile_path(stores.store)
     document = _load(path)
-    document["reviewers"][stores.members[0]][1] = 1e308
+    reviewers = document["reviewers"]
+    reviewers[_present(reviewers, stores.members[0])][1] = 1e308
     _dump(path, document)
 
 
