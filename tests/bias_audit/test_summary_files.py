@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-import structlog
 
 from llm_council.bias_audit.records import summary_files, summary_seal
 from llm_council.bias_audit.records.summary_files import (
@@ -108,13 +107,26 @@ def test_stale_temporaries_are_swept_at_most_once_a_minute(tmp_path: Path) -> No
     assert remove_stale_temporaries(store, now=now + 61) == 1
 
 
-def test_an_unverifiable_summary_is_reported_once(tmp_path: Path) -> None:
+class _FakeLog:
+    """Records what would be logged (structlog may be configured to cache its loggers)."""
+
+    def __init__(self) -> None:
+        self.entries: list[dict[str, object]] = []
+
+    def warning(self, event: str, **fields: object) -> None:
+        self.entries.append({"event": event, **fields})
+
+
+def test_an_unverifiable_summary_is_reported_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = _FakeLog()
+    monkeypatch.setattr(summary_files, "log", fake)
     summary_files.forget_rebuilt()
-    with structlog.testing.capture_logs() as logs:
-        for _ in range(3):
-            summary_files.warn_unverifiable("profiles", tmp_path, "the seal does not verify")
-        summary_files.warn_unverifiable("adjustments", tmp_path, "not JSON")
-    events = [(entry["event"], entry["kind"]) for entry in logs]
+    for _ in range(3):
+        summary_files.warn_unverifiable("profiles", tmp_path, "the seal does not verify")
+    summary_files.warn_unverifiable("adjustments", tmp_path, "not JSON")
+    events = [(entry["event"], entry["kind"]) for entry in fake.entries]
     assert events == [
         ("summary_unverifiable_rebuilt", "profiles"),
         ("summary_unverifiable_rebuilt", "adjustments"),
