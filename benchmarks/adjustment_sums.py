@@ -8,6 +8,8 @@ out by the fit) it measures, in one run:
    ``--old-repeats`` times (once past 200k records);
 2. the one-off rebuild of ``<store>.adjustments.json`` from the records (what a store
    written behind the sidecar's back pays once; past 32 MiB it runs in the background);
+   a reader keeps it in memory and the writer's next append writes it (ADR 0052), so one
+   session is appended before the lookups are timed;
 3. the new path (:func:`reviewer_adjustments` reading the sums): warm (the sidecar already
    parsed by this process, as after its own append) and cold (parsed anew, as in another
    process);
