@@ -250,8 +250,17 @@ def test_a_writer_through_a_symlink_waits_for_the_targets_lock(
 
 
 def _hostile(index: int, value: float) -> list[ReviewRecord]:
+    """A session whose scores are the generator's times ``value / 10``: they vary, so the
+    residuals are as huge as the scores (on main: ``Infinity`` in the journal, and the next
+    audit with history ``not_tested``)."""
     return [
-        record.model_copy(update={"score_value": value if record.score_value is not None else None})
+        record.model_copy(
+            update={
+                "score_value": value * record.score_value / 10
+                if record.score_value is not None
+                else None
+            }
+        )
         for record in _records(index)
     ]
 
@@ -277,6 +286,7 @@ def test_a_session_of_huge_scores_is_left_out_of_every_summary(
     texts = {f"judge-{i}": "w " * 20 for i in range(4)}
     audit = run_bias_audit(texts, scores, history=store)
     assert "4 from history" in audit.indicator_only["reviewers"]
+    assert audit.overall_bias_risk != "not_tested"
 
 
 # ---- issue 34 item 2: reading history writes nothing -------------------------------------
