@@ -8,6 +8,8 @@ out by the fit) it measures, in one run:
    ``--old-repeats`` times (once past 200k records);
 2. the one-off rebuild of ``<store>.adjustments.json`` from the records (what a store
    written behind the sidecar's back pays once; past 32 MiB it runs in the background);
+   a reader keeps it in memory and the writer's next append writes it (ADR 0052), so one
+   session is appended before the lookups are timed;
 3. the new path (:func:`reviewer_adjustments` reading the sums): warm (the sidecar already
    parsed by this process, as after its own append) and cold (parsed anew, as in another
    process);
@@ -30,7 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from llm_council.bias_audit.records import adjustment_sidecar, jsonl_store
+from llm_council.bias_audit.records import adjustment_sidecar, jsonl_store, summary_files
 from llm_council.bias_audit.records.adjustment_history import rebuild_sums
 from llm_council.bias_audit.records.adjustment_sidecar import sidecar_path
 from llm_council.bias_audit.records.jsonl_store import append_records
@@ -123,10 +125,13 @@ def run_size(folder: Path, n_records: int, n_members: int, args: argparse.Namesp
         nonlocal old_result
         old_result = full_read_adjustments(store, names, council_config_hash=config_hash)
 
-    old_times = _timed(old, old_repeats)
     begin = time.perf_counter()
     rebuild_sums(store)
     rebuild_s = time.perf_counter() - begin
+    # a reader keeps its rebuild in memory; the writer's next append writes it
+    append_records(store, _session(names, -1, config_hash))
+    summary_files.forget_rebuilt()
+    old_times = _timed(old, old_repeats)
     new_result: dict[str, ReviewerAdjustment] = {}
 
     def new() -> None:
@@ -137,6 +142,7 @@ def run_size(folder: Path, n_records: int, n_members: int, args: argparse.Namesp
 
     def cold() -> None:
         adjustment_sidecar._READS.clear()
+        summary_files.forget_rebuilt()
         new()
 
     cold_times = _timed(cold, max(10, args.repeats // 5))

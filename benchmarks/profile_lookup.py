@@ -3,8 +3,9 @@
 Writes a simulated JSONL store of about 1M records (5 members, 25 records a session,
 40,000 sessions), then measures:
 
-1. the one-off rebuild of ``<store>.profiles.json`` from every record (a store written by
-   another program, imported or compacted pays this once);
+1. the one-off rebuild of the profiles from every record (a store written by another
+   program, imported or compacted pays this once; the rebuild is kept in memory and the
+   first append below writes it as ``<store>.profiles.json``, ADR 0052);
 2. the lookup a session pays when the sidecar is fresh (:func:`load_profiles`: a stat of
    the store, a read of the sidecar): target at most 2 ms;
 3. an append with its profile journal line under the store's lock, after which the

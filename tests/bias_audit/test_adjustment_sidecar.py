@@ -14,8 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from llm_council.bias_audit.records import adjustment_history, background_rebuild
-from llm_council.bias_audit.records.adjustment_sidecar import read_sidecar, sidecar_path
+from llm_council.bias_audit.records import adjustment_history, background_rebuild, summary_files
+from llm_council.bias_audit.records.adjustment_sidecar import (
+    SIDECAR_KIND,
+    read_sidecar,
+    sidecar_path,
+)
 from llm_council.bias_audit.records.jsonl_store import append_records, read_records
 from llm_council.bias_audit.records.schema import SCHEMA_VERSION, ReviewRecord
 from llm_council.bias_audit.session.history_adjustments import (
@@ -70,10 +74,20 @@ def _assert_same(
         assert new.slot_effects == pytest.approx(old.slot_effects, abs=1e-6)
 
 
-def _fresh(store: Path) -> bool:
-    read = read_sidecar(store)
+def _key(store: Path) -> list[int]:
     status = store.stat()
-    return read is not None and read[0] == [status.st_ino, status.st_size, status.st_mtime_ns]
+    return [status.st_ino, status.st_size, status.st_mtime_ns]
+
+
+def _fresh(store: Path) -> bool:
+    """The file beside the store describes it as it is."""
+    read = read_sidecar(store)
+    return read is not None and read[0] == _key(store)
+
+
+def _kept(store: Path) -> bool:
+    """A reader's rebuild, kept in memory for the store as it is (never written by it)."""
+    return summary_files.rebuilt(SIDECAR_KIND, store.resolve(), _key(store)) is not None
 
 
 @pytest.mark.parametrize("n_members", [3, 5, 9])
@@ -120,7 +134,9 @@ def test_a_store_written_behind_the_sidecars_back_is_rebuilt(tmp_path: Path) -> 
     assert not _fresh(store)
     members = _members(4)
     _assert_same(full_read_adjustments(store, members), reviewer_adjustments(store, members))
-    assert _fresh(store)  # the rebuild was written
+    assert _kept(store) and not _fresh(store)  # the reader kept its rebuild, wrote nothing
+    _append(store, sessions[:1], config_hash="again")
+    assert _fresh(store)  # the writer wrote it, with the new session
 
 
 def test_a_truncated_store_is_rebuilt(tmp_path: Path) -> None:
@@ -146,7 +162,7 @@ def test_a_replaced_store_of_the_same_size_is_rebuilt(tmp_path: Path) -> None:
     copy.replace(store)
     assert not _fresh(store)
     _assert_same(full_read_adjustments(store, members), reviewer_adjustments(store, members))
-    assert _fresh(store)
+    assert _kept(store)
 
 
 def _damage(path: Path, how: str) -> None:
@@ -175,7 +191,7 @@ def test_a_damaged_sidecar_is_rebuilt_never_trusted(tmp_path: Path, how: str) ->
     _damage(sidecar_path(store), how)
     assert read_sidecar(store) is None
     _assert_same(expected, reviewer_adjustments(store, members))
-    assert _fresh(store)
+    assert _kept(store)
 
 
 def test_a_failed_sidecar_write_leaves_the_append_intact(tmp_path: Path) -> None:
@@ -213,9 +229,9 @@ def test_a_large_stale_store_is_rebuilt_in_the_background(
     with pytest.raises(RecordError, match="rebuilt in the background.*aggregates raw"):
         reviewer_adjustments(store, _members(3))
     deadline = time.monotonic() + 30
-    while not _fresh(store) and time.monotonic() < deadline:
+    while not _kept(store) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert _fresh(store)
+    assert _kept(store)
     members = _members(3)
     _assert_same(full_read_adjustments(store, members), reviewer_adjustments(store, members))
 
@@ -261,11 +277,13 @@ def test_sessions_appended_during_a_rebuild_are_caught_up_under_the_lock(tmp_pat
     _append(store, sessions[:20])
     summed = store.stat()  # the state a rebuild read up to
     councils = adjustment_history.rebuild_sums(store)
-    sidecar_path(store).unlink()  # appends while the rebuild runs see no sidecar to merge
+    # appends while a rebuild runs see neither a file nor a finished rebuild to merge into
+    sidecar_path(store).unlink()
+    summary_files.forget_rebuilt()
     _append(store, sessions[20:])
     assert not _fresh(store)
     caught_up = adjustment_history._caught_up(store, summed, councils)
-    assert caught_up is not None and _fresh(store)
+    assert caught_up is not None and _kept(store)
     assert caught_up["c1"].n_scores.sum() > councils["c1"].n_scores.sum()
     members = _members(4)
     _assert_same(full_read_adjustments(store, members), reviewer_adjustments(store, members))

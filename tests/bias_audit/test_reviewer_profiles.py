@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from llm_council.bias_audit import run_bias_audit
-from llm_council.bias_audit.records import reviewer_profiles
+from llm_council.bias_audit.records import reviewer_profiles, summary_files
 from llm_council.bias_audit.records.jsonl_store import append_records, with_session_counts
 from llm_council.bias_audit.records.reviewer_profiles import (
     ReviewerProfile,
@@ -104,7 +104,8 @@ def test_a_compacted_store_is_rebuilt(tmp_path: Path) -> None:
 
 def test_a_damaged_sidecar_and_a_missing_store(tmp_path: Path) -> None:
     store = tmp_path / "records.jsonl"
-    assert load_profiles(store) == {}
+    with pytest.raises(InputError, match="history store does not exist"):
+        load_profiles(store)  # history from nowhere is a mistake, not "no history"
     append_records(store, _session_records(0))
     profile_path(store).write_text("{not json")
     assert {profile.sessions for profile in load_profiles(store).values()} == {1}
@@ -221,21 +222,34 @@ def test_a_large_stale_store_is_rebuilt_in_the_background_not_in_the_session(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a session must not stream a large store (56 s at 1M records): above the bound it runs
-    # without history and the summary is rebuilt beside it in a daemon thread
+    # without history and the summary is rebuilt in a daemon thread; the rebuild is kept
+    # in memory (a reader never writes beside the store) and the writer's next append
+    # writes it
     import asyncio
     import time
 
+    from llm_council.bias_audit.records.background_rebuild import running
     from llm_council.bias_audit.records.reviewer_profiles import fresh_profiles, profile_path
     from llm_council.bias_audit.session import session_audit
 
     store = tmp_path / "records.jsonl"
-    line = {"session_id": "s1", "reviewer_id": "r1", "model_id": "m1", "score": 7.0}
-    store.write_text("\n".join(json.dumps(line) for _ in range(3)) + "\n")
+    with store.open("w", encoding="utf-8") as handle:  # written by another program
+        for index in range(2):
+            for record in with_session_counts(_session_records(index)):
+                handle.write(record.model_dump_json() + "\n")
     assert fresh_profiles(store) is None  # no summary yet: stale
     monkeypatch.setattr(session_audit, "REBUILD_IN_SESSION_MAX_BYTES", 10)
     assert asyncio.run(session_audit._store_history(store)) == {}
     deadline = time.monotonic() + 10
-    while not profile_path(store).exists() and time.monotonic() < deadline:
+    while fresh_profiles(store) is None and time.monotonic() < deadline:
         time.sleep(0.05)
+    while running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    fresh = fresh_profiles(store)  # the next session reads it without a rebuild
+    assert fresh is not None and {profile.sessions for profile in fresh.values()} == {2}
+    assert not profile_path(store).exists()  # nothing written by a reader
+    append_records(store, _session_records(2))  # the writer promotes the rebuild
     assert profile_path(store).exists()
-    assert fresh_profiles(store) is not None  # the next session reads it in a stat
+    reviewer_profiles._CHAIN_READS.clear()
+    summary_files.forget_rebuilt()
+    assert {profile.sessions for profile in fresh_profiles(store).values()} == {3}

@@ -1,17 +1,21 @@
 """The lookup side of the summed reviewer history: the sidecar if fresh, else rebuilt.
 
 :func:`load_council_sums` accepts ``<store>.adjustments.json``
-(:mod:`~llm_council.bias_audit.records.adjustment_sidecar`) only when it describes the
-store as it is now; otherwise (missing, damaged, or a store written, truncated or compacted
-behind its back) it sums every complete session the store's reader gives and writes the
-file anew. A store past :data:`BACKGROUND_REBUILD_BYTES` is summed in a background thread
-and the lookup raises :class:`RecordError`, so that session aggregates raw and the
-middleware's error says why.
+(:mod:`~llm_council.bias_audit.records.adjustment_sidecar`) only when its seal verifies
+and it describes the store as it is now; otherwise (missing, forged, damaged, or a store
+written, truncated or compacted behind its back) it sums every complete session the
+store's reader gives. A store past :data:`BACKGROUND_REBUILD_BYTES` is summed in a
+background thread and the lookup raises :class:`RecordError`, so that session aggregates
+raw and the middleware's error says why.
+
+Nothing here writes beside the store (a reader may only read it): a rebuild is kept in
+this process's memory (:func:`~llm_council.bias_audit.records.summary_files.remember_rebuilt`),
+later lookups use it while the store is unchanged, and the store's writer writes it
+beside the store at its next append.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import warnings
 from collections import Counter
@@ -23,17 +27,26 @@ from typing import BinaryIO
 import structlog
 
 from llm_council.bias_audit.records.adjustment_sidecar import (
+    SIDECAR_KIND,
     CouncilSums,
     merge_councils,
     read_sidecar,
     store_key,
     sums_by_council,
-    write_sidecar,
 )
 from llm_council.bias_audit.records.background_rebuild import rebuild_once_in_background
 from llm_council.bias_audit.records.jsonl_store import RecordReader
 from llm_council.bias_audit.records.schema import ReviewRecord
-from llm_council.bias_audit.records.store_lock import store_write_lock
+from llm_council.bias_audit.records.store_lock import (
+    store_lock_file,
+    store_write_lock,
+    wait_for_writers,
+)
+from llm_council.bias_audit.records.summary_files import (
+    rebuilt,
+    remember_rebuilt,
+    summarised_store,
+)
 from llm_council.errors import RecordError
 
 log = structlog.get_logger("llm_council.bias_audit")
@@ -61,22 +74,11 @@ class _ReaderUpTo(RecordReader):
 
 
 def _lock_file(store: Path) -> str:
-    return str(store.absolute()) + ".lock"
+    return store_lock_file(store)
 
 
 def _under_writer_lock() -> AbstractContextManager[object]:
     return nullcontext()
-
-
-def _settled(store: Path) -> bool:
-    """Wait for a writer in its locked section to finish (take and release the lock)."""
-    if not os.path.exists(_lock_file(store)):
-        return False
-    try:
-        with store_write_lock(_lock_file(store), _LOCK_WAIT_S, _under_writer_lock):
-            return True
-    except Exception:  # noqa: BLE001 - a lock we cannot take: rebuild rather than fail
-        return False
 
 
 def _locked_status(store: Path) -> os.stat_result:
@@ -102,12 +104,15 @@ def _session_batches(records: Iterable[ReviewRecord]) -> Iterator[list[ReviewRec
 
 
 def rebuild_sums(store: Path) -> CouncilSums:
-    """The sums of every complete session of the store, written as a new file.
+    """The sums of every complete session of the store, kept in memory for the store's
+    state they describe (never written beside it: that is the writer's, at its next
+    append). Reads only.
 
     Sessions appended while it read (a large store takes seconds) are then added under
-    the writers' lock (:func:`_caught_up`), so under steady traffic the file still ends
-    fresh instead of stale again by the time it is written.
+    the writers' lock (:func:`_caught_up`), so under steady traffic the rebuild still ends
+    fresh instead of stale again by the time it is done.
     """
+    store = summarised_store(store)
     status = _locked_status(store)
     councils: CouncilSums = {}
     with warnings.catch_warnings():
@@ -118,16 +123,15 @@ def rebuild_sums(store: Path) -> CouncilSums:
     caught_up = _caught_up(store, status, councils)
     if caught_up is not None:
         return caught_up
-    with contextlib.suppress(OSError):  # a read-only directory: every lookup sums the records
-        write_sidecar(store, store_key(status), councils)
+    remember_rebuilt(SIDECAR_KIND, store, store_key(status), councils)
     return councils
 
 
 def _caught_up(store: Path, summed: os.stat_result, councils: CouncilSums) -> CouncilSums | None:
     """Under the writers' lock: add the sessions appended since ``summed`` (the store's
-    state the sums describe) and write the file for the store as it is now; None when the
+    state the sums describe) and keep them for the store as it is now; None when the
     store was replaced, shrank, grew by more than :data:`CATCH_UP_BYTES` or cannot be
-    locked (the caller writes what it summed)."""
+    locked (the caller keeps what it summed)."""
     if not os.path.exists(_lock_file(store)):
         return None
     try:
@@ -142,7 +146,7 @@ def _caught_up(store: Path, summed: os.stat_result, councils: CouncilSums) -> Co
                 handle.seek(summed.st_size)
                 tail = handle.read(grown)
             merged = merge_councils(councils, sums_by_council(_complete_sessions(tail)))
-            write_sidecar(store, store_key(now), merged)
+            remember_rebuilt(SIDECAR_KIND, store, store_key(now), merged)
             return merged
     except Exception:  # noqa: BLE001 - a lock we cannot take or a file we cannot write
         return None
@@ -157,7 +161,7 @@ def _complete_sessions(tail: bytes) -> list[ReviewRecord]:
             continue
         try:
             records.append(ReviewRecord.model_validate_json(raw_line))
-        except ValueError:  # pydantic's ValidationError too
+        except (ValueError, RecursionError):  # pydantic's ValidationError too
             continue
     found = Counter(record.session_id for record in records)
     return [
@@ -170,7 +174,7 @@ def _complete_sessions(tail: bytes) -> list[ReviewRecord]:
 def _rebuild_in_background(store: Path) -> None:
     # a failure leaves the sums stale: the next lookup tries again
     rebuild_once_in_background(
-        f"adjustments:{store.absolute()}",
+        f"adjustments:{summarised_store(store)}",
         lambda: rebuild_sums(store),
         lambda error: log.warning("adjustment_sums_not_rebuilt", error=str(error)),
         thread_name="adjustment-sums-rebuild",
@@ -178,22 +182,27 @@ def _rebuild_in_background(store: Path) -> None:
 
 
 def load_council_sums(store: Path) -> CouncilSums:
-    """The store's sums per council: the file when it describes the store as it is, else
-    rebuilt from the records (in the background for a large store, raising
-    :class:`RecordError`). A missing store has no history.
+    """The store's sums per council: the sealed file when it describes the store as it is
+    (or this process's rebuild at that state), else rebuilt from the records (in the
+    background for a large store, raising :class:`RecordError`). A missing store has no
+    history. Reads only: nothing is written beside the store.
 
     A lookup that races a writer (the store appended, the file not yet rewritten) looks
     again under the writers' lock before rebuilding.
     """
+    store = summarised_store(store)
     for locked in (False, True):
         try:
             status = os.stat(store)
         except FileNotFoundError:
             return {}
-        read = read_sidecar(store)
+        read = read_sidecar(store, status.st_size)
         if read is not None and read[0] == store_key(status):
             return read[1]
-        if locked or read is None or not _settled(store):
+        kept = rebuilt(SIDECAR_KIND, store, store_key(status))
+        if kept is not None:
+            return kept
+        if locked or read is None or not wait_for_writers(store, _LOCK_WAIT_S):
             break
     if status.st_size > BACKGROUND_REBUILD_BYTES:
         _rebuild_in_background(store)

@@ -5,13 +5,19 @@ past sessions. Reading the whole store every session costs time linear in its si
 store's writer keeps the fit's sufficient statistics
 (:class:`~llm_council.stats.reviewer_effect_sums.ReviewerEffectSums`, one per
 ``council_config_hash``) beside it: :func:`merge_after_append` adds each appended session
-under the writers' lock and rewrites the file atomically (a temporary file, then
-``os.replace``). The file carries the store's inode, size and mtime it describes, so a
-lookup (:func:`read_sidecar`) accepts it only when the store is still in that state;
-a store written by another program, truncated, compacted or edited no longer matches, and
-the sums are rebuilt from its records
-(:mod:`~llm_council.bias_audit.records.adjustment_history`). A damaged file (bad JSON, a
-wrong shape, a number that is not finite) is never trusted: it reads as missing.
+under the writers' lock and rewrites the file atomically (``mkstemp``, 0600, then
+``os.replace``). The file carries the store's inode, size and mtime it describes and a seal
+(:mod:`~llm_council.bias_audit.records.summary_seal`: an HMAC of the kind, the resolved store
+path and the body under a key outside the store's directory), so a lookup
+(:func:`read_sidecar`) accepts it only when the seal verifies and the store is still in
+that state; a store written by another program, truncated, compacted or edited no longer
+matches, and the sums are rebuilt from its records
+(:mod:`~llm_council.bias_audit.records.adjustment_history`). A file that cannot be trusted
+(unsealed, forged, bad JSON, a wrong shape, a number that is not finite or beyond what the
+store's size allows) is never used: it reads as missing, with a warning once.
+
+Who writes: only :func:`merge_after_append` (the store's writer, under its lock). A reader's
+rebuild is kept in memory, and the writer's next append writes it here.
 
 There is no journal: a crash between the store's write and the file's rewrite leaves the
 file describing the state before, which the next lookup sees as stale and rebuilds.
@@ -20,9 +26,7 @@ file describing the state before, which the next lookup sees as stale and rebuil
 from __future__ import annotations
 
 import base64
-import json
 import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +35,17 @@ import numpy as np
 
 from llm_council.bias_audit.records.schema import ReviewRecord
 from llm_council.bias_audit.records.score_history import history_arrays
+from llm_council.bias_audit.records.summary_files import (
+    SummaryUnverifiable,
+    max_cells,
+    read_summary,
+    rebuilt,
+    sum_bound,
+    summarised_store,
+    warn_unverifiable,
+    write_summary_atomically,
+)
+from llm_council.bias_audit.records.summary_seal import sealed_json, unsealed_json
 from llm_council.stats.reviewer_effect_sums import (
     LENGTH,
     ReviewerEffectSums,
@@ -40,13 +55,19 @@ from llm_council.stats.reviewer_effects import MAX_SLOTS
 
 SIDECAR_SUFFIX = ".adjustments.json"
 SIDECAR_FORMAT = 1
+#: the seal's kind (and the in-memory rebuild's)
+SIDECAR_KIND = "adjustments.json"
 
 CouncilSums = dict[str, ReviewerEffectSums]
 
 
 def sidecar_path(store: Path) -> Path:
-    """``<store>.adjustments.json``."""
-    return store.with_name(store.name + SIDECAR_SUFFIX)
+    """``<resolved store>.adjustments.json`` (a symlink and its target share it)."""
+    return _sidecar_file(summarised_store(store))
+
+
+def _sidecar_file(real: Path) -> Path:
+    return real.with_name(real.name + SIDECAR_SUFFIX)
 
 
 def sums_by_council(records: Iterable[ReviewRecord]) -> CouncilSums:
@@ -88,10 +109,15 @@ def _pack(values: np.ndarray) -> str:
     return base64.b64encode(np.ascontiguousarray(values, dtype="<f8").tobytes()).decode("ascii")
 
 
-def _unpack(text: Any, size: int) -> np.ndarray:
-    values = np.frombuffer(base64.b64decode(str(text), validate=True), dtype="<f8")
-    if values.size != size or not np.all(np.isfinite(values)):
-        raise ValueError(f"expected {size} finite numbers, got {values.size}")
+def _unpack(text: Any, size: int, bound: float) -> np.ndarray:
+    if not isinstance(text, str):
+        raise ValueError("packed numbers are not a string")
+    raw = base64.b64decode(text, validate=True)
+    if len(raw) != 8 * size:
+        raise ValueError(f"expected {size} numbers, got {len(raw) / 8:g}")
+    values = np.frombuffer(raw, dtype="<f8")
+    if not np.all(np.isfinite(values)) or np.any(np.abs(values) > bound):
+        raise ValueError(f"a number is not finite or beyond {bound:g}")
     return values.astype(float)
 
 
@@ -109,8 +135,9 @@ def _encode(sums: ReviewerEffectSums) -> dict[str, Any]:
     }
 
 
-def _decode(encoded: Mapping[str, Any]) -> ReviewerEffectSums:
-    """The sums from their JSON form; anything inconsistent raises ``ValueError``."""
+def _decode(encoded: Mapping[str, Any], bound: float, most: int) -> ReviewerEffectSums:
+    """The sums from their JSON form; anything inconsistent, a sum beyond ``bound`` or a
+    count beyond ``most`` (what the store's size allows) raises ``ValueError``."""
     reviewers = tuple(encoded["reviewers"])
     if not all(isinstance(name, str) for name in reviewers) or len(set(reviewers)) != len(
         reviewers
@@ -123,17 +150,19 @@ def _decode(encoded: Mapping[str, Any]) -> ReviewerEffectSums:
         raise ValueError("bad columns")
     n_scores = np.array([int(n) for n in encoded["n_scores"]], dtype=np.int64)
     n_answers, n_slots = int(encoded["n_answers"]), int(encoded["n_slots"])
-    if n_scores.size != len(reviewers) or (n_scores < 0).any() or n_answers < 0:
+    if n_scores.size != len(reviewers) or (n_scores < 0).any() or not 0 <= n_answers <= most:
         raise ValueError("bad counts")
+    if int(n_scores.sum()) > most:
+        raise ValueError("more scores than the store can hold")
     if not 0 <= n_slots <= MAX_SLOTS:
         raise ValueError(f"bad slot count {n_slots}")
     size = len(columns) + 1
     upper = np.triu_indices(size)
-    packed = _unpack(encoded["cross"], len(reviewers) * upper[0].size)
+    packed = _unpack(encoded["cross"], len(reviewers) * upper[0].size, bound)
     cross = np.zeros((len(reviewers), size, size))
     cross[:, upper[0], upper[1]] = packed.reshape(len(reviewers), -1)
     cross[:, upper[1], upper[0]] = packed.reshape(len(reviewers), -1)
-    gram_diagonal = _unpack(encoded["gram_diagonal"], len(columns))
+    gram_diagonal = _unpack(encoded["gram_diagonal"], len(columns), bound)
     if (gram_diagonal < 0).any():
         raise ValueError("a negative sum of squares")
     return ReviewerEffectSums(
@@ -144,66 +173,101 @@ def _decode(encoded: Mapping[str, Any]) -> ReviewerEffectSums:
         n_slots,
         cross,
         gram_diagonal,
-        _unpack(encoded["gram_length"], len(columns)),
+        _unpack(encoded["gram_length"], len(columns), bound),
     )
 
 
-#: per sidecar path: the file's (inode, size, mtime) and what it held, so an unchanged file
-#: is not parsed again
+#: per sidecar path: the file's (inode, size, mtime) and what it held once verified, so an
+#: unchanged file is not parsed again
 _READS: dict[str, tuple[tuple[int, int, int], list[int], CouncilSums]] = {}
 
 
 def _file_key(path: Path) -> tuple[int, int, int] | None:
     try:
-        status = os.stat(path)
+        status = os.lstat(path)
     except FileNotFoundError:
         return None
     return status.st_ino, status.st_size, status.st_mtime_ns
 
 
-def read_sidecar(store: Path) -> tuple[list[int], CouncilSums] | None:
-    """The store key and sums the file holds, or None when it is missing or damaged."""
-    path = sidecar_path(store)
+def _key_of(value: Any) -> list[int]:
+    if not isinstance(value, list) or len(value) != 3 or any(type(p) is not int for p in value):
+        raise ValueError("a store key is not three integers")
+    return list(value)
+
+
+def _verified(real: Path, raw: bytes, store_size: int) -> tuple[list[int], CouncilSums]:
+    """The sealed file's store key and sums; :class:`SummaryUnverifiable` otherwise."""
+    body = unsealed_json(SIDECAR_KIND, real, raw, resolved=True)
+    if body is None:
+        raise SummaryUnverifiable("the seal does not verify")
+    if body.get("format") != SIDECAR_FORMAT:
+        raise SummaryUnverifiable(f"the format is not {SIDECAR_FORMAT}")
+    bound, most = sum_bound(store_size), max_cells(store_size)
+    try:
+        key = _key_of(body["store_key"])
+        councils = {
+            str(name): _decode(value, bound, most) for name, value in body["councils"].items()
+        }
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as error:
+        raise SummaryUnverifiable(f"implausible: {error}") from None
+    return key, councils
+
+
+def read_sidecar(
+    store: Path, store_size: int | None = None
+) -> tuple[list[int], CouncilSums] | None:
+    """The store key and sums the file holds, or None when it is missing or cannot be
+    trusted (with a warning once). ``store_size`` (else the store's current size) bounds
+    what the sums may plausibly hold."""
+    return _read_real(summarised_store(store), store_size)
+
+
+def _read_real(real: Path, store_size: int | None) -> tuple[list[int], CouncilSums] | None:
+    path = _sidecar_file(real)
     file_key = _file_key(path)
     cached = _READS.get(str(path))
     if file_key is not None and cached is not None and cached[0] == file_key:
         return cached[1], cached[2]
     try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
-        if payload.get("format") != SIDECAR_FORMAT:
+        raw = read_summary(path)
+        if raw is None:
             return None
-        key = [int(part) for part in payload["store_key"]]
-        councils = {str(name): _decode(value) for name, value in payload["councils"].items()}
-    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
-        return None  # missing or damaged: rebuilt from the records
+        if store_size is None:
+            store_size = os.stat(real).st_size
+        key, councils = _verified(real, raw, store_size)
+    except SummaryUnverifiable as error:
+        warn_unverifiable("adjustments", real, str(error))
+        return None
+    except OSError:
+        return None
     if file_key is not None:
         _READS[str(path)] = (file_key, key, councils)
     return key, councils
 
 
 def write_sidecar(store: Path, key: list[int], councils: CouncilSums) -> None:
-    """Replace the sidecar atomically: a temporary file beside it, then ``os.replace``.
+    """Replace the sealed file atomically (``mkstemp``, 0600, then ``os.replace``); the
+    writer's, under the store's lock. Without a sealing key nothing is written.
 
     Not fsynced (an fsync costs an append several milliseconds): the file is a cache
     checked against the store, so one that a power loss leaves empty or torn reads as
     damaged, and one left at an older state reads as stale; both are rebuilt.
     """
-    path = sidecar_path(store)
-    payload = {
+    _write_real(summarised_store(store), key, councils)
+
+
+def _write_real(real: Path, key: list[int], councils: CouncilSums) -> None:
+    path = _sidecar_file(real)
+    body = {
         "format": SIDECAR_FORMAT,
         "store_key": key,
         "councils": {name: _encode(sums) for name, sums in sorted(councils.items())},
     }
-    descriptor, temporary = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
-    )
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-            json.dump(payload, stream, allow_nan=False)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    document = sealed_json(SIDECAR_KIND, real, body, resolved=True)
+    if document is None:
+        return
+    write_summary_atomically(path, document)
     file_key = _file_key(path)
     if file_key is not None:
         _READS[str(path)] = (file_key, key, councils)
@@ -217,19 +281,28 @@ def merge_after_append(
 ) -> None:
     """Add one append's sessions to the sums; called under the store's writer lock.
 
-    The records are already in the store, so nothing here fails the append: a file that
-    was stale before (or cannot be written now) is left stale, and the next lookup
-    rebuilds it. A new store's first append starts the file.
+    The sums describing the store as it was ``before`` come from the sealed file, else
+    from this process's in-memory rebuild (a reader rebuilt a stale file); a new store's
+    first append starts from nothing. Without them the file is left stale. The records are
+    already in the store, so nothing here fails the append: a failure leaves the file
+    stale (logged), and the next lookup rebuilds it.
     """
     try:
-        after = store_key(os.stat(store))
+        real = summarised_store(store)
+        after = store_key(os.stat(real))
         if before.st_size == 0:
-            current: CouncilSums = {}
+            current: CouncilSums | None = {}
         else:
-            read = read_sidecar(store)
-            if read is None or read[0] != store_key(before):
-                return
-            current = read[1]
-        write_sidecar(store, after, merge_councils(current, sums_by_council(records)))
-    except Exception:  # noqa: BLE001 - any failure leaves the file stale, never the append failed
-        return
+            read = _read_real(real, before.st_size)
+            current = read[1] if read is not None and read[0] == store_key(before) else None
+            if current is None:
+                current = rebuilt(SIDECAR_KIND, real, store_key(before))
+        if current is None:
+            return
+        _write_real(real, after, merge_councils(current, sums_by_council(records)))
+    except Exception as error:  # noqa: BLE001 - left stale, never the append failed
+        import structlog  # here: reading a store does not need it
+
+        structlog.get_logger("llm_council.bias_audit").warning(
+            "adjustment_sums_not_updated", error=type(error).__name__
+        )

@@ -40,7 +40,8 @@ from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
 from llm_council.bias_audit.records.schema import SCHEMA_VERSION, ReviewRecord, upgrade_record
-from llm_council.bias_audit.records.store_lock import store_write_lock
+from llm_council.bias_audit.records.store_lock import store_lock_file, store_write_lock
+from llm_council.bias_audit.records.store_sniff import STORE_SNIFF_BYTES, holds_records
 from llm_council.errors import InputError, RecordError
 
 STORE_VARIABLE = "LLM_COUNCIL_BIAS_STORE"
@@ -110,6 +111,13 @@ def check_store_path(path: Path) -> None:
         raise _not_regular_error(path, mode)
 
 
+def _holds_records(path: Path) -> bool:
+    try:
+        return holds_records(path)
+    except OSError as error:
+        raise RecordError(f"{path}: cannot use as the record store: {error.strerror}") from None
+
+
 def check_append_target(path: Path) -> None:
     """:func:`check_store_path`, and refuse an existing file that is not a store.
 
@@ -126,38 +134,12 @@ def check_append_target(path: Path) -> None:
         )
 
 
-#: how much of an existing store :func:`check_append_target` reads to recognise it
-STORE_SNIFF_BYTES = 1 << 16
-
-
-def _holds_records(path: Path) -> bool:
-    """Whether ``path`` is empty or a complete line near its start is a record (a JSON
-    object with ``schema_version``)."""
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(STORE_SNIFF_BYTES)
-    except OSError as error:
-        raise RecordError(f"{path}: cannot use as the record store: {error.strerror}") from None
-    if not head.strip():
-        return True
-    lines = head.split(b"\n")
-    complete = lines[:-1] if len(head) == STORE_SNIFF_BYTES else lines
-    for line in complete:
-        try:
-            parsed = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(parsed, dict) and "schema_version" in parsed:
-            return True
-    # a lone line without its newline (a session torn mid-write, nothing else yet)
-    return not any(line.strip() for line in complete[:-1]) and head.lstrip().startswith(b"{")
-
-
 _LOCKS: dict[tuple[int, str], FileLock] = {}
 
 
 def _lock_path(path: Path) -> str:
-    return str(path.absolute()) + ".lock"
+    """The resolved store's lock: a symlink to a store and the store share one writer lock."""
+    return store_lock_file(path)
 
 
 def _lock_for(path: Path) -> FileLock:
@@ -225,10 +207,11 @@ def _roll_back(
 
 
 def _update_profiles(path: Path, before: os.stat_result, records: Sequence[ReviewRecord]) -> None:
-    """Merge the appended session into the reviewer-profile sidecar (under the lock).
+    """Merge the appended session into the reviewer-profile summary (under the lock).
 
-    The records are already in the store: a sidecar that cannot be written is left
-    stale and rebuilt by the next lookup, never an error of the append.
+    The records are already in the store: a summary that cannot be written (or a hostile
+    one that cannot even be parsed) is left stale and rebuilt by the next lookup, never an
+    error of the append.
     """
     # imported here: the profiles pull numpy and scipy, which reading a store does not need
     from llm_council.bias_audit.records.reviewer_profiles import (
@@ -239,8 +222,12 @@ def _update_profiles(path: Path, before: os.stat_result, records: Sequence[Revie
     try:
         cells = profile_fields(records)
         merge_after_append(path, before, cells)
-    except (OSError, ValueError):
-        return
+    except Exception as error:  # noqa: BLE001 - never fail an append whose records landed
+        import structlog  # here: reading a store does not need it
+
+        structlog.get_logger("llm_council.bias_audit").warning(
+            "reviewer_profiles_not_updated", error=type(error).__name__
+        )
 
 
 def _update_adjustment_sums(
@@ -251,6 +238,13 @@ def _update_adjustment_sums(
     from llm_council.bias_audit.records.adjustment_sidecar import merge_after_append
 
     merge_after_append(path, before, records)
+
+
+def _remove_stale_summary_temporaries(path: Path) -> None:
+    """Under the lock: delete the summaries' temporary files a killed writer left."""
+    from llm_council.bias_audit.records.summary_files import remove_stale_temporaries
+
+    remove_stale_temporaries(Path(os.path.realpath(path)))
 
 
 def append_records(path: Path, records: Sequence[ReviewRecord]) -> int:
@@ -283,6 +277,7 @@ def append_records(path: Path, records: Sequence[ReviewRecord]) -> int:
                     _write_fully(descriptor, payload)
                 except OSError as error:
                     raise _roll_back(descriptor, path, start, payload, skip, error) from None
+                _remove_stale_summary_temporaries(path)
                 _update_profiles(path, status, records)
                 _update_adjustment_sums(path, status, records)
             finally:

@@ -13,12 +13,24 @@ from collections.abc import Iterable
 import numpy as np
 
 from llm_council.bias_audit.records.schema import ReviewRecord
+from llm_council.bias_audit.records.summary_files import SCORE_BOUND
 
 
 def history_arrays(records: Iterable[ReviewRecord]) -> dict[str, np.ndarray] | None:
     """The scores the fit reads, as arrays: other members' answers only (self-scores and
     check reviews left out), each answer's ``log2`` length centred within its session.
-    ``reviewer`` indexes ``names``. None when there is no such score."""
+    ``reviewer`` indexes ``names``. None when there is no such score.
+
+    A session with a score that is not finite or beyond :data:`SCORE_BOUND` in size is
+    left out whole (1e300 scores would overflow every sum and swamp every honest session's),
+    in the full-read fit and the summed history alike."""
+    records = list(records)
+    out_of_bounds = {
+        record.session_id
+        for record in records
+        if record.score_value is not None
+        and not (math.isfinite(record.score_value) and abs(record.score_value) <= SCORE_BOUND)
+    }
     answer_ids: dict[tuple[str, str], int] = {}
     reviewer_ids: dict[str, int] = {}
     session_of_answer: list[str] = []
@@ -29,7 +41,7 @@ def history_arrays(records: Iterable[ReviewRecord]) -> dict[str, np.ndarray] | N
             record.check_kind is not None
             or record.is_self_review
             or record.score_value is None
-            or not math.isfinite(record.score_value)
+            or record.session_id in out_of_bounds
         ):
             continue
         key = (record.session_id, record.model_id)

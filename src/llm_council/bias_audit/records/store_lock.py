@@ -10,6 +10,9 @@ opens the same file and flocks it directly, so it excludes and is excluded by ev
 file descriptions, so two opens in one process exclude each other too). Where ``flock`` is
 unavailable (no ``fcntl``, or a file system without it), it falls back to the
 ``FileLock`` itself, which then uses its soft lock.
+
+The lock file is named after the *resolved* store (:func:`store_lock_file`), so writers
+reaching one store through a symlink and through its target take the same lock.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ import errno
 import os
 import time
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from pathlib import Path
 
 from filelock import Timeout
 
@@ -31,6 +35,28 @@ except ImportError:  # pragma: no cover - Windows
 _NO_FLOCK = {errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOLCK}
 #: how long a waiting writer sleeps between attempts (filelock's default poll interval)
 POLL_INTERVAL_S = 0.05
+
+
+def store_lock_file(store: str | Path) -> str:
+    """``<resolved store>.lock``: one lock per store file, whatever path reaches it."""
+    return os.path.realpath(store) + ".lock"
+
+
+def _no_fallback() -> AbstractContextManager[object]:
+    return nullcontext()
+
+
+def wait_for_writers(store: str | Path, timeout_s: float = 10.0) -> bool:
+    """Wait for a writer inside its locked section to leave (take and release the lock);
+    ``False`` when no lock file exists or it cannot be taken (read-only, stuck writer)."""
+    lock_file = store_lock_file(store)
+    if not os.path.exists(lock_file):
+        return False
+    try:
+        with store_write_lock(lock_file, timeout_s, _no_fallback):
+            return True
+    except Exception:  # noqa: BLE001 - a lock we cannot take: the caller rebuilds
+        return False
 
 
 @contextmanager

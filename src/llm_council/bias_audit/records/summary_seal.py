@@ -109,16 +109,24 @@ def canonical_json(body: Any) -> bytes:
 
 
 def _mac(key: bytes, kind: str, store: str, body: Any) -> str:
-    message = b"\x00".join([kind.encode("utf-8"), store.encode("utf-8"), canonical_json(body)])
+    return _mac_of_encoded(key, kind, store, canonical_json(body))
+
+
+def _mac_of_encoded(key: bytes, kind: str, store: str, encoded: bytes) -> str:
+    message = b"\x00".join([kind.encode("utf-8"), store.encode("utf-8"), encoded])
     return f"{SEAL_TAG}:{hmac.new(key, message, hashlib.sha256).hexdigest()}"
 
 
-def store_identity(store: str | Path) -> str:
-    """The store as one name: its resolved path, so a symlink and its target agree."""
-    return str(Path(store).resolve())
+def store_identity(store: str | Path, *, resolved: bool = False) -> str:
+    """The store as one name: its resolved path, so a symlink and its target agree.
+    ``resolved=True``: the caller already resolved it (saves a ``realpath`` per line when
+    a journal of many sealed lines is verified)."""
+    return str(store) if resolved else str(Path(store).resolve())
 
 
-def seal(kind: str, store: str | Path, body: Mapping[str, Any]) -> dict[str, Any] | None:
+def seal(
+    kind: str, store: str | Path, body: Mapping[str, Any], *, resolved: bool = False
+) -> dict[str, Any] | None:
     """``body`` with a ``seal`` field binding it to ``kind`` and ``store``; ``None`` when
     no key is available (the caller then writes no summary) or the body is not finite JSON.
     """
@@ -126,13 +134,63 @@ def seal(kind: str, store: str | Path, body: Mapping[str, Any]) -> dict[str, Any
     if key is None or SEAL_FIELD in body:
         return None
     try:
-        mac = _mac(key, kind, store_identity(store), dict(body))
+        mac = _mac(key, kind, store_identity(store, resolved=resolved), dict(body))
     except (TypeError, ValueError):
         return None
     return {**body, SEAL_FIELD: mac}
 
 
-def unsealed(kind: str, store: str | Path, document: Any) -> dict[str, Any] | None:
+def sealed_json(
+    kind: str, store: str | Path, body: Mapping[str, Any], *, resolved: bool = False
+) -> bytes | None:
+    """:func:`seal`'s document as JSON bytes, encoding the body once (a 9-member council's
+    adjustment sums are ~400 KiB): the canonical body with the seal spliced in as its last
+    field. ``None`` when :func:`seal` would give ``None``."""
+    key = summary_key()
+    if key is None or SEAL_FIELD in body:
+        return None
+    try:
+        encoded = canonical_json(dict(body))
+    except (TypeError, ValueError):
+        return None
+    mac = _mac_of_encoded(key, kind, store_identity(store, resolved=resolved), encoded)
+    separator = b"," if encoded != b"{}" else b""
+    return encoded[:-1] + separator + f'"{SEAL_FIELD}":"{mac}"}}'.encode("ascii")
+
+
+def unsealed_json(
+    kind: str, store: str | Path, raw: bytes, *, resolved: bool = False
+) -> dict[str, Any] | None:
+    """The body of a document written by :func:`sealed_json`, verified on its bytes as
+    written (no re-encoding: a 9-member council's sums are ~400 KiB), then parsed; ``None``
+    for anything else (another layout, a wrong seal, no key). Nothing unverified is parsed,
+    so hostile JSON (deep nesting, NaN) never reaches the parser."""
+    key = summary_key()
+    marker = f'"{SEAL_FIELD}":"{SEAL_TAG}:'.encode("ascii")
+    at = raw.rfind(marker)
+    if key is None or at < 1 or not raw.endswith(b'"}'):
+        return None
+    mac = raw[at + len(marker) - len(SEAL_TAG) - 1 : -2].decode("ascii", "replace")
+    prefix = raw[:at]
+    if prefix == b"{":
+        encoded = b"{}"
+    elif prefix.endswith(b","):
+        encoded = prefix[:-1] + b"}"
+    else:
+        return None
+    expected = _mac_of_encoded(key, kind, store_identity(store, resolved=resolved), encoded)
+    if not hmac.compare_digest(mac.encode("ascii", "replace"), expected.encode("ascii")):
+        return None
+    try:
+        body = json.loads(encoded)
+    except (ValueError, RecursionError):  # pragma: no cover - our writer wrote these bytes
+        return None
+    return body if isinstance(body, dict) and SEAL_FIELD not in body else None
+
+
+def unsealed(
+    kind: str, store: str | Path, document: Any, *, resolved: bool = False
+) -> dict[str, Any] | None:
     """The body of a sealed ``document`` when its seal verifies for ``kind`` and ``store``;
     ``None`` for anything else (no seal, a wrong one, not a JSON object, no key)."""
     if not isinstance(document, Mapping):
@@ -143,7 +201,7 @@ def unsealed(kind: str, store: str | Path, document: Any) -> dict[str, Any] | No
         return None
     body = {name: value for name, value in document.items() if name != SEAL_FIELD}
     try:
-        expected = _mac(key, kind, store_identity(store), body)
+        expected = _mac(key, kind, store_identity(store, resolved=resolved), body)
     except (TypeError, ValueError):
         return None
     return body if hmac.compare_digest(mac, expected) else None
