@@ -201,11 +201,10 @@ def migrate_store(url: str) -> int:
         raise store_error(url, "cannot migrate the record store", error) from None
 
 
-# read-only: the version, NULL when the database has no llm-council schema
-_VERSION = (
-    "SELECT CASE WHEN to_regclass('llm_council_schema') IS NULL THEN NULL "
-    "ELSE (SELECT max(version) FROM llm_council_schema) END"
-)
+# read-only, in two statements: a query naming a table that does not exist fails when
+# parsed, even in a CASE branch never taken
+_HAS_SCHEMA = "SELECT to_regclass('llm_council_schema') IS NOT NULL"
+_VERSION = "SELECT max(version) FROM llm_council_schema"
 _STORE_ID = "SELECT min(store_id) FROM llm_council_store"
 
 
@@ -220,8 +219,13 @@ async def require_current_schema(connection: AsyncConnection[Any], url: str) -> 
     """The store's id, after checking (read-only) that its schema is the one this version
     writes; else a one-line :class:`RecordError` that says to run the migration."""
     async with connection.transaction():
-        cursor = await connection.execute(_VERSION)
+        cursor = await connection.execute(_HAS_SCHEMA)
         row = await cursor.fetchone()
+        if row is not None and row[0]:
+            cursor = await connection.execute(_VERSION)
+            row = await cursor.fetchone()
+        else:
+            row = None
         version = None if row is None or row[0] is None else int(row[0])
         if version is None:
             raise RecordError(
@@ -244,6 +248,9 @@ async def require_current_schema(connection: AsyncConnection[Any], url: str) -> 
 def stored_version(connection: Connection[Any], url: str) -> int | None:
     """The store's schema version (read-only), ``None`` for a database without one; a
     version newer than this llm-council knows is a one-line :class:`RecordError`."""
+    row = connection.execute(_HAS_SCHEMA).fetchone()
+    if row is None or not row[0]:
+        return None
     row = connection.execute(_VERSION).fetchone()
     if row is None or row[0] is None:
         return None
