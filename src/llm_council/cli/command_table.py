@@ -37,6 +37,18 @@ COMMANDS: dict[str, CommandEntry] = {
         "llm_council.cli.bias_compact",
         "Compact the bias-audit store into Parquet partitioned by date (idempotent).",
     ),
+    "store-migrate": CommandEntry(
+        "llm_council.cli.store_admin",
+        "Create or migrate a PostgreSQL bias store's schema (once, by a role that may create).",
+    ),
+    "store-rebuild": CommandEntry(
+        "llm_council.cli.store_admin",
+        "Rebuild a PostgreSQL bias store's reviewer profiles from its records.",
+    ),
+    "store-copy": CommandEntry(
+        "llm_council.cli.store_admin",
+        "Copy a JSONL bias store into a PostgreSQL one (idempotent, with progress).",
+    ),
     "calibrate": CommandEntry(
         "llm_council.cli.calibrate",
         "Position-swap calibration of an LLM judge (live with --model, else replay of verdicts).",

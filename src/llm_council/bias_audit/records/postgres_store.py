@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
+import structlog
 from psycopg import AsyncConnection, Connection, Rollback, sql
 from psycopg import Error as DriverError
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
@@ -59,6 +60,14 @@ if TYPE_CHECKING:
 POOL_WAIT_S = 60.0  # a session waits this long for a free pooled connection
 POOL_MAX_SIZE = 8
 BATCH_SIZE = 10_000
+#: what rebuilds a stale summary for good (logged once per process and store)
+STORE_REBUILD_HINT = (
+    "run `llm-council store-rebuild --store URL` (a large store's summary is rebuilt only "
+    "by it or by a long-lived process; a small one in the session)"
+)
+_STALE_NOTED: set[str] = set()
+log = structlog.get_logger("llm_council.bias_audit")
+
 _CHECK_COLUMNS = ("check_kind", "check_of_position", "check_treated")
 _FAMILY_COLUMNS = ("similarity_to_own", "rationale_chars", "review_status")
 _WRITTEN_COLUMNS = (
@@ -316,9 +325,19 @@ class PostgresWriter:
         pool = await self._pool()
         try:
             async with pool.connection() as connection:
-                return await lookup_profiles(connection, self._url, self.store_id)
+                profiles = await lookup_profiles(connection, self._url, self.store_id)
         except (DriverError, PoolTimeout) as error:
             raise _store_error(self._url, "cannot read the reviewer profiles", error) from None
+        if profiles is None and self._url not in _STALE_NOTED:
+            # a short-lived process (a CLI `ask`) cannot finish a large rebuild in the
+            # background: say once what does (ADR 0056)
+            _STALE_NOTED.add(self._url)
+            log.warning(
+                "reviewer_history_stale",
+                store=redact_url(self._url),
+                fix=STORE_REBUILD_HINT,
+            )
+        return profiles
 
     async def session_count(self) -> int:
         """How many sessions the store holds."""
@@ -408,6 +427,7 @@ __all__ = [
     "CONNECT_TIMEOUT_S",
     "MIGRATIONS",
     "SCHEMA_VERSION",
+    "STORE_REBUILD_HINT",
     "PostgresWriter",
     "arrow_batch_reader",
     "check_session",
