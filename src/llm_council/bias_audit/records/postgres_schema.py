@@ -146,6 +146,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE bias_profile_deltas ADD COLUMN session_id text",
         "ALTER TABLE bias_profile_deltas ADD COLUMN seal text",
         "ALTER TABLE bias_reviewer_profiles ADD COLUMN seal text",
+        # one delta per session: a sealed delta copied while it is pending is refused
+        "CREATE UNIQUE INDEX bias_profile_deltas_session ON bias_profile_deltas (session_id)",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
