@@ -13,11 +13,16 @@ database error stops the copy.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+import warnings
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from llm_council.bias_audit.records.jsonl_store import RecordReader
+from llm_council.bias_audit.records.jsonl_store import (
+    IncompleteSessionWarning,
+    MalformedRecordWarning,
+    RecordReader,
+)
 from llm_council.bias_audit.records.postgres_store import PostgresWriter, check_session
 from llm_council.bias_audit.records.schema import ReviewRecord
 from llm_council.errors import RecordError
@@ -79,21 +84,35 @@ async def _copy(
         else:
             summary.sessions_already_present += 1
 
-    batch: list[list[ReviewRecord]] = []
-    try:
-        for records in _sessions(reader, summary):
-            summary.sessions_read += 1
-            batch.append(records)
-            if len(batch) == IN_FLIGHT:
-                await asyncio.gather(*(one(records) for records in batch))
-                batch = []
-                if progress is not None:
-                    progress(summary)
-        await asyncio.gather(*(one(records) for records in batch))
-    finally:
-        await writer.aclose()
+    # what the reader leaves out is counted in the summary, not warned line by line
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MalformedRecordWarning)
+        warnings.simplefilter("ignore", IncompleteSessionWarning)
+        try:
+            await _copy_sessions(reader, summary, one, progress)
+        finally:
+            await writer.aclose()
     summary.lines_left_out = len(reader.skipped)
     return summary
+
+
+async def _copy_sessions(
+    reader: RecordReader,
+    summary: CopySummary,
+    one: Callable[[list[ReviewRecord]], Awaitable[None]],
+    progress: Callable[[CopySummary], None] | None,
+) -> None:
+    """Write the reader's sessions, :data:`IN_FLIGHT` at a time."""
+    batch: list[list[ReviewRecord]] = []
+    for records in _sessions(reader, summary):
+        summary.sessions_read += 1
+        batch.append(records)
+        if len(batch) == IN_FLIGHT:
+            await asyncio.gather(*(one(records) for records in batch))
+            batch = []
+            if progress is not None:
+                progress(summary)
+    await asyncio.gather(*(one(records) for records in batch))
 
 
 def copy_jsonl_to_postgres(
