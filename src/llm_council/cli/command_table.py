@@ -39,15 +39,15 @@ COMMANDS: dict[str, CommandEntry] = {
     ),
     "store-migrate": CommandEntry(
         "llm_council.cli.store_admin",
-        "Create or migrate a PostgreSQL bias store's schema (once, by a role that may create).",
+        "Create or migrate the PostgreSQL store's schema (once, as a role that may create tables).",
     ),
     "store-rebuild": CommandEntry(
         "llm_council.cli.store_admin",
-        "Rebuild a PostgreSQL bias store's reviewer profiles from its records.",
+        "Rebuild the PostgreSQL store's reviewer profiles from its records (after an import).",
     ),
     "store-copy": CommandEntry(
         "llm_council.cli.store_admin",
-        "Copy a JSONL bias store into a PostgreSQL one (idempotent, with progress).",
+        "Copy a JSONL bias-audit store into a PostgreSQL store (idempotent: re-run to resume).",
     ),
     "calibrate": CommandEntry(
         "llm_council.cli.calibrate",
