@@ -168,6 +168,13 @@ def test_an_insert_only_importer_cannot_hide_a_complete_session(store_url: str) 
     for index in (999, 16, -1):
         with pytest.raises(psycopg.errors.CheckViolation, match="record_index|index_in_range"):
             _insert_as_importer(urls["importer"], stray, index=index)
+    # an update past the session's size is refused too, even with the row's own count gone
+    moved = pytest.raises(psycopg.errors.CheckViolation, match="record_index 999 is outside")
+    with moved, psycopg.connect(store_url) as connection:
+        connection.execute(
+            "UPDATE bias_records SET record_index = 999, session_n_records = NULL "
+            "WHERE session_id = 'g001' AND record_index = 0"
+        )
     table = postgres_store.fetch_arrow_table(store_url)
     assert table.column("session_id").to_pylist().count("g001") == 16
     assert profile_rebuild.load_postgres_profiles(store_url)["judge-0"].sessions == 3

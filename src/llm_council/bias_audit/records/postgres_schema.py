@@ -119,26 +119,34 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "OR record_index < session_n_records)) NOT VALID",
         # a record's index must be below its session's n_records (whatever the row says of
         # itself): with the primary key, a complete session can take no extra row, so an
-        # insert-only importer cannot make a reader drop it as incomplete
+        # insert-only importer cannot make a reader drop it as incomplete. A statement
+        # trigger over the transition table: one query per COPY, not one per row
         """CREATE FUNCTION bias_records_within_session() RETURNS trigger
                LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
            DECLARE
+               bad_index integer;
                declared integer;
            BEGIN
-               EXECUTE format('SELECT n_records FROM %I.bias_sessions WHERE session_id = $1',
-                              TG_TABLE_SCHEMA)
-                   INTO declared USING NEW.session_id;
-               IF declared IS NOT NULL AND (NEW.record_index >= declared
-                       OR NEW.session_n_records IS DISTINCT FROM declared
-                          AND NEW.session_n_records IS NOT NULL) THEN
+               EXECUTE format(
+                   'SELECT r.record_index, s.n_records FROM new_records r '
+                   'JOIN %I.bias_sessions s USING (session_id) '
+                   'WHERE r.record_index >= s.n_records '
+                   'OR r.session_n_records IS DISTINCT FROM s.n_records '
+                   'AND r.session_n_records IS NOT NULL LIMIT 1', TG_TABLE_SCHEMA)
+                   INTO bad_index, declared;
+               IF declared IS NOT NULL THEN
                    RAISE EXCEPTION 'bias_records: record_index % is outside its session of % '
-                       'records (bias_sessions.n_records)', NEW.record_index, declared
+                       'records (bias_sessions.n_records)', bad_index, declared
                        USING ERRCODE = 'check_violation';
                END IF;
-               RETURN NEW;
+               RETURN NULL;
            END $$""",
-        "CREATE TRIGGER bias_records_within_session BEFORE INSERT OR UPDATE ON bias_records "
-        "FOR EACH ROW EXECUTE FUNCTION bias_records_within_session()",
+        "CREATE TRIGGER bias_records_within_session_insert AFTER INSERT ON bias_records "
+        "REFERENCING NEW TABLE AS new_records "
+        "FOR EACH STATEMENT EXECUTE FUNCTION bias_records_within_session()",
+        "CREATE TRIGGER bias_records_within_session_update AFTER UPDATE ON bias_records "
+        "REFERENCING NEW TABLE AS new_records "
+        "FOR EACH STATEMENT EXECUTE FUNCTION bias_records_within_session()",
         # the store's identity, bound into every seal (a sealed row copied from another
         # store does not verify here)
         "CREATE TABLE llm_council_store (store_id text NOT NULL)",
