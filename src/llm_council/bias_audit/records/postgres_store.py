@@ -12,13 +12,10 @@ its version, read-only. Each session is checked before its transaction
 (:func:`check_session`: positions within ``n_candidates``, scores within the report's
 bound), as the schema's CHECK constraints and a trigger check each row. The same
 transaction folds the session into the reviewer profiles' sums, in a savepoint
-(:mod:`~llm_council.bias_audit.records.postgres_profiles`, schema 5, ADR 0048).
+(:mod:`~llm_council.bias_audit.records.postgres_profiles`, ADR 0048).
 
-Reading (:func:`iter_arrow_batches`, :func:`arrow_batch_reader`): a server-side cursor
-streams the records in batches of ``batch_size`` rows into Arrow record batches with the
-JSONL record's columns (:data:`ARROW_SCHEMA`), so memory per batch is bounded; the report
-scans the reader straight into DuckDB. :func:`fetch_arrow_table` collects every batch
-into one table (tests and small stores only: its memory grows with the store).
+Reading (:func:`iter_arrow_batches`, :func:`arrow_batch_reader`,
+:func:`fetch_arrow_table`): :mod:`.postgres_reader`, re-exported here.
 
 The URL may carry a password: messages name the store by :func:`redact_url` and scrub
 the password from any driver message they quote.
@@ -27,20 +24,25 @@ the password from any driver message they quote.
 from __future__ import annotations
 
 import asyncio
-import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import pyarrow as pa
 import structlog
-from psycopg import AsyncConnection, Connection, Rollback, sql
+from psycopg import AsyncConnection, Rollback, sql
 from psycopg import Error as DriverError
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from llm_council.bias_audit.records.postgres_connect import CONNECT_TIMEOUT_S, connect_options
 from llm_council.bias_audit.records.postgres_errors import check_url
 from llm_council.bias_audit.records.postgres_errors import store_error as _store_error
+from llm_council.bias_audit.records.postgres_reader import (
+    ARROW_SCHEMA,
+    BATCH_SIZE,
+    arrow_batch_reader,
+    fetch_arrow_table,
+    iter_arrow_batches,
+)
 from llm_council.bias_audit.records.postgres_schema import (
     MAX_ABS_SCORE,
     MIGRATIONS,
@@ -48,7 +50,6 @@ from llm_council.bias_audit.records.postgres_schema import (
     migrate,
     migration_statements,
     require_current_schema,
-    stored_version,
 )
 from llm_council.bias_audit.records.schema import ReviewRecord
 from llm_council.bias_audit.records.store_urls import redact_url
@@ -59,7 +60,6 @@ if TYPE_CHECKING:
 
 POOL_WAIT_S = 60.0  # a session waits this long for a free pooled connection
 POOL_MAX_SIZE = 8
-BATCH_SIZE = 10_000
 #: what rebuilds a stale summary for good (logged once per process and store)
 STORE_REBUILD_HINT = (
     "run `llm-council store-rebuild --store URL` (a large store's summary is rebuilt only "
@@ -68,8 +68,6 @@ STORE_REBUILD_HINT = (
 _STALE_NOTED: set[str] = set()
 log = structlog.get_logger("llm_council.bias_audit")
 
-_CHECK_COLUMNS = ("check_kind", "check_of_position", "check_treated")
-_FAMILY_COLUMNS = ("similarity_to_own", "rationale_chars", "review_status")
 _WRITTEN_COLUMNS = (
     "session_id",
     "record_index",
@@ -95,32 +93,6 @@ _WRITTEN_COLUMNS = (
     "similarity_to_own",
     "rationale_chars",
     "review_status",
-)
-
-# the JSONL record columns bias-report reads (report/load/loading.py), plus session_n_records
-ARROW_SCHEMA = pa.schema(
-    [
-        ("schema_version", pa.int32()),
-        ("session_id", pa.string()),
-        ("timestamp", pa.string()),
-        ("reviewer_id", pa.string()),
-        ("model_id", pa.string()),
-        ("position", pa.int32()),
-        ("n_candidates", pa.int32()),
-        ("response_length_chars", pa.int64()),
-        ("response_length_words", pa.int64()),
-        ("score_value", pa.float64()),
-        ("score_scale", pa.list_(pa.float64())),
-        ("rank", pa.int32()),
-        ("is_self_review", pa.bool_()),
-        ("session_n_records", pa.int32()),
-        ("check_kind", pa.string()),
-        ("check_of_position", pa.int32()),
-        ("check_treated", pa.bool_()),
-        ("similarity_to_own", pa.float64()),
-        ("rationale_chars", pa.int64()),
-        ("review_status", pa.string()),
-    ]
 )
 
 
@@ -349,76 +321,6 @@ class PostgresWriter:
                 return await count_sessions(connection)
         except (DriverError, PoolTimeout) as error:
             raise _store_error(self._url, "cannot count the sessions", error) from None
-
-
-def iter_arrow_batches(
-    url: str, *, since: datetime | None = None, batch_size: int = BATCH_SIZE
-) -> Iterator[pa.RecordBatch]:
-    """The store's records (optionally those since ``since``) as Arrow batches.
-
-    Streams through a server-side cursor, ``batch_size`` rows at a time, in
-    ``(session_id, record_index)`` order; columns and types are :data:`ARROW_SCHEMA`.
-    """
-    check_url(url)
-    names = ARROW_SCHEMA.names
-    try:
-        with Connection.connect(url, **connect_options(url)) as connection:
-            version = stored_version(connection, url)
-            if version is None:
-                raise RecordError(
-                    f"{redact_url(url)}: no bias-audit records here (no llm-council schema)"
-                )
-            added_in = {
-                "session_n_records": 2,
-                **dict.fromkeys(_CHECK_COLUMNS, 3),
-                **dict.fromkeys(_FAMILY_COLUMNS, 4),
-            }
-            columns = [
-                sql.SQL("NULL")  # a column the stored schema does not have yet
-                if version < added_in.get(name, 0)
-                else sql.Identifier(name)
-                for name in names
-            ]
-            query = sql.SQL(
-                "SELECT {} FROM bias_records {} ORDER BY session_id, record_index"
-            ).format(
-                sql.SQL(", ").join(columns),
-                sql.SQL("WHERE recorded_at >= %s" if since is not None else ""),
-            )
-            parameters = (since.astimezone(UTC),) if since is not None else None
-            with connection.transaction(), connection.cursor(name="llm_council_records") as cursor:
-                cursor.itersize = batch_size
-                cursor.execute(query, parameters)
-                while rows := cursor.fetchmany(batch_size):
-                    yield pa.RecordBatch.from_arrays(
-                        [
-                            pa.array([row[i] for row in rows], type=field.type)
-                            for i, field in enumerate(ARROW_SCHEMA)
-                        ],
-                        schema=ARROW_SCHEMA,
-                    )
-    except DriverError as error:
-        raise _store_error(url, "cannot read the record store", error) from None
-
-
-def arrow_batch_reader(
-    url: str, *, since: datetime | None = None, batch_size: int = BATCH_SIZE
-) -> pa.RecordBatchReader:
-    """The records as a stream DuckDB can scan (one batch in memory at a time).
-
-    The connection is opened and the schema checked before this returns, so a bad URL,
-    a refused connection or an unknown schema raise here, not in the middle of a scan.
-    """
-    batches = iter_arrow_batches(url, since=since, batch_size=batch_size)
-    first = next(batches, None)
-    if first is None:
-        return pa.RecordBatchReader.from_batches(ARROW_SCHEMA, iter(()))
-    return pa.RecordBatchReader.from_batches(ARROW_SCHEMA, itertools.chain([first], batches))
-
-
-def fetch_arrow_table(url: str, *, since: datetime | None = None) -> pa.Table:
-    """All records (optionally since ``since``) as one Arrow table of :data:`ARROW_SCHEMA`."""
-    return pa.Table.from_batches(list(iter_arrow_batches(url, since=since)), schema=ARROW_SCHEMA)
 
 
 __all__ = [
