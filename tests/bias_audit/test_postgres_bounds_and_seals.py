@@ -29,6 +29,7 @@ postgres_store = pytest.importorskip("llm_council.bias_audit.records.postgres_st
 postgres_schema = pytest.importorskip("llm_council.bias_audit.records.postgres_schema")
 postgres_connect = pytest.importorskip("llm_council.bias_audit.records.postgres_connect")
 postgres_profiles = pytest.importorskip("llm_council.bias_audit.records.postgres_profiles")
+profile_seals = pytest.importorskip("llm_council.bias_audit.records.postgres_profile_seals")
 profile_rebuild = pytest.importorskip("llm_council.bias_audit.records.postgres_profile_rebuild")
 
 
@@ -292,7 +293,7 @@ def test_without_a_key_nothing_is_sealed_and_the_log_says_so(
 ) -> None:
     monkeypatch.delenv("LLM_COUNCIL_SUMMARY_KEY", raising=False)
     monkeypatch.delenv("LLM_COUNCIL_HASH_SECRET", raising=False)
-    monkeypatch.setattr(postgres_profiles, "_NOTED_UNSEALED", set())
+    monkeypatch.setattr(profile_seals, "_NOTED_UNSEALED", set())
     write(store_url, *(_session(index) for index in range(2)))
     with capture_logs() as logs:
         assert _lookup(store_url) is not None

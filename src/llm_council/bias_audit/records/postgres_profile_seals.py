@@ -23,8 +23,18 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+from collections.abc import Sequence
 from typing import Any
 
+import structlog
+from psycopg.types.json import Jsonb
+
+from llm_council.bias_audit.records.reviewer_profiles import (
+    PROFILE_FORMAT,
+    Profiles,
+    decode_profiles,
+    encode_profiles,
+)
 from llm_council.bias_audit.records.summary_seal import (
     HASH_SECRET_VARIABLE,
     SEAL_TAG,
@@ -32,6 +42,8 @@ from llm_council.bias_audit.records.summary_seal import (
     canonical_json,
     summary_key,
 )
+
+log = structlog.get_logger("llm_council.bias_audit")
 
 DELTA_KIND = "postgres-profile-delta"
 BASE_KIND = "postgres-reviewer-profile"
@@ -85,3 +97,59 @@ def delta_body(session_id: str | None, profile_format: int, profiles: Any) -> di
 def base_body(reviewer_id: str, profile_format: int, profile: Any) -> dict[str, Any]:
     """What a base row's seal covers."""
     return {"reviewer_id": reviewer_id, "format": profile_format, "profile": profile}
+
+
+def verified_base(base: dict[str, Any], key: bytes | None, store_id: str) -> Profiles | None:
+    """The base's profiles; ``None`` when a row's seal does not verify (the caller
+    rebuilds: one reviewer's whole history cannot be skipped like one session)."""
+    rows = {reviewer: row[0] for reviewer, row in base.items()}
+    if key is not None:
+        forged = [
+            reviewer
+            for reviewer, (profile, row_seal) in base.items()
+            if not seal_verifies(
+                key, BASE_KIND, store_id, base_body(reviewer, PROFILE_FORMAT, profile), row_seal
+            )
+        ]
+        if forged:
+            log.warning("reviewer_profiles_unsealed_base", reviewers=len(forged))
+            return None
+    return decode_profiles(rows)
+
+
+def verified_delta(delta: Sequence[Any], key: bytes | None, store_id: str) -> Profiles | None:
+    """A delta's profiles; ``None`` (skipped, with a warning) when its seal does not verify."""
+    _, encoded, session_id, row_seal = delta
+    if key is not None and not seal_verifies(
+        key, DELTA_KIND, store_id, delta_body(session_id, PROFILE_FORMAT, encoded), row_seal
+    ):
+        log.warning("reviewer_profiles_unsealed_delta_skipped", delta_id=int(delta[0]))
+        return None
+    return decode_profiles(encoded)
+
+
+_NOTED_UNSEALED: set[str] = set()
+
+
+def key_or_note() -> bytes | None:
+    """The sealing key; without one, say once per process that rows are not verified."""
+    key = sealing_key()
+    if key is None and "noted" not in _NOTED_UNSEALED:
+        _NOTED_UNSEALED.add("noted")
+        log.warning(
+            "reviewer_profiles_not_sealed",
+            hint="set LLM_COUNCIL_SUMMARY_KEY (the same on every replica) to detect "
+            "forged profile rows",
+        )
+    return key
+
+
+def sealed_base(profiles: Profiles, store_id: str) -> Jsonb:
+    """The parameter of :data:`_UPSERT_BASE`: each reviewer's encoded profile and its seal
+    (null without a key)."""
+    key = sealing_key()
+    rows = {}
+    for reviewer, encoded in encode_profiles(profiles).items():
+        body = base_body(reviewer, PROFILE_FORMAT, encoded)
+        rows[reviewer] = [encoded, row_seal(key, BASE_KIND, store_id, body) if key else None]
+    return Jsonb(rows)

@@ -47,19 +47,19 @@ from psycopg.types.json import Jsonb
 
 from llm_council.bias_audit.records.postgres_errors import scrub_message
 from llm_council.bias_audit.records.postgres_profile_seals import (
-    BASE_KIND,
     DELTA_KIND,
-    base_body,
     delta_body,
+    key_or_note,
     row_seal,
-    seal_verifies,
+    sealed_base,
     sealing_key,
+    verified_base,
+    verified_delta,
 )
 from llm_council.bias_audit.records.postgres_schema import stored_store_id
 from llm_council.bias_audit.records.reviewer_profiles import (
     PROFILE_FORMAT,
     Profiles,
-    decode_profiles,
     encode_profiles,
     merge_profiles,
     profile_fields,
@@ -126,35 +126,6 @@ def _lookup_parameters(cached: _Summary | None) -> dict[str, Any]:
     }
 
 
-def _verified_base(base: dict[str, Any], key: bytes | None, store_id: str) -> Profiles | None:
-    """The base's profiles; ``None`` when a row's seal does not verify (the caller
-    rebuilds: one reviewer's whole history cannot be skipped like one session)."""
-    rows = {reviewer: row[0] for reviewer, row in base.items()}
-    if key is not None:
-        forged = [
-            reviewer
-            for reviewer, (profile, row_seal) in base.items()
-            if not seal_verifies(
-                key, BASE_KIND, store_id, base_body(reviewer, PROFILE_FORMAT, profile), row_seal
-            )
-        ]
-        if forged:
-            log.warning("reviewer_profiles_unsealed_base", reviewers=len(forged))
-            return None
-    return decode_profiles(rows)
-
-
-def _verified_delta(delta: Sequence[Any], key: bytes | None, store_id: str) -> Profiles | None:
-    """A delta's profiles; ``None`` (skipped, with a warning) when its seal does not verify."""
-    _, encoded, session_id, row_seal = delta
-    if key is not None and not seal_verifies(
-        key, DELTA_KIND, store_id, delta_body(session_id, PROFILE_FORMAT, encoded), row_seal
-    ):
-        log.warning("reviewer_profiles_unsealed_delta_skipped", delta_id=int(delta[0]))
-        return None
-    return decode_profiles(encoded)
-
-
 def _lookup_result(
     row: Sequence[Any] | None, cached: _Summary | None, store_id: str
 ) -> _Summary | None:
@@ -165,7 +136,7 @@ def _lookup_result(
     if row is None or row[0] != PROFILE_FORMAT or row[3]:
         return None
     generation, xmin, base, deltas = int(row[1]), str(row[2]), row[4], row[5]
-    key = _key_or_note()
+    key = key_or_note()
     try:
         if base is None:  # the cached state is current: only new deltas come back
             if cached is None or not cached.delta_ids <= {int(d[0]) for d in deltas}:
@@ -173,33 +144,17 @@ def _lookup_result(
             profiles: Profiles | None = cached.profiles
             known = cached.delta_ids
         else:
-            profiles, known = _verified_base(base, key, store_id), frozenset()
+            profiles, known = verified_base(base, key, store_id), frozenset()
         if profiles is None:
             return None
         for delta in deltas:
             if int(delta[0]) not in known:
-                found = _verified_delta(delta, key, store_id)
+                found = verified_delta(delta, key, store_id)
                 if found is not None:
                     profiles = merge_profiles(profiles, found)
     except _DAMAGED:
         return None
     return _Summary(generation, xmin, frozenset(int(d[0]) for d in deltas), profiles)
-
-
-_NOTED_UNSEALED: set[str] = set()
-
-
-def _key_or_note() -> bytes | None:
-    """The sealing key; without one, say once per process that rows are not verified."""
-    key = sealing_key()
-    if key is None and "noted" not in _NOTED_UNSEALED:
-        _NOTED_UNSEALED.add("noted")
-        log.warning(
-            "reviewer_profiles_not_sealed",
-            hint="set LLM_COUNCIL_SUMMARY_KEY (the same on every replica) to detect "
-            "forged profile rows",
-        )
-    return key
 
 
 async def lookup_profiles(
@@ -254,17 +209,6 @@ _UPSERT_BASE = (
     "SELECT key, value -> 0, value ->> 1 FROM jsonb_each(%s) "
     "ON CONFLICT (reviewer_id) DO UPDATE SET profile = EXCLUDED.profile, seal = EXCLUDED.seal"
 )
-
-
-def sealed_base(profiles: Profiles, store_id: str) -> Jsonb:
-    """The parameter of :data:`_UPSERT_BASE`: each reviewer's encoded profile and its seal
-    (null without a key)."""
-    key = sealing_key()
-    rows = {}
-    for reviewer, encoded in encode_profiles(profiles).items():
-        body = base_body(reviewer, PROFILE_FORMAT, encoded)
-        rows[reviewer] = [encoded, row_seal(key, BASE_KIND, store_id, body) if key else None]
-    return Jsonb(rows)
 
 
 async def count_sessions(connection: AsyncConnection[Any]) -> int:
@@ -360,7 +304,7 @@ async def compact_profiles(connection: AsyncConnection[Any], url: str, store_id:
             deltas = [
                 found
                 for delta in sorted(await cursor.fetchall())
-                if (found := _verified_delta(delta, key, store_id)) is not None
+                if (found := verified_delta(delta, key, store_id)) is not None
             ]
             names = sorted({name for delta in deltas for name in delta})
             cursor = await connection.execute(
@@ -369,7 +313,7 @@ async def compact_profiles(connection: AsyncConnection[Any], url: str, store_id:
                 (names,),
             )
             base = await cursor.fetchone()
-            merged = _verified_base(base[0] if base else {}, key, store_id)
+            merged = verified_base(base[0] if base else {}, key, store_id)
             if merged is None:
                 raise _Unsealed  # rolled back: the deltas stay, the lookup rebuilds
             for delta in deltas:
