@@ -97,6 +97,15 @@ def test_store_commands_refuse_a_jsonl_store_in_one_line(
     assert "store-rebuild works on a PostgreSQL store" in err and "\n" not in err
 
 
+def test_store_rebuild_of_an_unmigrated_database_says_to_migrate(
+    empty_database_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_cli("store-rebuild", "--store", empty_database_url) != 0
+    err = capsys.readouterr().err.strip()
+    assert "no llm-council schema" in err and "store-migrate" in err and "\n" not in err
+    assert ":***@" in err
+
+
 def test_store_rebuild_makes_a_stale_history_fresh_and_ask_says_how(
     store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -63,14 +63,14 @@ def store_rebuild(
     """Rebuild the PostgreSQL store's reviewer profiles from its records (after an import)."""
     from llm_council.bias_audit.records.postgres_profile_rebuild import (
         RebuildCounts,
-        rebuild_profiles,
+        rebuild_current_store,
     )
     from llm_council.bias_audit.records.store_urls import redact_url
 
     url = _postgres_url(store, "store-rebuild")
     counts = RebuildCounts()
     started = time.monotonic()
-    profiles = rebuild_profiles(url, counts)
+    profiles = rebuild_current_store(url, counts)
     outcome = "saved" if counts.saved else "computed, not saved (this role may not write them)"
     print(
         f"{redact_url(url)}: reviewer profiles of {len(profiles)} reviewer(s) from "

@@ -36,6 +36,7 @@ from llm_council.bias_audit.records.postgres_profiles import (
 )
 from llm_council.bias_audit.records.postgres_schema import (
     MAX_ABS_SCORE,
+    require_current,
     stored_store_id,
     stored_version,
 )
@@ -216,20 +217,19 @@ def rebuild_profiles(url: str, counts: RebuildCounts | None = None) -> Profiles:
         raise store_error(url, "cannot rebuild the reviewer profiles", error) from None
 
 
-def profiles_stale(url: str) -> bool | None:
-    """Whether the store's summary is missing or stale (a rebuild is due); ``None`` for a
-    database without the current schema (nothing to rebuild into)."""
+def rebuild_current_store(url: str, counts: RebuildCounts | None = None) -> Profiles:
+    """:func:`rebuild_profiles` for ``llm-council store-rebuild``: a store without the
+    current schema is refused in one line that says to run the migration (there is no
+    summary to save in it)."""
     check_url(url)
     try:
         with Connection.connect(url, **connect_options(url)) as connection:
             version = _store_version(connection, url)
-            if version is None or version < PROFILE_SCHEMA_VERSION:
-                return None
-            fresh = lookup_profiles_sync(connection, url)
-            connection.commit()
-            return fresh is None
+            require_current(url, version)
+            assert version is not None
+            return _rebuild(connection, url, version, counts)
     except DriverError as error:
-        raise store_error(url, "cannot read the reviewer profiles", error) from None
+        raise store_error(url, "cannot rebuild the reviewer profiles", error) from None
 
 
 def load_postgres_profiles(url: str) -> Profiles:
@@ -259,7 +259,7 @@ __all__ = [
     "RebuildCounts",
     "load_postgres_profiles",
     "profiles_of_records",
-    "profiles_stale",
+    "rebuild_current_store",
     "rebuild_profiles",
     "redact_url",
 ]

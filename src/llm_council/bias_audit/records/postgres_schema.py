@@ -225,6 +225,24 @@ def _too_new(url: str, version: int) -> RecordError:
     )
 
 
+def require_current(url: str, version: int | None) -> None:
+    """Raise a one-line :class:`RecordError` saying to run the migration unless
+    ``version`` (``None``: no schema) is the one this llm-council writes."""
+    if version is None:
+        raise RecordError(
+            f"{redact_url(url)}: no llm-council schema in this database: run "
+            f"`{MIGRATE_COMMAND}` once, as a role that may create tables"
+        )
+    if version > SCHEMA_VERSION:
+        raise _too_new(url, version)
+    if version < SCHEMA_VERSION:
+        raise RecordError(
+            f"{redact_url(url)}: the store's schema is version {version}, this "
+            f"llm-council writes version {SCHEMA_VERSION}: run `{MIGRATE_COMMAND}` "
+            "(every replica upgraded first)"
+        )
+
+
 async def require_current_schema(connection: AsyncConnection[Any], url: str) -> str:
     """The store's id, after checking (read-only) that its schema is the one this version
     writes; else a one-line :class:`RecordError` that says to run the migration."""
@@ -237,19 +255,7 @@ async def require_current_schema(connection: AsyncConnection[Any], url: str) -> 
         else:
             row = None
         version = None if row is None or row[0] is None else int(row[0])
-        if version is None:
-            raise RecordError(
-                f"{redact_url(url)}: no llm-council schema in this database: run "
-                f"`{MIGRATE_COMMAND}` once, as a role that may create tables"
-            )
-        if version > SCHEMA_VERSION:
-            raise _too_new(url, version)
-        if version < SCHEMA_VERSION:
-            raise RecordError(
-                f"{redact_url(url)}: the store's schema is version {version}, this "
-                f"llm-council writes version {SCHEMA_VERSION}: run `{MIGRATE_COMMAND}` "
-                "(every replica upgraded first)"
-            )
+        require_current(url, version)
         cursor = await connection.execute(_STORE_ID)
         row = await cursor.fetchone()
     return str(row[0]) if row and row[0] is not None else ""
