@@ -4,8 +4,9 @@ The JSONL reader's complete sessions (:class:`~.jsonl_store.RecordReader`: malfo
 lines, a torn tail and incomplete sessions are left out, and counted), written through
 the same :class:`~.postgres_store.PostgresWriter` a council uses: one transaction per
 session, folded into the reviewer profiles, a few sessions in flight over the pool. A
-session already in the store adds nothing (``ON CONFLICT DO NOTHING``), so a copy that
-was interrupted is finished by running it again. A session the store refuses (a
+session already in the store is skipped before its sums are computed (and a race with
+another writer adds nothing: ``ON CONFLICT DO NOTHING``), so a copy that was interrupted
+is finished by running it again. A session the store refuses (a
 position outside ``n_candidates``, a score beyond the bound) is left out and counted; a
 database error stops the copy.
 """
@@ -71,6 +72,13 @@ async def _copy(
     reader = RecordReader(source, strict=False)
     writer = PostgresWriter.for_url(url)
 
+    async def batch(sessions: list[list[ReviewRecord]]) -> None:
+        stored = await writer.stored_sessions([records[0].session_id for records in sessions])
+        summary.sessions_already_present += len(stored)
+        await asyncio.gather(
+            *(one(records) for records in sessions if records[0].session_id not in stored)
+        )
+
     async def one(records: list[ReviewRecord]) -> None:
         try:
             check_session(url, records)
@@ -89,7 +97,7 @@ async def _copy(
         warnings.simplefilter("ignore", MalformedRecordWarning)
         warnings.simplefilter("ignore", IncompleteSessionWarning)
         try:
-            await _copy_sessions(reader, summary, one, progress)
+            await _copy_sessions(reader, summary, batch, progress)
         finally:
             await writer.aclose()
     summary.lines_left_out = len(reader.skipped)
@@ -99,7 +107,7 @@ async def _copy(
 async def _copy_sessions(
     reader: RecordReader,
     summary: CopySummary,
-    one: Callable[[list[ReviewRecord]], Awaitable[None]],
+    write_batch: Callable[[list[list[ReviewRecord]]], Awaitable[None]],
     progress: Callable[[CopySummary], None] | None,
 ) -> None:
     """Write the reader's sessions, :data:`IN_FLIGHT` at a time."""
@@ -108,11 +116,12 @@ async def _copy_sessions(
         summary.sessions_read += 1
         batch.append(records)
         if len(batch) == IN_FLIGHT:
-            await asyncio.gather(*(one(records) for records in batch))
+            await write_batch(batch)
             batch = []
             if progress is not None:
                 progress(summary)
-    await asyncio.gather(*(one(records) for records in batch))
+    if batch:
+        await write_batch(batch)
 
 
 def copy_jsonl_to_postgres(

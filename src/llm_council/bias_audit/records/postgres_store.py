@@ -311,6 +311,20 @@ class PostgresWriter:
             )
         return profiles
 
+    async def stored_sessions(self, session_ids: Sequence[str]) -> set[str]:
+        """Which of ``session_ids`` the store already holds (a copy skips them before
+        computing their sums)."""
+        pool = await self._pool()
+        try:
+            async with pool.connection() as connection:
+                cursor = await connection.execute(
+                    "SELECT session_id FROM bias_sessions WHERE session_id = ANY(%s)",
+                    (list(session_ids),),
+                )
+                return {row[0] for row in await cursor.fetchall()}
+        except (DriverError, PoolTimeout) as error:
+            raise _store_error(self._url, "cannot read the sessions", error) from None
+
     async def session_count(self) -> int:
         """How many sessions the store holds."""
         from llm_council.bias_audit.records.postgres_profiles import count_sessions
