@@ -173,6 +173,7 @@ def test_the_urls_connect_timeout_is_honoured(silent_host: int) -> None:
     for attempt in (
         lambda: write(url, _session(0)),
         lambda: profile_rebuild.load_postgres_profiles(url),
+        lambda: postgres_store.fetch_arrow_table(url),  # bias-report's reader
     ):
         started = time.monotonic()
         with pytest.raises(RecordError) as raised:
