@@ -102,13 +102,15 @@ async def _append_all(
 
     gate = asyncio.Semaphore(concurrency)
     if fold:
+        async with await psycopg.AsyncConnection.connect(url) as connection:
+            await postgres_store.migrate(connection)  # what `llm-council store-migrate` does
         writer = PostgresWriter(url)
 
         async def one(records: list[ReviewRecord]) -> None:
             async with gate:
                 await writer.write_session(records)
 
-        await writer.write_session(sessions[0])  # open the pool and migrate before timing
+        await writer.write_session(sessions[0])  # open the pool before timing
         started = time.perf_counter()
         await asyncio.gather(*(one(records) for records in sessions[1:]))
         elapsed = time.perf_counter() - started

@@ -137,6 +137,9 @@ def main() -> int:
 
         server = PostgresServer.start()
         url = server.create_database("benchmark")
+    from llm_council.bias_audit.records.postgres_schema import migrate_store
+
+    migrate_store(url)  # what `llm-council store-migrate` does once (idempotent)
     try:
         wall, added = run(url, args.processes, args.sessions, args.members, args.concurrency)
         counts = verify(url, args.processes, args.sessions, args.members)

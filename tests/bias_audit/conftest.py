@@ -33,6 +33,16 @@ def postgres_server() -> Iterator[PostgresServer]:
 
 
 @pytest.fixture
-def store_url(postgres_server: PostgresServer) -> str:
-    """A fresh, empty database per test."""
+def empty_database_url(postgres_server: PostgresServer) -> str:
+    """A fresh, empty database per test (no llm-council schema)."""
     return postgres_server.create_database(f"t_{uuid.uuid4().hex[:12]}")
+
+
+@pytest.fixture
+def store_url(empty_database_url: str) -> str:
+    """A fresh database per test with the store's schema, as `llm-council store-migrate`
+    leaves it (writers never create it, ADR 0056)."""
+    from llm_council.bias_audit.records.postgres_schema import migrate_store
+
+    migrate_store(empty_database_url)
+    return empty_database_url

@@ -34,6 +34,7 @@ from llm_council.errors import RecordError
 psycopg = pytest.importorskip("psycopg")
 postgres_profiles = pytest.importorskip("llm_council.bias_audit.records.postgres_profiles")
 postgres_store = pytest.importorskip("llm_council.bias_audit.records.postgres_store")
+postgres_schema = pytest.importorskip("llm_council.bias_audit.records.postgres_schema")
 profile_rebuild = pytest.importorskip("llm_council.bias_audit.records.postgres_profile_rebuild")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -239,12 +240,13 @@ def test_rows_written_behind_the_profiles_back_are_detected_and_rebuilt(
 
 
 def test_a_store_from_schema_4_is_rebuilt_after_its_migration(
-    store_url: str, tmp_path: Path
+    empty_database_url: str, tmp_path: Path
 ) -> None:
+    store_url = empty_database_url
     with psycopg.connect(store_url) as connection:  # an llm-council that knew schema 4
-        for statement in postgres_store._LOCK_AND_VERSION:
+        for statement in postgres_schema._LOCK_AND_VERSION:
             connection.execute(statement)
-        for statement in postgres_store.migration_statements(0, target=4):
+        for statement in postgres_schema.migration_statements(0, target=4):
             connection.execute(statement)
     sessions = [_session_records(index) for index in range(3)]
     for records in sessions[:2]:
@@ -252,8 +254,9 @@ def test_a_store_from_schema_4_is_rebuilt_after_its_migration(
     expected = rebuild_jsonl_profiles(_jsonl(tmp_path, sessions[:2]))
     # read from the records, without saving (no profile tables before the migration)
     assert profile_rebuild.load_postgres_profiles(store_url) == expected
-    write(store_url, sessions[2])  # migrates to 5: the summary starts "never built"
-    assert _count(store_url, "SELECT max(version) FROM llm_council_schema") == 5
+    postgres_schema.migrate_store(store_url)  # to 6: the summary starts "never built"
+    write(store_url, sessions[2])
+    assert _count(store_url, "SELECT max(version) FROM llm_council_schema") == 6
     assert _fresh(store_url) is None
     rebuilt = profile_rebuild.load_postgres_profiles(store_url)
     assert rebuilt == rebuild_jsonl_profiles(_jsonl(tmp_path / "all", sessions))
@@ -405,8 +408,8 @@ def test_a_bad_history_url_is_one_line_without_the_password(
     assert message.startswith(redact_url(url) + ": ")
 
 
-def test_a_database_without_the_store_has_no_history(store_url: str) -> None:
-    assert profile_rebuild.load_postgres_profiles(store_url) == {}
+def test_a_database_without_the_store_has_no_history(empty_database_url: str) -> None:
+    assert profile_rebuild.load_postgres_profiles(empty_database_url) == {}
 
 
 def test_a_large_stale_store_is_rebuilt_in_the_background(

@@ -28,6 +28,7 @@ from llm_council.errors import RecordError
 
 psycopg = pytest.importorskip("psycopg")
 postgres_store = pytest.importorskip("llm_council.bias_audit.records.postgres_store")
+postgres_schema = pytest.importorskip("llm_council.bias_audit.records.postgres_schema")
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "postgres_writers.py"
 
@@ -141,10 +142,11 @@ def test_a_retried_session_is_not_duplicated_even_when_retries_race(store_url: s
     assert stored_sessions(store_url) == {"w4-s0": (25, 25), "w4-s1": (25, 25)}
 
 
-def test_schema_is_migrated_from_version_1(store_url: str) -> None:
+def test_schema_is_migrated_from_version_1(empty_database_url: str) -> None:
+    store_url = empty_database_url
     # a store created by an llm-council that knew only schema version 1
     with psycopg.connect(store_url) as connection:
-        for statement in postgres_store._LOCK_AND_VERSION:
+        for statement in postgres_schema._LOCK_AND_VERSION:
             connection.execute(statement)
         for statement in postgres_store.migration_statements(0, target=1):
             connection.execute(statement)
@@ -164,11 +166,20 @@ def test_schema_is_migrated_from_version_1(store_url: str) -> None:
     assert before.column("session_n_records").to_pylist() == [None]
     assert before.column("check_kind").to_pylist() == [None]
     assert before.column("review_status").to_pylist() == [None]
-    # ...and the first write migrates it to the current version, keeping the old row
+    # ...a writer refuses it, read-only, and says what to run (ADR 0056)...
+    with pytest.raises(RecordError, match=r"schema is version 1, .* run `llm-council store-mig"):
+        write(store_url, session_records(5, 0, 2))
+    with psycopg.connect(store_url) as connection:
+        versions = connection.execute("SELECT version FROM llm_council_schema").fetchall()
+    assert versions == [(1,)]
+    # ...and the migration brings it to the current version, keeping the old row
+    postgres_store.PostgresWriter._by_url.clear()
+    assert postgres_schema.migrate_store(store_url) == 1
+    assert postgres_schema.migrate_store(store_url) == 6  # idempotent
     assert write(store_url, session_records(5, 0, 2)) == [4]
     with psycopg.connect(store_url) as connection:
         versions = connection.execute("SELECT version FROM llm_council_schema").fetchall()
-    assert versions == [(postgres_store.SCHEMA_VERSION,)] and postgres_store.SCHEMA_VERSION == 5
+    assert versions == [(postgres_store.SCHEMA_VERSION,)] and postgres_store.SCHEMA_VERSION == 6
     table = postgres_store.fetch_arrow_table(store_url)
     assert table.column("session_id").to_pylist() == ["v1"] + ["w5-s0"] * 4
     assert table.column("session_n_records").to_pylist() == [None, 4, 4, 4, 4]
@@ -178,7 +189,7 @@ def test_a_newer_schema_is_refused_not_guessed(store_url: str) -> None:
     write(store_url, session_records(6, 0, 1))
     with psycopg.connect(store_url) as connection:
         connection.execute("UPDATE llm_council_schema SET version = 99")
-    with pytest.raises(RecordError, match=r"schema is version 99; this llm-council knows 1\.\.5"):
+    with pytest.raises(RecordError, match=r"schema is version 99; this llm-council knows 1\.\.6"):
         postgres_store.fetch_arrow_table(store_url)
     postgres_store.PostgresWriter._by_url.clear()  # a fresh process would migrate again
     with pytest.raises(RecordError, match="schema is version 99"):

@@ -279,6 +279,7 @@ def test_a_postgres_store_is_refused_without_echoing_its_password(
     assert _run(args, "llm-council", app) == 1
     captured = capsys.readouterr()
     assert "PostgreSQL URL" in captured.err and "sekret-pw" not in captured.err + captured.out
+    assert "llm-council store-copy --from FILE --store URL" in captured.err
     assert list(tmp_path.iterdir()) == []
 
 

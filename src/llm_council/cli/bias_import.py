@@ -85,7 +85,8 @@ def bias_import(
         shown = repr(redact_url(spec)) if is_postgres_url(spec) else "the store"
         raise RecordError(
             f"bias-import writes a JSONL store, and {shown} is a PostgreSQL URL: import into "
-            "a JSONL file with --store FILE, then write it to PostgreSQL"
+            "a JSONL file with --store FILE, then copy it: llm-council store-copy --from FILE "
+            "--store URL"
         )
     target = Path(spec).expanduser()
     summary = import_reference_store(source, target, dry_run=dry_run)

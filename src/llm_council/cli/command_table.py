@@ -37,6 +37,18 @@ COMMANDS: dict[str, CommandEntry] = {
         "llm_council.cli.bias_compact",
         "Compact the bias-audit store into Parquet partitioned by date (idempotent).",
     ),
+    "store-migrate": CommandEntry(
+        "llm_council.cli.store_admin",
+        "Create or migrate the PostgreSQL store's schema (once, as a role that may create tables).",
+    ),
+    "store-rebuild": CommandEntry(
+        "llm_council.cli.store_admin",
+        "Rebuild the PostgreSQL store's reviewer profiles from its records (after an import).",
+    ),
+    "store-copy": CommandEntry(
+        "llm_council.cli.store_admin",
+        "Copy a JSONL bias-audit store into a PostgreSQL store (idempotent: re-run to resume).",
+    ),
     "calibrate": CommandEntry(
         "llm_council.cli.calibrate",
         "Position-swap calibration of an LLM judge (live with --model, else replay of verdicts).",

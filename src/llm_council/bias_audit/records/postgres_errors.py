@@ -6,20 +6,22 @@ from __future__ import annotations
 from psycopg import Error as DriverError
 from psycopg.conninfo import conninfo_to_dict
 
-from llm_council.bias_audit.records.store_urls import redact_url
+from llm_council.bias_audit.records.store_urls import (
+    MASK,
+    ambiguous_credentials,
+    redact_url,
+    url_secrets,
+)
 from llm_council.errors import RecordError
 
 
 def scrub_message(message: str, url: str) -> str:
-    """A driver message on one line, with the URL's password (if any) blanked out."""
-    line = " ".join(message.split())
-    try:
-        password = conninfo_to_dict(url).get("password")
-    except DriverError:
-        password = None
-    if password:
-        line = line.replace(str(password), "***")
-    return line.replace(url, redact_url(url))
+    """A driver message on one line, with the URL's password (as written, percent-decoded
+    and as libpq read it) and any ``password=`` value blanked out."""
+    line = " ".join(message.split()).replace(url, redact_url(url))
+    for secret in url_secrets(url):
+        line = line.replace(secret, MASK)
+    return line
 
 
 def store_error(url: str, doing: str, error: BaseException) -> RecordError:
@@ -28,7 +30,15 @@ def store_error(url: str, doing: str, error: BaseException) -> RecordError:
 
 
 def check_url(url: str) -> None:
-    """Raise :class:`RecordError` (password redacted) if ``url`` is not a usable conninfo URL."""
+    """Raise :class:`RecordError` (password redacted) if ``url`` is not a usable conninfo
+    URL, or if libpq could read its credentials differently from :func:`redact_url` (a raw
+    ``@`` or ``/`` in the password: it would connect with part of it and show the rest)."""
+    if ambiguous_credentials(url):
+        raise RecordError(
+            f"{redact_url(url)}: not a usable PostgreSQL URL: a raw '@' or '/' in the "
+            "password (or after a '/') is read differently by libpq; percent-encode it "
+            "('@' as %40, '/' as %2F)"
+        )
     try:
         conninfo_to_dict(url)
     except DriverError as error:

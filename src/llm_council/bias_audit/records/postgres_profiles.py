@@ -46,10 +46,20 @@ from psycopg import Error as DriverError
 from psycopg.types.json import Jsonb
 
 from llm_council.bias_audit.records.postgres_errors import scrub_message
+from llm_council.bias_audit.records.postgres_profile_seals import (
+    DELTA_KIND,
+    delta_body,
+    key_or_note,
+    row_seal,
+    sealed_base,
+    sealing_key,
+    verified_base,
+    verified_delta,
+)
+from llm_council.bias_audit.records.postgres_schema import stored_store_id
 from llm_council.bias_audit.records.reviewer_profiles import (
     PROFILE_FORMAT,
     Profiles,
-    decode_profiles,
     encode_profiles,
     merge_profiles,
     profile_fields,
@@ -57,11 +67,13 @@ from llm_council.bias_audit.records.reviewer_profiles import (
 )
 from llm_council.bias_audit.records.schema import ReviewRecord
 from llm_council.bias_audit.records.store_urls import redact_url
+from llm_council.bias_audit.records.summary_seal import all_finite
 
 log = structlog.get_logger("llm_council.bias_audit")
 
-#: the store schema version that holds the profile tables
-PROFILE_SCHEMA_VERSION = 5
+#: the store schema version whose profile tables this code reads and writes (5 added the
+#: tables, 6 their seals and the delta's session id, ADR 0056)
+PROFILE_SCHEMA_VERSION = 6
 #: a writer whose delta makes this many pending folds them into the base
 COMPACT_EVERY = 32
 
@@ -73,16 +85,19 @@ _DAMAGED = (ValueError, KeyError, TypeError, IndexError, AttributeError)
 # few hundred bytes, however many deltas are pending). "LIMIT 1": the planner then knows
 # the state is one row; without it a never-analysed table is costed at ~1,700 rows, past
 # jit_above_cost, and JIT compilation alone took 14 ms of a 15 ms lookup
-_LOOKUP = """SELECT s.format, s.generation, s.xmin,
+_CURRENT = "s.generation = %(generation)s AND s.xmin = %(xmin)s"
+_LOOKUP = f"""SELECT s.format, s.generation, s.xmin,
     EXISTS (SELECT 1 FROM bias_profile_deltas d
             WHERE d.profiles IS NULL OR d.format IS DISTINCT FROM %(format)s),
-    CASE WHEN s.generation = %(generation)s AND s.xmin = %(xmin)s THEN NULL
-         ELSE (SELECT coalesce(jsonb_object_agg(reviewer_id, profile), '{}'::jsonb)
+    CASE WHEN {_CURRENT} THEN NULL
+         ELSE (SELECT coalesce(jsonb_object_agg(reviewer_id, jsonb_build_array(profile, seal)),
+                               '{{}}'::jsonb)
                FROM bias_reviewer_profiles) END,
-    (SELECT coalesce(jsonb_agg(jsonb_build_array(d.id,
-                CASE WHEN s.generation = %(generation)s AND s.xmin = %(xmin)s
-                          AND d.id = ANY(%(known)s::bigint[]) THEN NULL
-                     ELSE d.profiles END) ORDER BY d.id), '[]'::jsonb)
+    (SELECT coalesce(jsonb_agg(
+                CASE WHEN {_CURRENT} AND d.id = ANY(%(known)s::bigint[])
+                     THEN jsonb_build_array(d.id)
+                     ELSE jsonb_build_array(d.id, d.profiles, d.session_id, d.seal) END
+                ORDER BY d.id), '[]'::jsonb)
      FROM bias_profile_deltas d WHERE d.profiles IS NOT NULL)
   FROM (SELECT format, generation, xmin::text AS xmin FROM bias_profile_state LIMIT 1) s"""
 
@@ -111,38 +126,47 @@ def _lookup_parameters(cached: _Summary | None) -> dict[str, Any]:
     }
 
 
-def _lookup_result(row: Sequence[Any] | None, cached: _Summary | None) -> _Summary | None:
+def _lookup_result(
+    row: Sequence[Any] | None, cached: _Summary | None, store_id: str
+) -> _Summary | None:
     """The profiles from :data:`_LOOKUP`'s row: the base (or the cached result) plus the
     new deltas in id order (the order the JSONL journal merges in), or ``None`` when
-    missing, stale or damaged."""
+    missing, stale, damaged or (with a key) the base's seal does not verify. A delta whose
+    seal does not verify is left out."""
     if row is None or row[0] != PROFILE_FORMAT or row[3]:
         return None
     generation, xmin, base, deltas = int(row[1]), str(row[2]), row[4], row[5]
+    key = key_or_note()
     try:
         if base is None:  # the cached state is current: only new deltas come back
             if cached is None or not cached.delta_ids <= {int(d[0]) for d in deltas}:
                 return None
-            profiles, known = cached.profiles, cached.delta_ids
+            profiles: Profiles | None = cached.profiles
+            known = cached.delta_ids
         else:
-            profiles, known = decode_profiles(base), frozenset()
-        for delta_id, encoded in deltas:
-            if int(delta_id) not in known:
-                profiles = merge_profiles(profiles, decode_profiles(encoded))
+            profiles, known = verified_base(base, key, store_id), frozenset()
+        if profiles is None:
+            return None
+        for delta in deltas:
+            if int(delta[0]) not in known:
+                found = verified_delta(delta, key, store_id)
+                if found is not None:
+                    profiles = merge_profiles(profiles, found)
     except _DAMAGED:
         return None
     return _Summary(generation, xmin, frozenset(int(d[0]) for d in deltas), profiles)
 
 
 async def lookup_profiles(
-    connection: AsyncConnection[Any], url: str | None = None
+    connection: AsyncConnection[Any], url: str | None = None, store_id: str = ""
 ) -> Profiles | None:
-    """The store's profiles when fresh, else ``None`` (one query; schema 5). With ``url``,
+    """The store's profiles when fresh, else ``None`` (one query; schema 6). With ``url``,
     the result is kept for the next lookup of that store in this process, which then
     fetches only the deltas appended since."""
     cached = _SUMMARIES.get(url) if url is not None else None
     for attempt in (cached, None) if cached is not None else (None,):
         cursor = await connection.execute(_LOOKUP, _lookup_parameters(attempt))
-        summary = _lookup_result(await cursor.fetchone(), attempt)
+        summary = _lookup_result(await cursor.fetchone(), attempt, store_id)
         if summary is not None or attempt is None:
             break
     if summary is None:
@@ -152,12 +176,16 @@ async def lookup_profiles(
     return summary.profiles
 
 
-def lookup_profiles_sync(connection: Connection[Any], url: str | None = None) -> Profiles | None:
-    """:func:`lookup_profiles` on a blocking connection."""
+def lookup_profiles_sync(
+    connection: Connection[Any], url: str | None = None, store_id: str | None = None
+) -> Profiles | None:
+    """:func:`lookup_profiles` on a blocking connection (the store's id read if not given)."""
+    if store_id is None:
+        store_id = stored_store_id(connection)
     cached = _SUMMARIES.get(url) if url is not None else None
     for attempt in (cached, None) if cached is not None else (None,):
         row = connection.execute(_LOOKUP, _lookup_parameters(attempt)).fetchone()
-        summary = _lookup_result(row, attempt)
+        summary = _lookup_result(row, attempt, store_id)
         if summary is not None or attempt is None:
             break
     if summary is None:
@@ -172,13 +200,14 @@ _DROP_OWN_MARKER = (
 )
 _INSERT_DELTA = (
     f"WITH own_marker AS ({_DROP_OWN_MARKER}) "
-    "INSERT INTO bias_profile_deltas (format, profiles) VALUES (%s, %s) "
+    "INSERT INTO bias_profile_deltas (format, profiles, session_id, seal) "
+    "VALUES (%s, %s, %s, %s) "
     "RETURNING (SELECT count(*) FROM bias_profile_deltas WHERE profiles IS NOT NULL) + 1"
 )
 _UPSERT_BASE = (
-    "INSERT INTO bias_reviewer_profiles (reviewer_id, profile) "
-    "SELECT key, value FROM jsonb_each(%s) "
-    "ON CONFLICT (reviewer_id) DO UPDATE SET profile = EXCLUDED.profile"
+    "INSERT INTO bias_reviewer_profiles (reviewer_id, profile, seal) "
+    "SELECT key, value -> 0, value ->> 1 FROM jsonb_each(%s) "
+    "ON CONFLICT (reviewer_id) DO UPDATE SET profile = EXCLUDED.profile, seal = EXCLUDED.seal"
 )
 
 
@@ -191,19 +220,30 @@ async def count_sessions(connection: AsyncConnection[Any]) -> int:
 
 async def session_contribution(records: Sequence[ReviewRecord]) -> Profiles | None:
     """One session's sums, computed in a worker thread (numpy: off the event loop);
-    ``None`` if they cannot be computed, so the append goes on and the marker stays."""
+    ``None`` if they cannot be computed or are not finite within the store's bound, so the
+    append goes on and the marker stays (the rebuild then leaves the session out)."""
     try:
-        return await asyncio.to_thread(records_profiles, profile_fields(records))
+        contribution = await asyncio.to_thread(records_profiles, profile_fields(records))
+        encoded = encode_profiles(contribution)
     except Exception as error:  # the statistics must never fail an append
         log.warning("reviewer_profiles_not_folded", error=f"{type(error).__name__}: {error}")
         return None
+    if not all_finite(encoded):
+        log.warning("reviewer_profiles_not_folded", error="sums not finite")
+        return None
+    return contribution
 
 
 async def fold_session(
-    connection: AsyncConnection[Any], url: str, contribution: Profiles | None
+    connection: AsyncConnection[Any],
+    url: str,
+    contribution: Profiles | None,
+    session_id: str | None = None,
+    store_id: str = "",
 ) -> int | None:
     """Fold one session's sums into the store, inside its append transaction, after its
-    records: insert its delta and delete the transaction's stale marker, in a savepoint.
+    records: insert its delta (sealed when a key is set) and delete the transaction's
+    stale marker, in a savepoint.
 
     Returns how many deltas are pending with this one (``None`` when nothing was
     inserted), for the writer to compact at :data:`COMPACT_EVERY`. A failure rolls back to
@@ -217,8 +257,12 @@ async def fold_session(
             if not contribution:  # nothing to add (one reviewer, no scores): not stale
                 await connection.execute(_DROP_OWN_MARKER)
                 return None
+            encoded = encode_profiles(contribution)
+            key = sealing_key()
+            body = delta_body(session_id, PROFILE_FORMAT, encoded)
+            delta_seal = row_seal(key, DELTA_KIND, store_id, body) if key else None
             cursor = await connection.execute(
-                _INSERT_DELTA, (PROFILE_FORMAT, Jsonb(encode_profiles(contribution)))
+                _INSERT_DELTA, (PROFILE_FORMAT, Jsonb(encoded), session_id, delta_seal)
             )
             row = await cursor.fetchone()
             return int(row[0]) if row else None
@@ -231,10 +275,12 @@ async def fold_session(
         return None
 
 
-async def compact_profiles(connection: AsyncConnection[Any], url: str) -> bool:
+async def compact_profiles(connection: AsyncConnection[Any], url: str, store_id: str = "") -> bool:
     """Fold the committed deltas into the base (its own transaction, after an append's
     commit). Skipped, never waited for, while a rebuild or another compaction holds the
-    state row, and while the sums are stale. Failures are logged, never raised."""
+    state row, while the sums are stale, and (with a key) while a base row's seal does
+    not verify; a delta whose seal does not verify is dropped, with a warning. Failures
+    are logged, never raised."""
     try:
         async with connection.transaction():
             cursor = await connection.execute(
@@ -251,23 +297,32 @@ async def compact_profiles(connection: AsyncConnection[Any], url: str) -> bool:
                 return False  # only a rebuild clears a marker
             cursor = await connection.execute(
                 "DELETE FROM bias_profile_deltas WHERE profiles IS NOT NULL AND format = %s "
-                "RETURNING id, profiles",
+                "RETURNING id, profiles, session_id, seal",
                 (PROFILE_FORMAT,),
             )
-            deltas = [decode_profiles(profiles) for _, profiles in sorted(await cursor.fetchall())]
+            key = sealing_key()
+            deltas = [
+                found
+                for delta in sorted(await cursor.fetchall())
+                if (found := verified_delta(delta, key, store_id)) is not None
+            ]
             names = sorted({name for delta in deltas for name in delta})
             cursor = await connection.execute(
-                "SELECT coalesce(jsonb_object_agg(reviewer_id, profile), '{}'::jsonb) "
-                "FROM bias_reviewer_profiles WHERE reviewer_id = ANY(%s)",
+                "SELECT coalesce(jsonb_object_agg(reviewer_id, jsonb_build_array(profile, seal)), "
+                "'{}'::jsonb) FROM bias_reviewer_profiles WHERE reviewer_id = ANY(%s)",
                 (names,),
             )
             base = await cursor.fetchone()
-            merged = decode_profiles(base[0] if base else {})
+            merged = verified_base(base[0] if base else {}, key, store_id)
+            if merged is None:
+                raise _Unsealed  # rolled back: the deltas stay, the lookup rebuilds
             for delta in deltas:
                 merged = merge_profiles(merged, delta)
-            await connection.execute(_UPSERT_BASE, (Jsonb(encode_profiles(merged)),))
+            await connection.execute(_UPSERT_BASE, (sealed_base(merged, store_id),))
             await connection.execute("UPDATE bias_profile_state SET generation = generation + 1")
         return True
+    except _Unsealed:
+        return False
     except (DriverError, *_DAMAGED) as error:
         log.warning(
             "reviewer_profiles_not_compacted",
@@ -275,6 +330,10 @@ async def compact_profiles(connection: AsyncConnection[Any], url: str) -> bool:
             error=scrub_message(str(error), url) or type(error).__name__,
         )
         return False
+
+
+class _Unsealed(Exception):
+    """A base row's seal does not verify: the compaction rolls back."""
 
 
 __all__ = [
@@ -285,5 +344,6 @@ __all__ = [
     "fold_session",
     "lookup_profiles",
     "lookup_profiles_sync",
+    "sealed_base",
     "session_contribution",
 ]

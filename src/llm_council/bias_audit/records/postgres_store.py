@@ -6,16 +6,16 @@ NOTHING``; only if that inserted a row are its records copied into ``bias_record
 retried write never duplicates and a writer killed mid-transaction leaves nothing (the
 server rolls the transaction back when the connection drops). Connections come from one
 ``psycopg_pool.AsyncConnectionPool`` per event loop, so concurrent councils share them
-and the loop never blocks on the database. The schema is created and migrated by the
-tool, under an advisory lock, and its version kept in ``llm_council_schema``. The same
+and the loop never blocks on the database. The schema is created and migrated by
+``llm-council store-migrate`` (:mod:`.postgres_schema`); opening a pool only checks
+its version, read-only. Each session is checked before its transaction
+(:func:`check_session`: positions within ``n_candidates``, scores within the report's
+bound), as the schema's CHECK constraints and a trigger check each row. The same
 transaction folds the session into the reviewer profiles' sums, in a savepoint
-(:mod:`~llm_council.bias_audit.records.postgres_profiles`, schema 5, ADR 0048).
+(:mod:`~llm_council.bias_audit.records.postgres_profiles`, ADR 0048).
 
-Reading (:func:`iter_arrow_batches`, :func:`arrow_batch_reader`): a server-side cursor
-streams the records in batches of ``batch_size`` rows into Arrow record batches with the
-JSONL record's columns (:data:`ARROW_SCHEMA`), so memory per batch is bounded; the report
-scans the reader straight into DuckDB. :func:`fetch_arrow_table` collects every batch
-into one table (tests and small stores only: its memory grows with the store).
+Reading (:func:`iter_arrow_batches`, :func:`arrow_batch_reader`,
+:func:`fetch_arrow_table`): :mod:`.postgres_reader`, re-exported here.
 
 The URL may carry a password: messages name the store by :func:`redact_url` and scrub
 the password from any driver message they quote.
@@ -24,18 +24,33 @@ the password from any driver message they quote.
 from __future__ import annotations
 
 import asyncio
-import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import pyarrow as pa
-from psycopg import AsyncConnection, Connection, Rollback, sql
+import structlog
+from psycopg import AsyncConnection, Rollback, sql
 from psycopg import Error as DriverError
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from llm_council.bias_audit.records.postgres_connect import CONNECT_TIMEOUT_S, connect_options
 from llm_council.bias_audit.records.postgres_errors import check_url
 from llm_council.bias_audit.records.postgres_errors import store_error as _store_error
+from llm_council.bias_audit.records.postgres_reader import (
+    ARROW_SCHEMA,
+    BATCH_SIZE,
+    arrow_batch_reader,
+    fetch_arrow_table,
+    iter_arrow_batches,
+)
+from llm_council.bias_audit.records.postgres_schema import (
+    MAX_ABS_SCORE,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    migrate,
+    migration_statements,
+    require_current_schema,
+)
 from llm_council.bias_audit.records.schema import ReviewRecord
 from llm_council.bias_audit.records.store_urls import redact_url
 from llm_council.errors import RecordError
@@ -43,96 +58,16 @@ from llm_council.errors import RecordError
 if TYPE_CHECKING:
     from llm_council.bias_audit.records.reviewer_profiles import Profiles
 
-CONNECT_TIMEOUT_S = 10
 POOL_WAIT_S = 60.0  # a session waits this long for a free pooled connection
 POOL_MAX_SIZE = 8
-BATCH_SIZE = 10_000
-_MIGRATION_LOCK = 0x6C6C6D63  # pg_advisory_xact_lock key: "llmc"
-
-# MIGRATIONS[i] brings the schema from version i to version i + 1 (numbered, append-only).
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (  # 1: a session row (the unit of all-or-nothing) and the record schema 1 columns
-        """CREATE TABLE bias_sessions (
-               session_id text PRIMARY KEY,
-               n_records integer NOT NULL CHECK (n_records >= 1),
-               written_at timestamptz NOT NULL DEFAULT now())""",
-        """CREATE TABLE bias_records (
-               session_id text NOT NULL REFERENCES bias_sessions ON DELETE CASCADE,
-               record_index integer NOT NULL,
-               schema_version integer NOT NULL,
-               "timestamp" text NOT NULL,
-               recorded_at timestamptz,
-               reviewer_id text NOT NULL,
-               model_id text NOT NULL,
-               position integer NOT NULL,
-               n_candidates integer NOT NULL,
-               response_length_chars bigint NOT NULL,
-               response_length_words bigint NOT NULL,
-               score_value double precision,
-               score_scale double precision[] NOT NULL,
-               rank integer,
-               is_self_review boolean NOT NULL,
-               council_config_hash text NOT NULL,
-               query_hash text,
-               PRIMARY KEY (session_id, record_index))""",
-    ),
-    (  # 2: record schema 2's session_n_records, and an index for --since
-        "ALTER TABLE bias_records ADD COLUMN session_n_records integer",
-        "CREATE INDEX bias_records_recorded_at ON bias_records (recorded_at)",
-    ),
-    (  # 3: live bias checks (ADR 0024): a check review's kind and what it repeats
-        "ALTER TABLE bias_records ADD COLUMN check_kind text",
-        "ALTER TABLE bias_records ADD COLUMN check_of_position integer",
-        "ALTER TABLE bias_records ADD COLUMN check_treated boolean",
-    ),
-    (  # 4: style mimicry, reasoning-chain bias and parse outcomes (issue 11 section 2)
-        "ALTER TABLE bias_records ADD COLUMN similarity_to_own double precision",
-        "ALTER TABLE bias_records ADD COLUMN rationale_chars bigint",
-        "ALTER TABLE bias_records ADD COLUMN review_status text",
-    ),
-    (  # 5: the reviewer profiles' mergeable sums (ADR 0048, records/postgres_profiles.py)
-        """CREATE TABLE bias_profile_state (
-               singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
-               format integer NOT NULL,
-               generation bigint NOT NULL DEFAULT 0,
-               rebuilt_at timestamptz)""",
-        # 0: never built (stale); an empty store's sums are complete at the format of the
-        # time (2, reviewer_profiles.PROFILE_FORMAT; a later format rebuilds the empty sums)
-        "INSERT INTO bias_profile_state (format) "
-        "SELECT CASE WHEN EXISTS (SELECT 1 FROM bias_sessions) THEN 0 ELSE 2 END",
-        """CREATE TABLE bias_reviewer_profiles (
-               reviewer_id text PRIMARY KEY,
-               profile jsonb NOT NULL)""",
-        """CREATE TABLE bias_profile_deltas (
-               id bigserial PRIMARY KEY,
-               format integer,
-               xact_id xid8,
-               profiles jsonb)""",
-        "CREATE INDEX bias_profile_deltas_markers ON bias_profile_deltas (xact_id) "
-        "WHERE profiles IS NULL",
-        # any change to the records marks the sums stale (a row with profiles NULL) unless
-        # the same transaction folds them; SECURITY DEFINER, so a role that may only write
-        # records (an importer) still leaves its mark
-        """CREATE FUNCTION bias_profiles_mark_stale() RETURNS trigger
-               LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-           BEGIN
-               EXECUTE format(
-                   'INSERT INTO %I.bias_profile_deltas (xact_id) SELECT pg_current_xact_id() '
-                   'WHERE NOT EXISTS (SELECT 1 FROM %I.bias_profile_deltas '
-                   'WHERE profiles IS NULL AND xact_id = pg_current_xact_id())',
-                   TG_TABLE_SCHEMA, TG_TABLE_SCHEMA);
-               RETURN NULL;
-           END $$""",
-        "CREATE TRIGGER bias_sessions_profiles AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE "
-        "ON bias_sessions FOR EACH STATEMENT EXECUTE FUNCTION bias_profiles_mark_stale()",
-        "CREATE TRIGGER bias_records_profiles AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE "
-        "ON bias_records FOR EACH STATEMENT EXECUTE FUNCTION bias_profiles_mark_stale()",
-    ),
+#: what rebuilds a stale summary for good (logged once per process and store)
+STORE_REBUILD_HINT = (
+    "run `llm-council store-rebuild --store URL` (a large store's summary is rebuilt only "
+    "by it or by a long-lived process; a small one in the session)"
 )
-SCHEMA_VERSION = len(MIGRATIONS)
+_STALE_NOTED: set[str] = set()
+log = structlog.get_logger("llm_council.bias_audit")
 
-_CHECK_COLUMNS = ("check_kind", "check_of_position", "check_treated")
-_FAMILY_COLUMNS = ("similarity_to_own", "rationale_chars", "review_status")
 _WRITTEN_COLUMNS = (
     "session_id",
     "record_index",
@@ -159,67 +94,6 @@ _WRITTEN_COLUMNS = (
     "rationale_chars",
     "review_status",
 )
-
-# the JSONL record columns bias-report reads (report/load/loading.py), plus session_n_records
-ARROW_SCHEMA = pa.schema(
-    [
-        ("schema_version", pa.int32()),
-        ("session_id", pa.string()),
-        ("timestamp", pa.string()),
-        ("reviewer_id", pa.string()),
-        ("model_id", pa.string()),
-        ("position", pa.int32()),
-        ("n_candidates", pa.int32()),
-        ("response_length_chars", pa.int64()),
-        ("response_length_words", pa.int64()),
-        ("score_value", pa.float64()),
-        ("score_scale", pa.list_(pa.float64())),
-        ("rank", pa.int32()),
-        ("is_self_review", pa.bool_()),
-        ("session_n_records", pa.int32()),
-        ("check_kind", pa.string()),
-        ("check_of_position", pa.int32()),
-        ("check_treated", pa.bool_()),
-        ("similarity_to_own", pa.float64()),
-        ("rationale_chars", pa.int64()),
-        ("review_status", pa.string()),
-    ]
-)
-
-
-def migration_statements(current: int, target: int = SCHEMA_VERSION) -> list[str]:
-    """The SQL that brings a schema at version ``current`` to ``target``."""
-    if current > SCHEMA_VERSION:
-        raise RecordError(
-            f"the store's schema is version {current}; this llm-council knows "
-            f"1..{SCHEMA_VERSION} (upgrade llm-council)"
-        )
-    statements = [step for version in range(current, target) for step in MIGRATIONS[version]]
-    if statements:
-        statements += [
-            "DELETE FROM llm_council_schema",
-            f"INSERT INTO llm_council_schema VALUES ({target})",
-        ]
-    return statements
-
-
-_LOCK_AND_VERSION = (
-    f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})",
-    "CREATE TABLE IF NOT EXISTS llm_council_schema (version integer NOT NULL)",
-)
-
-
-async def migrate(connection: AsyncConnection[Any], target: int = SCHEMA_VERSION) -> int:
-    """Create or migrate the schema to ``target`` in one transaction; return the old version."""
-    async with connection.transaction():
-        for statement in _LOCK_AND_VERSION:
-            await connection.execute(statement)
-        cursor = await connection.execute("SELECT max(version) FROM llm_council_schema")
-        row = await cursor.fetchone()
-        current = int(row[0]) if row and row[0] is not None else 0
-        for statement in migration_statements(current, max(target, current)):
-            await connection.execute(statement)
-    return current
 
 
 def _recorded_at(timestamp: str) -> datetime | None:
@@ -259,6 +133,23 @@ def _row(index: int, record: ReviewRecord, n_records: int) -> tuple[Any, ...]:
     )
 
 
+def check_session(url: str, records: Sequence[ReviewRecord]) -> None:
+    """Refuse, in one line naming the session, record and field, what the schema's CHECK
+    constraints would refuse (ADR 0056): a position outside ``[0, n_candidates)`` (a
+    report letters positions, ``chr(65 + i)``) or a score beyond :data:`MAX_ABS_SCORE`
+    (its squares would make the reviewer profiles' sums infinite)."""
+    for index, record in enumerate(records):
+        where = f"{redact_url(url)}: session {record.session_id!r} record {index}"
+        if not 0 <= record.position < record.n_candidates:
+            raise RecordError(
+                f"{where}: position {record.position} is outside 0..{record.n_candidates - 1} "
+                f"(n_candidates {record.n_candidates})"
+            )
+        score = record.score_value
+        if score is not None and not abs(score) <= MAX_ABS_SCORE:
+            raise RecordError(f"{where}: score_value {score!r} is beyond +/-{MAX_ABS_SCORE:.0e}")
+
+
 async def _close_when_cancelled(pool: AsyncConnectionPool[Any]) -> None:
     """Park until cancelled, then close the pool: ``asyncio.run`` cancels every task at
     loop end, so the pool is closed inside its own loop instead of leaking past it."""
@@ -279,6 +170,8 @@ class PostgresWriter:
             int, tuple[asyncio.AbstractEventLoop, asyncio.Task[AsyncConnectionPool[Any]]]
         ] = {}
         self._keepers: set[asyncio.Task[None]] = set()
+        #: the store's id (schema 6), read when the pool opens; bound into the seals
+        self.store_id = ""
 
     @classmethod
     def for_url(cls, url: str) -> PostgresWriter:
@@ -313,15 +206,16 @@ class PostgresWriter:
 
     async def _open_pool(self) -> AsyncConnectionPool[Any]:
         self.check()
+        options = connect_options(self._url)
         try:  # one direct connection first: a bad server fails fast and clearly
-            async with await AsyncConnection.connect(
-                self._url, connect_timeout=CONNECT_TIMEOUT_S
-            ) as connection:
-                await migrate(connection)
+            async with await AsyncConnection.connect(self._url, **options) as connection:
+                # read-only: the schema is created by `llm-council store-migrate`, never here
+                self.store_id = await require_current_schema(connection, self._url)
         except DriverError as error:
             raise _store_error(self._url, "cannot open the record store", error) from None
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             self._url,
+            kwargs=options,
             min_size=1,
             max_size=POOL_MAX_SIZE,
             timeout=POOL_WAIT_S,
@@ -349,6 +243,8 @@ class PostgresWriter:
         sessions: dict[str, list[ReviewRecord]] = {}
         for record in records:
             sessions.setdefault(record.session_id, []).append(record)
+        for session_records in sessions.values():
+            check_session(self._url, session_records)
         pool = await self._pool()
         written = 0
         try:
@@ -385,10 +281,12 @@ class PostgresWriter:
                     for index, record in enumerate(records):
                         await copy.write_row(_row(index, record, n_records))
                 # in the same transaction, in a savepoint: a failed fold keeps the records
-                pending = await profiles.fold_session(connection, self._url, contribution)
+                pending = await profiles.fold_session(
+                    connection, self._url, contribution, session_id, self.store_id
+                )
                 written = n_records
             if pending is not None and pending >= profiles.COMPACT_EVERY:
-                await profiles.compact_profiles(connection, self._url)
+                await profiles.compact_profiles(connection, self._url, self.store_id)
         return written
 
     async def reviewer_profiles(self) -> Profiles | None:
@@ -399,9 +297,33 @@ class PostgresWriter:
         pool = await self._pool()
         try:
             async with pool.connection() as connection:
-                return await lookup_profiles(connection, self._url)
+                profiles = await lookup_profiles(connection, self._url, self.store_id)
         except (DriverError, PoolTimeout) as error:
             raise _store_error(self._url, "cannot read the reviewer profiles", error) from None
+        if profiles is None and self._url not in _STALE_NOTED:
+            # a short-lived process (a CLI `ask`) cannot finish a large rebuild in the
+            # background: say once what does (ADR 0056)
+            _STALE_NOTED.add(self._url)
+            log.warning(
+                "reviewer_history_stale",
+                store=redact_url(self._url),
+                fix=STORE_REBUILD_HINT,
+            )
+        return profiles
+
+    async def stored_sessions(self, session_ids: Sequence[str]) -> set[str]:
+        """Which of ``session_ids`` the store already holds (a copy skips them before
+        computing their sums)."""
+        pool = await self._pool()
+        try:
+            async with pool.connection() as connection:
+                cursor = await connection.execute(
+                    "SELECT session_id FROM bias_sessions WHERE session_id = ANY(%s)",
+                    (list(session_ids),),
+                )
+                return {row[0] for row in await cursor.fetchall()}
+        except (DriverError, PoolTimeout) as error:
+            raise _store_error(self._url, "cannot read the sessions", error) from None
 
     async def session_count(self) -> int:
         """How many sessions the store holds."""
@@ -415,83 +337,18 @@ class PostgresWriter:
             raise _store_error(self._url, "cannot count the sessions", error) from None
 
 
-def _schema_version(connection: Connection[Any], url: str) -> int:
-    row = connection.execute(
-        "SELECT CASE WHEN to_regclass('llm_council_schema') IS NULL THEN NULL "
-        "ELSE (SELECT max(version) FROM llm_council_schema) END"
-    ).fetchone()
-    if row is None or row[0] is None:
-        raise RecordError(f"{redact_url(url)}: no bias-audit records here (no llm-council schema)")
-    version = int(row[0])
-    if version > SCHEMA_VERSION:
-        raise RecordError(
-            f"{redact_url(url)}: the store's schema is version {version}; this llm-council "
-            f"knows 1..{SCHEMA_VERSION} (upgrade llm-council)"
-        )
-    return version
-
-
-def iter_arrow_batches(
-    url: str, *, since: datetime | None = None, batch_size: int = BATCH_SIZE
-) -> Iterator[pa.RecordBatch]:
-    """The store's records (optionally those since ``since``) as Arrow batches.
-
-    Streams through a server-side cursor, ``batch_size`` rows at a time, in
-    ``(session_id, record_index)`` order; columns and types are :data:`ARROW_SCHEMA`.
-    """
-    check_url(url)
-    names = ARROW_SCHEMA.names
-    try:
-        with Connection.connect(url, connect_timeout=CONNECT_TIMEOUT_S) as connection:
-            version = _schema_version(connection, url)
-            added_in = {
-                "session_n_records": 2,
-                **dict.fromkeys(_CHECK_COLUMNS, 3),
-                **dict.fromkeys(_FAMILY_COLUMNS, 4),
-            }
-            columns = [
-                sql.SQL("NULL")  # a column the stored schema does not have yet
-                if version < added_in.get(name, 0)
-                else sql.Identifier(name)
-                for name in names
-            ]
-            query = sql.SQL(
-                "SELECT {} FROM bias_records {} ORDER BY session_id, record_index"
-            ).format(
-                sql.SQL(", ").join(columns),
-                sql.SQL("WHERE recorded_at >= %s" if since is not None else ""),
-            )
-            parameters = (since.astimezone(UTC),) if since is not None else None
-            with connection.transaction(), connection.cursor(name="llm_council_records") as cursor:
-                cursor.itersize = batch_size
-                cursor.execute(query, parameters)
-                while rows := cursor.fetchmany(batch_size):
-                    yield pa.RecordBatch.from_arrays(
-                        [
-                            pa.array([row[i] for row in rows], type=field.type)
-                            for i, field in enumerate(ARROW_SCHEMA)
-                        ],
-                        schema=ARROW_SCHEMA,
-                    )
-    except DriverError as error:
-        raise _store_error(url, "cannot read the record store", error) from None
-
-
-def arrow_batch_reader(
-    url: str, *, since: datetime | None = None, batch_size: int = BATCH_SIZE
-) -> pa.RecordBatchReader:
-    """The records as a stream DuckDB can scan (one batch in memory at a time).
-
-    The connection is opened and the schema checked before this returns, so a bad URL,
-    a refused connection or an unknown schema raise here, not in the middle of a scan.
-    """
-    batches = iter_arrow_batches(url, since=since, batch_size=batch_size)
-    first = next(batches, None)
-    if first is None:
-        return pa.RecordBatchReader.from_batches(ARROW_SCHEMA, iter(()))
-    return pa.RecordBatchReader.from_batches(ARROW_SCHEMA, itertools.chain([first], batches))
-
-
-def fetch_arrow_table(url: str, *, since: datetime | None = None) -> pa.Table:
-    """All records (optionally since ``since``) as one Arrow table of :data:`ARROW_SCHEMA`."""
-    return pa.Table.from_batches(list(iter_arrow_batches(url, since=since)), schema=ARROW_SCHEMA)
+__all__ = [
+    "ARROW_SCHEMA",
+    "BATCH_SIZE",
+    "CONNECT_TIMEOUT_S",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "STORE_REBUILD_HINT",
+    "PostgresWriter",
+    "arrow_batch_reader",
+    "check_session",
+    "fetch_arrow_table",
+    "iter_arrow_batches",
+    "migrate",
+    "migration_statements",
+]
