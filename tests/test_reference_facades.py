@@ -82,7 +82,7 @@ def test_below_min_sessions_nothing_is_estimated() -> None:
     records = _session("a", [10, 40, 90, 200], [3, 4, 6, 5])
     result = run_aggregated_bias_audit(records, min_sessions=2)
     assert result.confidence_level is StatisticalConfidence.INSUFFICIENT
-    assert result.length_correlation is None and result.reviewer_profiles == {}
+    assert result.length_correlation is None and result.reviewer_profiles == []
     assert "at least 2" in result.warnings[0]
 
 
@@ -92,7 +92,9 @@ def test_reviewer_profiles_use_the_student_t_interval() -> None:
         for reviewer, values in {"r1": [4, 6, 5, 7], "r2": [8, 9, 7, 8]}.items()
         for i, v in enumerate(values)
     ]
-    profile = aggregate_reviewer_profiles(records)["r1"]
+    profiles = aggregate_reviewer_profiles(records)  # a list, as the reference's
+    assert [p.reviewer_id for p in profiles] == ["r1", "r2"]
+    profile = profiles[0]
     low, high = stats.t.interval(0.95, 3, loc=5.5, scale=stats.sem([4, 6, 5, 7]))
     assert (profile.ci_lower, profile.ci_upper) == (pytest.approx(low), pytest.approx(high))
     # two reviewers: z = (5.5 - 6.75) / sd(5.5, 8) = -1.25 / 1.7678 = -0.7071

@@ -115,7 +115,7 @@ def usable_label_maps(
         dropped += reasons
     if isinstance(stage2_results, list):
         stage2_results = [
-            _without_labels(result, removed_by_reviewer.get(result.get("model"), set()))
+            _without_labels(result, removed_by_reviewer.get(str(result.get("model")), set()))
             if isinstance(result, Mapping)
             else result
             for result in stage2_results
