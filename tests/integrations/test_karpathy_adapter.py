@@ -179,6 +179,38 @@ def test_a_failing_reviewer_is_recorded_missing_and_the_answer_still_goes_out(
     assert {r.review_status for r in session if r.reviewer_id != "x-ai/grok-4"} == {"final_ranking"}
 
 
+@pytest.mark.parametrize("n_members", [3, 5, 9])
+def test_councils_of_three_to_nine_members(
+    installed: Installation, store: Path, monkeypatch: pytest.MonkeyPatch, n_members: int
+) -> None:
+    members = [*MODELS, *(f"extra/m{i}" for i in range(5))][:n_members]
+    monkeypatch.setattr(council, "COUNCIL_MODELS", members)
+    outcome = asyncio.run(main.run_full_council("sized"))
+    audit = outcome[3]["bias_audit"]
+    assert audit["records_written"] == n_members**2
+    assert sorted(audit["display_orders"]) == sorted(members)
+    assert "self_preference" in audit["risk_tests_run"]
+    if n_members >= 4:  # at 3 the slots are not identified without self cells (ADR 0047)
+        assert "position" in audit["risk_tests_run"]
+    records = list(read_records(store, strict=True))
+    assert {r.position for r in records} == set(range(n_members))
+
+
+def test_a_degenerate_and_a_garbled_judge(
+    installed: Installation, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # gpt-5.1 ranks in the order shown (always "A" first); grok gives no ranking at all
+    monkeypatch.setitem(openrouter.JUDGES, "x-ai/grok-4", "garbled")
+    outcome = asyncio.run(main.run_full_council("degenerate"))
+    audit = outcome[3]["bias_audit"]
+    session = [r for r in read_records(store) if r.session_id == audit["session_id"]]
+    assert {r.review_status for r in session if r.reviewer_id == "x-ai/grok-4"} == {"unparseable"}
+    assert all(r.score_value is None for r in session if r.reviewer_id == "x-ai/grok-4")
+    slot_judge = sorted((r.position, r.rank) for r in session if r.reviewer_id == SLOT_JUDGE)
+    assert slot_judge == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    assert audit["overall_bias_risk"] != "not_tested"
+
+
 def test_without_shuffle_the_fixed_order_leaves_position_untested(store: Path) -> None:
     installation = install_bias_audit(main, shuffle=False)
     try:

@@ -6,7 +6,8 @@ them by its ``JUDGES`` kind:
 
 - ``"slot"``: the order it was shown (A first): a pure position bias;
 - ``"self"``: its own answer first, the others by quality: self-preference;
-- ``"fair"``: by quality.
+- ``"fair"``: by quality as it perceives it (its own fixed noise of +-15 per answer);
+- ``"garbled"``: a reply with no "FINAL RANKING:" (the app parses no ranking).
 
 ``FAILING`` models return None (the app drops them), as a model that timed out.
 """
@@ -42,12 +43,20 @@ def _answer(model: str, prompt: str) -> str:
 def _ranking(model: str, prompt: str) -> str:
     blocks = {label: text for label, text in _BLOCK.findall(prompt)}
 
-    def quality(label: str) -> int:
+    def quality(label: str) -> tuple[int, str]:
+        # the hidden quality as this judge perceives it (its own noise, +-15, fixed per
+        # judge and answer, never a function of the order shown); ties broken by the
+        # author: a sort that kept the shown order on ties would be a primacy habit
         found = re.search(r"quality=(\d+)", blocks[label])
-        return int(found.group(1)) if found else 0
+        author = re.search(r"\[\[author:([^\]]+)\]\]", blocks[label])
+        name = author.group(1) if author else ""
+        noise = _draw(model, name, blocks[label]) % 31 - 15
+        return (int(found.group(1)) + noise if found else noise, name)
 
     shown = sorted(blocks)
     kind = JUDGES.get(model, "fair")
+    if kind == "garbled":
+        return "I would rather not rank these."
     if kind == "slot":
         order = shown
     elif kind == "self":
