@@ -211,6 +211,34 @@ def test_a_degenerate_and_a_garbled_judge(
     assert audit["overall_bias_risk"] != "not_tested"
 
 
+def test_a_stage_one_that_cannot_be_shuffled_keeps_the_apps_order_and_says_why(
+    installed: Installation, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a council listing one model twice: the app answers; the audit reports, never breaks it
+    monkeypatch.setattr(council, "COUNCIL_MODELS", [*MODELS, MODELS[0]])
+
+    async def twice(user_query: str) -> list[dict[str, Any]]:
+        return [
+            {"model": m, "response": f"[[author:{m}]] quality=50"} for m in [*MODELS, MODELS[0]]
+        ]
+
+    monkeypatch.setattr(council, "stage1_collect_responses", twice)
+    stage1, stage2, stage3, metadata = asyncio.run(main.run_full_council("twice"))
+    assert stage3["response"] and len(stage2) == 4  # the app asks each distinct model once
+    audit = metadata["bias_audit"]
+    assert "appears twice" in audit["display_order_error"]
+    assert audit["display_order_seed"] is None
+    assert "error" in audit and audit["records_written"] == 0
+
+
+def test_hostile_reply_text_is_relabelled_only_where_it_names_a_shown_label() -> None:
+    swap = {"Response A": "Response B", "Response B": "Response A"}
+    text = "Response A\x1b[31m > Response Z; ResponseA; Response A's; \u202eResponse B"
+    assert relabel_text(text, swap) == (
+        "Response B\x1b[31m > Response Z; ResponseA; Response B's; \u202eResponse A"
+    )
+
+
 def test_without_shuffle_the_fixed_order_leaves_position_untested(store: Path) -> None:
     installation = install_bias_audit(main, shuffle=False)
     try:

@@ -40,8 +40,9 @@ from typing import Any
 
 import structlog
 
+from llm_council.bias_audit.plugin.display_order import shuffled_display_order
 from llm_council.bias_audit.plugin.external_audit import audit_council
-from llm_council.errors import ConfigError
+from llm_council.errors import ConfigError, CouncilError
 from llm_council.integrations.karpathy_stage2 import narrowed_query, shuffled_stage2
 
 log = structlog.get_logger("llm_council.integrations.karpathy")
@@ -115,7 +116,14 @@ def _audited_stage2(
         seed = draw_seed()
         members = [entry.get("model") for entry in stage1_results if isinstance(entry, Mapping)]
         reviewers = list(council.get("COUNCIL_MODELS") or members)
+        unshuffled_because = None
         if shuffle:
+            try:  # a stage 1 we cannot order (a model twice, no name) keeps the app's order
+                shuffled_display_order(stage1_results, seed=seed)
+            except CouncilError as error:
+                unshuffled_because = str(error)
+                log.warning("bias_audit_order_not_shuffled", error=unshuffled_because)
+        if shuffle and unshuffled_because is None:
             outcome = await shuffled_stage2(ask, user_query, stage1_results, reviewers, seed)
             app_results, app_map = outcome.app_results, outcome.app_label_to_model
             audit_results, audit_map = outcome.audit_results, outcome.audit_label_to_model
@@ -126,6 +134,8 @@ def _audited_stage2(
         else:
             app_results, app_map = await ask(user_query, stage1_results)
             audit_results, audit_map, extra = app_results, app_map, {"display_order_seed": None}
+            if unshuffled_because is not None:
+                extra["display_order_error"] = unshuffled_because
         metadata: dict[str, Any] = {"label_to_model": audit_map}
         await audited(user_query, stage1_results, audit_results, metadata)
         bias_audit = dict(metadata.get("bias_audit") or {})
