@@ -19,7 +19,7 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tenacity import (
     AsyncRetrying,
@@ -32,6 +32,9 @@ from tenacity import (
 from llm_council import tracing
 from llm_council.errors import ProviderError, SessionDeadlineError
 from llm_council.providers.base import Completion, CompletionRequest, Provider
+
+if TYPE_CHECKING:
+    from llm_council.call_pricing import SessionCosts
 
 
 @dataclass(frozen=True)
@@ -250,8 +253,11 @@ class CallGate:
         *,
         started_at: float | None = None,
         stage: str | None = None,
+        costs: SessionCosts | None = None,
     ) -> None:
         self.semaphore = asyncio.Semaphore(max_concurrency)
+        # what each finished call cost; its budget stops reviews not yet sent (ADR 0058)
+        self.costs = costs
         self.deadline_s = deadline_s  # None: no deadline
         self.started_at = asyncio.get_running_loop().time() if started_at is None else started_at
         self.stage = stage
@@ -316,6 +322,8 @@ class CallGate:
         """Wait for a slot, then :func:`call_with_retries`; both bounded by the stage deadline."""
         stage = self.stage or stage
         started = time.perf_counter()
+        if self._budget_stops(stage):
+            return self._stopped_by_budget(provider, stage, member, started)
         deadline_at = self.stage_deadline_at(stage)
         if self.semaphore.locked():
             try:
@@ -329,6 +337,8 @@ class CallGate:
             if deadline_at is not None and asyncio.get_running_loop().time() >= deadline_at:
                 # a free slot is taken without suspending, so the timeout above cannot fire
                 return self._give_up(provider, stage, 0, started)
+            if self._budget_stops(stage):  # calls that finished while this one waited
+                return self._stopped_by_budget(provider, stage, member, started)
             outcome = await call_with_retries(
                 provider,
                 request,
@@ -343,4 +353,17 @@ class CallGate:
         if isinstance(outcome.error, SessionDeadlineError):
             self.given_up += 1
         self._add_usage(outcome)
+        if self.costs is not None and outcome.completion is not None:
+            self.costs.add(stage, member or provider.spec, provider.spec, outcome.completion.usage)
         return outcome
+
+    def _budget_stops(self, stage: str) -> bool:
+        """Reviews (either order) are not sent once the priced spend reached the budget."""
+        return stage.startswith("review") and self.costs is not None and self.costs.over_budget()
+
+    def _stopped_by_budget(
+        self, provider: Provider, stage: str, member: str, started: float
+    ) -> CallOutcome:
+        assert self.costs is not None
+        error = self.costs.stop(stage, member or provider.spec, provider.provider_name)
+        return CallOutcome(None, error, 0, time.perf_counter() - started)
