@@ -27,6 +27,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from llm_council.errors import ProviderError
 
+#: characters per token when a review's prompt is priced before it is sent: below the ~4
+#: of English text, so the reservation errs high (code and other scripts run denser)
+CHARS_PER_TOKEN = 3
+
 #: our provider prefix -> the table's provider id
 TABLE_PROVIDER = {"openai": "openai", "anthropic": "anthropic", "google": "google"}
 
@@ -124,6 +128,7 @@ class SessionCosts:
     by_stage: dict[str, _Tally] = field(default_factory=lambda: defaultdict(_Tally))
     by_member: dict[str, _Tally] = field(default_factory=lambda: defaultdict(_Tally))
     unpriced: list[dict[str, str]] = field(default_factory=list)
+    reserved: Decimal = Decimal(0)  # the most the reviews in flight may still cost
     stopped_by_budget: list[dict[str, str]] = field(default_factory=list)
 
     def add(self, stage: str, member: str, spec: str, usage: Any) -> None:
@@ -143,16 +148,36 @@ class SessionCosts:
         if reason is not None:
             self.unpriced.append({"stage": stage, "member": member, "spec": spec, "why": reason})
 
-    def over_budget(self) -> bool:
-        """The priced spend has reached ``max_cost_usd`` (never, without a budget)."""
-        return self.max_cost_usd is not None and self.total.usd >= Decimal(str(self.max_cost_usd))
+    def reserve(self, spec: str, prompt_chars: int, max_output_tokens: int) -> Decimal | None:
+        """Hold the most a call may cost before it is sent; None when it does not fit.
+
+        The reservation is the call's prompt at :data:`CHARS_PER_TOKEN` characters a token
+        plus its whole ``max_tokens`` of output; it fits when the spend so far, the
+        reservations of the calls in flight and this one stay within ``max_cost_usd``.
+        Without a budget every call fits (and nothing is held).
+        """
+        if self.max_cost_usd is None:
+            return Decimal(0)
+        estimate, _ = price_usd(
+            spec, -(-prompt_chars // CHARS_PER_TOKEN), max_output_tokens, self.overrides
+        )
+        held = estimate if estimate is not None else Decimal(0)
+        if self.total.usd + self.reserved + held > Decimal(str(self.max_cost_usd)):
+            return None
+        self.reserved += held
+        return held
+
+    def release(self, held: Decimal) -> None:
+        """The call finished (its real cost is in :meth:`add`): drop its reservation."""
+        self.reserved -= held
 
     def stop(self, stage: str, member: str, provider: str) -> BudgetExceededError:
         """Record a call not sent for the budget; the error its review is marked with."""
-        spent = float(self.total.usd)
+        committed = float(self.total.usd + self.reserved)
         reason = (
-            f"not sent: the session's priced spend ${spent:.6f} reached "
-            f"max_cost_usd ${self.max_cost_usd:g}"
+            f"not sent: the spend so far and the reviews in flight (${committed:.6f}) plus "
+            f"this review's most (its prompt and max_tokens) pass max_cost_usd "
+            f"${self.max_cost_usd:g}"
         )
         self.stopped_by_budget.append({"stage": stage, "member": member, "why": reason})
         return BudgetExceededError(reason, provider=provider)

@@ -73,6 +73,7 @@ async def consult_council(
             for answer in result.stage1
         ],
         "degraded": result.metadata.get("degraded", []),
+        "cost_usd": result.metadata.get("cost_usd"),
         "bias_audit": _audit_summary(result.metadata.get("bias_audit")),
     }
 

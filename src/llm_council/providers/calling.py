@@ -319,11 +319,39 @@ class CallGate:
         stage: str,
         member: str = "",
     ) -> CallOutcome:
-        """Wait for a slot, then :func:`call_with_retries`; both bounded by the stage deadline."""
+        """Wait for a slot, then :func:`call_with_retries`; both bounded by the stage deadline.
+
+        With a budget (``costs.max_cost_usd``) a review is sent only while its most fits:
+        the spend so far, the calls in flight and this review's reservation
+        (:meth:`~llm_council.call_pricing.SessionCosts.reserve`); else it is not sent.
+        """
         stage = self.stage or stage
         started = time.perf_counter()
-        if self._budget_stops(stage):
-            return self._stopped_by_budget(provider, stage, member, started)
+        held = None
+        if self.costs is not None and stage.startswith("review"):  # either review order
+            prompt_chars = len(request.system or "") + len(request.prompt_text)
+            held = self.costs.reserve(provider.spec, prompt_chars, request.max_tokens)
+            if held is None:
+                error = self.costs.stop(stage, member or provider.spec, provider.provider_name)
+                return CallOutcome(None, error, 0, time.perf_counter() - started)
+        try:
+            outcome = await self._call_in_slot(provider, request, policy, stage, member, started)
+        finally:
+            if held is not None and self.costs is not None:
+                self.costs.release(held)
+        if self.costs is not None and outcome.completion is not None:
+            self.costs.add(stage, member or provider.spec, provider.spec, outcome.completion.usage)
+        return outcome
+
+    async def _call_in_slot(
+        self,
+        provider: Provider,
+        request: CompletionRequest,
+        policy: RetryPolicy,
+        stage: str,
+        member: str,
+        started: float,
+    ) -> CallOutcome:
         deadline_at = self.stage_deadline_at(stage)
         if self.semaphore.locked():
             try:
@@ -337,8 +365,6 @@ class CallGate:
             if deadline_at is not None and asyncio.get_running_loop().time() >= deadline_at:
                 # a free slot is taken without suspending, so the timeout above cannot fire
                 return self._give_up(provider, stage, 0, started)
-            if self._budget_stops(stage):  # calls that finished while this one waited
-                return self._stopped_by_budget(provider, stage, member, started)
             outcome = await call_with_retries(
                 provider,
                 request,
@@ -353,17 +379,4 @@ class CallGate:
         if isinstance(outcome.error, SessionDeadlineError):
             self.given_up += 1
         self._add_usage(outcome)
-        if self.costs is not None and outcome.completion is not None:
-            self.costs.add(stage, member or provider.spec, provider.spec, outcome.completion.usage)
         return outcome
-
-    def _budget_stops(self, stage: str) -> bool:
-        """Reviews (either order) are not sent once the priced spend reached the budget."""
-        return stage.startswith("review") and self.costs is not None and self.costs.over_budget()
-
-    def _stopped_by_budget(
-        self, provider: Provider, stage: str, member: str, started: float
-    ) -> CallOutcome:
-        assert self.costs is not None
-        error = self.costs.stop(stage, member or provider.spec, provider.provider_name)
-        return CallOutcome(None, error, 0, time.perf_counter() - started)
