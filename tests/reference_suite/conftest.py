@@ -2,8 +2,7 @@
 
 The four ``test_*.py`` files run here are amiable-dev/llm-council's tests/test_bias_audit.py,
 test_bias_persistence.py, test_bias_aggregation.py and test_bias_amplification.py at commit
-4f104ac (after v0.45.1, the newest that can be fetched; 89 tests + 18 for the hash and
-schema rows), MIT-licensed. They are not committed (the project does not vendor other
+4f104ac (after v0.45.1, the newest that can be fetched; 107 tests), MIT-licensed. They are not committed (the project does not vendor other
 projects' code; ``.gitignore`` keeps them out): drop them into this folder to run them
 (``git show 4f104ac:tests/test_bias_audit.py > tests/reference_suite/test_bias_audit.py``
 and so on, in a clone of that repository). Their imports are unchanged: they import
