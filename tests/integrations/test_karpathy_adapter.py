@@ -293,6 +293,23 @@ def test_install_is_idempotent_reversible_and_refuses_other_apps(store: Path) ->
         install_bias_audit(json)
 
 
+def test_an_earlier_audit_council_wrap_is_replaced_not_doubled(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from llm_council.bias_audit import audit_council
+
+    wrapped = audit_council(council.run_full_council)
+    monkeypatch.setattr(main, "run_full_council", wrapped)
+    installation = install_bias_audit(main)
+    try:
+        outcome = asyncio.run(main.run_full_council("once"))
+    finally:
+        installation.uninstall()
+    assert outcome[3]["bias_audit"]["records_written"] == 16
+    assert len(list(read_records(store))) == 16  # one audit, not two
+    assert main.run_full_council is wrapped  # restored as it was
+
+
 def test_relabelling_maps_every_label_at_once() -> None:
     swap = {"Response A": "Response C", "Response C": "Response A"}
     text = "Response A beats Response C; Response B ties. Responses AB stay."

@@ -205,6 +205,11 @@ def install_bias_audit(
         log.info("bias_audit_already_installed", module=module.__name__)
         return installation
     full_council = _required(namespace, "run_full_council", module.__name__)
+    code = getattr(full_council, "__code__", None)  # functools.wraps hides the wrapper's name
+    if code is not None and code.co_qualname.startswith("audit_council."):
+        # the README's earlier wrap: kept, it would audit every blocking session twice
+        log.warning("bias_audit_replaces_audit_council_wrap", module=module.__name__)
+        full_council = full_council.__wrapped__
     storage = _required(namespace, "storage", module.__name__)
     council: dict[str, Any] = full_council.__globals__  # backend.council's own namespace
     council_stage2 = _required(council, "stage2_collect_rankings", "the council module")
