@@ -76,6 +76,12 @@ def test_days_and_sessions_select_the_last_sessions(
     assert by_days["n_sessions"] == by_since["n_sessions"] == 2
     by_sessions, _ = _json(["--input", str(store), "--sessions", "5", "--verbose"], capsys)
     assert by_sessions["n_sessions"] == 5
+    # the spelling in the reference's README table
+    by_max, _ = _json(["--input", str(store), "--max-sessions", "5", "--max-days", "30"], capsys)
+    assert by_max["n_sessions"] == 5
+    # both, as the reference: the last 5 sessions of the last 3 days are the 2 there are
+    both, _ = _json(["--input", str(store), "--sessions", "5", "--days", "3"], capsys)
+    assert both["n_sessions"] == 2
 
 
 def test_conflicting_or_bad_reference_options_are_one_line_errors(
@@ -83,7 +89,7 @@ def test_conflicting_or_bad_reference_options_are_one_line_errors(
 ) -> None:
     store = _reference_store(tmp_path / "bias_metrics.jsonl")
     code, _, err = _run(["--input", str(store), "--since", "2d", "--days", "2"], capsys)
-    assert code == 2 and "give one of --since, --days, not several" in err
+    assert code == 2 and "give --since, or the reference's --days / --sessions, not both" in err
     code, _, err = _run(["--input", str(store), "--sessions", "0"], capsys)
     assert code == 2 and "--sessions must be at least 1" in err
     code, _, err = _run(["--input", str(store), "--amplification", "--format", "csv"], capsys)

@@ -110,10 +110,13 @@ def bias_report(
         ),
     ] = False,
     days: Annotated[
-        int | None, typer.Option("--days", help="The reference's option: --since Nd.")
+        int | None, typer.Option("--days", "--max-days", help="The reference's option: --since Nd.")
     ] = None,
     sessions: Annotated[
-        int | None, typer.Option("--sessions", help="Only the last N sessions (JSONL store).")
+        int | None,
+        typer.Option(
+            "--sessions", "--max-sessions", help="Only the last N sessions (JSONL store)."
+        ),
     ] = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", help="Accepted (the reference's); profiles always show.")

@@ -5,9 +5,10 @@ Its users type ``llm-council bias-report --input FILE --sessions N --days N --ve
 
 - ``--input`` is ``--store`` (an alias on the option itself);
 - ``--days N`` is ``--since Nd``;
-- ``--sessions N`` keeps the last N sessions of a JSONL store: ``--since`` becomes the
-  first timestamp of those sessions (the sessions that started at or after it: the last
-  N when sessions do not interleave in time);
+- ``--sessions N`` keeps the last N sessions of a JSONL store (of the last ``--days``,
+  when given too, as the reference): ``--since`` becomes the first timestamp of those
+  sessions (the sessions that started at or after it: the last N when sessions do not
+  interleave in time); ``--max-sessions`` / ``--max-days`` are the same options;
 - ``--verbose`` is accepted: the report always has the reviewer profiles;
 - ``--amplification`` appends the report-only amplification screen
   (:mod:`llm_council.bias_amplification`) to the text report, or as ``"amplification"``
@@ -59,14 +60,15 @@ class ReportInput:
     notes: list[str] = field(default_factory=list)
 
 
-def _since_of_last_sessions(store: str, sessions: int) -> str:
+def _since_of_last_sessions(store: str, sessions: int, days: int | None) -> str:
     from llm_council.bias_persistence import read_bias_records
 
     if sessions < 1:
         raise ConfigError(f"--sessions must be at least 1, got {sessions}")
     if not Path(store).is_file():
         raise ConfigError(f"--sessions needs a JSONL store file; {store!r} is not one")
-    stamps = [r.timestamp for r in read_bias_records(Path(store), max_sessions=sessions)]
+    kept = read_bias_records(Path(store), max_sessions=sessions, max_days=days)
+    stamps = [record.timestamp for record in kept]
     stamps = [stamp for stamp in stamps if stamp]
     if not stamps:
         raise ConfigError(f"--sessions {sessions}: no timestamped records in {store!r}")
@@ -83,17 +85,14 @@ def reference_report_input(
     store: str, since: str | None, days: int | None, sessions: int | None
 ) -> Iterator[ReportInput]:
     """The store and ``--since`` to report on; a reference store is converted meanwhile."""
-    chosen = [name for name, value in (("--since", since), ("--days", days)) if value]
-    if sessions is not None:
-        chosen.append("--sessions")
-    if len(chosen) > 1:
-        raise ConfigError(f"give one of {', '.join(chosen)}, not several")
-    if days is not None:
-        if days < 1:
-            raise ConfigError(f"--days must be at least 1, got {days}")
+    if since and (days is not None or sessions is not None):
+        raise ConfigError("give --since, or the reference's --days / --sessions, not both")
+    if days is not None and days < 1:
+        raise ConfigError(f"--days must be at least 1, got {days}")
+    if sessions is not None:  # with --days: the last N sessions of the last D days
+        since = _since_of_last_sessions(store, sessions, days)
+    elif days is not None:
         since = f"{days}d"
-    if sessions is not None:
-        since = _since_of_last_sessions(store, sessions)
     if not is_reference_store(store):
         yield ReportInput(store, since)
         return
