@@ -61,6 +61,7 @@ def test_a_reference_store_is_read_with_a_note_not_refused(
     assert is_reference_store(str(store))
     report, err = _json(["--input", str(store)], capsys)
     assert report["n_sessions"] == 12 and report["n_records"] == 144
+    assert report["store"] == f"{store} (reference records, converted)"
     assert "reference council's records" in err and "144 of 144 converted" in err
     assert f"llm-council bias-import --from reference {store}" in err
     assert not list(tmp_path.glob("llm-council-reference-*"))  # nothing left behind

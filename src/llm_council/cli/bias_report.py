@@ -131,6 +131,7 @@ def bias_report(
     from llm_council.bias_audit.report.load.record_sources import default_store_location
     from llm_council.integrations.reference_cli import (
         amplification_section,
+        as_given,
         reference_report_input,
     )
 
@@ -151,6 +152,7 @@ def bias_report(
             on_step=on_step,
             reproducible=reproducible,
         )
+        report = as_given(report, chosen, path)
     for warning in report.warnings:
         print(f"warning: {terminal_safe(warning)}", file=sys.stderr)
     text = RENDERERS[output_format.value](report)

@@ -21,6 +21,7 @@ import it for good, instead of "no usable bias-audit records".
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from llm_council.errors import ConfigError
 
@@ -112,6 +114,13 @@ def reference_report_input(
             + f"). To keep them: llm-council bias-import --from reference {store}"
         )
         yield ReportInput(str(converted), since, [note])
+
+
+def as_given(report: Any, chosen: ReportInput, store: str) -> Any:
+    """The report naming the store the user gave, not the temporary conversion of it."""
+    if chosen.store == store:
+        return report
+    return dataclasses.replace(report, store=f"{store} (reference records, converted)")
 
 
 def amplification_section(store: str, output_format: str, rendered: str) -> str:
