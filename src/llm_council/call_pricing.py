@@ -17,7 +17,7 @@ and cached-token prices when the model has them).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from llm_council.errors import ProviderError
+from llm_council.errors import ConfigError, ProviderError
 
 #: characters per token when a review's prompt is priced before it is sent: below the ~4
 #: of English text, so the reservation errs high (code and other scripts run denser)
@@ -130,6 +130,24 @@ class SessionCosts:
     unpriced: list[dict[str, str]] = field(default_factory=list)
     reserved: Decimal = Decimal(0)  # the most the reviews in flight may still cost
     stopped_by_budget: list[dict[str, str]] = field(default_factory=list)
+
+    @classmethod
+    def for_members(
+        cls,
+        specs: Sequence[str],
+        overrides: Mapping[str, ModelPrice],
+        max_cost_usd: float | None,
+    ) -> SessionCosts:
+        """A session's tally; with a budget every spec must be priced (an unpriced call
+        would spend without counting), else a ConfigError naming the first that is not."""
+        if max_cost_usd is not None:
+            for spec in specs:
+                reason = unpriced_reason(spec, overrides)
+                if reason is not None:
+                    raise ConfigError(
+                        f"max_cost_usd needs a price for every member: {spec!r}: {reason}"
+                    )
+        return cls(overrides=overrides, max_cost_usd=max_cost_usd)
 
     def add(self, stage: str, member: str, spec: str, usage: Any) -> None:
         """Count one finished call (``usage``: its token counts, or None without a reply)."""

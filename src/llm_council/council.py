@@ -15,7 +15,7 @@ import structlog
 from llm_council import tracing
 from llm_council.aggregate import aggregate_reviews
 from llm_council.bias_checks import bias_check_summary
-from llm_council.call_pricing import SessionCosts, unpriced_reason
+from llm_council.call_pricing import SessionCosts
 from llm_council.config import CouncilConfig, CouncilMember, load_council_config
 from llm_council.debiased_aggregate import chairman_standings, debiased_aggregate
 from llm_council.errors import ConfigError, CouncilError
@@ -100,17 +100,9 @@ def _call_metadata(
 
 
 def session_costs(config: CouncilConfig) -> SessionCosts:
-    """The session's cost tally; with a budget, every member and the chairman must have a
-    price (an unpriced call would spend without counting), else a ConfigError naming it."""
-    costs = SessionCosts(overrides=config.prices, max_cost_usd=config.max_cost_usd)
-    if config.max_cost_usd is not None:
-        for member in (*config.members, config.chairman):
-            reason = unpriced_reason(member.spec, config.prices)
-            if reason is not None:
-                raise ConfigError(
-                    f"max_cost_usd needs a price for every member: {member.spec!r}: {reason}"
-                )
-    return costs
+    """The session's cost tally (:meth:`SessionCosts.for_members`, ADR 0058)."""
+    specs = [member.spec for member in (*config.members, config.chairman)]
+    return SessionCosts.for_members(specs, config.prices, config.max_cost_usd)
 
 
 def _bias_check_metadata(config: CouncilConfig, check_reviews: Sequence[Review]) -> dict[str, Any]:
