@@ -17,7 +17,8 @@ silently nothing else. :func:`install_bias_audit` instead replaces, in the app's
 - ``storage.add_assistant_message``: the saved message keeps ``bias_audit`` (the app's
   storage keeps stage 1-3 only and would drop it).
 
-Usage, at the end of ``backend/main.py`` (the app's ``main`` module, whatever its name)::
+Usage, in ``backend/main.py`` after its endpoints and before its ``if __name__ ==
+"__main__":`` block (which starts the server and does not return)::
 
     from llm_council.integrations.karpathy import install_bias_audit
     install_bias_audit(__name__)
