@@ -39,14 +39,21 @@ N_PERMUTATIONS = 199
 
 
 @dataclass(frozen=True)
-class SessionAgreement:
+class SessionDecomposition:
+    """One session's agreement and display-order alignment (the reference's name and fields)."""
+
     session_id: str
     n_reviewers: int
+    n_models: int
     agreement_index: float | None
     position_alignment: float | None
     alignment_p_value: float | None  # None when the agreement gate was not passed
     shared_order: bool
     amplification_suspect: bool
+
+
+#: the name this module gave it before the reference's was adopted
+SessionAgreement = SessionDecomposition
 
 
 def _finite(value: float) -> float | None:
@@ -59,7 +66,7 @@ def _reviewer_alignment(slots: list[int], scores: list[float]) -> float | None:
     return float(np.corrcoef(-np.asarray(slots, dtype=float), scores)[0, 1])
 
 
-def _session(session_id: str, rows: list[BiasMetricRecord], seed: int) -> SessionAgreement:
+def _session(session_id: str, rows: list[BiasMetricRecord], seed: int) -> SessionDecomposition:
     reviewers = sorted({row.reviewer_id for row in rows})
     models = sorted({row.model_id for row in rows})
     n_slots = max(row.position for row in rows) + 1
@@ -89,9 +96,10 @@ def _session(session_id: str, rows: list[BiasMetricRecord], seed: int) -> Sessio
         for slots, scores in per_reviewer.values()
         if (value := _reviewer_alignment(slots, scores)) is not None
     ]
-    return SessionAgreement(
+    return SessionDecomposition(
         session_id=session_id,
         n_reviewers=len(reviewers),
+        n_models=len(models),
         agreement_index=_finite(screen.agreement[0]),
         position_alignment=float(np.mean(alignments)) if alignments else None,
         alignment_p_value=_finite(screen.p_value[0]),
@@ -102,15 +110,17 @@ def _session(session_id: str, rows: list[BiasMetricRecord], seed: int) -> Sessio
 
 def session_agreement_decomposition(
     records: Sequence[BiasMetricRecord], seed: int = 0
-) -> list[SessionAgreement]:
+) -> list[SessionDecomposition]:
     """One decomposition per session with at least two reviewers, in first-seen order.
 
     Only records whose ``position`` is a display slot (schema >= 1.2.0, or ours) with a
-    position >= 0 are used. Pure: reads nothing, writes nothing.
+    position >= 0 are used: before 1.2.0 the reference wrote the *ranking* index there,
+    which correlates with the score by construction (alignment 1.0 for any session).
+    Pure: reads nothing, writes nothing.
     """
     by_session: dict[str, list[BiasMetricRecord]] = defaultdict(list)
     for record in records:
-        if record.position >= 0:
+        if record.position >= 0 and record.position_is_display_order:
             by_session[record.session_id].append(record)
     return [
         _session(session_id, rows, seed)
@@ -158,6 +168,7 @@ def format_amplification_report(report: dict[str, Any]) -> str:
 
 __all__ = [
     "SessionAgreement",
+    "SessionDecomposition",
     "amplification_report",
     "format_amplification_report",
     "session_agreement_decomposition",

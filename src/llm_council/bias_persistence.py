@@ -18,10 +18,12 @@ is over ours:
 
 Where this differs from the reference on purpose (docs/bias-audit.md lists each row):
 a record is created only for a scored answer (the reference wrote 0.0 for "no score");
-a ranking without scores gives rank points on the scale "1-N"; ``hash_query_if_enabled``
-has no built-in secret (it raises :class:`~llm_council.errors.ConfigError` without
-``LLM_COUNCIL_HASH_SECRET``); a new record's ``schema_version`` is "1.2.0" (position is
-the display slot).
+a ranking without scores gives rank points on the scale "1-N". As the reference since
+0.53: ``hash_query_if_enabled`` is keyed by ``LLM_COUNCIL_HASH_SECRET``, else by a private
+per-install key file (:mod:`llm_council.integrations.reference_hash_secret`); an unknown
+``BIAS_CONSENT_LEVEL`` means OFF (a privacy switch fails closed, with a warning); a label
+that cannot be mapped drops that label's record, counted in a warning, not the session
+(:mod:`llm_council.integrations.reference_label_maps`).
 """
 
 from __future__ import annotations
@@ -40,14 +42,14 @@ from typing import Any
 from llm_council.bias_audit.plugin.external_session import external_event
 from llm_council.bias_audit.records.jsonl_store import append_records, store_path
 from llm_council.bias_audit.records.query_hash import (
-    HASH_SECRET_VARIABLE,
     env_flag,
     hmac_query_hash,
     query_hash_from_env,
 )
 from llm_council.bias_audit.records.schema import ReviewRecord, upgrade_record
 from llm_council.bias_audit.session.session_records import records_from_session, utc_timestamp
-from llm_council.errors import ConfigError
+from llm_council.integrations.reference_hash_secret import resolve_hash_secret
+from llm_council.integrations.reference_label_maps import usable_label_maps
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +95,11 @@ class ConsentLevel(Enum):
 
 
 def _get_bias_consent_level() -> int:
-    """``BIAS_CONSENT_LEVEL`` by name (default LOCAL_ONLY); an unknown name is a ConfigError."""
+    """``BIAS_CONSENT_LEVEL`` by name (default LOCAL_ONLY); an unknown name means OFF.
+
+    A privacy switch fails closed (the reference since 0.53): a typo stores nothing,
+    and the warning names the value and the accepted names.
+    """
     raw = os.environ.get(CONSENT_VARIABLE, "").strip().upper()
     if not raw:
         return ConsentLevel.LOCAL_ONLY.value
@@ -101,7 +107,8 @@ def _get_bias_consent_level() -> int:
         return ConsentLevel[raw].value
     except KeyError:
         names = ", ".join(level.name for level in ConsentLevel)
-        raise ConfigError(f"{CONSENT_VARIABLE}={raw!r} is not one of {names}") from None
+        logger.warning("%s=%r is not one of %s: consent is OFF", CONSENT_VARIABLE, raw[:40], names)
+        return ConsentLevel.OFF.value
 
 
 class UnscoredRecord(ValueError):
@@ -202,19 +209,18 @@ def from_review_record(record: ReviewRecord, consent_level: int = 1) -> BiasMetr
 def hash_query_if_enabled(query: str, consent_level: ConsentLevel) -> str | None:
     """16 hex of HMAC-SHA256 over the query's first 100 characters, at RESEARCH only.
 
-    The reference's format (so its stores group the same way), under
-    ``LLM_COUNCIL_HASH_SECRET``. Unlike the reference there is no built-in secret: a hash
-    under a published key can be reversed by guessing short queries, so asking for one
-    without a secret raises :class:`~llm_council.errors.ConfigError`.
+    The reference's format (so its stores group the same way), keyed by
+    ``LLM_COUNCIL_HASH_SECRET``, else by a private per-install key file created once
+    (:func:`~llm_council.integrations.reference_hash_secret.resolve_hash_secret`); None
+    when no key can be trusted. Never a built-in key: a hash under a published key can be
+    reversed by guessing short queries.
     """
-    if consent_level != ConsentLevel.RESEARCH:
+    # by value: an int level, or an enum from a reloaded copy of this module, compares right
+    if getattr(consent_level, "value", consent_level) != ConsentLevel.RESEARCH.value:
         return None
-    secret = os.environ.get(HASH_SECRET_VARIABLE, "")
-    if not secret:
-        raise ConfigError(
-            f"a RESEARCH query hash needs a secret in {HASH_SECRET_VARIABLE} (there is no "
-            "built-in default); set it, or use a lower consent level"
-        )
+    secret = resolve_hash_secret()
+    if secret is None:
+        return None
     return hmac_query_hash(query[:100], secret).partition(":")[2][:16]
 
 
@@ -335,7 +341,18 @@ def _our_records(
     label_to_model: Any,
     query: str | None,
 ) -> list[ReviewRecord]:
-    """Our records of the session, built by the audit's own session code."""
+    """Our records of the session, built by the audit's own session code.
+
+    Labels that cannot be mapped are dropped first, each named in a warning (the
+    reference drops such a record; the rest of the session is kept).
+    """
+    stage2_results, label_to_model, dropped = usable_label_maps(
+        stage1_results, stage2_results, label_to_model
+    )
+    if dropped:
+        logger.warning(
+            "session %s: %d label(s) dropped: %s", session_id, len(dropped), "; ".join(dropped)
+        )
     event = external_event(
         stage1_results, stage2_results, label_to_model, session_id=session_id, query=query
     )

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from llm_council.bias_checks import CHECK_KINDS, DEFAULT_CHECK_WEIGHTS
+from llm_council.call_pricing import ModelPrice
 from llm_council.config_files import default_config_file
 from llm_council.errors import ConfigError
 from llm_council.providers.calling import RetryPolicy
@@ -111,6 +112,12 @@ class CouncilConfig(BaseModel):
     # second time in the reverse display order, and averages its two verdicts.
     aggregation: Aggregation = "raw"
     review_orders: int = Field(1, ge=1, le=2)
+    # ADR 0058: each call priced in USD (``prices`` overrides the public table per member
+    # spec); past ``max_cost_usd`` of priced spend no further review is sent (it is
+    # recorded missing, with the reason). Neither enters config_hash: they decide whether
+    # a call is sent, not what a reviewer sees.
+    max_cost_usd: float | None = Field(None, gt=0, allow_inf_nan=False)
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
 
     @field_validator("bias_check_kinds")
     @classmethod

@@ -15,6 +15,7 @@ import structlog
 from llm_council import tracing
 from llm_council.aggregate import aggregate_reviews
 from llm_council.bias_checks import bias_check_summary
+from llm_council.call_pricing import SessionCosts
 from llm_council.config import CouncilConfig, CouncilMember, load_council_config
 from llm_council.debiased_aggregate import chairman_standings, debiased_aggregate
 from llm_council.errors import ConfigError, CouncilError
@@ -98,6 +99,12 @@ def _call_metadata(
     }
 
 
+def session_costs(config: CouncilConfig) -> SessionCosts:
+    """The session's cost tally (:meth:`SessionCosts.for_members`, ADR 0058)."""
+    specs = [member.spec for member in (*config.members, config.chairman)]
+    return SessionCosts.for_members(specs, config.prices, config.max_cost_usd)
+
+
 def _bias_check_metadata(config: CouncilConfig, check_reviews: Sequence[Review]) -> dict[str, Any]:
     """``bias_checks`` when live checks are on (ADR 0024); nothing at all when they are off."""
     if config.bias_check_probability <= 0:
@@ -146,6 +153,7 @@ async def run_full_council(
     session_id = session_id or uuid.uuid4().hex
     dispatcher = MiddlewareDispatcher(discover_middleware() if middleware is None else middleware)
     dispatcher.check_config()
+    session_costs(config)  # a budget with an unpriced member stops here, before any call
     if config.aggregation == "debiased" and not dispatcher.supplies_adjustments():
         raise ConfigError(
             "aggregation = 'debiased' needs a middleware that supplies reviewer adjustments "
@@ -217,6 +225,7 @@ async def _bias_check_stage(
         config.session_deadline_s,
         started_at=gate.started_at,
         stage="bias_check",
+        costs=gate.costs,  # checks cost money too; the budget stops only counted reviews
     )
     with tracing.stage_span("bias_check") as stage_trace:
         checks = await collect_check_reviews(
@@ -308,7 +317,7 @@ async def _run_session(
     await dispatcher.session_started(
         SessionStarted(session_id, query, tuple(m.name for m in config.members), config_hash, seed)
     )
-    gate = CallGate(config.max_concurrency, config.session_deadline_s)
+    gate = CallGate(config.max_concurrency, config.session_deadline_s, costs=session_costs(config))
     stage_start = time.perf_counter()
     with tracing.stage_span("answer") as stage_trace:
         answers = await collect_answers(query, seats, config, seed, gate)
@@ -413,6 +422,7 @@ async def _run_session(
         **_review_order_metadata(config, reviews),
         "degraded": degraded,
         **_call_metadata(config, gate, answers, check_usage),
+        "cost_usd": gate.costs.as_metadata() if gate.costs is not None else None,
         **_bias_check_metadata(config, check_reviews),
         "stage_durations_s": {k: round(v, 4) for k, v in durations.items()},
     }

@@ -1,10 +1,11 @@
 """The reference council's own bias tests, run unchanged against our modules (ADR 0039).
 
-The four ``test_*.py`` files run here are amiable-dev/llm-council's tests/test_bias_audit.py
-(commit 1605b4f, 37 tests), test_bias_persistence.py (1605b4f, 45), test_bias_aggregation.py
-(e91fecb, 8) and test_bias_amplification.py (52aef95, 10), MIT-licensed. They are not
-committed (the project does not vendor other projects' code; ``.gitignore`` keeps them out):
-drop them into this folder to run them. Their imports are unchanged: they import
+The four ``test_*.py`` files run here are amiable-dev/llm-council's tests/test_bias_audit.py,
+test_bias_persistence.py, test_bias_aggregation.py and test_bias_amplification.py at commit
+4f104ac (after v0.45.1, the newest that can be fetched; 107 tests), MIT-licensed. They are not committed (the project does not vendor other
+projects' code; ``.gitignore`` keeps them out): drop them into this folder to run them
+(``git show 4f104ac:tests/test_bias_audit.py > tests/reference_suite/test_bias_audit.py``
+and so on, in a clone of that repository). Their imports are unchanged: they import
 ``llm_council.bias_audit``, ``llm_council.bias_persistence``,
 ``llm_council.bias_aggregation`` and ``llm_council.bias_amplification``, which are ours.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -69,13 +71,6 @@ _SHARED_ORDER = (
     "effects are not identified and position is not estimated (None)"
 )
 _NOT_TESTED = "a session where no risk test can run is 'not_tested', never 'low'"
-_NO_SECRET = (
-    "no built-in hash secret: a RESEARCH hash without LLM_COUNCIL_HASH_SECRET raises ConfigError"
-)
-_SCHEMA_DEFAULT = (
-    "a new record's schema_version is 1.2.0 (position is the display slot), as in the "
-    "reference's current source; its test still expects 1.1.0"
-)
 _SHARED_ORDER_P = (
     "amplification_suspect needs the randomization test (p < 0.05); one shared order of "
     "3 answers allows p >= 1/6, so this session cannot be flagged"
@@ -104,21 +99,12 @@ DELIBERATE_DIFFERENCES: dict[str, str] = {
     "test_bias_audit.py::TestExtractScoresFromStage2::test_handle_missing_scores": (
         "a ranking without scores gives rank points (1st of N gets N), not nothing"
     ),
-    "test_bias_persistence.py::TestBiasMetricRecord::test_dataclass_creation_with_defaults": (
-        _SCHEMA_DEFAULT
+    "test_bias_persistence.py::TestPositionIsDisplayPosition::"
+    "test_duplicate_model_keeps_distinct_display_positions": (
+        "one answer under two labels in one review is one candidate: the label at the lower "
+        "display position is kept and the other dropped and counted (a warning), so one "
+        "answer is never scored twice by one reviewer; the reference keeps both"
     ),
-    "test_bias_persistence.py::TestBiasMetricRecord::test_schema_version_present": (
-        _SCHEMA_DEFAULT
-    ),
-    "test_bias_persistence.py::TestQueryHashing::test_hash_enabled_at_research_consent": (
-        _NO_SECRET
-    ),
-    "test_bias_persistence.py::TestQueryHashing::test_hash_deterministic": _NO_SECRET,
-    "test_bias_persistence.py::TestQueryHashing::test_different_queries_different_hashes": (
-        _NO_SECRET
-    ),
-    "test_bias_persistence.py::TestQueryHashing::test_hash_truncated_to_16_chars": _NO_SECRET,
-    "test_bias_persistence.py::TestQueryHashing::test_uses_configured_secret": _NO_SECRET,
     "test_bias_amplification.py::TestDecomposition::test_positional_amplification_flagged": (
         _SHARED_ORDER_P
     ),
@@ -128,6 +114,12 @@ DELIBERATE_DIFFERENCES: dict[str, str] = {
         "points is always +-1): None here"
     ),
 }
+
+
+@pytest.fixture(autouse=True)
+def _private_hash_secret_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The per-install query-hash key goes to a temporary file, never the user's home."""
+    monkeypatch.setenv("LLM_COUNCIL_HASH_SECRET_FILE", str(tmp_path / "hash_secret"))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

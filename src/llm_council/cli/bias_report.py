@@ -75,6 +75,7 @@ def bias_report(
         str | None,
         typer.Option(
             "--store",
+            "--input",
             help="JSONL store, Parquet directory (bias-compact) or postgresql:// URL "
             "(default: LLM_COUNCIL_BIAS_STORE, else the user data directory).",
         ),
@@ -108,18 +109,42 @@ def bias_report(
             "significant digit.",
         ),
     ] = False,
+    days: Annotated[
+        int | None, typer.Option("--days", "--max-days", help="The reference's option: --since Nd.")
+    ] = None,
+    sessions: Annotated[
+        int | None,
+        typer.Option(
+            "--sessions", "--max-sessions", help="Only the last N sessions (JSONL store)."
+        ),
+    ] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", help="Accepted (the reference's); profiles always show.")
+    ] = False,
+    amplification: Annotated[
+        bool,
+        typer.Option("--amplification", help="Append the report-only amplification screen."),
+    ] = False,
 ) -> None:
     """Pool the bias-audit records of every session: reviewer profiles, biases, leaderboard."""
     from llm_council.bias_audit.report import RENDERERS, build_report
     from llm_council.bias_audit.report.load.record_sources import default_store_location
+    from llm_council.integrations.reference_cli import (
+        amplification_section,
+        as_given,
+        reference_report_input,
+    )
 
     path = store if store is not None else default_store_location()
     if output_format is ReportFormat.html and out is None and sys.stdout.isatty():
         raise ConfigError("--format html writes a file: add --out report.html")
-    with _step_progress() as on_step:
+    # the reference council's options and stores (ADR 0058)
+    with reference_report_input(path, since, days, sessions) as chosen, _step_progress() as on_step:
+        for note in chosen.notes:
+            print(f"note: {terminal_safe(note)}", file=sys.stderr)
         report = build_report(
-            path,
-            since=since,
+            chosen.store,
+            since=chosen.since,
             until=until,
             n_resamples=bootstrap,
             seed=seed,
@@ -127,9 +152,12 @@ def bias_report(
             on_step=on_step,
             reproducible=reproducible,
         )
+        report = as_given(report, chosen, path)
     for warning in report.warnings:
         print(f"warning: {terminal_safe(warning)}", file=sys.stderr)
     text = RENDERERS[output_format.value](report)
+    if amplification:
+        text = amplification_section(path, output_format.value, text)
     if out is None:
         if output_format is ReportFormat.csv:
             # ids are written as they are into a file (a spreadsheet reads them there); on

@@ -69,6 +69,10 @@ COMMANDS: dict[str, CommandEntry] = {
         "llm_council.cli.label_plan",
         "How many more human labels reach a target interval width; the order to label in.",
     ),
+    "mcp": CommandEntry(
+        "llm_council.cli.mcp_server",
+        "Serve the council, its bias audit and judge calibration as MCP tools (stdio).",
+    ),
     "export-openai-evals": CommandEntry(
         "llm_council.cli.calibrate",
         "Write the pairs as an OpenAI Evals dataset with a model-graded eval spec.",

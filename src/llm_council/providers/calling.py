@@ -19,7 +19,7 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tenacity import (
     AsyncRetrying,
@@ -32,6 +32,9 @@ from tenacity import (
 from llm_council import tracing
 from llm_council.errors import ProviderError, SessionDeadlineError
 from llm_council.providers.base import Completion, CompletionRequest, Provider
+
+if TYPE_CHECKING:
+    from llm_council.call_pricing import SessionCosts
 
 
 @dataclass(frozen=True)
@@ -250,8 +253,11 @@ class CallGate:
         *,
         started_at: float | None = None,
         stage: str | None = None,
+        costs: SessionCosts | None = None,
     ) -> None:
         self.semaphore = asyncio.Semaphore(max_concurrency)
+        # what each finished call cost; its budget stops reviews not yet sent (ADR 0058)
+        self.costs = costs
         self.deadline_s = deadline_s  # None: no deadline
         self.started_at = asyncio.get_running_loop().time() if started_at is None else started_at
         self.stage = stage
@@ -313,9 +319,39 @@ class CallGate:
         stage: str,
         member: str = "",
     ) -> CallOutcome:
-        """Wait for a slot, then :func:`call_with_retries`; both bounded by the stage deadline."""
+        """Wait for a slot, then :func:`call_with_retries`; both bounded by the stage deadline.
+
+        With a budget (``costs.max_cost_usd``) a review is sent only while its most fits:
+        the spend so far, the calls in flight and this review's reservation
+        (:meth:`~llm_council.call_pricing.SessionCosts.reserve`); else it is not sent.
+        """
         stage = self.stage or stage
         started = time.perf_counter()
+        held = None
+        if self.costs is not None and stage.startswith("review"):  # either review order
+            prompt_chars = len(request.system or "") + len(request.prompt_text)
+            held = self.costs.reserve(provider.spec, prompt_chars, request.max_tokens)
+            if held is None:
+                error = self.costs.stop(stage, member or provider.spec, provider.provider_name)
+                return CallOutcome(None, error, 0, time.perf_counter() - started)
+        try:
+            outcome = await self._call_in_slot(provider, request, policy, stage, member, started)
+        finally:
+            if held is not None and self.costs is not None:
+                self.costs.release(held)
+        if self.costs is not None and outcome.completion is not None:
+            self.costs.add(stage, member or provider.spec, provider.spec, outcome.completion.usage)
+        return outcome
+
+    async def _call_in_slot(
+        self,
+        provider: Provider,
+        request: CompletionRequest,
+        policy: RetryPolicy,
+        stage: str,
+        member: str,
+        started: float,
+    ) -> CallOutcome:
         deadline_at = self.stage_deadline_at(stage)
         if self.semaphore.locked():
             try:

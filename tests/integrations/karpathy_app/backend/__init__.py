@@ -1,0 +1,1 @@
+"""The app's backend package: config, openrouter (offline fakes), council, storage, main."""
