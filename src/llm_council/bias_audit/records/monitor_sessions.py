@@ -1,0 +1,66 @@
+"""One session's records as the anytime monitor's input: each reviewer's bias estimates.
+
+The records of a session are laid out as its reviewer x candidate score table (the
+reviews that count: ``check_kind`` null, a score given), with each reviewer's own answer
+and the answer it saw first (``position`` 0), and handed to
+:func:`~llm_council.stats.monitor_session_effects.session_effects`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from llm_council.bias_audit.records.schema import ReviewRecord
+from llm_council.stats.monitor_session_effects import BIASES, effect_design, session_effects
+
+
+@dataclass(frozen=True)
+class SessionEstimates:
+    """Per reviewer of one session (``reviewers``, in order), ``estimates`` and their design
+    variances ``unit_variances``, both ``(len(reviewers), len(BIASES))``; NaN where the
+    session gives no estimate."""
+
+    reviewers: tuple[str, ...]
+    estimates: np.ndarray
+    unit_variances: np.ndarray
+
+
+def session_estimates(records: Sequence[ReviewRecord]) -> SessionEstimates | None:
+    """The session's estimates, or ``None`` when its scores do not identify the additive
+    model (fewer than 2 reviewers or candidates, too few scored cells)."""
+    counting = [record for record in records if record.check_kind is None]
+    scored = [record for record in counting if record.score_value is not None]
+    reviewers = sorted({record.reviewer_id for record in scored})
+    candidates = sorted({record.model_id for record in scored})
+    if len(reviewers) < 2 or len(candidates) < 2:
+        return None
+    row = {name: index for index, name in enumerate(reviewers)}
+    column = {name: index for index, name in enumerate(candidates)}
+    shape = (len(reviewers), len(candidates))
+    table = np.full(shape, np.nan)
+    is_self = np.zeros(shape, dtype=bool)
+    for record in scored:
+        r, c = row[record.reviewer_id], column[record.model_id]
+        table[r, c] = record.score_value
+        is_self[r, c] = record.is_self_review
+    first = np.full(len(reviewers), -1, dtype=np.intp)
+    for record in counting:
+        r = row.get(record.reviewer_id)
+        c = column.get(record.model_id)
+        if record.position == 0 and r is not None and c is not None:
+            first[r] = c
+    own = np.full(len(reviewers), -1, dtype=np.intp)
+    self_rows, self_cols = np.nonzero(is_self & ~np.isnan(table))
+    own[self_rows] = self_cols
+    fit_mask = ~np.isnan(table) & ~is_self
+    design = effect_design(fit_mask, own)
+    if design is None:
+        return None
+    estimates, variances = session_effects(design, table, first)
+    return SessionEstimates(tuple(reviewers), estimates, variances)
+
+
+__all__ = ["BIASES", "SessionEstimates", "session_estimates"]

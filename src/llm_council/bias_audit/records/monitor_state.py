@@ -1,0 +1,405 @@
+"""The anytime monitor's state beside a JSONL store: ``<store>.monitor.json``.
+
+The file holds, per reviewer and bias, the running sums of
+:class:`~llm_council.stats.anytime_monitor.MonitorSums`, the number of sessions folded in
+and a digest of each one's ``session_id`` (so no session counts twice), the monitor's
+settings, and how far into the store it has read: the store's inode, a byte offset and a
+SHA-256 of the 4 KiB before it. It is sealed (:mod:`.summary_seal`, kind ``"monitor"``)
+and written 0600 through a temporary file and ``os.replace`` under the store's writer
+lock (:mod:`.store_lock`).
+
+Bringing it up to date (:func:`current_monitor`), under the lock: a state that verifies,
+has the requested settings and still matches the store's bytes before its offset reads
+only the store's tail past the offset; anything else (missing, unsealed or forged, other
+settings, a store replaced, truncated or rewritten) is rebuilt from the first byte. Both
+paths fold the same way: lines are grouped into sessions as written (one write per
+session, so a session's lines are consecutive), a session whose line count differs from
+its ``session_n_records`` is skipped, as is a ``session_id`` already folded in. The
+e-process depends on the order of the sessions, so they are folded in store order; a
+rebuild reproduces the online path exactly.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import stat
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from filelock import FileLock, Timeout
+from pydantic import ValidationError
+
+from llm_council.bias_audit.records.monitor_sessions import SessionEstimates, session_estimates
+from llm_council.bias_audit.records.schema import ReviewRecord, upgrade_record
+from llm_council.bias_audit.records.store_lock import store_write_lock
+from llm_council.bias_audit.records.summary_seal import all_finite, seal, unsealed
+from llm_council.errors import RecordError
+from llm_council.stats.anytime_monitor import (
+    MonitorSettings,
+    MonitorSums,
+    fold_session,
+    log_threshold,
+)
+from llm_council.stats.monitor_session_effects import BIASES
+
+SEAL_KIND = "monitor"
+FORMAT = "llm-council-monitor"
+VERSION = 1
+LOCK_TIMEOUT_S = 30.0
+#: bytes hashed before the offset to recognise the store the state was built from
+FINGERPRINT_BYTES = 4096
+#: bytes read at a time while folding the store
+READ_BLOCK_BYTES = 1 << 20
+_DIGEST_BYTES = 8
+_SUM_FIELDS = ("inv_k_sum", "x_over_k_sum", "x2_over_k_sum", "precision", "weighted_sum")
+
+
+def state_path(store: Path) -> Path:
+    """``<store>.monitor.json``."""
+    return store.with_name(store.name + ".monitor.json")
+
+
+def _lock_file(store: Path) -> str:
+    """The store's writer lock (the same file :mod:`.jsonl_store` locks)."""
+    return str(store.absolute()) + ".lock"
+
+
+@dataclass(frozen=True)
+class MonitorState:
+    """The monitor over one store: ``reviewers`` name the rows of ``sums`` (shape
+    ``(len(reviewers), len(BIASES))``)."""
+
+    settings: MonitorSettings
+    reviewers: tuple[str, ...] = ()
+    sums: MonitorSums = field(default_factory=lambda: MonitorSums.empty((0, len(BIASES))))
+    n_sessions: int = 0
+    session_digests: frozenset[bytes] = frozenset()
+    inode: int | None = None
+    offset: int = 0
+    fingerprint: str = ""
+
+
+def session_digest(session_id: str) -> bytes:
+    """8 bytes of BLAKE2b of the id: the state never holds the ids themselves."""
+    return hashlib.blake2b(session_id.encode("utf-8"), digest_size=_DIGEST_BYTES).digest()
+
+
+def _grow(state: MonitorState, names: tuple[str, ...]) -> MonitorState:
+    """``state`` with a row for every name in ``names`` it lacks (appended, in order)."""
+    new = tuple(name for name in names if name not in state.reviewers)
+    if not new:
+        return state
+    extra = MonitorSums.empty((len(new), len(BIASES)))
+    joined = {
+        name: np.concatenate([getattr(state.sums, name), getattr(extra, name)])
+        for name in ("n", *_SUM_FIELDS, "peak_log_e", "confirmed_at")
+    }
+    return replace(state, reviewers=state.reviewers + new, sums=MonitorSums(**joined))
+
+
+def fold_estimates(state: MonitorState, session: SessionEstimates) -> MonitorState:
+    """``state`` after one session's estimates (new reviewers get a row)."""
+    grown = _grow(state, session.reviewers)
+    rows = np.array([grown.reviewers.index(name) for name in session.reviewers], dtype=np.intp)
+    estimates = np.full((len(grown.reviewers), len(BIASES)), np.nan)
+    variances = np.full_like(estimates, np.nan)
+    estimates[rows] = session.estimates
+    variances[rows] = session.unit_variances
+    threshold = log_threshold(grown.settings.alpha, len(grown.reviewers), len(BIASES))
+    sums = fold_session(grown.sums, estimates, variances, grown.settings, threshold)
+    return replace(grown, sums=sums)
+
+
+def fold_session_records(state: MonitorState, records: list[ReviewRecord]) -> MonitorState:
+    """``state`` after one session's records, unless its id was folded in already (the
+    count and the digests move even when the session gives no estimate)."""
+    digest = session_digest(records[0].session_id)
+    if digest in state.session_digests:
+        return state
+    estimates = session_estimates(records)
+    folded = state if estimates is None else fold_estimates(state, estimates)
+    return replace(
+        folded,
+        n_sessions=state.n_sessions + 1,
+        session_digests=state.session_digests | {digest},
+    )
+
+
+def _parse(line: bytes) -> ReviewRecord | None:
+    try:
+        raw = json.loads(line)
+        if not isinstance(raw, dict):
+            return None
+        return ReviewRecord.model_validate(upgrade_record(raw))
+    except (ValueError, ValidationError, RecursionError):
+        return None
+
+
+def _complete_lines(handle: Any, start: int, end: int) -> Iterator[tuple[int, bytes]]:
+    """``(offset just past it, line)`` for every newline-terminated line in
+    ``[start, end)``; a last line without its newline (a torn write) is not yielded."""
+    handle.seek(start)
+    cursor = start  # where ``carry`` begins in the file
+    carry = b""
+    remaining = end - start
+    while remaining > 0:
+        block = handle.read(min(READ_BLOCK_BYTES, remaining))
+        if not block:
+            break
+        remaining -= len(block)
+        lines = (carry + block).split(b"\n")
+        carry = lines.pop()
+        for line in lines:
+            cursor += len(line) + 1
+            yield cursor, line
+
+
+def _fold_range(state: MonitorState, handle: Any, start: int, end: int) -> tuple[MonitorState, int]:
+    """Fold the complete sessions written in ``[start, end)``; the new offset (the end
+    of the last complete line)."""
+    group: list[ReviewRecord] = []
+    offset = start
+
+    def finish(current: MonitorState) -> MonitorState:
+        declared = group[0].session_n_records
+        if declared is not None and declared != len(group):
+            return current  # cut short, or lines of one session not written together
+        return fold_session_records(current, group)
+
+    for line_end, line in _complete_lines(handle, start, end):
+        offset = line_end
+        if not line.strip():
+            continue
+        record = _parse(line)
+        if record is None:
+            continue  # malformed or torn: never a session's record
+        if group and record.session_id != group[0].session_id:
+            state = finish(state)
+            group = []
+        group.append(record)
+    if group:
+        state = finish(state)
+    return state, offset
+
+
+def _fingerprint(handle: Any, offset: int) -> str:
+    start = max(0, offset - FINGERPRINT_BYTES)
+    handle.seek(start)
+    return hashlib.sha256(handle.read(offset - start)).hexdigest()
+
+
+# -- the file ---------------------------------------------------------------------------
+
+
+def _finite_or_none(value: float) -> float | None:
+    return float(value) if np.isfinite(value) else None
+
+
+def state_body(state: MonitorState) -> dict[str, Any]:
+    """The state as the JSON body that is sealed."""
+    sums = state.sums
+    reviewers: dict[str, Any] = {}
+    for row, name in enumerate(state.reviewers):
+        reviewers[name] = {
+            bias: {
+                "n": int(sums.n[row, b]),
+                **{key: float(getattr(sums, key)[row, b]) for key in _SUM_FIELDS},
+                "peak_log_e": _finite_or_none(sums.peak_log_e[row, b]),
+                "confirmed_at": int(sums.confirmed_at[row, b]),
+            }
+            for b, bias in enumerate(BIASES)
+        }
+    digests = b"".join(sorted(state.session_digests))
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "settings": asdict(state.settings),
+        "inode": state.inode,
+        "offset": state.offset,
+        "fingerprint": state.fingerprint,
+        "n_sessions": state.n_sessions,
+        "session_digests": base64.b64encode(digests).decode("ascii"),
+        "reviewers": reviewers,
+    }
+
+
+def _from_body(body: Mapping[str, Any]) -> MonitorState | None:
+    """The state a verified body describes; ``None`` for any inconsistency."""
+    try:
+        if body.get("format") != FORMAT or body.get("version") != VERSION:
+            return None
+        if not all_finite(body):
+            return None
+        settings = MonitorSettings(**body["settings"])
+        digests_raw = base64.b64decode(body["session_digests"], validate=True)
+        if len(digests_raw) % _DIGEST_BYTES:
+            return None
+        digests = frozenset(
+            digests_raw[i : i + _DIGEST_BYTES] for i in range(0, len(digests_raw), _DIGEST_BYTES)
+        )
+        n_sessions, offset = int(body["n_sessions"]), int(body["offset"])
+        if len(digests) != n_sessions or n_sessions < 0 or offset < 0:
+            return None
+        names = tuple(body["reviewers"])
+        shape = (len(names), len(BIASES))
+        columns: dict[str, Any] = {
+            "n": np.zeros(shape, dtype=np.int64),
+            "confirmed_at": np.zeros(shape, dtype=np.int64),
+            "peak_log_e": np.full(shape, -np.inf),
+            **{key: np.zeros(shape) for key in _SUM_FIELDS},
+        }
+        for row, name in enumerate(names):
+            for b, bias in enumerate(BIASES):
+                cell = body["reviewers"][name][bias]
+                columns["n"][row, b] = int(cell["n"])
+                columns["confirmed_at"][row, b] = int(cell["confirmed_at"])
+                peak = cell["peak_log_e"]
+                columns["peak_log_e"][row, b] = -np.inf if peak is None else float(peak)
+                for key in _SUM_FIELDS:
+                    columns[key][row, b] = float(cell[key])
+        sums = MonitorSums(**columns)
+        if (sums.n < 0).any() or (sums.n > n_sessions).any() or (sums.precision < 0).any():
+            return None
+        inode = body["inode"]
+        return MonitorState(
+            settings=settings,
+            reviewers=names,
+            sums=sums,
+            n_sessions=n_sessions,
+            session_digests=digests,
+            inode=None if inode is None else int(inode),
+            offset=offset,
+            fingerprint=str(body["fingerprint"]),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def read_state(store: Path) -> MonitorState | None:
+    """The state file's content when it is a regular file (not a symlink) whose seal
+    verifies for this store; ``None`` otherwise."""
+    try:
+        descriptor = os.open(state_path(store), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            document = json.loads(handle.read())
+    except (OSError, ValueError, RecursionError):
+        return None
+    finally:
+        os.close(descriptor)
+    body = unsealed(SEAL_KIND, store, document)
+    return None if body is None else _from_body(body)
+
+
+def write_state(store: Path, state: MonitorState) -> bool:
+    """Write the sealed state 0600 (temporary file, then ``os.replace``); ``False`` when
+    no sealing key is available (nothing is written: an unsealed file would not verify)."""
+    document = seal(SEAL_KIND, store, state_body(state))
+    if document is None:
+        return False
+    target = state_path(store)
+    payload = json.dumps(document, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=target.name + ".")
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(payload)
+        os.replace(temporary, target)  # replaces a symlink itself, never its target
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return True
+
+
+# -- bringing it up to date -------------------------------------------------------------
+
+
+class MonitorRebuilding(RecordError):
+    """The state has to be rebuilt from more of the store than the caller allows now."""
+
+
+def _usable(state: MonitorState | None, settings: MonitorSettings, handle: Any) -> bool:
+    if state is None or state.settings != settings:
+        return False
+    status = os.fstat(handle.fileno())
+    if state.inode != status.st_ino or state.offset > status.st_size:
+        return False
+    return _fingerprint(handle, state.offset) == state.fingerprint
+
+
+def _open_store(store: Path) -> Any:
+    try:
+        handle = store.open("rb")
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise RecordError(f"{store}: cannot read the record store: {error.strerror}") from None
+    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+        handle.close()
+        raise RecordError(f"{store}: the record store must be a regular file")
+    return handle
+
+
+def updated_state(
+    store: Path, settings: MonitorSettings, *, max_read_bytes: int | None = None
+) -> tuple[MonitorState, bool]:
+    """The state brought up to the store's current end, and whether it differs from the
+    file's (rebuilt from the first byte, or moved on). Call under the writer lock. Raises
+    :class:`MonitorRebuilding` when more than ``max_read_bytes`` would have to be read."""
+    handle = _open_store(store)
+    if handle is None:
+        return MonitorState(settings=settings), False
+    with handle:
+        end = os.fstat(handle.fileno()).st_size
+        state = read_state(store)
+        rebuilt = not _usable(state, settings, handle)
+        if rebuilt or state is None:
+            state = MonitorState(settings=settings, inode=os.fstat(handle.fileno()).st_ino)
+        if max_read_bytes is not None and end - state.offset > max_read_bytes:
+            raise MonitorRebuilding(
+                f"{store}: the monitor needs {end - state.offset} bytes of the store read "
+                "(rebuilding in the background)"
+            )
+        start = state.offset
+        if end > start:
+            state, offset = _fold_range(state, handle, start, end)
+            state = replace(state, offset=offset, fingerprint=_fingerprint(handle, offset))
+        elif rebuilt:
+            state = replace(state, fingerprint=_fingerprint(handle, state.offset))
+    return state, rebuilt or state.offset != start
+
+
+def current_monitor(
+    store: Path,
+    settings: MonitorSettings | None = None,
+    *,
+    save: bool = True,
+    max_read_bytes: int | None = None,
+) -> MonitorState:
+    """The monitor of ``store`` up to its last complete session, under the store's writer
+    lock; written back when it moved and ``save`` (a state for settings other than the
+    saved one's is computed with ``save=False`` by callers that must not replace it)."""
+    wanted = settings or MonitorSettings()
+    lock_file = _lock_file(store)
+    try:
+        with store_write_lock(lock_file, LOCK_TIMEOUT_S, lambda: FileLock(lock_file)):
+            state, changed = updated_state(store, wanted, max_read_bytes=max_read_bytes)
+            if save and changed:
+                write_state(store, state)
+    except Timeout as error:
+        raise RecordError(
+            f"{store}: could not lock the record store within {LOCK_TIMEOUT_S:g} s"
+        ) from error
+    except OSError as error:
+        raise RecordError(f"{store}: monitor state: {error.strerror or error}") from error
+    return state
