@@ -106,17 +106,27 @@ class MonitorSettings:
 
     def __post_init__(self) -> None:
         checks = {
-            "delta0": math.isfinite(self.delta0) and self.delta0 >= 0.0,
-            "alpha": math.isfinite(self.alpha) and 0.0 < self.alpha < 1.0,
-            "prior_scale": math.isfinite(self.prior_scale) and self.prior_scale > 0.0,
-            "prior_noise_sd": math.isfinite(self.prior_noise_sd) and self.prior_noise_sd > 0.0,
-            "prior_noise_df": math.isfinite(self.prior_noise_df) and self.prior_noise_df >= 0.0,
-            "pooled_prior_df": math.isfinite(self.pooled_prior_df) and self.pooled_prior_df >= 0.0,
+            "delta0": (math.isfinite(self.delta0) and self.delta0 >= 0.0, ">= 0"),
+            "alpha": (math.isfinite(self.alpha) and 0.0 < self.alpha < 1.0, "in (0, 1)"),
+            "prior_scale": (math.isfinite(self.prior_scale) and self.prior_scale > 0.0, "> 0"),
+            "prior_noise_sd": (
+                math.isfinite(self.prior_noise_sd) and self.prior_noise_sd > 0.0,
+                "> 0",
+            ),
+            "prior_noise_df": (
+                math.isfinite(self.prior_noise_df) and self.prior_noise_df >= 0.0,
+                ">= 0",
+            ),
+            "pooled_prior_df": (
+                math.isfinite(self.pooled_prior_df) and self.pooled_prior_df >= 0.0,
+                ">= 0",
+            ),
         }
-        for name, ok in checks.items():
+        for name, (ok, allowed) in checks.items():
             if not ok:
+                value = getattr(self, name)
                 raise ValueError(
-                    f"monitor setting {name} = {getattr(self, name)!r} is out of range"
+                    f"monitor setting {name} = {value!r}: must be finite and {allowed}"
                 )
 
 
