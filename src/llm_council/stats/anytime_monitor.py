@@ -163,7 +163,7 @@ def log_e_values(
 
 
 def combined_log_e(side_log_e: ArrayLike) -> FloatArray:
-    """:math:`\log((E^+ + E^-)/2)` from both sides' :math:`\log E` (last axis).
+    r""":math:`\log((E^+ + E^-)/2)` from both sides' :math:`\log E` (last axis).
 
     Under :math:`|\mu| \le \delta_0` both sides are nonnegative supermartingales, so
     their mean is one too: the composite null is tested at the full
