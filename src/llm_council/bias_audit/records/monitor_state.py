@@ -162,10 +162,15 @@ def _complete_lines(handle: Any, start: int, end: int) -> Iterator[tuple[int, by
 
 
 def _fold_range(state: MonitorState, handle: Any, start: int, end: int) -> tuple[MonitorState, int]:
-    """Fold the complete sessions written in ``[start, end)``; the new offset (the end
-    of the last complete line)."""
+    """Fold the complete sessions written in ``[start, end)``; the new offset.
+
+    A session's lines are consecutive (one write each); a session ends at a line of
+    another session or at a malformed line. A session with fewer lines than its
+    ``session_n_records`` at the end of the range is left unread (the offset stays before
+    it): read again with what follows, it is judged the same way online and rebuilt.
+    """
     group: list[ReviewRecord] = []
-    offset = start
+    group_start = offset = start
 
     def finish(current: MonitorState) -> MonitorState:
         declared = group[0].session_n_records
@@ -173,18 +178,25 @@ def _fold_range(state: MonitorState, handle: Any, start: int, end: int) -> tuple
             return current  # cut short, or lines of one session not written together
         return fold_session_records(current, group)
 
+    line_start = start
     for line_end, line in _complete_lines(handle, start, end):
-        offset = line_end
-        if not line.strip():
-            continue
-        record = _parse(line)
+        this_start, line_start = line_start, line_end
+        record = _parse(line) if line.strip() else None
+        if record is None or (group and record.session_id != group[0].session_id):
+            if group:
+                state = finish(state)
+                group = []
+            offset = this_start if record is not None else line_end
         if record is None:
-            continue  # malformed or torn: never a session's record
-        if group and record.session_id != group[0].session_id:
-            state = finish(state)
-            group = []
+            continue  # blank, malformed or torn: never a session's record
+        if not group:
+            group_start = this_start
         group.append(record)
+        offset = line_end
     if group:
+        declared = group[0].session_n_records
+        if declared is not None and len(group) < declared:
+            return state, group_start
         state = finish(state)
     return state, offset
 
