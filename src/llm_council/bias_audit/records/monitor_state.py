@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import os
 import stat
 import tempfile
@@ -39,7 +40,7 @@ from pydantic import ValidationError
 from llm_council.bias_audit.records.monitor_sessions import SessionEstimates, session_estimates
 from llm_council.bias_audit.records.schema import ReviewRecord, upgrade_record
 from llm_council.bias_audit.records.store_lock import store_write_lock
-from llm_council.bias_audit.records.summary_seal import all_finite, seal, unsealed
+from llm_council.bias_audit.records.summary_seal import all_finite, seal, summary_key, unsealed
 from llm_council.errors import RecordError
 from llm_council.stats.anytime_monitor import (
     MonitorSettings,
@@ -211,20 +212,20 @@ def _fingerprint(handle: Any, offset: int) -> str:
 
 
 def _finite_or_none(value: float) -> float | None:
-    return float(value) if np.isfinite(value) else None
+    return float(value) if math.isfinite(value) else None
 
 
 def state_body(state: MonitorState) -> dict[str, Any]:
     """The state as the JSON body that is sealed."""
     sums = state.sums
+    columns = {key: getattr(sums, key).tolist() for key in ("n", *_SUM_FIELDS, "confirmed_at")}
+    peaks = [[_finite_or_none(value) for value in row] for row in sums.peak_log_e.tolist()]
     reviewers: dict[str, Any] = {}
     for row, name in enumerate(state.reviewers):
         reviewers[name] = {
             bias: {
-                "n": int(sums.n[row, b]),
-                **{key: float(getattr(sums, key)[row, b]) for key in _SUM_FIELDS},
-                "peak_log_e": _finite_or_none(sums.peak_log_e[row, b]),
-                "confirmed_at": int(sums.confirmed_at[row, b]),
+                **{key: columns[key][row][b] for key in columns},
+                "peak_log_e": peaks[row][b],
             }
             for b, bias in enumerate(BIASES)
         }
@@ -294,16 +295,39 @@ def _from_body(body: Mapping[str, Any]) -> MonitorState | None:
         return None
 
 
+#: the last state this process read or wrote, per state file, under the file's identity
+#: (device, inode, size, mtime, ctime: ctime cannot be set back by an unprivileged
+#: writer) and the sealing key: a file that is still the one verified or written here is
+#: not parsed and verified again (about 5 ms a session at 5 members)
+_VERIFIED: dict[str, tuple[tuple[Any, ...], MonitorState]] = {}
+
+
+def _identity(status: os.stat_result) -> tuple[Any, ...]:
+    return (
+        status.st_dev,
+        status.st_ino,
+        status.st_size,
+        status.st_mtime_ns,
+        status.st_ctime_ns,
+        summary_key(),
+    )
+
+
 def read_state(store: Path) -> MonitorState | None:
     """The state file's content when it is a regular file (not a symlink) whose seal
     verifies for this store; ``None`` otherwise."""
+    target = state_path(store)
     try:
-        descriptor = os.open(state_path(store), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        descriptor = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
             return None
+        cached = _VERIFIED.get(str(target.absolute()))
+        if cached is not None and cached[0] == _identity(status):
+            return cached[1]
         with os.fdopen(descriptor, "rb", closefd=False) as handle:
             document = json.loads(handle.read())
     except (OSError, ValueError, RecursionError):
@@ -311,7 +335,10 @@ def read_state(store: Path) -> MonitorState | None:
     finally:
         os.close(descriptor)
     body = unsealed(SEAL_KIND, store, document)
-    return None if body is None else _from_body(body)
+    state = None if body is None else _from_body(body)
+    if state is not None:
+        _VERIFIED[str(target.absolute())] = (_identity(status), state)
+    return state
 
 
 def write_state(store: Path, state: MonitorState) -> bool:
@@ -330,6 +357,7 @@ def write_state(store: Path, state: MonitorState) -> bool:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+    _VERIFIED[str(target.absolute())] = (_identity(os.stat(target, follow_symlinks=False)), state)
     return True
 
 
