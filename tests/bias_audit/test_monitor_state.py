@@ -28,7 +28,7 @@ from llm_council.bias_audit.records.monitor_update import (
 )
 from llm_council.bias_audit.records.schema import ReviewRecord, upgrade_record
 from llm_council.bias_audit.records.summary_seal import seal
-from llm_council.errors import ConfigError
+from llm_council.errors import ConfigError, RecordError
 from llm_council.stats.anytime_monitor import MonitorSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -257,24 +257,27 @@ def test_bad_settings_from_the_environment(value: str, message: str) -> None:
         monitor_settings({ALPHA_VARIABLE: value})
 
 
-def test_the_state_file_is_replaced_never_half_written(
+def test_a_failed_write_leaves_no_partial_file_and_the_next_call_recovers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = tmp_path / "s.jsonl"
     for records in _sessions(2, seed=13):
         append_records(store, records)
     current_monitor(store)
-    before = state_path(store).read_bytes()
 
     def refuse(*args: object) -> None:
         raise OSError(28, "No space left on device")
 
     append_records(store, _sessions(3, seed=14)[2])
-    monkeypatch.setattr(os, "replace", refuse)
-    with pytest.raises(Exception, match="No space left"):
-        current_monitor(store)
-    assert state_path(store).read_bytes() == before
-    assert not list(tmp_path.glob("*.monitor.json.*"))
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "rename", refuse)
+        with pytest.raises(RecordError, match="No space left"):
+            current_monitor(store)
+    # no temporary file and no half-written state: the old file was removed before the
+    # rename, so the next call rebuilds from the records
+    assert not list(tmp_path.glob("*.monitor.json.*")) and read_state(store) is None
+    recovered = current_monitor(store)
+    assert recovered.n_sessions == 3 and read_state(store) is not None
 
 
 def test_large_rebuilds_move_to_the_background(tmp_path: Path) -> None:
