@@ -247,8 +247,10 @@ def test_the_answer_after_a_session(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv(ALPHA_VARIABLE, "lots")
     bad = monitor_after_session(str(store))
     assert bad == {"status": "unavailable", "reason": f"{ALPHA_VARIABLE}='lots' is not a number"}
-    pg = monitor_after_session("postgresql://u:secret@h/db")
+    monkeypatch.delenv(ALPHA_VARIABLE)
+    pg = monitor_after_session("postgresql://u:secret@127.0.0.1:9/db")  # nothing listens
     assert pg["status"] == "unavailable" and "secret" not in pg["reason"]
+    assert "cannot read the record store" in pg["reason"]
 
 
 @pytest.mark.parametrize(("value", "message"), [("inf", "finite"), ("1.5", "alpha")])

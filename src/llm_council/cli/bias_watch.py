@@ -45,7 +45,8 @@ def bias_watch(
         str | None,
         typer.Option(
             "--store",
-            help="JSONL store (default: LLM_COUNCIL_BIAS_STORE, else the user data directory).",
+            help="JSONL store or postgresql:// URL "
+            "(default: LLM_COUNCIL_BIAS_STORE, else the user data directory).",
         ),
     ] = None,
     delta0: Annotated[
@@ -70,29 +71,40 @@ def bias_watch(
     from llm_council.bias_audit.records.monitor_state import current_monitor
     from llm_council.bias_audit.records.monitor_status import monitor_status
     from llm_council.bias_audit.records.monitor_update import monitor_settings
-    from llm_council.bias_audit.records.store_urls import is_postgres_url
+    from llm_council.bias_audit.records.store_urls import is_postgres_url, redact_url
     from llm_council.bias_audit.records.stores import store_spec
 
     spec = store if store is not None else store_spec()
-    if is_postgres_url(spec):
-        raise ConfigError("--store: bias-watch reads JSONL stores; PostgreSQL is not monitored yet")
-    path = Path(spec).expanduser()
-    if not path.exists():
-        raise InputError("no such record store", path=str(path))
-    if not path.is_file():
-        raise InputError("the record store must be a regular file", path=str(path))
     settings = monitor_settings(delta0=delta0, alpha=alpha)
-    default = monitor_settings()
-    try:
-        # other settings than the saved state's: computed from the records, not saved
-        state = current_monitor(path, settings, save=settings == default)
-    except RecordError as error:
-        raise InputError(str(error)) from None
+    if is_postgres_url(spec):
+        try:
+            from llm_council.bias_audit.records.postgres_monitor import postgres_monitor
+        except ImportError as error:
+            raise ConfigError(
+                f"--store: a PostgreSQL store needs the 'postgres' extra ({error.name})"
+            ) from None
+        try:
+            state = postgres_monitor(spec, settings)
+        except RecordError as error:
+            raise InputError(str(error)) from None
+        location = redact_url(spec)
+    else:
+        path = Path(spec).expanduser()
+        if not path.exists():
+            raise InputError("no such record store", path=str(path))
+        if not path.is_file():
+            raise InputError("the record store must be a regular file", path=str(path))
+        try:
+            # other settings than the saved state's: computed from the records, not saved
+            state = current_monitor(path, settings, save=settings == monitor_settings())
+        except RecordError as error:
+            raise InputError(str(error)) from None
+        location = str(path)
     answer = monitor_status(state)
     if as_json:
         sys.stdout.write(json.dumps(answer, indent=2, sort_keys=True) + "\n")
     else:
-        sys.stdout.write(_text(answer, str(path)))
+        sys.stdout.write(_text(answer, location))
     return 1 if answer["confirmed"] else 0
 
 

@@ -10,11 +10,33 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
-from llm_council.bias_audit.records.schema import ReviewRecord
 from llm_council.stats.monitor_session_effects import BIASES, effect_design, session_effects
+
+
+class MonitoredRecord(Protocol):
+    """The fields of a :class:`~.schema.ReviewRecord` the monitor reads (a PostgreSQL
+    row gives them without building the whole record)."""
+
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def reviewer_id(self) -> str: ...
+    @property
+    def model_id(self) -> str: ...
+    @property
+    def position(self) -> int: ...
+    @property
+    def score_value(self) -> float | None: ...
+    @property
+    def is_self_review(self) -> bool: ...
+    @property
+    def check_kind(self) -> str | None: ...
+    @property
+    def session_n_records(self) -> int | None: ...
 
 
 @dataclass(frozen=True)
@@ -28,7 +50,7 @@ class SessionEstimates:
     unit_variances: np.ndarray
 
 
-def session_estimates(records: Sequence[ReviewRecord]) -> SessionEstimates | None:
+def session_estimates(records: Sequence[MonitoredRecord]) -> SessionEstimates | None:
     """The session's estimates, or ``None`` when its scores do not identify the additive
     model (fewer than 2 reviewers or candidates, too few scored cells)."""
     counting = [record for record in records if record.check_kind is None]
@@ -63,4 +85,4 @@ def session_estimates(records: Sequence[ReviewRecord]) -> SessionEstimates | Non
     return SessionEstimates(tuple(reviewers), estimates, variances)
 
 
-__all__ = ["BIASES", "SessionEstimates", "session_estimates"]
+__all__ = ["BIASES", "MonitoredRecord", "SessionEstimates", "session_estimates"]

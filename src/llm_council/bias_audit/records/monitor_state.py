@@ -28,7 +28,7 @@ import math
 import os
 import stat
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,11 @@ import numpy as np
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
-from llm_council.bias_audit.records.monitor_sessions import SessionEstimates, session_estimates
+from llm_council.bias_audit.records.monitor_sessions import (
+    MonitoredRecord,
+    SessionEstimates,
+    session_estimates,
+)
 from llm_council.bias_audit.records.schema import ReviewRecord, upgrade_record
 from llm_council.bias_audit.records.store_lock import store_write_lock
 from llm_council.bias_audit.records.summary_seal import all_finite, seal, summary_key, unsealed
@@ -118,7 +122,7 @@ def fold_estimates(state: MonitorState, session: SessionEstimates) -> MonitorSta
     return replace(grown, sums=sums)
 
 
-def fold_session_records(state: MonitorState, records: list[ReviewRecord]) -> MonitorState:
+def fold_session_records(state: MonitorState, records: Sequence[MonitoredRecord]) -> MonitorState:
     """``state`` after one session's records, unless its id was folded in already (the
     count and the digests move even when the session gives no estimate)."""
     digest = session_digest(records[0].session_id)

@@ -4,7 +4,8 @@ date, and an answer that is ``unavailable`` (with the reason) instead of an erro
 Settings: ``LLM_COUNCIL_MONITOR_DELTA0`` (points, default 0.5) and
 ``LLM_COUNCIL_MONITOR_ALPHA`` (default 0.05). A JSONL store whose state must be rebuilt
 from more than :data:`REBUILD_IN_SESSION_MAX_BYTES` is rebuilt in a background thread;
-that session's answer says so. A PostgreSQL store is not monitored.
+that session's answer says so. A PostgreSQL store's monitor is folded from its records on
+each look (:mod:`.postgres_monitor`).
 """
 
 from __future__ import annotations
@@ -65,14 +66,12 @@ def monitor_settings(
 
 def monitor_after_session(spec: str) -> dict[str, Any]:
     """The monitor's answer for the store ``spec`` after a session was appended to it."""
-    if is_postgres_url(spec):
-        return monitor_unavailable(
-            "the monitor reads JSONL stores; a PostgreSQL store is not monitored yet"
-        )
     try:
         settings = monitor_settings()
     except ConfigError as error:
         return monitor_unavailable(str(error))
+    if is_postgres_url(spec):
+        return _postgres_answer(spec, settings)
     path = Path(spec).expanduser()
     try:
         state = current_monitor(path, settings, max_read_bytes=REBUILD_IN_SESSION_MAX_BYTES)
@@ -87,3 +86,15 @@ def monitor_after_session(spec: str) -> dict[str, Any]:
     except RecordError as error:
         return monitor_unavailable(str(error))
     return monitor_status(state)
+
+
+def _postgres_answer(url: str, settings: MonitorSettings) -> dict[str, Any]:
+    """A PostgreSQL store's monitor, folded from its records (no state is kept there)."""
+    try:
+        from llm_council.bias_audit.records.postgres_monitor import postgres_monitor
+    except ImportError as error:
+        return monitor_unavailable(f"a PostgreSQL store needs the 'postgres' extra ({error.name})")
+    try:
+        return monitor_status(postgres_monitor(url, settings))
+    except RecordError as error:
+        return monitor_unavailable(str(error))
