@@ -22,6 +22,8 @@ rebuild reproduces the online path exactly.
 from __future__ import annotations
 
 import base64
+import contextlib
+import errno
 import hashlib
 import json
 import math
@@ -438,18 +440,31 @@ def current_monitor(
 ) -> MonitorState:
     """The monitor of ``store`` up to its last complete session, under the store's writer
     lock; written back when it moved and ``save`` (a state for settings other than the
-    saved one's is computed with ``save=False`` by callers that must not replace it)."""
+    saved one's is computed with ``save=False`` by callers that must not replace it).
+
+    The file is a cache: when it cannot be written (a full disk, a read-only directory)
+    the state computed is still returned, and the next call rebuilds. A store whose lock
+    cannot even be created (a read-only directory) is read without it and nothing is saved.
+    """
     wanted = settings or MonitorSettings()
     lock_file = _lock_file(store)
     try:
         with store_write_lock(lock_file, LOCK_TIMEOUT_S, lambda: FileLock(lock_file)):
             state, changed = updated_state(store, wanted, max_read_bytes=max_read_bytes)
             if save and changed:
-                write_state(store, state)
+                with contextlib.suppress(OSError):  # left stale or missing: rebuilt next time
+                    write_state(store, state)
     except Timeout as error:
         raise RecordError(
             f"{store}: could not lock the record store within {LOCK_TIMEOUT_S:g} s"
         ) from error
-    except OSError as error:
-        raise RecordError(f"{store}: monitor state: {error.strerror or error}") from error
+    except (PermissionError, OSError) as error:
+        if not _read_only(error) or not os.path.exists(store):
+            raise RecordError(f"{store}: monitor state: {error.strerror or error}") from error
+        state, _ = updated_state(store, wanted, max_read_bytes=max_read_bytes)
     return state
+
+
+def _read_only(error: OSError) -> bool:
+    """The lock file could not be created where the store is: read without it."""
+    return error.errno in (errno.EACCES, errno.EPERM, errno.EROFS)
