@@ -184,12 +184,9 @@ def _median_ms(samples: list[float]) -> str:
 def cost_table(seed: int) -> str:
     """Medians of the update's cost per session, 5 members."""
     from llm_council.bias_audit.records.jsonl_store import append_records
+    from llm_council.bias_audit.records.monitor_fold import MonitorState, fold_estimates
     from llm_council.bias_audit.records.monitor_sessions import session_estimates
-    from llm_council.bias_audit.records.monitor_state import (
-        MonitorState,
-        current_monitor,
-        fold_estimates,
-    )
+    from llm_council.bias_audit.records.monitor_state import current_monitor
     from llm_council.bias_audit.records.schema import ReviewRecord, upgrade_record
 
     spec = CouncilSpec(n_members=5, noise_sds=noise_sds(5))

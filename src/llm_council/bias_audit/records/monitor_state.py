@@ -12,11 +12,8 @@ Bringing it up to date (:func:`current_monitor`), under the lock: a state that v
 has the requested settings and still matches the store's bytes before its offset reads
 only the store's tail past the offset; anything else (missing, unsealed or forged, other
 settings, a store replaced, truncated or rewritten) is rebuilt from the first byte. Both
-paths fold the same way: lines are grouped into sessions as written (one write per
-session, so a session's lines are consecutive), a session whose line count differs from
-its ``session_n_records`` is skipped, as is a ``session_id`` already folded in. The
-e-process depends on the order of the sessions, so they are folded in store order; a
-rebuild reproduces the online path exactly.
+paths fold the same way (:mod:`.monitor_fold`), so a rebuild reproduces the online path
+exactly.
 """
 
 from __future__ import annotations
@@ -30,30 +27,24 @@ import math
 import os
 import stat
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from filelock import FileLock, Timeout
-from pydantic import ValidationError
 
-from llm_council.bias_audit.records.monitor_sessions import (
-    MonitoredRecord,
-    SessionEstimates,
-    session_estimates,
+from llm_council.bias_audit.records.monitor_fold import (
+    DIGEST_BYTES,
+    SUM_FIELDS,
+    MonitorState,
+    fold_range,
 )
-from llm_council.bias_audit.records.schema import ReviewRecord, upgrade_record
 from llm_council.bias_audit.records.store_lock import store_write_lock
 from llm_council.bias_audit.records.summary_seal import all_finite, seal, summary_key, unsealed
 from llm_council.errors import RecordError
-from llm_council.stats.anytime_monitor import (
-    MonitorSettings,
-    MonitorSums,
-    fold_session,
-    log_threshold,
-)
+from llm_council.stats.anytime_monitor import MonitorSettings, MonitorSums
 from llm_council.stats.monitor_session_effects import BIASES
 
 SEAL_KIND = "monitor"
@@ -62,10 +53,6 @@ VERSION = 1
 LOCK_TIMEOUT_S = 30.0
 #: bytes hashed before the offset to recognise the store the state was built from
 FINGERPRINT_BYTES = 4096
-#: bytes read at a time while folding the store
-READ_BLOCK_BYTES = 1 << 20
-_DIGEST_BYTES = 8
-_SUM_FIELDS = ("inv_k_sum", "x_over_k_sum", "x2_over_k_sum", "precision", "weighted_sum")
 
 
 def state_path(store: Path) -> Path:
@@ -76,136 +63,6 @@ def state_path(store: Path) -> Path:
 def _lock_file(store: Path) -> str:
     """The store's writer lock (the same file :mod:`.jsonl_store` locks)."""
     return str(store.absolute()) + ".lock"
-
-
-@dataclass(frozen=True)
-class MonitorState:
-    """The monitor over one store: ``reviewers`` name the rows of ``sums`` (shape
-    ``(len(reviewers), len(BIASES))``)."""
-
-    settings: MonitorSettings
-    reviewers: tuple[str, ...] = ()
-    sums: MonitorSums = field(default_factory=lambda: MonitorSums.empty((0, len(BIASES))))
-    n_sessions: int = 0
-    session_digests: frozenset[bytes] = frozenset()
-    inode: int | None = None
-    offset: int = 0
-    fingerprint: str = ""
-
-
-def session_digest(session_id: str) -> bytes:
-    """8 bytes of BLAKE2b of the id: the state never holds the ids themselves."""
-    return hashlib.blake2b(session_id.encode("utf-8"), digest_size=_DIGEST_BYTES).digest()
-
-
-def _grow(state: MonitorState, names: tuple[str, ...]) -> MonitorState:
-    """``state`` with a row for every name in ``names`` it lacks (appended, in order)."""
-    new = tuple(name for name in names if name not in state.reviewers)
-    if not new:
-        return state
-    extra = MonitorSums.empty((len(new), len(BIASES)))
-    joined = {
-        name: np.concatenate([getattr(state.sums, name), getattr(extra, name)])
-        for name in ("n", *_SUM_FIELDS, "peak_log_e", "confirmed_at")
-    }
-    return replace(state, reviewers=state.reviewers + new, sums=MonitorSums(**joined))
-
-
-def fold_estimates(state: MonitorState, session: SessionEstimates) -> MonitorState:
-    """``state`` after one session's estimates (new reviewers get a row)."""
-    grown = _grow(state, session.reviewers)
-    rows = np.array([grown.reviewers.index(name) for name in session.reviewers], dtype=np.intp)
-    estimates = np.full((len(grown.reviewers), len(BIASES)), np.nan)
-    variances = np.full_like(estimates, np.nan)
-    estimates[rows] = session.estimates
-    variances[rows] = session.unit_variances
-    threshold = log_threshold(grown.settings.alpha, len(grown.reviewers), len(BIASES))
-    sums = fold_session(grown.sums, estimates, variances, grown.settings, threshold)
-    return replace(grown, sums=sums)
-
-
-def fold_session_records(state: MonitorState, records: Sequence[MonitoredRecord]) -> MonitorState:
-    """``state`` after one session's records, unless its id was folded in already (the
-    count and the digests move even when the session gives no estimate)."""
-    digest = session_digest(records[0].session_id)
-    if digest in state.session_digests:
-        return state
-    estimates = session_estimates(records)
-    folded = state if estimates is None else fold_estimates(state, estimates)
-    return replace(
-        folded,
-        n_sessions=state.n_sessions + 1,
-        session_digests=state.session_digests | {digest},
-    )
-
-
-def _parse(line: bytes) -> ReviewRecord | None:
-    try:
-        raw = json.loads(line)
-        if not isinstance(raw, dict):
-            return None
-        return ReviewRecord.model_validate(upgrade_record(raw))
-    except (ValueError, ValidationError, RecursionError):
-        return None
-
-
-def _complete_lines(handle: Any, start: int, end: int) -> Iterator[tuple[int, bytes]]:
-    """``(offset just past it, line)`` for every newline-terminated line in
-    ``[start, end)``; a last line without its newline (a torn write) is not yielded."""
-    handle.seek(start)
-    cursor = start  # where ``carry`` begins in the file
-    carry = b""
-    remaining = end - start
-    while remaining > 0:
-        block = handle.read(min(READ_BLOCK_BYTES, remaining))
-        if not block:
-            break
-        remaining -= len(block)
-        lines = (carry + block).split(b"\n")
-        carry = lines.pop()
-        for line in lines:
-            cursor += len(line) + 1
-            yield cursor, line
-
-
-def _fold_range(state: MonitorState, handle: Any, start: int, end: int) -> tuple[MonitorState, int]:
-    """Fold the complete sessions written in ``[start, end)``; the new offset.
-
-    A session's lines are consecutive (one write each); a session ends at a line of
-    another session or at a malformed line. A session with fewer lines than its
-    ``session_n_records`` at the end of the range is left unread (the offset stays before
-    it): read again with what follows, it is judged the same way online and rebuilt.
-    """
-    group: list[ReviewRecord] = []
-    group_start = offset = start
-
-    def finish(current: MonitorState) -> MonitorState:
-        declared = group[0].session_n_records
-        if declared is not None and declared != len(group):
-            return current  # cut short, or lines of one session not written together
-        return fold_session_records(current, group)
-
-    line_start = start
-    for line_end, line in _complete_lines(handle, start, end):
-        this_start, line_start = line_start, line_end
-        record = _parse(line) if line.strip() else None
-        if record is None or (group and record.session_id != group[0].session_id):
-            if group:
-                state = finish(state)
-                group = []
-            offset = this_start if record is not None else line_end
-        if record is None:
-            continue  # blank, malformed or torn: never a session's record
-        if not group:
-            group_start = this_start
-        group.append(record)
-        offset = line_end
-    if group:
-        declared = group[0].session_n_records
-        if declared is not None and len(group) < declared:
-            return state, group_start
-        state = finish(state)
-    return state, offset
 
 
 def _fingerprint(handle: Any, offset: int) -> str:
@@ -224,7 +81,7 @@ def _finite_or_none(value: float) -> float | None:
 def state_body(state: MonitorState) -> dict[str, Any]:
     """The state as the JSON body that is sealed."""
     sums = state.sums
-    columns = {key: getattr(sums, key).tolist() for key in ("n", *_SUM_FIELDS, "confirmed_at")}
+    columns = {key: getattr(sums, key).tolist() for key in ("n", *SUM_FIELDS, "confirmed_at")}
     peaks = [[_finite_or_none(value) for value in row] for row in sums.peak_log_e.tolist()]
     reviewers: dict[str, Any] = {}
     for row, name in enumerate(state.reviewers):
@@ -258,10 +115,10 @@ def _from_body(body: Mapping[str, Any]) -> MonitorState | None:
             return None
         settings = MonitorSettings(**body["settings"])
         digests_raw = base64.b64decode(body["session_digests"], validate=True)
-        if len(digests_raw) % _DIGEST_BYTES:
+        if len(digests_raw) % DIGEST_BYTES:
             return None
         digests = frozenset(
-            digests_raw[i : i + _DIGEST_BYTES] for i in range(0, len(digests_raw), _DIGEST_BYTES)
+            digests_raw[i : i + DIGEST_BYTES] for i in range(0, len(digests_raw), DIGEST_BYTES)
         )
         n_sessions, offset = int(body["n_sessions"]), int(body["offset"])
         if len(digests) != n_sessions or n_sessions < 0 or offset < 0:
@@ -272,7 +129,7 @@ def _from_body(body: Mapping[str, Any]) -> MonitorState | None:
             "n": np.zeros(shape, dtype=np.int64),
             "confirmed_at": np.zeros(shape, dtype=np.int64),
             "peak_log_e": np.full(shape, -np.inf),
-            **{key: np.zeros(shape) for key in _SUM_FIELDS},
+            **{key: np.zeros(shape) for key in SUM_FIELDS},
         }
         for row, name in enumerate(names):
             for b, bias in enumerate(BIASES):
@@ -281,7 +138,7 @@ def _from_body(body: Mapping[str, Any]) -> MonitorState | None:
                 columns["confirmed_at"][row, b] = int(cell["confirmed_at"])
                 peak = cell["peak_log_e"]
                 columns["peak_log_e"][row, b] = -np.inf if peak is None else float(peak)
-                for key in _SUM_FIELDS:
+                for key in SUM_FIELDS:
                     columns[key][row, b] = float(cell[key])
         sums = MonitorSums(**columns)
         if (sums.n < 0).any() or (sums.n > n_sessions).any() or (sums.precision < 0).any():
@@ -424,7 +281,7 @@ def updated_state(
             )
         start = state.offset
         if end > start:
-            state, offset = _fold_range(state, handle, start, end)
+            state, offset = fold_range(state, handle, start, end)
             state = replace(state, offset=offset, fingerprint=_fingerprint(handle, offset))
         elif rebuilt:
             state = replace(state, fingerprint=_fingerprint(handle, state.offset))
@@ -468,3 +325,15 @@ def current_monitor(
 def _read_only(error: OSError) -> bool:
     """The lock file could not be created where the store is: read without it."""
     return error.errno in (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+__all__ = [
+    "MonitorRebuilding",
+    "MonitorState",
+    "current_monitor",
+    "read_state",
+    "state_body",
+    "state_path",
+    "updated_state",
+    "write_state",
+]

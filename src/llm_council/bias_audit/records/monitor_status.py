@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from llm_council.bias_audit.records.monitor_state import MonitorState
+from llm_council.bias_audit.records.monitor_fold import MonitorState
 from llm_council.stats.anytime_monitor import confidence_sequence
 from llm_council.stats.monitor_session_effects import BIASES
 

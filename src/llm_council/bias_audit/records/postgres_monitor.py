@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 from psycopg import Connection
 from psycopg import Error as DriverError
 
-from llm_council.bias_audit.records.monitor_state import MonitorState, fold_session_records
+from llm_council.bias_audit.records.monitor_fold import MonitorState, fold_session_records
 from llm_council.bias_audit.records.postgres_errors import check_url, store_error
 from llm_council.bias_audit.records.store_urls import redact_url
 from llm_council.errors import RecordError
