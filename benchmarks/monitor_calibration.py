@@ -26,7 +26,9 @@ Then the cost of one update from a session's records (5 members): the statistic 
 append (lock, read the tail, seal, write the file) on stores of 100 and 2,000 sessions.
 
     PYTHONPATH=src .venv/bin/python benchmarks/monitor_calibration.py [--streams 200]
-        [--sessions 1000] [--seed 1] [--cost-only]
+        [--sessions 1000] [--seed 1] [--sizes 3 5] [--cost-only]
+    PYTHONPATH=src .venv/bin/python benchmarks/monitor_calibration.py --missing 0.1
+        --streams 100 --sessions 400      # missing cells, 3, 5 and 9 members
 """
 
 from __future__ import annotations
@@ -124,7 +126,9 @@ def _quartiles(delays: np.ndarray) -> str:
     return f"{q1:.0f} / {q2:.0f} / {q3:.0f}"
 
 
-def calibration_tables(streams: int, sessions: int, seed: int) -> str:
+def calibration_tables(
+    streams: int, sessions: int, seed: int, sizes: tuple[int, ...] = (3, 5)
+) -> str:
     limit = ceiling(streams)
     lines = [
         f"{streams} streams of {sessions} sessions a cell, seed {seed}; noise SDs 0.5-1.5; "
@@ -139,7 +143,7 @@ def calibration_tables(streams: int, sessions: int, seed: int) -> str:
     default = MonitorSettings()
     boundary = MonitorSettings(delta0=0.0)
     for name, make in GENERATORS.items():
-        for n_members in (3, 5):
+        for n_members in sizes:
             started = time.perf_counter()
             honest_leniency = [0.0] * n_members
             cells = []
@@ -170,6 +174,74 @@ def calibration_tables(streams: int, sessions: int, seed: int) -> str:
                 f"{_mark(mild_rate, limit)} |"
             )
             print(f"  {name} {n_members}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    return "\n".join(lines)
+
+
+def run_streams_with_missing(
+    n_members: int,
+    leniency: list[float],
+    streams: int,
+    sessions: int,
+    settings: MonitorSettings,
+    seed: int,
+    missing: float,
+) -> MonitorSums:
+    """As :func:`run_streams` on the independent generator with each score missing at
+    rate ``missing`` (and a self-review missing too): every session has its own pattern
+    of scored cells, so each is fitted on its own, as the store's records are."""
+    spec = CouncilSpec(n_members=n_members, noise_sds=noise_sds(n_members), leniency=leniency)
+    rng = np.random.default_rng(seed)
+    sums = MonitorSums.empty((streams, n_members, len(BIASES)))
+    threshold = log_threshold(settings.alpha, n_members, len(BIASES))
+    for _ in range(sessions):
+        scores, first = draw_score_arrays(spec, (streams,), rng)
+        scores = np.where(rng.random(scores.shape) < missing, np.nan, scores)
+        estimates = np.full((streams, n_members, len(BIASES)), np.nan)
+        variances = np.full_like(estimates, np.nan)
+        for stream in range(streams):
+            table = scores[stream]
+            own = np.where(np.isnan(np.diag(table)), -1, np.arange(n_members))
+            fit_mask = ~np.isnan(table) & ~np.eye(n_members, dtype=bool)
+            design = effect_design(fit_mask, own)
+            if design is not None:
+                estimates[stream], variances[stream] = session_effects(design, table, first[stream])
+        sums = fold_session(sums, estimates, variances, settings, threshold)
+    return sums
+
+
+def missing_cells_table(streams: int, sessions: int, seed: int, missing: float) -> str:
+    limit = ceiling(streams)
+    lines = [
+        f"Independent generator with {missing:.0%} of scores missing at random: {streams} "
+        f"streams of {sessions} sessions, seed {seed}; target <= {limit:.1%}",
+        "",
+        "| members | honest: any confirmed (delta0 0.5) | honest, delta0 = 0 (worst case) | "
+        "1.0 harsh: confirmed | delay Q1 / median / Q3 |",
+        "|---|---|---|---|---|",
+    ]
+    for n_members in (3, 5, 9):
+        honest = [0.0] * n_members
+        rates = [
+            float(
+                (
+                    run_streams_with_missing(
+                        n_members, honest, streams, sessions, settings, seed, missing
+                    ).confirmed_at
+                    > 0
+                )
+                .any(axis=(1, 2))
+                .mean()
+            )
+            for settings in (MonitorSettings(), MonitorSettings(delta0=0.0))
+        ]
+        harsh = [-1.0] + [0.0] * (n_members - 1)
+        at = run_streams_with_missing(
+            n_members, harsh, streams, sessions, MonitorSettings(), seed, missing
+        ).confirmed_at[:, 0, 0]
+        lines.append(
+            f"| {n_members} | {_mark(rates[0], limit)} | {_mark(rates[1], limit)} | "
+            f"{(at > 0).mean():.1%} | {_quartiles(at[at > 0])} |"
+        )
     return "\n".join(lines)
 
 
@@ -233,10 +305,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--streams", type=int, default=200)
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[3, 5])
+    parser.add_argument(
+        "--missing", type=float, default=0.0, help="only the missing-cells table, at this rate"
+    )
     parser.add_argument("--cost-only", action="store_true")
     args = parser.parse_args(argv)
+    if args.missing > 0:
+        print(missing_cells_table(args.streams, args.sessions, args.seed, args.missing))
+        return
     if not args.cost_only:
-        print(calibration_tables(args.streams, args.sessions, args.seed))
+        print(calibration_tables(args.streams, args.sessions, args.seed, tuple(args.sizes)))
         print()
     print(cost_table(args.seed))
 
