@@ -85,19 +85,39 @@ def fold_estimates(state: MonitorState, session: SessionEstimates) -> MonitorSta
     return replace(grown, sums=sums)
 
 
+class SessionFolder:
+    """Folds sessions into a state one at a time; :meth:`result` is the state after them.
+
+    The digests of the folded sessions are kept in one set for the whole fold (a new
+    frozen set per session would make a rebuild quadratic in the number of sessions).
+    """
+
+    def __init__(self, state: MonitorState) -> None:
+        self.state = state
+        self.n_sessions = state.n_sessions
+        self.seen = set(state.session_digests)
+
+    def add(self, records: Sequence[MonitoredRecord]) -> None:
+        """Fold one session's records, unless its id was folded in already (the count
+        and the digests move even when the session gives no estimate)."""
+        digest = session_digest(records[0].session_id)
+        if digest in self.seen:
+            return
+        estimates = session_estimates(records)
+        if estimates is not None:
+            self.state = fold_estimates(self.state, estimates)
+        self.n_sessions += 1
+        self.seen.add(digest)
+
+    def result(self) -> MonitorState:
+        return replace(self.state, n_sessions=self.n_sessions, session_digests=frozenset(self.seen))
+
+
 def fold_session_records(state: MonitorState, records: Sequence[MonitoredRecord]) -> MonitorState:
-    """``state`` after one session's records, unless its id was folded in already (the
-    count and the digests move even when the session gives no estimate)."""
-    digest = session_digest(records[0].session_id)
-    if digest in state.session_digests:
-        return state
-    estimates = session_estimates(records)
-    folded = state if estimates is None else fold_estimates(state, estimates)
-    return replace(
-        folded,
-        n_sessions=state.n_sessions + 1,
-        session_digests=state.session_digests | {digest},
-    )
+    """``state`` after one session's records (:meth:`SessionFolder.add`)."""
+    folder = SessionFolder(state)
+    folder.add(records)
+    return folder.result()
 
 
 def _parse(line: bytes) -> ReviewRecord | None:
@@ -137,14 +157,15 @@ def fold_range(state: MonitorState, handle: Any, start: int, end: int) -> tuple[
     ``session_n_records`` at the end of the range is left unread (the offset stays before
     it): read again with what follows, it is judged the same way online and rebuilt.
     """
+    folder = SessionFolder(state)
     group: list[ReviewRecord] = []
     group_start = offset = start
 
-    def finish(current: MonitorState) -> MonitorState:
+    def finish() -> None:
         declared = group[0].session_n_records
-        if declared is not None and declared != len(group):
-            return current  # cut short, or lines of one session not written together
-        return fold_session_records(current, group)
+        if declared is None or declared == len(group):
+            folder.add(group)
+        # else: cut short, or lines of one session not written together
 
     line_start = start
     for line_end, line in _complete_lines(handle, start, end):
@@ -152,7 +173,7 @@ def fold_range(state: MonitorState, handle: Any, start: int, end: int) -> tuple[
         record = _parse(line) if line.strip() else None
         if record is None or (group and record.session_id != group[0].session_id):
             if group:
-                state = finish(state)
+                finish()
                 group = []
             offset = this_start if record is not None else line_end
         if record is None:
@@ -164,6 +185,6 @@ def fold_range(state: MonitorState, handle: Any, start: int, end: int) -> tuple[
     if group:
         declared = group[0].session_n_records
         if declared is not None and len(group) < declared:
-            return state, group_start
-        state = finish(state)
-    return state, offset
+            return folder.result(), group_start
+        finish()
+    return folder.result(), offset

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 from psycopg import Connection
 from psycopg import Error as DriverError
 
-from llm_council.bias_audit.records.monitor_fold import MonitorState, fold_session_records
+from llm_council.bias_audit.records.monitor_fold import MonitorState, SessionFolder
 from llm_council.bias_audit.records.postgres_errors import check_url, store_error
 from llm_council.bias_audit.records.store_urls import redact_url
 from llm_council.errors import RecordError
@@ -74,6 +74,7 @@ def postgres_monitor(
                     f"{redact_url(url)}: {n_records} records; the monitor of a PostgreSQL "
                     f"store reads them all on each look and stops at {max_records}"
                 )
+            folder = SessionFolder(state)
             group: list[_Row] = []
             with connection.transaction(), connection.cursor(name="llm_council_monitor") as cursor:
                 cursor.itersize = BATCH_SIZE
@@ -82,11 +83,12 @@ def postgres_monitor(
                     for row in rows:
                         record = _Row(*row)
                         if group and record.session_id != group[0].session_id:
-                            state = fold_session_records(state, group)
+                            folder.add(group)
                             group = []
                         group.append(record)
             if group:
-                state = fold_session_records(state, group)
+                folder.add(group)
+            state = folder.result()
     except DriverError as error:
         raise store_error(url, "cannot read the record store", error) from None
     return state
