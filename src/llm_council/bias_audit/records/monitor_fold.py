@@ -23,7 +23,7 @@ from llm_council.bias_audit.records.monitor_sessions import (
     SessionEstimates,
     session_estimates,
 )
-from llm_council.bias_audit.records.schema import ReviewRecord, upgrade_record
+from llm_council.bias_audit.records.schema import SCHEMA_VERSION, ReviewRecord, upgrade_record
 from llm_council.stats.anytime_monitor import (
     MonitorSettings,
     MonitorSums,
@@ -121,6 +121,14 @@ def fold_session_records(state: MonitorState, records: Sequence[MonitoredRecord]
 
 
 def _parse(line: bytes) -> ReviewRecord | None:
+    """A line as a current-version record (parsed in pydantic-core, as the store's reader
+    does), an older version upgraded, or ``None``."""
+    try:
+        record = ReviewRecord.model_validate_json(line)
+        if record.schema_version == SCHEMA_VERSION:
+            return record
+    except ValidationError:
+        pass  # an older version, or not a record: the slow path below decides
     try:
         raw = json.loads(line)
         if not isinstance(raw, dict):
