@@ -71,3 +71,20 @@ def test_a_judge_one_point_harsh_is_confirmed_soon(
     at = sums.confirmed_at[:, 0, 0]
     assert (at > 0).mean() >= 0.95
     assert float(np.median(np.where(at > 0, at, SESSIONS + 1))) <= median_limit
+
+
+@pytest.mark.parametrize("n_members", [3, 9])
+def test_missing_cells_keep_the_level_and_find_the_judge(n_members: int) -> None:
+    # 10% of scores missing at random: every session is fitted on its own pattern
+    from monitor_calibration import run_streams_with_missing
+
+    streams, sessions = 60, 300
+    limit = 0.05 + 2 * math.sqrt(0.05 * 0.95 / streams)  # 10.6%
+    honest = run_streams_with_missing(
+        n_members, [0.0] * n_members, streams, sessions, MonitorSettings(delta0=0.0), 23, 0.1
+    )
+    assert float((honest.confirmed_at > 0).any(axis=(1, 2)).mean()) <= limit
+    harsh = run_streams_with_missing(
+        n_members, [-1.0] + [0.0] * (n_members - 1), streams, sessions, MonitorSettings(), 24, 0.1
+    )
+    assert float((harsh.confirmed_at[:, 0, 0] > 0).mean()) >= 0.9
