@@ -339,3 +339,23 @@ def test_large_rebuilds_move_to_the_background(tmp_path: Path) -> None:
 
         time.sleep(0.05)
     assert read_state(store) is not None and np.all(read_state(store).sums.n >= 0)  # type: ignore[union-attr]
+
+
+# the append's other sidecars (profiles, adjustment sums) overflow on 1e300 and warn:
+# theirs to guard, reported to the lead; the monitor itself must stay finite
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_a_score_outside_its_scale_is_not_a_score(tmp_path: Path) -> None:
+    store = tmp_path / "s.jsonl"
+    sessions = _sessions(4, seed=17)
+    hostile = [
+        r.model_copy(update={"score_value": 1e300}) if r.reviewer_id == "judge-1" else r
+        for r in sessions[3]
+    ]
+    for records in [*sessions[:3], hostile]:
+        append_records(store, records)
+    state = current_monitor(store)
+    assert state.n_sessions == 4 and read_state(store) is not None  # sealed: all finite
+    row = state.reviewers.index("judge-1")
+    assert state.sums.n[row, 0] == 3  # its fourth session gave no estimate
+    assert np.isfinite(state.sums.x2_over_k_sum).all()
+    json.dumps(monitor_status(state), allow_nan=False)

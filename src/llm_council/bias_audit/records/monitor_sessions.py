@@ -1,8 +1,8 @@
 """One session's records as the anytime monitor's input: each reviewer's bias estimates.
 
 The records of a session are laid out as its reviewer x candidate score table (the
-reviews that count: ``check_kind`` null, a score given), with each reviewer's own answer
-and the answer it saw first (``position`` 0), and handed to
+reviews that count: ``check_kind`` null, a score given within its ``score_scale``), with
+each reviewer's own answer and the answer it saw first (``position`` 0), and handed to
 :func:`~llm_council.stats.monitor_session_effects.session_effects`.
 """
 
@@ -37,6 +37,8 @@ class MonitoredRecord(Protocol):
     def check_kind(self) -> str | None: ...
     @property
     def session_n_records(self) -> int | None: ...
+    @property
+    def score_scale(self) -> tuple[float, float]: ...
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,14 @@ def session_estimates(records: Sequence[MonitoredRecord]) -> SessionEstimates | 
     """The session's estimates, or ``None`` when its scores do not identify the additive
     model (fewer than 2 reviewers or candidates, too few scored cells)."""
     counting = [record for record in records if record.check_kind is None]
-    scored = [record for record in counting if record.score_value is not None]
+    # a score outside its own scale is not a score (a store written elsewhere could hold
+    # 1e300, whose square would overflow the monitor's sums)
+    scored = [
+        record
+        for record in counting
+        if record.score_value is not None
+        and min(record.score_scale) <= record.score_value <= max(record.score_scale)
+    ]
     reviewers = sorted({record.reviewer_id for record in scored})
     candidates = sorted({record.model_id for record in scored})
     if len(reviewers) < 2 or len(candidates) < 2:

@@ -29,7 +29,7 @@ MAX_RECORDS = 500_000
 
 _QUERY = (
     "SELECT r.session_id, r.reviewer_id, r.model_id, r.position, r.score_value, "
-    "r.is_self_review, r.check_kind, r.session_n_records "
+    "r.is_self_review, r.check_kind, r.session_n_records, r.score_scale "
     "FROM bias_records r JOIN bias_sessions s USING (session_id) "
     "ORDER BY s.written_at, s.session_id, r.record_index"
 )
@@ -46,6 +46,7 @@ class _Row(NamedTuple):
     is_self_review: bool
     check_kind: str | None
     session_n_records: int | None
+    score_scale: tuple[float, float]
 
 
 def _has_tables(connection: Connection[Any]) -> bool:
