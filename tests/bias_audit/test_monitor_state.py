@@ -359,3 +359,27 @@ def test_a_score_outside_its_scale_is_not_a_score(tmp_path: Path) -> None:
     assert state.sums.n[row, 0] == 3  # its fourth session gave no estimate
     assert np.isfinite(state.sums.x2_over_k_sum).all()
     json.dumps(monitor_status(state), allow_nan=False)
+
+
+def test_concurrent_writers_and_monitors_agree_with_a_rebuild(tmp_path: Path) -> None:
+    # three writers, each appending its sessions and updating the monitor after each (as
+    # three council processes do); flock excludes threads too (one open file each)
+    import threading
+
+    store = tmp_path / "s.jsonl"
+    sessions = _sessions(30, seed=18)
+
+    def writer(mine: list[list[ReviewRecord]]) -> None:
+        for records in mine:
+            append_records(store, records)
+            current_monitor(store)
+
+    threads = [threading.Thread(target=writer, args=(sessions[i::3],)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    online = current_monitor(store)
+    assert online.n_sessions == 30
+    state_path(store).unlink()
+    _same(current_monitor(store), online)
