@@ -176,21 +176,37 @@ def combined_log_e(side_log_e: ArrayLike) -> FloatArray:
 def boundary_excess(precision: ArrayLike, prior_scale: float, log_thresh: float) -> FloatArray:
     """:math:`S^*`: the excess sum at which :math:`\\log E^+` reaches ``log_thresh``.
 
-    Bisection (60 halvings) on :math:`[0, S_2]`, where :math:`S_2 =
-    \\sqrt{(1+\\rho V)(2\\log(1/\\alpha') + \\log(1+\\rho V))/\\rho}` is the two-sided mixture's
-    boundary: :math:`\\Phi \\ge 1/2` for :math:`S \\ge 0` makes :math:`\\log E^+(S_2) \\ge`
-    the threshold, and :math:`\\log E^+(0) = -\\tfrac12\\log(1+\\rho V) \\le 0`.
+    Newton's method kept inside a shrinking bracket (a bisection step whenever Newton
+    would leave it) on :math:`[0, S_2]`, where :math:`S_2 =
+    \\sqrt{(1+\\rho V)(2\\log(1/\\alpha') + \\log(1+\\rho V))/\\rho}` is the two-sided
+    mixture's boundary: :math:`\\Phi \\ge 1/2` for :math:`S \\ge 0` makes
+    :math:`\\log E^+(S_2) \\ge` the threshold, and
+    :math:`\\log E^+(0) = -\\tfrac12\\log(1+\\rho V) \\le 0`. The slope is
+    :math:`\\rho S/a + c\\,\\varphi(cS)/\\Phi(cS)`, :math:`a = 1 + \\rho V`,
+    :math:`c = \\sqrt{\\rho/a}`.
     """
     v = np.asarray(precision, dtype=float)
     a = 1.0 + prior_scale * v
+    c = np.sqrt(prior_scale / a)
     low = np.zeros_like(a)
     high = np.sqrt(a * (2.0 * log_thresh + np.log(a)) / prior_scale)
+    x = high.copy()
     for _ in range(60):
-        middle = 0.5 * (low + high)
-        above = log_e_above(middle, v, prior_scale) >= log_thresh
-        high = np.where(above, middle, high)
-        low = np.where(above, low, middle)
-    return np.asarray(high)
+        gap = log_e_above(x, v, prior_scale) - log_thresh
+        if np.all(np.abs(gap) <= 1e-12 * max(1.0, log_thresh)):
+            break
+        high = np.where(gap >= 0, x, high)
+        low = np.where(gap < 0, x, low)
+        z = c * x
+        slope = prior_scale * x / a + c * np.exp(-0.5 * z * z - _LOG_SQRT_2PI - log_ndtr(z))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            newton = x - gap / slope
+        inside = np.isfinite(newton) & (newton > low) & (newton < high)
+        x = np.where(inside, newton, 0.5 * (low + high))
+    return np.asarray(x)
+
+
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 def confidence_sequence(
