@@ -92,7 +92,9 @@ def test_discovered_when_enabled_and_records_match_the_reviews(audit_on: Path) -
         "record_store",
         "review_outcomes",
         "similarity_method",
+        "monitor",  # the anytime monitor's answer (ADR 0053)
     }
+    assert audit["monitor"]["status"] == "ok" and audit["monitor"]["sessions"] == 1
     assert audit["record_store"] == os.environ["LLM_COUNCIL_BIAS_STORE"]  # where they went
     assert audit["review_outcomes"]["m0"] == {
         "review_status": "json",
@@ -181,7 +183,10 @@ def test_unwritable_store_keeps_the_statistics(
         "record_store_error",
         "review_outcomes",
         "similarity_method",
+        "monitor",
     }
+    # the monitor cannot read a store under a file: answered, never raised
+    assert audit["monitor"]["status"] == "unavailable" and audit["monitor"]["reason"]
 
 
 QUERY_CANARY = "QCANARY-5f1e9a7c-query"

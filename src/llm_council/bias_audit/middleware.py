@@ -5,7 +5,8 @@ ConfigError), or by the reference council's ``BIAS_AUDIT_ENABLED=true`` when our
 unset (ours wins when both are set). At the
 end of a session it computes the :class:`BiasAuditResult` (stored at
 ``metadata["bias_audit"]``) and writes one record per (reviewer, candidate) to the
-record store (JSONL, or PostgreSQL for a ``postgresql://`` URL). Configuration errors
+record store (JSONL, or PostgreSQL for a ``postgresql://`` URL), then adds the anytime
+monitor's answer at ``metadata["bias_audit"]["monitor"]`` (ADR 0053). Configuration errors
 (bad threshold, hashing on without a secret, a store path that is not a regular file, a
 bad store URL) are raised by :meth:`check_config` before the session's first model call,
 so they stop the run instead of surfacing after it.
@@ -22,12 +23,31 @@ import os
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+import structlog
+
 from llm_council.bias_audit.records.query_hash import env_flag
 from llm_council.debiased_aggregate import ReviewerAdjustment
 from llm_council.middleware import AdjustmentsRequested, Middleware, SessionCompleted
 
 ENABLE_VARIABLE = "LLM_COUNCIL_BIAS_AUDIT"
 REFERENCE_ENABLE_VARIABLE = "BIAS_AUDIT_ENABLED"  # the reference council's switch (ADR 0015)
+
+log = structlog.get_logger("llm_council.bias_audit")
+
+
+async def _monitor_answer() -> dict[str, Any]:
+    """The anytime monitor after this session's append (ADR 0053), off the event loop; a
+    failure is logged and answered as ``unavailable``, never raised into the session."""
+    from llm_council.bias_audit.records.monitor_status import monitor_unavailable
+    from llm_council.bias_audit.records.monitor_update import monitor_after_session
+    from llm_council.bias_audit.records.stores import store_spec
+
+    try:
+        return await asyncio.to_thread(monitor_after_session, store_spec())
+    except Exception as error:  # noqa: BLE001 - the monitor never fails a session
+        reason = f"{type(error).__name__}: {error}".splitlines()[0]
+        log.warning("bias_monitor_failed", error=reason)
+        return monitor_unavailable(reason)
 
 
 class BiasAuditMiddleware(Middleware):
@@ -50,7 +70,9 @@ class BiasAuditMiddleware(Middleware):
     async def on_session_end(self, event: SessionCompleted) -> dict[str, Any]:
         from llm_council.bias_audit.session.session_audit import audit_session
 
-        return await audit_session(event)
+        audit = await audit_session(event)
+        audit["monitor"] = await _monitor_answer()
+        return audit
 
     async def reviewer_adjustments(
         self, event: AdjustmentsRequested

@@ -29,6 +29,10 @@ COMMANDS: dict[str, CommandEntry] = {
         "llm_council.cli.bias_report",
         "Pool the bias-audit records of every session: reviewer profiles, biases, leaderboard.",
     ),
+    "bias-watch": CommandEntry(
+        "llm_council.cli.bias_watch",
+        "Each reviewer's bias status, valid however often you look (exit 1: confirmed).",
+    ),
     "bias-import": CommandEntry(
         "llm_council.cli.bias_import",
         "Convert the reference council's bias records (schema 1.x) into the bias-audit store.",

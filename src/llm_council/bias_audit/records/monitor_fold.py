@@ -1,0 +1,198 @@
+"""Folding a store's sessions into the anytime monitor, in the order they were written.
+
+Lines are grouped into sessions as written (one write per session, so a session's lines
+are consecutive); a session ends at a line of another session or at a malformed line. A
+session whose line count differs from its ``session_n_records`` is skipped, as is a
+``session_id`` already folded in (8-byte BLAKE2b digests: the state never holds the ids).
+The e-process depends on the order of the sessions, so they are folded in store order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+
+from llm_council.bias_audit.records.monitor_sessions import (
+    MonitoredRecord,
+    SessionEstimates,
+    session_estimates,
+)
+from llm_council.bias_audit.records.schema import SCHEMA_VERSION, ReviewRecord, upgrade_record
+from llm_council.stats.anytime_monitor import (
+    MonitorSettings,
+    MonitorSums,
+    fold_session,
+    log_threshold,
+)
+from llm_council.stats.monitor_session_effects import BIASES
+
+#: bytes read at a time while folding the store
+READ_BLOCK_BYTES = 1 << 20
+DIGEST_BYTES = 8
+#: the float sums of :class:`MonitorSums` besides the counts and the peaks
+SUM_FIELDS = ("inv_k_sum", "x_over_k_sum", "x2_over_k_sum", "precision", "weighted_sum")
+
+
+@dataclass(frozen=True)
+class MonitorState:
+    """The monitor over one store: ``reviewers`` name the rows of ``sums`` (shape
+    ``(len(reviewers), len(BIASES))``)."""
+
+    settings: MonitorSettings
+    reviewers: tuple[str, ...] = ()
+    sums: MonitorSums = field(default_factory=lambda: MonitorSums.empty((0, len(BIASES))))
+    n_sessions: int = 0
+    session_digests: frozenset[bytes] = frozenset()
+    inode: int | None = None
+    offset: int = 0
+    fingerprint: str = ""
+
+
+def session_digest(session_id: str) -> bytes:
+    """8 bytes of BLAKE2b of the id: the state never holds the ids themselves."""
+    return hashlib.blake2b(session_id.encode("utf-8"), digest_size=DIGEST_BYTES).digest()
+
+
+def _grow(state: MonitorState, names: tuple[str, ...]) -> MonitorState:
+    """``state`` with a row for every name in ``names`` it lacks (appended, in order)."""
+    new = tuple(name for name in names if name not in state.reviewers)
+    if not new:
+        return state
+    extra = MonitorSums.empty((len(new), len(BIASES)))
+    joined = {
+        name: np.concatenate([getattr(state.sums, name), getattr(extra, name)])
+        for name in ("n", *SUM_FIELDS, "peak_log_e", "confirmed_at")
+    }
+    return replace(state, reviewers=state.reviewers + new, sums=MonitorSums(**joined))
+
+
+def fold_estimates(state: MonitorState, session: SessionEstimates) -> MonitorState:
+    """``state`` after one session's estimates (new reviewers get a row)."""
+    grown = _grow(state, session.reviewers)
+    rows = np.array([grown.reviewers.index(name) for name in session.reviewers], dtype=np.intp)
+    estimates = np.full((len(grown.reviewers), len(BIASES)), np.nan)
+    variances = np.full_like(estimates, np.nan)
+    estimates[rows] = session.estimates
+    variances[rows] = session.unit_variances
+    threshold = log_threshold(grown.settings.alpha, len(grown.reviewers), len(BIASES))
+    sums = fold_session(grown.sums, estimates, variances, grown.settings, threshold)
+    return replace(grown, sums=sums)
+
+
+class SessionFolder:
+    """Folds sessions into a state one at a time; :meth:`result` is the state after them.
+
+    The digests of the folded sessions are kept in one set for the whole fold (a new
+    frozen set per session would make a rebuild quadratic in the number of sessions).
+    """
+
+    def __init__(self, state: MonitorState) -> None:
+        self.state = state
+        self.n_sessions = state.n_sessions
+        self.seen = set(state.session_digests)
+
+    def add(self, records: Sequence[MonitoredRecord]) -> None:
+        """Fold one session's records, unless its id was folded in already (the count
+        and the digests move even when the session gives no estimate)."""
+        digest = session_digest(records[0].session_id)
+        if digest in self.seen:
+            return
+        estimates = session_estimates(records)
+        if estimates is not None:
+            self.state = fold_estimates(self.state, estimates)
+        self.n_sessions += 1
+        self.seen.add(digest)
+
+    def result(self) -> MonitorState:
+        return replace(self.state, n_sessions=self.n_sessions, session_digests=frozenset(self.seen))
+
+
+def fold_session_records(state: MonitorState, records: Sequence[MonitoredRecord]) -> MonitorState:
+    """``state`` after one session's records (:meth:`SessionFolder.add`)."""
+    folder = SessionFolder(state)
+    folder.add(records)
+    return folder.result()
+
+
+def _parse(line: bytes) -> ReviewRecord | None:
+    """A line as a current-version record (parsed in pydantic-core, as the store's reader
+    does), an older version upgraded, or ``None``."""
+    try:
+        record = ReviewRecord.model_validate_json(line)
+        if record.schema_version == SCHEMA_VERSION:
+            return record
+    except ValidationError:
+        pass  # an older version, or not a record: the slow path below decides
+    try:
+        raw = json.loads(line)
+        if not isinstance(raw, dict):
+            return None
+        return ReviewRecord.model_validate(upgrade_record(raw))
+    except (ValueError, ValidationError, RecursionError):
+        return None
+
+
+def _complete_lines(handle: Any, start: int, end: int) -> Iterator[tuple[int, bytes]]:
+    """``(offset just past it, line)`` for every newline-terminated line in
+    ``[start, end)``; a last line without its newline (a torn write) is not yielded."""
+    handle.seek(start)
+    cursor = start  # where ``carry`` begins in the file
+    carry = b""
+    remaining = end - start
+    while remaining > 0:
+        block = handle.read(min(READ_BLOCK_BYTES, remaining))
+        if not block:
+            break
+        remaining -= len(block)
+        lines = (carry + block).split(b"\n")
+        carry = lines.pop()
+        for line in lines:
+            cursor += len(line) + 1
+            yield cursor, line
+
+
+def fold_range(state: MonitorState, handle: Any, start: int, end: int) -> tuple[MonitorState, int]:
+    """Fold the complete sessions written in ``[start, end)``; the new offset.
+
+    A session's lines are consecutive (one write each); a session ends at a line of
+    another session or at a malformed line. A session with fewer lines than its
+    ``session_n_records`` at the end of the range is left unread (the offset stays before
+    it): read again with what follows, it is judged the same way online and rebuilt.
+    """
+    folder = SessionFolder(state)
+    group: list[ReviewRecord] = []
+    group_start = offset = start
+
+    def finish() -> None:
+        declared = group[0].session_n_records
+        if declared is None or declared == len(group):
+            folder.add(group)
+        # else: cut short, or lines of one session not written together
+
+    line_start = start
+    for line_end, line in _complete_lines(handle, start, end):
+        this_start, line_start = line_start, line_end
+        record = _parse(line) if line.strip() else None
+        if record is None or (group and record.session_id != group[0].session_id):
+            if group:
+                finish()
+                group = []
+            offset = this_start if record is not None else line_end
+        if record is None:
+            continue  # blank, malformed or torn: never a session's record
+        if not group:
+            group_start = this_start
+        group.append(record)
+        offset = line_end
+    if group:
+        declared = group[0].session_n_records
+        if declared is not None and len(group) < declared:
+            return folder.result(), group_start
+        finish()
+    return folder.result(), offset

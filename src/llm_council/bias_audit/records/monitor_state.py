@@ -1,0 +1,339 @@
+"""The anytime monitor's state beside a JSONL store: ``<store>.monitor.json``.
+
+The file holds, per reviewer and bias, the running sums of
+:class:`~llm_council.stats.anytime_monitor.MonitorSums`, the number of sessions folded in
+and a digest of each one's ``session_id`` (so no session counts twice), the monitor's
+settings, and how far into the store it has read: the store's inode, a byte offset and a
+SHA-256 of the 4 KiB before it. It is sealed (:mod:`.summary_seal`, kind ``"monitor"``)
+and written 0600 through a temporary file renamed into place under the store's writer
+lock (:mod:`.store_lock`), which every reader of the state takes too.
+
+Bringing it up to date (:func:`current_monitor`), under the lock: a state that verifies,
+has the requested settings and still matches the store's bytes before its offset reads
+only the store's tail past the offset; anything else (missing, unsealed or forged, other
+settings, a store replaced, truncated or rewritten) is rebuilt from the first byte. Both
+paths fold the same way (:mod:`.monitor_fold`), so a rebuild reproduces the online path
+exactly.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import errno
+import hashlib
+import json
+import math
+import os
+import stat
+import tempfile
+from collections.abc import Mapping
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from filelock import FileLock, Timeout
+
+from llm_council.bias_audit.records.monitor_fold import (
+    DIGEST_BYTES,
+    SUM_FIELDS,
+    MonitorState,
+    fold_range,
+)
+from llm_council.bias_audit.records.store_lock import store_write_lock
+from llm_council.bias_audit.records.summary_seal import all_finite, seal, summary_key, unsealed
+from llm_council.errors import RecordError
+from llm_council.stats.anytime_monitor import MonitorSettings, MonitorSums
+from llm_council.stats.monitor_session_effects import BIASES
+
+SEAL_KIND = "monitor"
+FORMAT = "llm-council-monitor"
+VERSION = 1
+LOCK_TIMEOUT_S = 30.0
+#: bytes hashed before the offset to recognise the store the state was built from
+FINGERPRINT_BYTES = 4096
+
+
+def state_path(store: Path) -> Path:
+    """``<store>.monitor.json``."""
+    return store.with_name(store.name + ".monitor.json")
+
+
+def _lock_file(store: Path) -> str:
+    """The store's writer lock (the same file :mod:`.jsonl_store` locks)."""
+    return str(store.absolute()) + ".lock"
+
+
+def _fingerprint(handle: Any, offset: int) -> str:
+    start = max(0, offset - FINGERPRINT_BYTES)
+    handle.seek(start)
+    return hashlib.sha256(handle.read(offset - start)).hexdigest()
+
+
+# -- the file ---------------------------------------------------------------------------
+
+
+def _finite_or_none(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+def state_body(state: MonitorState) -> dict[str, Any]:
+    """The state as the JSON body that is sealed."""
+    sums = state.sums
+    columns = {key: getattr(sums, key).tolist() for key in ("n", *SUM_FIELDS, "confirmed_at")}
+    peaks = [[_finite_or_none(value) for value in row] for row in sums.peak_log_e.tolist()]
+    reviewers: dict[str, Any] = {}
+    for row, name in enumerate(state.reviewers):
+        reviewers[name] = {
+            bias: {
+                **{key: columns[key][row][b] for key in columns},
+                "peak_log_e": peaks[row][b],
+            }
+            for b, bias in enumerate(BIASES)
+        }
+    digests = b"".join(sorted(state.session_digests))
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "settings": asdict(state.settings),
+        "inode": state.inode,
+        "offset": state.offset,
+        "fingerprint": state.fingerprint,
+        "n_sessions": state.n_sessions,
+        "session_digests": base64.b64encode(digests).decode("ascii"),
+        "reviewers": reviewers,
+    }
+
+
+def _from_body(body: Mapping[str, Any]) -> MonitorState | None:
+    """The state a verified body describes; ``None`` for any inconsistency."""
+    try:
+        if body.get("format") != FORMAT or body.get("version") != VERSION:
+            return None
+        if not all_finite(body):
+            return None
+        settings = MonitorSettings(**body["settings"])
+        digests_raw = base64.b64decode(body["session_digests"], validate=True)
+        if len(digests_raw) % DIGEST_BYTES:
+            return None
+        digests = frozenset(
+            digests_raw[i : i + DIGEST_BYTES] for i in range(0, len(digests_raw), DIGEST_BYTES)
+        )
+        n_sessions, offset = int(body["n_sessions"]), int(body["offset"])
+        if len(digests) != n_sessions or n_sessions < 0 or offset < 0:
+            return None
+        names = tuple(body["reviewers"])
+        shape = (len(names), len(BIASES))
+        columns: dict[str, Any] = {
+            "n": np.zeros(shape, dtype=np.int64),
+            "confirmed_at": np.zeros(shape, dtype=np.int64),
+            "peak_log_e": np.full(shape, -np.inf),
+            **{key: np.zeros(shape) for key in SUM_FIELDS},
+        }
+        for row, name in enumerate(names):
+            for b, bias in enumerate(BIASES):
+                cell = body["reviewers"][name][bias]
+                columns["n"][row, b] = int(cell["n"])
+                columns["confirmed_at"][row, b] = int(cell["confirmed_at"])
+                peak = cell["peak_log_e"]
+                columns["peak_log_e"][row, b] = -np.inf if peak is None else float(peak)
+                for key in SUM_FIELDS:
+                    columns[key][row, b] = float(cell[key])
+        sums = MonitorSums(**columns)
+        if (sums.n < 0).any() or (sums.n > n_sessions).any() or (sums.precision < 0).any():
+            return None
+        inode = body["inode"]
+        return MonitorState(
+            settings=settings,
+            reviewers=names,
+            sums=sums,
+            n_sessions=n_sessions,
+            session_digests=digests,
+            inode=None if inode is None else int(inode),
+            offset=offset,
+            fingerprint=str(body["fingerprint"]),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+#: the last state this process read or wrote, per state file, under the file's identity
+#: (device, inode, size, mtime, ctime: ctime cannot be set back by an unprivileged
+#: writer) and the sealing key: a file that is still the one verified or written here is
+#: not parsed and verified again (about 5 ms a session at 5 members)
+_VERIFIED: dict[str, tuple[tuple[Any, ...], MonitorState]] = {}
+
+
+def _identity(status: os.stat_result) -> tuple[Any, ...]:
+    return (
+        status.st_dev,
+        status.st_ino,
+        status.st_size,
+        status.st_mtime_ns,
+        status.st_ctime_ns,
+        summary_key(),
+    )
+
+
+def read_state(store: Path) -> MonitorState | None:
+    """The state file's content when it is a regular file (not a symlink) whose seal
+    verifies for this store; ``None`` otherwise."""
+    target = state_path(store)
+    try:
+        descriptor = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            return None
+        cached = _VERIFIED.get(str(target.absolute()))
+        if cached is not None and cached[0] == _identity(status):
+            return cached[1]
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
+            document = json.loads(handle.read())
+    except (OSError, ValueError, RecursionError):
+        return None
+    finally:
+        os.close(descriptor)
+    body = unsealed(SEAL_KIND, store, document)
+    state = None if body is None else _from_body(body)
+    if state is not None:
+        _VERIFIED[str(target.absolute())] = (_identity(status), state)
+    return state
+
+
+def write_state(store: Path, state: MonitorState) -> bool:
+    """Write the sealed state 0600 (a ``mkstemp`` file renamed into place; call under the
+    store's writer lock); ``False`` when no sealing key is available (nothing is written:
+    an unsealed file would not verify)."""
+    document = seal(SEAL_KIND, store, state_body(state))
+    if document is None:
+        return False
+    target = state_path(store)
+    payload = json.dumps(document, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=target.name + ".")
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(payload)
+        # unlink, then rename: ext4 flushes a file renamed *over* another (about 4 ms a
+        # session here, 0.03 ms this way). Every reader of the state holds the writer lock
+        # that the caller holds, so none sees the moment without a file; a crash in it
+        # leaves no state, which is rebuilt. A symlink there is removed, never followed.
+        target.unlink(missing_ok=True)
+        os.rename(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    _VERIFIED[str(target.absolute())] = (_identity(os.stat(target, follow_symlinks=False)), state)
+    return True
+
+
+# -- bringing it up to date -------------------------------------------------------------
+
+
+class MonitorRebuilding(RecordError):
+    """The state has to be rebuilt from more of the store than the caller allows now."""
+
+
+def _usable(state: MonitorState | None, settings: MonitorSettings, handle: Any) -> bool:
+    if state is None or state.settings != settings:
+        return False
+    status = os.fstat(handle.fileno())
+    if state.inode != status.st_ino or state.offset > status.st_size:
+        return False
+    return _fingerprint(handle, state.offset) == state.fingerprint
+
+
+def _open_store(store: Path) -> Any:
+    try:
+        handle = store.open("rb")
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise RecordError(f"{store}: cannot read the record store: {error.strerror}") from None
+    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+        handle.close()
+        raise RecordError(f"{store}: the record store must be a regular file")
+    return handle
+
+
+def updated_state(
+    store: Path, settings: MonitorSettings, *, max_read_bytes: int | None = None
+) -> tuple[MonitorState, bool]:
+    """The state brought up to the store's current end, and whether it differs from the
+    file's (rebuilt from the first byte, or moved on). Call under the writer lock. Raises
+    :class:`MonitorRebuilding` when more than ``max_read_bytes`` would have to be read."""
+    handle = _open_store(store)
+    if handle is None:
+        return MonitorState(settings=settings), False
+    with handle:
+        end = os.fstat(handle.fileno()).st_size
+        state = read_state(store)
+        rebuilt = not _usable(state, settings, handle)
+        if rebuilt or state is None:
+            state = MonitorState(settings=settings, inode=os.fstat(handle.fileno()).st_ino)
+        if max_read_bytes is not None and end - state.offset > max_read_bytes:
+            raise MonitorRebuilding(
+                f"{store}: the monitor needs {end - state.offset} bytes of the store read "
+                "(rebuilding in the background)"
+            )
+        start = state.offset
+        if end > start:
+            state, offset = fold_range(state, handle, start, end)
+            state = replace(state, offset=offset, fingerprint=_fingerprint(handle, offset))
+        elif rebuilt:
+            state = replace(state, fingerprint=_fingerprint(handle, state.offset))
+    return state, rebuilt or state.offset != start
+
+
+def current_monitor(
+    store: Path,
+    settings: MonitorSettings | None = None,
+    *,
+    save: bool = True,
+    max_read_bytes: int | None = None,
+) -> MonitorState:
+    """The monitor of ``store`` up to its last complete session, under the store's writer
+    lock; written back when it moved and ``save`` (a state for settings other than the
+    saved one's is computed with ``save=False`` by callers that must not replace it).
+
+    The file is a cache: when it cannot be written (a full disk, a read-only directory)
+    the state computed is still returned, and the next call rebuilds. A store whose lock
+    cannot even be created (a read-only directory) is read without it and nothing is saved.
+    """
+    wanted = settings or MonitorSettings()
+    lock_file = _lock_file(store)
+    try:
+        with store_write_lock(lock_file, LOCK_TIMEOUT_S, lambda: FileLock(lock_file)):
+            state, changed = updated_state(store, wanted, max_read_bytes=max_read_bytes)
+            if save and changed:
+                with contextlib.suppress(OSError):  # left stale or missing: rebuilt next time
+                    write_state(store, state)
+    except Timeout as error:
+        raise RecordError(
+            f"{store}: could not lock the record store within {LOCK_TIMEOUT_S:g} s"
+        ) from error
+    except (PermissionError, OSError) as error:
+        if not _read_only(error) or not os.path.exists(store):
+            raise RecordError(f"{store}: monitor state: {error.strerror or error}") from error
+        state, _ = updated_state(store, wanted, max_read_bytes=max_read_bytes)
+    return state
+
+
+def _read_only(error: OSError) -> bool:
+    """The lock file could not be created where the store is: read without it."""
+    return error.errno in (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+__all__ = [
+    "MonitorRebuilding",
+    "MonitorState",
+    "current_monitor",
+    "read_state",
+    "state_body",
+    "state_path",
+    "updated_state",
+    "write_state",
+]

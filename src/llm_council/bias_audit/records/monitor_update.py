@@ -1,0 +1,100 @@
+"""The monitor after a session: settings from the environment, the state brought up to
+date, and an answer that is ``unavailable`` (with the reason) instead of an error.
+
+Settings: ``LLM_COUNCIL_MONITOR_DELTA0`` (points, default 0.5) and
+``LLM_COUNCIL_MONITOR_ALPHA`` (default 0.05). A JSONL store whose state must be rebuilt
+from more than :data:`REBUILD_IN_SESSION_MAX_BYTES` is rebuilt in a background thread;
+that session's answer says so. A PostgreSQL store's monitor is folded from its records on
+each look (:mod:`.postgres_monitor`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from llm_council.bias_audit.records.background_rebuild import rebuild_once_in_background
+from llm_council.bias_audit.records.monitor_state import MonitorRebuilding, current_monitor
+from llm_council.bias_audit.records.monitor_status import monitor_status, monitor_unavailable
+from llm_council.bias_audit.records.store_urls import is_postgres_url
+from llm_council.errors import ConfigError, RecordError
+from llm_council.stats.anytime_monitor import MonitorSettings
+
+DELTA0_VARIABLE = "LLM_COUNCIL_MONITOR_DELTA0"
+ALPHA_VARIABLE = "LLM_COUNCIL_MONITOR_ALPHA"
+#: as for the reviewer profiles (ADR 0045): about 5 s of reading on this project's machine
+REBUILD_IN_SESSION_MAX_BYTES = 32 * 1024 * 1024
+
+log = structlog.get_logger("llm_council.bias_audit")
+
+
+def _number(environ: Mapping[str, str], name: str, default: float) -> float:
+    text = environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(f"{name}={text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise ConfigError(f"{name}={text!r} is not a finite number")
+    return value
+
+
+def monitor_settings(
+    environ: Mapping[str, str] | None = None,
+    *,
+    delta0: float | None = None,
+    alpha: float | None = None,
+) -> MonitorSettings:
+    """The settings: explicit values, else the environment's, else the defaults; a bad
+    value is one :class:`ConfigError` naming it."""
+    env = os.environ if environ is None else environ
+    defaults = MonitorSettings()
+    chosen_delta0 = _number(env, DELTA0_VARIABLE, defaults.delta0) if delta0 is None else delta0
+    chosen_alpha = _number(env, ALPHA_VARIABLE, defaults.alpha) if alpha is None else alpha
+    try:
+        return MonitorSettings(delta0=chosen_delta0, alpha=chosen_alpha)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+
+
+def monitor_after_session(spec: str) -> dict[str, Any]:
+    """The monitor's answer for the store ``spec`` after a session was appended to it."""
+    try:
+        settings = monitor_settings()
+    except ConfigError as error:
+        return monitor_unavailable(str(error))
+    if is_postgres_url(spec):
+        return _postgres_answer(spec, settings)
+    path = Path(spec).expanduser()
+    try:
+        state = current_monitor(path, settings, max_read_bytes=REBUILD_IN_SESSION_MAX_BYTES)
+    except MonitorRebuilding as error:
+        rebuild_once_in_background(
+            f"monitor:{path.absolute()}",
+            lambda: current_monitor(path, settings),
+            lambda failure: log.warning("bias_monitor_not_rebuilt", error=str(failure)),
+            thread_name="monitor-rebuild",
+        )
+        return monitor_unavailable(str(error))
+    except RecordError as error:
+        return monitor_unavailable(str(error))
+    return monitor_status(state)
+
+
+def _postgres_answer(url: str, settings: MonitorSettings) -> dict[str, Any]:
+    """A PostgreSQL store's monitor, folded from its records (no state is kept there)."""
+    try:
+        from llm_council.bias_audit.records.postgres_monitor import postgres_monitor
+    except ImportError as error:
+        return monitor_unavailable(f"a PostgreSQL store needs the 'postgres' extra ({error.name})")
+    try:
+        return monitor_status(postgres_monitor(url, settings))
+    except RecordError as error:
+        return monitor_unavailable(str(error))

@@ -1,0 +1,112 @@
+"""``llm-council bias-watch``: each reviewer's anytime-valid bias status (ADR 0053).
+
+Exit codes: 1 when any reviewer is confirmed, 0 when none is, 2 on bad input (a bad
+option, a store that is not a JSONL file). Looking as often as one likes keeps the
+monitor's level: its confirmations hold with probability 1 - alpha over all looks.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from llm_council.errors import ConfigError, InputError, RecordError
+from llm_council.safe_text import terminal_safe
+
+
+def _text(answer: dict[str, Any], store: str) -> str:
+    lines = [
+        f"bias monitor of {store}: {answer['sessions']} sessions, practical null "
+        f"|effect| <= {answer['delta0']:g} points, alpha {answer['alpha']:g} over all looks",
+    ]
+    if not answer["reviewers"]:
+        lines.append("  no reviewer yet")
+    for name, entry in answer["reviewers"].items():
+        if entry["status"] == "watching":
+            lines.append(f"  {name}: watching")
+            continue
+        for bias in entry["confirmed"]:
+            detail = entry["biases"][bias]
+            low, high = detail["bounds"]
+            lines.append(
+                f"  {name}: confirmed {bias} ({detail['direction']}), "
+                f"effect {detail['estimate']:+.2f} [{low:+.2f}, {high:+.2f}] points, "
+                f"at session {detail['confirmed_at_session']} of {detail['sessions']}"
+            )
+    return "\n".join(terminal_safe(line) for line in lines) + "\n"
+
+
+def bias_watch(
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            help="JSONL store or postgresql:// URL "
+            "(default: LLM_COUNCIL_BIAS_STORE, else the user data directory).",
+        ),
+    ] = None,
+    delta0: Annotated[
+        float | None,
+        typer.Option(
+            "--delta0",
+            help="Practical null: effects within +-D points are not biases "
+            "(default: LLM_COUNCIL_MONITOR_DELTA0, else 0.5).",
+        ),
+    ] = None,
+    alpha: Annotated[
+        float | None,
+        typer.Option(
+            "--alpha",
+            help="Chance of any false confirmation, ever "
+            "(default: LLM_COUNCIL_MONITOR_ALPHA, else 0.05).",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the status as JSON.")] = False,
+) -> int:
+    """Each reviewer's bias status, valid however often you look (exit 1: confirmed)."""
+    from llm_council.bias_audit.records.monitor_state import current_monitor
+    from llm_council.bias_audit.records.monitor_status import monitor_status
+    from llm_council.bias_audit.records.monitor_update import monitor_settings
+    from llm_council.bias_audit.records.store_urls import is_postgres_url, redact_url
+    from llm_council.bias_audit.records.stores import store_spec
+
+    spec = store if store is not None else store_spec()
+    settings = monitor_settings(delta0=delta0, alpha=alpha)
+    if is_postgres_url(spec):
+        try:
+            from llm_council.bias_audit.records.postgres_monitor import postgres_monitor
+        except ImportError as error:
+            raise ConfigError(
+                f"--store: a PostgreSQL store needs the 'postgres' extra ({error.name})"
+            ) from None
+        try:
+            state = postgres_monitor(spec, settings)
+        except RecordError as error:
+            raise InputError(str(error)) from None
+        location = redact_url(spec)
+    else:
+        path = Path(spec).expanduser()
+        if not path.exists():
+            raise InputError("no such record store", path=str(path))
+        if not path.is_file():
+            raise InputError("the record store must be a regular file", path=str(path))
+        try:
+            # other settings than the saved state's: computed from the records, not saved
+            state = current_monitor(path, settings, save=settings == monitor_settings())
+        except RecordError as error:
+            raise InputError(str(error)) from None
+        location = str(path)
+    answer = monitor_status(state)
+    if as_json:
+        sys.stdout.write(json.dumps(answer, indent=2, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write(_text(answer, location))
+    return 1 if answer["confirmed"] else 0
+
+
+def register(app: typer.Typer) -> None:
+    app.command("bias-watch")(bias_watch)
