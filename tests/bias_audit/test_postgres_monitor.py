@@ -81,3 +81,17 @@ def test_bias_watch_reads_a_postgres_store(
         main(["bias-watch", "--store", store_url, "--json"])
     assert caught.value.code == 1
     assert json.loads(capsys.readouterr().out)["confirmed"] == ["judge-0"]
+
+
+def test_a_large_store_is_left_to_bias_watch_in_the_session(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # each session re-reads a PostgreSQL store, so a session stops at a small size
+    from llm_council.bias_audit.records import monitor_update
+
+    _write(store_url, _sessions(2))
+    monkeypatch.setattr(monitor_update, "SESSION_POSTGRES_MAX_RECORDS", 10)
+    answer = monitor_after_session(store_url)
+    assert answer["status"] == "unavailable"
+    assert "bias-watch" in answer["reason"] and "secret" not in answer["reason"]
+    assert postgres_monitor.postgres_monitor(store_url).n_sessions == 2

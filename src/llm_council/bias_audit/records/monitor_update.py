@@ -88,13 +88,23 @@ def monitor_after_session(spec: str) -> dict[str, Any]:
     return monitor_status(state)
 
 
+#: a PostgreSQL store keeps no monitor state, so the session's answer re-reads every record;
+#: past this many records (about 400 five-member sessions) the session answers
+#: ``unavailable`` and points at ``bias-watch``, which has the full limit
+SESSION_POSTGRES_MAX_RECORDS = 10_000
+
+
 def _postgres_answer(url: str, settings: MonitorSettings) -> dict[str, Any]:
-    """A PostgreSQL store's monitor, folded from its records (no state is kept there)."""
+    """A PostgreSQL store's monitor, folded from its records (no state is kept there); only
+    while the store is small enough to re-read in a session."""
     try:
         from llm_council.bias_audit.records.postgres_monitor import postgres_monitor
     except ImportError as error:
         return monitor_unavailable(f"a PostgreSQL store needs the 'postgres' extra ({error.name})")
     try:
-        return monitor_status(postgres_monitor(url, settings))
+        state = postgres_monitor(url, settings, max_records=SESSION_POSTGRES_MAX_RECORDS)
     except RecordError as error:
-        return monitor_unavailable(str(error))
+        return monitor_unavailable(
+            f"{error}; run `llm-council bias-watch --store URL` (cron) for this store"
+        )
+    return monitor_status(state)
