@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_council.errors import InputError, MissingDependencyError
+from llm_council.input_files import read_input_text
 
 Row = Mapping[str, Any]
 
@@ -58,10 +59,8 @@ def read_rows(path: Path) -> Iterator[tuple[int, Row]]:
 
 
 def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8-sig")  # a spreadsheet's BOM is not a column name
-    except UnicodeDecodeError as error:
-        raise InputError(f"not UTF-8 text ({error.reason})", path=str(path)) from None
+    # regular, bounded, UTF-8 (issue 37 A.10); a spreadsheet's BOM is not a column name
+    return read_input_text(path, encoding="utf-8-sig")
 
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[int, Row]]:
@@ -148,7 +147,7 @@ def _dataset_rows(directory: Path) -> Iterator[tuple[int, Row]]:
         names = [entry["filename"] for entry in state["_data_files"]]
         if not all(isinstance(name, str) for name in names):
             raise TypeError
-    except (json.JSONDecodeError, KeyError, TypeError):
+    except (json.JSONDecodeError, RecursionError, KeyError, TypeError):
         raise InputError("field '_data_files' missing or malformed", path=str(state_path)) from None
     try:
         import pyarrow as pa
