@@ -5,7 +5,7 @@ Every reader yields ``(number, row)`` where ``row`` maps column names to values 
 line a CSV record starts on), the 1-based ROW of a Parquet file or of a Hugging Face
 ``datasets`` directory (``save_to_disk``: Arrow stream files listed in ``state.json``).
 Parquet is read with duckdb (already a dependency); Arrow needs ``pyarrow`` (the
-``llm-council[arrow]`` extra), imported only when such a directory is given. No reader
+``arrow`` extra), imported only when such a directory is given. No reader
 ever touches the network.
 """
 
@@ -20,6 +20,7 @@ from typing import Any
 
 from llm_council.errors import InputError, MissingDependencyError
 from llm_council.input_files import read_input_text
+from llm_council.install_hints import extra_install_hint
 
 Row = Mapping[str, Any]
 
@@ -153,7 +154,7 @@ def _dataset_rows(directory: Path) -> Iterator[tuple[int, Row]]:
         import pyarrow as pa
     except ImportError:
         raise MissingDependencyError(
-            "reading a datasets directory needs pyarrow: pip install 'llm-council[arrow]'"
+            "reading a datasets directory needs pyarrow: " + extra_install_hint("arrow")
         ) from None
     number = 0
     for name in names:
