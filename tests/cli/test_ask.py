@@ -177,6 +177,7 @@ def test_ask_by_default_is_quiet_on_stderr_and_says_the_council_is_simulated(
         "note: no --config, LLM_COUNCIL_CONFIG or provider API key: this is the SIMULATED "
         "council (config/council.toml), not real models"
     ]
+    assert "[simulated author=" not in out and "quality=" not in out  # the judges' tag
     monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:11434/v1")
     code, _, err = run_cli(capsys, "ask", "q?", "--seed", "7")
     assert code == 0 and "SIMULATED" in err

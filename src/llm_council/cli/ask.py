@@ -29,6 +29,7 @@ from llm_council.log_setup import configure_logging
 from llm_council.providers.registry import split_spec
 from llm_council.results import CouncilResult
 from llm_council.safe_text import terminal_safe, terminal_safe_lines
+from llm_council.simulation.answers import without_footer
 from llm_council.tracing_setup import configure_tracing_from_env
 
 ANSWER_PREVIEW_CHARS = 600
@@ -91,6 +92,10 @@ def render_result(result: CouncilResult, console: Console) -> None:
     for answer in result.stage1:
         if answer.ok:
             text = answer.text or ""
+            if answer.spec.startswith("simulated:"):
+                # the simulated judges' footer is a debug tag to a reader (issue 37 C.5);
+                # --json keeps the answer as the judges saw it
+                text = without_footer(text)
             preview = (
                 text
                 if len(text) <= ANSWER_PREVIEW_CHARS
