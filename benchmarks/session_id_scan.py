@@ -3,9 +3,9 @@
 ``bias_audit/plugin/session_ids.py`` builds the set of session ids already in the store by
 one byte-pattern scan, then reads only what was appended since. This writes a synthetic
 store of ``--mb`` megabytes of real-shaped records (pydantic's compact JSON, 16 records
-per session) and times the first lookup (the full scan, wall and CPU: on a shared machine the CPU time
-is the figure that carries over), a second one (nothing new) and
-one after appending a session (the tail only), with the peak RSS.
+per session) and times the first lookup (the full scan, wall and CPU: on a shared machine
+the CPU time is the figure that carries over), a second one (nothing new) and one after
+appending a session (the tail only), with the peak RSS.
 
     nice .venv/bin/python benchmarks/session_id_scan.py [--mb 100]
 """
