@@ -127,3 +127,10 @@ def test_a_failed_stream_write_is_one_input_error() -> None:
     with pytest.raises(InputError, match="/dev/full: cannot write") as raised:
         write_text_atomically("/dev/full", "x" * 10_000)
     assert "\n" not in str(raised.value)
+
+
+def test_a_path_with_a_nul_is_one_input_error() -> None:
+    from llm_council.errors import InputError
+
+    with pytest.raises(InputError, match="the path holds a NUL character"):
+        write_text_atomically("report\x00.txt", "x")

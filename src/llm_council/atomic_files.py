@@ -59,6 +59,10 @@ def output_kind(path: str | Path) -> tuple[OutputKind, Path]:
         return "file", target
     except OSError as error:
         raise InputError(f"cannot write: {error.strerror or error}", path=str(path)) from None
+    except ValueError:  # a NUL in the path: no file can have that name
+        raise InputError(
+            "cannot write: the path holds a NUL character", path=repr(str(path))
+        ) from None
     mode = followed.st_mode
     if stat.S_ISDIR(mode):
         raise InputError("cannot write: Is a directory", path=str(path))

@@ -63,6 +63,8 @@ def read_input_bytes(path: str | Path) -> bytes:
         raise InputError("is a directory, not a file", path=where) from None
     except OSError as error:
         raise InputError(f"cannot read: {error.strerror or error}", path=where) from None
+    except ValueError:  # a NUL in the path: no file can have that name
+        raise InputError("cannot read: the path holds a NUL character", path=repr(where)) from None
     status = os.fstat(descriptor)
     if not stat.S_ISREG(status.st_mode):
         os.close(descriptor)

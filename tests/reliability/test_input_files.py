@@ -170,3 +170,8 @@ def test_json_errors_name_the_line_and_a_symlink_to_a_file_reads(tmp_path: Path)
     assert load_input_json(link)["id"] == "p1"
     with pytest.raises(InputError, match="file not found"):
         read_input_text(tmp_path / "missing.json")
+
+
+def test_a_path_with_a_nul_is_one_line() -> None:
+    with pytest.raises(InputError, match="the path holds a NUL character"):
+        read_input_text("pairs\x00.jsonl")
