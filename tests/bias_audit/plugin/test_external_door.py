@@ -160,6 +160,10 @@ def test_more_members_than_a_council_may_have_are_refused(store: Path) -> None:
     with pytest.raises(InputError, match=f"at most {MAX_COUNCIL_MEMBERS} members") as raised:
         audit_external(_stage1(members), [], {})
     _one_line(raised)
+    judges = [f"judge{i}" for i in range(MAX_COUNCIL_MEMBERS + 1)]  # reviewers who never answered
+    with pytest.raises(InputError, match=f"at most {MAX_COUNCIL_MEMBERS} reviewers") as raised:
+        audit_external(_stage1(), _stage2(RANKED, judges), LABELS)
+    _one_line(raised)
 
 
 def test_bare_letters_are_read_as_the_labels_they_name(store: Path) -> None:

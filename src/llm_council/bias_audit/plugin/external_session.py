@@ -23,8 +23,8 @@ What this module decides, so the caller never has to (ADR 0039):
 
 What it refuses at the door, each in one line (issue 37 A.6, A.7): a scale beyond
 +/-:data:`MAX_SCALE_MAGNITUDE` (the report's bound on a score), more than
-:data:`~llm_council.config.MAX_COUNCIL_MEMBERS` members (our council's cap), a reviewer
-listed twice in stage 2, a display position outside ``0 <= display_index < n shown``,
+:data:`~llm_council.config.MAX_COUNCIL_MEMBERS` members or reviews (our council's cap), a
+reviewer listed twice in stage 2, a display position outside ``0 <= display_index < n``,
 a session or council id that is not a short text.
 """
 
@@ -268,6 +268,11 @@ def external_event(
         raise InputError(
             "stage2 must be a list of {'model', 'ranking', 'parsed_ranking'}, got "
             f"{type(stage2).__name__}"
+        )
+    if len(stage2) > MAX_COUNCIL_MEMBERS:  # one review per reviewer: the same cap
+        raise InputError(
+            f"stage2 has {len(stage2)} reviews; a council has at most {MAX_COUNCIL_MEMBERS} "
+            "reviewers (one review each)"
         )
     reviews = tuple(
         external_review(index, result, label_to_model, scale) for index, result in enumerate(stage2)
