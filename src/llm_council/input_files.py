@@ -17,7 +17,7 @@ import os
 import stat
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from llm_council.errors import ConfigError, InputError
 
@@ -52,8 +52,36 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+def require_regular_file(path: str | Path) -> None:
+    """One ``InputError`` unless ``path`` is a regular file (or a symlink to one), for a
+    reader that streams a file of any size itself (``bias-import``): a FIFO would hang it,
+    ``/dev/zero`` feed it one endless line."""
+    _open_regular(path).close()
+
+
 def read_input_bytes(path: str | Path) -> bytes:
     """The bytes of the regular file ``path``, at most the size bound; else one ``InputError``."""
+    where = str(path)
+    with _open_regular(path) as handle:
+        status = os.fstat(handle.fileno())
+        limit = max_input_bytes()
+        if status.st_size > limit:
+            raise InputError(
+                f"is {status.st_size} bytes, over the {limit}-byte input limit "
+                f"(raise it with {MAX_INPUT_BYTES_VARIABLE})",
+                path=where,
+            )
+        try:
+            content = handle.read(limit + 1)  # a file growing while read is bounded too
+        except OSError as error:
+            raise InputError(f"cannot read: {error.strerror or error}", path=where) from None
+    if len(content) > limit:
+        raise InputError(f"grew past the {limit}-byte input limit while read", path=where)
+    return content
+
+
+def _open_regular(path: str | Path) -> BinaryIO:
+    """``path`` opened for reading without blocking, once its descriptor is a regular file."""
     where = str(path)
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -71,21 +99,7 @@ def read_input_bytes(path: str | Path) -> bytes:
         if stat.S_ISDIR(status.st_mode):
             raise InputError("is a directory, not a file", path=where)
         raise InputError(f"is {_kind(status.st_mode)}, not a regular file", path=where)
-    with os.fdopen(descriptor, "rb") as handle:
-        limit = max_input_bytes()
-        if status.st_size > limit:
-            raise InputError(
-                f"is {status.st_size} bytes, over the {limit}-byte input limit "
-                f"(raise it with {MAX_INPUT_BYTES_VARIABLE})",
-                path=where,
-            )
-        try:
-            content = handle.read(limit + 1)  # a file growing while read is bounded too
-        except OSError as error:
-            raise InputError(f"cannot read: {error.strerror or error}", path=where) from None
-    if len(content) > limit:
-        raise InputError(f"grew past the {limit}-byte input limit while read", path=where)
-    return content
+    return os.fdopen(descriptor, "rb")
 
 
 def decode_input(content: bytes, path: str | Path, encoding: str = "utf-8") -> str:

@@ -175,3 +175,12 @@ def test_json_errors_name_the_line_and_a_symlink_to_a_file_reads(tmp_path: Path)
 def test_a_path_with_a_nul_is_one_line() -> None:
     with pytest.raises(InputError, match="the path holds a NUL character"):
         read_input_text("pairs\x00.jsonl")
+
+
+@pytest.mark.parametrize("kind", ["directory", "dev-zero", "fifo"])
+def test_bias_import_refuses_what_is_not_a_regular_file(kind: str, tmp_path: Path) -> None:
+    bad = _hostile(kind, tmp_path)
+    finished = _cli(["bias-import", str(bad), "--store", str(tmp_path / "store.jsonl")])
+    assert finished.returncode == 2, finished.stderr
+    assert EXPECTED[kind] in finished.stderr and "Traceback" not in finished.stderr
+    assert not (tmp_path / "store.jsonl").exists()
