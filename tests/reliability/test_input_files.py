@@ -184,3 +184,11 @@ def test_bias_import_refuses_what_is_not_a_regular_file(kind: str, tmp_path: Pat
     assert finished.returncode == 2, finished.stderr
     assert EXPECTED[kind] in finished.stderr and "Traceback" not in finished.stderr
     assert not (tmp_path / "store.jsonl").exists()
+
+
+@pytest.mark.parametrize("kind", ["directory", "dev-zero", "fifo"])
+def test_ask_refuses_a_config_that_is_not_a_regular_file(kind: str, tmp_path: Path) -> None:
+    bad = _hostile(kind, tmp_path)
+    finished = _cli(["ask", "q?", "--config", str(bad)])
+    assert finished.returncode == 2, finished.stderr
+    assert EXPECTED[kind] in finished.stderr and "Traceback" not in finished.stderr

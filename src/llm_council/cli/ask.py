@@ -25,6 +25,7 @@ from rich.text import Text
 
 from llm_council.config import CouncilConfig, load_council_config
 from llm_council.council import run_full_council
+from llm_council.input_files import require_regular_file
 from llm_council.log_setup import configure_logging
 from llm_council.providers.registry import split_spec
 from llm_council.results import CouncilResult
@@ -250,6 +251,11 @@ def register(app: typer.Typer) -> None:
         configure_logging(json_logs=log_json, level=log_level)
         if bias_audit:
             os.environ["LLM_COUNCIL_BIAS_AUDIT"] = "true"
+        chosen = config or os.environ.get("LLM_COUNCIL_CONFIG")
+        if chosen and Path(chosen).exists():
+            # a FIFO hung the TOML reader, /dev/zero filled memory (issue 37 A.10); a missing
+            # file is left to the config loader's own message
+            require_regular_file(chosen)
         council_config = load_council_config(config)
         if config is None and not os.environ.get("LLM_COUNCIL_CONFIG"):
             _say_when_simulated(council_config, json_logs=log_json)
