@@ -234,3 +234,26 @@ def test_an_audit_that_crashes_still_returns_the_councils_answer(store: Path) ->
     }
     assert [e["event"] for e in logs if e["log_level"] == "error"] == ["bias_audit_crashed"]
     assert not store.exists()
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_a_store_that_is_not_a_file_is_refused_before_anything_reads_it(
+    store: Path, kind: str, tmp_path: Path
+) -> None:
+    """A FIFO named as the store hung the session's history read."""
+    import os
+
+    from llm_council.errors import RecordError
+
+    bad = tmp_path / "bad-store"
+    bad.mkdir() if kind == "directory" else os.mkfifo(bad)
+    with pytest.raises(RecordError, match="the record store must be a regular file") as raised:
+        audit_external(_stage1(), _stage2(RANKED), LABELS, store=bad, session_id="s")
+    assert "\n" not in str(raised.value)
+
+    async def council(query: str) -> Any:
+        return await backend.run_full_council(query)
+
+    outcome = asyncio.run(audit_council(store=bad)(council)("q"))
+    assert outcome[2]["response"]  # the answer comes back, the reason beside it
+    assert "must be a regular file" in outcome[3]["bias_audit"]["error"]

@@ -41,6 +41,7 @@ import structlog
 from llm_council.bias_audit.middleware import ENABLE_VARIABLE, REFERENCE_ENABLE_VARIABLE
 from llm_council.bias_audit.plugin.external_session import external_event
 from llm_council.bias_audit.plugin.session_ids import store_has_session
+from llm_council.bias_audit.records.jsonl_store import check_store_path
 from llm_council.bias_audit.records.query_hash import env_flag
 from llm_council.bias_audit.records.store_urls import is_postgres_url
 from llm_council.bias_audit.records.stores import store_spec
@@ -106,6 +107,7 @@ async def _audit(
         query=query,
     )
     write = persistence_enabled()
+    _refuse_a_store_that_is_not_a_file(store)
     if write and session_id is not None:
         _refuse_a_reused_session_id(event.session_id, store)
     result, audit = await audit_session_result(event, store=store, write=write)
@@ -116,6 +118,15 @@ async def _audit(
     audit["session_id"] = event.session_id
     audit["council_config_hash"] = event.council_config_hash
     return result, audit
+
+
+def _refuse_a_store_that_is_not_a_file(store: str | Path | None) -> None:
+    """The store's own one-line ``RecordError`` for a JSONL store path that is a directory
+    or a FIFO, before anything reads it: its history read hung on a FIFO (the middleware
+    runs the same check before a session's first model call)."""
+    spec = str(store) if store is not None else store_spec()
+    if not is_postgres_url(spec):
+        check_store_path(Path(spec).expanduser())
 
 
 def _refuse_a_reused_session_id(session_id: str, store: str | Path | None) -> None:
@@ -168,8 +179,9 @@ def audit_external(
     per reviewer (ours: ``{reviewer: {label: ...}}``). ``score_scale`` (default 1-10)
     is the scale of the reviewers' own scores; rank-only reviews get rank points on
     (1, N). ``query``: only for the opt-in ``query_hash`` (HMAC under your secret).
-    Bad shapes raise a one-line :class:`~llm_council.errors.InputError`; a store that
-    fails is reported in the log and the result is still returned.
+    Bad shapes raise a one-line :class:`~llm_council.errors.InputError`, a store path that
+    is a directory or a FIFO a one-line ``RecordError`` (before anything reads it); a store
+    that fails while writing is reported in the log and the result is still returned.
     """
     outcome = _run_to_end(
         _audit(

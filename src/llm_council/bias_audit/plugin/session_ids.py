@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,16 +71,26 @@ def _scan(path: Path, seen: _SeenIds, end: int) -> None:
 
 
 def store_has_session(path: Path, session_id: str) -> bool:
-    """Whether the JSONL store at ``path`` already holds records of ``session_id``."""
+    """Whether the JSONL store at ``path`` already holds records of ``session_id``.
+
+    A store that is missing, not a regular file (a directory, a FIFO: never opened here)
+    or unreadable holds nothing as far as this check goes: the store's writer refuses it
+    with its own error, and the session's result still comes back.
+    """
     resolved = path.expanduser().resolve()
     try:
         status = os.stat(resolved)
-    except FileNotFoundError:
+    except OSError:
+        return False
+    if not stat.S_ISREG(status.st_mode):
         return False
     with _lock:
         seen = _seen.get(resolved)
         if seen is None or seen.inode != status.st_ino or status.st_size < seen.offset:
             seen = _seen[resolved] = _SeenIds(inode=status.st_ino)
         if status.st_size > seen.offset:
-            _scan(resolved, seen, status.st_size)
+            try:
+                _scan(resolved, seen, status.st_size)
+            except OSError:
+                return False
         return session_id in seen.ids
