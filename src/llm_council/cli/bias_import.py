@@ -89,7 +89,8 @@ def bias_import(
             "a JSONL file with --store FILE, then write it to PostgreSQL"
         )
     target = Path(spec).expanduser()
-    require_regular_file(source)  # a FIFO or /dev/zero: one line, not a hang (issue 37 A.10)
+    if source.exists():  # a missing file keeps the importer's own message
+        require_regular_file(source)  # a FIFO or /dev/zero: one line, not a hang (issue 37 A.10)
     summary = import_reference_store(source, target, dry_run=dry_run)
     if as_json:
         sys.stdout.write(json.dumps(summary.to_json(), indent=2) + "\n")
