@@ -160,7 +160,8 @@ def records_note(audit: dict[str, object], result: CouncilResult) -> str:
     elif written == 0 and store:
         note += ": the store took none of this session's records"
     if not any(review.ok for review in result.stage2):
-        statuses = sorted({review.parse_status for review in result.stage2}) or ["none given"]
+        statuses: list[str] = sorted({str(review.parse_status) for review in result.stage2})
+        statuses = statuses or ["none given"]
         note += (
             f"; no review could be read ({len(result.stage2)}: {', '.join(statuses)}), "
             "so nothing was tested"
