@@ -82,3 +82,13 @@ def test_calibrate_output_dash_keeps_the_json_alone_on_stdout(
     captured = capsys.readouterr()
     assert code in (0, 1), captured.err  # the gate may fail on 4 pairs; the output is the point
     assert json.loads(captured.out)["mode"] == "replay"
+
+
+def test_export_openai_evals_refuses_dash_for_its_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code = run(["export-openai-evals", str(_pairs(tmp_path)), "--out", "-"], "llm-council", app)
+    error = capsys.readouterr().err
+    assert code == 2 and "'-' (stdout) is not one" in error
+    assert not (tmp_path / "-").exists()

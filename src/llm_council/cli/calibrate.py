@@ -353,6 +353,8 @@ def export_openai_evals_command(
     """Write the pairs as an OpenAI Evals dataset with a model-graded eval spec."""
     from llm_council.calibration.evals_export import export_openai_evals
 
+    if writes_to_stdout(out):  # '-' made a directory named '-'
+        raise ConfigError("--out names a directory for several files; '-' (stdout) is not one")
     written = export_openai_evals(read_pairs(pairs_path), out, eval_name=eval_name)
     typer.echo("\n".join(f"wrote {path}" for path in written))
 
