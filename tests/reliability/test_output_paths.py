@@ -92,3 +92,21 @@ def test_export_openai_evals_refuses_dash_for_its_directory(
     error = capsys.readouterr().err
     assert code == 2 and "'-' (stdout) is not one" in error
     assert not (tmp_path / "-").exists()
+
+
+def test_bias_report_out_dev_null_and_dash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The issue's own example: `bias-report --out /dev/stdout` (here /dev/null and -)."""
+    store = tmp_path / "records.jsonl"
+    monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", str(store))
+    assert run(["ask", "q?", "--seed", "1", "--bias-audit", "--json"], "llm-council", app) == 0
+    capsys.readouterr()
+    args = ["bias-report", "--store", str(store), "--format", "json"]
+    assert run([*args, "--out", "/dev/null"], "llm-council", app) == 0
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    capsys.readouterr()
+    assert run([*args, "--out", "-"], "llm-council", app) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["n_sessions"] == 1
+    assert "wrote json report to -" in captured.err
