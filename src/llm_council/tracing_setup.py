@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from llm_council.errors import ConfigError, MissingDependencyError
+from llm_council.install_hints import extra_install_hint
 from llm_council.log_setup import register_secret
 
 EXPORTERS = ("console", "otlp", "none")
@@ -90,7 +91,7 @@ def configure_tracing_from_env(environ: Mapping[str, str]) -> Callable[[], None]
     except ImportError as error:
         raise MissingDependencyError(
             "OTEL_TRACES_EXPORTER is set but the OpenTelemetry SDK is not installed: "
-            "pip install 'llm-council[otel]'"
+            + extra_install_hint("otel")
         ) from error
     _register_header_secrets(environ)
     service = environ.get("OTEL_SERVICE_NAME", "").strip() or DEFAULT_SERVICE_NAME
@@ -100,7 +101,7 @@ def configure_tracing_from_env(environ: Mapping[str, str]) -> Callable[[], None]
             provider.add_span_processor(_span_processor(name))
     except ImportError as error:
         raise MissingDependencyError(
-            "OTEL_TRACES_EXPORTER=otlp needs the OTLP exporter: pip install 'llm-council[otel]'"
+            "OTEL_TRACES_EXPORTER=otlp needs the OTLP exporter: " + extra_install_hint("otel")
         ) from error
     trace.set_tracer_provider(provider)
     return provider.shutdown

@@ -167,6 +167,8 @@ def test_cli_refuses_bad_options_in_one_line(
         (["--metric", "vibes"], "unknown --metric 'vibes'"),
         (["--target-halfwidth", "0.7"], "--target-halfwidth must be in (0, 0.5)"),
         (["--order", "hard"], "unknown --order 'hard'"),
+        # issue 37 A.11: the normal quantile of 1.0 was a StatisticsError traceback
+        (["--confidence", "0.9999999999999999"], "--confidence must be in (0, 0.9999]"),
     ):
         assert run(["label-plan", str(pairs_path), *args], "llm-council", app) == 2
         error = capsys.readouterr().err

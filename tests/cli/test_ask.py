@@ -20,7 +20,9 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, s
 
 
 def test_ask_prints_answers_rankings_and_synthesis(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run_cli(capsys, "ask", "How do I reduce tail latency?", "--seed", "7")
+    code, out, err = run_cli(
+        capsys, "ask", "How do I reduce tail latency?", "--seed", "7", "--log-level", "info"
+    )
     assert code == 0
     for heading in (
         "Stage 1: answers",
@@ -53,7 +55,9 @@ def test_bad_config_is_one_line_and_exit_2(
 
 
 def test_log_json_writes_json_lines_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run_cli(capsys, "ask", "q", "--seed", "1", "--json", "--log-json")
+    code, out, err = run_cli(
+        capsys, "ask", "q", "--seed", "1", "--json", "--log-json", "--log-level", "info"
+    )
     lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
     assert code == 0 and {line["event"] for line in lines} >= {
         "stage1_done",
@@ -157,3 +161,94 @@ def test_a_store_url_is_shown_without_its_password(
     code, out, more_err = run_cli(capsys, "ask", "q?", "--seed", "1", "--bias-audit")
     assert "0 records written to postgresql://council:***@127.0.0.1:1/db" in out
     assert "hunter2" not in out + err + more_err
+
+
+def test_ask_by_default_is_quiet_on_stderr_and_says_the_council_is_simulated(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 37 C.5: four info lines on every ask; C.2: the simulated fallback was silent
+    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.delenv("LLM_COUNCIL_CONFIG", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    code, out, err = run_cli(capsys, "ask", "q?", "--seed", "7")
+    assert code == 0 and "Stage 3: synthesis" in out
+    assert err.splitlines() == [
+        "note: no --config, LLM_COUNCIL_CONFIG or provider API key: this is the SIMULATED "
+        "council (config/council.toml), not real models"
+    ]
+    assert "[simulated author=" not in out and "quality=" not in out  # the judges' tag
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:11434/v1")
+    code, _, err = run_cli(capsys, "ask", "q?", "--seed", "7")
+    assert code == 0 and "SIMULATED" in err
+    assert "--config config/openai_compatible_council.toml" in err
+    assert "localhost:11434" not in err  # the URL may hold credentials: never echoed
+    code, _, err = run_cli(capsys, "ask", "q?", "--seed", "7", "--log-json")
+    (event,) = [json.loads(line) for line in err.splitlines()]
+    assert event["event"] == "simulated_council" and "openai_compatible" in event["hint"]
+
+
+def test_the_openai_compatible_council_file_runs_against_a_local_server(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """README's command for Ollama / vLLM, against a loopback OpenAI-compatible server."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # a local server checks no key
+    config = Path(__file__).resolve().parents[2] / "config" / "openai_compatible_council.toml"
+    with CouncilServer().running() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        code, out, err = run_cli(capsys, "ask", "q?", "--config", str(config), "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert [a["spec"] for a in result["stage1"]] == [
+        "openai:llama3.2:3b",
+        "openai:qwen2.5:3b",
+        "openai:gemma2:2b",
+    ]
+    assert all(a["text"].startswith("Answer by ") for a in result["stage1"])
+    assert [r["parse_status"] for r in result["stage2"]] == ["json"] * 3
+    assert result["stage3"]["text"] == "Synthesis by llama3.2:3b."
+    assert server.kinds["answer"] == 3 and server.kinds["synthesis"] == 1
+    assert "SIMULATED" not in err and "simulated" not in out
+
+
+def test_zero_records_written_says_why() -> None:
+    """issue 37 A.11: "0 records written" without a reason: the store's error is shown."""
+    import asyncio
+
+    from llm_council import run_full_council
+    from llm_council.cli.ask import records_note
+
+    result = asyncio.run(run_full_council("q?", seed=1, middleware=[]))
+    audit: dict[str, object] = {
+        "records_written": 0,
+        "record_store": "/srv/store.jsonl",
+        "record_store_error": "/srv/store.jsonl: [Errno 28] No space left on device",
+    }
+    assert records_note(audit, result) == (
+        "; 0 records written to /srv/store.jsonl: the store failed: "
+        "/srv/store.jsonl: [Errno 28] No space left on device"
+    )
+    assert records_note({"records_written": 16, "record_store": "s"}, result) == (
+        "; 16 records written to s"
+    )
+
+
+def test_ask_says_when_no_review_could_be_read(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """issue 37 C.3: every review unreadable still wrote records and said nothing."""
+    config = tmp_path / "council.toml"
+    member = 'spec = "simulated:balanced", options = { fail_tasks = ["review"] }'
+    config.write_text(
+        "[council]\nmembers = [\n"
+        + "".join(f'  {{ name = "m{i}", {member} }},\n' for i in range(3))
+        + ']\nchairman = { name = "chair", spec = "simulated:balanced" }\n'
+        + "[retry]\nmax_attempts = 1\n"
+    )
+    monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", str(tmp_path / "records.jsonl"))
+    monkeypatch.setenv("COLUMNS", "400")
+    code, out, err = run_cli(capsys, "ask", "q?", "--config", str(config), "--bias-audit")
+    assert code == 0, err
+    line = next(line for line in out.splitlines() if line.startswith("bias audit:"))
+    assert "overall risk not_tested; 9 records written to " in line
+    assert "; no review could be read (3: missing), so nothing was tested" in line

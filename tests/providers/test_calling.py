@@ -87,19 +87,21 @@ def test_retry_after_is_capped_by_the_policy(scripted):
     started = time.perf_counter()
     outcome, _ = _run(
         [_retryable(retry_after=600.0), "ok"],
-        RetryPolicy(max_retry_after_s=0.05, initial_backoff_s=5, max_backoff_s=5),
+        RetryPolicy(max_retry_after_s=0.05, initial_backoff_s=60, max_backoff_s=60),
     )
     elapsed = time.perf_counter() - started
     assert outcome.ok and outcome.attempts == 2
-    assert 0.05 <= elapsed < 2.0  # capped at 0.05 s, neither 600 s nor the 5 s backoff
+    # capped at 0.05 s, neither 600 s nor the 60 s backoff; the upper bound is generous so a
+    # loaded machine still meets it (issue 37 A.12)
+    assert 0.05 <= elapsed < 30
 
 
 def test_negative_retry_after_means_no_wait(scripted):
     started = time.perf_counter()
     outcome, _ = _run(
-        [_retryable(retry_after=-10.0), "ok"], RetryPolicy(initial_backoff_s=5, max_backoff_s=5)
+        [_retryable(retry_after=-10.0), "ok"], RetryPolicy(initial_backoff_s=60, max_backoff_s=60)
     )
-    assert outcome.ok and time.perf_counter() - started < 2.0
+    assert outcome.ok and time.perf_counter() - started < 30  # not the 60 s backoff
 
 
 def test_attempt_timeout_is_a_retryable_error_counted_per_attempt(scripted):

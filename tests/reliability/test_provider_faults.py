@@ -275,14 +275,15 @@ def test_simulated_member_slower_than_the_timeout_is_dropped(make_simulated_conf
     config = make_simulated_config(
         ("fast1", "unbiased", {}),
         ("fast2", "unbiased", {}),
-        ("slow", "unbiased", {"latency_s": 1.0}),
+        ("slow", "unbiased", {"latency_s": 120.0}),
         retry=RetryPolicy(
-            max_attempts=2, timeout_s=0.2, initial_backoff_s=0.01, max_backoff_s=0.01
+            max_attempts=2, timeout_s=0.5, initial_backoff_s=0.01, max_backoff_s=0.01
         ),
     )
     started = time.perf_counter()
     result = asyncio.run(run_full_council("q?", config=config, seed=2, middleware=[]))
-    assert time.perf_counter() - started < 1.0  # two 0.2 s attempts, not the 1 s answer
+    # two 0.5 s attempts, not the 120 s answer; generous for a loaded machine (issue 37 A.12)
+    assert time.perf_counter() - started < 60
     slow = next(a for a in result.stage1 if a.member == "slow")
-    assert not slow.ok and slow.attempts == 2 and "no answer within 0.2 s" in (slow.error or "")
+    assert not slow.ok and slow.attempts == 2 and "no answer within 0.5 s" in (slow.error or "")
     assert [f["member"] for f in result.metadata["degraded"]] == ["slow"]

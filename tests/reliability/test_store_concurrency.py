@@ -120,7 +120,7 @@ def test_writer_killed_mid_run_loses_no_complete_line_and_the_next_writer_is_cle
 
     started = time.monotonic()
     append_records(path, writers.session_records(7, 0, 5))  # the lock died with the writer
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 20  # no wait on the dead lock (30 s timeout); generous
     after, _, caught = _read(path)
     assert after[: len(records)] == records
     assert after[len(records) :] == writers.session_records(7, 0, 5)

@@ -204,7 +204,9 @@ def test_a_repeated_session_is_pooled_once_with_a_correct_warning(
 
 def _ask(capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
     code = _run(["ask", "What is tail latency?", "--seed", "1", "--json"], "llm-council", app)
-    return code, capsys.readouterr().err.splitlines()
+    # the simulated council says so on stderr first (issue 37 C.2); the error is the rest
+    lines = capsys.readouterr().err.splitlines()
+    return code, [line for line in lines if not line.startswith("note: ")]
 
 
 @pytest.mark.parametrize("through_symlink", [True, False], ids=["symlink", "regular-path"])

@@ -16,6 +16,8 @@ import warnings
 from pathlib import Path
 from typing import IO, Any
 
+from llm_council.input_files import read_input_text
+
 
 def call_key(
     judge_key: str, pair_id: str, variant: str, order: str, repetition: int, content: str
@@ -54,7 +56,7 @@ class CallCache:
         return key in self._loaded
 
     def _load(self, path: Path) -> None:
-        lines = path.read_text(encoding="utf-8").split("\n")
+        lines = read_input_text(path).split("\n")  # regular, bounded (issue 37 A.10)
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
@@ -62,7 +64,7 @@ class CallCache:
                 entry = json.loads(line)
                 key = entry["key"]
                 entry["text"]  # noqa: B018 - presence check
-            except (json.JSONDecodeError, KeyError, TypeError):
+            except (json.JSONDecodeError, RecursionError, KeyError, TypeError):
                 # only this class writes the file, so a bad line is a write torn by a crash
                 # (later runs append after it); losing it costs one repeated call
                 warnings.warn(

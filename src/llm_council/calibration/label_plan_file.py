@@ -6,7 +6,6 @@ The document (``llm-council-label-order/1``) is what ``label-ui --order`` reads:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from llm_council.calibration.label_plan import (
 from llm_council.calibration.outcomes import PairOutcome, judgments_to_outcome
 from llm_council.calibration.pairs import Pair
 from llm_council.errors import ConfigError, InputError
+from llm_council.input_files import load_input_json
 from llm_council.stats.agreement import cohen_kappa
 from llm_council.stats.proportions import wilson_interval
 
@@ -174,12 +174,7 @@ def plan_document(
 
 def read_label_order(path: Path) -> list[str]:
     """The pair ids of an order file, first to label first."""
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("order file not found", path=str(path)) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise InputError(f"not a JSON label order ({error})", path=str(path)) from None
+    document = load_input_json(path)  # regular, bounded, not nested too deeply: one line
     if not isinstance(document, dict) or document.get("format") != ORDER_FORMAT:
         raise InputError(f"not a label order: 'format' must be '{ORDER_FORMAT}'", path=str(path))
     entries = document.get("order")

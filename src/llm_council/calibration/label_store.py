@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from llm_council.calibration.pairs import Pair, Winner, pair_to_record
 from llm_council.errors import InputError
+from llm_council.input_files import read_input_bytes, read_input_text
 
 Side = Literal["left", "right", "tie"]
 
@@ -52,13 +53,13 @@ class LabelStore:
             return set()
         self._repair_torn_tail()
         done = set()
-        lines = self.output.read_text(encoding="utf-8").split("\n")
+        lines = read_input_text(self.output).split("\n")  # regular, bounded (issue 37 A.10)
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
                 done.add(str(json.loads(line)["id"]))
-            except (json.JSONDecodeError, KeyError, TypeError):
+            except (json.JSONDecodeError, RecursionError, KeyError, TypeError):
                 raise InputError(
                     "not a labels line (remove or fix it to resume)",
                     path=str(self.output),
@@ -74,7 +75,7 @@ class LabelStore:
         it aside means the next append starts on a clean line and every later reader
         (this store on any restart, ``calibrate``) sees a well-formed file.
         """
-        content = self.output.read_bytes()
+        content = read_input_bytes(self.output)  # a FIFO or /dev/zero: one line, no hang
         if not content or content.endswith(b"\n"):
             return
         cut = content.rfind(b"\n") + 1

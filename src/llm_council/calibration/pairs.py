@@ -24,6 +24,7 @@ from typing import Any, Literal, cast
 from llm_council.calibration.majority import strict_plurality
 from llm_council.calibration.verdict_confidence import judgment_confidence
 from llm_council.errors import InputError
+from llm_council.input_files import read_input_text
 
 Winner = Literal["a", "b", "tie"]
 Order = Literal["ab", "ba"]
@@ -333,12 +334,7 @@ def read_pairs(path: Path) -> list[Pair]:
     skipped with a warning naming ``file:line``; a malformed line anywhere else stays an
     error, because only the last line can have been cut by a crash.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", path=str(path)) from None
-    except UnicodeDecodeError as error:
-        raise InputError(f"not UTF-8 text ({error.reason})", path=str(path)) from None
+    text = read_input_text(path)  # a regular file of bounded size, else one line
     # split on "\n" only: str.splitlines() also splits on U+2028 etc., which are legal
     # inside JSON strings, and would shift every later line number
     lines = text.split("\n")

@@ -16,17 +16,21 @@ import os
 from pathlib import Path
 from typing import Annotated
 
+import structlog
 import typer
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from llm_council.config import load_council_config
+from llm_council.config import CouncilConfig, load_council_config
 from llm_council.council import run_full_council
+from llm_council.input_files import require_regular_file
 from llm_council.log_setup import configure_logging
+from llm_council.providers.registry import split_spec
 from llm_council.results import CouncilResult
 from llm_council.safe_text import terminal_safe, terminal_safe_lines
+from llm_council.simulation.answers import without_footer
 from llm_council.tracing_setup import configure_tracing_from_env
 
 ANSWER_PREVIEW_CHARS = 600
@@ -89,6 +93,10 @@ def render_result(result: CouncilResult, console: Console) -> None:
     for answer in result.stage1:
         if answer.ok:
             text = answer.text or ""
+            if answer.spec.startswith("simulated:"):
+                # the simulated judges' footer is a debug tag to a reader (issue 37 C.5);
+                # --json keeps the answer as the judges saw it
+                text = without_footer(text)
             preview = (
                 text
                 if len(text) <= ANSWER_PREVIEW_CHARS
@@ -130,20 +138,35 @@ def render_result(result: CouncilResult, console: Console) -> None:
         )
     audit = result.metadata.get("bias_audit")
     if isinstance(audit, dict):
-        written = audit.get("records_written")
-        where = (
-            f"; {written} records written to {audit['record_store']}"
-            if written is not None and audit.get("record_store")
-            else ""
-        )
         console.print(
             Text.assemble(
                 "bias audit: overall risk ",
                 shown(audit.get("overall_bias_risk"), "bold"),
-                shown(where),
+                shown(records_note(audit, result)),
                 " (full figures with --json)",
             )
         )
+
+
+def records_note(audit: dict[str, object], result: CouncilResult) -> str:
+    """``"; 16 records written to STORE"``, with why when none were or when they test
+    nothing (issue 37 A.11: "0 records written" said nothing of the store error behind it;
+    C.3: a session none of whose reviews could be read tests nothing, silently)."""
+    written = audit.get("records_written")
+    store = audit.get("record_store")
+    note = f"; {written} records written to {store}" if written is not None and store else ""
+    if audit.get("record_store_error"):
+        note += f": the store failed: {audit['record_store_error']}"
+    elif written == 0 and store:
+        note += ": the store took none of this session's records"
+    if not any(review.ok for review in result.stage2):
+        statuses: list[str] = sorted({str(review.parse_status) for review in result.stage2})
+        statuses = statuses or ["none given"]
+        note += (
+            f"; no review could be read ({len(result.stage2)}: {', '.join(statuses)}), "
+            "so nothing was tested"
+        )
+    return note
 
 
 def chairman_labels(label_map: object) -> str:
@@ -157,6 +180,32 @@ def chairman_labels(label_map: object) -> str:
         if isinstance(entry, dict)
     )
     return ", ".join(f"{label} = {model}" for _, label, model in entries)
+
+
+#: the note on stderr when ``ask`` falls back to the simulated council (issue 37 C.2)
+SIMULATED_NOTE = (
+    "note: no --config, LLM_COUNCIL_CONFIG or provider API key: this is the SIMULATED "
+    "council (config/council.toml), not real models"
+)
+BASE_URL_NOTE = (
+    "OPENAI_BASE_URL is set, but its models come only from a council file: "
+    "--config config/openai_compatible_council.toml (edit the model names)"
+)
+
+
+def _say_when_simulated(council: CouncilConfig, *, json_logs: bool) -> None:
+    """Say on stderr that the council about to run is the simulated one: ``ask`` used to
+    fall back to it silently, even with ``OPENAI_BASE_URL`` set for a local server."""
+    specs = [member.spec for member in (*council.members, council.chairman)]
+    if not all(split_spec(spec)[0] == "simulated" for spec in specs):
+        return
+    base_url_set = bool(os.environ.get("OPENAI_BASE_URL", "").strip())
+    if json_logs:
+        structlog.get_logger("llm_council.cli").warning(
+            "simulated_council", reason=SIMULATED_NOTE, hint=BASE_URL_NOTE if base_url_set else None
+        )
+        return
+    typer.echo(SIMULATED_NOTE + (f"; {BASE_URL_NOTE}" if base_url_set else ""), err=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -188,8 +237,11 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--log-json", help="Log as JSON lines on stderr.")
         ] = False,
         log_level: Annotated[
-            str, typer.Option(help="Log level on stderr: debug, info, warning, error.")
-        ] = "info",
+            str,
+            typer.Option(
+                help="Log level on stderr: debug, info (the stages' timings), warning, error."
+            ),
+        ] = "warning",
     ) -> None:
         """Ask the council a question: answers, anonymized peer review, and a synthesis.
 
@@ -200,7 +252,14 @@ def register(app: typer.Typer) -> None:
         configure_logging(json_logs=log_json, level=log_level)
         if bias_audit:
             os.environ["LLM_COUNCIL_BIAS_AUDIT"] = "true"
+        chosen = config or os.environ.get("LLM_COUNCIL_CONFIG")
+        if chosen and Path(chosen).exists():
+            # a FIFO hung the TOML reader, /dev/zero filled memory (issue 37 A.10); a missing
+            # file is left to the config loader's own message
+            require_regular_file(chosen)
         council_config = load_council_config(config)
+        if config is None and not os.environ.get("LLM_COUNCIL_CONFIG"):
+            _say_when_simulated(council_config, json_logs=log_json)
         shutdown_tracing = configure_tracing_from_env(os.environ)
         try:
             result = asyncio.run(run_full_council(query, config=council_config, seed=seed))

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from llm_council.errors import RecordError
+from llm_council.input_files import require_regular_file
 
 if TYPE_CHECKING:
     from llm_council.bias_audit.records.reference_import import ImportSummary
@@ -89,6 +90,8 @@ def bias_import(
             "--store URL"
         )
     target = Path(spec).expanduser()
+    if source.exists():  # a missing file keeps the importer's own message
+        require_regular_file(source)  # a FIFO or /dev/zero: one line, not a hang (issue 37 A.10)
     summary = import_reference_store(source, target, dry_run=dry_run)
     if as_json:
         sys.stdout.write(json.dumps(summary.to_json(), indent=2) + "\n")

@@ -12,7 +12,12 @@ from typing import Annotated, Any
 
 import typer
 
-from llm_council.atomic_files import write_json_atomically, write_text_atomically
+from llm_council.atomic_files import (
+    output_kind,
+    write_json_atomically,
+    write_text_atomically,
+    writes_to_stdout,
+)
 from llm_council.calibration.bias_check import bias_check_probability
 from llm_council.calibration.confidence import MIN_CONFIDENCE_VERDICTS
 from llm_council.calibration.confidence_map import (
@@ -129,7 +134,10 @@ def _live_settings(
         raise ConfigError(
             f"--repetitions and --concurrency must be >= 1, got {repetitions} and {concurrency}"
         )
-    cache_path = None if no_cache else (cache or default_cache_path(pairs_path, model, output))
+    # the call cache sits beside a report file; a streamed report (-, /dev/stdout, a FIFO)
+    # has no "beside", so its cache goes to the user cache directory
+    beside = output if output is not None and output_kind(output)[0] == "file" else None
+    cache_path = None if no_cache else (cache or default_cache_path(pairs_path, model, beside))
     return LiveSettings(
         spec=model,
         options=parse_options(option),
@@ -352,18 +360,20 @@ def calibrate_command(
         _save_confidence_map(save_confidence_map, reports)
     if html is not None:
         write_text_atomically(html, render_study_html(reports, comparison, independence))
+    to_stderr = writes_to_stdout(output)  # `--output -`: the JSON report owns stdout
     typer.echo(
         "\n\n".join(
             render_summary(report, min_evaluated=thresholds.min_evaluated) for report in reports
-        )
+        ),
+        err=to_stderr,
     )
     if independence is not None:
-        typer.echo("\n" + render_independence_text(independence))
+        typer.echo("\n" + render_independence_text(independence), err=to_stderr)
     if study_keys:
-        typer.echo("\n" + render_study_text(reports, comparison))
+        typer.echo("\n" + render_study_text(reports, comparison), err=to_stderr)
         if "judge" in study_keys and comparison is None:
             only = terminal_safe(str(reports[0]["judge"]))
-            typer.echo(f"--by judge: one judge ({only}), nothing to compare")
+            typer.echo(f"--by judge: one judge ({only}), nothing to compare", err=to_stderr)
     decision.raise_if_failed()
 
 
@@ -434,7 +444,7 @@ def probe_command(
         write_json_atomically(
             sarif, calibration_sarif([report], decision, _artifact_uri(pairs_path))
         )
-    typer.echo(render_summary(report))
+    typer.echo(render_summary(report), err=writes_to_stdout(output))
 
 
 def _offline_probe_report(
@@ -500,6 +510,8 @@ def export_openai_evals_command(
     """Write the pairs as an OpenAI Evals dataset with a model-graded eval spec."""
     from llm_council.calibration.evals_export import export_openai_evals
 
+    if writes_to_stdout(out):  # '-' made a directory named '-'
+        raise ConfigError("--out names a directory for several files; '-' (stdout) is not one")
     written = export_openai_evals(read_pairs(pairs_path), out, eval_name=eval_name)
     typer.echo("\n".join(f"wrote {path}" for path in written))
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from llm_council.atomic_files import atomic_writer
+from llm_council.atomic_files import atomic_writer, writes_to_stdout
 from llm_council.calibration.importers import (
     INPUT_FORMATS,
     import_file,
@@ -57,8 +57,9 @@ def convert_command(
                 stream.write(json.dumps(record, ensure_ascii=False) + "\n")
     except OSError as error:  # a directory, a full disk, no permission: nothing was replaced
         raise InputError(f"cannot write: {error.strerror or error}", path=str(out)) from None
-    typer.echo(render_import_summary(result, str(source)))
-    typer.echo(f"wrote {len(result.records)} pairs to {out}")
+    to_stderr = writes_to_stdout(out)  # `--out -`: the pairs own stdout
+    typer.echo(render_import_summary(result, str(source)), err=to_stderr)
+    typer.echo(f"wrote {len(result.records)} pairs to {out}", err=to_stderr)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,12 +8,15 @@ from typing import Annotated
 
 import typer
 
-from llm_council.atomic_files import write_json_atomically
+from llm_council.atomic_files import write_json_atomically, writes_to_stdout
 from llm_council.calibration.label_plan import METRICS, ORDERS
 from llm_council.calibration.label_plan_file import plan_document, render_plan
 from llm_council.calibration.pairs import read_pairs
 from llm_council.errors import ConfigError
 from llm_council.safe_text import terminal_safe
+
+MAX_CONFIDENCE = 0.9999
+"""The highest ``--confidence`` accepted: a z of 3.9, already a wider interval than labels buy."""
 
 
 def label_plan_command(
@@ -45,8 +48,10 @@ def label_plan_command(
         raise ConfigError(f"unknown --order '{order}'; known: {', '.join(ORDERS)}")
     if not (0.0 < target_halfwidth < 0.5):
         raise ConfigError(f"--target-halfwidth must be in (0, 0.5), got {target_halfwidth}")
-    if not (0.0 < confidence < 1.0):
-        raise ConfigError(f"--confidence must be in (0, 1), got {confidence}")
+    if not (0.0 < confidence <= MAX_CONFIDENCE):
+        # past this the normal quantile of 1 - (1 - c) / 2 rounds to 1.0 and raised a
+        # StatisticsError traceback (issue 37 A.11)
+        raise ConfigError(f"--confidence must be in (0, {MAX_CONFIDENCE}], got {confidence}")
     document = plan_document(
         read_pairs(pairs_path),
         path=str(pairs_path),
@@ -60,7 +65,10 @@ def label_plan_command(
     order_path = out or pairs_path.with_name(pairs_path.name + ".label-order.json")
     write_json_atomically(order_path, document)
     text = render_plan(document, str(order_path))
-    typer.echo("\n".join(terminal_safe(line) for line in text.splitlines()))
+    typer.echo(
+        "\n".join(terminal_safe(line) for line in text.splitlines()),
+        err=writes_to_stdout(order_path),  # `--out -`: the order file owns stdout
+    )
 
 
 def register(app: typer.Typer) -> None:

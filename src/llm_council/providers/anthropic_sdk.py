@@ -21,7 +21,7 @@ gateway; the SDK also reads ``ANTHROPIC_BASE_URL``), ``timeout_s`` (default 600)
 shared per process, event loop and model (:mod:`~llm_council.providers.client_pool`).
 
 ``http_client`` (``"httpx"``, the SDK's default, or ``"aiohttp"``, its documented aiohttp
-transport from the ``llm-council[aiohttp]`` extra, which costs about half the CPU per call;
+transport from the ``aiohttp`` extra, which costs about half the CPU per call;
 unset: ``LLM_COUNCIL_HTTP_CLIENT``, else aiohttp when installed, else httpx; ADRs 0034, 0035).
 """
 

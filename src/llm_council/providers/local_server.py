@@ -28,12 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llm_council.errors import ConfigError, MissingDependencyError, ProviderError
+from llm_council.install_hints import extra_install_hint
 
 #: how long a server may take to load its model and answer ``GET /v1/models``
 READY_TIMEOUT_S = 60.0
 _POLL_INTERVAL_S = 0.1
 _STOP_GRACE_S = 5.0
-LOCAL_EXTRA_HINT = "pip install 'llm-council[local]'"
+LOCAL_EXTRA_HINT = extra_install_hint("local")
 #: a process-wide override of the readiness wait (a slow machine), in seconds
 READY_TIMEOUT_ENV = "LLM_COUNCIL_LOCAL_READY_TIMEOUT_S"
 

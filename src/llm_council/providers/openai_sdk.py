@@ -31,7 +31,7 @@ llama.cpp server this process starts on 127.0.0.1 and stops at exit
 settings (:mod:`~llm_council.providers.member_sampling`).
 
 ``http_client`` (``"httpx"``, the SDK's default, or ``"aiohttp"``, its documented aiohttp
-transport from the ``llm-council[aiohttp]`` extra, which costs about half the CPU per call;
+transport from the ``aiohttp`` extra, which costs about half the CPU per call;
 unset: ``LLM_COUNCIL_HTTP_CLIENT``, else aiohttp when installed, else httpx; ADRs 0034, 0035).
 """
 

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from llm_council.errors import ConfigError, MissingCredentialsError, MissingDependencyError
+from llm_council.install_hints import extra_install_hint
 from llm_council.providers.base import STRUCTURED_OUTPUT_MODES, StructuredOutputMode
 from llm_council.providers.credentials import checked_api_key
 
@@ -128,8 +129,7 @@ def http_client_choice(provider: str, value: object, sdk: ModuleType | None = No
         )
     if value == "aiohttp" and not _is_installed("aiohttp"):
         raise MissingDependencyError(
-            f"{source} is 'aiohttp' but aiohttp is not installed: "
-            "pip install 'llm-council[aiohttp]'"
+            f"{source} is 'aiohttp' but aiohttp is not installed: " + extra_install_hint("aiohttp")
         )
     return str(value)
 

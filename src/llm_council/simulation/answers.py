@@ -107,6 +107,16 @@ def draw_answer(
     return " ".join(sentences) + f"\n\n[simulated author={author_tag} quality={quality:.3f}]"
 
 
+def without_footer(text: str) -> str:
+    """``text`` without its last ``[simulated author=... quality=...]`` footer: what a person
+    reading the answer is shown (issue 37 C.5); the judges and the records keep it."""
+    matches = list(_FOOTER.finditer(text))
+    if not matches:
+        return text
+    last = matches[-1]
+    return (text[: last.start()] + text[last.end() :]).rstrip()
+
+
 def read_footer(text: str) -> tuple[str | None, float | None]:
     """``(author_tag, quality)`` from an answer's footer, or ``(None, None)``."""
     matches = list(_FOOTER.finditer(text))

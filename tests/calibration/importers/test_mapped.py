@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -186,7 +187,10 @@ def test_datasets_directory_without_pyarrow_says_how_to_install(
 ) -> None:
     (tmp_path / "state.json").write_text(json.dumps({"_data_files": [{"filename": "d.arrow"}]}))
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # what an install without the extra sees
-    with pytest.raises(MissingDependencyError, match=r"pip install 'llm-council\[arrow\]'"):
+    with pytest.raises(
+        MissingDependencyError,
+        match=re.escape("pip install -e '.[arrow]' (in the llm-council checkout)"),
+    ):
         import_file(tmp_path, "mapped", ["id=a,winner_ab=b"])
     (tmp_path / "state.json").write_text(json.dumps({"_data_files": [{"filename": 3}]}))
     with pytest.raises(InputError, match="field '_data_files' missing or malformed"):

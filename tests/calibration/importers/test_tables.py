@@ -53,5 +53,5 @@ def test_not_parquet_and_not_utf8(tmp_path: Path) -> None:
         list(read_rows(fake))
     latin = tmp_path / "log.csv"
     latin.write_bytes("id\n\xe9\n".encode("latin-1"))
-    with pytest.raises(InputError, match=r"log.csv: not UTF-8 text"):
+    with pytest.raises(InputError, match=r"log.csv:2: not UTF-8 text"):
         list(read_rows(latin))

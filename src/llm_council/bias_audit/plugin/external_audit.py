@@ -17,6 +17,12 @@ Switches, read at each call (ADR 0039):
 - the reference's ``BIAS_PERSISTENCE_ENABLED=false``: the audit runs, nothing is written.
 - the store: the ``store`` argument, else ``LLM_COUNCIL_BIAS_STORE``, else the default
   JSONL path (``bias_records.jsonl`` in the user data directory).
+
+A ``session_id`` the JSONL store already holds is refused (:mod:`.session_ids`): its
+sessions would all be dropped by the report. A session none of whose reviews could be
+read (every one ``unparseable`` or ``missing``) is logged as a warning
+(``bias_audit_no_review_read``) and, under ``audit_council``, noted in
+``metadata["bias_audit"]["warning"]``: its records are written, but it tests nothing.
 """
 
 from __future__ import annotations
@@ -34,7 +40,11 @@ import structlog
 
 from llm_council.bias_audit.middleware import ENABLE_VARIABLE, REFERENCE_ENABLE_VARIABLE
 from llm_council.bias_audit.plugin.external_session import external_event
+from llm_council.bias_audit.plugin.session_ids import store_has_session
+from llm_council.bias_audit.records.jsonl_store import check_store_path
 from llm_council.bias_audit.records.query_hash import env_flag
+from llm_council.bias_audit.records.store_urls import is_postgres_url
+from llm_council.bias_audit.records.stores import store_spec
 from llm_council.bias_audit.session.result import BiasAuditResult
 from llm_council.bias_audit.session.session_audit import audit_session_result
 from llm_council.errors import CouncilError, InputError
@@ -96,10 +106,57 @@ async def _audit(
         score_scale=score_scale,
         query=query,
     )
-    result, audit = await audit_session_result(event, store=store, write=persistence_enabled())
+    write = persistence_enabled()
+    _refuse_a_store_that_is_not_a_file(store)
+    if write and session_id is not None:
+        _refuse_a_reused_session_id(event.session_id, store)
+    result, audit = await audit_session_result(event, store=store, write=write)
+    unread = _unread_reviews_warning(event.reviews)
+    if unread is not None:
+        log.warning("bias_audit_no_review_read", session_id=event.session_id, reason=unread)
+        audit["warning"] = unread
     audit["session_id"] = event.session_id
     audit["council_config_hash"] = event.council_config_hash
     return result, audit
+
+
+def _refuse_a_store_that_is_not_a_file(store: str | Path | None) -> None:
+    """The store's own one-line ``RecordError`` for a JSONL store path that is a directory
+    or a FIFO, before anything reads it: its history read hung on a FIFO (the middleware
+    runs the same check before a session's first model call)."""
+    spec = str(store) if store is not None else store_spec()
+    if not is_postgres_url(spec):
+        check_store_path(Path(spec).expanduser())
+
+
+def _refuse_a_reused_session_id(session_id: str, store: str | Path | None) -> None:
+    """A one-line ``InputError`` when the JSONL store already holds ``session_id``
+    (a PostgreSQL store refuses a repeated session in its own transaction)."""
+    spec = str(store) if store is not None else store_spec()
+    if is_postgres_url(spec):
+        return
+    path = Path(spec).expanduser()
+    if store_has_session(path, session_id):
+        raise InputError(
+            f"session_id {session_id!r:.80} is already in the record store {str(path)!r}: "
+            "reusing it would make the report drop both sessions; pass a new id, or none "
+            "for a random one"
+        )
+
+
+_READ = ("json", "final_ranking")
+
+
+def _unread_reviews_warning(reviews: Any) -> str | None:
+    """Why this session tests nothing, when none of its reviews could be read."""
+    if any(review.parse_status in _READ for review in reviews):
+        return None
+    statuses = sorted({review.parse_status for review in reviews})
+    return (
+        f"no review of this session could be read ({len(reviews)} reviews: "
+        f"{', '.join(statuses) or 'none given'}); check that parsed_ranking names the "
+        "labels of label_to_model (e.g. 'Response A'); its records test nothing"
+    )
 
 
 def audit_external(
@@ -122,8 +179,9 @@ def audit_external(
     per reviewer (ours: ``{reviewer: {label: ...}}``). ``score_scale`` (default 1-10)
     is the scale of the reviewers' own scores; rank-only reviews get rank points on
     (1, N). ``query``: only for the opt-in ``query_hash`` (HMAC under your secret).
-    Bad shapes raise a one-line :class:`~llm_council.errors.InputError`; a store that
-    fails is reported in the log and the result is still returned.
+    Bad shapes raise a one-line :class:`~llm_council.errors.InputError`, a store path that
+    is a directory or a FIFO a one-line ``RecordError`` (before anything reads it); a store
+    that fails while writing is reported in the log and the result is still returned.
     """
     outcome = _run_to_end(
         _audit(
@@ -193,6 +251,15 @@ async def _audit_outcome(outcome: Any, query: str | None, store: str | Path | No
     except CouncilError as error:  # bad shapes, bad config: reported, the answer still goes out
         log.warning("bias_audit_failed", error=str(error))
         metadata["bias_audit"] = {"records_written": 0, "error": str(error)}
+        return outcome
+    except Exception as error:  # a bug in the audit: the council's answer still goes out
+        # (issue 37 A.8: anything but a CouncilError used to replace the answer with a
+        # traceback); the type names the bug, the text is ours, never the answers'
+        log.exception("bias_audit_crashed", error_type=type(error).__name__)
+        metadata["bias_audit"] = {
+            "records_written": 0,
+            "error": f"the audit failed ({type(error).__name__}); the log has the traceback",
+        }
         return outcome
     if audited is not None:
         metadata["bias_audit"] = audited[1]

@@ -18,6 +18,14 @@ What this module decides, so the caller never has to (ADR 0039):
   (``abstained``), ``unparseable`` (a reply without a verdict), ``missing`` (no reply).
 - **council id** (``council_config_hash``): ``external:`` + 16 hex of SHA-256 over the
   sorted member names and the score scale, unless the caller names one.
+- **labels**: as given (``"Response A"``, any case), or a bare letter (``"A"``) when the
+  label map has ``"Response A"`` and no label ``"A"`` (issue 37 C.3).
+
+What it refuses at the door, each in one line (issue 37 A.6, A.7): a scale beyond
++/-:data:`MAX_SCALE_MAGNITUDE` (the report's bound on a score), more than
+:data:`~llm_council.config.MAX_COUNCIL_MEMBERS` members or reviews (our council's cap), a
+reviewer listed twice in stage 2, a display position outside ``0 <= display_index < n``,
+a session or council id that is not a short text.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from typing import Any
 
 from llm_council.anonymize import is_label_map_entry, label_assignments
 from llm_council.bias_audit.session.session_records import utc_timestamp
+from llm_council.config import MAX_COUNCIL_MEMBERS
 from llm_council.errors import InputError
 from llm_council.middleware import SessionCompleted
 from llm_council.ranking_parser import parse_review
@@ -44,6 +53,12 @@ from llm_council.results import (
 )
 
 DEFAULT_SCORE_SCALE = (1.0, 10.0)
+#: the largest scale end accepted: the report's bound on a score's size
+#: (``report.load.raw_records.MAX_ABS_SCORE``, tested equal), so a session's scores are
+#: never ones the report drops; ``(-1e308, 1e308)`` with scores of 1e300 poisoned history
+MAX_SCALE_MAGNITUDE = 1e6
+#: the longest session or council id accepted (a uuid4 hex is 32)
+MAX_ID_CHARS = 256
 
 
 def _is_list(value: Any) -> bool:
@@ -55,6 +70,11 @@ def external_answers(stage1: Any) -> tuple[MemberAnswer, ...]:
     if not _is_list(stage1):
         raise InputError(
             f"stage1 must be a list of {{'model', 'response'}}, got {type(stage1).__name__}"
+        )
+    if len(stage1) > MAX_COUNCIL_MEMBERS:
+        raise InputError(
+            f"stage1 has {len(stage1)} answers; a council has at most {MAX_COUNCIL_MEMBERS} "
+            "members (the audit's cost grows with the sixth power of the council size)"
         )
     answers: list[MemberAnswer] = []
     for index, entry in enumerate(stage1):
@@ -80,17 +100,45 @@ def reviewer_labels(reviewer: str, label_to_model: Any) -> dict[str, LabelAssign
     if not isinstance(label_to_model, Mapping):
         raise InputError(f"label_to_model must be a mapping, got {type(label_to_model).__name__}")
     if all(is_label_map_entry(value) for value in label_to_model.values()):
-        return label_assignments(label_to_model)
+        return _positions_in_range(label_assignments(label_to_model), "label_to_model")
     own = label_to_model.get(reviewer)
     if not isinstance(own, Mapping):
         raise InputError(f"label_to_model has no label map for reviewer {reviewer!r}")
-    return label_assignments(own, f"label_to_model[{reviewer!r}]")
+    where = f"label_to_model[{reviewer!r}]"
+    return _positions_in_range(label_assignments(own, where), where)
+
+
+def _positions_in_range(
+    labels: dict[str, LabelAssignment], where: str
+) -> dict[str, LabelAssignment]:
+    """``labels``, once every ``display_index`` is in ``0 <= i < n shown``: a 1-based or
+    huge position was accepted, then crashed ``bias-report`` for the whole store."""
+    for label, shown in labels.items():
+        if not 0 <= shown.display_index < len(labels):
+            raise InputError(
+                f"{where}[{label!r}]: display_index must be in 0..{len(labels) - 1} "
+                f"(0 = shown first, {len(labels)} labels), got {shown.display_index!r:.60}"
+            )
+    return labels
 
 
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value) if math.isfinite(value) else None
+
+
+def _label_of(entry: Any, labels: Mapping[str, LabelAssignment]) -> Any:
+    """``entry`` as a shown label: itself, the label it names in another case, or
+    ``"Response X"`` for a bare letter ``"X"`` when that label (and no label ``"X"``) was
+    shown. Anything else comes back unchanged, to be refused by the caller."""
+    if not isinstance(entry, str) or entry in labels:
+        return entry
+    wanted = " ".join(entry.split()).casefold()
+    if len(wanted) <= 2 and wanted.isalpha():
+        wanted = f"response {wanted}"
+    matches = [label for label in labels if " ".join(label.split()).casefold() == wanted]
+    return matches[0] if len(matches) == 1 else entry
 
 
 def _verdict(
@@ -100,22 +148,24 @@ def _verdict(
     parsed: Any = result.get("parsed_ranking")
     if result.get("abstained") or (isinstance(parsed, Mapping) and parsed.get("abstained")):
         return {}, [], "refused", scale
-    ranking: list[str] = []
+    ranking: list[Any] = []
     if isinstance(parsed, Mapping):
         given = parsed.get("scores")
         given_ranking: Any = parsed.get("ranking")
-        ranking = list(given_ranking) if _is_list(given_ranking) else []
+        ranking = [_label_of(e, labels) for e in given_ranking] if _is_list(given_ranking) else []
+        if not all(isinstance(label, str) for label in ranking):
+            return {}, [], "unparseable", scale  # [["Response A"]]: not a ranking of labels
         if isinstance(given, Mapping) and given:
             scores = {
                 label: value
-                for label, raw in given.items()
-                if label in labels
+                for key, raw in given.items()
+                if (label := _label_of(key, labels)) in labels
                 and (value := _number(raw)) is not None
                 and scale[0] <= value <= scale[1]
             }
             return scores, [label for label in ranking if label in labels], "json", scale
     elif _is_list(parsed):
-        ranking = list(parsed)
+        ranking = [_label_of(entry, labels) for entry in parsed]
     text = result.get("ranking")
     if not ranking and isinstance(text, str) and text.strip():
         verdict = parse_review(text, list(labels), scale)
@@ -185,6 +235,11 @@ def _checked_scale(score_scale: Any) -> tuple[float, float]:
     low, high = (_number(value) for value in score_scale)
     if low is None or high is None or low >= high:
         raise InputError(f"score_scale must be two finite numbers, low < high: {score_scale!r}")
+    if max(abs(low), abs(high)) > MAX_SCALE_MAGNITUDE:
+        raise InputError(
+            f"score_scale must lie within +/-{MAX_SCALE_MAGNITUDE:g} (the report drops larger "
+            f"scores), got {score_scale!r:.60}"
+        )
     return low, high
 
 
@@ -200,15 +255,37 @@ def external_event(
 ) -> SessionCompleted:
     """The outside session as our event; bad shapes raise a one-line ``InputError``."""
     scale = _checked_scale(score_scale)
+    for name, value in (("session_id", session_id), ("council_id", council_id)):
+        if value is not None and not (
+            isinstance(value, str) and value.strip() and len(value) <= MAX_ID_CHARS
+        ):
+            raise InputError(
+                f"{name} must be a non-empty text of at most {MAX_ID_CHARS} characters, "
+                f"got {type(value).__name__} {value!r:.60}"
+            )
     answers = external_answers(stage1)
     if not _is_list(stage2):
         raise InputError(
             "stage2 must be a list of {'model', 'ranking', 'parsed_ranking'}, got "
             f"{type(stage2).__name__}"
         )
+    if len(stage2) > MAX_COUNCIL_MEMBERS:  # one review per reviewer: the same cap
+        raise InputError(
+            f"stage2 has {len(stage2)} reviews; a council has at most {MAX_COUNCIL_MEMBERS} "
+            "reviewers (one review each)"
+        )
     reviews = tuple(
         external_review(index, result, label_to_model, scale) for index, result in enumerate(stage2)
     )
+    first_review: dict[str, int] = {}
+    for index, review in enumerate(reviews):
+        if review.reviewer in first_review:
+            # counted twice, it was a sixth reviewer of a 4-member council (n_reviewers 5)
+            raise InputError(
+                f"stage2[{index}]: reviewer {review.reviewer!r} reviews twice (also "
+                f"stage2[{first_review[review.reviewer]}]); send one review per reviewer"
+            )
+        first_review[review.reviewer] = index
     members = {answer.member for answer in answers}
     for index, review in enumerate(reviews):
         for label, shown in review.label_to_model.items():

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SCHEMA_VERSION = 2
 
@@ -70,6 +70,17 @@ class ReviewRecord(BaseModel):
     # how this review's verdict was read: "json", "final_ranking", "unparseable",
     # "missing", "refused" or "error"; null on lines written before the field existed
     review_status: str | None = None
+
+    @model_validator(mode="after")
+    def _position_is_a_shown_slot(self) -> ReviewRecord:
+        """``position < n_candidates``: a 1-based or huge position was written, then
+        crashed ``bias-report`` for the whole store (issue 37 A.7)."""
+        if self.position >= self.n_candidates:
+            raise ValueError(
+                f"position {self.position} is not a slot of the {self.n_candidates} "
+                "answers shown (0-based: 0 is shown first)"
+            )
+        return self
 
 
 def upgrade_record(raw: dict[str, Any]) -> dict[str, Any]:

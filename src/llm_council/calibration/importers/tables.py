@@ -5,7 +5,7 @@ Every reader yields ``(number, row)`` where ``row`` maps column names to values 
 line a CSV record starts on), the 1-based ROW of a Parquet file or of a Hugging Face
 ``datasets`` directory (``save_to_disk``: Arrow stream files listed in ``state.json``).
 Parquet is read with duckdb (already a dependency); Arrow needs ``pyarrow`` (the
-``llm-council[arrow]`` extra), imported only when such a directory is given. No reader
+``arrow`` extra), imported only when such a directory is given. No reader
 ever touches the network.
 """
 
@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from llm_council.errors import InputError, MissingDependencyError
+from llm_council.input_files import read_input_text
+from llm_council.install_hints import extra_install_hint
 
 Row = Mapping[str, Any]
 
@@ -58,10 +60,8 @@ def read_rows(path: Path) -> Iterator[tuple[int, Row]]:
 
 
 def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8-sig")  # a spreadsheet's BOM is not a column name
-    except UnicodeDecodeError as error:
-        raise InputError(f"not UTF-8 text ({error.reason})", path=str(path)) from None
+    # regular, bounded, UTF-8 (issue 37 A.10); a spreadsheet's BOM is not a column name
+    return read_input_text(path, encoding="utf-8-sig")
 
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[int, Row]]:
@@ -148,13 +148,13 @@ def _dataset_rows(directory: Path) -> Iterator[tuple[int, Row]]:
         names = [entry["filename"] for entry in state["_data_files"]]
         if not all(isinstance(name, str) for name in names):
             raise TypeError
-    except (json.JSONDecodeError, KeyError, TypeError):
+    except (json.JSONDecodeError, RecursionError, KeyError, TypeError):
         raise InputError("field '_data_files' missing or malformed", path=str(state_path)) from None
     try:
         import pyarrow as pa
     except ImportError:
         raise MissingDependencyError(
-            "reading a datasets directory needs pyarrow: pip install 'llm-council[arrow]'"
+            "reading a datasets directory needs pyarrow: " + extra_install_hint("arrow")
         ) from None
     number = 0
     for name in names:
