@@ -48,7 +48,6 @@ from llm_council.bias_audit.records.query_hash import (
 )
 from llm_council.bias_audit.records.schema import ReviewRecord, upgrade_record
 from llm_council.bias_audit.session.session_records import records_from_session, utc_timestamp
-from llm_council.errors import ConfigError
 from llm_council.install_hints import DISTRIBUTION_NAME
 from llm_council.integrations.reference_hash_secret import resolve_hash_secret
 from llm_council.integrations.reference_label_maps import usable_label_maps

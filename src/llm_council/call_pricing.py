@@ -4,7 +4,7 @@ Prices come from a config override for the exact member spec
 (``[council.prices."openai:gpt-5.5"]`` with ``input_usd_per_mtok`` and
 ``output_usd_per_mtok``, for private or negotiated prices), else from the ``genai-prices``
 package (MIT; Pydantic's maintained table of public list prices, bundled with the
-package, so pricing never calls the network; ``pip install 'llm-council[prices]'``). A
+package, so pricing never calls the network; ``pip install -e '.[prices]'`` in the checkout). A
 call is **unpriced**, never 0, when its model is in neither, when the table is not
 installed, or when its provider reported no token counts; every unpriced call is listed
 with its reason, and a total is marked incomplete when any call is unpriced.
@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_council.errors import ConfigError, ProviderError
+from llm_council.install_hints import extra_install_hint
 
 #: characters per token when a review's prompt is priced before it is sent: below the ~4
 #: of English text, so the reservation errs high (code and other scripts run denser)
@@ -89,7 +90,7 @@ def price_usd(
         return None, f"no public price for provider {provider!r}: add [council.prices]"
     table = _table()
     if table is None:
-        return None, "the price table is not installed: pip install 'llm-council[prices]'"
+        return None, "the price table is not installed: " + extra_install_hint("prices")
     usage = table.Usage(input_tokens=input_tokens, output_tokens=output_tokens)
     try:
         calculation = table.calc_price(usage, model, provider_id=table_provider)

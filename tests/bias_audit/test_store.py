@@ -305,7 +305,7 @@ def test_a_postgres_url_without_the_extra_names_the_install(
         open_store("postgresql://u:s3cret@h/db")
     assert str(raised.value) == (
         "a PostgreSQL record store needs the 'postgres' extra (psycopg is missing): "
-        "pip install 'llm-council[postgres]'"
+        "pip install -e '.[postgres]' (in the llm-council checkout)"
     )
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-mcp = pytest.importorskip("mcp", reason="the mcp extra (pip install 'llm-council[mcp]')")
+mcp = pytest.importorskip("mcp", reason="the mcp extra (pip install -e '.[mcp]')")
 
 from mcp import Client, StdioServerParameters  # noqa: E402
 

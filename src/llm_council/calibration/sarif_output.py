@@ -21,6 +21,7 @@ from importlib import metadata
 from typing import Any
 
 from llm_council.calibration.gate import METRICS, GateDecision
+from llm_council.install_hints import DISTRIBUTION_NAME
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -39,7 +40,7 @@ def _rule_id_for_check(check: str) -> str:
 
 def _tool_version() -> str:
     try:
-        return metadata.version("llm-council")
+        return metadata.version(DISTRIBUTION_NAME)
     except metadata.PackageNotFoundError:
         return "0"
 

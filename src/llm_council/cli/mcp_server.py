@@ -1,6 +1,6 @@
 """``llm-council mcp``: the council, its audit and judge calibration as MCP tools over stdio.
 
-Built on the official MCP Python SDK (``pip install 'llm-council[mcp]'``); the tools are
+Built on the official MCP Python SDK (``pip install -e '.[mcp]'`` in the checkout); the tools are
 :mod:`llm_council.integrations.mcp_tools`. stdout carries the protocol, so everything
 else (logs) goes to stderr.
 """
@@ -15,6 +15,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from llm_council.errors import ConfigError, CouncilError
+from llm_council.install_hints import extra_install_hint
 
 _Tool = TypeVar("_Tool", bound=Callable[..., Any])
 
@@ -59,7 +60,7 @@ def build_server() -> Any:
         from mcp.server.mcpserver.exceptions import ToolError
     except ImportError:
         raise ConfigError(
-            "llm-council mcp needs the MCP SDK 2.x: pip install 'llm-council[mcp]'"
+            "llm-council mcp needs the MCP SDK 2.x: " + extra_install_hint("mcp")
         ) from None
     from llm_council.integrations import mcp_tools
 

@@ -26,6 +26,7 @@ from llm_council.bias_audit.records.jsonl_store import (
 from llm_council.bias_audit.records.schema import ReviewRecord
 from llm_council.bias_audit.records.store_urls import is_postgres_url, redact_url
 from llm_council.errors import MissingDependencyError
+from llm_council.install_hints import extra_install_hint
 
 __all__ = ["RecordWriter", "is_postgres_url", "open_store", "redact_url", "store_spec"]
 
@@ -80,7 +81,7 @@ def open_store(spec: str | Path | None = None) -> RecordWriter:
         except ImportError as error:
             raise MissingDependencyError(
                 f"a PostgreSQL record store needs the 'postgres' extra ({error.name} is "
-                "missing): pip install 'llm-council[postgres]'"
+                "missing): " + extra_install_hint("postgres")
             ) from None
         return PostgresWriter.for_url(str(chosen))
     return JsonlWriter(Path(chosen).expanduser())

@@ -25,6 +25,7 @@ from llm_council.bias_audit.records.reviewer_profiles import ReviewerProfile, lo
 from llm_council.bias_audit.records.store_urls import is_postgres_url
 from llm_council.bias_audit.session.thresholds import AuditThresholds
 from llm_council.errors import InputError, MissingDependencyError
+from llm_council.install_hints import extra_install_hint
 from llm_council.stats.additive_model import AdditiveFit
 from llm_council.stats.moderated_session_tests import session_prior
 from llm_council.stats.moderated_variance import VariancePrior, fit_variance_prior
@@ -59,7 +60,7 @@ def history_profiles(history: str | Path | Mapping[str, ReviewerProfile] | None)
         except ImportError as error:
             raise MissingDependencyError(
                 f"history from a PostgreSQL store needs the 'postgres' extra ({error.name} "
-                "is missing): pip install 'llm-council[postgres]'"
+                "is missing): " + extra_install_hint("postgres")
             ) from None
         return load_postgres_profiles(str(history))
     path = Path(history).expanduser()

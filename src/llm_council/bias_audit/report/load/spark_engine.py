@@ -30,6 +30,7 @@ from llm_council.bias_audit.report.load.raw_records import (
     create_records_table,
 )
 from llm_council.errors import ConfigError, RecordError
+from llm_council.install_hints import extra_install_hint
 
 _KNOWN = f"schema_version IN ({', '.join(str(v) for v in READABLE_VERSIONS)})"
 _VALID = " AND ".join(f"{name} IS NOT NULL" for name in REQUIRED)
@@ -71,7 +72,7 @@ def _spark_session() -> Any:
         from pyspark.sql import SparkSession
     except ImportError:
         raise ConfigError(
-            "--engine spark needs pyspark: pip install 'llm-council[spark]' (and a Java 17+ "
+            "--engine spark needs pyspark: " + extra_install_hint("spark") + " (and a Java 17+ "
             "runtime, e.g. Debian's default-jre-headless)"
         ) from None
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
