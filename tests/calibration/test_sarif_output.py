@@ -116,3 +116,11 @@ def test_a_passing_judge_has_no_error_and_fail_under_names_its_metric(tmp_path):
     assert [r["ruleId"] for r in document["runs"][0]["results"] if r["level"] == "error"] == [
         "fail-under/order_kappa"
     ]
+
+
+def test_sarif_to_stdout_keeps_stdout_json(capsys):
+    code = _run(["calibrate", str(VOTES), "--judge", "gpt4", "--sarif", "-"], "llm-council", app)
+    captured = capsys.readouterr()
+    assert code == 0
+    _validate(json.loads(captured.out))
+    assert "Judge calibration: gpt4" in captured.err

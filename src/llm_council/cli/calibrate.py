@@ -360,7 +360,8 @@ def calibrate_command(
         _save_confidence_map(save_confidence_map, reports)
     if html is not None:
         write_text_atomically(html, render_study_html(reports, comparison, independence))
-    to_stderr = writes_to_stdout(output)  # `--output -`: the JSON report owns stdout
+    # `--output -` or `--sarif -`: the JSON owns stdout, the summary goes to stderr
+    to_stderr = any(writes_to_stdout(path) for path in (output, sarif, save_confidence_map))
     typer.echo(
         "\n\n".join(
             render_summary(report, min_evaluated=thresholds.min_evaluated) for report in reports
@@ -444,7 +445,7 @@ def probe_command(
         write_json_atomically(
             sarif, calibration_sarif([report], decision, _artifact_uri(pairs_path))
         )
-    typer.echo(render_summary(report), err=writes_to_stdout(output))
+    typer.echo(render_summary(report), err=writes_to_stdout(output) or writes_to_stdout(sarif))
 
 
 def _offline_probe_report(
