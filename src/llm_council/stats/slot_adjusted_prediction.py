@@ -34,12 +34,15 @@ def slot_adjusted_cell_rows(
 ) -> np.ndarray | None:
     """The rows :math:`x_0` of ``cells`` (reviewer, answer: the fit's indexes) shown at
     ``cell_slots``, in ``slot_fit``'s columns, or ``None`` when a cell's slot is not among
-    the slots of the fitted cells (``fit_slots``), whose effect is then not estimated.
+    the slots of the fitted cells (``fit_slots``), whose effect is then not estimated, or
+    ``slot_fit`` has no column per slot (the slots were not identified).
 
     ``slot_fit`` must be ``with_slot_effects(two_way_fit, fit_slots)``: its slot columns
     follow the two-way ones, one per present slot after the first, in ascending order.
     """
     present = np.unique(np.asarray(fit_slots, dtype=np.intp)).tolist()
+    if slot_fit.design.shape[1] != two_way_fit.design.shape[1] + len(present) - 1:
+        return None  # not the model with these slots (e.g. with_slot_effects kept the fit)
     column_of_slot = {slot: position for position, slot in enumerate(present)}
     first_slot_column = two_way_fit.design.shape[1] - 1
     rows = np.zeros((len(cells), slot_fit.design.shape[1]))
