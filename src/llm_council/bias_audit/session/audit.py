@@ -40,7 +40,13 @@ from llm_council.bias_audit.session.session_model import (
     reviewers_note,
     self_reviews,
 )
-from llm_council.bias_audit.session.session_risk import FAMILY_FLAGS, risk_level, session_risk
+from llm_council.bias_audit.session.session_risk import (
+    FAMILY_FLAGS,
+    RiskFamilyOutcome,
+    family_gates,
+    risk_level,
+    session_risk,
+)
 from llm_council.bias_audit.session.thresholds import AuditThresholds, load_thresholds
 from llm_council.stats.session_test_batch import session_noise_aware_tests
 
@@ -100,11 +106,12 @@ def audit_score_table(
     elif self_preference.note is not None:
         notes["self_preference"] = self_preference.note
 
-    outcomes = {"position": position, "leniency": leniency, "self_preference": self_preference}
-    risk = session_risk(
-        {name: outcome.gate_p_value for name, outcome in outcomes.items() if outcome.tested},
-        alpha,
-    )
+    outcomes: dict[str, RiskFamilyOutcome] = {
+        "position": position,
+        "leniency": leniency,
+        "self_preference": self_preference,
+    }
+    risk = session_risk(family_gates(outcomes), alpha)
     if risk.level("leniency") > 0.0:
         leniency = dataclasses.replace(
             leniency_family(table, model, thresholds, batch, priors, level=risk.level("leniency")),

@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -51,6 +52,21 @@ FAMILY_FLAGS = {
     "leniency": "harsh_or_generous_reviewers",
     "self_preference": "self_preference_detected",
 }
+
+
+class RiskFamilyOutcome(Protocol):
+    """What the session's procedure reads from a family's outcome."""
+
+    @property
+    def tested(self) -> bool: ...
+
+    @property
+    def gate_p_value(self) -> float | None: ...
+
+
+def family_gates(outcomes: Mapping[str, RiskFamilyOutcome]) -> dict[str, float | None]:
+    """The gate p-values of the families that were tested (the input of :func:`session_risk`)."""
+    return {name: outcome.gate_p_value for name, outcome in outcomes.items() if outcome.tested}
 
 
 @dataclass(frozen=True)
