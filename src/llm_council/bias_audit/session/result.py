@@ -177,7 +177,8 @@ class BiasAuditResult(_ModelMethods):
             "what was not tested or rests on too few data for a statistical claim, with why; "
             "'length' is always present and says what the length number can and cannot mean; "
             "'pooled_self_preference' when that p-value is below the level and no reviewer is "
-            "flagged (why it is information, not a flag)"
+            "flagged (why it is information, not a flag); 'self_preference' when the "
+            "self-reviews were predicted with display-slot effects"
         ),
     )
     methods: dict[str, str] = Field(default_factory=dict)
