@@ -123,3 +123,25 @@ def test_randomization_that_cannot_reach_the_level_is_recognised() -> None:
     assert not randomization_cannot_fire(rng.normal(size=12), four, 0.05)
     # equal residuals within each reviewer: nothing moves under re-ordering
     assert randomization_cannot_fire(np.repeat([0.3, -0.1, 0.2, -0.4], 3), four, 0.05)
+
+
+@pytest.mark.parametrize(
+    "thresholds",
+    [AuditThresholds(moderate_reviewer_noise=False), AuditThresholds(equal_reviewer_noise=True)],
+)
+def test_the_session_only_paths_predict_self_reviews_with_slot_effects_too(
+    thresholds: AuditThresholds,
+) -> None:
+    spec = CouncilSpec(n_members=6, slot_effects=[[2.0]] * 6)
+    adjusted = 0
+    for index, session in enumerate(generate_sessions(spec, 12, 6)):
+        table = score_table_from_mappings(
+            session.stage1_responses, session.stage2_scores, session.position_mapping
+        )
+        audit = audit_score_table(table, thresholds, permutation_seed=index)
+        if "display-slot effects" in audit.indicator_only.get("self_preference", ""):
+            adjusted += 1
+            # 6 x 5 non-self scores, 11 + 5 parameters: 14 residual df, every test runs
+            assert None not in audit.self_preference_p_values.values()
+            assert "self_preference" in audit.risk_tests_run
+    assert adjusted >= 10
