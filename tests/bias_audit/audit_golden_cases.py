@@ -60,6 +60,9 @@ CASES: tuple[tuple[str, dict[str, Any], int, int, bool], ...] = (
         33,
         False,
     ),
+    # ADR 0050: two harsh judges the step-down names one after the other at the level the
+    # session's procedure gives the leniency family
+    ("moderated-6-two-harsh", {"n_members": 6, "leniency": [-3.0, -2.5, 0, 0, 0, 0]}, 6, 34, False),
 )
 
 #: cases audited with moderated noise (ADR 0045); the others pin the session-only path

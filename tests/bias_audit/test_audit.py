@@ -44,6 +44,9 @@ ADDED_KEYS = {
     "risk_flags",
     "reviewer_offsets_vs_median",
     "risk_tests_run",
+    "risk_p_values",
+    "risk_p_values_adjusted",
+    "session_error_rate",
 }
 
 TEXTS = {"a": "short answer " * 10, "b": "a longer answer " * 40, "c": "medium " * 60}

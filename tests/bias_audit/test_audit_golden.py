@@ -8,6 +8,24 @@ ADR 0047 made the pooled self-preference precision-weighted and re-saved, delibe
 only what that changes: ``pooled_self_preference(_p_value)`` of the moderated cases (22 of
 164 sessions), and in ``moderated-5-biased#3`` the self-preference flag, which the case
 plants (``self_bias`` 1.5 in all five members) and the weighted mean now finds.
+
+ADR 0050 re-saved, deliberately, what the session's error rate and the slot-adjusted
+self-preference change (121 of 164 sessions; the rest only gained the new fields
+``risk_p_values``, ``risk_p_values_adjusted`` and ``session_error_rate``):
+
+- self-preference predicted with slot effects where the orders identify them
+  (``self_preference_adjusted`` / ``_p_values`` / ``pooled_*`` and the
+  ``indicator_only["self_preference"]`` note in 119 sessions);
+- flags the session's Holm procedure no longer raises (19 sessions: ``null-7#7``
+  self-preference; ``missing-5#2`` and ``biased-5#4, 8, 11, 15, 18`` position;
+  ``biased-6-harsh#0, 1, 4-9`` leniency, ``#3`` keeps judge-1 only; ``moderated-5-biased#2,
+  3, 4, 6`` self-preference, ``#1`` judge-3 and ``#5, 9, 10`` judge-0 no longer named);
+- reviewer offsets and their p-values where the step-down now stops at an earlier step
+  (12 sessions);
+- ``null-3#2`` and ``moderated-3#5``: a 3-member position test that cannot fire (8
+  orderings) is no longer reported as tested.
+
+The case ``moderated-6-two-harsh`` was added so the step-down still removes two reviewers.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@
 default seed and 200 sessions, so the numbers are the table's in docs/bias-audit.md.
 Targets met are asserted as the issue states them. Targets missed are asserted as the
 measured level, rounded down, so a regression shows; each says the target and why it is
-out of reach without raising false flags (see the docs table and ADR 0045).
+out of reach without raising false flags (see the docs table and ADR 0045); ADR 0050
+lowered them all (the session's error rate), and the comments give both.
 """
 
 from __future__ import annotations
@@ -19,31 +20,38 @@ SEED = 1
 HISTORY = "after, 30 sessions"
 NO_HISTORY = "after, no history"
 
-#: (bias, members, mode, lowest rate asserted, the issue's target or None when met)
+#: (bias, members, mode, lowest rate asserted, the issue's target or None when met).
+#: Since ADR 0050 the risk families share the session's 5% (Holm over the 2-3 families
+#: tested) and self-preference is predicted with slot effects: a lone bias needs
+#: p < alpha / k, so every cell fell; each comment gives independent / simulator rates
+#: measured with ADR 0050 (before it, in parentheses)
 POWER_CELLS = [
     # met
     ("judge 2 points harsh", 5, HISTORY, 0.80, None),
-    ("self-preference +1.5", 5, HISTORY, 0.80, None),
-    ("judge 4 points harsh", 4, NO_HISTORY, 0.90, None),
-    # missed: 2 points at 5 members without history (target 40%): 37.5% / 49.5%; the
-    # default prior (1.5 points) is the honest upper end of judges' noise
-    ("judge 2 points harsh", 5, NO_HISTORY, 0.35, 0.40),
-    # missed: 4 points at 3 members without history (target 80%): 40-46%. 1 residual df;
-    # the contrast's SE with the prior is about 1.45 points and Holm over 3 judges needs
-    # |t| > 2.4 (clipping at 1 also shrinks the effect)
-    ("judge 4 points harsh", 3, NO_HISTORY, 0.35, 0.80),
-    # missed: 2 points at 4 (target 80%): 69.5% / 76%; at 3 (target 50%): 21.5-23%. Even
-    # with the noise known, the 3-member contrast has SE ~0.97 points (t ~2.1 < 2.4)
-    ("judge 2 points harsh", 4, HISTORY, 0.65, 0.80),
-    ("judge 2 points harsh", 3, HISTORY, 0.18, 0.50),
-    # missed: self-preference +1.5 at 4 (target 80%): 73.5-75% (precision-weighted pooled
-    # mean, ADR 0047; known Gaussian noise would give ~82%); at 3 (target 50%): 45-49.5%
-    ("self-preference +1.5", 4, HISTORY, 0.70, 0.80),
-    ("self-preference +1.5", 3, HISTORY, 0.42, 0.50),
-    # missed: slot A +2 (target 80% at 4-5): 20-24.5% at 4, 59.5-63.5% at 5 with the
-    # weighted Wald test against history's noise (ADR 0047); known noise: 46% / 71%
-    ("slot A +2", 4, HISTORY, 0.18, 0.80),
-    ("slot A +2", 5, HISTORY, 0.55, 0.80),
+    # 81% / >= 90% (met before too)
+    ("judge 4 points harsh", 4, NO_HISTORY, 0.80, None),
+    # missed since ADR 0050: 53% / 55% (80% / 85.5%), target 80%
+    ("self-preference +1.5", 5, HISTORY, 0.50, 0.80),
+    # missed: 2 points at 5 members without history (target 40%): 20% / 24% (37.5% /
+    # 49.5%); the default prior (1.5 points) is the honest upper end of judges' noise
+    ("judge 2 points harsh", 5, NO_HISTORY, 0.18, 0.40),
+    # missed: 4 points at 3 members without history (target 80%): 30% / >= 35% (40-46%).
+    # 1 residual df; the contrast's SE with the prior is about 1.45 points
+    ("judge 4 points harsh", 3, NO_HISTORY, 0.28, 0.80),
+    # missed: 2 points at 4 (target 80%): 58% / 64.5% (69.5% / 76%); at 3 (target 50%):
+    # 14% / >= 18% (21.5-23%). Even with the noise known, the 3-member contrast has SE
+    # ~0.97 points
+    ("judge 2 points harsh", 4, HISTORY, 0.55, 0.80),
+    ("judge 2 points harsh", 3, HISTORY, 0.12, 0.50),
+    # missed: self-preference +1.5 at 4 (target 80%): 36.5% / 26% (73.5-75%); at 3
+    # (target 50%): 38% / 31% (45-49.5%); the slot-effect prediction widens each
+    # self-review's prediction (ADR 0050)
+    ("self-preference +1.5", 4, HISTORY, 0.24, 0.80),
+    ("self-preference +1.5", 3, HISTORY, 0.28, 0.50),
+    # missed: slot A +2 (target 80% at 4-5): 9.5% / 10.5% at 4 (20-24.5%), 47% / 45.5% at
+    # 5 (59.5-63.5%) with the weighted Wald test against history's noise (ADR 0047)
+    ("slot A +2", 4, HISTORY, 0.08, 0.80),
+    ("slot A +2", 5, HISTORY, 0.42, 0.80),
 ]
 
 
@@ -73,4 +81,7 @@ def test_power_cells(
     rate = bench.rate([named(audit) for audit in results[mode]])
     assert rate >= lowest, (generator, bias, n_members, mode, rate, target)
     before = bench.rate([named(audit) for audit in results["before"]])
-    assert rate > before or rate == 1.0
+    # never below the session-only path; since ADR 0050 slot A +2 at 4 members on the
+    # simulator ties it (10.5% both: Holm's share leaves the Wald test no edge there)
+    assert rate >= before
+    assert rate > before or rate == 1.0 or (bias, n_members) == ("slot A +2", 4)

@@ -128,7 +128,9 @@ def test_one_shared_order_withholds_self_preference_flags() -> None:
     own_results = [_audit(s) for s in generate_sessions(own, 30, seed=8)]
     shared_sessions = generate_sessions(shared, 30, seed=8)
     shared_results = [_audit(s) for s in shared_sessions]
-    assert sum(r.self_preference_detected for r in own_results) >= 10  # measured 22 of 30
+    # measured 7 of 30 (14 before ADR 0050: the family now shares the session's level with
+    # position and leniency, Holm over three, and is predicted with slot effects)
+    assert sum(r.self_preference_detected for r in own_results) >= 5
     assert not any(r.self_preference_detected for r in shared_results)
     assert all("self_preference" not in r.risk_tests_run for r in shared_results)
     assert all("confounded_with_slot" in r.indicator_only for r in shared_results)

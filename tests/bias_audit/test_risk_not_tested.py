@@ -52,13 +52,16 @@ def test_a_three_member_council_without_orders_is_not_tested() -> None:
     assert "reviewers" in audit.indicator_only and "position" in audit.indicator_only
 
 
-def test_a_three_member_council_with_orders_rests_on_the_position_test_alone() -> None:
-    # per-reviewer orders identify the slot effects even at 1 residual df, and the
-    # randomization test keeps its level there: "low" is honest, and says on what
+def test_a_three_member_council_with_orders_is_not_tested_either() -> None:
+    # each reviewer scored two others' answers: re-drawing each one's order gives 2!^3 = 8
+    # orderings, so the randomization p-value is at least 1/8 and cannot fire; it read
+    # p = 1 here, which turned "not_tested" into "low" (ADR 0050). Now position is not
+    # tested, and says why.
     audit = run_bias_audit(TEXTS, SCORES, ORDERS, thresholds=EQUAL_NOISE)
-    assert audit.position_score_p_value is not None and not audit.position_bias_detected
-    assert audit.risk_tests_run == ["position"]
-    assert audit.overall_bias_risk == "low"
+    assert audit.position_score_p_value is None and audit.position_bias_detected is None
+    assert "too few distinct orderings" in audit.indicator_only["position"]
+    assert audit.risk_tests_run == []
+    assert audit.overall_bias_risk == "not_tested"
 
 
 def test_every_review_unparsed_is_not_tested() -> None:

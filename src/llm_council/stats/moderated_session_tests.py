@@ -132,7 +132,11 @@ def moderated_offset_tests(fit: AdditiveFit, noise: ReviewerVariances) -> Modera
 
 
 def moderated_self_preference_tests(
-    fit: AdditiveFit, self_cells: list[tuple[int, int, float]], noise: ReviewerVariances
+    fit: AdditiveFit,
+    self_cells: list[tuple[int, int, float]],
+    noise: ReviewerVariances,
+    *,
+    cell_rows: ArrayLike | None = None,
 ) -> ModeratedTests:
     r"""Each self-review's prediction error :math:`y_0 - x_0^T\hat b`, one-sided, with
     variance :math:`V_j = \tilde s^2_{r_0} + \sum_i w_i^2 \tilde s^2_{g(i)}`, :math:`w =
@@ -143,11 +147,17 @@ def moderated_self_preference_tests(
     from the pooled coefficient row :math:`\sum_j \pi_j x_j` and the owners' own
     :math:`\pi_j^2 \tilde s^2_{r_j}`, so the errors' correlation through :math:`\hat b`
     is counted; the weights depend only on the variances, never on the scores.
-    Unadjusted p-values."""
+    Unadjusted p-values. ``cell_rows``: the self-reviews' design rows :math:`x_0` when the
+    fit has more than reviewer and answer columns (e.g. slot effects,
+    :mod:`~llm_council.stats.slot_adjusted_prediction`); by default each cell's
+    :meth:`~llm_council.stats.additive_model.AdditiveFit.cell_vector`."""
     n_self = len(self_cells)
-    cells = np.zeros((n_self, fit.design.shape[1]))
-    for index, (reviewer, candidate, _) in enumerate(self_cells):
-        cells[index] = fit.cell_vector(reviewer, candidate)
+    if cell_rows is not None:
+        cells = np.array(cell_rows, dtype=float).reshape(n_self, fit.design.shape[1])
+    else:
+        cells = np.zeros((n_self, fit.design.shape[1]))
+        for index, (reviewer, candidate, _) in enumerate(self_cells):
+            cells[index] = fit.cell_vector(reviewer, candidate)
     owners = np.array([reviewer for reviewer, _, _ in self_cells], dtype=np.intp)
     single = _reviewer_weights(fit, cells)
     single[owners, np.arange(n_self)] += 1.0

@@ -150,6 +150,8 @@ def self_preference_tests(
     fit: AdditiveFit,
     self_cells: list[tuple[int, int, float]],
     noise: ReviewerNoise | None = None,
+    *,
+    cell_rows: np.ndarray | None = None,
 ) -> list[ContrastTest]:
     r"""How far each reviewer's score of its own answer exceeds the model's prediction.
 
@@ -167,9 +169,11 @@ def self_preference_tests(
     w_i^2 \sigma^2_{g(i)}`, :math:`w = X (X^TX)^{-1} x_0`, each variance the reviewer's own
     (:func:`~llm_council.stats.reviewer_noise.noise_aware_t_test`): a noisy reviewer's own
     score is judged against its own noise, not the council's average noise.
+    ``cell_rows``: the cells' design rows :math:`x_0` when the fit has more columns than
+    reviewer and answer effects (slot effects); by default built from the indexes.
     """
     if noise is not None and self_cells:
-        cells = _cell_vectors(fit, self_cells)
+        cells = _cell_vectors(fit, self_cells) if cell_rows is None else cell_rows
         estimates = np.array([score for _, _, score in self_cells]) - cells @ fit.coefficients
         own = np.zeros((fit.n_reviewers, len(self_cells)))
         own[[r for r, _, _ in self_cells], np.arange(len(self_cells))] = 1.0
@@ -178,8 +182,12 @@ def self_preference_tests(
         )
         return [_noise_aware(aware, n_comparisons=len(self_cells)) for aware in batch]
     tests: list[ContrastTest] = []
-    for reviewer_index, candidate_index, score in self_cells:
-        cell = fit.cell_vector(reviewer_index, candidate_index)
+    for index, (reviewer_index, candidate_index, score) in enumerate(self_cells):
+        cell = (
+            fit.cell_vector(reviewer_index, candidate_index)
+            if cell_rows is None
+            else cell_rows[index]
+        )
         estimate = float(score - cell @ fit.coefficients)
         variance_unscaled = 1.0 + float(cell @ fit.covariance_unscaled @ cell)
         tests.append(
@@ -192,6 +200,8 @@ def pooled_self_preference_test(
     fit: AdditiveFit,
     self_cells: list[tuple[int, int, float]],
     noise: ReviewerNoise | None = None,
+    *,
+    cell_rows: np.ndarray | None = None,
 ) -> ContrastTest | None:
     r"""Mean self-preference over all self-reviews of the session, one-sided t test.
 
@@ -200,11 +210,12 @@ def pooled_self_preference_test(
     :math:`\bar d` has variance :math:`\sigma^2\, \mathbf 1^T (I + X_S (X^TX)^{-1}
     X_S^T) \mathbf 1 / m^2` and :math:`\bar d / SE \sim t_{n-p}`. Reference: Seber & Lee
     (2003), sec. 5.3. With ``noise``, each reviewer's own variance as in
-    :func:`self_preference_tests` (weights :math:`1/m` on the self-reviews).
+    :func:`self_preference_tests` (weights :math:`1/m` on the self-reviews); ``cell_rows``
+    as there.
     """
     if not self_cells:
         return None
-    cells = _cell_vectors(fit, self_cells)
+    cells = _cell_vectors(fit, self_cells) if cell_rows is None else cell_rows
     scores = np.array([score for _, _, score in self_cells])
     errors = scores - cells @ fit.coefficients
     if noise is not None:

@@ -13,8 +13,6 @@ Two limits of the data, not of the statistics (issue 23, ADR 0040):
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from llm_council.bias_audit.session.score_table import UNKNOWN_POSITION, ScoreTable
@@ -29,19 +27,12 @@ def is_rank_only(table: ScoreTable) -> bool:
     return table_is_rank_points(table.scores, n_shown)
 
 
-def leniency_not_tested(leniency: dict[str, Any], notes: dict[str, str]) -> dict[str, Any]:
-    """Rank points: every full ranking has the same mean, so no leniency test (ADR 0040)."""
-    notes["leniency"] = (
-        "not tested: the scores are rank points (rankings only), and every reviewer who "
-        "ranks all N answers gives the same points N..1, so a reviewer's level and spread "
-        "are fixed by N; ranks still identify position and self-preference"
-    )
-    return {
-        **leniency,
-        "reviewer_offset_p_values": dict.fromkeys(leniency["reviewer_offset_p_values"]),
-        "harsh_reviewers": [],
-        "generous_reviewers": [],
-    }
+#: ``indicator_only["leniency"]`` for rank points: offsets estimated, nothing tested
+RANK_ONLY_LENIENCY_NOTE = (
+    "not tested: the scores are rank points (rankings only), and every reviewer who "
+    "ranks all N answers gives the same points N..1, so a reviewer's level and spread "
+    "are fixed by N; ranks still identify position and self-preference"
+)
 
 
 def has_one_shared_order(table: ScoreTable) -> bool:
@@ -56,13 +47,11 @@ def has_one_shared_order(table: ScoreTable) -> bool:
     return bool(np.all(lowest[seen] == highest[seen]))
 
 
-def self_preference_confounded(self_pref: dict[str, Any], notes: dict[str, str]) -> dict[str, Any]:
-    """One shared order: self-preference and a preference for a slot look alike."""
-    notes["confounded_with_slot"] = (
-        "self_preference: every reviewer saw one identical display order, so a reviewer's "
-        "own answer sat at one slot; if the council always shows this order, preferring "
-        "its own answer and preferring that slot give the same scores. Self-preference "
-        "is estimated, but not flagged and not counted as tested; shuffle the order per "
-        "reviewer to separate them"
-    )
-    return {**self_pref, "self_preferring_reviewers": [], "self_preference_detected": False}
+#: ``indicator_only["confounded_with_slot"]``: one shared order, self-preference not flagged
+CONFOUNDED_WITH_SLOT_NOTE = (
+    "self_preference: every reviewer saw one identical display order, so a reviewer's "
+    "own answer sat at one slot; if the council always shows this order, preferring "
+    "its own answer and preferring that slot give the same scores. Self-preference "
+    "is estimated, but not flagged and not counted as tested; shuffle the order per "
+    "reviewer to separate them"
+)

@@ -165,7 +165,11 @@ class BiasAuditResult(_ModelMethods):
     sample_sizes: dict[str, int] = Field(default_factory=dict)
     thresholds: dict[str, float] = Field(default_factory=dict)
     significance_level: float | None = Field(
-        default=None, description="the per-flag level used; None when no test was run here"
+        default=None,
+        description=(
+            "the level the session's risk flags share (session_error_rate; each family's "
+            "own tests run at the share Holm gives it); None when no test was run here"
+        ),
     )
     indicator_only: dict[str, str] = Field(
         default_factory=dict,
@@ -173,7 +177,8 @@ class BiasAuditResult(_ModelMethods):
             "what was not tested or rests on too few data for a statistical claim, with why; "
             "'length' is always present and says what the length number can and cannot mean; "
             "'pooled_self_preference' when that p-value is below the level and no reviewer is "
-            "flagged (why it is information, not a flag)"
+            "flagged (why it is information, not a flag); 'self_preference' when the "
+            "self-reviews were predicted with display-slot effects"
         ),
     )
     methods: dict[str, str] = Field(default_factory=dict)
@@ -197,5 +202,28 @@ class BiasAuditResult(_ModelMethods):
         description=(
             "the risk tests that ran in this session (position, leniency, self_preference); "
             "empty means overall_bias_risk is 'not_tested', and 'low' rests only on these"
+        ),
+    )
+    risk_p_values: dict[str, float] = Field(
+        default_factory=dict,
+        description=(
+            "each tested risk family's gate p-value (position, leniency, self_preference): "
+            "the smallest of its own family-adjusted p-values among the tests whose effect "
+            "reaches its floor, 1.0 when none does; before the session's adjustment"
+        ),
+    )
+    risk_p_values_adjusted: dict[str, float] = Field(
+        default_factory=dict,
+        description=(
+            "risk_p_values Holm-adjusted over the tested risk families (ADR 0050): a family "
+            "is flagged exactly when its value is below session_error_rate, so an honest "
+            "council reads overall_bias_risk above 'low' in at most that share of sessions"
+        ),
+    )
+    session_error_rate: float | None = Field(
+        default=None,
+        description=(
+            "the family-wise error rate the risk flags hold for the session as a whole "
+            "(= significance_level); None when no test was run here"
         ),
     )
