@@ -10,6 +10,7 @@ from llm_council.bias_audit.report.model import BiasReport
 from llm_council.bias_audit.report.number_format import fmt, fmt_interval, fmt_p, slot_letter
 from llm_council.bias_audit.report.render.effective_judges_note import effective_judges_note_text
 from llm_council.bias_audit.report.render.render_causal import causal_check_lines
+from llm_council.bias_audit.report.render.render_findings import findings_text_lines
 from llm_council.safe_text import terminal_safe
 
 #: after a position test that is a randomization test (a singular Wald covariance)
@@ -95,6 +96,7 @@ def render_text(report: BiasReport) -> str:
     )
     for warning in report.warnings:
         add(f"warning: {warning}")
+    lines += findings_text_lines(report)  # ADR 0054: the findings first
 
     add("")
     add(f"=== Reviewer Profiles ({report.n_sessions} sessions) ===")
