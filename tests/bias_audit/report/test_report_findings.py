@@ -238,3 +238,48 @@ def test_self_preference_p_agrees_with_its_interval(biased_report: BiasReport) -
     assert len(tested) == 5
     for item in tested:
         assert (item.adjusted.p_value < 0.05) == item.adjusted.excludes_zero()
+
+
+def test_spillover_and_blocs_are_recomputed_over_the_findings(biased_report: BiasReport) -> None:
+    """3 x 3 complete table: a +2 favour leaves -2/(k-1) = -1 on its row (the spill-over
+    weights of a complete k x k table: -1/(k-1) on the row and column, 1/(k-1)^2 elsewhere)."""
+    from llm_council.bias_audit.report.analyses.families import BiasFamilies
+    from llm_council.bias_audit.report.analyses.favouritism import Favouritism, FavouritismCell
+    from llm_council.bias_audit.report.model import Interval
+
+    def cell(r: str, m: str, estimate: float, p: float, own: bool = False) -> FavouritismCell:
+        effect = Interval(estimate, estimate - 0.2, estimate + 0.2, p)
+        # holm_p and flagged hold the per-family verdict, which the procedure overrides
+        return FavouritismCell(r, m, own, effect, 50, 1.0, False)
+
+    names = ["a", "b", "c"]
+    cells = [cell(r, m, 0.0, 0.9, own=r == m) for r in names for m in names]
+    at = {(c.reviewer, c.model): i for i, c in enumerate(cells)}
+    cells[at["a", "b"]] = cell("a", "b", 2.0, 1e-9)  # the favour
+    cells[at["a", "c"]] = cell("a", "c", -1.0, 1e-6)  # its spill-over on the row
+    cells[at["b", "a"]] = cell("b", "a", 0.8, 1e-7)  # b favours a's model back: a bloc
+    matrix = Favouritism(
+        reviewers=names, models=names, cells=cells, design_pattern=[[True] * 3] * 3
+    )
+    report = decide_findings(
+        dataclasses.replace(
+            biased_report,
+            profiles=[],
+            position=None,
+            length=None,
+            self_preference=[],
+            causal_checks=None,
+            families=BiasFamilies(favouritism=matrix),
+        )
+    )
+    assert [(f.subject, f.bias) for f in report.findings] == [
+        ("a", "favours b"),
+        ("b", "favours a"),
+    ]
+    spilled = next(h for h in report.hypotheses if (h.subject, h.bias) == ("a", "disfavours c"))
+    assert not spilled.finding and "spill-over" in spilled.rule and spilled.p_adjusted < 0.05
+    assert report.families is not None and report.families.favouritism is not None
+    decided = {(c.reviewer, c.model): c for c in report.families.favouritism.cells}
+    assert decided["a", "c"].flagged and decided["a", "c"].spillover
+    assert decided["a", "b"].flagged and not decided["a", "b"].spillover
+    assert report.families.favouritism.mutual_blocs == [["a", "b"]]

@@ -71,7 +71,9 @@ def _favouritism_verdicts(
     recomputed over those flags; also the cells that passed but are spill-over."""
     reviewers, models = matrix.reviewers, matrix.models
     shape = (len(reviewers), len(models))
-    where = [(reviewers.index(c.reviewer), models.index(c.model)) for c in matrix.cells]
+    row = {name: index for index, name in enumerate(reviewers)}
+    column = {name: index for index, name in enumerate(models)}
+    where = [(row[c.reviewer], column[c.model]) for c in matrix.cells]
     estimate, low, high = (np.full(shape, np.nan) for _ in range(3))
     flags = np.zeros(shape, dtype=bool)
     for index, (cell, at) in enumerate(zip(matrix.cells, where, strict=True)):

@@ -46,7 +46,7 @@ from llm_council.stats.row_patterns import row_patterns
 LENGTH_CONTROL_MAX_FLOATS = 50_000_000
 
 #: the multiplicity correction applied to the matrix, named in every rendering
-CORRECTION = "Holm (family-wise error over all tested cells)"
+CORRECTION = "Holm over all tested cells (holm_p, for reference); flags: the report-wide procedure"
 
 
 @dataclass(frozen=True)
