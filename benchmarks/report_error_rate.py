@@ -193,28 +193,41 @@ def _stores(write: StoreWriter, folder: Path, members: int, sessions: int, runs:
     return paths
 
 
-def null_table(runs: int, seed: int, sizes: list[int], members: list[int]) -> list[str]:
+def latin_cells(sizes: list[int], members: list[int]) -> list[tuple[int, int, int]]:
+    """(generator index, members, sessions): each generator at every member count and every
+    session count once, member count i paired with session count (i + g) mod 3."""
+    return [
+        (g, n_members, sizes[(i + g) % len(sizes)])
+        for g in range(len(NULL_GENERATORS))
+        for i, n_members in enumerate(members)
+    ]
+
+
+def null_table(runs: int, seed: int, cells: list[tuple[int, int, int]]) -> list[str]:
     lines = [
         "| generator | members | sessions | tests per report (median) | reports with a "
-        "finding, fwer | reports with a finding, fdr | CPU s per report |",
-        "|---|---|---|---|---|---|---|",
+        "finding, fwer | reports with a finding, fdr | families of the fwer findings | "
+        "CPU s per report |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     src = ROOT / "src"
-    for name, write in NULL_GENERATORS.items():
-        for n_members in members:
-            for n_sessions in sizes:
-                with tempfile.TemporaryDirectory() as folder:
-                    paths = _stores(write, Path(folder), n_members, n_sessions, runs, seed)
-                    results = run_tree(src, paths)
-                tests = sorted(r["n_tests"] for r in results)
-                fwer = sum(bool(r["fwer"]) for r in results)
-                fdr = sum(bool(r["fdr"]) for r in results)
-                cpu = sum(r["cpu_seconds"] for r in results) / len(results)
-                lines.append(
-                    f"| {name} | {n_members} | {n_sessions} | {tests[len(tests) // 2]} | "
-                    f"{_rate(fwer, runs)} | {_rate(fdr, runs)} | {cpu:.2f} |"
-                )
-                print(lines[-1], flush=True)
+    names = list(NULL_GENERATORS)
+    for g, n_members, n_sessions in cells:
+        name, write = names[g], NULL_GENERATORS[names[g]]
+        with tempfile.TemporaryDirectory() as folder:
+            paths = _stores(write, Path(folder), n_members, n_sessions, runs, seed)
+            results = run_tree(src, paths)
+        tests = sorted(r["n_tests"] for r in results)
+        fwer = sum(bool(r["fwer"]) for r in results)
+        fdr = sum(bool(r["fdr"]) for r in results)
+        cpu = sum(r["cpu_seconds"] for r in results) / len(results)
+        families = sorted({f[0] for r in results for f in r["fwer"]})
+        lines.append(
+            f"| {name} | {n_members} | {n_sessions} | {tests[len(tests) // 2]} | "
+            f"{_rate(fwer, runs)} | {_rate(fdr, runs)} | {', '.join(families) or '-'} | "
+            f"{cpu:.2f} |"
+        )
+        print(lines[-1], flush=True)
     return lines
 
 
@@ -255,11 +268,32 @@ def main() -> None:
     parser.add_argument("--members", type=int, nargs="+", default=[3, 5, 9])
     parser.add_argument("--power-sessions", type=int, default=30)
     parser.add_argument("--baseline-src", type=Path, help="src of the tree to compare with")
+    parser.add_argument(
+        "--grid",
+        choices=("full", "latin"),
+        default="full",
+        help="every generator x members x sessions, or each generator at each member and "
+        "session count once (15 cells)",
+    )
+    parser.add_argument(
+        "--cells", nargs="+", help="explicit cells GENERATOR_INDEX:MEMBERS:SESSIONS"
+    )
     parser.add_argument("--out", type=Path, help="also write the markdown tables here")
     args = parser.parse_args()
     lines: list[str] = []
     if args.null:
-        lines += null_table(args.runs, args.seed, args.sessions, args.members) + [""]
+        if args.cells:
+            cells = [tuple(int(v) for v in cell.split(":")) for cell in args.cells]
+        elif args.grid == "latin":
+            cells = latin_cells(args.sessions, args.members)
+        else:
+            cells = [
+                (g, m, s)
+                for g in range(len(NULL_GENERATORS))
+                for m in args.members
+                for s in args.sessions
+            ]
+        lines += null_table(args.runs, args.seed, cells) + [""]
     if args.power:
         lines += power_table(args.runs, args.seed, args.baseline_src, args.power_sessions)
     if args.out:

@@ -50,8 +50,8 @@ def family_holm_adjusted(p_values: ArrayLike, families: Sequence[Hashable]) -> n
     # each family's finite p-values, ascending; the procedure only ever takes a family's
     # smallest remaining one (the other members of a family share its weight)
     queues: dict[Hashable, list[int]] = {}
-    for index in np.flatnonzero(np.isfinite(values)):
-        queues.setdefault(families[index], []).append(int(index))
+    for finite_index in np.flatnonzero(np.isfinite(values)).tolist():
+        queues.setdefault(families[finite_index], []).append(finite_index)
     for members in queues.values():
         members.sort(key=lambda i: (values[i], i))
     heads = dict.fromkeys(queues, 0)

@@ -19,7 +19,7 @@ from llm_council.bias_audit.report.finding import Finding
 from llm_council.bias_audit.report.model import BiasReport
 
 #: where a hypothesis sits: (section key, index[, check kind])
-Locator = tuple[str, ...] | tuple[str, int] | tuple[str, int, str]
+Locator = tuple[str | int, ...]
 
 #: the causal checks that are tests (the repeat check measures stability, it tests nothing)
 CAUSAL_TESTS = (

@@ -113,7 +113,8 @@ def _family_verdicts(
         dataclasses.replace(item, detected=verdict(("anchoring", i)))
         for i, item in enumerate(families.anchoring)
     ]
-    matrix, spilled = families.favouritism, set()
+    matrix = families.favouritism
+    spilled: set[int] = set()
     if matrix is not None:
         matrix, spilled = _favouritism_verdicts(
             matrix, {i: verdict(("favouritism", i)) for i in range(len(matrix.cells))}
