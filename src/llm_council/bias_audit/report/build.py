@@ -107,7 +107,12 @@ def build_report(
             reference = [p.reviewer for p in profiles if p.in_leniency_reference]
             joint_future = runner.submit(fit_joint_model, reference, forced_choice=forced_choice)
             position_future = runner.submit(position_bias, significance_level)
-            collect_families = submit_bias_families(runner, significance_level, seed=seed)
+            level_fixed = frozenset(
+                [p.reviewer for p in profiles] if forced_choice else rank_reviewers
+            )
+            collect_families = submit_bias_families(
+                runner, significance_level, seed=seed, level_fixed=level_fixed
+            )
             length_future = runner.submit(pooled_length_bias)
             causal_future = runner.submit(causal_checks)  # ADR 0024: the live checks, if any
             decisions_future = runner.submit(decisions_affected)  # ADR 0046
