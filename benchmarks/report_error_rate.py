@@ -203,7 +203,9 @@ def latin_cells(sizes: list[int], members: list[int]) -> list[tuple[int, int, in
     ]
 
 
-def null_table(runs: int, seed: int, cells: list[tuple[int, int, int]]) -> list[str]:
+def null_table(
+    runs: int, seed: int, cells: list[tuple[int, int, int]], baseline: Path | None = None
+) -> list[str]:
     lines = [
         "| generator | members | sessions | tests per report (median) | reports with a "
         "finding, fwer | reports with a finding, fdr | families of the fwer findings | "
@@ -217,11 +219,14 @@ def null_table(runs: int, seed: int, cells: list[tuple[int, int, int]]) -> list[
         with tempfile.TemporaryDirectory() as folder:
             paths = _stores(write, Path(folder), n_members, n_sessions, runs, seed)
             results = run_tree(src, paths)
+            before = run_tree(baseline, paths) if baseline else []
         tests = sorted(r["n_tests"] for r in results)
         fwer = sum(bool(r["fwer"]) for r in results)
         fdr = sum(bool(r["fdr"]) for r in results)
         cpu = sum(r["cpu_seconds"] for r in results) / len(results)
         families = sorted({f[0] for r in results for f in r["fwer"]})
+        if before:
+            name += f" (before: {_rate(sum(bool(r['before']) for r in before), runs)})"
         lines.append(
             f"| {name} | {n_members} | {n_sessions} | {tests[len(tests) // 2]} | "
             f"{_rate(fwer, runs)} | {_rate(fdr, runs)} | {', '.join(families) or '-'} | "
@@ -300,7 +305,7 @@ def main() -> None:
                 for m in args.members
                 for s in args.sessions
             ]
-        lines += null_table(args.runs, args.seed, cells) + [""]
+        lines += null_table(args.runs, args.seed, cells, args.baseline_src) + [""]
     if args.power:
         lines += power_table(
             args.runs, args.seed, args.baseline_src, args.power_sessions, args.power_cells
