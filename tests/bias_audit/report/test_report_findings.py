@@ -283,3 +283,17 @@ def test_spillover_and_blocs_are_recomputed_over_the_findings(biased_report: Bia
     assert decided["a", "c"].flagged and decided["a", "c"].spillover
     assert decided["a", "b"].flagged and not decided["a", "b"].spillover
     assert report.families.favouritism.mutual_blocs == [["a", "b"]]
+
+
+def test_untestable_anchoring_is_said_so(tmp_path: Path) -> None:
+    """Rank points: anchoring not identified, listed under "could not be tested here"."""
+    from llm_council.bias_audit.report.dashboard.dashboard_findings import dashboard_findings
+
+    path = tmp_path / "ranks.jsonl"
+    write_rank_store(path, rank_sessions(RankCouncilSpec(n_members=4, order="fixed"), 12, 1))
+    report = build_report(path, n_resamples=20)
+    assert report.families is not None
+    assert all(not a.identified for a in report.families.anchoring)
+    assert not any(h.family == "anchoring" for h in report.hypotheses)
+    untested = {u.bias: u.reason for u in dashboard_findings(report).untested}
+    assert untested["anchoring"].startswith("not identified")

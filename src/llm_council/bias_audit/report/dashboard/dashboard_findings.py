@@ -120,6 +120,22 @@ def _untested(report: BiasReport) -> list[Untested]:
         return untested
     for note in families.notes:
         add(Untested("families", note))
+    unidentified = [a.reviewer for a in families.anchoring if not a.identified]
+    if unidentified:
+        add(
+            Untested(
+                "anchoring",
+                "not identified (two answers a review, rank points or a forced-choice "
+                "scale) for " + _some(unidentified),
+            )
+        )
+    thin = [
+        a.reviewer
+        for a in families.anchoring
+        if a.identified and not math.isfinite(a.conditional.p_value)
+    ]
+    if thin:
+        add(Untested("anchoring", "fewer than 10 informative sessions for " + _some(thin)))
     if families.drift is None:
         add(Untested("drift", "no readable timestamps"))
     else:
