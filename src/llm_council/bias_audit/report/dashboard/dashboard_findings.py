@@ -125,8 +125,8 @@ def _untested(report: BiasReport) -> list[Untested]:
         add(
             Untested(
                 "anchoring",
-                "not identified (two answers a review, rank points or a forced-choice "
-                "scale) for " + _some(unidentified),
+                "not identified (3 or fewer answers a review, rank points or a "
+                "forced-choice scale) for " + _some(unidentified),
             )
         )
     thin = [

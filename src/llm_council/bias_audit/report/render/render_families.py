@@ -37,7 +37,7 @@ def families_text_lines(families: BiasFamilies) -> list[str]:
         )
         for item in families.anchoring:
             flag = (
-                "not identified (2 answers a review, or rank points / a forced-choice scale)"
+                "not identified (3 or fewer answers a review, rank points or a forced-choice scale)"
                 if not item.identified
                 else ("ANCHORED" if item.conditional.estimate > 0 else "CONTRAST (pushed away)")
                 if item.detected
