@@ -57,10 +57,11 @@ from llm_council.stats.pooling import IntervalEstimate
 MAX_SLOTS = 256
 
 #: sessions with informative cells (2+ usable answers in one slot) the conditional test
-#: needs: the delete-one-session jackknife of a correlation over 4-6 sessions rejected far
-#: too often on null councils (3 members, 10 sessions: 3 of 120 tests below p = 0.002,
-#: 0.24 expected; ADR 0054). Below it the estimate is shown, untested.
-MIN_INFORMATIVE_SESSIONS = 10
+#: needs: the delete-one-session jackknife of a correlation over few sessions rejected far
+#: too often on null councils (3 members, 10 sessions, 4-6 informative: 3 of 120 tests
+#: below p = 0.002, 0.24 expected; 9 members, 10 sessions: p = 1.3e-5 and 1.5e-4 among
+#: 360 tests; ADR 0054). Below it the estimate is shown, untested.
+MIN_INFORMATIVE_SESSIONS = 20
 
 #: a jackknife interval narrower than this (in r) has collapsed to rounding error
 _COLLAPSED_WIDTH = 1e-9

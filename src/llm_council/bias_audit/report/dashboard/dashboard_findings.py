@@ -135,7 +135,7 @@ def _untested(report: BiasReport) -> list[Untested]:
         if a.identified and not math.isfinite(a.conditional.p_value)
     ]
     if thin:
-        add(Untested("anchoring", "fewer than 10 informative sessions for " + _some(thin)))
+        add(Untested("anchoring", "fewer than 20 informative sessions for " + _some(thin)))
     if families.drift is None:
         add(Untested("drift", "no readable timestamps"))
     else:
