@@ -22,6 +22,13 @@ class Engine(StrEnum):
     spark = "spark"
 
 
+class ErrorRate(StrEnum):
+    """The report-wide error rate (ADR 0054); the values are report/finding.py's ERROR_RATES."""
+
+    fwer = "fwer"
+    fdr = "fdr"
+
+
 class ReportFormat(StrEnum):
     text = "text"
     json = "json"
@@ -125,6 +132,15 @@ def bias_report(
         bool,
         typer.Option("--amplification", help="Append the report-only amplification screen."),
     ] = False,
+    error_rate: Annotated[
+        ErrorRate,
+        typer.Option(
+            "--error-rate",
+            help="The one promise every finding is made under: fwer (at most a 5% chance "
+            "of any false finding in the whole report) or fdr (Benjamini-Yekutieli: at "
+            "most 5% of the findings false, on average). See docs/bias-report.md.",
+        ),
+    ] = ErrorRate.fwer,
 ) -> None:
     """Pool the bias-audit records of every session: reviewer profiles, biases, leaderboard."""
     from llm_council.bias_audit.report import RENDERERS, build_report
@@ -151,6 +167,7 @@ def bias_report(
             engine=engine.value,
             on_step=on_step,
             reproducible=reproducible,
+            error_rate=error_rate.value,
         )
         report = as_given(report, chosen, path)
     for warning in report.warnings:

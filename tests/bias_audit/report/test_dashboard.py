@@ -38,11 +38,7 @@ def _bias_counts(report: BiasReport) -> dict[str, int]:
     favour = report.families.favouritism
     return {
         "leniency": sum(p.leniency_label in ("harsh", "generous") for p in report.profiles),
-        "position": sum(p.flagged for p in position.per_reviewer)
-        + int(
-            position.council.identified
-            and position.council.test_p_value < position.significance_level
-        ),
+        "position": sum(p.flagged for p in position.per_reviewer) + int(position.council.flagged),
         "self-preference": sum(s.detected for s in report.self_preference)
         + (sum(c.flagged and c.is_self and not c.spillover for c in favour.cells) if favour else 0),
         "anchoring": sum(a.detected for a in report.families.anchoring),
@@ -51,6 +47,10 @@ def _bias_counts(report: BiasReport) -> dict[str, int]:
 
 def test_findings_are_exactly_the_flags_the_estimators_raised(biased_report: BiasReport) -> None:
     findings = dashboard_findings(biased_report).findings
+    # the header words the report's one list, in its order, and adds nothing
+    assert [(f.subject, f.bias, f.family) for f in findings] == [
+        (f.subject, f.bias, f.family) for f in biased_report.findings
+    ]
     counts = _bias_counts(biased_report)
     for bias, expected in counts.items():
         got = sum(f.bias.startswith(bias) for f in findings)
@@ -63,9 +63,10 @@ def test_findings_are_exactly_the_flags_the_estimators_raised(biased_report: Bia
     harsh = next(f for f in findings if f.subject == "harsh" and f.bias.startswith("leniency"))
     assert harsh.bias == "leniency: harsh"
     profile = next(p for p in biased_report.profiles if p.reviewer == "harsh")
-    # the size quotes the estimate and its interval to 2 decimals, the certainty the Holm p
+    # the size quotes the estimate and its interval to 2 decimals, the certainty the
+    # report-wide adjusted p (named by its error rate) and the test's own p
     assert f"{profile.leniency.estimate:.2f} [{profile.leniency.ci_low:.2f}," in harsh.size
-    assert "Holm" in harsh.certainty
+    assert "adjusted p" in harsh.certainty and "family-wise" in harsh.certainty
 
 
 def test_findings_header_says_nothing_flagged_when_no_flag_is_set(
@@ -81,10 +82,12 @@ def test_findings_header_says_nothing_flagged_when_no_flag_is_set(
         ],
         families=None,
         causal_checks=None,
+        findings=[],
     )
     assert dashboard_findings(quiet).findings == []
     page = render_html(quiet)
-    assert "Nothing flagged" in page and 'id="findings-table"' not in page
+    assert "No finding at the report&#x27;s error rate" in page
+    assert 'id="findings-table"' not in page
     untested = page[page.index("Could not be tested here") :]
     assert "causal checks" in untested and "position" in untested and "length" in untested
 
@@ -94,7 +97,7 @@ def test_findings_table_rows_match_the_findings(biased_report: BiasReport) -> No
     table = re.search(r'<table class="grid-table" id="findings-table">.*?</table>', page, re.S)
     assert table is not None
     assert table.group(0).count("<tr>") == len(dashboard_findings(biased_report).findings) + 1
-    assert "Nothing flagged" not in page
+    assert "No finding at the report" not in page
     # the header's per-family counts add up to the rows, one chip per family
     findings = dashboard_findings(biased_report).findings
     chips = dict(re.findall(r'<span class="chip">([^<]+) <b>(\d+)</b></span>', page))
@@ -195,7 +198,7 @@ def test_causal_checks_table_findings_and_repeat_rows(tmp_path: Path) -> None:
     checks = {r.reviewer: r for r in report.causal_checks.reviewers}
     findings = dashboard_findings(report).findings
     causal = {(f.subject, f.bias) for f in findings if f.section == "section-causal"}
-    # exactly the check estimates whose own test rejected (per test, uncorrected)
+    # exactly the check estimates the report-wide procedure made findings
     expected = {
         (name, bias)
         for name, r in checks.items()
@@ -204,7 +207,7 @@ def test_causal_checks_table_findings_and_repeat_rows(tmp_path: Path) -> None:
             ("causal verbosity (padding)", r.padding_effect),
             ("self-recognition (identity)", r.identity_effect),
         )
-        if estimate is not None and estimate.detected(report.significance_level)
+        if estimate is not None and estimate.finding
     }
     assert causal == expected
     assert ("r1", "causal position (re-shuffle)") in causal
@@ -261,9 +264,9 @@ def test_drift_sparkline_in_each_card_and_a_detected_change_is_a_finding(
         if s.detected
     }
     drifter = series["drifter"]
-    low = drifter.weekly_mean[0] - 1.96 * drifter.weekly_se[0]
     finding = next(f for f in drift_findings if f.subject == "drifter" and "leniency" in f.bias)
-    assert finding.size.startswith(f"first week {drifter.weekly_mean[0]:.2f} [{low:.2f}, ")
+    change = drifter.weekly_mean[-1] - drifter.weekly_mean[0]
+    assert finding.size.startswith(f"{change:.2f} last week's mean minus the first week's")
     index = next(i for i, p in enumerate(report.profiles) if p.reviewer == "drifter")
     drifter_card = page[page.index(f'<section class="card" id="card-{index}">') :]
     drifter_card = drifter_card[: drifter_card.index("</section>")]
@@ -288,17 +291,28 @@ def test_cards_come_most_flagged_first(biased_report: BiasReport) -> None:
         assert badge in card
 
 
-def test_a_negative_anchoring_flag_is_named_a_contrast_not_a_pull() -> None:
+def test_a_negative_anchoring_flag_is_named_a_contrast_not_a_pull(
+    biased_report: BiasReport,
+) -> None:
     from llm_council.bias_audit.report.analyses.anchoring import ReviewerAnchoring
     from llm_council.bias_audit.report.analyses.families import BiasFamilies
-    from llm_council.bias_audit.report.dashboard.dashboard_findings import _family_findings
     from llm_council.bias_audit.report.model import Interval
+    from llm_council.bias_audit.report.report_verdicts import decide_findings
 
     def anchoring(name: str, r: float) -> ReviewerAnchoring:
         interval = Interval(r, r - 0.03, r + 0.03, 1e-4)
-        return ReviewerAnchoring(name, 300, interval, interval, 0.001, True)
+        return ReviewerAnchoring(name, 300, interval, interval, 0.001, False)
 
-    found = _family_findings(BiasFamilies(anchoring=[anchoring("a", 0.2), anchoring("b", -0.2)]))
+    only_anchoring = dataclasses.replace(
+        biased_report,
+        profiles=[],
+        position=None,
+        length=None,
+        self_preference=[],
+        causal_checks=None,
+        families=BiasFamilies(anchoring=[anchoring("a", 0.2), anchoring("b", -0.2)]),
+    )
+    found = dashboard_findings(decide_findings(only_anchoring)).findings
     assert [(f.subject, f.bias, f.family) for f in found] == [
         ("a", "anchoring", "anchoring"),
         ("b", "anchoring: contrast (pushed away)", "anchoring"),

@@ -30,9 +30,10 @@ def biased_report(biased_store: Path):  # type: ignore[no-untyped-def]
     return build_report(biased_store, n_resamples=50)
 
 
-def test_text_leads_with_reviewer_profiles(biased_report) -> None:  # type: ignore[no-untyped-def]
+def test_text_leads_with_the_findings_then_reviewer_profiles(biased_report) -> None:  # type: ignore[no-untyped-def]
     text = render_text(biased_report)
     order = [
+        "=== Findings",
         "=== Reviewer Profiles",
         "=== Length Bias",
         "=== Position Bias",
@@ -89,6 +90,8 @@ def test_csv_is_one_long_table(biased_report) -> None:  # type: ignore[no-untype
     assert all(len(row) == len(CSV_COLUMNS) for row in rows)
     sections = {row[0] for row in rows[1:]}
     assert sections == {
+        "finding",  # ADR 0054: every tested hypothesis, two rows each, first
+        "not_a_finding",
         "reviewer",
         "length",
         "position",

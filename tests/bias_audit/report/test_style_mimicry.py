@@ -186,5 +186,5 @@ def test_the_dashboard_header_names_the_flagged_mimic(tmp_path: Path) -> None:
     assert flagged(found) == {"judge0"}
     rows = [f for f in dashboard_findings(report).findings if f.family == "style mimicry"]
     assert [row.subject for row in rows] == ["judge0"]
-    assert "points per unit of similarity" in rows[0].size and "Holm" in rows[0].certainty
+    assert "points per unit of similarity" in rows[0].size and "adjusted p" in rows[0].certainty
     assert 'id="findings"' in render_html(report) and "style mimicry" in render_html(report)

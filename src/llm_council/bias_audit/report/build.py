@@ -18,6 +18,7 @@ from llm_council.bias_audit.report.analyses.length import pooled_length_bias
 from llm_council.bias_audit.report.analyses.position import position_bias
 from llm_council.bias_audit.report.analyses.reviewers import (
     leniency_fixed_by_the_scale,
+    material_leniency,
     reviewer_profiles,
     self_preferences,
 )
@@ -25,13 +26,15 @@ from llm_council.bias_audit.report.analyses.section_runner import (
     PARALLEL_MAX_RECORDS,
     SectionRunner,
 )
+from llm_council.bias_audit.report.finding import ERROR_RATES
 from llm_council.bias_audit.report.load.loading import DEFAULT_MEMORY_LIMIT, load_store, parse_since
 from llm_council.bias_audit.report.load.tables import (
     create_analysis_tables,
     rank_point_reviewers,
 )
 from llm_council.bias_audit.report.model import BiasReport
-from llm_council.errors import RecordError
+from llm_council.bias_audit.report.report_verdicts import decide_findings
+from llm_council.errors import ConfigError, RecordError
 
 #: how many times :func:`build_report` calls ``on_step`` (the CLI's progress bar total)
 REPORT_STEPS = 7
@@ -50,6 +53,7 @@ def build_report(
     on_step: Callable[[str], None] | None = None,
     memory_limit: str = DEFAULT_MEMORY_LIMIT,
     reproducible: bool = False,
+    error_rate: str = "fwer",
 ) -> BiasReport:
     """Analyse every readable record in ``store_path`` (optionally only those since ``since``).
 
@@ -60,7 +64,11 @@ def build_report(
     ``reproducible`` gives the same figures to the last bit on every run (sorted records,
     DuckDB and BLAS on one thread: :func:`~.loading.load_store`): 5-10% slower at 1M
     records, about a third at 10M (ADR 0037).
+    ``error_rate`` is the one promise every finding is made under (ADR 0054): ``fwer``
+    (family-wise over the whole report) or ``fdr`` (Benjamini-Yekutieli false discovery rate).
     """
+    if error_rate not in ERROR_RATES:
+        raise ConfigError(f"unknown error rate {error_rate!r} (expected fwer or fdr)")
     step = on_step or (lambda _name: None)
     cutoff = parse_since(since) if since else None
     end = parse_since(until, option="--until") if until else None
@@ -99,7 +107,12 @@ def build_report(
             reference = [p.reviewer for p in profiles if p.in_leniency_reference]
             joint_future = runner.submit(fit_joint_model, reference, forced_choice=forced_choice)
             position_future = runner.submit(position_bias, significance_level)
-            collect_families = submit_bias_families(runner, significance_level, seed=seed)
+            level_fixed = frozenset(
+                [p.reviewer for p in profiles] if forced_choice else rank_reviewers
+            )
+            collect_families = submit_bias_families(
+                runner, significance_level, seed=seed, level_fixed=level_fixed
+            )
             length_future = runner.submit(pooled_length_bias)
             causal_future = runner.submit(causal_checks)  # ADR 0024: the live checks, if any
             decisions_future = runner.submit(decisions_affected)  # ADR 0046
@@ -108,7 +121,11 @@ def build_report(
             position = position_future.result()
             step("fitting the joint model")
             joint = joint_future.result()
-            self_preference = self_preferences(connection, joint.model.effects if joint else [])
+            self_preference = self_preferences(
+                connection,
+                joint.model.effects if joint else [],
+                joint.model.n_sessions if joint else 0,
+            )
             step("anchoring, favouritism, drift")
             families = collect_families()
             step("leaderboard (bootstrap over sessions)")
@@ -124,7 +141,7 @@ def build_report(
             if board is not None
             else None
         )
-        return BiasReport(
+        report = BiasReport(
             store=store.path,
             generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
             since=since,
@@ -146,6 +163,8 @@ def build_report(
             until=until,
             families=families,
             decisions=decisions,
+            material_leniency=material_leniency(connection),
         )
     finally:
         connection.close()
+    return decide_findings(report, error_rate)

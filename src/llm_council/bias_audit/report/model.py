@@ -7,7 +7,7 @@ The per-section value types live in :mod:`.estimates` (re-exported here).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from llm_council.bias_audit.report.analyses.causal_checks import CausalChecks
@@ -27,9 +27,11 @@ from llm_council.bias_audit.report.estimates import (
     SlotProfile,
     reliability_tier,
 )
+from llm_council.bias_audit.report.finding import Finding
 
 __all__ = [
     "BiasReport",
+    "Finding",
     "Interval",
     "JointEffect",
     "JointModel",
@@ -74,6 +76,12 @@ class BiasReport:
     )
     # ADR 0046: how often the debiased winner differs from the raw winner
     decisions: DecisionsAffected | None = None
+    # ADR 0054: one multiplicity procedure over every hypothesis the report tests
+    error_rate: str = "fwer"  # fwer (family-wise) / fdr (false discovery rate)
+    error_rate_method: str = ""  # the procedure, in words (the text header quotes it)
+    findings: list[Finding] = field(default_factory=list)  # the tested ones that are findings
+    hypotheses: list[Finding] = field(default_factory=list)  # every tested one, in report order
+    material_leniency: float = float("nan")  # points: a smaller leniency is never a finding
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: NaN and infinities become null (JSON has neither)."""

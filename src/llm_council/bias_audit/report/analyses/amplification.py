@@ -37,6 +37,8 @@ class Amplification:
     agreement_threshold: float
     significance_level: float
     suspect_sessions: list[str] = field(default_factory=list)  # first few session ids
+    # the excess is a finding of the report-wide procedure (set by report_verdicts, ADR 0054)
+    excess_is_finding: bool = False
 
 
 def _every_session_shares_one_order(

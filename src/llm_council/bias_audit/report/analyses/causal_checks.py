@@ -39,9 +39,8 @@ class CheckEstimate:
     p_value: float
     n_sessions: int
     n_pairs: int
-
-    def detected(self, significance_level: float) -> bool:
-        return bool(self.p_value < significance_level)
+    # set by the report-wide multiplicity procedure (:mod:`..report_verdicts`), never here
+    finding: bool = False
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,9 @@ class DriftSeries:
     holm_p: float  # over every (reviewer, quantity) series in the report
     changed_from: str | None  # start of the first week at the new level (when detected)
     detected: bool
+    # the CUSUM's estimate of the first week at a new level, shown as ``changed_from`` when
+    # the report-wide procedure makes the series a finding
+    likely_change_from: str | None = None
 
 
 @dataclass(frozen=True)
@@ -103,7 +106,7 @@ def drift_by_reviewer(
     for (name, quantity, series, test), adjusted in zip(tested, holm, strict=True):
         weeks = series.weeks.tolist()
         detected = bool(adjusted < significance_level)
-        change = weeks[test.change_after_index + 1] if detected else None
+        change = weeks[test.change_after_index + 1]
         result.append(
             DriftSeries(
                 reviewer=name,
@@ -115,8 +118,9 @@ def drift_by_reviewer(
                 cusum_statistic=test.statistic,
                 p_value=test.p_value,
                 holm_p=float(adjusted),
-                changed_from=week_start[change] if change is not None else None,
+                changed_from=week_start[change] if detected else None,
                 detected=detected,
+                likely_change_from=week_start[change],
             )
         )
     return Drift(result, n_weeks, n_untimed, significance_level, skipped)

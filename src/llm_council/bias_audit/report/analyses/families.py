@@ -50,11 +50,16 @@ class BiasFamilies:
 
 
 def submit_bias_families(
-    runner: SectionRunner, significance_level: float = 0.05, seed: int = 0
+    runner: SectionRunner,
+    significance_level: float = 0.05,
+    seed: int = 0,
+    level_fixed: frozenset[str] = frozenset(),
 ) -> Callable[[], BiasFamilies]:
     """Start every family on ``runner``; the returned function waits for them all.
 
     The families are submitted costliest first, so two workers finish close together.
+    ``level_fixed`` names the reviewers whose level the scale fixes (rank points, a
+    forced-choice scale): anchoring is not identified for them.
     """
     size = runner.connection.execute(
         """SELECT count(DISTINCT session) * (SELECT count(*) FROM reviewers)
@@ -72,7 +77,7 @@ def submit_bias_families(
     )
     style = runner.submit(style_mimicry, significance_level)
     amplified = runner.submit(amplification, significance_level, seed=seed) if dense_ok else None
-    anchoring = runner.submit(anchoring_by_reviewer, significance_level)
+    anchoring = runner.submit(anchoring_by_reviewer, significance_level, level_fixed)
     parse_outcomes = runner.submit(parse_outcomes_by_reviewer)
     favoured = runner.submit(favouritism, significance_level) if dense_ok else None
     drift = runner.submit(drift_by_reviewer, significance_level, seed=seed)

@@ -38,6 +38,7 @@ from llm_council.bias_audit.report.load.tables import (
     nullable_floats,
 )
 from llm_council.stats.favouritism import favouritism_matrix, mutual_blocs
+from llm_council.stats.row_patterns import row_patterns
 
 #: past this many floats in the length-control design (reviewers x sessions x reviewers x
 #: models, about 8 bytes each) the matrix is fitted without it and its captions drop
@@ -45,7 +46,7 @@ from llm_council.stats.favouritism import favouritism_matrix, mutual_blocs
 LENGTH_CONTROL_MAX_FLOATS = 50_000_000
 
 #: the multiplicity correction applied to the matrix, named in every rendering
-CORRECTION = "Holm (family-wise error over all tested cells)"
+CORRECTION = "Holm over all tested cells (holm_p, for reference); flags: the report-wide procedure"
 
 
 @dataclass(frozen=True)
@@ -77,10 +78,21 @@ class Favouritism:
     significance_level: float = 0.05
     correction: str = CORRECTION
     length_controlled: bool = True  # cells net of each reviewer's ln(words) slope
+    # reviewers x models: the most common pattern of observed cells, which stands for the
+    # design in the spill-over model (re-read when the report-wide procedure re-decides)
+    design_pattern: list[list[bool]] = field(default_factory=list)
 
     def flagged_pairs(self) -> list[FavouritismCell]:
         """Flagged reviewer-model pairs that are not spill-over of a larger flag (no self cells)."""
         return [c for c in self.cells if c.flagged and not c.spillover and not c.is_self]
+
+
+def _modal_pattern(table: np.ndarray) -> np.ndarray:
+    """The most common reviewers x models pattern of observed cells over sessions (the one
+    :func:`~llm_council.stats.favouritism.favouritism_matrix` computes spill-over for)."""
+    observed = np.isfinite(table)
+    grouped = row_patterns(observed.reshape(observed.shape[0], -1))
+    return grouped.patterns[int(np.argmax(grouped.counts))].reshape(observed.shape[1:])
 
 
 def favouritism(
@@ -162,4 +174,5 @@ def favouritism(
         mutual_blocs=[[reviewers[i] for i in bloc] for bloc in blocs],
         significance_level=significance_level,
         length_controlled=matrix.length_controlled,
+        design_pattern=_modal_pattern(table).tolist(),
     )

@@ -251,6 +251,22 @@ def _direction(profile: SlotProfile, rejected: bool) -> str:
     return "non-monotone"
 
 
+def direction_if_rejected(profile: SlotProfile) -> str:
+    """The direction ``profile`` is reported with when its test is a finding."""
+    return _direction(profile, rejected=True)
+
+
+def with_verdict(profile: SlotProfile, finding: bool) -> SlotProfile:
+    """``profile`` with ``flagged`` and ``direction`` set by the report-wide verdict."""
+    return SlotProfile(
+        **{
+            **profile.__dict__,
+            "direction": _direction(profile, finding),
+            "flagged": profile.identified and finding,
+        }
+    )
+
+
 def _with(profile: SlotProfile, adjusted_p: float, significance_level: float) -> SlotProfile:
     rejected = bool(np.isfinite(adjusted_p) and adjusted_p < significance_level)
     return SlotProfile(

@@ -31,6 +31,7 @@ from llm_council.bias_audit.report.load.tables import (
     rank_point_reviewers,
     scores_sum_to_a_constant,
 )
+from llm_council.stats.distribution_functions import t_two_sided_p
 from llm_council.stats.pooling import fisher_z_pooled_correlation, mean_interval_from_moments
 from llm_council.stats.robust_leniency import ReviewerLeniency, step_down_leniency
 
@@ -85,7 +86,7 @@ def _leniency_label(result: ReviewerLeniency, material: float) -> str:
     return "harsh" if estimate.estimate < 0 else "generous"
 
 
-def _material_leniency(connection: duckdb.DuckDBPyConnection) -> float:
+def material_leniency(connection: duckdb.DuckDBPyConnection) -> float:
     """:data:`MATERIAL_LENIENCY_SHARE` of the store's median score range, in points."""
     row = connection.execute(
         "SELECT median(scale_high - scale_low) FROM records WHERE score IS NOT NULL"
@@ -188,7 +189,7 @@ def reviewer_profiles(
     leniency_identified = not forced_choice
     # in a store of scorers, a rank-point reviewer's level is on another scale
     leniencies = robust_leniencies(connection, rank_reviewers) if leniency_identified else {}
-    material = _material_leniency(connection)
+    material = material_leniency(connection)
     length_correlations = reviewer_length_correlations(connection)
     finite_spreads = [value for value in spreads.values() if value is not None]
     median_spread = float(np.median(finite_spreads)) if finite_spreads else float("nan")
@@ -249,10 +250,23 @@ def reviewer_profiles(
     )
 
 
+def _t_p_value(estimate: float, standard_error: float, df: int) -> float:
+    """Two-sided Student-t p of ``estimate / standard_error`` (NaN where it is no test)."""
+    if not (df > 0 and standard_error > 0 and np.isfinite(estimate / standard_error)):
+        return float("nan")
+    return float(t_two_sided_p(estimate / standard_error, df))
+
+
 def self_preferences(
-    connection: duckdb.DuckDBPyConnection, joint_effects: Sequence[JointEffect]
+    connection: duckdb.DuckDBPyConnection,
+    joint_effects: Sequence[JointEffect],
+    n_joint_sessions: int = 0,
 ) -> list[SelfPreference]:
     """Each self-reviewing reviewer's bonus to its own answer.
+
+    ``adjusted.p_value`` is the two-sided t test of the joint model's term with
+    ``n_joint_sessions - 1`` degrees of freedom, the same t its interval uses (NaN
+    without ``n_joint_sessions``).
 
     ``raw`` is the simple paired contrast per session (own score minus the others' mean on
     its answer; t interval over sessions): it still contains the reviewer's leniency and,
@@ -263,7 +277,12 @@ def self_preferences(
     (:func:`fixed_slot_pairs`): there it is ``confounded_with_slot`` and never detected.
     """
     adjusted_by_reviewer = {
-        effect.term: Interval(effect.estimate, effect.ci_low, effect.ci_high)
+        effect.term: Interval(
+            effect.estimate,
+            effect.ci_low,
+            effect.ci_high,
+            _t_p_value(effect.estimate, effect.standard_error, n_joint_sessions - 1),
+        )
         for effect in joint_effects
         if effect.group == "self_review"
     }

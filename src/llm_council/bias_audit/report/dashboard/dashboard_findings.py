@@ -1,30 +1,29 @@
-"""The dashboard's findings header: every flag the report's estimators raised, in one list.
+"""The dashboard's findings header: the report's findings list, worded, and what was untested.
 
-A finding is only ever a flag an estimator already set (a Holm-corrected label, a detected
-interval, a test below the significance level); this module reads those flags and words
-them, it never tests anything itself. Alongside them it lists what could not be tested
-(and why), so "nothing flagged" is never confused with "nothing measured".
+The findings are decided once, for the whole report, by one multiplicity procedure
+(:mod:`..report_verdicts`, ADR 0054); this module only words ``report.findings``, it never
+tests or decides anything itself. Alongside them it lists what could not be tested (and
+why), so "no finding" is never confused with "nothing measured".
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from llm_council.bias_audit.report.analyses.causal_checks import CausalChecks, CheckEstimate
-from llm_council.bias_audit.report.analyses.families import BiasFamilies
-from llm_council.bias_audit.report.estimates import Interval
+from llm_council.bias_audit.report.finding import Finding
 from llm_council.bias_audit.report.model import BiasReport
-from llm_council.bias_audit.report.number_format import fmt, fmt_interval, fmt_p
+from llm_council.bias_audit.report.number_format import fmt, fmt_p
 
 
 @dataclass(frozen=True)
-class Finding:
-    """One flagged bias: who, which bias, how big (with interval), how sure."""
+class FindingRow:
+    """One finding as the header shows it: who, which bias, how big, how sure."""
 
     subject: str  # a reviewer id, or "council"
     bias: str
-    size: str  # estimate with its 95% interval, in the estimator's unit
-    certainty: str  # the corrected p-value or the rule that decided the flag
+    size: str  # estimate with its 95% interval (when it has one), in the estimator's unit
+    certainty: str  # the report-wide adjusted p, and the test's own p
     section: str  # id of the dashboard section holding the details
     family: str  # the bias family, for the header's counts (leniency, position, ...)
 
@@ -39,7 +38,7 @@ class Untested:
 
 @dataclass(frozen=True)
 class FindingsSummary:
-    findings: list[Finding]
+    findings: list[FindingRow]
     untested: list[Untested]
 
 
@@ -49,225 +48,21 @@ def p_text(value: float) -> str:
     return f"p{shown}" if shown.startswith("<") else f"p={shown}" if shown != "n/a" else "p n/a"
 
 
-def _points(interval: Interval, digits: int = 2) -> str:
-    return f"{fmt_interval(interval, digits)} points"
-
-
-def _check_size(estimate: CheckEstimate, unit: str) -> str:
-    return (
-        f"{fmt(estimate.estimate)} [{fmt(estimate.ci_low)}, {fmt(estimate.ci_high)}] {unit} "
-        f"({estimate.n_sessions} sessions)"
+def size_text(finding: Finding) -> str:
+    """The estimate, its 95% interval when it has one, and its unit."""
+    digits = 3 if finding.unit.endswith("r") else 2
+    interval = (
+        f" [{fmt(finding.ci_low, digits)}, {fmt(finding.ci_high, digits)}]"
+        if math.isfinite(finding.ci_low) and math.isfinite(finding.ci_high)
+        else ""
     )
+    return f"{fmt(finding.estimate, digits)}{interval} {finding.unit}"
 
 
-def _weekly(mean: float, standard_error: float) -> str:
-    """A weekly mean with its +-1.96 se interval (the drift module's weekly intervals)."""
-    return f"{fmt(mean)} [{fmt(mean - 1.96 * standard_error)}, {fmt(mean + 1.96 * standard_error)}]"
-
-
-def _profile_findings(report: BiasReport) -> list[Finding]:
-    findings = []
-    for profile in report.profiles:
-        if profile.leniency_label in ("harsh", "generous"):
-            findings.append(
-                Finding(
-                    profile.reviewer,
-                    f"leniency: {profile.leniency_label}",
-                    f"{_points(profile.leniency)} vs the reference reviewers",
-                    f"Holm step-down {p_text(profile.leniency_p_holm)}",
-                    "section-reviewers",
-                    "leniency",
-                )
-            )
-    position = report.position
-    if position is not None:
-        council = position.council
-        if council.identified and council.test_p_value < position.significance_level:
-            findings.append(
-                Finding(
-                    "council",
-                    f"position: {council.direction}",
-                    f"trend {fmt_interval(council.trend, 3)} points per slot later",
-                    f"Wald F({council.test_df[0]}, {council.test_df[1]})="
-                    f"{fmt(council.test_statistic)}, {p_text(council.test_p_value)}",
-                    "section-position",
-                    "position",
-                )
-            )
-        for slot_profile in position.per_reviewer:
-            if slot_profile.flagged:
-                findings.append(
-                    Finding(
-                        slot_profile.subject,
-                        f"position: {slot_profile.direction}",
-                        f"trend {fmt_interval(slot_profile.trend, 3)} points per slot later",
-                        f"Holm {p_text(slot_profile.adjusted_p_value)} across reviewers",
-                        "section-position",
-                        "position",
-                    )
-                )
-    length = report.length
-    if length is not None and length.pooled.excludes_zero():
-        direction = "longer" if length.pooled.estimate > 0 else "shorter"
-        findings.append(
-            Finding(
-                "council",
-                f"length: {direction} answers score higher",
-                f"within-session r = {fmt_interval(length.pooled, 3)}",
-                f"95% interval excludes 0, {p_text(length.pooled.p_value)}",
-                "section-length",
-                "length",
-            )
-        )
-    for item in report.self_preference:
-        if item.detected:
-            findings.append(
-                Finding(
-                    item.reviewer,
-                    "self-preference",
-                    f"{_points(item.adjusted)} to its own answer (joint model)",
-                    "95% interval excludes 0 (per reviewer, not corrected across reviewers)",
-                    "section-self",
-                    "self-preference",
-                )
-            )
-    return findings
-
-
-def _reviewer_finding(
-    reviewer: str, bias: str, size: str, holm_p: float, family: str | None = None
-) -> Finding:
-    """A per-reviewer family flag, Holm-corrected across reviewers."""
-    return Finding(
-        reviewer,
-        bias,
-        size,
-        f"Holm {p_text(holm_p)} across reviewers",
-        "section-families",
-        family or bias.split(":")[0],
-    )
-
-
-def _family_findings(families: BiasFamilies) -> list[Finding]:
-    findings = [
-        _reviewer_finding(
-            item.reviewer,
-            # the test is two-sided: a negative r is a contrast effect, not a pull
-            "anchoring" if item.conditional.estimate > 0 else "anchoring: contrast (pushed away)",
-            f"conditional r = {fmt_interval(item.conditional, 3)}",
-            item.holm_p,
-        )
-        for item in families.anchoring
-        if item.detected
-    ]
-    matrix = families.favouritism
-    if matrix is not None:
-        for cell in matrix.cells:
-            if not cell.flagged or cell.spillover:
-                continue
-            kind = (
-                "self-preference (favouritism matrix)"
-                if cell.is_self
-                else f"{'favours' if cell.effect.estimate > 0 else 'disfavours'} {cell.model}"
-            )
-            findings.append(
-                Finding(
-                    cell.reviewer,
-                    kind,
-                    _points(cell.effect),
-                    f"Holm {p_text(cell.holm_p)} over {len(matrix.cells)} cells",
-                    "section-families",
-                    "favouritism",
-                )
-            )
-        for bloc in matrix.mutual_blocs:
-            findings.append(
-                Finding(
-                    ", ".join(bloc),
-                    "mutual-favour bloc",
-                    "each favours the others (flagged cells both ways)",
-                    matrix.correction,
-                    "section-families",
-                    "favouritism",
-                )
-            )
-    amplified = families.amplification
-    if amplified is not None and amplified.excess_p_value < amplified.significance_level:
-        findings.append(
-            Finding(
-                "council",
-                "amplification",
-                f"{amplified.n_suspect} suspect of {amplified.n_agreeing} agreeing sessions "
-                f"(about {fmt(amplified.expected_by_chance, 1)} expected by chance)",
-                f"one-sided binomial {p_text(amplified.excess_p_value)}",
-                "section-families",
-                "amplification",
-            )
-        )
-    mimicry = families.style_mimicry
-    findings += [
-        _reviewer_finding(
-            item.reviewer,
-            "style mimicry",
-            f"{fmt_interval(item.slope, 2)} points per unit of similarity to its own answer "
-            f"({fmt(item.points_per_sd, 2)} per sd), answer quality fixed",
-            item.holm_p,
-        )
-        for item in (mimicry.reviewers if mimicry is not None else [])
-        if item.detected
-    ]
-    findings += [
-        _reviewer_finding(
-            item.reviewer,
-            "reasoning-chain bias",
-            f"{fmt_interval(item.points_per_doubling, 2)} points per doubling of its "
-            "rationale, on the same answers as the others",
-            item.holm_p,
-            family="reasoning",
-        )
-        for item in families.reasoning
-        if item.detected
-    ]
-    if families.drift is not None:
-        for series in families.drift.series:
-            if series.detected:
-                first = _weekly(series.weekly_mean[0], series.weekly_se[0])
-                last = _weekly(series.weekly_mean[-1], series.weekly_se[-1])
-                findings.append(
-                    Finding(
-                        series.reviewer,
-                        f"drift of {series.quantity.replace('_', ' ')}",
-                        f"first week {first}, last week {last}; changed from the week of "
-                        f"{series.changed_from}",
-                        f"CUSUM, Holm {p_text(series.holm_p)} over all series",
-                        "section-reviewers",
-                        "drift",
-                    )
-                )
-    return findings
-
-
-def _causal_findings(section: CausalChecks, significance_level: float) -> list[Finding]:
-    findings = []
-    for reviewer in section.reviewers:
-        checks = (
-            ("causal position (re-shuffle)", reviewer.slot_effect, "points per slot later"),
-            ("causal verbosity (padding)", reviewer.padding_effect, "points for padding"),
-            ("self-recognition (identity)", reviewer.identity_effect, "points when signed"),
-        )
-        for bias, estimate, unit in checks:
-            if estimate is not None and estimate.detected(significance_level):
-                findings.append(
-                    Finding(
-                        reviewer.reviewer,
-                        bias,
-                        _check_size(estimate, unit),
-                        f"{p_text(estimate.p_value)} (per test, not corrected)",
-                        "section-causal",
-                        "causal checks",
-                    )
-                )
-    return findings
+def certainty_text(finding: Finding, error_rate: str) -> str:
+    """The report-wide adjusted p (named by the error rate) and the test's own p."""
+    promise = "false discovery rate" if error_rate == "fdr" else "family-wise"
+    return f"adjusted {p_text(finding.p_adjusted)} ({promise}); alone {p_text(finding.p_value)}"
 
 
 def _some(names: list[str], shown: int = 4) -> str:
@@ -325,6 +120,22 @@ def _untested(report: BiasReport) -> list[Untested]:
         return untested
     for note in families.notes:
         add(Untested("families", note))
+    unidentified = [a.reviewer for a in families.anchoring if not a.identified]
+    if unidentified:
+        add(
+            Untested(
+                "anchoring",
+                "not identified (3 or fewer answers a review, rank points or a "
+                "forced-choice scale) for " + _some(unidentified),
+            )
+        )
+    thin = [
+        a.reviewer
+        for a in families.anchoring
+        if a.identified and not math.isfinite(a.conditional.p_value)
+    ]
+    if thin:
+        add(Untested("anchoring", "fewer than 20 informative sessions for " + _some(thin)))
     if families.drift is None:
         add(Untested("drift", "no readable timestamps"))
     else:
@@ -336,10 +147,16 @@ def _untested(report: BiasReport) -> list[Untested]:
 
 
 def dashboard_findings(report: BiasReport) -> FindingsSummary:
-    """Every flag the report raised, and every bias it could not test."""
-    findings = _profile_findings(report)
-    if report.families is not None:
-        findings += _family_findings(report.families)
-    if report.causal_checks is not None:
-        findings += _causal_findings(report.causal_checks, report.significance_level)
-    return FindingsSummary(findings, _untested(report))
+    """The report's findings, worded for the header, and every bias it could not test."""
+    rows = [
+        FindingRow(
+            finding.subject,
+            finding.bias,
+            size_text(finding),
+            certainty_text(finding, report.error_rate),
+            finding.section,
+            finding.family,
+        )
+        for finding in report.findings
+    ]
+    return FindingsSummary(rows, _untested(report))

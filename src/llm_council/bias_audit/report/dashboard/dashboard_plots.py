@@ -66,8 +66,8 @@ def position_section(position: PositionBias) -> str:
         ),
         "Points vs the reviewer's own average slot (within answers when reviewers saw "
         "different orders, else across sessions; session-clustered intervals in the "
-        "tooltips); flagged when the reviewer's Wald test survives Holm's correction across "
-        f"reviewers at {fmt(100 * position.significance_level, 0)}%.",
+        "tooltips); flagged when the reviewer's Wald test is a finding of the report-wide "
+        f"procedure at {fmt(100 * position.significance_level, 0)}% (see Findings).",
     )
     return section("section-position", "Score by display position", means + grid)
 
@@ -85,7 +85,8 @@ def leniency_section(report: BiasReport) -> str:
             plot_id="plot-leniency",
         ),
         "Each reviewer's mean paired deviation from the reference reviewers (outliers removed "
-        "by a Holm step-down); harsh/generous when the step-down flags it (5% family-wise).",
+        "by a Holm step-down at 5%); harsh/generous when the report-wide procedure makes it a "
+        "finding.",
     )
     return section("section-leniency", "Reviewer leniency", body)
 

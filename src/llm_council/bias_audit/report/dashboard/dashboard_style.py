@@ -81,25 +81,28 @@ details summary { cursor: pointer; font-weight: 600; margin-top: 8px; }
 
 #: what each number means and how sure a flag is (shown under "Method notes")
 METHOD_NOTES = (
-    "Findings are only the flags the estimators raised; the dashboard adds no test of its own.",
+    "Findings: one multiplicity procedure over every test in the report (family-wise 5% by "
+    "default: Holm across families, Holm within each; or --error-rate fdr); the dashboard "
+    "adds no test of its own. Holm p-values in the sections are within one family, for "
+    "reference.",
     "Every interval is 95% and clusters by session (a session is one unit, not its records).",
     "Leniency: mean paired deviation from the reference reviewers on the same answers; "
-    "harsh/generous by a Holm step-down at 5% family-wise.",
+    "reference chosen by a Holm step-down at 5%; harsh/generous when a finding.",
     "Position: cluster-robust Wald test that every slot scores alike, per reviewer, "
-    "Holm-corrected across reviewers; trend = points per slot later (< 0: primacy).",
+    "flagged when a finding; trend = points per slot later (< 0: primacy).",
     "Length: pooled within-session correlation of ln(words) with score; verbosity per "
     "reviewer from the joint model (answer fixed effects), no flag of its own.",
-    "Self-preference: the joint model's self-review term; flagged when its interval "
-    "excludes 0 (per reviewer, not corrected across reviewers).",
-    "Favouritism: reviewer x model effects beyond quality and leniency, Holm over all "
-    "cells; a strong favour spills about -1/(k-1) of itself onto its row and column.",
+    "Self-preference: the joint model's self-review term (t test, same df as its "
+    "interval); flagged when a finding.",
+    "Favouritism: reviewer x model effects beyond quality and leniency, flagged when a "
+    "finding; a strong favour spills about -1/(k-1) of itself onto its row and column.",
     "Anchoring: correlation of the other judges' consensus on the earlier answers (minus on "
-    "the rest) with the paired deviation, within slot; Holm across reviewers; not identified "
+    "the rest) with the paired deviation, within slot; flagged when a finding; not identified "
     "with two answers a review.",
-    "Drift: CUSUM on weekly means (sparkline: mean with +-1.96 se band), Holm over all "
-    "(reviewer, quantity) series.",
-    "Causal checks: within-reviewer, within-answer differences from live re-asks; per-test "
-    "p-values, not corrected across reviewers or kinds.",
+    "Drift: CUSUM on weekly means (sparkline: mean with +-1.96 se band), one test per "
+    "(reviewer, quantity) series; flagged when a finding.",
+    "Causal checks: within-reviewer, within-answer differences from live re-asks; their "
+    "tests are one family of the report-wide procedure.",
     "False-positive rates and power of every flag on simulated councils are in "
     "docs/bias-report.md.",
 )

@@ -75,7 +75,7 @@ def leaderboard_table(board: Leaderboard) -> str:
 def _check_cell(estimate: CheckEstimate | None, n_sessions: int, level: float) -> str:
     if estimate is None:
         return f'<td class="muted">too few ({n_sessions} sessions)</td>'
-    flagged = ' class="flagged"' if estimate.detected(level) else ""
+    flagged = ' class="flagged"' if estimate.finding else ""
     return (
         f"<td{flagged}>{fmt(estimate.estimate)} [{fmt(estimate.ci_low)}, "
         f"{fmt(estimate.ci_high)}] {p_text(estimate.p_value)} (n={estimate.n_sessions})</td>"

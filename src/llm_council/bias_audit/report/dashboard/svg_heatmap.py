@@ -49,7 +49,7 @@ def favouritism_heatmap(matrix: Favouritism, plot_id: str = "plot-favouritism") 
         f'aria-label="Favouritism heat map">',
         f'<text x="{_LEFT}" y="16" class="title">Favouritism: reviewer (row) on model '
         f"(column), points{', length-controlled' if matrix.length_controlled else ''}; "
-        f"* = flagged ({escape(matrix.correction.split(' ')[0])})</text>",
+        "* = finding (report-wide)</text>",
     ]
     for column, model in enumerate(matrix.models):
         x = _LEFT + _CELL * column + _CELL / 2

@@ -38,7 +38,7 @@ def causal_check_lines(section: CausalChecks | None, significance_level: float) 
     for reviewer in section.reviewers:
         lines.append(reviewer.reviewer)
         if reviewer.slot_effect is not None:
-            flag = " DETECTED" if reviewer.slot_effect.detected(significance_level) else ""
+            flag = " DETECTED" if reviewer.slot_effect.finding else ""
             lines.append(
                 f"  Re-shuffle, points per slot later: {_estimate(reviewer.slot_effect)}{flag}"
             )
@@ -53,7 +53,7 @@ def causal_check_lines(section: CausalChecks | None, significance_level: float) 
         else:
             lines.append(f"  Repeat: {too_few} ({reviewer.repeat_sessions} sessions)")
         if reviewer.padding_effect is not None:
-            flag = " DETECTED" if reviewer.padding_effect.detected(significance_level) else ""
+            flag = " DETECTED" if reviewer.padding_effect.finding else ""
             lines.append(
                 f"  Padding, points gained by the padded answer: "
                 f"{_estimate(reviewer.padding_effect)}{flag} "
@@ -62,7 +62,7 @@ def causal_check_lines(section: CausalChecks | None, significance_level: float) 
         else:
             lines.append(f"  Padding: {too_few} ({reviewer.padding_sessions} sessions)")
         if reviewer.identity_effect is not None:
-            flag = " DETECTED" if reviewer.identity_effect.detected(significance_level) else ""
+            flag = " DETECTED" if reviewer.identity_effect.finding else ""
             lines.append(
                 "  Identity, points gained by an answer signed with its own model name: "
                 f"{_estimate(reviewer.identity_effect)}{flag}"

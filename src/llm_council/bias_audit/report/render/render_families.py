@@ -33,11 +33,11 @@ def families_text_lines(families: BiasFamilies) -> list[str]:
             "the rest, paired deviation) within slot: 0 when unanchored (also under drift and "
             "self-preference), > 0 when pulled; not identified with two answers a review; "
             "design r = corr(slot, score - running mean), which a position effect moves too. "
-            "Flags: Holm over reviewers."
+            "Holm p: across reviewers, for reference; verdicts: the report-wide procedure."
         )
         for item in families.anchoring:
             flag = (
-                "not identified (2 answers a review)"
+                "not identified (3 or fewer answers a review, rank points or a forced-choice scale)"
                 if not item.identified
                 else ("ANCHORED" if item.conditional.estimate > 0 else "CONTRAST (pushed away)")
                 if item.detected
@@ -102,13 +102,17 @@ def families_text_lines(families: BiasFamilies) -> list[str]:
             f"sessions; {order}); about {fmt(amplified.expected_by_chance, 1)} expected by "
             f"chance (randomization test at {fmt(amplified.significance_level)}); excess "
             f"p={fmt_p(amplified.excess_p_value)}"
+            + (", a finding" if amplified.excess_is_finding else ", not a finding")
         )
         if amplified.suspect_sessions:
             add(f"  Suspect: {', '.join(amplified.suspect_sessions)}")
     drift = families.drift
     if drift is not None:
         add("")
-        add(f"=== Drift over {drift.n_weeks} weekly windows (CUSUM, Holm over all series) ===")
+        add(
+            f"=== Drift over {drift.n_weeks} weekly windows (CUSUM; Holm p over all series, "
+            "for reference; verdicts: the report-wide procedure) ==="
+        )
         if drift.n_untimed_sessions:
             add(f"  {drift.n_untimed_sessions} session(s) without a readable timestamp left out.")
         detected = [series for series in drift.series if series.detected]
@@ -238,7 +242,8 @@ def families_html_sections(families: BiasFamilies) -> list[str]:
     caption = (
         f"Cells: extra points a reviewer gives a model's answers beyond quality and leniency "
         f"({'length-controlled, ' if matrix.length_controlled else ''}session-clustered); "
-        f"outlined * = flagged by {matrix.correction}; s = self cell. "
+        "outlined * = a finding of the report-wide procedure (tooltips: Holm p over the "
+        "cells, for reference); s = self cell. "
         "Hover a cell for its interval."
     )
     return [

@@ -1,6 +1,6 @@
 """The dashboard: one self-contained HTML file (inline CSS and SVG, no script, nothing fetched).
 
-Read top to bottom in about a minute: the findings header (every flag the estimators raised,
+Read top to bottom in about a minute: the findings header (the report's findings list,
 and what could not be tested), one card per reviewer, then the plots (position, leniency,
 length, self-preference), the leaderboard with raw / length-controlled / adjusted side by
 side, the bias families (favouritism heat map and whatever ``render_families`` adds), the
@@ -28,7 +28,6 @@ from llm_council.bias_audit.report.dashboard.dashboard_plots import (
 from llm_council.bias_audit.report.dashboard.dashboard_style import DASHBOARD_CSS, METHOD_NOTES
 from llm_council.bias_audit.report.dashboard.dashboard_tables import causal_table, decisions_table
 from llm_council.bias_audit.report.model import BiasReport
-from llm_council.bias_audit.report.number_format import fmt
 from llm_council.bias_audit.report.render.effective_judges_note import effective_judges_note_html
 from llm_council.bias_audit.report.render.render_families import families_html_sections
 from llm_council.bias_audit.report.render.render_text import render_text
@@ -40,8 +39,8 @@ def _safe(text: str) -> str:
     return escape(terminal_safe(text))
 
 
-def _findings_html(summary: FindingsSummary, significance_level: float) -> str:
-    level = fmt(100 * significance_level, 0)
+def _findings_html(summary: FindingsSummary, report: BiasReport) -> str:
+    method = _safe(report.error_rate_method or "no test ran")
     if summary.findings:
         rows = "".join(
             f'<tr><td>{reviewer_name(f.subject)}</td><td><a href="#{f.section}">'
@@ -57,8 +56,8 @@ def _findings_html(summary: FindingsSummary, significance_level: float) -> str:
             for family, count in counts.items()
         )
         body = (
-            f'<p class="lead">{len(summary.findings)} flag(s) raised by the estimators at '
-            f"{level}%. Each row is a test's own verdict; sizes carry 95% intervals.</p>"
+            f'<p class="lead">{len(summary.findings)} finding(s) of one procedure over the '
+            f"whole report: {method}. Sizes carry 95% intervals.</p>"
             f'<p class="chips">{chips}</p>'
             '<table class="grid-table" id="findings-table"><thead><tr><th>who</th>'
             "<th>bias</th><th>how big</th><th>how sure</th></tr></thead>"
@@ -66,8 +65,8 @@ def _findings_html(summary: FindingsSummary, significance_level: float) -> str:
         )
     else:
         body = (
-            f'<p class="lead nothing">Nothing flagged: no estimator rejected its null at '
-            f"{level}%. That bounds, not rules out, each bias: read the intervals below.</p>"
+            f'<p class="lead nothing">No finding at the report\'s error rate ({method}). '
+            "That bounds, not rules out, each bias: read the intervals below.</p>"
         )
     if summary.untested:
         items = "".join(
@@ -108,7 +107,7 @@ def render_html(report: BiasReport) -> str:
         "sessions, not records, as the unit.</p></header>"
     ]
     parts += [f'<p class="warning">{_safe(warning)}</p>' for warning in report.warnings]
-    parts.append(_findings_html(dashboard_findings(report), report.significance_level))
+    parts.append(_findings_html(dashboard_findings(report), report))
     parts.append(
         section("section-reviewers", "Reviewers", reviewer_cards(report), css="panel wide")
     )

@@ -28,7 +28,7 @@ def reasoning_text_lines(
         add(
             "Points per doubling of the rationale, on the same answers as the other reviewers "
             "(paired deviation, so answer quality is held fixed); session jackknife 95% CI; "
-            "flags: Holm over reviewers."
+            "Holm p across reviewers, for reference; verdicts: the report-wide procedure."
         )
         for item in reasoning:
             flag = "REASONING BIAS" if item.detected else "none detected"

@@ -23,7 +23,8 @@ def style_mimicry_text_lines(mimicry: StyleMimicry | None) -> list[str]:
     lines = [
         "",
         "=== Style mimicry (scores vs similarity to the reviewer's own answer) ===",
-        f"{mimicry.method}; flag at {fmt(mimicry.significance_level)}. Slope in points per "
+        f"{mimicry.method} (for reference; verdicts: the report-wide procedure at "
+        f"{fmt(mimicry.significance_level)}). Slope in points per "
         f"unit of similarity (0..1); per sd = the slope times the sd of that reviewer's "
         f"similarity within an answer. {mimicry.n_scores_with_similarity} scores with a "
         f"similarity in {mimicry.n_sessions} sessions.",
@@ -88,7 +89,10 @@ def style_mimicry_html_section(mimicry: StyleMimicry | None) -> list[str]:
         f"<td>{_flag_cell(item)}</td><td>{item.n_sessions}</td></tr>"
         for item in items
     )
-    caption = f"{mimicry.method}; flagged at {fmt(mimicry.significance_level)}."
+    caption = (
+        f"{mimicry.method} (for reference); flagged: a finding of the report-wide procedure "
+        f"at {fmt(mimicry.significance_level)}."
+    )
     return [
         "<h2>Style mimicry</h2>",
         f"<figure>{plot}<figcaption>{escape(caption)}</figcaption></figure>",

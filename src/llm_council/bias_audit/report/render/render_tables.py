@@ -16,6 +16,7 @@ from llm_council.bias_audit.report.model import BiasReport
 from llm_council.bias_audit.report.number_format import slot_letter
 from llm_council.bias_audit.report.render.csv_cells import cell_text, interval_row
 from llm_council.bias_audit.report.render.render_causal import causal_check_csv_rows
+from llm_council.bias_audit.report.render.render_findings import findings_csv_rows
 from llm_council.safe_text import csv_text_cell
 
 CSV_COLUMNS = ("section", "subject", "metric", "estimate", "ci_low", "ci_high", "p_value", "n")
@@ -27,7 +28,7 @@ def render_json(report: BiasReport) -> str:
 
 def csv_rows(report: BiasReport) -> list[tuple[str, str, str, str, str, str, str, str]]:
     """Every estimate of the report as a row of :data:`CSV_COLUMNS`."""
-    rows = []
+    rows = findings_csv_rows(report)  # ADR 0054: every tested hypothesis first
 
     def interval(section: str, subject: str, metric: str, value: Interval, n: int | None) -> None:
         rows.append(interval_row(section, subject, metric, value, n))

@@ -10,6 +10,7 @@ from llm_council.bias_audit.report.model import BiasReport
 from llm_council.bias_audit.report.number_format import fmt, fmt_interval, fmt_p, slot_letter
 from llm_council.bias_audit.report.render.effective_judges_note import effective_judges_note_text
 from llm_council.bias_audit.report.render.render_causal import causal_check_lines
+from llm_council.bias_audit.report.render.render_findings import findings_text_lines
 from llm_council.safe_text import terminal_safe
 
 #: after a position test that is a randomization test (a singular Wald covariance)
@@ -60,7 +61,10 @@ def _add_position(add: Callable[[str], None], position: PositionBias) -> None:
             "points per slot later; < 0 favours early slots)"
         )
     level = fmt(100 * position.significance_level, 0)
-    add(f"  Per reviewer (flagged at Holm-adjusted p < {level}% across reviewers):")
+    add(
+        f"  Per reviewer (Holm p across reviewers, for reference; flagged: a finding of the "
+        f"report-wide procedure at {level}%, see Findings):"
+    )
     for profile in position.per_reviewer:
         if not profile.identified:
             add(f"  {profile.subject}: {profile.direction}; nothing is estimated or tested")
@@ -95,13 +99,15 @@ def render_text(report: BiasReport) -> str:
     )
     for warning in report.warnings:
         add(f"warning: {warning}")
+    lines += findings_text_lines(report)  # ADR 0054: the findings first
 
     add("")
     add(f"=== Reviewer Profiles ({report.n_sessions} sessions) ===")
     outside = [p.reviewer for p in report.profiles if not p.in_leniency_reference]
     add(
         "Leniency = points above/below the reference reviewers' mean on the same answers; "
-        "labelled at 5% family-wise (Holm step-down)."
+        "the reference is chosen by a Holm step-down at 5%; harsh/generous only when the "
+        "report-wide procedure makes it a finding (see Findings; Holm p: the step-down's)."
     )
     if report.profiles and all(p.leniency_label == "not identified" for p in report.profiles):
         add(

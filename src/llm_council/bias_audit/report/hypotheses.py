@@ -1,0 +1,282 @@
+"""Every hypothesis a report tests, read from its sections with the test's own p-value.
+
+One list, so one multiplicity procedure (:mod:`.report_verdicts`) decides every finding.
+Each entry keeps a ``locator`` that says where in the report it came from, so the verdict
+can be written back into its section. A hypothesis whose p-value is not finite (a test
+that could not run) is not listed: it is untested, not "not a finding".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from llm_council.bias_audit.report.analyses.causal_checks import CausalChecks, CheckEstimate
+from llm_council.bias_audit.report.analyses.families import BiasFamilies
+from llm_council.bias_audit.report.analyses.position import direction_if_rejected
+from llm_council.bias_audit.report.estimates import Interval
+from llm_council.bias_audit.report.finding import Finding
+from llm_council.bias_audit.report.model import BiasReport
+
+#: where a hypothesis sits: (section key, index[, check kind])
+Locator = tuple[str | int, ...]
+
+#: the causal checks that are tests (the repeat check measures stability, it tests nothing)
+CAUSAL_TESTS = (
+    ("slot_effect", "causal position (re-shuffle)", "points per slot later"),
+    ("padding_effect", "causal verbosity (padding)", "points for padding"),
+    ("identity_effect", "self-recognition (identity)", "points when signed"),
+)
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """A tested hypothesis before the procedure (``p_adjusted`` NaN) and where it lives."""
+
+    finding: Finding
+    locator: Locator
+    # a section rule that keeps it from being a finding whatever its p (e.g. a leniency
+    # below the material size); None when only the procedure decides
+    blocked_by: str | None = None
+
+
+def _tested(
+    subject: str,
+    bias: str,
+    family: str,
+    interval: Interval | CheckEstimate,
+    unit: str,
+    section: str,
+    p_value: float | None = None,
+) -> Finding:
+    nan = float("nan")
+    return Finding(
+        subject=subject,
+        bias=bias,
+        family=family,
+        estimate=float(interval.estimate),
+        ci_low=float(interval.ci_low),
+        ci_high=float(interval.ci_high),
+        unit=unit,
+        p_value=float(interval.p_value if p_value is None else p_value),
+        p_adjusted=nan,
+        rule="",
+        section=section,
+    )
+
+
+def _core_hypotheses(report: BiasReport) -> list[Hypothesis]:
+    """Leniency, position, length and self-preference (the core sections)."""
+    found: list[Hypothesis] = []
+    for index, profile in enumerate(report.profiles):
+        if profile.leniency_label in ("not identified", "unknown"):
+            continue
+        leniency = profile.leniency
+        bias = "leniency: harsh" if leniency.estimate < 0 else "leniency: generous"
+        blocked = (
+            f"smaller than the material {report.material_leniency:.2g} points"
+            if abs(leniency.estimate) < report.material_leniency
+            else None
+        )
+        found.append(
+            Hypothesis(
+                _tested(
+                    profile.reviewer,
+                    bias,
+                    "leniency",
+                    leniency,
+                    "points vs the reference reviewers",
+                    "section-reviewers",
+                ),
+                ("leniency", index),
+                blocked,
+            )
+        )
+    position = report.position
+    if position is not None:
+        # the council's test is its own family: one pooled hypothesis, not one of the
+        # per-reviewer tests (it would otherwise share their family's share of the level)
+        profiles = [("position-council", 0, position.council, "council position")] + [
+            ("position", index, profile, "position")
+            for index, profile in enumerate(position.per_reviewer)
+        ]
+        for key, index, slot, family in profiles:
+            if not slot.identified:
+                continue
+            found.append(
+                Hypothesis(
+                    _tested(
+                        slot.subject,
+                        f"position: {direction_if_rejected(slot)}",
+                        family,
+                        slot.trend,
+                        "points per slot later",
+                        "section-position",
+                        slot.test_p_value,
+                    ),
+                    (key, index),
+                )
+            )
+    length = report.length
+    if length is not None:
+        direction = "longer" if length.pooled.estimate > 0 else "shorter"
+        found.append(
+            Hypothesis(
+                _tested(
+                    "council",
+                    f"length: {direction} answers score higher",
+                    "length",
+                    length.pooled,
+                    "within-session r",
+                    "section-length",
+                ),
+                ("length", 0),
+            )
+        )
+    for index, item in enumerate(report.self_preference):
+        found.append(
+            Hypothesis(
+                _tested(
+                    item.reviewer,
+                    "self-preference",
+                    "self-preference",
+                    item.adjusted,
+                    "points to its own answer (joint model)",
+                    "section-self",
+                ),
+                ("self", index),
+                f"own answer always at slot {item.fixed_slot}: confounded with position"
+                if item.confounded_with_slot
+                else None,
+            )
+        )
+    return found
+
+
+def _family_hypotheses(families: BiasFamilies) -> list[Hypothesis]:
+    """Anchoring, favouritism, amplification, style mimicry, reasoning and drift."""
+    found: list[Hypothesis] = []
+    section = "section-families"
+    for index, item in enumerate(families.anchoring):
+        if not item.identified:
+            continue
+        bias = "anchoring" if item.conditional.estimate > 0 else "anchoring: contrast (pushed away)"
+        found.append(
+            Hypothesis(
+                _tested(
+                    item.reviewer, bias, "anchoring", item.conditional, "conditional r", section
+                ),
+                ("anchoring", index),
+            )
+        )
+    matrix = families.favouritism
+    for index, cell in enumerate(matrix.cells if matrix is not None else []):
+        kind = (
+            "self-preference (favouritism matrix)"
+            if cell.is_self
+            else f"{'favours' if cell.effect.estimate > 0 else 'disfavours'} {cell.model}"
+        )
+        found.append(
+            Hypothesis(
+                _tested(cell.reviewer, kind, "favouritism", cell.effect, "points", section),
+                ("favouritism", index),
+                f"{cell.model} always at slot {cell.fixed_slot} for this reviewer: "
+                "confounded with position"
+                if cell.confounded_with_slot
+                else None,
+            )
+        )
+    amplified = families.amplification
+    if amplified is not None:
+        nan = float("nan")
+        excess = Interval(amplified.n_suspect - amplified.expected_by_chance, nan, nan)
+        found.append(
+            Hypothesis(
+                _tested(
+                    "council",
+                    "amplification",
+                    "amplification",
+                    excess,
+                    f"suspect sessions above chance ({amplified.n_suspect} of "
+                    f"{amplified.n_agreeing} agreeing)",
+                    section,
+                    amplified.excess_p_value,
+                ),
+                ("amplification", 0),
+            )
+        )
+    mimicry = families.style_mimicry
+    for index, mimic in enumerate(mimicry.reviewers if mimicry is not None else []):
+        found.append(
+            Hypothesis(
+                _tested(
+                    mimic.reviewer,
+                    "style mimicry",
+                    "style mimicry",
+                    mimic.slope,
+                    "points per unit of similarity to its own answer",
+                    section,
+                ),
+                ("mimicry", index),
+            )
+        )
+    for index, reasoning in enumerate(families.reasoning):
+        found.append(
+            Hypothesis(
+                _tested(
+                    reasoning.reviewer,
+                    "reasoning-chain bias",
+                    "reasoning",
+                    reasoning.points_per_doubling,
+                    "points per doubling of its rationale",
+                    section,
+                ),
+                ("reasoning", index),
+            )
+        )
+    for index, series in enumerate(families.drift.series if families.drift else []):
+        nan = float("nan")
+        change = series.weekly_mean[-1] - series.weekly_mean[0] if series.weekly_mean else nan
+        found.append(
+            Hypothesis(
+                _tested(
+                    series.reviewer,
+                    f"drift of {series.quantity.replace('_', ' ')}",
+                    "drift",
+                    Interval(change, nan, nan),
+                    "last week's mean minus the first week's (CUSUM test)",
+                    "section-reviewers",
+                    series.p_value,
+                ),
+                ("drift", index),
+            )
+        )
+    return found
+
+
+def _causal_hypotheses(section: CausalChecks) -> list[Hypothesis]:
+    found: list[Hypothesis] = []
+    for index, reviewer in enumerate(section.reviewers):
+        for attribute, bias, unit in CAUSAL_TESTS:
+            estimate: CheckEstimate | None = getattr(reviewer, attribute)
+            if estimate is None:
+                continue
+            found.append(
+                Hypothesis(
+                    _tested(
+                        reviewer.reviewer, bias, "causal checks", estimate, unit, "section-causal"
+                    ),
+                    ("causal", index, attribute),
+                )
+            )
+    return found
+
+
+def report_hypotheses(report: BiasReport) -> list[Hypothesis]:
+    """Every hypothesis ``report`` tested, with a finite p, in the report's order."""
+    found = _core_hypotheses(report)
+    if report.families is not None:
+        found += _family_hypotheses(report.families)
+    if report.causal_checks is not None:
+        found += _causal_hypotheses(report.causal_checks)
+    return [item for item in found if math.isfinite(item.finding.p_value)]
