@@ -24,6 +24,7 @@ from llm_council.bias_audit.session.design_limits import (
     leniency_not_tested,
     self_preference_confounded,
 )
+from llm_council.bias_audit.session.history_exclusion import history_without_session
 from llm_council.bias_audit.session.moderated_noise import (
     ModeratedNoise,
     moderated_noise,
@@ -614,6 +615,7 @@ def run_bias_audit(
     *,
     thresholds: AuditThresholds | None = None,
     history: str | Path | Mapping[str, ReviewerProfile] | None = None,
+    session_id: str | None = None,
 ) -> BiasAuditResult:
     """Audit one session of any council, outside the middleware.
 
@@ -630,8 +632,15 @@ def run_bias_audit(
     :mod:`~llm_council.bias_audit.records.postgres_profiles`; a bad URL or an unreachable
     server is a one-line ``RecordError`` without the password) or the profiles
     themselves; each reviewer's noise then comes from its past sessions.
+    ``session_id``: the audited session's id when it may already be in a JSONL
+    ``history`` store; its own contribution is then left out of the history
+    (:mod:`~llm_council.bias_audit.session.history_exclusion`), which otherwise counts
+    it twice (ADR 0051).
     """
     table = score_table_from_mappings(stage1_responses, stage2_scores, position_mapping)
-    return audit_score_table(
-        table, thresholds or load_thresholds(), history=history_profiles(history)
+    profiles = (
+        history_profiles(history)
+        if session_id is None
+        else history_without_session(history, session_id)
     )
+    return audit_score_table(table, thresholds or load_thresholds(), history=profiles)
