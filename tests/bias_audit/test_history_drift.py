@@ -271,3 +271,45 @@ def test_the_middleware_reads_history_before_appending_its_session(
         assert {profile.sessions for profile in load_profiles(store).values()} == {count}
     assert "(Smyth 2004; 5 from default:" in notes[0]
     assert "from history" in notes[1] and "from history" in notes[2]
+
+
+# --- the benchmark's mechanics (its numbers: benchmarks/history_drift.py, ADR 0051) ------
+
+
+def _benchmark():  # type: ignore[no-untyped-def]
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "history_drift.py"
+    spec = importlib.util.spec_from_file_location("history_drift_benchmark", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_benchmark_draws_the_scenarios_it_names_and_counts_flags_per_family() -> None:
+    bench = _benchmark()
+    sds = bench.history_sds(5)
+    assert sds == [0.5, 0.75, 1.0, 1.25, 1.5]
+    assert bench.SCENARIOS["one judge 0.5 -> 2.0"](sds) == [2.0, 0.75, 1.0, 1.25, 1.5]
+    assert bench.SCENARIOS["all x4/3"](sds)[4] == pytest.approx(2.0)
+    assert bench.SCENARIOS["reversed"](sds) == sds[::-1]
+    # before: ADR 0045/0047 exactly (no cap, no check); after: the shipped defaults
+    assert bench.BEFORE.noise_drift_level == 0.0 and bench.BEFORE.history_prior_df_max == float(
+        "inf"
+    )
+    assert AuditThresholds() == bench.AFTER
+    assert bench.ceiling(1000) == pytest.approx(0.05 + 2 * (0.05 * 0.95 / 1000) ** 0.5)
+    for generator in bench.GENERATORS.values():
+        results = bench.audits(
+            generator(sds), generator([4.0] + sds[1:]), bench.MODES, 6, 1, n_history=4,
+            history_pool=2,
+        )  # fmt: skip
+        for audits in results.values():
+            rates = bench.null_rates(audits)
+            assert set(rates.families) == {"leniency", "self-pref", "position"}
+            # any flag is the union of the families: at least the largest, at most the sum
+            assert rates.largest_family[1] <= rates.any_flag <= sum(rates.families.values())
+            for audit in audits:
+                assert bool(audit.risk_flags) == any(f(audit) for f in bench.FAMILIES.values())
