@@ -146,15 +146,15 @@ def test_run_bias_audit_reads_history_from_a_store(tmp_path: Path) -> None:
         }
         for r in range(4)
     }
-    # these hand-written scores are far quieter than the history (judge-3's noise SD 1.5
-    # there, residual variance 0.03 times that here): the drift check (ADR 0051) would
-    # give judge-3 the default prior, so it is off where the test is about reading history
+    # these hand-written scores are far quieter than the history (residual variances
+    # 0.03-0.06 times the history's): the drift check (ADR 0051) gives every judge the
+    # default prior, so it is off where the test is about reading history
     kept = AuditThresholds(noise_drift_level=0.0)
     audit = run_bias_audit(texts, scores, history=store, thresholds=kept)
     assert "4 from history" in audit.indicator_only["reviewers"]
     assert audit.harsh_reviewers == ["judge-0"]
     checked = run_bias_audit(texts, scores, history=store)
-    assert "3 from history, 1 from default" in checked.indicator_only["reviewers"]
+    assert "4 from default" in checked.indicator_only["reviewers"]
     assert "'judge-3': residual variance 0.0312 times" in checked.indicator_only["reviewers"]
     assert checked.harsh_reviewers == ["judge-0"]
     # an unknown reviewer in a profiled store borrows the store's prior

@@ -30,9 +30,9 @@ ENV_VARIABLES: dict[str, str] = {
 }
 
 #: a reviewer's history counts for at most this many prior df (ADR 0051)
-HISTORY_PRIOR_DF_MAX = 20.0
+HISTORY_PRIOR_DF_MAX = 10.0
 #: the two-sided level at which a reviewer's session noise is taken to have left its history
-NOISE_DRIFT_LEVEL = 0.1
+NOISE_DRIFT_LEVEL = 0.2
 
 #: the packaged thresholds file, as errors name it
 PACKAGED_FILE = "default_config/thresholds.toml"
