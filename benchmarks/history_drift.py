@@ -251,6 +251,7 @@ def drift_table(
                         f"{rates.judge_zero_named:.1%} |"
                     )
                 print(f"drift {generator} {scenario} {n_members} done", file=sys.stderr)
+                print(lines[-len(modes) :], file=sys.stderr)  # a long run shows its cells
     return "\n".join(lines)
 
 
@@ -338,16 +339,24 @@ def main() -> int:
     parser.add_argument("--skip-power", action="store_true")
     parser.add_argument("--skip-drift", action="store_true")
     parser.add_argument("--history-pool", type=int, default=HISTORY_POOL)
+    parser.add_argument("--power-sessions", type=int, default=None, help="default: --sessions")
+    parser.add_argument(
+        "--generators", nargs="+", choices=sorted(GENERATORS), default=sorted(GENERATORS)
+    )
+    parser.add_argument("--skip-cost", action="store_true")
     args = parser.parse_args()
     globals()["HISTORY_POOL"] = args.history_pool
+    for name in set(GENERATORS) - set(args.generators):
+        del GENERATORS[name]
     modes = variant_modes() if args.variants else MODES
-    print(audit_cost(args.seed))
+    if not args.skip_cost:
+        print(audit_cost(args.seed))
     if not args.skip_drift:
         print()
         print(drift_table(args.sessions, args.seed, args.sizes, modes))
     if not args.skip_power:
         print()
-        print(power_table(args.sessions, args.seed, args.power_sizes, modes))
+        print(power_table(args.power_sessions or args.sessions, args.seed, args.power_sizes, modes))
     return 0
 
 
