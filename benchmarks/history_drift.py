@@ -344,7 +344,12 @@ def main() -> int:
         "--generators", nargs="+", choices=sorted(GENERATORS), default=sorted(GENERATORS)
     )
     parser.add_argument("--skip-cost", action="store_true")
+    parser.add_argument(
+        "--scenarios", nargs="+", choices=sorted(SCENARIOS), default=list(SCENARIOS)
+    )
     args = parser.parse_args()
+    for name in set(SCENARIOS) - set(args.scenarios):
+        del SCENARIOS[name]
     globals()["HISTORY_POOL"] = args.history_pool
     for name in set(GENERATORS) - set(args.generators):
         del GENERATORS[name]

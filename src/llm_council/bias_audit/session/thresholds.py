@@ -154,20 +154,21 @@ def _packaged_defaults() -> dict[str, float]:
         raise ConfigError(f"{resource}: {error}") from error
     return {
         field: checked_threshold(
-            field, value, f"{resource}, line {_line_of(text, field)}: {field} = {value!r}"
+            field, value, f"{resource}{_line_of(text, field)}: {field} = {value!r}"
         )
         for field, value in parsed.items()
         if field in ENV_VARIABLES
     }
 
 
-def _line_of(text: str, field: str) -> int:
-    """The 1-based line where ``field`` is assigned (0 when not found: a dotted key)."""
+def _line_of(text: str, field: str) -> str:
+    """``", line N"`` where ``field`` is assigned, or ``""`` when no line assigns it by
+    that bare or quoted name."""
     for number, line in enumerate(text.splitlines(), start=1):
         name, equals, _ = line.partition("=")
         if equals and name.strip().strip("\"'") == field:
-            return number
-    return 0
+            return f", line {number}"
+    return ""
 
 
 def checked_threshold(field: str, value: object, where: str) -> float:
