@@ -313,3 +313,28 @@ def test_the_benchmark_draws_the_scenarios_it_names_and_counts_flags_per_family(
             assert rates.largest_family[1] <= rates.any_flag <= sum(rates.families.values())
             for audit in audits:
                 assert bool(audit.risk_flags) == any(f(audit) for f in bench.FAMILIES.values())
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("nan"), 1e308, -5.0])
+def test_a_non_finite_or_absurd_history_given_directly_neither_overflows_nor_is_trusted(
+    bad: float,
+) -> None:
+    import warnings
+
+    from llm_council.bias_audit.records.reviewer_profiles import ReviewerProfile
+
+    texts = {f"j{i}": "w " * 20 for i in range(4)}
+    scores = {
+        f"j{r}": {f"j{c}": float((r * 3 + c * 5) % 7 + 2) for c in range(4)} for r in range(4)
+    }
+    history = {
+        f"j{i}": ReviewerProfile(30, bad if i == 0 else 30.0, 60.0, {f"j{i}": 60.0})
+        for i in range(4)
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow on the way
+        audit = run_bias_audit(texts, scores, history=history)
+    note = audit.indicator_only["reviewers"]
+    # j0's history is not used: left out (not finite) or found to be unlike the session
+    assert "4 from history" not in note
+    json.dumps(audit.model_dump(mode="json"), allow_nan=False)

@@ -21,6 +21,7 @@ arrays out.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,12 +65,18 @@ def residual_sum_of_squares_moments(
     S_r^2` (Satterthwaite 1946, Biometrics Bull. 2:110-114). With equal variances
     :math:`\operatorname{tr} S_r = \sigma^2 d_r`, the leverage share; a complete
     3-member council (one residual df) gives :math:`\nu_r = 1` for every reviewer. Zero
-    expectation and NaN df for a reviewer with no residual information.
+    expectation and NaN df for a reviewer with no residual information, and for every
+    reviewer when a variance is not finite and positive.
     """
     annihilator_matrix = np.asarray(annihilator, dtype=float)
     row_of_cell = np.asarray(rows, dtype=np.intp)
     variance = np.asarray(variances, dtype=float)
-    cell_variance = variance[row_of_cell]
+    # the df do not depend on the variances' scale and the expectations scale with it:
+    # computed on variances scaled to at most 1, so a huge one cannot overflow the squares
+    scale = float(np.max(variance)) if variance.size else 1.0
+    if not (math.isfinite(scale) and scale > 0.0):
+        return np.zeros(variance.size), np.full(variance.size, np.nan)
+    cell_variance = variance[row_of_cell] / scale
     expectations = np.zeros(variance.size)
     dfs = np.full(variance.size, np.nan)
     for reviewer in range(variance.size):
@@ -79,7 +86,7 @@ def residual_sum_of_squares_moments(
         spread = columns.T @ (cell_variance[:, None] * columns)
         trace = float(np.trace(spread))
         square = float(np.sum(spread * spread))
-        expectations[reviewer] = trace
+        expectations[reviewer] = trace * scale
         if trace > 1e-12 and square > 0.0:
             dfs[reviewer] = trace * trace / square
     return expectations, dfs

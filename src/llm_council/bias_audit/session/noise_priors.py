@@ -84,7 +84,11 @@ def history_variances(history: History) -> dict[str, tuple[float, float]]:
     names = [
         name
         for name, profile in history.items()
-        if profile.variance is not None and profile.residual_df >= MINIMUM_HISTORY_DF
+        if profile.variance is not None
+        and math.isfinite(profile.variance)
+        and profile.variance > 0.0  # no noise to scale by (or profiles passed in by hand)
+        and math.isfinite(profile.residual_df)
+        and profile.residual_df >= MINIMUM_HISTORY_DF
     ]
     solved: dict[str, float] = {}
     if names:
