@@ -26,12 +26,12 @@ SEED = 1
 #: (generator, scenario) -> the largest single-family rate after ADR 0051 at 5 members,
 #: 1,000 sessions (docs/bias-audit.md, "When a judge's noise changes")
 MEASURED_LARGEST = {
-    ("independent", "one judge 0.5 -> 2.0"): 0.09,
-    ("independent", "all x4/3"): 0.10,
-    ("independent", "reversed"): 0.075,
-    ("simulator", "one judge 0.5 -> 2.0"): 0.14,
-    ("simulator", "all x4/3"): 0.095,
-    ("simulator", "reversed"): 0.115,
+    ("independent", "one judge 0.5 -> 2.0"): 0.115,
+    ("independent", "all x4/3"): 0.088,
+    ("independent", "reversed"): 0.099,
+    ("simulator", "one judge 0.5 -> 2.0"): 0.111,
+    ("simulator", "all x4/3"): 0.097,
+    ("simulator", "reversed"): 0.092,
 }
 
 
