@@ -126,21 +126,24 @@ def profiles_without(
 def history_without_session(
     history: str | Path | Mapping[str, ReviewerProfile] | None, session_id: str
 ) -> Profiles:
-    """The profiles of JSONL store ``history``
-    (:func:`~llm_council.bias_audit.session.noise_priors.history_profiles`) without session
-    ``session_id``'s own lines. Checked before anything is read: a one-line
-    ``InputError`` for an empty id, or for history given as profiles or as a PostgreSQL
-    URL (their sessions cannot be looked up here)."""
+    """The profiles of store ``history`` (a JSONL path or a PostgreSQL URL:
+    :func:`~llm_council.bias_audit.session.noise_priors.history_profiles`) without session
+    ``session_id``'s own records. Checked before anything is read: a one-line
+    ``InputError`` for an empty id, or for history given as profiles (they carry no
+    sessions to look up)."""
     if not isinstance(session_id, str) or not session_id:
         raise InputError(f"session_id must be a non-empty string, got {session_id!r}")
-    if history is not None and (isinstance(history, Mapping) or is_postgres_url(str(history))):
-        where = "profiles given directly" if isinstance(history, Mapping) else "a PostgreSQL URL"
+    if isinstance(history, Mapping):
         raise InputError(
-            f"session_id={session_id!r} needs history as a JSONL store path (history is "
-            f"{where}: leave its sessions out before passing it)"
+            f"session_id={session_id!r} needs history as a store path or URL (history is "
+            "profiles given directly: leave its sessions out before passing it)"
         )
     profiles = history_profiles(history)
     if history is None or not profiles:
         return dict(profiles)
+    if is_postgres_url(str(history)):
+        from llm_council.bias_audit.session.postgres_history import postgres_session_profiles
+
+        return profiles_without(profiles, postgres_session_profiles(str(history), session_id))
     path = Path(history).expanduser()
     return profiles_without(profiles, stored_session_profiles(path, session_id))
