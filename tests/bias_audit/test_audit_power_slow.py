@@ -32,18 +32,23 @@ POWER_CELLS = [
     # the contrast's SE with the prior is about 1.45 points and Holm over 3 judges needs
     # |t| > 2.4 (clipping at 1 also shrinks the effect)
     ("judge 4 points harsh", 3, NO_HISTORY, 0.35, 0.80),
-    # missed: 2 points at 4 (target 80%): 69.5% / 76%; at 3 (target 50%): 21.5-23%. Even
-    # with the noise known, the 3-member contrast has SE ~0.97 points (t ~2.1 < 2.4)
-    ("judge 2 points harsh", 4, HISTORY, 0.65, 0.80),
-    ("judge 2 points harsh", 3, HISTORY, 0.18, 0.50),
-    # missed: self-preference +1.5 at 4 (target 80%): 73.5-75% (precision-weighted pooled
-    # mean, ADR 0047; known Gaussian noise would give ~82%); at 3 (target 50%): 45-49.5%
-    ("self-preference +1.5", 4, HISTORY, 0.70, 0.80),
-    ("self-preference +1.5", 3, HISTORY, 0.42, 0.50),
-    # missed: slot A +2 (target 80% at 4-5): 20-24.5% at 4, 59.5-63.5% at 5 with the
-    # weighted Wald test against history's noise (ADR 0047); known noise: 46% / 71%
-    ("slot A +2", 4, HISTORY, 0.18, 0.80),
-    ("slot A +2", 5, HISTORY, 0.55, 0.80),
+    # missed: 2 points at 4 (target 80%): 58.5% / 63.5% (69.5% / 76% before ADR 0051 capped
+    # the history's df at 10 and checks each judge's noise against it); at 3 (target 50%):
+    # 17.5-23%. Even with the noise known, the 3-member contrast has SE ~0.97 points
+    # (t ~2.1 < 2.4)
+    ("judge 2 points harsh", 4, HISTORY, 0.55, 0.80),
+    ("judge 2 points harsh", 3, HISTORY, 0.15, 0.50),
+    # missed: self-preference +1.5 at 4 (target 80%): 67-69.5% (73.5-75% before ADR 0051;
+    # precision-weighted pooled mean, ADR 0047; known Gaussian noise would give ~82%); at 3
+    # (target 50%): 39-41% (45-49.5% before ADR 0051)
+    ("self-preference +1.5", 4, HISTORY, 0.65, 0.80),
+    ("self-preference +1.5", 3, HISTORY, 0.36, 0.50),
+    # missed: slot A +2 (target 80% at 4-5): 14.5-17% at 4, 40-40.5% at 5 with the
+    # weighted Wald test against history's noise (ADR 0047: 20-24.5% and 59.5-63.5% before
+    # ADR 0051, whose df cap and drift check each cost about 20 points at 5 members: the
+    # test's F(k, min df) falls to about F(k, 12)); known noise: 46% / 71%
+    ("slot A +2", 4, HISTORY, 0.12, 0.80),
+    ("slot A +2", 5, HISTORY, 0.38, 0.80),
 ]
 
 
