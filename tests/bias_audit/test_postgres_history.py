@@ -29,6 +29,7 @@ from llm_council.bias_audit.records.reviewer_profiles import (
 )
 from llm_council.bias_audit.records.schema import ReviewRecord
 from llm_council.bias_audit.records.stores import open_store, redact_url
+from llm_council.bias_audit.session.thresholds import AuditThresholds
 from llm_council.errors import RecordError
 
 psycopg = pytest.importorskip("psycopg")
@@ -347,6 +348,14 @@ def test_the_audit_with_postgres_history_equals_the_jsonl_one(
     from_postgres = run_bias_audit(texts, scores, history=store_url)
     from_jsonl = run_bias_audit(texts, scores, history=jsonl)
     assert from_postgres.model_dump() == from_jsonl.model_dump()
+    # these hand-written scores are far quieter than the history, so the drift check
+    # (ADR 0051) gives judges the default prior; off, every judge reads its history
+    kept = AuditThresholds(noise_drift_level=0.0)
+    from_postgres = run_bias_audit(texts, scores, history=store_url, thresholds=kept)
+    assert (
+        from_postgres.model_dump()
+        == run_bias_audit(texts, scores, history=jsonl, thresholds=kept).model_dump()
+    )
     assert "4 from history" in from_postgres.indicator_only["reviewers"]
     assert from_postgres.harsh_reviewers == ["judge-0"]
     without = run_bias_audit(texts, scores)
@@ -378,7 +387,9 @@ def test_the_middleware_reads_history_from_the_configured_postgres_store(
             k: v for k, v in from_jsonl.items() if k not in ignored
         }
     assert "from default" in audits["postgres"][0]["indicator_only"]["reviewers"]
-    assert "4 from history" in audits["postgres"][-1]["indicator_only"]["reviewers"]
+    # three sessions of history; a judge whose noise this session does not match its
+    # history's gets the default prior (ADR 0051), the others read their history
+    assert "from history" in audits["postgres"][-1]["indicator_only"]["reviewers"]
 
 
 @pytest.mark.parametrize(
@@ -432,3 +443,26 @@ def test_a_large_stale_store_is_rebuilt_in_the_background(
     monkeypatch.setattr(postgres_history, "REBUILD_IN_SESSION_MAX_SESSIONS", 2_000)
     _insert_behind_the_back(store_url, _session_records(3))  # small: rebuilt in the session
     assert asyncio.run(postgres_history.postgres_history(store_url))["judge-0"].sessions == 4
+
+
+def test_a_stored_session_is_left_out_of_its_postgres_history(
+    store_url: str, tmp_path: Path
+) -> None:
+    """ADR 0051: ``session_id=`` subtracts the session's own rows from the PostgreSQL sums,
+    as it does from a JSONL store's; both equal the history of a store without it."""
+    from llm_council.bias_audit.session.history_exclusion import history_without_session
+    from llm_council.bias_audit.session.postgres_history import postgres_session_profiles
+
+    sessions = [_session_records(index) for index in range(8)]
+    write(store_url, *sessions)
+    without = _jsonl(tmp_path, [s for i, s in enumerate(sessions) if i != 5])
+    assert postgres_session_profiles(store_url, "nope") == {}
+    left = history_without_session(store_url, sessions[5][0].session_id)
+    reference = load_profiles(without)
+    assert left.keys() == reference.keys()
+    for name, profile in left.items():
+        assert profile.sessions == reference[name].sessions
+        assert profile.residual_sum_of_squares == pytest.approx(
+            reference[name].residual_sum_of_squares, rel=1e-9
+        )
+        assert profile.residual_df == pytest.approx(reference[name].residual_df, rel=1e-9)

@@ -30,6 +30,7 @@ from llm_council.bias_audit.session.family_length import length_family
 from llm_council.bias_audit.session.family_leniency import leniency_family
 from llm_council.bias_audit.session.family_position import position_family
 from llm_council.bias_audit.session.family_self_preference import self_preference_family
+from llm_council.bias_audit.session.history_exclusion import history_without_session
 from llm_council.bias_audit.session.moderated_noise import moderated_noise
 from llm_council.bias_audit.session.noise_priors import History, history_profiles
 from llm_council.bias_audit.session.result import BiasAuditResult
@@ -184,6 +185,7 @@ def run_bias_audit(
     *,
     thresholds: AuditThresholds | None = None,
     history: str | Path | Mapping[str, ReviewerProfile] | None = None,
+    session_id: str | None = None,
 ) -> BiasAuditResult:
     """Audit one session of any council, outside the middleware.
 
@@ -199,9 +201,17 @@ def run_bias_audit(
     PostgreSQL store URL (its profile tables,
     :mod:`~llm_council.bias_audit.records.postgres_profiles`; a bad URL or an unreachable
     server is a one-line ``RecordError`` without the password) or the profiles
-    themselves; each reviewer's noise then comes from its past sessions.
+    themselves; each reviewer's noise then comes from its past sessions. Reading history
+    writes nothing beside the store.
+    ``session_id``: the audited session's id when it may already be in a JSONL
+    ``history`` store; its own contribution is then left out of the history
+    (:mod:`~llm_council.bias_audit.session.history_exclusion`), which otherwise counts
+    it twice (ADR 0051).
     """
     table = score_table_from_mappings(stage1_responses, stage2_scores, position_mapping)
-    return audit_score_table(
-        table, thresholds or load_thresholds(), history=history_profiles(history)
+    profiles = (
+        history_profiles(history)
+        if session_id is None
+        else history_without_session(history, session_id)
     )
+    return audit_score_table(table, thresholds or load_thresholds(), history=profiles)

@@ -1,6 +1,8 @@
 """The session's moderated reviewer noise (ADR 0045), packaged for the audit.
 
 Chooses each fitted reviewer's prior (:mod:`~llm_council.bias_audit.session.noise_priors`),
+checks each history against the session's own noise and gives a reviewer whose noise
+moved the default prior instead (:mod:`llm_council.stats.noise_drift`, ADR 0051),
 moderates the fit's per-reviewer variances toward it
 (:mod:`llm_council.stats.moderated_session_tests`), turns the moderated self-preference
 tests into :class:`~llm_council.stats.session_tests.ContrastTest` with their Bonferroni
@@ -10,7 +12,7 @@ factors, and says in a note where each reviewer's noise came from.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -25,7 +27,11 @@ from llm_council.stats.moderated_session_tests import (
     ReviewerVariances,
     moderate,
     moderated_self_preference_tests,
+    reviewer_residual_variances,
+    session_prior,
 )
+from llm_council.stats.moderated_variance import moderated_variances
+from llm_council.stats.noise_drift import step_down_noise_drift
 from llm_council.stats.session_tests import ContrastTest
 from llm_council.stats.slot_adjusted_fit import with_slot_effects
 
@@ -39,6 +45,50 @@ class ModeratedNoise:
     dfs: np.ndarray
     sources: list[str]
     noise: ReviewerVariances
+    #: reviewers whose session noise left their history (ADR 0051): name -> (variance
+    #: ratio RSS_r / E RSS_r, two-sided p-value); their prior is the default instead
+    moved: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+def _without_moved_history(
+    fit: AdditiveFit,
+    names: Sequence[str],
+    thresholds: AuditThresholds,
+    priors: tuple[np.ndarray, np.ndarray, list[str]],
+) -> tuple[np.ndarray, np.ndarray, list[str], dict[str, tuple[float, float]]]:
+    """The priors with every reviewer whose session noise left its history (the
+    variance-ratio step-down of :func:`~llm_council.stats.noise_drift.step_down_noise_drift`
+    at ``noise_drift_level``) given the default prior instead: its session variance
+    moderated toward ``prior_noise_sd`` updated by the pooled variance, as without
+    history."""
+    variances, dfs, sources = priors
+    tested = np.array([source == "history" for source in sources])
+    if thresholds.noise_drift_level <= 0.0 or not tested.any() or fit.residual_df == 0:
+        return variances, dfs, sources, {}
+    default_variance, default_df = session_prior(
+        fit, thresholds.prior_noise_sd**2, thresholds.prior_noise_df
+    )
+    own, own_df = reviewer_residual_variances(fit)
+    replacement, _ = moderated_variances(own, own_df, default_variance, default_df)
+    annihilator = np.eye(fit.observed.size) - (fit.design @ fit.covariance_unscaled) @ fit.design.T
+    drift = step_down_noise_drift(
+        annihilator,
+        fit.rows,
+        fit.residuals,
+        variances,
+        dfs,
+        replacement,
+        tested,
+        level=thresholds.noise_drift_level,
+    )
+    if not drift.moved:
+        return variances, dfs, sources, {}
+    variances, dfs, sources = variances.copy(), dfs.copy(), list(sources)
+    moved: dict[str, tuple[float, float]] = {}
+    for index in drift.moved:
+        variances[index], dfs[index], sources[index] = default_variance, default_df, "default"
+        moved[names[index]] = (float(drift.ratios[index]), float(drift.p_values[index]))
+    return variances, dfs, sources, moved
 
 
 def moderated_noise(
@@ -52,8 +102,10 @@ def moderated_noise(
         return None
     if fit.residual_variance == 0.0 and not any(name in history for name in names):
         return None
-    variances, dfs, sources = reviewer_priors(fit, names, thresholds, history)
-    return ModeratedNoise(variances, dfs, sources, moderate(fit, variances, dfs))
+    variances, dfs, sources, moved = _without_moved_history(
+        fit, names, thresholds, reviewer_priors(fit, names, thresholds, history)
+    )
+    return ModeratedNoise(variances, dfs, sources, moderate(fit, variances, dfs), moved)
 
 
 def slot_moderated_noise(
@@ -65,7 +117,8 @@ def slot_moderated_noise(
 ) -> ModeratedNoise | None:
     """Moderated noise of the model with slot effects, for the slot test (ADR 0047): each
     reviewer's session variance from that model, moderated toward its slot-adjusted
-    history. ``None`` unless every reviewer has one (the randomization test then runs)
+    history, or toward the default prior where the session's noise left it (ADR 0051).
+    ``None`` unless every reviewer has a history (the randomization test then runs)
     and the session's slots are identified."""
     if not thresholds.moderate_reviewer_noise or thresholds.equal_reviewer_noise:
         return None
@@ -75,10 +128,13 @@ def slot_moderated_noise(
     slot_fit = with_slot_effects(fit, display_indexes)
     if slot_fit is fit:
         return None
-    variances, dfs, sources = reviewer_priors(slot_fit, names, thresholds, adjusted)
-    if any(source != "history" for source in sources):
+    priors = reviewer_priors(slot_fit, names, thresholds, adjusted)
+    if any(source != "history" for source in priors[2]):
         return None  # too little residual information in a reviewer's history
-    return ModeratedNoise(variances, dfs, sources, moderate(slot_fit, variances, dfs))
+    # a reviewer whose noise moved keeps the Wald test, with its session variance
+    # moderated toward the default (its df then bound the test's: F(k, min df))
+    variances, dfs, sources, moved = _without_moved_history(slot_fit, names, thresholds, priors)
+    return ModeratedNoise(variances, dfs, sources, moderate(slot_fit, variances, dfs), moved)
 
 
 def moderated_self_preference(
@@ -108,10 +164,21 @@ def moderation_note(priors: ModeratedNoise, residual_df: int) -> str:
     """Where each reviewer's noise came from, for ``indicator_only["reviewers"]``."""
     counts = {source: priors.sources.count(source) for source in dict.fromkeys(priors.sources)}
     described = ", ".join(f"{count} from {source}" for source, count in counts.items())
-    return (
+    note = (
         f"{residual_df} residual degree(s) of freedom in this session: each reviewer's noise "
         f"variance is moderated toward a prior (Smyth 2004; {described}: 'history' is the "
         "reviewer's past sessions, 'store' the store's other reviewers, 'default' "
         "prior_noise_sd with the session's pooled variance); the estimates and the flags "
         "come from this session's scores"
     )
+    if priors.moved:
+        moved = "; ".join(
+            f"{name!r}: residual variance {ratio:.3g} times its history's, p = {p_value:.2g}"
+            for name, (ratio, p_value) in priors.moved.items()
+        )
+        note += (
+            f". Noise unlike its history in this session ({moved}; two-sided variance-ratio "
+            "test, ADR 0051): moderated toward the default prior instead, as a reviewer "
+            "without history"
+        )
+    return note

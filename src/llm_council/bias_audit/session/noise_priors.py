@@ -4,7 +4,9 @@ The moderated tests (:mod:`llm_council.stats.moderated_session_tests`) need one 
 :math:`(s_{0r}^2, d_{0r})` per reviewer. In order of preference:
 
 1. the reviewer's own past sessions in the store (``history``): :math:`\\sum RSS_r /
-   \\sum d_r` with :math:`\\sum d_r` df (:mod:`~llm_council.bias_audit.records.reviewer_profiles`);
+   \\sum d_r` with :math:`\\min(\\sum d_r, d_{max})` df
+   (:mod:`~llm_council.bias_audit.records.reviewer_profiles`; the cap
+   ``history_prior_df_max``, ADR 0051, keeps a long history from swamping the session);
 2. for a reviewer new to a store with at least 3 profiled reviewers: Smyth's
    method-of-moments prior over their variances
    (:func:`~llm_council.stats.moderated_variance.fit_variance_prior`);
@@ -83,7 +85,11 @@ def history_variances(history: History) -> dict[str, tuple[float, float]]:
     names = [
         name
         for name, profile in history.items()
-        if profile.variance is not None and profile.residual_df >= MINIMUM_HISTORY_DF
+        if profile.variance is not None
+        and math.isfinite(profile.variance)
+        and profile.variance > 0.0  # no noise to scale by (or profiles passed in by hand)
+        and math.isfinite(profile.residual_df)
+        and profile.residual_df >= MINIMUM_HISTORY_DF
     ]
     solved: dict[str, float] = {}
     if names:
@@ -128,7 +134,11 @@ def reviewer_priors(
     thresholds: AuditThresholds,
     history: History,
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Prior variances and df for ``reviewers`` (the fit's rows), and each one's source."""
+    """Prior variances and df for ``reviewers`` (the fit's rows), and each one's source.
+
+    A reviewer's own history counts for at most ``history_prior_df_max`` df (ADR 0051):
+    its variance is the history's, its weight against the session's own noise is capped,
+    so a judge whose noise changed is not held to its past by hundreds of old df."""
     default = session_prior(fit, thresholds.prior_noise_sd**2, thresholds.prior_noise_df)
     profiled = history_variances(history) if history else {}
     # the store-wide prior only for a reviewer the store has not profiled
@@ -138,7 +148,7 @@ def reviewer_priors(
     for name in reviewers:
         if name in profiled:
             variances.append(profiled[name][0])
-            dfs.append(profiled[name][1])
+            dfs.append(min(profiled[name][1], thresholds.history_prior_df_max))
             sources.append("history")
         elif fallback is not None and math.isfinite(fallback.variance) and fallback.variance > 0:
             variances.append(fallback.variance)

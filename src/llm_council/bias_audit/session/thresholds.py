@@ -2,8 +2,10 @@
 
 Defaults live in ``config/thresholds.toml`` (shipped in the package as
 ``llm_council/default_config/thresholds.toml``). Each value can be overridden by the
-environment variable named in :data:`ENV_VARIABLES`; a value that is not a number in
-range raises :class:`~llm_council.errors.ConfigError` quoting the variable and value.
+environment variable named in :data:`ENV_VARIABLES`. Both sources go through one range
+check (:func:`checked_threshold`): a value that is not a finite number in range raises
+:class:`~llm_council.errors.ConfigError` naming the file and field, or the variable, and
+quoting the value.
 """
 
 from __future__ import annotations
@@ -26,6 +28,14 @@ ENV_VARIABLES: dict[str, str] = {
     "significance_level": "LLM_COUNCIL_SIGNIFICANCE_LEVEL",
     "prior_noise_sd": "LLM_COUNCIL_PRIOR_NOISE_SD",
 }
+
+#: a reviewer's history counts for at most this many prior df (ADR 0051)
+HISTORY_PRIOR_DF_MAX = 10.0
+#: the two-sided level at which a reviewer's session noise is taken to have left its history
+NOISE_DRIFT_LEVEL = 0.2
+
+#: the packaged thresholds file, as errors name it
+PACKAGED_FILE = "default_config/thresholds.toml"
 
 #: field name -> (lowest allowed, highest allowed, whether the bounds are open)
 _RANGES: dict[str, tuple[float, float, bool]] = {
@@ -94,6 +104,7 @@ class AuditThresholds(BaseModel):
     prior_noise_sd: float = Field(
         1.5,
         gt=0.0,
+        lt=9.0,
         description=(
             "the default prior noise SD (points) a reviewer's session variance is moderated "
             "toward when the store has no history of it (Smyth 2004; ADR 0045): the upper end "
@@ -106,6 +117,25 @@ class AuditThresholds(BaseModel):
         gt=0.0,
         description="the default prior's degrees of freedom d0 (ADR 0045)",
     )
+    history_prior_df_max: float = Field(
+        HISTORY_PRIOR_DF_MAX,
+        gt=0.0,
+        description=(
+            "the most degrees of freedom a reviewer's history counts for as its noise prior "
+            "(ADR 0051): a long history otherwise swamps the session's own noise, and a "
+            "judge whose model changed keeps its old noise"
+        ),
+    )
+    noise_drift_level: float = Field(
+        NOISE_DRIFT_LEVEL,
+        ge=0.0,
+        lt=1.0,
+        description=(
+            "two-sided level of the variance-ratio test of each reviewer's session noise "
+            "against its history (ADR 0051); a reviewer whose noise moved is moderated "
+            "toward the default prior instead. 0 turns the check off"
+        ),
+    )
     position_permutations: int = Field(
         499, ge=99, description="Monte Carlo re-orderings for the position p-value (Jockel 1986)"
     )
@@ -116,27 +146,50 @@ def _packaged_defaults() -> dict[str, float]:
     """The shipped thresholds.toml, read once per process (it cannot change under us)."""
     resource = default_config_file("thresholds.toml")
     try:
-        parsed = tomllib.loads(resource.read_text(encoding="utf-8"))
+        text = resource.read_text(encoding="utf-8")
+        parsed = tomllib.loads(text)
     except FileNotFoundError as error:
-        raise ConfigError("packaged default_config/thresholds.toml is missing") from error
+        raise ConfigError(f"packaged {PACKAGED_FILE} is missing") from error
     except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"default_config/thresholds.toml: {error}") from error
-    return {key: value for key, value in parsed.items() if key in ENV_VARIABLES}
+        raise ConfigError(f"{resource}: {error}") from error
+    return {
+        field: checked_threshold(
+            field, value, f"{resource}{_line_of(text, field)}: {field} = {value!r}"
+        )
+        for field, value in parsed.items()
+        if field in ENV_VARIABLES
+    }
 
 
-def _parse_env_value(field: str, variable: str, raw: str) -> float:
+def _line_of(text: str, field: str) -> str:
+    """``", line N"`` where ``field`` is assigned, or ``""`` when no line assigns it by
+    that bare or quoted name."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        name, equals, _ = line.partition("=")
+        if equals and name.strip().strip("\"'") == field:
+            return f", line {number}"
+    return ""
+
+
+def checked_threshold(field: str, value: object, where: str) -> float:
+    """``value`` as the float ``field`` takes, or a one-line ConfigError starting with
+    ``where`` (the file and field, or the variable and its text): the one range check
+    of the packaged file and the environment, so neither lets through what the other
+    refuses (1e308 as the prior noise SD overflowed the audit: issue 37, A.9)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ConfigError(f"{where} is not a number")
     try:
-        value = float(raw.strip())
+        number = float(value.strip() if isinstance(value, str) else value)
     except ValueError:
-        raise ConfigError(f"{variable}={raw!r} is not a number") from None
+        raise ConfigError(f"{where} is not a number") from None
     low, high, open_bounds = _RANGES[field]
-    outside = not math.isfinite(value) or (
-        value <= low or value >= high if open_bounds else value < low or value > high
+    outside = not math.isfinite(number) or (
+        number <= low or number >= high if open_bounds else number < low or number > high
     )
     if outside:
         bracket = f"({low:g}, {high:g})" if open_bounds else f"[{low:g}, {high:g}]"
-        raise ConfigError(f"{variable}={raw!r} is out of range: must be in {bracket}")
-    return value
+        raise ConfigError(f"{where} is out of range: must be in {bracket}")
+    return number
 
 
 def load_thresholds(environ: Mapping[str, str] | None = None) -> AuditThresholds:
@@ -146,8 +199,8 @@ def load_thresholds(environ: Mapping[str, str] | None = None) -> AuditThresholds
     for field, variable in ENV_VARIABLES.items():
         raw = env.get(variable)
         if raw is not None and raw.strip() != "":
-            values[field] = _parse_env_value(field, variable, raw)
+            values[field] = checked_threshold(field, raw, f"{variable}={raw!r}")
     try:
         return AuditThresholds(**values)
     except ValueError as error:  # pydantic's ValidationError: the packaged file is wrong
-        raise ConfigError(f"default_config/thresholds.toml: {error}") from error
+        raise ConfigError(f"{PACKAGED_FILE}: {error}") from error

@@ -1,0 +1,149 @@
+"""The variance-ratio drift test of a reviewer's noise against its history (ADR 0051)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from llm_council.stats.design_cache import fit_additive_two_way_cached
+from llm_council.stats.moderated_session_tests import (
+    reviewer_noise_expectation,
+    reviewer_residual_variances,
+)
+from llm_council.stats.noise_drift import (
+    residual_sum_of_squares_moments,
+    step_down_noise_drift,
+    variance_ratio_p_value,
+)
+
+
+@pytest.mark.parametrize(
+    ("ratio", "numerator_df", "denominator_df"),
+    [(0.05, 1.0, 20.0), (1.0, 2.2, 20.0), (3.7, 2.2, 66.0), (9.0, 0.7, 5.5), (0.4, 11.0, 10.0)],
+)
+def test_the_p_value_is_scipys_two_sided_f_tail(
+    ratio: float, numerator_df: float, denominator_df: float
+) -> None:
+    distribution = stats.f(numerator_df, denominator_df)
+    expected = min(1.0, 2.0 * min(distribution.cdf(ratio), distribution.sf(ratio)))
+    assert variance_ratio_p_value(ratio, numerator_df, denominator_df) == pytest.approx(
+        expected, rel=1e-9
+    )
+
+
+def test_an_infinite_history_df_is_the_chi_square_limit() -> None:
+    # nu * x ~ chi2(nu) when the reference variance is exact
+    expected = 2.0 * stats.chi2(3.0).sf(3.0 * 2.5)
+    assert variance_ratio_p_value(2.5, 3.0, math.inf) == pytest.approx(expected, rel=1e-9)
+    # the F tail tends to it
+    assert variance_ratio_p_value(2.5, 3.0, 1e7) == pytest.approx(expected, rel=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("ratio", "numerator_df", "denominator_df"),
+    [(math.nan, 1.0, 2.0), (math.inf, 1.0, 2.0), (-1.0, 1.0, 2.0), (1.0, 0.0, 2.0),
+     (1.0, 1.0, math.nan), (1.0, math.nan, 3.0)],
+)  # fmt: skip
+def test_unusable_inputs_give_nan(ratio: float, numerator_df: float, denominator_df: float) -> None:
+    assert math.isnan(variance_ratio_p_value(ratio, numerator_df, denominator_df))
+
+
+def _design(n_members: int, missing: tuple[tuple[int, int], ...] = ()):  # type: ignore[no-untyped-def]
+    table = np.arange(n_members * n_members, dtype=float).reshape(n_members, n_members) % 7
+    np.fill_diagonal(table, np.nan)  # self-reviews are outside the fit
+    for row, column in missing:
+        table[row, column] = np.nan
+    fit = fit_additive_two_way_cached(table)
+    assert fit is not None
+    annihilator = np.eye(fit.observed.size) - fit.design @ fit.covariance_unscaled @ fit.design.T
+    return fit, annihilator
+
+
+def test_equal_noise_gives_the_leverage_share_and_a_complete_trio_one_df() -> None:
+    fit, annihilator = _design(3)
+    expected, dfs = residual_sum_of_squares_moments(annihilator, fit.rows, np.full(3, 2.0))
+    _, shares = reviewer_residual_variances(fit)
+    # E RSS_r = sigma^2 d_r (tr S_r = sigma^2 sum_{i in r} M_ii)
+    np.testing.assert_allclose(expected, 2.0 * shares, rtol=1e-12)
+    # one residual df: every RSS_r is (sum_{i in r} u_i^2) (u'e)^2, a scaled chi2(1)
+    np.testing.assert_allclose(dfs, 1.0, rtol=1e-9)
+
+
+def test_the_expectation_is_raos_and_the_df_match_a_monte_carlo_variance() -> None:
+    fit, annihilator = _design(5, missing=((0, 3), (4, 1)))
+    variances = np.array([0.25, 4.0, 1.0, 0.5, 2.25])
+    expected, dfs = residual_sum_of_squares_moments(annihilator, fit.rows, variances)
+    # Rao's A: E RSS_r = sum_r' A_rr' sigma_r'^2
+    np.testing.assert_allclose(expected, reviewer_noise_expectation(fit) @ variances, rtol=1e-10)
+    # Monte Carlo: RSS_r of M e with e_i ~ N(0, sigma_g(i)^2); Var RSS_r = 2 E^2 / nu_r
+    rng = np.random.default_rng(7)
+    noise = rng.standard_normal((40_000, fit.observed.size)) * np.sqrt(variances[fit.rows])
+    residuals = noise @ annihilator.T
+    sums = np.stack([np.sum(residuals[:, fit.rows == r] ** 2, axis=1) for r in range(5)], axis=1)
+    np.testing.assert_allclose(sums.mean(axis=0), expected, rtol=0.03)
+    np.testing.assert_allclose(sums.var(axis=0), 2.0 * expected**2 / dfs, rtol=0.06)
+
+
+def _drift_draws(true_variances: np.ndarray, prior_variances: np.ndarray, n_draws: int, seed: int):  # type: ignore[no-untyped-def]
+    fit, annihilator = _design(5)
+    rng = np.random.default_rng(seed)
+    moved_counts = np.zeros(5)
+    first_moved = []
+    for _ in range(n_draws):
+        noise = rng.standard_normal(fit.observed.size) * np.sqrt(true_variances[fit.rows])
+        drift = step_down_noise_drift(
+            annihilator,
+            fit.rows,
+            annihilator @ noise,
+            prior_variances,
+            np.full(5, math.inf),  # the history's variances exact: chi-square reference
+            np.full(5, 1.5**2),
+            np.ones(5, dtype=bool),
+            level=0.1,
+        )
+        for reviewer in drift.moved:
+            moved_counts[reviewer] += 1
+        first_moved.append(drift.moved[0] if drift.moved else -1)
+    return moved_counts / n_draws, np.array(first_moved)
+
+
+def test_with_the_historys_noise_each_reviewer_is_marked_at_about_the_level() -> None:
+    variances = np.array([0.25, 0.5, 1.0, 1.5, 2.25])
+    rates, first = _drift_draws(variances, variances, 2000, 1)
+    # the first step of each reviewer is an exact-level test (Gaussian noise, exact
+    # reference); the step-down adds a little. 2000 draws: SE of 0.1 is 0.0067
+    first_rates = np.array([(first == r).mean() for r in range(5)])
+    assert np.all(first_rates < 0.1 + 3 * 0.0067)
+    assert np.all(rates > 0.06) and np.all(rates < 0.16)
+
+
+def test_a_judge_gone_noisy_is_moved_and_does_not_drag_its_neighbours() -> None:
+    history = np.array([0.25, 0.5, 1.0, 1.5, 2.25])
+    now = history.copy()
+    now[0] = 16.0 * history[0]  # 0.5 -> 2.0 points
+    rates, first = _drift_draws(now, history, 800, 2)
+    assert (first == 0).mean() > 0.6
+    # once judge 0 is replaced, the others are tested against its new variance: they
+    # are marked near the level, not at judge 0's rate
+    assert np.all(rates[1:] < 0.2)
+    assert rates[0] > 0.6
+
+
+def test_no_residual_information_is_not_tested() -> None:
+    fit, annihilator = _design(4)
+    drift = step_down_noise_drift(
+        annihilator,
+        fit.rows,
+        np.zeros(fit.observed.size),  # scores fit the model exactly
+        np.ones(4),
+        np.full(4, 10.0),
+        np.ones(4),
+        np.array([True, True, False, True]),
+        level=0.1,
+    )
+    # a residual sum of zero against a positive expectation: far below any history
+    assert set(drift.moved) == {0, 1, 3}
+    assert math.isnan(drift.p_values[2])
