@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+import structlog
 
 from llm_council.config import CouncilConfig, CouncilMember
 from llm_council.errors import ProviderError
@@ -61,6 +62,16 @@ def simulated_config(
         self_review=self_review,  # type: ignore[arg-type]
         **fields,
     )
+
+
+@pytest.fixture(autouse=True)
+def _default_structlog() -> Iterator[None]:
+    """Each test starts from structlog's defaults: a CLI test configures a level filter
+    (warning, the CLI's default) that would hide the info events a later test captures
+    with ``structlog.testing.capture_logs``."""
+    structlog.reset_defaults()
+    yield
+    structlog.reset_defaults()
 
 
 @pytest.fixture(autouse=True)

@@ -244,8 +244,10 @@ def test_session_id_needs_a_store(tmp_path: Path) -> None:
     with pytest.raises(RecordError) as raised:
         run_bias_audit(*arguments, history="postgresql://u:secret@127.0.0.1:9/db", session_id="s0")
     assert "secret" not in str(raised.value) and "\n" not in str(raised.value)
-    # no store yet, or no history: nothing to leave out
-    run_bias_audit(*arguments, history=tmp_path / "missing.jsonl", session_id="s0")
+    # a history path that is not a store is refused (issue 37 A.11: it used to mean "no
+    # history" silently), with or without a session to leave out; no history at all is fine
+    with pytest.raises(InputError, match="history store does not exist"):
+        run_bias_audit(*arguments, history=tmp_path / "missing.jsonl", session_id="s0")
     run_bias_audit(*arguments, session_id="s0")
 
 

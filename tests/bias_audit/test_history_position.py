@@ -96,7 +96,10 @@ def test_with_history_the_slot_test_is_weighted_and_finds_a_strong_slot_effect()
         audit = audit_score_table(table, AuditThresholds(), history=history)
         assert "weighted Wald test" in audit.indicator_only["position"]
         flagged += bool(audit.position_bias_detected)
-    assert flagged >= 14  # +3 on slot A at 5 members: about 85% of sessions
+    # +3 on slot A at 5 members: about 85% of sessions before ADR 0050/0051; 11 of these 20
+    # with both (the position family gets its Holm share of the session's 5%, and the
+    # Wald test's df falls with the history's df cap)
+    assert flagged >= 10
     # without history the randomization test runs, as before
     audit = audit_score_table(table, AuditThresholds())
     assert "weighted Wald" not in audit.indicator_only.get("position", "")
