@@ -16,7 +16,12 @@ import pytest
 
 from bias_audit.report.conftest import scores_to_lines
 from llm_council.bias_audit.report import build_report, render_text
-from llm_council.bias_audit.report.render.render_families import MIN_DRIFT_WEEKS, counted
+from llm_council.bias_audit.report.analyses.amplification import Amplification
+from llm_council.bias_audit.report.render.render_families import (
+    MIN_DRIFT_WEEKS,
+    amplification_summary_line,
+    counted,
+)
 from llm_council.simulation.simulated_records import load_simulated_profiles, write_record_store
 from llm_council.stats.drift import weekly_series
 
@@ -110,3 +115,28 @@ def test_the_drift_minimum_is_the_weekly_series_minimum() -> None:
     enough = np.repeat(np.arange(MIN_DRIFT_WEEKS), 2)
     assert weekly_series(values, short) is None
     assert weekly_series(values, enough) is not None
+
+
+def _amplification(n_sessions: int, n_agreeing: int, n_suspect: int) -> Amplification:
+    return Amplification(
+        n_sessions=n_sessions,
+        n_agreeing=n_agreeing,
+        n_suspect=n_suspect,
+        expected_by_chance=0.05 * n_agreeing,
+        excess_p_value=float("nan") if n_agreeing == 0 else 0.5,
+        shared_order=True,
+        agreement_threshold=0.7,
+        significance_level=0.05,
+    )
+
+
+def test_every_session_agreeing_needs_no_second_count() -> None:
+    line = amplification_summary_line(_amplification(1, 1, 1))
+    assert line.startswith("  1 suspect of the 1 session where the reviewers agreed strongly")
+    assert "of all" not in line and "one shared order" in line
+
+
+def test_one_session_without_agreement_reads_as_not_run() -> None:
+    line = amplification_summary_line(_amplification(1, 0, 0))
+    assert line.startswith("  Screen not run: no session (of 1) had its reviewers")
+    assert "nan" not in line.lower() and "p=" not in line

@@ -38,10 +38,12 @@ def amplification_summary_line(amplified: Amplification) -> str:
             f"agreeing strongly ({gate}), and only such sessions are screened for scores "
             f"following display order ({order})."
         )
+    of_all = (
+        f" (of all {amplified.n_sessions})" if amplified.n_agreeing < amplified.n_sessions else ""
+    )
     return (
-        f"  {amplified.n_suspect} suspect of the "
-        f"{counted(amplified.n_agreeing, 'session')} (of all {amplified.n_sessions}) where the "
-        f"reviewers agreed strongly ({gate}; {order}); about "
+        f"  {amplified.n_suspect} suspect of the {counted(amplified.n_agreeing, 'session')}"
+        f"{of_all} where the reviewers agreed strongly ({gate}; {order}); about "
         f"{fmt(amplified.expected_by_chance, 1)} expected by chance (randomization test at "
         f"{fmt(amplified.significance_level)}); excess p={fmt_p(amplified.excess_p_value)}"
         + (", a finding" if amplified.excess_is_finding else ", not a finding")
@@ -137,7 +139,7 @@ def families_text_lines(families: BiasFamilies) -> list[str]:
         )
         if drift.n_untimed_sessions:
             add(f"  {drift.n_untimed_sessions} session(s) without a readable timestamp left out.")
-        if drift.n_weeks < MIN_DRIFT_WEEKS:
+        if drift.n_weeks < MIN_DRIFT_WEEKS and not drift.series:
             add(
                 f"  Not tested: drift needs sessions in at least {MIN_DRIFT_WEEKS} weekly "
                 f"windows (the CUSUM compares weekly means); these sessions span {windows}."
