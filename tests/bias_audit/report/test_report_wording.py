@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from bias_audit.report.conftest import scores_to_lines
-from llm_council.bias_audit.report import build_report, render_text
+from llm_council.bias_audit.report import build_report, render_html, render_text
 from llm_council.bias_audit.report.analyses.amplification import Amplification
 from llm_council.bias_audit.report.render.render_families import (
     MIN_DRIFT_WEEKS,
@@ -72,6 +72,11 @@ def test_amplification_with_no_agreeing_session_says_the_screen_did_not_run(
     report = build_report(write_lines(scores_to_lines(table)), n_resamples=20)
     amplified = report.families.amplification  # type: ignore[union-attr]
     assert amplified is not None and amplified.n_agreeing == 0
+    html = render_html(report)
+    assert (
+        "<b>amplification</b>: no session (of 6) had its reviewers agreeing strongly "
+        "(mean pairwise r &gt;= 0.7), the only sessions screened</li>" in html
+    )
     text = render_text(report)
     assert (
         "  Screen not run: no session (of 6) had its reviewers agreeing strongly "
