@@ -38,6 +38,19 @@ def test_heatmap_renders_one_box_per_tested_cell(
                 cell_box = cells.nth(index).bounding_box()
                 assert cell_box is not None and cell_box["width"] > 10
                 assert box["x"] <= cell_box["x"] <= box["x"] + box["width"]
+            # issue 37: the title was cut off at the SVG's right edge; every line of it
+            # (the biased store's matrix is length-controlled: the longest title) must fit
+            title_lines = heatmap.locator("text.title")
+            assert title_lines.count() >= 1
+            for index in range(title_lines.count()):
+                title_box = title_lines.nth(index).bounding_box()
+                assert title_box is not None and title_box["width"] > 100
+                assert box["x"] <= title_box["x"], (title_box, box)
+                assert title_box["x"] + title_box["width"] <= box["x"] + box["width"], (
+                    title_box,
+                    box,
+                )
+                assert box["y"] <= title_box["y"], (title_box, box)
         finally:
             browser.close()
     assert errors == []

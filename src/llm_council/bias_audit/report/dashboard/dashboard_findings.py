@@ -136,6 +136,16 @@ def _untested(report: BiasReport) -> list[Untested]:
     ]
     if thin:
         add(Untested("anchoring", "fewer than 20 informative sessions for " + _some(thin)))
+    amplified = families.amplification
+    if amplified is not None and amplified.n_agreeing == 0:
+        add(
+            Untested(
+                "amplification",
+                f"no session (of {amplified.n_sessions}) had its reviewers agreeing strongly "
+                f"(mean pairwise r >= {fmt(amplified.agreement_threshold, 1)}), the only "
+                "sessions screened",
+            )
+        )
     if families.drift is None:
         add(Untested("drift", "no readable timestamps"))
     else:

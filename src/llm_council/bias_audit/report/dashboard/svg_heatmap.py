@@ -17,9 +17,11 @@ from llm_council.safe_text import distinct_labels, terminal_safe
 
 _CELL = 44
 _LEFT = 150
-_TOP = 110
+_TITLE_LINE = 16  # px between the title's two baselines (13 px bold text)
+_TOP = 110 + _TITLE_LINE  # the rotated model names keep their room below the second line
 _MARGIN = 20
-#: the title starts at _LEFT and needs about 540 px at 13 px: never narrower than this
+#: the title's longer line starts at _MARGIN and measures about 535 px in Chromium (13 px
+#: bold, 73 characters; the one-line title measured 725 px and was cut off at 700)
 _MIN_WIDTH = 700
 
 
@@ -47,9 +49,11 @@ def favouritism_heatmap(matrix: Favouritism, plot_id: str = "plot-favouritism") 
         f'<svg id="{plot_id}" xmlns="http://www.w3.org/2000/svg" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
         f'aria-label="Favouritism heat map">',
-        f'<text x="{_LEFT}" y="16" class="title">Favouritism: reviewer (row) on model '
-        f"(column), points{', length-controlled' if matrix.length_controlled else ''}; "
-        "* = finding (report-wide)</text>",
+        # two lines from the left margin, so the title fits the narrowest (700 px) map
+        f'<text x="{_MARGIN}" y="16" class="title">Favouritism: reviewer (row) on model '
+        f"(column), points{', length-controlled' if matrix.length_controlled else ''}</text>",
+        f'<text x="{_MARGIN}" y="{16 + _TITLE_LINE}" class="title">'
+        "* = finding (report-wide); s = self cell</text>",
     ]
     for column, model in enumerate(matrix.models):
         x = _LEFT + _CELL * column + _CELL / 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
+from llm_council.bias_audit.report.analyses.amplification import Amplification
 from llm_council.bias_audit.report.analyses.families import BiasFamilies
 from llm_council.bias_audit.report.dashboard.svg_heatmap import favouritism_heatmap
 from llm_council.bias_audit.report.number_format import fmt, fmt_interval, fmt_p, slot_letter
@@ -17,6 +18,36 @@ from llm_council.bias_audit.report.render.render_style_mimicry import (
     style_mimicry_html_section,
     style_mimicry_text_lines,
 )
+
+#: weekly windows a drift series needs (``llm_council.stats.drift.weekly_series``: >= 3 weeks)
+MIN_DRIFT_WEEKS = 3
+
+
+def counted(n: int, noun: str) -> str:
+    """``1 session``, ``2 sessions``: a count with its noun in the right number."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def amplification_summary_line(amplified: Amplification) -> str:
+    """The screen's one-line result, naming its denominator (the strongly agreeing sessions)."""
+    order = "one shared order" if amplified.shared_order else "each reviewer's own order"
+    gate = f"mean pairwise r >= {fmt(amplified.agreement_threshold, 1)}"
+    if amplified.n_agreeing == 0:
+        return (
+            f"  Screen not run: no session (of {amplified.n_sessions}) had its reviewers "
+            f"agreeing strongly ({gate}), and only such sessions are screened for scores "
+            f"following display order ({order})."
+        )
+    of_all = (
+        f" (of all {amplified.n_sessions})" if amplified.n_agreeing < amplified.n_sessions else ""
+    )
+    return (
+        f"  {amplified.n_suspect} suspect of the {counted(amplified.n_agreeing, 'session')}"
+        f"{of_all} where the reviewers agreed strongly ({gate}; {order}); about "
+        f"{fmt(amplified.expected_by_chance, 1)} expected by chance (randomization test at "
+        f"{fmt(amplified.significance_level)}); excess p={fmt_p(amplified.excess_p_value)}"
+        + (", a finding" if amplified.excess_is_finding else ", not a finding")
+    )
 
 
 def families_text_lines(families: BiasFamilies) -> list[str]:
@@ -95,38 +126,40 @@ def families_text_lines(families: BiasFamilies) -> list[str]:
     if amplified is not None:
         add("")
         add("=== Amplification (strong agreement and scores following display order) ===")
-        order = "one shared order" if amplified.shared_order else "each reviewer's own order"
-        add(
-            f"  {amplified.n_suspect} suspect session(s) of {amplified.n_agreeing} with mean "
-            f"pairwise r >= {fmt(amplified.agreement_threshold, 1)} ({amplified.n_sessions} "
-            f"sessions; {order}); about {fmt(amplified.expected_by_chance, 1)} expected by "
-            f"chance (randomization test at {fmt(amplified.significance_level)}); excess "
-            f"p={fmt_p(amplified.excess_p_value)}"
-            + (", a finding" if amplified.excess_is_finding else ", not a finding")
-        )
+        add(amplification_summary_line(amplified))
         if amplified.suspect_sessions:
             add(f"  Suspect: {', '.join(amplified.suspect_sessions)}")
     drift = families.drift
     if drift is not None:
         add("")
+        windows = counted(drift.n_weeks, "weekly window")
         add(
-            f"=== Drift over {drift.n_weeks} weekly windows (CUSUM; Holm p over all series, "
+            f"=== Drift over {windows} (CUSUM; Holm p over all series, "
             "for reference; verdicts: the report-wide procedure) ==="
         )
         if drift.n_untimed_sessions:
             add(f"  {drift.n_untimed_sessions} session(s) without a readable timestamp left out.")
-        detected = [series for series in drift.series if series.detected]
-        if not detected:
-            add("  No change of leniency or position trend detected.")
-        for series in detected:
+        if drift.n_weeks < MIN_DRIFT_WEEKS and not drift.series:
             add(
-                f"  {series.reviewer} {series.quantity}: changed from week of "
-                f"{series.changed_from} (CUSUM {fmt(series.cusum_statistic)}, Holm p="
-                f"{fmt_p(series.holm_p)}); weekly means "
-                + " ".join(fmt(value) for value in series.weekly_mean)
+                f"  Not tested: drift needs sessions in at least {MIN_DRIFT_WEEKS} weekly "
+                f"windows (the CUSUM compares weekly means); these sessions span {windows}."
             )
-        if drift.series_skipped:
-            add(f"  Too few weeks (< 3) to test: {', '.join(drift.series_skipped)}")
+        else:
+            detected = [series for series in drift.series if series.detected]
+            if not detected:
+                add("  No change of leniency or position trend detected.")
+            for series in detected:
+                add(
+                    f"  {series.reviewer} {series.quantity}: changed from week of "
+                    f"{series.changed_from} (CUSUM {fmt(series.cusum_statistic)}, Holm p="
+                    f"{fmt_p(series.holm_p)}); weekly means "
+                    + " ".join(fmt(value) for value in series.weekly_mean)
+                )
+            if drift.series_skipped:
+                add(
+                    f"  Too few weeks with sessions (< {MIN_DRIFT_WEEKS}) to test: "
+                    f"{', '.join(drift.series_skipped)}"
+                )
     lines.extend(reasoning_text_lines(families.reasoning, families.parse_outcomes))
 
     lines.extend(style_mimicry_text_lines(families.style_mimicry))
