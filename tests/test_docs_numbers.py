@@ -73,8 +73,8 @@ METRICS: tuple[Metric, ...] = (
         ),
     ),
     Metric(
-        "DuckDB scan at 1M records, JSONL (ADR 0036)",
-        text=(rf"DuckDB scan[^.|]*?\b({VALUE}) s\b",),
+        "DuckDB floor at 1M records, JSONL (report_scale.py)",
+        text=(rf"DuckDB (?:scan|floor)[^.|]*?\b({VALUE}) s\b",),
     ),
     Metric(
         "report peak memory at 1M records (report_scale.py)",
