@@ -252,3 +252,30 @@ def test_ask_says_when_no_review_could_be_read(
     line = next(line for line in out.splitlines() if line.startswith("bias audit:"))
     assert "overall risk not_tested; 9 records written to " in line
     assert "; no review could be read (3: missing), so nothing was tested" in line
+
+
+def test_tie_notes_are_numbered_in_the_table_and_printed_once_below() -> None:
+    # issue 37 C.5: a tie note in the cell wrapped into a seven-line row
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from llm_council.cli.ask import _aggregate_table
+
+    note = "tied with b on mean rank 1.50 and Borda 3; ordered by mean score (7.20 vs 7.10)"
+    rows = [
+        {"place": 1, "model": "a", "mean_rank": 1.5, "borda_points": 3, "mean_score": 7.2,
+         "rank_votes": 2, "tie_note": note},
+        {"place": 2, "model": "b", "mean_rank": 1.5, "borda_points": 3, "mean_score": 7.1,
+         "rank_votes": 2, "tie_note": note},
+        {"place": 3, "model": "c", "mean_rank": 3.0, "borda_points": 0, "mean_score": None,
+         "rank_votes": 2, "tie_note": None},
+    ]  # fmt: skip
+    table, notes = _aggregate_table(SimpleNamespace(metadata={"aggregate_rankings": rows}))
+    assert notes == [note]
+    console = Console(width=100, record=True)
+    console.print(table)
+    text = console.export_text()
+    assert text.count("tie 1") == 2 and "ordered by mean score" not in text
+    # title, top border, header, rule, one line per member, bottom border: no row wraps
+    assert len(text.strip("\n").splitlines()) == 5 + len(rows)

@@ -69,13 +69,22 @@ def _rankings_table(result: CouncilResult) -> Table:
     return table
 
 
-def _aggregate_table(result: CouncilResult) -> Table:
+def _aggregate_table(result: CouncilResult) -> tuple[Table, list[str]]:
+    """The ranking table, and the tie notes it refers to: a note is a sentence, so the cell
+    holds its number (``tie 1``) and the notes print once below the table (a full note in
+    the cell wrapped into a seven-line row)."""
     table = Table(title="Aggregate ranking (self-votes excluded)")
     for column in ("place", "member", "mean rank", "Borda", "mean score", "votes", "note"):
         table.add_column(column)
+    notes: list[str] = []
     for row in result.metadata["aggregate_rankings"]:
         mean_rank = "-" if row["mean_rank"] is None else f"{row['mean_rank']:.2f}"
         mean_score = "-" if row["mean_score"] is None else f"{row['mean_score']:.2f}"
+        note = row["tie_note"] or ""
+        if note:
+            if note not in notes:
+                notes.append(note)
+            note = f"tie {notes.index(note) + 1}"
         table.add_row(
             str(row["place"]),
             shown(row["model"]),
@@ -83,9 +92,9 @@ def _aggregate_table(result: CouncilResult) -> Table:
             f"{row['borda_points']:g}",
             mean_score,
             str(row["rank_votes"]),
-            shown(row["tie_note"] or ""),
+            note,
         )
-    return table
+    return table, notes
 
 
 def render_result(result: CouncilResult, console: Console) -> None:
@@ -113,7 +122,10 @@ def render_result(result: CouncilResult, console: Console) -> None:
             failed = Text.assemble(("failed: ", "red"), shown_lines(answer.error))
             console.print(Panel(failed, title=shown(answer.member), title_align="left"))
     console.print(_rankings_table(result))
-    console.print(_aggregate_table(result))
+    table, tie_notes = _aggregate_table(result)
+    console.print(table)
+    for number, note in enumerate(tie_notes, start=1):
+        console.print(Text.assemble(f"tie {number}: ", shown(note)))
     synthesis = result.stage3
     title = f"Stage 3: synthesis by {synthesis.chairman}" + (
         " (FALLBACK: chairman failed)" if synthesis.is_fallback else ""
