@@ -102,6 +102,11 @@ def _as_saved(result: dict[str, Any]) -> dict[str, Any]:
     if pooled_note is not None:
         assert saved["pooled_self_preference_p_value"] < saved["significance_level"]
         assert not saved["self_preference_detected"]
+    # issue 37 C.5 added a note (no number changed) where the council-wide test flags
+    # self-preference and no reviewer is named; test_pooled_self_preference_note.py covers it
+    council_note = notes.pop("council_self_preference", None)
+    if council_note is not None:
+        assert saved["self_preference_detected"] and not saved["self_preferring_reviewers"]
     saved["indicator_only"] = notes
     if saved["overall_bias_risk"] == "not_tested":
         assert not tests_run

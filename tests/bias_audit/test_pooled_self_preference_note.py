@@ -76,3 +76,32 @@ def test_with_moderated_noise_the_note_gives_the_pooled_flag_rule() -> None:
     assert note is not None
     assert "flags only below 0.025 with a mean of at least 1 point(s)" in note
     assert "information, not a flag" not in note
+
+
+def test_a_council_wide_flag_without_named_reviewers_says_why() -> None:
+    # issue 37 C.5: `flags_raised: ['self_preference_detected']` beside
+    # `self_preferring_reviewers: []` read as a contradiction; every judge +1.2 for its
+    # own answer at 5 members: the pooled test passes where no single reviewer's does
+    import numpy as np
+
+    from generators.independent_council import CouncilSpec, generate_session
+    from llm_council.bias_audit.session.audit import audit_score_table
+    from llm_council.bias_audit.session.score_table import score_table_from_mappings
+    from llm_council.bias_audit.session.thresholds import AuditThresholds
+
+    spec = CouncilSpec(n_members=5, noise_sd=0.7, self_bias=[1.2] * 5)
+    rng = np.random.default_rng(0)
+    seen = 0
+    for _ in range(60):
+        session = generate_session(spec, rng)
+        table = score_table_from_mappings(
+            session.stage1_responses, session.stage2_scores, session.position_mapping
+        )
+        audit = audit_score_table(table, AuditThresholds())
+        note = audit.indicator_only.get("council_self_preference", "")
+        if audit.self_preference_detected and not audit.self_preferring_reviewers:
+            seen += 1
+            assert "council-wide test" in note and "self_preferring_reviewers is empty" in note
+        else:
+            assert "council-wide test" not in note
+    assert seen >= 1

@@ -133,6 +133,18 @@ def audit_score_table(
 
     position_fields = position.result_fields(risk.level("position"))
     self_preference_fields = self_preference.result_fields(self_preference_level)
+    if (
+        self_preference_fields["self_preference_detected"]
+        and not self_preference_fields["self_preferring_reviewers"]
+    ):
+        # issue 37 C.5: a flag beside an empty list of reviewers read as a contradiction
+        notes["council_self_preference"] = (
+            "self_preference_detected comes from the council-wide test: the mean "
+            f"self-preference over all {self_preference.n_self_reviews} self-reviews "
+            "passed it, while no single reviewer's own test did, so "
+            "self_preferring_reviewers is empty (the council as a whole favours its own "
+            "answers; the session cannot say which member)"
+        )
     flags = {
         "length_bias_detected": length.detected,
         "position_bias_detected": position_fields["position_bias_detected"],
