@@ -100,7 +100,13 @@ def cohen_kappa_from_table(
     off_term = (1.0 - kappa) ** 2 * float(off_diagonal.sum())
     correction = (kappa - p_e * (1.0 - kappa)) ** 2
     variance = max(diagonal_term + off_term - correction, 0.0) / (n * (1.0 - p_e) ** 2)
-    standard_error = math.sqrt(variance)
+    return _with_interval(kappa, math.sqrt(variance), p_o, p_e, n, confidence)
+
+
+def _with_interval(
+    kappa: float, standard_error: float, p_o: float, p_e: float, n: int, confidence: float
+) -> KappaResult:
+    """The result with its normal interval, clipped to [-1, 1]."""
     z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
     return KappaResult(
         kappa=kappa,
@@ -284,13 +290,4 @@ def _kappa_with_weights(
     spread = agreement_weights - (row_means[:, None] + col_means[None, :]) * (1.0 - kappa)
     numerator = float(np.sum(p * spread**2)) - (kappa - p_e * (1.0 - kappa)) ** 2
     standard_error = math.sqrt(max(numerator, 0.0) / (n * (1.0 - p_e) ** 2))
-    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
-    return KappaResult(
-        kappa=kappa,
-        standard_error=standard_error,
-        ci_low=max(-1.0, kappa - z * standard_error),
-        ci_high=min(1.0, kappa + z * standard_error),
-        observed_agreement=p_o,
-        expected_agreement=p_e,
-        n=n,
-    )
+    return _with_interval(kappa, standard_error, p_o, p_e, n, confidence)
