@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import sys
 import time
@@ -82,8 +83,10 @@ def test_no_edit_of_a_summary_alone_changes_a_verdict(tmp_path: Path, n_members:
     # a verdict at 4 and at 9 members (docs/reliability.md); 9 members takes ~30 s: -m slow
     stores = summary_tamper.build_stores(tmp_path, n_members=n_members, n_sessions=12, seed=37)
     honest, outcomes = summary_tamper.run_edits(stores)
-    # the verdict does read the summaries
-    assert f"{n_members} from history" in honest.names[5]
+    # the verdict does read the summaries (since ADR 0051 a reviewer whose noise in the
+    # session does not match its history gets the default prior instead, so not always all)
+    used = re.search(r"(\d+) from history", honest.names[5])
+    assert used is not None and 1 <= int(used.group(1)) <= n_members
     moved = [f"{o.edit}: {o.detail}" for o in outcomes if not o.equal]
     assert not moved
     assert len(outcomes) == len(summary_tamper.EDITS) >= 20
