@@ -31,6 +31,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -102,21 +103,27 @@ def simulator_draw(n_members: int, **biases: object) -> Draw:
 
     def draw(rng: np.random.Generator) -> ScoreTable:
         columns = simulate_record_columns(profiles, 1, rng, missing_score_rate=MISSING_SCORE_RATE)
-        shape = (n_members, n_members)
-        scores = np.full(shape, np.nan)
-        positions = np.full(shape, -1, dtype=np.intp)
-        is_self = np.zeros(shape, dtype=bool)
-        reviewer, model = columns.reviewer_index, columns.model_index
-        scores[reviewer, model] = columns.score
-        positions[reviewer, model] = columns.position
-        is_self[reviewer, model] = columns.is_self_review
-        words = np.zeros(n_members)
-        chars = np.zeros(n_members)
-        words[model] = columns.length_words
-        chars[model] = columns.length_chars
-        return ScoreTable(tuple(members), tuple(members), scores, positions, is_self, chars, words)
+        return table_from_columns(columns, members)
 
     return draw
+
+
+def table_from_columns(columns: Any, members: Sequence[str]) -> ScoreTable:
+    """One simulated session's record columns as the audit's score table."""
+    n_members = len(members)
+    shape = (n_members, n_members)
+    scores = np.full(shape, np.nan)
+    positions = np.full(shape, -1, dtype=np.intp)
+    is_self = np.zeros(shape, dtype=bool)
+    reviewer, model = columns.reviewer_index, columns.model_index
+    scores[reviewer, model] = columns.score
+    positions[reviewer, model] = columns.position
+    is_self[reviewer, model] = columns.is_self_review
+    words = np.zeros(n_members)
+    chars = np.zeros(n_members)
+    words[model] = columns.length_words
+    chars[model] = columns.length_chars
+    return ScoreTable(tuple(members), tuple(members), scores, positions, is_self, chars, words)
 
 
 def table_profiles(table: ScoreTable) -> Profiles:

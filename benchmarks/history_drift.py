@@ -42,6 +42,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from audit_power_history import table_from_columns  # noqa: E402
 
 from generators.independent_council import CouncilSpec, generate_session  # noqa: E402
 from llm_council.bias_audit.records.reviewer_profiles import (  # noqa: E402
@@ -114,19 +117,7 @@ def simulator_draw(sds: Sequence[float], **biases: object) -> Draw:
 
     def draw(rng: np.random.Generator) -> ScoreTable:
         columns = simulate_record_columns(profiles, 1, rng, missing_score_rate=0.0)
-        shape = (n_members, n_members)
-        scores = np.full(shape, np.nan)
-        positions = np.full(shape, -1, dtype=np.intp)
-        is_self = np.zeros(shape, dtype=bool)
-        reviewer, model = columns.reviewer_index, columns.model_index
-        scores[reviewer, model] = columns.score
-        positions[reviewer, model] = columns.position
-        is_self[reviewer, model] = columns.is_self_review
-        words = np.zeros(n_members)
-        chars = np.zeros(n_members)
-        words[model] = columns.length_words
-        chars[model] = columns.length_chars
-        return ScoreTable(tuple(members), tuple(members), scores, positions, is_self, chars, words)
+        return table_from_columns(columns, members)
 
     return draw
 

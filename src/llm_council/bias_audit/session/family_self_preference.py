@@ -19,7 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from llm_council.bias_audit.session.moderated_noise import ModeratedNoise
+from llm_council.bias_audit.session.moderated_noise import (
+    ModeratedNoise,
+    moderated_self_preference,
+)
 from llm_council.bias_audit.session.score_table import UNKNOWN_POSITION, ScoreTable
 from llm_council.bias_audit.session.session_model import (
     SelfReviews,
@@ -29,7 +32,7 @@ from llm_council.bias_audit.session.session_model import (
 )
 from llm_council.bias_audit.session.thresholds import AuditThresholds
 from llm_council.stats.additive_model import AdditiveFit
-from llm_council.stats.moderated_session_tests import moderate, moderated_self_preference_tests
+from llm_council.stats.moderated_session_tests import moderate
 from llm_council.stats.reviewer_noise import estimate_reviewer_noise
 from llm_council.stats.session_test_batch import SessionTests
 from llm_council.stats.session_tests import (
@@ -175,23 +178,9 @@ def _moderated_tests(
         if prediction.slot_adjusted
         else priors.noise
     )
-    moderated = moderated_self_preference_tests(
+    return moderated_self_preference(
         prediction.fit, fit_cells, noise, cell_rows=prediction.cell_rows
     )
-    n_self = len(fit_cells)
-    tests: list[ContrastTest] = []
-    for index in range(n_self + 1):
-        estimate = float(moderated.estimates[index])
-        p_value = float(moderated.p_values[index])
-        if p_value != p_value:  # NaN: the variance was not positive, no test
-            tests.append(ContrastTest(estimate, None, None, None, None))
-            continue
-        error = float(moderated.standard_errors[index])
-        factor = 2 * n_self if index < n_self else 1
-        tests.append(
-            ContrastTest(estimate, error, estimate / error, p_value, min(1.0, p_value * factor))
-        )
-    return tests[:n_self], tests[n_self]
 
 
 def _session_only_tests(

@@ -138,12 +138,18 @@ def slot_moderated_noise(
 
 
 def moderated_self_preference(
-    fit: AdditiveFit, fit_cells: list[tuple[int, int, float]], noise: ReviewerVariances
-) -> tuple[list[ContrastTest], ContrastTest | None]:
+    fit: AdditiveFit,
+    fit_cells: list[tuple[int, int, float]],
+    noise: ReviewerVariances,
+    *,
+    cell_rows: np.ndarray | None = None,
+) -> tuple[list[ContrastTest], ContrastTest]:
     """Moderated self-preference tests as :class:`ContrastTest`: each self-review's p-value
     Bonferroni-adjusted by 2m (m self-reviews, and the pooled test shares the level), the
-    pooled mean's left unadjusted (the audit flags it below half the level)."""
-    moderated = moderated_self_preference_tests(fit, fit_cells, noise)
+    pooled mean's left unadjusted (the audit flags it below half the level). ``cell_rows``:
+    the self-reviews' design rows in ``fit`` when it is not the two-way fit (ADR 0050's
+    prediction with slot effects)."""
+    moderated = moderated_self_preference_tests(fit, fit_cells, noise, cell_rows=cell_rows)
     n_self = len(fit_cells)
     tests: list[ContrastTest] = []
     for index in range(n_self + 1):
