@@ -95,6 +95,7 @@ CASES: tuple[tuple[str, Callable[[Path], None]], ...] = (
 ADDED_FIELDS: dict[str, Any] = {
     "confounded_with_slot": False,
     "fixed_slot": None,
+    "n_unconverged_resamples": 0,
     "test_method": "wald",
 }
 

@@ -17,8 +17,9 @@ from llm_council.stats.bradley_terry import (
 
 def test_two_items_by_hand() -> None:
     # i beat j 3 times, j beat i once: MLE g_i/g_j = 3, so centred theta = +-ln(3)/2
-    strengths = bradley_terry_mm(np.array([[0, 3], [1, 0]]))
-    assert strengths == pytest.approx([math.log(3) / 2, -math.log(3) / 2])
+    fit = bradley_terry_mm(np.array([[0, 3], [1, 0]]))
+    assert fit.strength == pytest.approx([math.log(3) / 2, -math.log(3) / 2])
+    assert fit.converged.shape == () and bool(fit.converged)
 
 
 def _negative_log_likelihood(free: np.ndarray, wins: np.ndarray) -> float:
@@ -37,23 +38,52 @@ def test_mm_matches_direct_maximum_likelihood() -> None:
         _negative_log_likelihood, np.zeros(3), args=(wins,), method="BFGS", options={"gtol": 1e-10}
     )
     theta = np.concatenate([[0.0], solution.x])
-    assert bradley_terry_mm(wins) == pytest.approx(theta - theta.mean(), abs=1e-5)
+    assert bradley_terry_mm(wins).strength == pytest.approx(theta - theta.mean(), abs=1e-5)
 
 
 def test_batched_fit_equals_separate_fits() -> None:
     first = np.array([[0, 2, 3], [1, 0, 2], [1, 1, 0]], dtype=float)
     second = first.T.copy()
     batched = bradley_terry_mm(np.stack([first, second]))
-    assert batched[0] == pytest.approx(bradley_terry_mm(first))
-    assert batched[1] == pytest.approx(bradley_terry_mm(second))
+    assert batched.strength[0] == pytest.approx(bradley_terry_mm(first).strength)
+    assert batched.strength[1] == pytest.approx(bradley_terry_mm(second).strength)
+    assert batched.converged.tolist() == [True, True]
 
 
 def test_a_model_that_never_wins_has_minus_infinite_strength() -> None:
-    strengths = bradley_terry_mm(np.array([[0, 2, 3], [1, 0, 2], [0, 0, 0]]))
+    strengths = bradley_terry_mm(np.array([[0, 2, 3], [1, 0, 2], [0, 0, 0]])).strength
     assert strengths[2] == -math.inf
     assert np.isfinite(
-        bradley_terry_mm(np.array([[0, 2, 3], [1, 0, 2], [0, 0, 0]]), pseudo_count=0.5)
+        bradley_terry_mm(np.array([[0, 2, 3], [1, 0, 2], [0, 0, 0]]), pseudo_count=0.5).strength
     ).all()
+
+
+def test_a_fit_that_runs_out_of_iterations_says_so_per_problem() -> None:
+    # Problem 0 is two items (one update reaches the MLE exactly: g = W / (n / 2) gives
+    # g_i/g_j = W_i/W_j = 3); problem 1 is a 3-item cycle with unequal wins, which MM
+    # approaches only geometrically, so 2 updates cannot bring it within 1e-10.
+    two_items = np.zeros((3, 3))
+    two_items[0, 1], two_items[1, 0] = 3, 1
+    cycle = np.array([[0, 5, 1], [1, 0, 4], [3, 1, 0]], dtype=float)
+    short = bradley_terry_mm(np.stack([two_items, cycle]), max_iter=2)
+    assert short.converged.tolist() == [True, False]
+    assert bradley_terry_mm(np.stack([two_items, cycle])).converged.tolist() == [True, True]
+
+
+def test_the_bootstrap_leaves_out_replicates_that_did_not_converge() -> None:
+    # a cycle with unequal wins: every refit needs many MM updates (see the test above)
+    cyclic = np.zeros((30, 3, 3))
+    cyclic[:, 0, 1], cyclic[:, 1, 2], cyclic[:, 2, 0] = 5, 4, 3
+    cyclic[:, 1, 0], cyclic[:, 2, 1], cyclic[:, 0, 2] = 1, 1, 1
+    fit = bradley_terry_session_bootstrap(cyclic, n_resamples=40, rng=np.random.default_rng(1))
+    assert fit.n_unconverged_resamples == 0
+    assert np.isfinite(fit.ci_low).all()
+    starved = bradley_terry_session_bootstrap(
+        cyclic, n_resamples=40, rng=np.random.default_rng(1), max_iter=2
+    )
+    assert starved.n_unconverged_resamples == 40
+    assert np.isnan(starved.ci_low).all() and np.isnan(starved.ci_high).all()
+    assert np.isnan(starved.strength).all()  # the point fit ran out of updates too
 
 
 def test_session_bootstrap_covers_the_truth() -> None:

@@ -120,6 +120,7 @@ def call_progress(description: str) -> Iterator[tuple[Any, Any]]:
 
 def _live_settings(
     pairs_path: Path,
+    *,
     model: str,
     option: list[str] | None,
     output: Path | None,
@@ -310,15 +311,15 @@ def calibrate_command(
     else:
         settings = _live_settings(
             pairs_path,
-            model,
-            option,
-            output,
-            cache,
-            no_cache,
-            repetitions,
-            concurrency,
-            seed,
-            temperature,
+            model=model,
+            option=option,
+            output=output,
+            cache=cache,
+            no_cache=no_cache,
+            repetitions=repetitions,
+            concurrency=concurrency,
+            seed=seed,
+            temperature=temperature,
         )
         probability = 1.0 if bias_check else bias_check_probability()
         with call_progress(f"judging {len(pairs)} pairs") as (on_total, on_done):
@@ -425,7 +426,16 @@ def probe_command(
         if emit is not None or replay is not None:
             raise ConfigError("--emit and --replay are for a judge run elsewhere: drop --model")
         settings = _live_settings(
-            pairs_path, model, option, output, cache, no_cache, 1, concurrency, seed, None
+            pairs_path,
+            model=model,
+            option=option,
+            output=output,
+            cache=cache,
+            no_cache=no_cache,
+            repetitions=1,
+            concurrency=concurrency,
+            seed=seed,
+            temperature=None,
         )
         with call_progress(f"probing {len(pairs)} pairs") as (on_total, on_done):
             report = run_live(

@@ -1,0 +1,1 @@
+"""Model providers: the official SDKs, OpenAI-compatible local servers, the simulated council."""

@@ -1,0 +1,1 @@
+"""The offline simulated council: members, reviewers and judges with known, configurable biases."""

@@ -16,9 +16,22 @@ from numpy.typing import ArrayLike
 from llm_council.stats.distribution_functions import normal_ppf
 
 
+@dataclass(frozen=True)
+class MMFit:
+    """Centred log strengths and, per problem, whether Hunter's MM iteration converged.
+
+    ``strength`` has the shape of ``wins`` less its last axis; ``converged`` has the shape of
+    the leading axes (a 0-d array for one problem). An iterate that ran out of iterations is
+    not a maximum-likelihood estimate: callers must leave it out or say so (choix raises).
+    """
+
+    strength: np.ndarray
+    converged: np.ndarray
+
+
 def bradley_terry_mm(
     wins: ArrayLike, *, pseudo_count: float = 0.0, tol: float = 1e-10, max_iter: int = 10_000
-) -> np.ndarray:
+) -> MMFit:
     """Maximum-likelihood centred log strengths by Hunter's MM algorithm.
 
     ``wins[..., i, j]`` counts how often ``i`` beat ``j``; leading axes are independent
@@ -32,6 +45,23 @@ def bradley_terry_mm(
     (2004), "MM algorithms for generalized Bradley-Terry models", Ann. Statist. 32(1), eq. (3).
     The MLE is finite only if the comparison graph is strongly connected (Ford 1957);
     ``pseudo_count`` adds that many wins each way to every pair (a shrinkage prior) when not.
+
+    Parameters
+    ----------
+    wins : array of shape (..., k, k)
+        ``wins[..., i, j]`` wins of item ``i`` over item ``j``; the diagonal is ignored.
+    pseudo_count : float
+        Wins added each way to every off-diagonal pair before fitting.
+    tol : float
+        A problem has converged when no strength moves by more than ``tol`` in one update.
+    max_iter : int
+        Updates at most; a problem still moving then is reported as not converged.
+
+    Returns
+    -------
+    MMFit
+        ``strength`` of shape (..., k) (``-inf`` for an item that never wins) and the
+        boolean ``converged`` of shape (...).
     """
     w = np.asarray(wins, dtype=float)
     k = w.shape[-1]
@@ -40,6 +70,7 @@ def bradley_terry_mm(
     comparisons = w + np.swapaxes(w, -1, -2)
     total_wins = w.sum(axis=-1)
     gamma = np.ones(w.shape[:-1])
+    converged = np.zeros(w.shape[:-2], dtype=bool)
     with np.errstate(divide="ignore", invalid="ignore"):
         for _ in range(max_iter):
             denominator = (comparisons / (gamma[..., :, None] + gamma[..., None, :])).sum(axis=-1)
@@ -48,13 +79,19 @@ def bradley_terry_mm(
             log_updated = np.log(updated)
             finite_mean = np.nanmean(np.where(np.isfinite(log_updated), log_updated, np.nan), -1)
             updated = updated / np.exp(finite_mean)[..., None]
-            change = np.nanmax(np.abs(updated - gamma))
+            # the largest move of each problem (an undefined move, e.g. of an item never
+            # compared, counts as none: as numpy's nanmax, without its all-NaN warning)
+            moved = np.abs(updated - gamma)
+            change = np.where(np.isnan(moved), 0.0, moved).max(axis=-1)
             gamma = updated
-            if change < tol:
+            converged = change < tol
+            if converged.all():
                 break
         log_gamma = np.log(gamma)
     finite = np.where(np.isfinite(log_gamma), log_gamma, np.nan)
-    return log_gamma - np.nanmean(finite, axis=-1, keepdims=True)
+    return MMFit(
+        strength=log_gamma - np.nanmean(finite, axis=-1, keepdims=True), converged=converged
+    )
 
 
 def comparisons_connected(wins: ArrayLike) -> bool:
@@ -90,6 +127,7 @@ class StrengthEstimates:
     ci_low: np.ndarray
     ci_high: np.ndarray
     standard_error: np.ndarray
+    n_unconverged_resamples: int = 0  # bootstrap refits left out: their MM never converged
 
 
 def bradley_terry_session_bootstrap(
@@ -99,22 +137,31 @@ def bradley_terry_session_bootstrap(
     rng: np.random.Generator,
     confidence: float = 0.95,
     pseudo_count: float = 0.0,
+    max_iter: int = 10_000,
 ) -> StrengthEstimates:
     """Bradley-Terry fit with percentile intervals from resampling whole sessions.
 
     ``session_wins[s, i, j]`` counts session ``s``'s comparisons won by ``i`` over ``j``.
     Each replicate draws ``S`` sessions with replacement (Efron & Tibshirani 1993, *An
     Introduction to the Bootstrap*, ch. 13; sessions are the resampled unit as in the cluster
-    bootstrap of Field & Welsh 2007, JRSS B 69(3)) and refits by MM.
+    bootstrap of Field & Welsh 2007, JRSS B 69(3)) and refits by MM; a refit that does not
+    converge within ``max_iter`` updates is left out of the intervals and counted in
+    ``n_unconverged_resamples`` (all left out: the bounds are NaN); a point fit that does not
+    converge gives NaN strengths.
     """
     per_session = np.asarray(session_wins, dtype=float)
     n_sessions, k, _ = per_session.shape
     flat = per_session.reshape(n_sessions, k * k)
-    estimate = bradley_terry_mm(flat.sum(axis=0).reshape(k, k), pseudo_count=pseudo_count)
+    point = bradley_terry_mm(
+        flat.sum(axis=0).reshape(k, k), pseudo_count=pseudo_count, max_iter=max_iter
+    )
+    # an iterate that ran out of updates is no maximum-likelihood estimate: NaN, not a number
+    estimate = point.strength if point.converged else np.full(k, np.nan)
     # the MM fit ignores the diagonal (an item against itself): resample only the others
     compared = ~np.eye(k, dtype=bool).ravel()
     flat_compared = np.ascontiguousarray(flat[:, compared])
     replicates = np.empty((n_resamples, k))
+    replicate_converged = np.empty(n_resamples, dtype=bool)
     batch = 50
     for start in range(0, n_resamples, batch):
         size = min(batch, n_resamples - start)
@@ -130,23 +177,34 @@ def bradley_terry_session_bootstrap(
         # and a multithreaded BLAS call spends more CPU than it saves on a shared machine
         resampled = np.zeros((size, k * k))
         resampled[:, compared] = np.einsum("rs,sc->rc", counts, flat_compared)
-        replicates[start : start + size] = bradley_terry_mm(
-            resampled.reshape(size, k, k), pseudo_count=pseudo_count
+        fit = bradley_terry_mm(
+            resampled.reshape(size, k, k), pseudo_count=pseudo_count, max_iter=max_iter
         )
+        replicates[start : start + size] = fit.strength
+        replicate_converged[start : start + size] = fit.converged
     alpha = 1 - confidence
+    # A refit that ran out of iterations is no estimate: its replicate is left out (and
+    # counted), so an interval is taken over the converged replicates only.
+    replicates = replicates[replicate_converged]
     # A replicate where a model never wins has strength -inf (no finite MLE); keep it, and
     # take order statistics without interpolation so an infinite bound stays infinite.
     finite = np.where(np.isfinite(replicates), replicates, np.nan)
     # a column with fewer than 2 finite replicates has no spread: nan, without numpy's warning
     enough = np.sum(~np.isnan(finite), axis=0) > 1
     spread = np.full(k, np.nan)
-    if n_resamples > 1 and enough.any():
+    if replicates.shape[0] > 1 and enough.any():
         spread[enough] = np.nanstd(finite[:, enough], axis=0, ddof=1)
+    if replicates.shape[0] == 0:
+        bound_low = bound_high = np.full(k, np.nan)
+    else:
+        bound_low = np.quantile(replicates, alpha / 2, axis=0, method="inverted_cdf")
+        bound_high = np.quantile(replicates, 1 - alpha / 2, axis=0, method="inverted_cdf")
     return StrengthEstimates(
         strength=estimate,
-        ci_low=np.quantile(replicates, alpha / 2, axis=0, method="inverted_cdf"),
-        ci_high=np.quantile(replicates, 1 - alpha / 2, axis=0, method="inverted_cdf"),
+        ci_low=bound_low,
+        ci_high=bound_high,
         standard_error=spread,
+        n_unconverged_resamples=int(n_resamples - replicates.shape[0]),
     )
 
 

@@ -171,3 +171,4 @@ class Leaderboard:
     n_sessions: int
     n_resamples: int
     length_slope: Interval  # log-odds of winning per unit of ln(words) difference
+    n_unconverged_resamples: int = 0  # bootstrap refits left out of the intervals

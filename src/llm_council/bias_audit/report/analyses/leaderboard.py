@@ -168,4 +168,5 @@ def build_leaderboard(
         n_sessions=n_sessions,
         n_resamples=n_resamples,
         length_slope=Interval(controlled.slope, controlled.slope_ci[0], controlled.slope_ci[1]),
+        n_unconverged_resamples=bootstrap.n_unconverged_resamples,
     )

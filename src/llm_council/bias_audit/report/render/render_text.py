@@ -276,6 +276,11 @@ def render_text(report: BiasReport) -> str:
             f"=== Leaderboard (Bradley-Terry from rankings, self-reviews excluded; "
             f"{board.n_resamples} session bootstraps) ==="
         )
+        if board.n_unconverged_resamples:
+            add(
+                f"  {board.n_unconverged_resamples} of {board.n_resamples} bootstrap refits did "
+                "not converge and are left out of the intervals"
+            )
         add(
             "  #  model                 strength [95% CI]       "
             "length-controlled [95% CI]  mean score"
