@@ -9,6 +9,7 @@ from pathlib import Path
 from llm_council.bias_audit.report.analyses.causal_checks import causal_checks
 from llm_council.bias_audit.report.analyses.decisions import decisions_affected
 from llm_council.bias_audit.report.analyses.families import submit_bias_families
+from llm_council.bias_audit.report.analyses.fingerprints import fingerprint_history
 from llm_council.bias_audit.report.analyses.joint import fit_joint_model
 from llm_council.bias_audit.report.analyses.leaderboard import (
     build_leaderboard,
@@ -120,6 +121,7 @@ def build_report(
             reliability_future = runner.submit(  # ADR 0062: descriptive, not a finding
                 council_reliability, rank_reviewers, n_resamples=n_resamples, seed=seed
             )
+            fingerprints_future = runner.submit(fingerprint_history)  # ADR 0062
             step("length and position")
             length = length_future.result()
             position = position_future.result()
@@ -137,6 +139,7 @@ def build_report(
             causal = causal_future.result()
             decisions = decisions_future.result()
             reliability = reliability_future.result()
+            fingerprints = fingerprints_future.result()
         counts = connection.execute(
             "SELECT (SELECT count(*) FROM reviewers), (SELECT count(*) FROM models)"
         ).fetchone()
@@ -170,6 +173,7 @@ def build_report(
             decisions=decisions,
             material_leniency=material_leniency(connection),
             reliability=reliability,
+            fingerprints=fingerprints,
         )
     finally:
         connection.close()

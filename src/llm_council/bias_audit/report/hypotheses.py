@@ -279,4 +279,8 @@ def report_hypotheses(report: BiasReport) -> list[Hypothesis]:
         found += _family_hypotheses(report.families)
     if report.causal_checks is not None:
         found += _causal_hypotheses(report.causal_checks)
+    if report.fingerprints is not None:  # ADR 0062: changes between fingerprint segments
+        from llm_council.bias_audit.report.fingerprint_hypotheses import fingerprint_hypotheses
+
+        found += fingerprint_hypotheses(report.fingerprints)
     return [item for item in found if math.isfinite(item.finding.p_value)]

@@ -13,6 +13,7 @@ from typing import Any
 from llm_council.bias_audit.report.analyses.causal_checks import CausalChecks
 from llm_council.bias_audit.report.analyses.decisions import DecisionsAffected
 from llm_council.bias_audit.report.analyses.families import BiasFamilies
+from llm_council.bias_audit.report.analyses.fingerprints import FingerprintHistory
 from llm_council.bias_audit.report.analyses.reliability import CouncilReliability
 from llm_council.bias_audit.report.estimates import (
     RELIABILITY_TIERS,
@@ -85,6 +86,8 @@ class BiasReport:
     material_leniency: float = float("nan")  # points: a smaller leniency is never a finding
     # ADR 0062: Krippendorff's alpha and score resolution (descriptive, not findings)
     reliability: CouncilReliability | None = None
+    # ADR 0062: each reviewer's history split where its fingerprint changed
+    fingerprints: FingerprintHistory | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: NaN and infinities become null (JSON has neither)."""

@@ -220,6 +220,10 @@ def decide_findings(report: BiasReport, error_rate: str = "fwer") -> BiasReport:
         changes["families"], spilled = _family_verdicts(report.families, verdict)
     if report.causal_checks is not None:
         changes["causal_checks"] = _causal_verdicts(report.causal_checks, verdict)
+    if report.fingerprints is not None:  # ADR 0062
+        from llm_council.bias_audit.report.fingerprint_hypotheses import fingerprint_verdicts
+
+        changes["fingerprints"] = fingerprint_verdicts(report.fingerprints, verdict)
     n_families = len({item.finding.family for item in hypotheses})
     method = procedure_text(error_rate, alpha, len(hypotheses), n_families)
     tested = []
