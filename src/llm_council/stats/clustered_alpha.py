@@ -32,8 +32,6 @@ from numpy.typing import ArrayLike, NDArray
 
 from llm_council.stats.krippendorff_alpha import Metric, alpha_from_coincidences
 
-#: units per chunk when building the per-group matrices (bounds the units x V x V array)
-_CHUNK_CELLS = 4_000_000
 #: resamples per matrix product (bounds the resamples x groups weight array)
 _DRAW_CELLS = 8_000_000
 
@@ -48,27 +46,31 @@ def group_coincidences(
     r"""One coincidence matrix per group, shape (groups, V, V).
 
     ``unit`` and ``value_index`` are one entry per rating (dense unit codes, value codes in
-    0..V-1); ``group_of_unit[u]`` is unit u's group. A unit contributes
-    :math:`n_{uc}(n_{uk} - [c = k]) / (m_u - 1)` when it holds two or more ratings.
+    0..V-1); ``group_of_unit[u]`` is unit u's group. Every ordered pair of two different
+    ratings (i, j) of a unit with :math:`m_u` ratings adds :math:`1 / (m_u - 1)` at
+    :math:`(v_i, v_j)`: summed, :math:`n_{uc}(n_{uk} - [c = k]) / (m_u - 1)`. The pairs are
+    enumerated, not the V x V products of every unit: a council's answer has a few ratings.
     """
-    stacks = np.zeros((n_groups, n_values, n_values))
+    cells = n_values * n_values
     if unit.size == 0:
-        return stacks
-    n_units = int(group_of_unit.size)
-    counts = np.zeros((n_units, n_values))
-    np.add.at(counts, (unit, value_index), 1.0)
-    per_unit = counts.sum(axis=1)
-    pairable = np.flatnonzero(per_unit >= 2)
-    step = max(1, _CHUNK_CELLS // max(1, n_values * n_values))
-    diagonal = np.arange(n_values)
-    for start in range(0, pairable.size, step):
-        chosen = pairable[start : start + step]
-        chunk = counts[chosen]
-        products = chunk[:, :, None] * chunk[:, None, :]
-        products[:, diagonal, diagonal] -= chunk
-        products /= (per_unit[chosen] - 1.0)[:, None, None]
-        np.add.at(stacks, group_of_unit[chosen], products)
-    return stacks
+        return np.zeros((n_groups, n_values, n_values))
+    order = np.argsort(unit, kind="stable")
+    units, values = unit[order], value_index[order]
+    per_unit = np.bincount(units, minlength=group_of_unit.size)
+    weight_of_unit = np.divide(
+        1.0, per_unit - 1.0, out=np.zeros(per_unit.size), where=per_unit >= 2
+    )
+    flat = np.zeros(n_groups * cells)
+    for offset in range(1, int(per_unit.max())):
+        same = units[offset:] == units[:-offset]  # ratings offset apart in one unit
+        first, second = values[:-offset][same], values[offset:][same]
+        paired = units[offset:][same]
+        base = group_of_unit[paired] * cells
+        weight = weight_of_unit[paired]
+        size = n_groups * cells
+        flat += np.bincount(base + first * n_values + second, weights=weight, minlength=size)
+        flat += np.bincount(base + second * n_values + first, weights=weight, minlength=size)
+    return flat.reshape(n_groups, n_values, n_values)
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,32 @@ def _percentile(draws: NDArray[np.float64], confidence: float) -> tuple[float, f
     return float(low), float(high)
 
 
+def _resampled_alphas(
+    stack: NDArray[np.float64],
+    values: NDArray[np.float64],
+    metric: Metric,
+    resamples: int,
+    seed: int,
+) -> NDArray[np.float64]:
+    """Alpha of ``resamples`` group resamples: draw r takes as many groups as there are,
+    with replacement, from ``default_rng(seed)`` (the draws of ``krippendorff_alpha_interval``)."""
+    n_groups = stack.shape[0]
+    flat = stack.reshape(n_groups, -1)
+    rng = np.random.default_rng(seed)
+    alphas = np.empty(resamples)
+    batch = max(1, _DRAW_CELLS // n_groups)
+    for start in range(0, resamples, batch):
+        size = min(batch, resamples - start)
+        weights = np.empty((size, n_groups))
+        for row in range(size):
+            weights[row] = np.bincount(rng.integers(0, n_groups, size=n_groups), minlength=n_groups)
+        summed = (weights @ flat).reshape(size, values.size, values.size)
+        alphas[start : start + size] = [
+            alpha_from_coincidences(values, matrix, metric) for matrix in summed
+        ]
+    return alphas
+
+
 def clustered_alpha(
     unit: ArrayLike,
     rater: ArrayLike,
@@ -136,47 +164,35 @@ def clustered_alpha(
     n_groups = int(groups.max()) + 1 if groups.size else 0
     n_raters = int(raters.max()) + 1 if raters.size else 0
     values, value_index = np.unique(scores, return_inverse=True)
-    stacks = [group_coincidences(units, value_index, groups, n_groups, values.size)]
-    for left_out in range(n_raters):
-        kept = raters != left_out
-        stacks.append(
-            group_coincidences(units[kept], value_index[kept], groups, n_groups, values.size)
-        )
-    estimates = [alpha_from_coincidences(values, stack.sum(axis=0), metric) for stack in stacks]
     per_unit = np.bincount(units, minlength=groups.size)
     n_units = int(np.count_nonzero(per_unit >= 2))
-
-    draws = np.full((len(stacks), resamples if n_groups >= 2 else 0), math.nan)
-    if n_groups >= 2 and not math.isnan(estimates[0]):
-        rng = np.random.default_rng(seed)
-        flat = [stack.reshape(n_groups, -1) for stack in stacks]
-        batch = max(1, _DRAW_CELLS // n_groups)
-        for start in range(0, resamples, batch):
-            size = min(batch, resamples - start)
-            weights = np.zeros((size, n_groups))
-            for row in range(size):
-                chosen = rng.integers(0, n_groups, size=n_groups)
-                weights[row] = np.bincount(chosen, minlength=n_groups)
-            for index, table in enumerate(flat):
-                summed = (weights @ table).reshape(size, values.size, values.size)
-                draws[index, start : start + size] = [
-                    alpha_from_coincidences(values, matrix, metric) for matrix in summed
-                ]
-    else:
-        draws = draws[:, :0]
+    # one stack at a time (the whole table, then each rater left out), each resampled with
+    # the same draws (the generator re-seeded): memory for one stack, not 1 + raters
+    estimates: list[float] = []
+    draw_rows: list[NDArray[np.float64]] = []
+    bootstrap = n_groups >= 2 and resamples > 0
+    for left_out in range(-1, n_raters):
+        kept = raters != left_out
+        stack = group_coincidences(units[kept], value_index[kept], groups, n_groups, values.size)
+        estimates.append(alpha_from_coincidences(values, stack.sum(axis=0), metric))
+        if left_out == -1 and math.isnan(estimates[0]):
+            bootstrap = False
+        if bootstrap:
+            draw_rows.append(_resampled_alphas(stack, values, metric, resamples, seed))
+    draws = np.asarray(draw_rows) if bootstrap else np.full((len(estimates), 0), math.nan)
 
     def interval(index: int) -> AlphaWithInterval:
         low, high = _percentile(draws[index], confidence)
         return AlphaWithInterval(estimates[index], low, high)
 
     changes = []
-    for index in range(1, len(stacks)):
+    for index in range(1, len(estimates)):
         low, high = _percentile(draws[index] - draws[0], confidence)
         changes.append(AlphaWithInterval(estimates[index] - estimates[0], low, high))
     return ClusteredAlpha(
         metric=metric,
         alpha=interval(0),
-        without_rater=[interval(index) for index in range(1, len(stacks))],
+        without_rater=[interval(index) for index in range(1, len(estimates))],
         change_without_rater=changes,
         n_units=n_units,
         n_groups=n_groups,

@@ -46,7 +46,6 @@ from typing import Any
 import duckdb
 import numpy as np
 from pydantic import ValidationError
-from scipy import stats
 
 from llm_council.bias_audit.records.schema import ReviewerFingerprint
 from llm_council.bias_audit.report.estimates import Interval
@@ -131,6 +130,8 @@ def cluster_mean(deviations: np.ndarray, clusters: np.ndarray) -> tuple[float, f
 def _t_interval(mean: float, se: float, df: float, level: float = 0.95) -> Interval:
     if not (math.isfinite(se) and df >= 1):
         return Interval(mean, math.nan, math.nan)
+    from scipy import stats  # not at import: the report's modules load without scipy.stats
+
     quantile = float(stats.t.ppf(0.5 + level / 2, df))
     p_value = float(2 * stats.t.sf(abs(mean) / se, df)) if se > 0 else math.nan
     return Interval(mean, mean - quantile * se, mean + quantile * se, p_value)
