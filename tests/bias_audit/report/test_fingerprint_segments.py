@@ -160,9 +160,10 @@ def test_the_parquet_store_keeps_the_fingerprints(tmp_path: Path) -> None:
 def test_cluster_mean_by_hand() -> None:
     # deviations 1, 3 in session 0 and 2 in session 1: mean 2, cluster sums of (d - 2):
     # (-1 + 1) = 0 and 0; SE 0. With 1, 3 | 5: mean 3, sums -2 + 0 = -2 and 2,
-    # SE^2 = 2/1 * (4 + 4) / 9 = 16/9, SE = 4/3
-    mean, se, groups = cluster_mean(np.array([1.0, 3.0, 2.0]), np.array([0, 0, 1]))
+    # SE^2 = 2/1 * (4 + 4) / 9 = 16/9, SE = 4/3. Given as (count, sum) per session.
+    mean, se, groups = cluster_mean(np.array([2, 1]), np.array([4.0, 2.0]))
     assert (mean, se, groups) == (2.0, 0.0, 2)
-    mean, se, groups = cluster_mean(np.array([1.0, 3.0, 5.0]), np.array([0, 0, 1]))
+    mean, se, groups = cluster_mean(np.array([2, 1, 0]), np.array([4.0, 5.0, 0.0]))
     assert mean == 3.0 and se == pytest.approx(4 / 3) and groups == 2
-    assert math.isnan(cluster_mean(np.array([1.0]), np.array([0]))[1])
+    assert math.isnan(cluster_mean(np.array([1]), np.array([1.0]))[1])
+    assert math.isnan(cluster_mean(np.array([0]), np.array([0.0]))[0])

@@ -112,18 +112,21 @@ class FingerprintHistory:
 _Built = tuple[FingerprintSegment, float, int]
 
 
-def cluster_mean(deviations: np.ndarray, clusters: np.ndarray) -> tuple[float, float, int]:
-    """``(mean, cluster-robust SE, clusters)`` of ``deviations`` (module docstring)."""
-    n = deviations.size
+def cluster_mean(counts: np.ndarray, sums: np.ndarray) -> tuple[float, float, int]:
+    """``(mean, cluster-robust SE, clusters)`` from each cluster's number of deviations and
+    their sum (module docstring: :math:`\\sum_{i \\in g} (d_i - \\bar d) = S_g - n_g \\bar d`);
+    clusters without a deviation are left out."""
+    present = counts > 0
+    counts, sums = counts[present].astype(float), sums[present].astype(float)
+    n = float(counts.sum())
     if n == 0:
         return math.nan, math.nan, 0
-    mean = float(deviations.mean())
-    _, codes = np.unique(clusters, return_inverse=True)
-    sums = np.bincount(codes, weights=deviations - mean)
-    groups = sums.size
+    mean = float(sums.sum()) / n
+    groups = int(counts.size)
     if groups < 2:
         return mean, math.nan, groups
-    variance = groups / (groups - 1) * float(np.sum(sums**2)) / n**2
+    residual_sums = sums - counts * mean
+    variance = groups / (groups - 1) * float(np.sum(residual_sums**2)) / n**2
     return mean, math.sqrt(variance), groups
 
 
@@ -162,17 +165,12 @@ def _valid_fingerprints(
     return valid, invalid
 
 
-def _segment(
-    rows: list[tuple[Any, ...]],
-    fingerprint: dict[str, Any] | None,
-    deviations: dict[int, list[float]],
-) -> _Built:
-    """The segment of ``rows`` (one per session, in time order), with its SE and clusters."""
-    sessions = [row[0] for row in rows]
-    values = [(session, value) for session in sessions for value in deviations.get(session, [])]
-    clusters = np.asarray([session for session, _ in values], dtype=np.int64)
-    scores = np.asarray([value for _, value in values], dtype=float)
-    mean, se, groups = cluster_mean(scores, clusters)
+def _segment(rows: list[tuple[Any, ...]], fingerprint: dict[str, Any] | None) -> _Built:
+    """The segment of ``rows`` (one per session, in time order: session, session_id, time,
+    fingerprint, deviations, their sum), with its SE and clusters."""
+    counts = np.asarray([row[4] for row in rows], dtype=float)
+    sums = np.asarray([row[5] for row in rows], dtype=float)
+    mean, se, groups = cluster_mean(counts, sums)
     leniency = (
         _t_interval(mean, se, groups - 1)
         if groups >= MIN_SEGMENT_SESSIONS
@@ -186,7 +184,7 @@ def _segment(
         first_time=first[2],
         last_time=last[2],
         n_sessions=len(rows),
-        n_scores=int(scores.size),
+        n_scores=int(counts.sum()),
         leniency=Interval(leniency.estimate, leniency.ci_low, leniency.ci_high),
     )
     return segment, se, groups
@@ -216,25 +214,21 @@ def fingerprint_history(connection: duckdb.DuckDBPyConnection) -> FingerprintHis
     if not valid and not invalid:
         return None
     sessions = connection.execute(
-        """SELECT reviewer, session, any_value(session_id), min(time)::VARCHAR,
-                  mode(fingerprint)
-           FROM records GROUP BY reviewer, session
-           ORDER BY reviewer, min(time) NULLS LAST, session"""
+        """WITH deviations AS (
+               SELECT reviewer, session, count(*) AS n, sum(deviation) AS total FROM scored
+               WHERE NOT is_self AND deviation IS NOT NULL GROUP BY reviewer, session)
+           SELECT r.reviewer, r.session, any_value(r.session_id), min(r.time)::VARCHAR,
+                  mode(r.fingerprint), coalesce(any_value(d.n), 0),
+                  coalesce(any_value(d.total), 0.0)
+           FROM records r LEFT JOIN deviations d USING (reviewer, session)
+           GROUP BY r.reviewer, r.session
+           ORDER BY r.reviewer, min(r.time) NULLS LAST, r.session"""
     ).fetchall()
-    deviation_rows = connection.execute(
-        """SELECT reviewer, session, deviation FROM scored
-           WHERE NOT is_self AND deviation IS NOT NULL"""
-    ).fetchall()
-    deviations: dict[str, dict[int, list[float]]] = {}
-    for reviewer, session, deviation in deviation_rows:
-        deviations.setdefault(str(reviewer), {}).setdefault(int(session), []).append(
-            float(deviation)
-        )
     by_reviewer: dict[str, list[tuple[Any, ...]]] = {}
-    for reviewer, session, session_id, time, key in sessions:
+    for reviewer, session, session_id, time, key, n, total in sessions:
         fingerprint = valid.get(int(key)) if key is not None else None
         by_reviewer.setdefault(str(reviewer), []).append(
-            (int(session), session_id, time, json.dumps(fingerprint, sort_keys=True))
+            (int(session), session_id, time, json.dumps(fingerprint, sort_keys=True), n, total)
         )
     reviewers = []
     with_fingerprints = single = 0
@@ -251,8 +245,7 @@ def fingerprint_history(connection: duckdb.DuckDBPyConnection) -> FingerprintHis
         if len(runs) == 1:
             single += 1
             continue
-        own = deviations.get(reviewer, {})
-        built = [_segment(run, json.loads(run[0][3]), own) for run in runs]
+        built = [_segment(run, json.loads(run[0][3])) for run in runs]
         reviewers.append(
             ReviewerFingerprints(
                 reviewer=reviewer,
