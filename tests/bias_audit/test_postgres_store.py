@@ -190,7 +190,7 @@ def test_a_newer_schema_is_refused_not_guessed(store_url: str) -> None:
     write(store_url, session_records(6, 0, 1))
     with psycopg.connect(store_url) as connection:
         connection.execute("UPDATE llm_council_schema SET version = 99")
-    with pytest.raises(RecordError, match=r"schema is version 99; this llm-council knows 1\.\.6"):
+    with pytest.raises(RecordError, match=r"schema is version 99; this llm-council knows 1\.\.7"):
         postgres_store.fetch_arrow_table(store_url)
     postgres_store.PostgresWriter._by_url.clear()  # a fresh process would migrate again
     with pytest.raises(RecordError, match="schema is version 99"):
