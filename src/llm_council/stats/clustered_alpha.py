@@ -25,12 +25,17 @@ clusters).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from llm_council.stats.krippendorff_alpha import Metric, alpha_from_coincidences
+from llm_council.stats.krippendorff_alpha import (
+    Metric,
+    alpha_from_coincidences,
+    squared_distances,
+)
 
 #: resamples per matrix product (bounds the resamples x groups weight array)
 _DRAW_CELLS = 8_000_000
@@ -60,16 +65,19 @@ def group_coincidences(
     weight_of_unit = np.divide(
         1.0, per_unit - 1.0, out=np.zeros(per_unit.size), where=per_unit >= 2
     )
-    flat = np.zeros(n_groups * cells)
+    indices, weights = [], []
     for offset in range(1, int(per_unit.max())):
         same = units[offset:] == units[:-offset]  # ratings offset apart in one unit
         first, second = values[:-offset][same], values[offset:][same]
         paired = units[offset:][same]
         base = group_of_unit[paired] * cells
-        weight = weight_of_unit[paired]
-        size = n_groups * cells
-        flat += np.bincount(base + first * n_values + second, weights=weight, minlength=size)
-        flat += np.bincount(base + second * n_values + first, weights=weight, minlength=size)
+        indices += [base + first * n_values + second, base + second * n_values + first]
+        weights += [weight_of_unit[paired]] * 2
+    flat = np.bincount(
+        np.concatenate(indices) if indices else np.zeros(0, dtype=np.int64),
+        weights=np.concatenate(weights) if weights else np.zeros(0),
+        minlength=n_groups * cells,
+    ).astype(float)
     return flat.reshape(n_groups, n_values, n_values)
 
 
@@ -106,30 +114,59 @@ def _percentile(draws: NDArray[np.float64], confidence: float) -> tuple[float, f
     return float(low), float(high)
 
 
+def resample_counts(n_groups: int, resamples: int, seed: int) -> NDArray[np.uint16]:
+    """How many times each group is drawn, one row per resample: draw r takes as many groups
+    as there are, with replacement, from ``default_rng(seed)`` (the draws of
+    ``krippendorff_alpha_interval``). Drawn once, shared by every stack (2 bytes a cell)."""
+    rng = np.random.default_rng(seed)
+    counts = np.empty((resamples, n_groups), dtype=np.uint16)
+    for row in range(resamples):
+        counts[row] = np.bincount(rng.integers(0, n_groups, size=n_groups), minlength=n_groups)
+    return counts
+
+
+def _weight_batches(counts: NDArray[np.uint16]) -> Iterator[NDArray[np.float64]]:
+    batch = max(1, _DRAW_CELLS // max(1, counts.shape[1]))
+    for start in range(0, counts.shape[0], batch):
+        yield counts[start : start + batch].astype(float)
+
+
 def _resampled_alphas(
     stack: NDArray[np.float64],
     values: NDArray[np.float64],
     metric: Metric,
-    resamples: int,
-    seed: int,
+    counts: NDArray[np.uint16],
 ) -> NDArray[np.float64]:
-    """Alpha of ``resamples`` group resamples: draw r takes as many groups as there are,
-    with replacement, from ``default_rng(seed)`` (the draws of ``krippendorff_alpha_interval``)."""
+    """Alpha of each group resample (a row of ``counts``) of ``stack`` (groups x V x V).
+
+    Except for the ordinal metric, :math:`\\delta^2` does not depend on the margins, so a
+    group is summarised by its observed disagreement :math:`\\sum o_{ck}\\delta^2_{ck}` and
+    its margins (V + 1 numbers instead of V x V): alpha is then
+    :math:`1 - (n - 1) D_o / (m^\\top \\delta^2 m)` of the weighted sums.
+    """
     n_groups = stack.shape[0]
-    flat = stack.reshape(n_groups, -1)
-    rng = np.random.default_rng(seed)
-    alphas = np.empty(resamples)
-    batch = max(1, _DRAW_CELLS // n_groups)
-    for start in range(0, resamples, batch):
-        size = min(batch, resamples - start)
-        weights = np.empty((size, n_groups))
-        for row in range(size):
-            weights[row] = np.bincount(rng.integers(0, n_groups, size=n_groups), minlength=n_groups)
-        summed = (weights @ flat).reshape(size, values.size, values.size)
-        alphas[start : start + size] = [
-            alpha_from_coincidences(values, matrix, metric) for matrix in summed
-        ]
-    return alphas
+    alphas: list[float] = []
+    if counts.shape[1] != n_groups:
+        raise ValueError("one draw count per group is needed")
+    if metric == "ordinal":
+        flat = stack.reshape(n_groups, -1)
+        for weights in _weight_batches(counts):
+            summed = (weights @ flat).reshape(-1, values.size, values.size)
+            alphas += [alpha_from_coincidences(values, matrix, metric) for matrix in summed]
+        return np.asarray(alphas)
+    distances = squared_distances(metric, values, np.zeros(values.size))
+    summary = np.column_stack(
+        [np.einsum("gck,ck->g", stack, distances), stack.sum(axis=2)]
+    )  # per group: observed disagreement, then the margins n_c
+    for weights in _weight_batches(counts):
+        summed = weights @ summary
+        observed, margins = summed[:, 0], summed[:, 1:]
+        total = margins.sum(axis=1)
+        expected = np.einsum("rc,ck,rk->r", margins, distances, margins)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            draw = 1.0 - (total - 1.0) * observed / expected
+        alphas += np.where((expected > 0.0) & (total > 1.0), draw, math.nan).tolist()
+    return np.asarray(alphas)
 
 
 def clustered_alpha(
@@ -167,10 +204,11 @@ def clustered_alpha(
     per_unit = np.bincount(units, minlength=groups.size)
     n_units = int(np.count_nonzero(per_unit >= 2))
     # one stack at a time (the whole table, then each rater left out), each resampled with
-    # the same draws (the generator re-seeded): memory for one stack, not 1 + raters
+    # the same draws: memory for one stack and the draw counts, not 1 + raters stacks
     estimates: list[float] = []
     draw_rows: list[NDArray[np.float64]] = []
     bootstrap = n_groups >= 2 and resamples > 0
+    counts = np.zeros((0, n_groups), dtype=np.uint16)
     for left_out in range(-1, n_raters):
         kept = raters != left_out
         stack = group_coincidences(units[kept], value_index[kept], groups, n_groups, values.size)
@@ -178,7 +216,9 @@ def clustered_alpha(
         if left_out == -1 and math.isnan(estimates[0]):
             bootstrap = False
         if bootstrap:
-            draw_rows.append(_resampled_alphas(stack, values, metric, resamples, seed))
+            if not counts.size:
+                counts = resample_counts(n_groups, resamples, seed)
+            draw_rows.append(_resampled_alphas(stack, values, metric, counts))
     draws = np.asarray(draw_rows) if bootstrap else np.full((len(estimates), 0), math.nan)
 
     def interval(index: int) -> AlphaWithInterval:

@@ -98,6 +98,14 @@ def _squared_distances(
     raise ValueError(f"unknown metric {metric!r}: use one of {', '.join(METRICS)}")
 
 
+def squared_distances(
+    metric: Metric, values: NDArray[np.float64], margins: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """The metric's :math:`\\delta^2_{ck}` over ``values``; only the ordinal one depends on
+    the ``margins`` :math:`n_c`."""
+    return _squared_distances(metric, values, margins)
+
+
 def krippendorff_alpha(ratings: ArrayLike, metric: Metric = "nominal") -> float:
     """Krippendorff's alpha of a raters x units matrix (``nan`` = not rated).
 

@@ -224,11 +224,14 @@ def fingerprint_history(connection: duckdb.DuckDBPyConnection) -> FingerprintHis
            GROUP BY r.reviewer, r.session
            ORDER BY r.reviewer, min(r.time) NULLS LAST, r.session"""
     ).fetchall()
+    # one canonical text per stored key: two texts of one fingerprint (another key order)
+    # are one segment, and an invalid one reads as unrecorded ("null")
+    canonical = {key: json.dumps(value, sort_keys=True) for key, value in valid.items()}
     by_reviewer: dict[str, list[tuple[Any, ...]]] = {}
     for reviewer, session, session_id, time, key, n, total in sessions:
-        fingerprint = valid.get(int(key)) if key is not None else None
+        identity = "null" if key is None else canonical.get(int(key), "null")
         by_reviewer.setdefault(str(reviewer), []).append(
-            (int(session), session_id, time, json.dumps(fingerprint, sort_keys=True), n, total)
+            (int(session), session_id, time, identity, n, total)
         )
     reviewers = []
     with_fingerprints = single = 0
