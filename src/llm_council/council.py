@@ -34,6 +34,7 @@ from llm_council.providers.calling import CallGate
 from llm_council.providers.registry import create_provider
 from llm_council.results import CouncilResult, MemberAnswer, ModelStanding, Review, Synthesis
 from llm_council.review_orders import merge_review_orders
+from llm_council.reviewer_fingerprints import reviewer_fingerprints
 from llm_council.stages import (
     Seat,
     collect_answers,
@@ -407,6 +408,8 @@ async def _run_session(
         "started_at": started_at,
         "council_config_hash": config_hash,
         "members": [{"name": m.name, "spec": m.spec} for m in config.members],
+        # each reviewer's set-up as hashes, for the bias audit's records (ADR 0062)
+        "reviewer_fingerprints": reviewer_fingerprints(config),
         "chairman": {"name": config.chairman.name, "spec": config.chairman.spec},
         "self_review": config.self_review,
         "score_scale": list(config.score_scale),

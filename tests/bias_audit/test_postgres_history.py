@@ -255,9 +255,9 @@ def test_a_store_from_schema_4_is_rebuilt_after_its_migration(
     expected = rebuild_jsonl_profiles(_jsonl(tmp_path, sessions[:2]))
     # read from the records, without saving (no profile tables before the migration)
     assert profile_rebuild.load_postgres_profiles(store_url) == expected
-    postgres_schema.migrate_store(store_url)  # to 6: the summary starts "never built"
+    postgres_schema.migrate_store(store_url)  # to 7: the summary starts "never built"
     write(store_url, sessions[2])
-    assert _count(store_url, "SELECT max(version) FROM llm_council_schema") == 6
+    assert _count(store_url, "SELECT max(version) FROM llm_council_schema") == 7
     assert _fresh(store_url) is None
     rebuilt = profile_rebuild.load_postgres_profiles(store_url)
     assert rebuilt == rebuild_jsonl_profiles(_jsonl(tmp_path / "all", sessions))

@@ -78,6 +78,7 @@ def test_records_round_trip_to_arrow_with_the_report_columns(store_url: str) -> 
         "DOUBLE": "double",
         "DOUBLE[]": "list<item: double>",
         "BOOLEAN": "bool",
+        "JSON": "string",  # the reviewer's fingerprint as JSON text (ADR 0062)
     }
     assert [(f.name, str(f.type)) for f in table.schema] == [
         *((name, duckdb_to_arrow[kind]) for name, kind in REPORT_COLUMNS.items()),
@@ -175,11 +176,11 @@ def test_schema_is_migrated_from_version_1(empty_database_url: str) -> None:
     # ...and the migration brings it to the current version, keeping the old row
     postgres_store.PostgresWriter._by_url.clear()
     assert postgres_schema.migrate_store(store_url) == 1
-    assert postgres_schema.migrate_store(store_url) == 6  # idempotent
+    assert postgres_schema.migrate_store(store_url) == 7  # idempotent
     assert write(store_url, session_records(5, 0, 2)) == [4]
     with psycopg.connect(store_url) as connection:
         versions = connection.execute("SELECT version FROM llm_council_schema").fetchall()
-    assert versions == [(postgres_store.SCHEMA_VERSION,)] and postgres_store.SCHEMA_VERSION == 6
+    assert versions == [(postgres_store.SCHEMA_VERSION,)] and postgres_store.SCHEMA_VERSION == 7
     table = postgres_store.fetch_arrow_table(store_url)
     assert table.column("session_id").to_pylist() == ["v1"] + ["w5-s0"] * 4
     assert table.column("session_n_records").to_pylist() == [None, 4, 4, 4, 4]
@@ -189,7 +190,7 @@ def test_a_newer_schema_is_refused_not_guessed(store_url: str) -> None:
     write(store_url, session_records(6, 0, 1))
     with psycopg.connect(store_url) as connection:
         connection.execute("UPDATE llm_council_schema SET version = 99")
-    with pytest.raises(RecordError, match=r"schema is version 99; this llm-council knows 1\.\.6"):
+    with pytest.raises(RecordError, match=r"schema is version 99; this llm-council knows 1\.\.7"):
         postgres_store.fetch_arrow_table(store_url)
     postgres_store.PostgresWriter._by_url.clear()  # a fresh process would migrate again
     with pytest.raises(RecordError, match="schema is version 99"):

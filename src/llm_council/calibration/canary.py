@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_council.errors import InputError
+from llm_council.judge_fingerprint import judge_fingerprint as shared_fingerprint
 from llm_council.prompts import format_candidate_block, new_nonce
 from llm_council.providers.base import CompletionRequest, Provider
 from llm_council.providers.calling import RetryPolicy, call_with_retries
@@ -82,19 +83,12 @@ def judge_fingerprint(
     prompt_sha256: str | None = None,
     scale: Sequence[Any] = CANARY_SCALE,
 ) -> dict[str, Any]:
-    """The fingerprint of a judge set-up (module docstring); the canary prompt's hash
-    unless ``prompt_sha256`` names another. No secret in it: the options are hashed, never
-    copied."""
-    provider, _, model = spec.partition(":")
-    options_text = json.dumps(dict(options), sort_keys=True, default=str)
-    return {
-        "provider": provider,
-        "model": model,
-        "prompt_sha256": prompt_sha256 or prompt_hash(),
-        "temperature": temperature,
-        "scale": list(scale),
-        "options_sha256": hashlib.sha256(options_text.encode("utf-8")).hexdigest(),
-    }
+    """The fingerprint of a judge set-up (:mod:`llm_council.judge_fingerprint`), with the
+    canary prompt's hash unless ``prompt_sha256`` names another. No secret in it: the
+    options are hashed, never copied."""
+    return shared_fingerprint(
+        spec, options, temperature, prompt_sha256=prompt_sha256 or prompt_hash(), scale=scale
+    )
 
 
 def parse_score(text: str) -> float | None:

@@ -98,6 +98,14 @@ def _squared_distances(
     raise ValueError(f"unknown metric {metric!r}: use one of {', '.join(METRICS)}")
 
 
+def squared_distances(
+    metric: Metric, values: NDArray[np.float64], margins: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """The metric's :math:`\\delta^2_{ck}` over ``values``; only the ordinal one depends on
+    the ``margins`` :math:`n_c`."""
+    return _squared_distances(metric, values, margins)
+
+
 def krippendorff_alpha(ratings: ArrayLike, metric: Metric = "nominal") -> float:
     """Krippendorff's alpha of a raters x units matrix (``nan`` = not rated).
 
@@ -105,6 +113,18 @@ def krippendorff_alpha(ratings: ArrayLike, metric: Metric = "nominal") -> float:
     (no expected disagreement).
     """
     values, coincidences = coincidence_matrix(ratings)
+    return alpha_from_coincidences(values, coincidences, metric)
+
+
+def alpha_from_coincidences(
+    values: NDArray[np.float64], coincidences: NDArray[np.float64], metric: Metric = "nominal"
+) -> float:
+    """Alpha from the distinct values and their coincidence matrix (module docstring).
+
+    Coincidence matrices add over units, so a caller that keeps one per group of units
+    (a council session) gets the alpha of any resample of groups from their weighted sum.
+    ``nan`` when undefined, as :func:`krippendorff_alpha`.
+    """
     margins = coincidences.sum(axis=1)
     total = float(margins.sum())
     if values.size < 2 or total <= 1.0:
@@ -112,7 +132,7 @@ def krippendorff_alpha(ratings: ArrayLike, metric: Metric = "nominal") -> float:
     distances = _squared_distances(metric, values, margins)
     observed = float(np.sum(coincidences * distances))
     expected = float(margins @ distances @ margins)
-    if expected == 0.0:
+    if expected <= 0.0:
         return math.nan
     return 1.0 - (total - 1.0) * observed / expected
 

@@ -52,6 +52,7 @@ ARROW_SCHEMA = pa.schema(
         ("similarity_to_own", pa.float64()),
         ("rationale_chars", pa.int64()),
         ("review_status", pa.string()),
+        ("reviewer_fingerprint", pa.string()),  # schema 7 (ADR 0062), as JSON text
     ]
 )
 
@@ -77,10 +78,13 @@ def iter_arrow_batches(
                 "session_n_records": 2,
                 **dict.fromkeys(_CHECK_COLUMNS, 3),
                 **dict.fromkeys(_FAMILY_COLUMNS, 4),
+                "reviewer_fingerprint": 7,
             }
             columns = [
                 sql.SQL("NULL")  # a column the stored schema does not have yet
                 if version < added_in.get(name, 0)
+                else sql.SQL("{}::text").format(sql.Identifier(name))
+                if name == "reviewer_fingerprint"
                 else sql.Identifier(name)
                 for name in names
             ]

@@ -26,6 +26,8 @@ from llm_council.errors import RecordError
 #: of such scores stay finite, where one score of 1e300 made the profiles' sums infinite
 MAX_ABS_SCORE = 1e6
 MIGRATE_COMMAND = "llm-council store-migrate --store URL"
+#: the longest fingerprint a store accepts, as JSON text (the report never reads a longer one)
+MAX_FINGERPRINT_BYTES = 2048
 
 _MIGRATION_LOCK = 0x6C6C6D63  # pg_advisory_xact_lock key: "llmc"
 
@@ -156,6 +158,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE bias_reviewer_profiles ADD COLUMN seal text",
         # one delta per session: a sealed delta copied while it is pending is refused
         "CREATE UNIQUE INDEX bias_profile_deltas_session ON bias_profile_deltas (session_id)",
+    ),
+    (  # 7: the reviewer's fingerprint (ADR 0062): an object of hashes and settings, bounded
+        "ALTER TABLE bias_records ADD COLUMN reviewer_fingerprint jsonb",
+        "ALTER TABLE bias_records ADD CONSTRAINT bias_records_fingerprint_bounded "
+        "CHECK (reviewer_fingerprint IS NULL OR (jsonb_typeof(reviewer_fingerprint) = 'object' "
+        f"AND octet_length(reviewer_fingerprint::text) <= {MAX_FINGERPRINT_BYTES})) NOT VALID",
     ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)

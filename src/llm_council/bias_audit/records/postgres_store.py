@@ -93,6 +93,7 @@ _WRITTEN_COLUMNS = (
     "similarity_to_own",
     "rationale_chars",
     "review_status",
+    "reviewer_fingerprint",  # schema 7 (ADR 0062)
 )
 
 
@@ -130,6 +131,11 @@ def _row(index: int, record: ReviewRecord, n_records: int) -> tuple[Any, ...]:
         record.similarity_to_own,
         record.rationale_chars,
         record.review_status,
+        (
+            None
+            if record.reviewer_fingerprint is None
+            else record.reviewer_fingerprint.model_dump_json()
+        ),
     )
 
 

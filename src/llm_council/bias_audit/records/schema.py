@@ -16,11 +16,37 @@ line written before the field existed.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SCHEMA_VERSION = 2
+
+_SHA256_HEX = r"^[0-9a-f]{64}$"
+_NO_CONTROL_CHARACTERS = r"^[^\x00-\x1f\x7f]*$"
+
+
+class ReviewerFingerprint(BaseModel):
+    """The reviewer's set-up when it wrote the review (ADR 0062): hashes and settings, never
+    a prompt's text or an option's value (:mod:`llm_council.judge_fingerprint`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    provider: str = Field(min_length=1, max_length=64, pattern=_NO_CONTROL_CHARACTERS)
+    model: str = Field(max_length=256, pattern=_NO_CONTROL_CHARACTERS)
+    prompt_sha256: str = Field(pattern=_SHA256_HEX)
+    rubric_sha256: str | None = Field(default=None, pattern=_SHA256_HEX)
+    temperature: float | None = Field(default=None, ge=0.0, le=100.0, allow_inf_nan=False)
+    scale: tuple[float, float] = Field(description="the score scale the reviewer was given")
+    options_sha256: str = Field(pattern=_SHA256_HEX)
+
+    @model_validator(mode="after")
+    def _scale_is_finite_and_ordered(self) -> ReviewerFingerprint:
+        low, high = self.scale
+        if not (math.isfinite(low) and math.isfinite(high) and low < high):
+            raise ValueError(f"scale {list(self.scale)} is not [low, high] with low < high")
+        return self
 
 
 class ReviewRecord(BaseModel):
@@ -70,6 +96,9 @@ class ReviewRecord(BaseModel):
     # how this review's verdict was read: "json", "final_ranking", "unparseable",
     # "missing", "refused" or "error"; null on lines written before the field existed
     review_status: str | None = None
+    # ADR 0062, optional and appended (null on lines written before it, or by an importer
+    # that does not know the reviewer's set-up): what the reviewer was when it reviewed
+    reviewer_fingerprint: ReviewerFingerprint | None = None
 
     @model_validator(mode="after")
     def _position_is_a_shown_slot(self) -> ReviewRecord:

@@ -9,6 +9,7 @@ from pathlib import Path
 from llm_council.bias_audit.report.analyses.causal_checks import causal_checks
 from llm_council.bias_audit.report.analyses.decisions import decisions_affected
 from llm_council.bias_audit.report.analyses.families import submit_bias_families
+from llm_council.bias_audit.report.analyses.fingerprints import fingerprint_history
 from llm_council.bias_audit.report.analyses.joint import fit_joint_model
 from llm_council.bias_audit.report.analyses.leaderboard import (
     build_leaderboard,
@@ -16,6 +17,7 @@ from llm_council.bias_audit.report.analyses.leaderboard import (
 )
 from llm_council.bias_audit.report.analyses.length import pooled_length_bias
 from llm_council.bias_audit.report.analyses.position import position_bias
+from llm_council.bias_audit.report.analyses.reliability import council_reliability
 from llm_council.bias_audit.report.analyses.reviewers import (
     leniency_fixed_by_the_scale,
     material_leniency,
@@ -116,6 +118,10 @@ def build_report(
             length_future = runner.submit(pooled_length_bias)
             causal_future = runner.submit(causal_checks)  # ADR 0024: the live checks, if any
             decisions_future = runner.submit(decisions_affected)  # ADR 0046
+            reliability_future = runner.submit(  # ADR 0062: descriptive, not a finding
+                council_reliability, rank_reviewers, n_resamples=n_resamples, seed=seed
+            )
+            fingerprints_future = runner.submit(fingerprint_history)  # ADR 0062
             step("length and position")
             length = length_future.result()
             position = position_future.result()
@@ -132,6 +138,8 @@ def build_report(
             board = board_future.result()
             causal = causal_future.result()
             decisions = decisions_future.result()
+            reliability = reliability_future.result()
+            fingerprints = fingerprints_future.result()
         counts = connection.execute(
             "SELECT (SELECT count(*) FROM reviewers), (SELECT count(*) FROM models)"
         ).fetchone()
@@ -164,6 +172,8 @@ def build_report(
             families=families,
             decisions=decisions,
             material_leniency=material_leniency(connection),
+            reliability=reliability,
+            fingerprints=fingerprints,
         )
     finally:
         connection.close()

@@ -24,6 +24,7 @@ FAMILIES = (
     "reasoning",
     "drift",
     "causal checks",
+    "fingerprint changes",  # ADR 0062
 )
 
 

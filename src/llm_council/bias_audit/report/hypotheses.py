@@ -16,6 +16,7 @@ from llm_council.bias_audit.report.analyses.families import BiasFamilies
 from llm_council.bias_audit.report.analyses.position import direction_if_rejected
 from llm_council.bias_audit.report.estimates import Interval
 from llm_council.bias_audit.report.finding import Finding
+from llm_council.bias_audit.report.fingerprint_hypotheses import fingerprint_findings
 from llm_council.bias_audit.report.model import BiasReport
 
 #: where a hypothesis sits: (section key, index[, check kind])
@@ -279,4 +280,6 @@ def report_hypotheses(report: BiasReport) -> list[Hypothesis]:
         found += _family_hypotheses(report.families)
     if report.causal_checks is not None:
         found += _causal_hypotheses(report.causal_checks)
+    if report.fingerprints is not None:  # ADR 0062: changes between fingerprint segments
+        found += [Hypothesis(*item) for item in fingerprint_findings(report.fingerprints)]
     return [item for item in found if math.isfinite(item.finding.p_value)]

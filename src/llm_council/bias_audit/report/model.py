@@ -13,6 +13,8 @@ from typing import Any
 from llm_council.bias_audit.report.analyses.causal_checks import CausalChecks
 from llm_council.bias_audit.report.analyses.decisions import DecisionsAffected
 from llm_council.bias_audit.report.analyses.families import BiasFamilies
+from llm_council.bias_audit.report.analyses.fingerprints import FingerprintHistory
+from llm_council.bias_audit.report.analyses.reliability import CouncilReliability
 from llm_council.bias_audit.report.estimates import (
     RELIABILITY_TIERS,
     Interval,
@@ -82,6 +84,10 @@ class BiasReport:
     findings: list[Finding] = field(default_factory=list)  # the tested ones that are findings
     hypotheses: list[Finding] = field(default_factory=list)  # every tested one, in report order
     material_leniency: float = float("nan")  # points: a smaller leniency is never a finding
+    # ADR 0062: Krippendorff's alpha and score resolution (descriptive, not findings)
+    reliability: CouncilReliability | None = None
+    # ADR 0062: each reviewer's history split where its fingerprint changed
+    fingerprints: FingerprintHistory | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: NaN and infinities become null (JSON has neither)."""

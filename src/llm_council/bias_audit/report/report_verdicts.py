@@ -22,6 +22,7 @@ from llm_council.bias_audit.report.analyses.families import BiasFamilies
 from llm_council.bias_audit.report.analyses.favouritism import Favouritism
 from llm_council.bias_audit.report.analyses.position import with_verdict
 from llm_council.bias_audit.report.finding import ERROR_RATES
+from llm_council.bias_audit.report.fingerprint_hypotheses import fingerprint_verdicts
 from llm_council.bias_audit.report.hypotheses import Hypothesis, Locator, report_hypotheses
 from llm_council.bias_audit.report.model import BiasReport
 from llm_council.bias_audit.report.number_format import fmt
@@ -220,6 +221,8 @@ def decide_findings(report: BiasReport, error_rate: str = "fwer") -> BiasReport:
         changes["families"], spilled = _family_verdicts(report.families, verdict)
     if report.causal_checks is not None:
         changes["causal_checks"] = _causal_verdicts(report.causal_checks, verdict)
+    if report.fingerprints is not None:  # ADR 0062
+        changes["fingerprints"] = fingerprint_verdicts(report.fingerprints, verdict)
     n_families = len({item.finding.family for item in hypotheses})
     method = procedure_text(error_rate, alpha, len(hypotheses), n_families)
     tested = []

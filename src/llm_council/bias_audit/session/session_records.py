@@ -14,9 +14,9 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
-from llm_council.bias_audit.records.schema import ReviewRecord
+from llm_council.bias_audit.records.schema import ReviewerFingerprint, ReviewRecord
 from llm_council.bias_audit.session.score_table import AnswerLengths, answer_lengths, word_count
 from llm_council.bias_audit.session.similarity import SimilarityByMember
 from llm_council.bias_checks import pad_text, signed_text
@@ -104,6 +104,22 @@ def session_review_outcomes(event: SessionCompleted) -> dict[str, dict[str, Any]
     return outcomes
 
 
+def reviewer_fingerprints(event: SessionCompleted) -> dict[str, ReviewerFingerprint]:
+    """The event's valid reviewer fingerprints (ADR 0062) by reviewer; one that fails the
+    record's bounds (an oversize model id, a non-finite temperature) is left out, so the
+    reviews are still recorded, without a fingerprint."""
+    raw = event.metadata.get("reviewer_fingerprints")
+    if not isinstance(raw, dict):
+        return {}
+    valid: dict[str, ReviewerFingerprint] = {}
+    for reviewer, fingerprint in raw.items():
+        try:
+            valid[str(reviewer)] = ReviewerFingerprint.model_validate(fingerprint)
+        except ValidationError:
+            continue
+    return valid
+
+
 def records_from_session(
     event: SessionCompleted,
     *,
@@ -125,6 +141,7 @@ def records_from_session(
     if lengths is None:
         lengths = answer_lengths(event.answers)
     fields: list[dict[str, Any]] = []
+    fingerprints = reviewer_fingerprints(event)
     original_position = {
         review.reviewer: {a.model: a.display_index for a in review.label_to_model.values()}
         for review in event.reviews
@@ -173,6 +190,7 @@ def records_from_session(
                     "rationale_chars": review.rationale_chars,
                     "review_status": status,
                     "similarity_to_own": similarity_to_own,
+                    "reviewer_fingerprint": fingerprints.get(review.reviewer),
                     **check,
                 }
             )

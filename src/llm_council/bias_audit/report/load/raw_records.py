@@ -46,6 +46,8 @@ REPORT_COLUMNS = {
     "similarity_to_own": "DOUBLE",
     "rationale_chars": "BIGINT",
     "review_status": "VARCHAR",
+    # ADR 0062: the reviewer's set-up, an object (validated where it is used)
+    "reviewer_fingerprint": "JSON",
 }
 # Every field of a record, for copies that keep the whole record (Parquet compaction).
 ALL_COLUMNS = {**REPORT_COLUMNS, "council_config_hash": "VARCHAR", "query_hash": "VARCHAR"}
@@ -203,6 +205,28 @@ def since_filter_sql(
     return (" AND ".join(conditions) or "TRUE"), parameters
 
 
+#: a line's fingerprint as the 64-bit key ``records.fingerprint`` holds (8 bytes a record,
+#: where the text is some 370); :func:`create_fingerprint_table` maps keys to texts
+FINGERPRINT_KEY = (
+    "CASE WHEN reviewer_fingerprint IS NOT NULL THEN hash(reviewer_fingerprint::VARCHAR) END"
+)
+#: a fingerprint text longer than this is hostile or broken: never read (ADR 0062)
+MAX_FINGERPRINT_CHARS = 2048
+
+
+def create_fingerprint_table(connection: duckdb.DuckDBPyConnection) -> None:
+    """``reviewer_fingerprints``: each distinct fingerprint of ``raw_lines`` by its key
+    (:data:`FINGERPRINT_KEY`); texts past :data:`MAX_FINGERPRINT_CHARS` are left out."""
+    connection.execute(
+        f"""CREATE OR REPLACE TABLE reviewer_fingerprints AS
+            SELECT DISTINCT {FINGERPRINT_KEY} AS fingerprint,
+                   reviewer_fingerprint::VARCHAR AS fingerprint_text
+            FROM raw_lines
+            WHERE reviewer_fingerprint IS NOT NULL
+              AND length(reviewer_fingerprint::VARCHAR) <= {MAX_FINGERPRINT_CHARS}"""
+    )
+
+
 def create_records_table(
     connection: duckdb.DuckDBPyConnection,
     lines_sql: str,
@@ -235,7 +259,8 @@ def create_records_table(
                    coalesce(score_scale[1], 1.0) AS scale_low,
                    coalesce(score_scale[2], 10.0) AS scale_high,
                    TRY_CAST(timestamp AS TIMESTAMPTZ) AS time,
-                   similarity_to_own AS similarity
+                   similarity_to_own AS similarity,
+                   {FINGERPRINT_KEY} AS fingerprint
             FROM ({lines_sql}) AS kept JOIN sessions USING (session_id)
             {"ORDER BY ALL" if ordered else ""}""",
         parameters,
@@ -315,6 +340,7 @@ def build_records(
         [*since_parameters, *since_parameters],
         ordered=ordered,
     )
+    create_fingerprint_table(connection)  # ADR 0062
     drop_raw_lines(connection)
     connection.execute("DROP TABLE session_check")
     n_records, n_sessions = count_records(connection)

@@ -79,10 +79,20 @@ def read_parquet_directory(
     if not files:
         _empty_raw_lines(connection)
         return 0
-    selected = ", ".join(
-        f"CAST({name} AS {kind}) AS {name}" for name, kind in REPORT_COLUMNS.items()
-    )
     file_list = ", ".join(f"'{_sql_text(file)}'" for file in files)
+    try:  # a store compacted before a column existed has none: NULL (ADR 0062)
+        present = {
+            str(row[0])
+            for row in connection.execute(
+                f"DESCRIBE SELECT * FROM read_parquet([{file_list}], union_by_name = true)"
+            ).fetchall()
+        }
+    except duckdb.Error as error:
+        raise RecordError(f"cannot read the Parquet store {str(root)!r}: {error}") from None
+    selected = ", ".join(
+        f"CAST({name} AS {kind}) AS {name}" if name in present else f"NULL::{kind} AS {name}"
+        for name, kind in REPORT_COLUMNS.items()
+    )
     # A view, not a copy: each of the few passes over the lines reads only the columns it
     # needs from the compressed files, and 10M lines never sit uncompressed in memory.
     try:

@@ -208,7 +208,8 @@ def spark_records(
                   CAST(timestamp AS VARCHAR) AS timestamp,
                   CAST(similarity_to_own AS DOUBLE) AS similarity_to_own,
                   CAST(rationale_chars AS BIGINT) AS rationale_chars,
-                  CAST(review_status AS VARCHAR) AS review_status
+                  CAST(review_status AS VARCHAR) AS review_status,
+                  NULL::JSON AS reviewer_fingerprint  -- not collected by Spark (ADR 0062)
            FROM spark_cells""",
         "SELECT DISTINCT session_id FROM spark_cells",
         [],

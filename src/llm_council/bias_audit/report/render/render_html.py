@@ -136,6 +136,18 @@ def render_html(report: BiasReport) -> str:
                 css="panel wide",
             )
         )
+    if report.reliability is not None:  # ADR 0062
+        from llm_council.bias_audit.report.render.render_reliability import (
+            reliability_html_section,
+        )
+
+        parts.append(reliability_html_section(report.reliability))
+    if report.fingerprints is not None:  # ADR 0062
+        from llm_council.bias_audit.report.render.render_fingerprints import (
+            fingerprints_html_section,
+        )
+
+        parts.append(fingerprints_html_section(report.fingerprints))
     notes = "".join(f"<li>{escape(note)}</li>" for note in METHOD_NOTES)
     parts.append(
         section(

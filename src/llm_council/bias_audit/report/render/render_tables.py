@@ -185,6 +185,14 @@ def csv_rows(report: BiasReport) -> list[tuple[str, str, str, str, str, str, str
         from llm_council.bias_audit.report.render.render_decisions import decisions_csv_rows
 
         rows.extend(decisions_csv_rows(report.decisions))
+    if report.reliability is not None:  # ADR 0062
+        from llm_council.bias_audit.report.render.render_reliability import reliability_csv_rows
+
+        rows.extend(reliability_csv_rows(report.reliability))
+    if report.fingerprints is not None:  # ADR 0062
+        from llm_council.bias_audit.report.render.render_fingerprints import fingerprints_csv_rows
+
+        rows.extend(fingerprints_csv_rows(report.fingerprints))
     return rows
 
 

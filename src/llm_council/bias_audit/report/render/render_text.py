@@ -321,5 +321,17 @@ def render_text(report: BiasReport) -> str:
         from llm_council.bias_audit.report.render.render_decisions import decisions_text_lines
 
         lines.extend(decisions_text_lines(report.decisions))
+    if report.reliability is not None:  # ADR 0062
+        from llm_council.bias_audit.report.render.render_reliability import (
+            reliability_text_lines,
+        )
+
+        lines.extend(reliability_text_lines(report.reliability))
+    if report.fingerprints is not None:  # ADR 0062
+        from llm_council.bias_audit.report.render.render_fingerprints import (
+            fingerprints_text_lines,
+        )
+
+        lines.extend(fingerprints_text_lines(report.fingerprints))
     # ids are untrusted: each line (ours hold no control characters) is made terminal-safe
     return "\n".join(terminal_safe(line) for line in lines) + "\n"
