@@ -231,7 +231,7 @@ def test_a_requests_own_temperature_and_a_smaller_max_tokens_win(fake_vendor, no
         ({"score_scale": [1, 5]}, "only read with structured_output = 'json_object'"),
         (
             {"local_model": "gpt-9", "base_url": None},
-            "unknown local_model 'gpt-9'; known: smollm2-135m",
+            "unknown local_model 'gpt-9'; known: gemma3-270m, smollm2-135m",
         ),
         ({"local_model": "smollm2-135m"}, "sets both 'local_model' and 'base_url'"),
     ],

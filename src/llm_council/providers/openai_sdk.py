@@ -27,6 +27,8 @@ llama.cpp's ``grammar`` for its verdict line. ``local_model`` (e.g.
 ``"smollm2-135m"``) serves the member from a model shipped in an installed wheel, by a
 llama.cpp server this process starts on 127.0.0.1 and stops at exit
 (:mod:`~llm_council.providers.local_server`, ADR 0041); its default is ``json_object``.
+A local model without a system role (``gemma3-270m``) gets the system text at the top of
+the first user turn (ADR 0065).
 ``persona``, ``temperature``, ``seed`` and ``max_tokens`` are the member's own sampling
 settings (:mod:`~llm_council.providers.member_sampling`).
 
@@ -129,6 +131,19 @@ def decoded_body(response: Any) -> object:
     return response.text
 
 
+def with_system_in_first_user_turn(
+    messages: list[dict[str, str]], system: str
+) -> list[dict[str, str]]:
+    """``messages`` with ``system`` at the top of the first user turn (a new user turn if
+    there is none), for a chat format with no system role: Gemma's template does the same,
+    and llama.cpp's ``gemma`` format would drop a system message."""
+    for index, message in enumerate(messages):
+        if message["role"] == "user":
+            merged = {"role": "user", "content": f"{system}\n\n{message['content']}"}
+            return [*messages[:index], merged, *messages[index + 1 :]]
+    return [{"role": "user", "content": system}, *messages]
+
+
 class OpenAIProvider(StainlessClientProvider, Provider):
     """``openai:MODEL`` - OpenAI, or an OpenAI-compatible server given by ``base_url``."""
 
@@ -141,12 +156,15 @@ class OpenAIProvider(StainlessClientProvider, Provider):
         self._sdk = import_sdk("openai", "openai", self.provider_name)
         self._sampling = MemberSampling.from_options(self.spec, options)
         self._local_server: LocalServer | None = None
+        # False for a local model whose chat format has no system turn (Gemma's drops it)
+        self._system_role = True
         if options.get("local_model") is not None:
             if options.get("base_url"):
                 raise ConfigError(
                     f"'{self.spec}' sets both 'local_model' and 'base_url'; set one of them"
                 )
             model = local_model_spec(options["local_model"])
+            self._system_role = model.system_role
             require_server_package()
             self._local_server = shared_server(model)
             base_url: str | None = self._local_server.base_url
@@ -211,9 +229,11 @@ class OpenAIProvider(StainlessClientProvider, Provider):
         """The keyword arguments of ``chat.completions.create`` for ``request``."""
         request = self._sampling.apply(request)
         messages: list[dict[str, str]] = []
-        if request.system:
+        if request.system and self._system_role:
             messages.append({"role": "system", "content": request.system})
         messages.extend({"role": m.role, "content": m.content} for m in request.messages)
+        if request.system and not self._system_role:
+            messages = with_system_in_first_user_turn(messages, request.system)
         arguments: dict[str, Any] = {
             "model": self.model_name,
             "messages": messages,
