@@ -50,6 +50,7 @@ __all__ = [
     "model_file",
     "require_server_package",
     "shared_server",
+    "shared_servers",
     "stop_shared_servers",
 ]
 
@@ -114,6 +115,8 @@ class LocalServer:
         self._log = tempfile.TemporaryFile()  # noqa: SIM115
         self._lock = threading.Lock()
         self._failure: str | None = None
+        # set once the server answered; a process that runs is not yet one that answers
+        self._ready = False
 
     @property
     def base_url(self) -> str:
@@ -173,6 +176,7 @@ class LocalServer:
             self._start()
             try:
                 self._wait_ready(ready_timeout_s() if timeout_s is None else timeout_s)
+                self._ready = True
             except ProviderError as failure:
                 self._failure = str(failure)
                 self._terminate()
@@ -229,12 +233,25 @@ class LocalServer:
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
+    @property
+    def ready(self) -> bool:
+        """Whether the server runs and has answered its readiness check (members that
+        share it call :meth:`ensure_running` until then, which waits for the first)."""
+        return self._ready and self.running
+
+    @property
+    def pid(self) -> int | None:
+        """The server process's id while it runs (benchmarks read its CPU time)."""
+        process = self._process
+        return process.pid if process is not None and process.poll() is None else None
+
     def stop(self) -> None:
         with self._lock:
             self._terminate()
 
     def _terminate(self) -> None:
         process, self._process = self._process, None
+        self._ready = False
         if process is None or process.poll() is not None:
             return
         process.terminate()
@@ -273,6 +290,12 @@ def shared_server(model: LocalModel) -> LocalServer:
         if server is None:
             server = _servers[path] = LocalServer(path, model.n_ctx, chat_format=model.chat_format)
     return server
+
+
+def shared_servers() -> dict[str, LocalServer]:
+    """This process's servers, by model file name (started or not)."""
+    with _servers_lock:
+        return {path.name: server for path, server in _servers.items()}
 
 
 def stop_shared_servers() -> None:

@@ -29,8 +29,8 @@ llama.cpp server this process starts on 127.0.0.1 and stops at exit
 (:mod:`~llm_council.providers.local_server`, ADR 0041); its default is ``json_object``.
 A local model without a system role (``gemma3-270m``) gets the system text at the top of
 the first user turn (ADR 0065).
-``persona``, ``temperature``, ``seed`` and ``max_tokens`` are the member's own sampling
-settings (:mod:`~llm_council.providers.member_sampling`).
+``persona``, ``temperature``, ``seed``, ``max_tokens`` and ``review_max_tokens`` are the
+member's own sampling settings (:mod:`~llm_council.providers.member_sampling`).
 
 ``http_client`` (``"httpx"``, the SDK's default, or ``"aiohttp"``, its documented aiohttp
 transport from the ``aiohttp`` extra, which costs about half the CPU per call;
@@ -221,7 +221,9 @@ class OpenAIProvider(StainlessClientProvider, Provider):
     async def prepare(self) -> None:
         """Start the member's local model server if it has one (at most once per process,
         in a worker thread: it blocks until the server answers), then get the client."""
-        if self._local_server is not None and not self._local_server.running:
+        # ``ready``, not ``running``: a member sharing a server another member is still
+        # starting waits in ``ensure_running`` instead of calling a port not yet open
+        if self._local_server is not None and not self._local_server.ready:
             await asyncio.to_thread(self._local_server.ensure_running)
         await super().prepare()
 
