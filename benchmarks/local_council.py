@@ -139,6 +139,13 @@ def run(config_path: Path, n_sessions: int) -> dict[str, Any]:
                         "answers_ok": sum(1 for a in result.stage1 if a.ok),
                         "reviews": len(result.stage2),
                         "reviews_parsed": sum(1 for r in result.stage2 if r.ok),
+                        "review_failures": [
+                            f"{r.reviewer}: {r.parse_error or r.error}"[:160]
+                            for r in result.stage2
+                            if not r.ok
+                        ],
+                        "review_output_tokens": [r.output_tokens for r in result.stage2],
+                        "answer_words": [len((a.text or "").split()) for a in result.stage1],
                         "synthesis_fallback": result.stage3.is_fallback,
                         "self_preference_tested": "self_preference"
                         in audit.get("risk_tests_run", []),

