@@ -54,9 +54,10 @@ def run_cli(*args: str) -> tuple[int, str]:
 
 @pytest.fixture(scope="module")
 def audited_sessions(
-    local_server: Any, tmp_path_factory: pytest.TempPathFactory
+    local_servers: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[list[CouncilResult], Path, list[float]]:
     """Three sessions of the local council with the audit on (no live checks: CI time)."""
+    assert local_servers  # both families' servers run before the first session is timed
     store = tmp_path_factory.mktemp("local_store") / "records.jsonl"
     config = load_council_config(CONFIG)
     results: list[CouncilResult] = []
@@ -98,12 +99,17 @@ def test_the_shipped_council_mixes_two_model_families():
 
 def test_the_answers_are_the_models_own_text(audited_sessions):
     results, _, wall_s = audited_sessions
+    n_members = len(load_council_config(CONFIG).members)
     for result in results:
         answers = [a for a in result.stage1 if a.ok]
-        assert len(answers) == 3, [a.error for a in result.stage1]
-        texts = [a.text or "" for a in answers]
-        assert all(text.strip() for text in texts), texts
-        assert len(set(texts)) == len(texts)  # three members, three different answers
+        assert len(answers) == n_members, [a.error for a in result.stage1]
+        texts = {a.member: a.text or "" for a in answers}
+        assert all(text.strip() for text in texts.values()), texts
+        by_family: dict[str, set[str]] = {}
+        for answer in answers:
+            by_family.setdefault(family(answer.spec), set()).add(answer.text or "")
+        # two models, two different texts (two members of one family may agree on a fact)
+        assert not by_family["gemma3"] & by_family["smollm2"], texts
         assert not result.stage3.is_fallback and result.stage3.text.strip()
     print(f"local council session wall times: {[round(s, 1) for s in wall_s]} s")
 
@@ -143,7 +149,7 @@ def test_most_verdicts_arrive_on_the_structured_channel(audited_sessions):
     results, _, _ = audited_sessions
     reviews = [review for result in results for review in result.stage2]
     structured = [r for r in reviews if r.verdict_channel == "structured"]
-    assert len(reviews) == 3 * len(SESSIONS)
+    assert len(reviews) == len(load_council_config(CONFIG).members) * len(SESSIONS)
     assert len(structured) >= 0.8 * len(reviews), [(r.parse_status, r.error) for r in reviews]
     for review in reviews:
         if not review.ok:  # never guessed: a failed verdict says why
