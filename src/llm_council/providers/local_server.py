@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import importlib.metadata
 import importlib.util
 import os
 import socket
