@@ -1,4 +1,4 @@
-"""The real local model (ADR 0041): skipped without the ``local`` extra, required in CI.
+"""The real local models (ADRs 0041, 0065): skipped without the ``local`` extra, required in CI.
 
 .ci/run installs the extra and sets ``LLM_COUNCIL_REQUIRE_LOCAL_MODEL=1``, so these tests
 can never pass CI by being skipped (the pattern of ``LLM_COUNCIL_REQUIRE_BROWSER``).
@@ -22,6 +22,8 @@ from llm_council.providers.local_server import (
 
 REQUIRE_ENV = "LLM_COUNCIL_REQUIRE_LOCAL_MODEL"
 MODEL_NAME = "smollm2-135m"
+#: the shipped local council's two model families (ADR 0065)
+COUNCIL_MODELS = ("smollm2-135m", "gemma3-270m")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -31,15 +33,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def local_server() -> Iterator[LocalServer]:
-    """The process's llama.cpp server for SmolLM2-135M, started once for every test here."""
+def local_servers() -> Iterator[dict[str, LocalServer]]:
+    """The process's llama.cpp servers for the council's two model families, started once
+    for every test here (Gemma's chunks are joined on the first run on a machine)."""
     try:
         require_server_package()
-        server = shared_server(LOCAL_MODELS[MODEL_NAME])
+        servers = {name: shared_server(LOCAL_MODELS[name]) for name in COUNCIL_MODELS}
     except MissingDependencyError as missing:
         if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(f"the local model is required here ({REQUIRE_ENV}=1) but: {missing}")
+            pytest.fail(f"the local models are required here ({REQUIRE_ENV}=1) but: {missing}")
         pytest.skip(f"the local extra is not installed: {missing}")
-    server.ensure_running()
-    yield server
+    for server in servers.values():
+        server.ensure_running()
+    yield servers
     stop_shared_servers()
+
+
+@pytest.fixture(scope="session")
+def local_server(local_servers: dict[str, LocalServer]) -> LocalServer:
+    """The SmolLM2-135M server (the pairwise judge of calibrate and probe)."""
+    return local_servers[MODEL_NAME]

@@ -1,9 +1,11 @@
-"""The local council live: SmolLM2-135M served by llama.cpp on 127.0.0.1 (ADR 0041).
+"""The local council live: two model families served by llama.cpp on 127.0.0.1 (ADRs 0041, 0065).
 
-A few audited sessions of ``config/local_council.toml`` (real model text, verdicts on the
-structured channel, records written and read back by ``bias-report``), then the same model
-as a pairwise judge: ``calibrate`` on a few of the shared PRD Vicuna80 pairs, and ``probe``.
-Kept small (three sessions, three pairs): the server answers one request at a time.
+A few audited sessions of ``config/local_council.toml`` (two SmolLM2-135M members, one
+Gemma 3 270M: real model text, verdicts on the structured channel, the audit's
+self-preference test run across the two families, records written and read back by
+``bias-report``), then SmolLM2 as a pairwise judge: ``calibrate`` on a few of the shared
+PRD Vicuna80 pairs, and ``probe``. Kept small (three sessions, three pairs): each server
+answers one request at a time.
 """
 
 from __future__ import annotations
@@ -52,9 +54,10 @@ def run_cli(*args: str) -> tuple[int, str]:
 
 @pytest.fixture(scope="module")
 def audited_sessions(
-    local_server: Any, tmp_path_factory: pytest.TempPathFactory
+    local_servers: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[list[CouncilResult], Path, list[float]]:
     """Three sessions of the local council with the audit on (no live checks: CI time)."""
+    assert local_servers  # both families' servers run before the first session is timed
     store = tmp_path_factory.mktemp("local_store") / "records.jsonl"
     config = load_council_config(CONFIG)
     results: list[CouncilResult] = []
@@ -80,23 +83,73 @@ def test_llama_cpps_grammar_compiles_the_verdict_schema_we_send(local_server):
     assert LlamaGrammar.from_string(PAIRWISE_VERDICT_GRAMMAR, verbose=False) is not None
 
 
+def family(spec: str) -> str:
+    """The model family in a member's spec: ``openai:gemma3-270m`` -> ``gemma3``."""
+    return spec.partition(":")[2].split("-")[0]
+
+
+def test_the_shipped_council_mixes_two_model_families():
+    config = load_council_config(CONFIG)
+    families = [family(m.spec) for m in config.members]
+    assert sorted(set(families)) == ["gemma3", "smollm2"], families
+    for member in config.members:  # the model id and the member's name say the family
+        assert member.options["local_model"].startswith(family(member.spec))
+        assert member.name.startswith(family(member.spec))
+
+
 def test_the_answers_are_the_models_own_text(audited_sessions):
     results, _, wall_s = audited_sessions
+    n_members = len(load_council_config(CONFIG).members)
     for result in results:
         answers = [a for a in result.stage1 if a.ok]
-        assert len(answers) == 3, [a.error for a in result.stage1]
-        texts = [a.text or "" for a in answers]
-        assert all(len(text.split()) >= 5 for text in texts), texts
-        assert len(set(texts)) == len(texts)  # three members, three different answers
-        assert not result.stage3.is_fallback and len(result.stage3.text.split()) >= 5
+        assert len(answers) == n_members, [a.error for a in result.stage1]
+        texts = {a.member: a.text or "" for a in answers}
+        assert all(text.strip() for text in texts.values()), texts
+        by_family: dict[str, set[str]] = {}
+        for answer in answers:
+            by_family.setdefault(family(answer.spec), set()).add(answer.text or "")
+        # two models, two different texts (two members of one family may agree on a fact)
+        assert not by_family["gemma3"] & by_family["smollm2"], texts
+        assert not result.stage3.is_fallback and result.stage3.text.strip()
     print(f"local council session wall times: {[round(s, 1) for s in wall_s]} s")
+
+
+def test_the_audit_tests_self_preference_across_the_two_families(audited_sessions):
+    """The self-preference family runs on real judges of two families; whether it flags
+    is what it measures, so nothing here asserts a finding either way."""
+    results, _, _ = audited_sessions
+    specs = {m.name: m.spec for m in load_council_config(CONFIG).members}
+    pairs: set[tuple[str, str]] = set()
+    tested = 0
+    self_preference_reviewers: set[str] = set()
+    for result in results:
+        for review in result.stage2:
+            if review.ok:
+                pairs |= {
+                    (family(specs[review.reviewer]), family(specs[c.candidate]))
+                    for c in review.candidates
+                    if c.score is not None
+                }
+        audit = result.metadata["bias_audit"]
+        if "self_preference" in audit["risk_tests_run"]:
+            tested += 1
+            assert audit["overall_bias_risk"] != "not_tested"
+            assert "self_preference" in audit["risk_p_values"]
+            self_preference_reviewers |= {
+                name for name, value in audit["self_preference"].items() if value is not None
+            }
+    # reviewers of each family scored answers of the other, and their own
+    assert {("gemma3", "smollm2"), ("smollm2", "gemma3"), ("gemma3", "gemma3")} <= pairs, pairs
+    assert ("smollm2", "smollm2") in pairs, pairs
+    assert tested >= 2, [r.metadata["bias_audit"]["risk_tests_run"] for r in results]
+    assert {family(specs[name]) for name in self_preference_reviewers} == {"gemma3", "smollm2"}
 
 
 def test_most_verdicts_arrive_on_the_structured_channel(audited_sessions):
     results, _, _ = audited_sessions
     reviews = [review for result in results for review in result.stage2]
     structured = [r for r in reviews if r.verdict_channel == "structured"]
-    assert len(reviews) == 3 * len(SESSIONS)
+    assert len(reviews) == len(load_council_config(CONFIG).members) * len(SESSIONS)
     assert len(structured) >= 0.8 * len(reviews), [(r.parse_status, r.error) for r in reviews]
     for review in reviews:
         if not review.ok:  # never guessed: a failed verdict says why

@@ -217,9 +217,47 @@ def test_a_requests_own_temperature_and_a_smaller_max_tokens_win(fake_vendor, no
     assert (sent["temperature"], sent["max_tokens"]) == (0.0, 10)
 
 
+def test_a_members_rationale_cap_reaches_the_grammars_schema(fake_vendor, no_vendor_env):
+    verdict = {"scores": {"Response A": 3, "Response B": 8, "Response C": 5}, "rationale": "B"}
+    fake_vendor.reply(openai_completion_body(json.dumps(verdict), "m"))
+    provider = create_provider(
+        "openai:m",
+        {
+            "base_url": f"{fake_vendor.url}/v1",
+            "structured_output": "json_object",
+            "rationale_max_chars": 60,
+        },
+    )
+    complete_once(provider, _review_request())
+    schema = fake_vendor.requests[0].body["response_format"]["schema"]
+    assert schema["properties"]["rationale"] == {"type": "string", "maxLength": 60}
+
+
+def test_a_review_gets_the_members_review_cap_and_an_answer_its_plain_cap(
+    fake_vendor, no_vendor_env
+):
+    verdict = {"scores": {"Response A": 3, "Response B": 8, "Response C": 5}, "rationale": "B"}
+    fake_vendor.reply(openai_completion_body(json.dumps(verdict), "m"))
+    fake_vendor.reply(openai_completion_body("an answer", "m"))
+    provider = create_provider(
+        "openai:m",
+        {
+            "base_url": f"{fake_vendor.url}/v1",
+            "structured_output": "json_object",
+            "max_tokens": 48,
+            "review_max_tokens": 80,
+        },
+    )
+    complete_once(provider, _review_request())
+    complete_once(provider, CompletionRequest.from_prompt("q?", task="answer"))
+    assert [r.body["max_tokens"] for r in fake_vendor.requests] == [80, 48]
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
+        ({"review_max_tokens": 0}, "option 'review_max_tokens' for 'openai:m' must be a whole"),
+        ({"review_max_tokens": 2.5}, "option 'review_max_tokens'"),
         ({"persona": ""}, "option 'persona' for 'openai:m' must be non-empty text"),
         ({"persona": 3}, "option 'persona'"),
         ({"temperature": 3}, "option 'temperature' for 'openai:m' must be a number from 0 to 2"),
@@ -229,9 +267,16 @@ def test_a_requests_own_temperature_and_a_smaller_max_tokens_win(fake_vendor, no
         ({"max_tokens": 0}, "option 'max_tokens'"),
         ({"structured_output": "grammar"}, "native, nonce, json_object, got 'grammar'"),
         ({"score_scale": [1, 5]}, "only read with structured_output = 'json_object'"),
+        ({"rationale_max_chars": 60}, "'rationale_max_chars' for 'openai:m' is only read with"),
+        (
+            {"structured_output": "json_object", "rationale_max_chars": 0},
+            "option 'rationale_max_chars' must be a whole number from 1 to 2000, got '0'",
+        ),
+        ({"structured_output": "json_object", "rationale_max_chars": True}, "got 'True'"),
+        ({"structured_output": "json_object", "rationale_max_chars": 10**9}, "from 1 to 2000"),
         (
             {"local_model": "gpt-9", "base_url": None},
-            "unknown local_model 'gpt-9'; known: smollm2-135m",
+            "unknown local_model 'gpt-9'; known: gemma3-270m, smollm2-135m",
         ),
         ({"local_model": "smollm2-135m"}, "sets both 'local_model' and 'base_url'"),
     ],

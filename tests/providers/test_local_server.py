@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -71,6 +72,28 @@ def test_a_server_is_started_once_waited_for_and_stopped(tmp_path):
     finally:
         server.stop()
     assert not server.running and not _alive(pid)
+
+
+def test_a_started_server_is_not_ready_until_it_answers(tmp_path):
+    """Members sharing a server call it only once it is ``ready``: a running process whose
+    port is not yet answering made a second member's first call fail (connection refused)."""
+    directory = _serving_dir(tmp_path, ready=False)
+    server = StandInServer(directory)
+    starter = threading.Thread(target=server.ensure_running, kwargs={"timeout_s": 30})
+    starter.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not server.running and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert server.running and not server.ready  # started, still waiting for /v1/models
+        (directory / "v1").mkdir()
+        (directory / "v1" / "models").write_text('{"data": []}')
+        starter.join(30)
+        assert server.ready
+    finally:
+        starter.join(30)
+        server.stop()
+    assert not server.ready
 
 
 def test_a_server_that_exits_is_one_error_with_its_output_and_is_not_restarted(tmp_path):

