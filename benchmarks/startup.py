@@ -23,7 +23,13 @@ from pair to pair. Each audited run writes to a fresh store in a temporary direc
 RSS (``ru_maxrss`` from ``os.wait4``, the child's own ``getrusage``). Printed: the medians,
 the ratio of the median walls (the target's figure) and the median of the per-pair ratios.
 
-    .venv/bin/python benchmarks/startup.py [--runs 15] [--ask-runs 15]
+Part 3, pricing (``--price-runs`` pairs, 0 to skip): what ``genai-prices`` adds to a
+real-provider ``ask``, which has imported its SDK before the first call is priced: ``import
+openai`` against ``import openai`` plus pricing one ``openai:gpt-4o`` call through
+``llm_council.call_pricing.price_usd`` (the table's import and first lookup), paired and
+interleaved like part 2; CPU and wall medians and the median paired difference.
+
+    .venv/bin/python benchmarks/startup.py [--runs 15] [--ask-runs 15] [--price-runs 15]
 """
 
 from __future__ import annotations
@@ -72,10 +78,21 @@ class ChildRun:
     peak_rss_mib: float
 
 
+def base_environment() -> dict[str, str]:
+    """This environment, but writing ``.pyc`` files: an installed package has them, so the
+    warm-up run leaves them and no timed run compiles source."""
+    return {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+
+
 def run_child(command: list[str], env: dict[str, str] | None = None) -> ChildRun:
     """Run ``command`` to completion (output discarded); fail loudly on a non-zero exit."""
     started = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    child = subprocess.Popen(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=base_environment() if env is None else env,
+    )
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - started
     child.returncode = os.waitstatus_to_exitcode(status)
@@ -111,7 +128,7 @@ def startup(runs: int) -> None:
 
 def ask_environment(store: Path | None) -> dict[str, str]:
     """The environment of an ``ask`` run: the simulated council, the audit's store in ``store``."""
-    env = {key: value for key, value in os.environ.items() if key not in _ASK_ENV_DROPPED}
+    env = {key: value for key, value in base_environment().items() if key not in _ASK_ENV_DROPPED}
     if store is not None:
         env["LLM_COUNCIL_BIAS_STORE"] = str(store)
     return env
@@ -169,20 +186,59 @@ def paired_ask(runs: int) -> None:
     print(f"peak RSS +{extra:.1f} MiB (target <= +{ASK_RSS_TARGET_MIB:g} MiB: {met})")
 
 
+PRICE_COMMANDS: dict[str, list[str]] = {
+    "import openai": [sys.executable, "-c", "import openai"],
+    "import openai + price one call": [
+        sys.executable,
+        "-c",
+        "import openai\n"
+        "from llm_council.call_pricing import price_usd\n"
+        "cost, why = price_usd('openai:gpt-4o', 1000, 100, {})\n"
+        "assert cost is not None, why",
+    ],
+}
+
+
+def pricing_cost(runs: int) -> None:
+    """Part 3: what pricing the first call with ``genai-prices`` adds (see the module)."""
+    for command in PRICE_COMMANDS.values():  # warm, and fail early without the extra
+        run_child(command)
+    results: dict[str, list[ChildRun]] = {label: [] for label in PRICE_COMMANDS}
+    labels = list(PRICE_COMMANDS)
+    for pair in range(runs):
+        for label in labels if pair % 2 == 0 else labels[::-1]:
+            results[label].append(run_child(PRICE_COMMANDS[label]))
+    print(f"\npricing: {runs} pairs; load average {os.getloadavg()[0]:.2f}")
+    for label, kind_runs in results.items():
+        print(
+            f"{label:32s} wall median {statistics.median(r.wall_s for r in kind_runs):.3f} s  "
+            f"CPU median {statistics.median(r.cpu_s for r in kind_runs):.3f} s"
+        )
+    base, priced = results[labels[0]], results[labels[1]]
+    wall = statistics.median(p.wall_s - b.wall_s for p, b in zip(priced, base, strict=True))
+    cpu = statistics.median(p.cpu_s - b.cpu_s for p, b in zip(priced, base, strict=True))
+    print(f"genai-prices import + first lookup: +{wall:.3f} s wall, +{cpu:.3f} s CPU (median)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15, help="rounds of the start-up commands")
     parser.add_argument(
         "--ask-runs", type=int, default=15, help="pairs of plain/audited ask (0: skip)"
     )
+    parser.add_argument(
+        "--price-runs", type=int, default=15, help="pairs of the pricing measurement (0: skip)"
+    )
     args = parser.parse_args()
     if not Path(SCRIPT).exists():
         raise SystemExit(f"no {SCRIPT}: install the package (pip install -e .) first")
-    if args.runs < 1 or args.ask_runs < 0:
-        raise SystemExit("--runs must be >= 1 and --ask-runs >= 0")
+    if args.runs < 1 or args.ask_runs < 0 or args.price_runs < 0:
+        raise SystemExit("--runs must be >= 1, --ask-runs and --price-runs >= 0")
     startup(args.runs)
     if args.ask_runs:
         paired_ask(args.ask_runs)
+    if args.price_runs:
+        pricing_cost(args.price_runs)
 
 
 if __name__ == "__main__":
