@@ -13,6 +13,8 @@ absolute numbers move with it:
 - ``llm-council --help`` (printed from the command table, no typer/rich import)
 - ``llm-council ask --help`` and ``llm-council bias-report --help`` (typer, rich and the
   command's module)
+- ``python -c 'import numpy'`` and ``python -c 'import numpy, scipy.special'``: what the
+  audit's tail functions cost to import on top of numpy, its floor (ADR 0063)
 
 Part 2, the paired ``ask`` (``--ask-runs`` pairs, 0 to skip): ``llm-council ask QUESTION
 --seed 1`` with and without ``--bias-audit`` on the offline simulated council (no key in the
@@ -55,6 +57,10 @@ COMMANDS: dict[str, list[str]] = {
     "llm-council --help": [SCRIPT, "--help"],
     "llm-council ask --help": [SCRIPT, "ask", "--help"],
     "llm-council bias-report --help": [SCRIPT, "bias-report", "--help"],
+    # the audit's floor: the tails it needs come from scipy.special, whose import clones
+    # numpy's namespace (numpy.f2py, numpy.ma, numpy.testing; ADR 0063)
+    "python -c 'import numpy'": [sys.executable, "-c", "import numpy"],
+    "... 'import numpy, scipy.special'": [sys.executable, "-c", "import numpy, scipy.special"],
 }
 #: variables that would make ``ask`` leave the simulated council or the audit's default
 _ASK_ENV_DROPPED = (
@@ -102,25 +108,25 @@ def run_child(command: list[str], env: dict[str, str] | None = None) -> ChildRun
     return ChildRun(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
 
 
-def time_once(command: list[str]) -> float:
-    return run_child(command).wall_s
-
-
 def startup(runs: int) -> None:
     """Part 1: the start-up medians (see the module)."""
     for command in COMMANDS.values():  # warm the page cache and .pyc files
-        time_once(command)
-    times: dict[str, list[float]] = {label: [] for label in COMMANDS}
+        run_child(command)
+    results: dict[str, list[ChildRun]] = {label: [] for label in COMMANDS}
     for _ in range(runs):
         for label, command in COMMANDS.items():
-            times[label].append(time_once(command))
-    floor = statistics.median(times["python -c pass"])
+            results[label].append(run_child(command))
+    floor = statistics.median(run.wall_s for run in results["python -c pass"])
     print(
         f"runs={runs} (interleaved); load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
     )
-    for label, values in times.items():
-        median = statistics.median(values)
-        line = f"{label:32s} median {median:.3f} s  ({median / floor:5.1f}x python -c pass)"
+    for label, label_runs in results.items():
+        median = statistics.median(run.wall_s for run in label_runs)
+        cpu = statistics.median(run.cpu_s for run in label_runs)
+        line = (
+            f"{label:34s} median {median:.3f} s  ({median / floor:5.1f}x python -c pass)  "
+            f"CPU {cpu:.3f} s"
+        )
         if label == "llm-council --help":
             line += f"  target <= {TARGET_S:g} s: {'met' if median <= TARGET_S else 'NOT met'}"
         print(line)
