@@ -66,6 +66,7 @@ COMMANDS: dict[str, list[str]] = {
 _ASK_ENV_DROPPED = (
     "LLM_COUNCIL_CONFIG",
     "LLM_COUNCIL_BIAS_AUDIT",
+    "BIAS_AUDIT_ENABLED",  # the reference council's switch, which ours honours (ADR 0015)
     "LLM_COUNCIL_BIAS_STORE",
     "OPENAI_API_KEY",
     "ANTHROPIC_API_KEY",

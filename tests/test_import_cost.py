@@ -31,6 +31,14 @@ FORBIDDEN_ON_SESSION_PATH: dict[str, str] = {
     "llm_council.calibration": "the calibrate command",
 }
 
+#: what would take the child off the simulated council or switch the audit by environment
+_DROPPED_VARIABLES = (
+    "LLM_COUNCIL_CONFIG",
+    "LLM_COUNCIL_BIAS_AUDIT",
+    "BIAS_AUDIT_ENABLED",
+    "OTEL_TRACES_EXPORTER",
+)
+
 _CHILD = """\
 import json, sys
 from llm_council.cli.app import main
@@ -49,8 +57,7 @@ def _imported_by_one_audited_ask(tmp_path: Path) -> list[str]:
     environment = {
         key: value
         for key, value in os.environ.items()
-        if key not in ("LLM_COUNCIL_CONFIG", "OTEL_TRACES_EXPORTER")
-        and not key.endswith("_API_KEY")
+        if key not in _DROPPED_VARIABLES and not key.endswith("_API_KEY")
     }
     environment["LLM_COUNCIL_BIAS_STORE"] = str(tmp_path / "store" / "records.jsonl")
     result = subprocess.run(
