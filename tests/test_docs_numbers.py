@@ -62,6 +62,16 @@ METRICS: tuple[Metric, ...] = (
         cells=(TableCell(r"`(?:llm-council )?ask`", "5", rf"({VALUE}) s"),),
     ),
     Metric(
+        "audited `ask` wall over a plain `ask`, simulated council (startup.py)",
+        text=(rf"audited `ask` takes \*{{0,2}}({VALUE})x",),
+        cells=(TableCell(r"audited / plain", r"wall, median", rf"\*{{0,2}}({VALUE})x"),),
+    ),
+    Metric(
+        "audited `ask` peak RSS over a plain `ask`, simulated council (startup.py)",
+        text=(rf"audited `ask`[^.|]*?\+({VALUE}) MiB",),
+        cells=(TableCell(r"audited / plain", r"peak RSS, median", rf"\+({VALUE}) MiB"),),
+    ),
+    Metric(
         "bias-report at 1M records, JSONL (report_scale.py)",
         text=(rf"(?:`?bias-report`? takes|1M records take) ({VALUE}) s (?:on JSONL|\(JSONL\))",),
     ),
@@ -234,3 +244,17 @@ event loop. `llm-council --help` takes 0.24 s.
 def test_the_same_value_stated_twice_passes() -> None:
     page = "a session takes **1.064x** the ideal 0.3 s with 5 members; again: 1.064x ideal with 5 members"
     assert stated_values(by_name("session wall over ideal, 5"), page) == ["1.064", "1.064"]
+
+
+def test_the_audited_ask_figures_are_read_from_text_and_table() -> None:
+    # issue 35's figure in prose beside a later run's table: two values, so the check fires
+    page = """\
+Offline, the audited `ask` takes **2.6x** a plain one.
+
+| simulated council | plain `ask` | `ask --bias-audit` | audited / plain |
+|---|---|---|---|
+| wall, median | 2.404 s | 3.581 s | **1.49x** |
+| peak RSS, median | 58.6 MiB | 81.2 MiB | +22.6 MiB |
+"""
+    assert stated_values(by_name("audited `ask` wall"), page) == ["2.6", "1.49"]
+    assert stated_values(by_name("audited `ask` peak RSS"), page) == ["22.6"]

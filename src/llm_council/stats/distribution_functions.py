@@ -1,13 +1,13 @@
-"""Student t, normal, F and binomial tail functions without importing ``scipy.stats``.
+"""Student t, normal, F, chi-squared and binomial tails without importing ``scipy.stats``.
 
 ``scipy.stats`` costs about a second of CPU to import (hundreds of distribution classes and
 their docstrings), more than most report sections cost to compute; the report needs only a
 few tail probabilities and quantiles. ``scipy.stats`` computes them with these same
 ``scipy.special`` functions (``t._sf(x, df) = stdtr(df, -x)``, ``t._ppf(q, df) =
-stdtrit(df, q)``, ``norm._ppf(q) = ndtri(q)``, ``f._sf(x, a, b) = fdtrc(a, b, x)`` in
-``scipy/stats/_continuous_distns.py``), so the values are the same to the last bit (the
-binomial tail excepted: :func:`binomial_greater_p`); ``tests/stats/
-test_distribution_functions.py`` compares them with ``scipy.stats``.
+stdtrit(df, q)``, ``norm._ppf(q) = ndtri(q)``, ``f._sf(x, a, b) = fdtrc(a, b, x)``,
+``chi2._sf(x, df) = chdtrc(df, x)`` in ``scipy/stats/_continuous_distns.py``), so the
+values are the same to the last bit (the binomial tail excepted: :func:`binomial_greater_p`);
+``tests/stats/test_distribution_functions.py`` compares them with ``scipy.stats``.
 Invalid parameters (df <= 0 or NaN) give NaN, as ``scipy.stats`` does.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import bdtrc, fdtrc, ndtri, stdtr, stdtrit
+from scipy.special import bdtrc, chdtrc, fdtrc, ndtri, stdtr, stdtrit
 
 
 def _valid_df(*dfs: ArrayLike) -> np.ndarray:
@@ -60,6 +60,17 @@ def f_sf(x: ArrayLike, dfn: ArrayLike, dfd: ArrayLike) -> np.ndarray:
     dfn_values, dfd_values = np.asarray(dfn, dtype=float), np.asarray(dfd, dtype=float)
     valid = _valid_df(dfn_values, dfd_values) & ~np.isnan(x_values)
     tail = np.where(x_values > 0, fdtrc(dfn_values, dfd_values, np.maximum(x_values, 0.0)), 1.0)
+    return np.asarray(np.where(valid, tail, np.nan))
+
+
+def chi2_sf(x: ArrayLike, df: ArrayLike) -> np.ndarray:
+    """Upper tail :math:`P(\\chi^2_{df} > x)` (``scipy.stats.chi2.sf``; 1 for x <= 0).
+
+    ``df = inf`` with ``x = inf`` gives NaN where ``scipy.stats`` gives 0.
+    """
+    x_values, df_values = np.asarray(x, dtype=float), np.asarray(df, dtype=float)
+    valid = _valid_df(df_values) & ~np.isnan(x_values)
+    tail = np.where(x_values > 0, chdtrc(df_values, np.maximum(x_values, 0.0)), 1.0)
     return np.asarray(np.where(valid, tail, np.nan))
 
 

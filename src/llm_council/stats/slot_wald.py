@@ -33,7 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
+
+from llm_council.stats.distribution_functions import chi2_sf, f_sf
 
 #: the smallest eigenvalue of G, relative to the largest slot count, below which the slot
 #: effects count as not identified (as position_tests' rank check)
@@ -100,9 +101,9 @@ def slot_wald_test(
     wald = float(gamma @ gram @ gamma)
     k = n_slots - 1
     if math.isinf(denominator_df):
-        p_value = float(stats.chi2.sf(wald, k))
+        p_value = float(chi2_sf(wald, k))
     else:
-        p_value = float(stats.f.sf(wald / k, k, denominator_df))
+        p_value = float(f_sf(wald / k, k, denominator_df))
     counts = slot_counts.astype(float)
     effects = np.concatenate([[0.0], gamma])
     effects -= (counts @ effects) / y.size
