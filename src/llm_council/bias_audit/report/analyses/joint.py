@@ -30,7 +30,11 @@ from llm_council.stats.joint_blocks import (
     centred_block_effects,
     coded_block_effects,
 )
-from llm_council.stats.joint_model import ols_absorbed_cluster_robust, wald_test
+from llm_council.stats.joint_model import (
+    ClusteredOlsFit,
+    ols_absorbed_cluster_robust,
+    wald_test,
+)
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,64 @@ def _records_by_answer(
         reordered = np.asarray(columns.pop(name))[by_answer]
         records[name] = reordered.astype(kinds.get(name, float), copy=False)
     return records
+
+
+def _joint_effects(
+    fit: ClusteredOlsFit,
+    blocks: list[tuple[str, list[str], int]],
+    leniency_reference: Collection[str] | None,
+    forced_choice: bool,
+) -> tuple[list[JointEffect], slice]:
+    """Every block's named effects (reviewer blocks centred), and the position block's columns."""
+    intervals = fit.confidence_intervals()
+    effects: list[JointEffect] = []
+    start = 0
+    position_slice = slice(0, 0)
+    nan = float("nan")
+    for group, names, width in blocks:
+        block_slice = slice(start, start + width)
+        if group in ("reviewer_leniency", "reviewer_verbosity"):
+            reference = None
+            if group == "reviewer_leniency" and leniency_reference:
+                reference = np.array([name in leniency_reference for name in names])
+                reference = reference if reference.any() else None
+            block = centred_block_effects(fit, block_slice, reference)
+        else:
+            block = coded_block_effects(fit, block_slice, intervals)
+            if group == "position":
+                position_slice = block_slice
+        identified = block.identified
+        if group == "reviewer_leniency" and forced_choice:
+            identified[:] = False  # the scale fixes every reviewer's level in a session
+        for name, estimate, low, high, se, ok in zip(
+            names,
+            block.estimates,
+            block.ci_low,
+            block.ci_high,
+            block.standard_errors,
+            identified,
+            strict=True,
+        ):
+            values = (float(estimate), float(low), float(high), float(se)) if ok else (nan,) * 4
+            effects.append(JointEffect(name, group, *values, identified=bool(ok)))
+        start += width
+    return effects, position_slice
+
+
+def _position_wald(fit: ClusteredOlsFit, position_slice: slice) -> tuple[float, float]:
+    """(F, p) of all slots equal to slot A; NaN when the covariance is singular.
+
+    A singular covariance hides a slot effect that never varied (issue 23): no p-value
+    rather than one blind to it; the position section tests it by randomization.
+    """
+    wald = wald_test(
+        fit.coefficients[position_slice],
+        fit.covariance[position_slice, position_slice],
+        fit.n_clusters,
+    )
+    if wald.singular:
+        return float("nan"), float("nan")
+    return wald.f_statistic, wald.p_value
 
 
 def fit_joint_model(
@@ -141,56 +203,15 @@ def fit_joint_model(
     if n_answers_total + offset >= score.size or np.count_nonzero(np.bincount(session)) < 2:
         return None  # no residual degrees of freedom, or a single session: nothing to infer
     fit = ols_absorbed_cluster_robust(raw_design, score, answer, session)
-    intervals = fit.confidence_intervals()
+    nan = float("nan")
 
     if forced_choice is None:
         forced_choice = scores_sum_to_a_constant(connection)
-    effects: list[JointEffect] = []
-    start = 0
-    position_slice = slice(0, 0)
-    nan = float("nan")
-    for group, names, width in blocks:
-        block_slice = slice(start, start + width)
-        if group in ("reviewer_leniency", "reviewer_verbosity"):
-            reference = None
-            if group == "reviewer_leniency" and leniency_reference:
-                reference = np.array([name in leniency_reference for name in names])
-                reference = reference if reference.any() else None
-            block = centred_block_effects(fit, block_slice, reference)
-        else:
-            block = coded_block_effects(fit, block_slice, intervals)
-            if group == "position":
-                position_slice = block_slice
-        identified = block.identified
-        if group == "reviewer_leniency" and forced_choice:
-            identified[:] = False  # the scale fixes every reviewer's level in a session
-        for name, estimate, low, high, se, ok in zip(
-            names,
-            block.estimates,
-            block.ci_low,
-            block.ci_high,
-            block.standard_errors,
-            identified,
-            strict=True,
-        ):
-            values = (float(estimate), float(low), float(high), float(se)) if ok else (nan,) * 4
-            effects.append(JointEffect(name, group, *values, identified=bool(ok)))
-        start += width
-
+    effects, position_slice = _joint_effects(fit, blocks, leniency_reference, forced_choice)
     position_identified = position_slice.stop > position_slice.start and all(
         effect.identified for effect in effects if effect.group == "position"
     )
-    if position_identified:
-        wald = wald_test(
-            fit.coefficients[position_slice],
-            fit.covariance[position_slice, position_slice],
-            fit.n_clusters,
-        )
-        # a singular covariance hides a slot effect that never varied (issue 23): no
-        # p-value rather than one blind to it; the position section tests it by randomization
-        wald_f, wald_p = (nan, nan) if wald.singular else (wald.f_statistic, wald.p_value)
-    else:
-        wald_f = wald_p = nan
+    wald_f, wald_p = _position_wald(fit, position_slice) if position_identified else (nan, nan)
 
     # extra view: answer effects alpha = within-answer mean of (score - X beta), per model
     per_model_sum, per_model_count, n_answers = adjusted_means_by_model(
