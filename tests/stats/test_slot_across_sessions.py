@@ -91,3 +91,17 @@ def test_degenerate_inputs() -> None:
     assert effects.estimates == pytest.approx([1.0, 0.0, -1.0])
     assert effects.wald_singular
     assert np.isnan(effects.p_values).all()  # se 0: no p-value, not a spurious 0
+
+
+def test_bad_codes_raise_one_clear_error() -> None:
+    session = np.repeat(np.arange(4), 3)
+    slot = np.tile(np.arange(3), 4)
+    centred = np.zeros(12)
+    with pytest.raises(ValueError, match=r"slot codes must lie in 0\.\.1, got 0\.\.2"):
+        fit_centred_slots(session, session, slot, centred, 2)
+    with pytest.raises(ValueError, match="one shape"):
+        fit_centred_slots(session[:-1], session, slot, centred, 3)
+    with pytest.raises(ValueError, match="finite"):
+        fit_centred_slots(session, session, slot, np.r_[centred[:-1], np.nan], 3)
+    with pytest.raises(ValueError, match="slot codes"):
+        slots_identified(session, slot, slot - 1, 3)

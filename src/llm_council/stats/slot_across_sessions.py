@@ -39,6 +39,17 @@ from llm_council.stats.slot_profiles import SlotEffects
 __all__ = ["fit_centred_slots", "slots_identified"]
 
 
+def _check_slots(slots: np.ndarray, n_slots: int, *others: np.ndarray) -> None:
+    """One clear error for codes a caller should never pass (no silent wrong design)."""
+    if any(other.shape != slots.shape for other in others):
+        shapes = ", ".join(str(array.shape) for array in (slots, *others))
+        raise ValueError(f"slot inputs must have one shape, got {shapes}")
+    if slots.size and (int(slots.min()) < 0 or int(slots.max()) >= n_slots):
+        raise ValueError(
+            f"slot codes must lie in 0..{n_slots - 1}, got {int(slots.min())}..{int(slots.max())}"
+        )
+
+
 def slots_identified(
     group_index: ArrayLike, model_index: ArrayLike, slot: ArrayLike, n_slots: int
 ) -> bool:
@@ -54,6 +65,7 @@ def slots_identified(
     slots = np.asarray(slot)
     if group.size == 0 or n_slots < 2:
         return False
+    _check_slots(slots, n_slots, group, model)
     n_models = int(model.max()) + 1
     rows = np.arange(group.size)
     design = sparse.csr_matrix(
@@ -102,6 +114,9 @@ def fit_centred_slots(
     cluster = np.asarray(cluster_index)
     slots = np.asarray(slot)
     response = np.asarray(centred, dtype=float)
+    _check_slots(slots, n_slots, cluster, response)
+    if not np.isfinite(response).all():
+        raise ValueError("centred scores must be finite")
     dummies = np.zeros((slots.size, n_slots))
     dummies[np.arange(slots.size), slots] = 1.0
     fit = ols_cluster_robust(dummies, response, cluster)
