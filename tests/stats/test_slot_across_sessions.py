@@ -105,3 +105,33 @@ def test_bad_codes_raise_one_clear_error() -> None:
         fit_centred_slots(session, session, slot, np.r_[centred[:-1], np.nan], 3)
     with pytest.raises(ValueError, match="slot codes"):
         slots_identified(session, slot, slot - 1, 3)
+
+
+def test_nine_integer_judges_with_holes_and_a_degenerate_one() -> None:
+    """9 reviewers, integer scores 1-10 (many ties), 15% of cells missing, and one judge
+    that gives every answer the same score (its centred scores are all 0)."""
+    rng = np.random.default_rng(9)
+    rows = []
+    for s in range(150):
+        quality = rng.normal(0, 1.0, size=4)
+        order = rng.permutation(4)
+        for r in range(9):
+            for slot, model in enumerate(order):
+                if rng.random() < 0.15:
+                    continue
+                raw = 6 + quality[model] + (1.0 if slot == 0 else 0.0) + rng.normal()
+                score = 7.0 if r == 8 else float(np.clip(np.rint(raw), 1, 10))
+                rows.append((s, s * 9 + r, model, slot, score))
+    session, group, model, slot, score = (np.array(c) for c in zip(*rows, strict=True))
+    centred = score - (np.bincount(group, score) / np.bincount(group))[group]
+    assert slots_identified(group, model, slot, 4)
+    effects = fit_centred_slots(session, group, slot, centred, 4)
+    means = np.array([centred[slot == j].mean() for j in range(4)])
+    assert effects.estimates == pytest.approx(means, abs=1e-12)
+    assert effects.wald_p < 1e-6  # slot A +1 point for 8 of 9 judges
+    assert effects.estimates[0] > 0.4
+    assert effects.trend < 0
+    judge = group % 9 == 8
+    flat = fit_centred_slots(session[judge], group[judge], slot[judge], centred[judge], 4)
+    assert flat.estimates == pytest.approx(np.zeros(4), abs=1e-12)
+    assert np.isnan(flat.p_values).all()
