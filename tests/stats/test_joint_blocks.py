@@ -26,6 +26,10 @@ def test_centring_transform_by_hand() -> None:
     assert centring_transform(3, reference) == pytest.approx(
         np.array([[-0.5, 0.0], [0.5, 0.0], [-0.5, 1.0]])
     )
+    with pytest.raises(ValueError, match="at least one of 3 levels"):
+        centring_transform(3, np.zeros(3, dtype=bool))
+    with pytest.raises(ValueError, match="at least one of 3 levels"):
+        centring_transform(3, np.ones(2, dtype=bool))
 
 
 def test_block_design_equals_the_dense_dummies() -> None:

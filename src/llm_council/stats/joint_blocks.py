@@ -47,7 +47,9 @@ def centring_transform(n_levels: int, reference: np.ndarray | None = None) -> np
     """
     to_full = np.zeros((n_levels, n_levels - 1))
     to_full[1:, :] = np.eye(n_levels - 1)
-    mask = np.ones(n_levels, dtype=bool) if reference is None else reference
+    mask = np.ones(n_levels, dtype=bool) if reference is None else np.asarray(reference, bool)
+    if mask.shape != (n_levels,) or not mask.any():
+        raise ValueError(f"the reference must mark at least one of {n_levels} levels")
     weights = mask / mask.sum()
     return (np.eye(n_levels) - np.outer(np.ones(n_levels), weights)) @ to_full
 
