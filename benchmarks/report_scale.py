@@ -6,6 +6,8 @@
     .venv/bin/python benchmarks/report_scale.py --records 10000000 --repeats 1 \
         --keep /tmp/store10m.jsonl --formats parquet                # 10M: the memory target
     .venv/bin/python benchmarks/report_scale.py --recuse --missing-score-rate 0.03
+    .venv/bin/python benchmarks/report_scale.py --sections --keep /tmp/store.jsonl
+        # where the time goes: each step of the report timed alone (ADR 0064)
         # reviewers skip their own answer and 3% of scores are missing: tables with holes
 
 Every step runs in its own subprocess (wall time, CPU time of all its threads, and peak
@@ -40,6 +42,7 @@ import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
@@ -245,6 +248,95 @@ def load_child(store: str) -> None:
     )
 
 
+def sections_child(store: str) -> None:
+    """Each step of the report timed alone, in build_report's order, on one connection.
+
+    Sequential (no worker threads), so each section's wall and CPU seconds are its own;
+    the sum is close to a large store's report, which runs its sections this way too.
+    """
+    from llm_council.bias_audit.report.analyses import families
+    from llm_council.bias_audit.report.analyses.causal_checks import causal_checks
+    from llm_council.bias_audit.report.analyses.decisions import decisions_affected
+    from llm_council.bias_audit.report.analyses.joint import fit_joint_model
+    from llm_council.bias_audit.report.analyses.leaderboard import build_leaderboard
+    from llm_council.bias_audit.report.analyses.length import pooled_length_bias
+    from llm_council.bias_audit.report.analyses.position import position_bias
+    from llm_council.bias_audit.report.analyses.reviewers import (
+        leniency_fixed_by_the_scale,
+        material_leniency,
+        reviewer_profiles,
+        self_preferences,
+    )
+    from llm_council.bias_audit.report.load.loading import load_store
+    from llm_council.bias_audit.report.load.tables import (
+        create_analysis_tables,
+        rank_point_reviewers,
+    )
+
+    timings: dict[str, tuple[float, float]] = {}
+
+    def timed(name: str, run: Any) -> Any:
+        started, cpu_started = time.perf_counter(), time.process_time()
+        result = run()
+        timings[name] = (time.perf_counter() - started, time.process_time() - cpu_started)
+        return result
+
+    connection = timed("load: read and check records", lambda: load_store(store)).connection
+    timed("load: pair reviewers (scored table)", lambda: create_analysis_tables(connection))
+
+    def profiles() -> Any:
+        rank = rank_point_reviewers(connection)
+        forced = leniency_fixed_by_the_scale(connection, rank)
+        return forced, reviewer_profiles(connection, forced_choice=forced, rank_reviewers=rank)
+
+    forced, reviewer_rows = timed("reviewer profiles", profiles)
+    reference = [row.reviewer for row in reviewer_rows if row.in_leniency_reference]
+    joint = timed(
+        "joint model", lambda: fit_joint_model(connection, reference, forced_choice=forced)
+    )
+    timed("position", lambda: position_bias(connection))
+    timed("length", lambda: pooled_length_bias(connection))
+    timed(
+        "self-preference",
+        lambda: self_preferences(
+            connection, joint.model.effects if joint else [], joint.model.n_sessions if joint else 0
+        ),
+    )
+    level_fixed = frozenset(row.reviewer for row in reviewer_rows) if forced else frozenset()
+    family_sections = {
+        "style mimicry": lambda: families.style_mimicry(connection),
+        "amplification": lambda: families.amplification(connection),
+        "anchoring": lambda: families.anchoring_by_reviewer(connection, 0.05, level_fixed),
+        "parse outcomes": lambda: families.parse_outcomes_by_reviewer(connection),
+        "favouritism": lambda: families.favouritism(connection),
+        "drift": lambda: families.drift_by_reviewer(connection),
+        "reasoning": lambda: families.reasoning_by_reviewer(connection),
+    }
+    for name, run in family_sections.items():
+        timed(f"family: {name}", run)
+    timed("leaderboard (200 resamples)", lambda: build_leaderboard(connection, n_resamples=200))
+    timed("causal checks", lambda: causal_checks(connection))
+    timed("decisions affected", lambda: decisions_affected(connection))
+    timed("material leniency", lambda: material_leniency(connection))
+    connection.close()
+    print(json.dumps({name: list(value) for name, value in timings.items()}))
+
+
+def print_sections(store: str, kind: str) -> None:
+    """The per-section table of :func:`sections_child` for one store."""
+    this = str(Path(__file__).resolve())
+    wall, cpu, peak, out = _measure([PYTHON, this, "--sections-child", store])
+    timings = json.loads(out)
+    total_wall = sum(value[0] for value in timings.values())
+    total_cpu = sum(value[1] for value in timings.values())
+    print(f"\n{kind}: {store} (process {wall:.2f} s wall, {cpu:.2f} s CPU, peak {peak:.0f} MB)")
+    # sorted by CPU seconds: on a shared machine the wall time says more about the load
+    print(f"{'step':40} {'wall s':>8} {'CPU s':>8} {'CPU share':>10}")
+    for name, (seconds, cpu_seconds) in sorted(timings.items(), key=lambda item: -item[1][1]):
+        print(f"{name:40} {seconds:8.2f} {cpu_seconds:8.2f} {cpu_seconds / total_cpu:10.1%}")
+    print(f"{'sum of steps':40} {total_wall:8.2f} {total_cpu:8.2f}")
+
+
 def _median_run(command: list[str], repeats: int) -> tuple[float, float, float]:
     """Median wall, median CPU and the largest peak RSS over ``repeats`` runs."""
     runs = [_measure(command)[:3] for _ in range(repeats)]
@@ -281,6 +373,12 @@ def main() -> None:
     parser.add_argument("--core-child", help=argparse.SUPPRESS)
     parser.add_argument("--floor-child", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--load-child", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--sections",
+        action="store_true",
+        help="instead: time each step of the report alone, per format (where the time goes)",
+    )
+    parser.add_argument("--sections-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.baseline_child:
         print(json.dumps(baseline_pass(args.baseline_child)))
@@ -293,6 +391,9 @@ def main() -> None:
         return
     if args.load_child:
         load_child(args.load_child)
+        return
+    if args.sections_child:
+        sections_child(args.sections_child)
         return
 
     formats = [name.strip() for name in args.formats.split(",") if name.strip()]
@@ -318,6 +419,10 @@ def main() -> None:
         else:
             compact = (float("nan"), float("nan"), float("nan"), f"reusing {parquet}")
         parquet_mb = sum(f.stat().st_size for f in Path(parquet).rglob("*.parquet")) / 1e6
+        if args.sections:
+            for kind in formats:
+                print_sections({"jsonl": store, "parquet": parquet}[kind], kind)
+            return
         rows: list[tuple[str, float, float, float]] = []
         ratios: list[str] = []
         reports: dict[str, dict[str, object]] = {}

@@ -7,7 +7,8 @@ at once: raw as :func:`~llm_council.aggregate.aggregate_reviews` (mean rank amon
 others' answers, then mean score, then name) and debiased as
 :func:`~llm_council.debiased_aggregate.debiased_aggregate` (mean adjusted score, then the
 raw place, then name), with each reviewer's leniency, slot effects and length slope fitted
-on the whole window (:func:`~llm_council.stats.reviewer_effects.fit_reviewer_effects`).
+on the whole window (:func:`~llm_council.stats.reviewer_effects.fit_reviewer_effects`);
+the three rankings are :func:`~llm_council.stats.winner_changes.session_winners`.
 ``tests/bias_audit/report/test_decisions.py`` checks the winners against those two
 functions applied session by session. It is a hindsight
 measure: a live session's adjustments come from the sessions before it only. The share of
@@ -34,6 +35,11 @@ from llm_council.bias_audit.report.estimates import Interval
 from llm_council.bias_audit.report.load.tables import nullable_floats
 from llm_council.stats.proportions import wilson_interval
 from llm_council.stats.reviewer_effects import ReviewerEffects, fit_reviewer_effects
+from llm_council.stats.winner_changes import (
+    effect_adjusted_scores,
+    group_mean,
+    session_winners,
+)
 
 #: mean scores closer than this are a tie
 _TIE = 1e-9
@@ -100,26 +106,6 @@ _ROWS_SQL = """
 """
 
 
-def _group_mean(group: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
-    """Mean of the finite ``values`` per group; NaN for a group without one."""
-    finite = np.isfinite(values)
-    total = np.bincount(group[finite], weights=values[finite], minlength=n_groups)
-    count = np.bincount(group[finite], minlength=n_groups)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count > 0, total / np.maximum(count, 1), np.nan)
-
-
-def _first_per_session(
-    session: np.ndarray, keys: list[np.ndarray]
-) -> tuple[np.ndarray, np.ndarray]:
-    """The pairs sorted by session then ``keys`` (most significant first), and where each
-    session starts in that order (its first pair is ``order[starts]``)."""
-    order = np.lexsort([*reversed(keys), session])
-    sorted_session = session[order]
-    starts = np.flatnonzero(np.r_[True, sorted_session[1:] != sorted_session[:-1]])
-    return order, starts
-
-
 def _fit(
     rows: dict[str, np.ndarray], reviewer: np.ndarray, n_reviewers: int
 ) -> list[ReviewerEffects | None]:
@@ -159,59 +145,20 @@ def decisions_affected(connection: duckdb.DuckDBPyConnection) -> DecisionsAffect
     other_rank = nullable_floats(fetched["other_rank"])
     del fetched
     effects = _fit(rows, reviewer, len(reviewer_names))
-    # leniency + slot effect per (reviewer, slot); a slot never fitted adds the leniency only
-    n_slots = max((len(e.slot_effects) for e in effects if e is not None), default=0) + 1
-    offset = np.zeros((len(reviewer_names), n_slots))
-    slope = np.zeros(len(reviewer_names))
-    for code, effect in enumerate(effects):
-        if effect is not None:
-            offset[code, : len(effect.slot_effects)] += effect.slot_effects
-            offset[code] += effect.leniency
-            slope[code] = effect.length_slope
-    slot = np.where(
-        (rows["position"] >= 0) & (rows["position"] < n_slots - 1), rows["position"], n_slots - 1
-    )
-    x = np.nan_to_num(rows["x"])
-    adjusted = score - offset[reviewer, slot] - slope[reviewer] * x
+    adjusted = effect_adjusted_scores(effects, reviewer, rows["position"], rows["x"], score)
     # one entry per (session, model): the candidates of that session
     n_models = len(model_names)
-    pair_key = rows["session"] * n_models + model
-    pairs, pair = np.unique(pair_key, return_inverse=True)
-    pair_session, pair_model = pairs // n_models, pairs % n_models
+    pairs, pair = np.unique(rows["session"] * n_models + model, return_inverse=True)
     votes = ~rows["is_self"]
-    mean_rank = _group_mean(pair, np.where(votes, other_rank, np.nan), pairs.size)
-    mean_score = _group_mean(pair, np.where(votes, score, np.nan), pairs.size)
-    mean_adjusted = _group_mean(pair, np.where(votes, adjusted, np.nan), pairs.size)
-    # raw: mean rank, then mean score (higher first), then name (codes are in name order)
-    raw_order, starts = _first_per_session(
-        pair_session,
-        [np.nan_to_num(mean_rank, nan=np.inf), np.nan_to_num(-mean_score, nan=np.inf), pair_model],
+    winners = session_winners(
+        pairs // n_models,
+        pairs % n_models,  # codes are in name order: the last tie-break
+        group_mean(pair, np.where(votes, other_rank, np.nan), pairs.size),
+        group_mean(pair, np.where(votes, score, np.nan), pairs.size),
+        group_mean(pair, np.where(votes, adjusted, np.nan), pairs.size),
+        _TIE,
     )
-    raw_place = np.empty(pairs.size, dtype=np.int64)
-    raw_place[raw_order] = np.arange(pairs.size) - np.repeat(
-        starts, np.diff(np.r_[starts, pairs.size])
-    )
-    raw_winner = raw_order[starts]
-    has_votes = np.isfinite(mean_rank[raw_winner]) | np.isfinite(mean_score[raw_winner])
-
-    def winner(means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        order, first = _first_per_session(
-            pair_session, [np.nan_to_num(-means, nan=np.inf), raw_place, pair_model]
-        )
-        return order[first], order
-
-    debiased_winner, _ = winner(mean_adjusted)
-    unadjusted_winner, unadjusted_order = winner(mean_score)
-    # the unadjusted top tied: the session's second-best mean score equals the best
-    second = unadjusted_order[np.minimum(starts + 1, pairs.size - 1)]
-    same_session = pair_session[second] == pair_session[unadjusted_winner]
-    top = mean_score[unadjusted_winner]
-    tied = same_session & np.isfinite(top) & (np.abs(mean_score[second] - top) < _TIE)
-    moved = debiased_winner != unadjusted_winner
-    changed = np.column_stack([debiased_winner != raw_winner, moved & ~tied, moved & tied])[
-        has_votes
-    ]
-    sessions = pair_session[raw_winner][has_votes]
+    sessions, changed = winners.sessions, winners.changed
     return DecisionsAffected(
         overall=_changes(None, changed),
         weekly=_weekly(connection, sessions, changed),

@@ -21,12 +21,20 @@ from dataclasses import dataclass
 
 import duckdb
 import numpy as np
-from scipy import sparse
 
 from llm_council.bias_audit.report.estimates import JointEffect, JointModel
 from llm_council.bias_audit.report.load.tables import scores_sum_to_a_constant
-from llm_council.stats.distribution_functions import t_ppf
-from llm_council.stats.joint_model import ols_absorbed_cluster_robust, wald_test
+from llm_council.stats.joint_blocks import (
+    adjusted_means_by_model,
+    block_design,
+    centred_block_effects,
+    coded_block_effects,
+)
+from llm_council.stats.joint_model import (
+    ClusteredOlsFit,
+    ols_absorbed_cluster_robust,
+    wald_test,
+)
 
 
 @dataclass(frozen=True)
@@ -35,19 +43,6 @@ class JointFit:
 
     model: JointModel
     adjusted_mean_by_model: dict[str, float]
-
-
-def _centring_transform(n_levels: int, reference: np.ndarray | None = None) -> np.ndarray:
-    """Map ``n_levels - 1`` coefficients against level 0 to effects centred on a reference.
-
-    With ``reference`` (a boolean mask over levels) the effects are relative to the mean of
-    the reference levels, otherwise to the mean of all levels.
-    """
-    to_full = np.zeros((n_levels, n_levels - 1))
-    to_full[1:, :] = np.eye(n_levels - 1)
-    mask = np.ones(n_levels, dtype=bool) if reference is None else reference
-    weights = mask / mask.sum()
-    return (np.eye(n_levels) - np.outer(np.ones(n_levels), weights)) @ to_full
 
 
 def _records_by_answer(
@@ -78,6 +73,64 @@ def _records_by_answer(
         reordered = np.asarray(columns.pop(name))[by_answer]
         records[name] = reordered.astype(kinds.get(name, float), copy=False)
     return records
+
+
+def _joint_effects(
+    fit: ClusteredOlsFit,
+    blocks: list[tuple[str, list[str], int]],
+    leniency_reference: Collection[str] | None,
+    forced_choice: bool,
+) -> tuple[list[JointEffect], slice]:
+    """Every block's named effects (reviewer blocks centred), and the position block's columns."""
+    intervals = fit.confidence_intervals()
+    effects: list[JointEffect] = []
+    start = 0
+    position_slice = slice(0, 0)
+    nan = float("nan")
+    for group, names, width in blocks:
+        block_slice = slice(start, start + width)
+        if group in ("reviewer_leniency", "reviewer_verbosity"):
+            reference = None
+            if group == "reviewer_leniency" and leniency_reference:
+                reference = np.array([name in leniency_reference for name in names])
+                reference = reference if reference.any() else None
+            block = centred_block_effects(fit, block_slice, reference)
+        else:
+            block = coded_block_effects(fit, block_slice, intervals)
+            if group == "position":
+                position_slice = block_slice
+        identified = block.identified
+        if group == "reviewer_leniency" and forced_choice:
+            identified[:] = False  # the scale fixes every reviewer's level in a session
+        for name, estimate, low, high, se, ok in zip(
+            names,
+            block.estimates,
+            block.ci_low,
+            block.ci_high,
+            block.standard_errors,
+            identified,
+            strict=True,
+        ):
+            values = (float(estimate), float(low), float(high), float(se)) if ok else (nan,) * 4
+            effects.append(JointEffect(name, group, *values, identified=bool(ok)))
+        start += width
+    return effects, position_slice
+
+
+def _position_wald(fit: ClusteredOlsFit, position_slice: slice) -> tuple[float, float]:
+    """(F, p) of all slots equal to slot A; NaN when the covariance is singular.
+
+    A singular covariance hides a slot effect that never varied (issue 23): no p-value
+    rather than one blind to it; the position section tests it by randomization.
+    """
+    wald = wald_test(
+        fit.coefficients[position_slice],
+        fit.covariance[position_slice, position_slice],
+        fit.n_clusters,
+    )
+    if wald.singular:
+        return float("nan"), float("nan")
+    return wald.f_statistic, wald.p_value
 
 
 def fit_joint_model(
@@ -132,120 +185,38 @@ def fit_joint_model(
         blocks.append(("self_review", self_names, int(self_reviewers.size)))
     if not blocks:
         return None
-    # A sparse design: every row has one entry per block (an explicit 0 at the block's
-    # first column for the reference level), so the CSR arrays are built directly from the
-    # codes and no dense million-row matrix is ever allocated.
-    # Filled in place, one column per block, so the only per-record temporaries are one
-    # block's level and value (at 10M records, stacked per-block copies cost gigabytes).
-    n_blocks = len(blocks)
-    design_values = np.empty((score.size, n_blocks))
-    design_columns = np.empty((score.size, n_blocks), dtype=np.int32)
-    offset = 0
-    for block, (group, _, width) in enumerate(blocks):
-        if group in ("reviewer_leniency", "reviewer_verbosity"):
-            level, present = reviewer - 1, reviewer > 0  # reviewer 0 is the reference
-            design_values[:, block] = present * (1.0 if group == "reviewer_leniency" else log_words)
-        elif group == "position":
-            level, present = position - 1, position > 0  # slot A is the reference
-            design_values[:, block] = present
-        else:
-            column_of = np.zeros(n_reviewers, dtype=np.int32)
-            column_of[self_reviewers] = np.arange(self_reviewers.size)
-            level, present = column_of[reviewer], is_self > 0
-            design_values[:, block] = present
-        design_columns[:, block] = offset + np.where(present, level, 0)
-        offset += width
-    # int32 row pointers like the column indices when they fit: scipy would otherwise copy
-    # the int64 ones down to int32 (a second (n,) array)
-    index_type = np.int32 if n_blocks * score.size < np.iinfo(np.int32).max else np.int64
-    raw_design = sparse.csr_matrix(
-        (
-            design_values.reshape(-1),
-            design_columns.reshape(-1),
-            np.arange(0, n_blocks * score.size + 1, n_blocks, dtype=index_type),
-        ),
-        shape=(score.size, offset),
+    raw_design = block_design(
+        [(kind, width) for kind, _, width in blocks],
+        reviewer,
+        position,
+        is_self,
+        log_words,
+        self_reviewers,
+        n_reviewers,
     )
+    offset = raw_design.shape[1]
     # the design holds what the fit needs of these per-record arrays (about 0.3 GB at 10M)
-    del design_values, design_columns, reviewer, position, log_words, is_self
+    del reviewer, position, log_words, is_self
     # group ids need not be dense: empty groups are never indexed
     session = answer // n_models
     n_answers_total = int(np.count_nonzero(np.bincount(answer)))
     if n_answers_total + offset >= score.size or np.count_nonzero(np.bincount(session)) < 2:
         return None  # no residual degrees of freedom, or a single session: nothing to infer
     fit = ols_absorbed_cluster_robust(raw_design, score, answer, session)
-    intervals = fit.confidence_intervals()
+    nan = float("nan")
 
     if forced_choice is None:
         forced_choice = scores_sum_to_a_constant(connection)
-    effects: list[JointEffect] = []
-    start = 0
-    position_slice = slice(0, 0)
-    n_columns = fit.coefficients.size
-    nan = float("nan")
-    for group, names, width in blocks:
-        block_slice = slice(start, start + width)
-        coefficients = fit.coefficients[block_slice]
-        covariance = fit.covariance[block_slice, block_slice]
-        if group in ("reviewer_leniency", "reviewer_verbosity"):
-            reference = None
-            if group == "reviewer_leniency" and leniency_reference:
-                reference = np.array([name in leniency_reference for name in names])
-                reference = reference if reference.any() else None
-            transform = _centring_transform(len(names), reference)
-            estimates = transform @ coefficients
-            standard_errors = np.sqrt(
-                np.clip(np.diag(transform @ covariance @ transform.T), 0, None)
-            )
-            t_crit = float(t_ppf(0.975, max(fit.n_clusters - 1, 1)))
-            lows, highs = estimates - t_crit * standard_errors, estimates + t_crit * standard_errors
-        else:
-            transform = np.eye(width)
-            estimates, standard_errors = coefficients, fit.standard_errors[block_slice]
-            lows, highs = intervals[block_slice, 0], intervals[block_slice, 1]
-            if group == "position":
-                position_slice = block_slice
-        # rank check: an effect the design cannot identify is reported as such, not as a
-        # pseudo-inverse's arbitrary value with a near-zero standard error
-        contrasts = np.zeros((len(names), n_columns))
-        contrasts[:, block_slice] = transform
-        identified = fit.estimable(contrasts)
-        if group == "reviewer_leniency" and forced_choice:
-            identified[:] = False  # the scale fixes every reviewer's level in a session
-        for name, estimate, low, high, se, ok in zip(
-            names, estimates, lows, highs, standard_errors, identified, strict=True
-        ):
-            values = (float(estimate), float(low), float(high), float(se)) if ok else (nan,) * 4
-            effects.append(JointEffect(name, group, *values, identified=bool(ok)))
-        start += width
-
+    effects, position_slice = _joint_effects(fit, blocks, leniency_reference, forced_choice)
     position_identified = position_slice.stop > position_slice.start and all(
         effect.identified for effect in effects if effect.group == "position"
     )
-    if position_identified:
-        wald = wald_test(
-            fit.coefficients[position_slice],
-            fit.covariance[position_slice, position_slice],
-            fit.n_clusters,
-        )
-        # a singular covariance hides a slot effect that never varied (issue 23): no
-        # p-value rather than one blind to it; the position section tests it by randomization
-        wald_f, wald_p = (nan, nan) if wald.singular else (wald.f_statistic, wald.p_value)
-    else:
-        wald_f = wald_p = nan
+    wald_f, wald_p = _position_wald(fit, position_slice) if position_identified else (nan, nan)
 
     # extra view: answer effects alpha = within-answer mean of (score - X beta), per model
-    answer_effect_of_row = score - raw_design @ fit.coefficients
-    n_groups = int(answer.max()) + 1
-    answer_sizes = np.bincount(answer, minlength=n_groups)
-    present = answer_sizes > 0
-    n_answers = int(present.sum())
-    with np.errstate(invalid="ignore", divide="ignore"):
-        alpha = np.bincount(answer, weights=answer_effect_of_row, minlength=n_groups) / answer_sizes
-    alpha = alpha + (score.mean() - alpha[answer].mean())  # back on the score scale
-    answer_model = np.arange(n_groups) % n_models
-    per_model_sum = np.bincount(answer_model[present], weights=alpha[present], minlength=n_models)
-    per_model_count = np.bincount(answer_model[present], minlength=n_models)
+    per_model_sum, per_model_count, n_answers = adjusted_means_by_model(
+        score, raw_design, fit.coefficients, answer, n_models
+    )
     adjusted = {
         model_names[i]: float(per_model_sum[i] / per_model_count[i])
         for i in range(n_models)

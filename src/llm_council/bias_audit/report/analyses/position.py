@@ -40,22 +40,19 @@ from collections.abc import Callable, Sequence
 
 import duckdb
 import numpy as np
-from scipy import sparse
 
 from llm_council.bias_audit.report.estimates import Interval, PositionBias, SlotProfile
 from llm_council.bias_audit.report.load.tables import dense_codes
-from llm_council.stats.distribution_functions import t_ppf, t_sf
-from llm_council.stats.identifiability import estimable, gram_null_space
-from llm_council.stats.joint_model import (
-    ClusteredOlsFit,
-    demean_within_groups,
-    group_sum_matrix,
-    ols_cluster_robust,
-    wald_test,
-)
+from llm_council.stats.joint_model import ClusteredOlsFit, demean_within_groups
 from llm_council.stats.multiplicity import holm_adjusted
 from llm_council.stats.pooling import mean_interval_from_moments
-from llm_council.stats.slot_profiles import fit_reviewer_slots, scope_contrasts, slot_effects
+from llm_council.stats.slot_across_sessions import fit_centred_slots, slots_identified
+from llm_council.stats.slot_profiles import (
+    SlotEffects,
+    fit_reviewer_slots,
+    scope_contrasts,
+    slot_effects,
+)
 from llm_council.stats.slot_randomization import randomization_units, slot_randomization_test
 
 #: the direction of a scope whose slot effects the design cannot identify
@@ -67,37 +64,6 @@ def _interval(mean: float | None, sd: float | None, n: int) -> Interval:
     return Interval.from_estimate(
         mean_interval_from_moments(nan if mean is None else mean, nan if sd is None else sd, n)
     )
-
-
-def slots_identified(group: np.ndarray, model: np.ndarray, slot: np.ndarray, n_slots: int) -> bool:
-    """Are all slot contrasts estimable in ``score ~ group FE + model + slot``?
-
-    The within-``group`` Gram of [model dummies, slot dummies] is formed sparsely; slot
-    contrasts (each slot vs the last) must be orthogonal to its null space.
-    """
-    if group.size == 0 or n_slots < 2:
-        return False
-    n_models = int(model.max()) + 1
-    rows = np.arange(group.size)
-    design = sparse.csr_matrix(
-        (
-            np.ones(2 * group.size),
-            (np.concatenate([rows, rows]), np.concatenate([model, n_models + slot])),
-        ),
-        shape=(group.size, n_models + n_slots),
-    )
-    sums = group_sum_matrix(group) @ design
-    counts = np.bincount(group).astype(float)
-    inverse = np.divide(1.0, counts, out=np.zeros_like(counts), where=counts > 0)
-    sums_dense = np.asarray(sums.toarray())
-    gram = np.asarray((design.T @ design).toarray()) - sums_dense.T @ (
-        sums_dense * inverse[:, None]
-    )
-    contrasts = np.zeros((n_slots - 1, n_models + n_slots))
-    for k in range(n_slots - 1):
-        contrasts[k, n_models + k] = 1.0
-        contrasts[k, n_models + n_slots - 1] = -1.0
-    return bool(estimable(contrasts, gram_null_space(gram)).all())
 
 
 #: (session, reviewer-session group, model, slot, centred score) of one scope's cells
@@ -121,7 +87,30 @@ def _randomized(profile: SlotProfile, cells: RandomizationCells, n_slots: int) -
     )
 
 
-def _slot_profile(
+def _profile(subject: str, n_sessions: int, effects: SlotEffects, basis: str) -> SlotProfile:
+    """Package one scope's fitted slot effects (no verdict yet: ``_with`` adds it)."""
+    return SlotProfile(
+        subject=subject,
+        n_sessions=n_sessions,
+        slot_effect=[
+            Interval(float(b), float(low), float(high), float(p))
+            for b, low, high, p in zip(
+                effects.estimates, effects.ci_low, effects.ci_high, effects.p_values, strict=True
+            )
+        ],
+        test_statistic=effects.wald_f,
+        test_df=effects.wald_df,
+        test_p_value=effects.wald_p,
+        adjusted_p_value=effects.wald_p,
+        trend=Interval(effects.trend, *effects.trend_ci, effects.trend_p),
+        direction="",
+        identified=True,
+        flagged=False,
+        basis=basis,
+    )
+
+
+def _across_sessions_profile(
     subject: str,
     session: np.ndarray,
     group: np.ndarray,
@@ -130,7 +119,7 @@ def _slot_profile(
     centred: np.ndarray,
     n_slots: int,
 ) -> SlotProfile:
-    """Slot effects, Wald test and trend of ``centred`` scores for one scope."""
+    """Slot effects, Wald test and trend of ``centred`` scores for one scope, across sessions."""
     nan = float("nan")
     nan_interval = Interval(nan, nan, nan)
     _, cluster = dense_codes(session)
@@ -150,48 +139,9 @@ def _slot_profile(
             flagged=False,
             basis="none",
         )
-    dummies = np.zeros((slot.size, n_slots))
-    dummies[np.arange(slot.size), slot] = 1.0
-    fit = ols_cluster_robust(dummies, centred, cluster)
-    t_crit = float(t_ppf(0.975, max(fit.n_clusters - 1, 1)))
-    effects = [
-        Interval(
-            float(b),
-            float(b - t_crit * se),
-            float(b + t_crit * se),
-            float(2 * t_sf(abs(b / se), fit.n_clusters - 1)) if se > 0 else nan,
-        )
-        for b, se in zip(fit.coefficients, fit.standard_errors, strict=True)
-    ]
-    contrast = np.hstack([np.eye(n_slots - 1), -np.ones((n_slots - 1, 1))])
-    test = wald_test(
-        contrast @ fit.coefficients, contrast @ fit.covariance @ contrast.T, fit.n_clusters
-    )
-    # slope of the centred score on the slot, within each reviewer's session
-    slot_within = demean_within_groups(slot.astype(float), group)
-    slope_fit = ols_cluster_robust(slot_within[:, None], centred, cluster)
-    slope, slope_se = float(slope_fit.coefficients[0]), float(slope_fit.standard_errors[0])
-    trend = Interval(
-        slope,
-        slope - t_crit * slope_se,
-        slope + t_crit * slope_se,
-        float(2 * t_sf(abs(slope / slope_se), fit.n_clusters - 1)) if slope_se > 0 else nan,
-    )
-    profile = SlotProfile(
-        subject=subject,
-        n_sessions=n_sessions,
-        slot_effect=effects,
-        test_statistic=test.f_statistic,
-        test_df=(test.df_numerator, test.df_denominator),
-        test_p_value=test.p_value,
-        adjusted_p_value=test.p_value,
-        trend=trend,
-        direction="",
-        identified=True,
-        flagged=False,
-        basis="across sessions",
-    )
-    if test.singular:
+    effects = fit_centred_slots(cluster, group, slot, centred, n_slots)
+    profile = _profile(subject, n_sessions, effects, "across sessions")
+    if effects.wald_singular:
         return _randomized(profile, (session, group, model, slot, centred), n_slots)
     return profile
 
@@ -212,25 +162,7 @@ def _within_profile(
     effects = slot_effects(fit, scope_contrasts(reviewers, n_reviewers, n_slots))
     if effects is None:
         return None
-    profile = SlotProfile(
-        subject=subject,
-        n_sessions=n_sessions,
-        slot_effect=[
-            Interval(float(b), float(low), float(high), float(p))
-            for b, low, high, p in zip(
-                effects.estimates, effects.ci_low, effects.ci_high, effects.p_values, strict=True
-            )
-        ],
-        test_statistic=effects.wald_f,
-        test_df=effects.wald_df,
-        test_p_value=effects.wald_p,
-        adjusted_p_value=effects.wald_p,
-        trend=Interval(effects.trend, *effects.trend_ci, effects.trend_p),
-        direction="",
-        identified=True,
-        flagged=False,
-        basis="within answers",
-    )
+    profile = _profile(subject, n_sessions, effects, "within answers")
     return _randomized(profile, cells(), n_slots) if effects.wald_singular else profile
 
 
@@ -320,39 +252,22 @@ def _slot_records(
     }
 
 
-def position_bias(
-    connection: duckdb.DuckDBPyConnection, significance_level: float = 0.05
-) -> PositionBias | None:
-    """Council-wide and per-reviewer slot effects on the most common session size."""
-    mode_row = connection.execute(
+def _modal_n_slots(connection: duckdb.DuckDBPyConnection) -> int | None:
+    """The most common session size (by sessions; ties to the larger), None below 2."""
+    row = connection.execute(
         """SELECT n_candidates FROM scored GROUP BY n_candidates
            ORDER BY count(DISTINCT session) DESC, n_candidates DESC LIMIT 1"""
     ).fetchone()
-    if mode_row is None or mode_row[0] is None or int(mode_row[0]) < 2:
+    if row is None or row[0] is None or int(row[0]) < 2:
         return None
-    n_slots = int(mode_row[0])
-    columns = _slot_records(connection, n_slots, with_centred=False)
-    session = columns["session"]
-    if session.size == 0:
-        return None
-    reviewer, model, slot = columns["reviewer_index"], columns["model_index"], columns["position"]
-    is_self, score = columns["is_self"], columns["score"]
-    names = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
-    # the across-sessions fallback needs reviewer-centred scores; the window that computes
-    # them is most of the query's cost, so it runs only when a fallback is needed
-    fallback: dict[str, np.ndarray] = {}
+    return int(row[0])
 
-    def fallback_columns() -> dict[str, np.ndarray]:
-        if not fallback:
-            fallback.update(_slot_records(connection, n_slots, with_centred=True))
-            # ids need not be dense (group sums and cluster counts skip empty ids)
-            fallback["group"] = (
-                fallback["session"] * (int(fallback["reviewer_index"].max()) + 1)
-                + fallback["reviewer_index"]
-            )
-        return fallback
 
-    per_slot = connection.execute(
+def _slot_mean_rows(
+    connection: duckdb.DuckDBPyConnection, n_slots: int
+) -> list[tuple[int, int, float | None, float | None]]:
+    """(slot, sessions, mean, SD) of the per-session slot means: the descriptive table."""
+    rows = connection.execute(
         """WITH slot_means AS (
                SELECT session, position, avg(score) AS mean_score
                FROM scored
@@ -362,104 +277,153 @@ def position_bias(
            FROM slot_means GROUP BY position ORDER BY position""",
         [n_slots],
     ).fetchall()
+    return [(int(row[0]), int(row[1]), row[2], row[3]) for row in rows]
 
-    # within answers first (answer fixed effects: quality removed, most power); where the
-    # design does not identify that (one shared order per session), across sessions
-    cluster = session
-    n_reviewers = int(reviewer.max()) + 1
-    within_fit = fit_reviewer_slots(
-        cluster * (int(model.max()) + 1) + model,
-        cluster,
-        reviewer,
-        slot,
-        is_self,
-        score,
-        n_reviewers,
-        n_slots,
-    )
-    present = np.flatnonzero(np.bincount(reviewer, minlength=n_reviewers))
 
-    def within_cells(mine: np.ndarray | None) -> Callable[[], RandomizationCells]:
+class _SlotScopes:
+    """One slot-count's records, and the profile of each scope (council or one reviewer).
+
+    Within answers first (answer fixed effects: quality removed, most power); where the
+    design does not identify that (one shared order per session), across sessions, whose
+    reviewer-centred scores are queried only then (the window computing them is most of
+    that query's cost).
+    """
+
+    def __init__(self, connection: duckdb.DuckDBPyConnection, n_slots: int) -> None:
+        columns = _slot_records(connection, n_slots, with_centred=False)
+        self._connection = connection
+        self.n_slots = n_slots
+        self.session = columns["session"]
+        self.reviewer = columns["reviewer_index"]
+        self.model = columns["model_index"]
+        self.slot = columns["position"]
+        self.score = columns["score"]
+        self.is_self = columns["is_self"]
+        self.n_reviewers = int(self.reviewer.max(initial=-1)) + 1
+        self.present = np.flatnonzero(np.bincount(self.reviewer, minlength=self.n_reviewers))
+        self._within_fit: ClusteredOlsFit | None = None
+        self._centred: dict[str, np.ndarray] = {}
+
+    def within_fit(self) -> ClusteredOlsFit:
+        if self._within_fit is None:
+            self._within_fit = fit_reviewer_slots(
+                self.session * (int(self.model.max()) + 1) + self.model,
+                self.session,
+                self.reviewer,
+                self.slot,
+                self.is_self,
+                self.score,
+                self.n_reviewers,
+                self.n_slots,
+            )
+        return self._within_fit
+
+    def _within_cells(self, mine: np.ndarray | None) -> Callable[[], RandomizationCells]:
         """The randomization test's cells (all, or ``mine``): the score minus its
         reviewer's mean in the session, computed only when a test needs it."""
 
         def cells() -> RandomizationCells:
-            group = cluster.astype(np.int64) * n_reviewers + reviewer
+            group = self.session.astype(np.int64) * self.n_reviewers + self.reviewer
             _, dense_group = dense_codes(group)
-            centred = demean_within_groups(score, dense_group)
+            centred = demean_within_groups(self.score, dense_group)
             chosen = slice(None) if mine is None else mine
             return (
-                cluster[chosen],
+                self.session[chosen],
                 dense_group[chosen],
-                model[chosen],
-                slot[chosen],
+                self.model[chosen],
+                self.slot[chosen],
                 centred[chosen],
             )
 
         return cells
 
-    # rows are in answer order (_slot_records), so sessions are sorted: distinct by a diff
-    council = _within_profile(
-        "council",
-        within_fit,
-        present,
-        n_reviewers,
-        n_slots,
-        _n_distinct_sorted(cluster),
-        within_cells(None),
-    )
-    if council is None:
-        every = fallback_columns()
-        council = _slot_profile(
+    def _centred_columns(self) -> dict[str, np.ndarray]:
+        if not self._centred:
+            self._centred.update(_slot_records(self._connection, self.n_slots, with_centred=True))
+            # ids need not be dense (group sums and cluster counts skip empty ids)
+            self._centred["group"] = (
+                self._centred["session"] * (int(self._centred["reviewer_index"].max()) + 1)
+                + self._centred["reviewer_index"]
+            )
+        return self._centred
+
+    def council(self) -> SlotProfile:
+        # rows are in answer order (_slot_records), so sessions are sorted: distinct by a diff
+        within = _within_profile(
+            "council",
+            self.within_fit(),
+            self.present,
+            self.n_reviewers,
+            self.n_slots,
+            _n_distinct_sorted(self.session),
+            self._within_cells(None),
+        )
+        if within is not None:
+            return within
+        every = self._centred_columns()
+        return _across_sessions_profile(
             "council",
             every["session"],
             every["group"],
             every["model_index"],
             every["position"],
             every["centred"],
-            n_slots,
+            self.n_slots,
         )
-    council = _with(council, council.test_p_value, significance_level)
-    reviewers = []
-    for index in present:
-        n_sessions = _n_distinct_sorted(cluster[reviewer == index])
+
+    def reviewer_profile(self, index: int, name: str) -> SlotProfile:
+        mine = self.reviewer == index
         within = _within_profile(
-            names[int(index)],
-            within_fit,
-            [int(index)],
-            n_reviewers,
-            n_slots,
-            n_sessions,
-            within_cells(reviewer == index),
+            name,
+            self.within_fit(),
+            [index],
+            self.n_reviewers,
+            self.n_slots,
+            _n_distinct_sorted(self.session[mine]),
+            self._within_cells(mine),
         )
         if within is not None:
-            reviewers.append(within)
-            continue
-        every = fallback_columns()
-        mine = every["reviewer_index"] == index
-        _, reviewer_group = dense_codes(every["group"][mine])
-        reviewers.append(
-            _slot_profile(
-                names[int(index)],
-                every["session"][mine],
-                reviewer_group,
-                every["model_index"][mine],
-                every["position"][mine],
-                every["centred"][mine],
-                n_slots,
-            )
+            return within
+        every = self._centred_columns()
+        theirs = every["reviewer_index"] == index
+        _, reviewer_group = dense_codes(every["group"][theirs])
+        return _across_sessions_profile(
+            name,
+            every["session"][theirs],
+            reviewer_group,
+            every["model_index"][theirs],
+            every["position"][theirs],
+            every["centred"][theirs],
+            self.n_slots,
         )
+
+
+def position_bias(
+    connection: duckdb.DuckDBPyConnection, significance_level: float = 0.05
+) -> PositionBias | None:
+    """Council-wide and per-reviewer slot effects on the most common session size;
+    per-reviewer tests Holm-adjusted."""
+    n_slots = _modal_n_slots(connection)
+    if n_slots is None:
+        return None
+    scopes = _SlotScopes(connection, n_slots)
+    if scopes.session.size == 0:
+        return None
+    names = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
+    per_slot = _slot_mean_rows(connection, n_slots)
+    council = scopes.council()
+    council = _with(council, council.test_p_value, significance_level)
+    reviewers = [scopes.reviewer_profile(int(index), names[int(index)]) for index in scopes.present]
     adjusted = holm_adjusted([profile.test_p_value for profile in reviewers])
-    reviewers = [
-        _with(profile, float(p), significance_level)
-        for profile, p in zip(reviewers, adjusted, strict=True)
-    ]
     return PositionBias(
-        positions=[int(row[0]) for row in per_slot],
-        mean_score=[_interval(row[2], row[3], int(row[1])) for row in per_slot],
-        n_sessions=[int(row[1]) for row in per_slot],
+        positions=[slot for slot, _, _, _ in per_slot],
+        mean_score=[_interval(mean, sd, n) for _, n, mean, sd in per_slot],
+        n_sessions=[n for _, n, _, _ in per_slot],
         test_n_candidates=n_slots,
         council=council,
-        per_reviewer=reviewers,
+        per_reviewer=[
+            _with(profile, float(p), significance_level)
+            for profile, p in zip(reviewers, adjusted, strict=True)
+        ],
         significance_level=significance_level,
     )
