@@ -124,7 +124,10 @@ def council_alpha(
                    (dense_rank() OVER (ORDER BY session) - 1)::BIGINT AS session_code,
                    (dense_rank() OVER (ORDER BY reviewer) - 1)::BIGINT AS rater,
                    reviewer, score
-            FROM records WHERE {scored} AND scale_low = ? AND scale_high = ?""",
+            FROM records WHERE {scored} AND scale_low = ? AND scale_high = ?
+            -- a fixed row order: DuckDB's threads return rows in any order, and the
+            -- coincidence sums (floats) must add up the same way on every run
+            ORDER BY unit, rater, score""",
         [rank_list, *scale],
     ).fetchnumpy()
     units = np.asarray(columns["unit"], dtype=np.int64)
@@ -183,7 +186,7 @@ def reviewer_resolution(
     they are levels it used), on its most common scale."""
     rows = connection.execute(
         """SELECT reviewer, scale_low, scale_high, score, count(*) FROM records
-           WHERE score IS NOT NULL GROUP BY ALL ORDER BY reviewer"""
+           WHERE score IS NOT NULL GROUP BY ALL ORDER BY reviewer, scale_low, scale_high, score"""
     ).fetchall()
     by_reviewer: dict[str, dict[tuple[float, float], list[tuple[float, int]]]] = {}
     for reviewer, low, high, score, count in rows:
