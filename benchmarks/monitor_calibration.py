@@ -56,7 +56,6 @@ from llm_council.stats.anytime_monitor import (  # noqa: E402
     MonitorSettings,
     MonitorSums,
     fold_session,
-    log_threshold,
 )
 from llm_council.stats.monitor_session_effects import (  # noqa: E402
     BIASES,
@@ -107,11 +106,10 @@ def run_streams(
     design = effect_design(~np.eye(n_members, dtype=bool), np.arange(n_members))
     assert design is not None
     sums = MonitorSums.empty((streams, n_members, len(BIASES)))
-    threshold = log_threshold(settings.alpha, n_members, len(BIASES))
     for _ in range(sessions):
         scores, first = draw(rng, streams)
         estimates, variances = session_effects(design, scores, first)
-        sums = fold_session(sums, estimates, variances, settings, threshold)
+        sums = fold_session(sums, estimates, variances, settings)
     return sums
 
 
@@ -192,7 +190,6 @@ def run_streams_with_missing(
     spec = CouncilSpec(n_members=n_members, noise_sds=noise_sds(n_members), leniency=leniency)
     rng = np.random.default_rng(seed)
     sums = MonitorSums.empty((streams, n_members, len(BIASES)))
-    threshold = log_threshold(settings.alpha, n_members, len(BIASES))
     for _ in range(sessions):
         scores, first = draw_score_arrays(spec, (streams,), rng)
         scores = np.where(rng.random(scores.shape) < missing, np.nan, scores)
@@ -205,7 +202,7 @@ def run_streams_with_missing(
             design = effect_design(fit_mask, own)
             if design is not None:
                 estimates[stream], variances[stream] = session_effects(design, table, first[stream])
-        sums = fold_session(sums, estimates, variances, settings, threshold)
+        sums = fold_session(sums, estimates, variances, settings)
     return sums
 
 

@@ -19,6 +19,8 @@ from llm_council.stats.anytime_monitor import (
     log_e_above,
     log_e_values,
     log_threshold,
+    cells_estimated,
+    cells_log_threshold,
 )
 
 #: known noise: the learnt scale is 1 (both priors weigh 1e12 df at tau0 = 1; the
@@ -49,6 +51,69 @@ def test_the_closed_form_mixture_equals_its_integral(s: float, v: float, rho: fl
     assert math.exp(float(log_e_above(s, v, rho))) == pytest.approx(
         _mixture_by_quadrature(s, v, rho), rel=1e-7
     )
+
+
+def _centred_mixture_by_quadrature(s: float, v: float, rho: float, m: float) -> float:
+    """The definition with the prior N(m, rho) cut to theta >= 0 (renormalised)."""
+    mass = stats.norm.sf(0.0, loc=m, scale=math.sqrt(rho))
+
+    def integrand(theta: float) -> float:
+        density = stats.norm.pdf(theta, loc=m, scale=math.sqrt(rho)) / mass
+        return math.exp(theta * s - theta * theta * v / 2.0) * density
+
+    near, _ = integrate.quad(integrand, 0.0, m, limit=400)
+    far, _ = integrate.quad(integrand, m, np.inf, limit=400)
+    return near + far
+
+
+@pytest.mark.parametrize(
+    ("s", "v", "rho", "m"),
+    [
+        (0.0, 1.0, 0.03, 0.5),
+        (3.0, 10.0, 0.03, 0.5),
+        (-4.0, 10.0, 0.0625, 0.5),
+        (12.0, 40.0, 0.03, 0.5),
+        (5.0, 2.0, 0.25, 0.2),
+        (20.0, 60.0, 0.03, 1.0),
+    ],
+)
+def test_the_centred_mixture_equals_its_integral(s: float, v: float, rho: float, m: float) -> None:
+    assert math.exp(float(log_e_above(s, v, rho, m))) == pytest.approx(
+        _centred_mixture_by_quadrature(s, v, rho, m), rel=1e-7
+    )
+
+
+def test_the_centred_mixture_by_hand() -> None:
+    # rho = 0.25, m = 0.5, V = 0, S = 0: every integrand is 1, so E = 1
+    assert float(log_e_above(0.0, 0.0, 0.25, 0.5)) == pytest.approx(0.0, abs=1e-12)
+    # S = 4, V = 12, rho = 0.25, m = 0.5: a = 4, b = 4 + 2 = 6,
+    # log E = -log 2 + 0.25 * 36 / 8 - 0.25 / 0.5 + log Phi(6 * 0.25) - log Phi(1)
+    expected = (
+        -math.log(2.0) + 1.125 - 0.5 + math.log(stats.norm.cdf(1.5)) - math.log(stats.norm.cdf(1.0))
+    )
+    assert float(log_e_above(4.0, 12.0, 0.25, 0.5)) == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_default_prior_is_centred_on_one_point() -> None:
+    # the effect that matters, 1 point, is delta0 + 0.5: the prior's centre; SD ~0.17
+    settings = MonitorSettings()
+    assert settings.delta0 + settings.prior_mean == pytest.approx(1.0)
+    assert math.sqrt(settings.prior_scale) == pytest.approx(0.173, abs=1e-3)
+
+
+def test_the_bonferroni_count_is_the_cells_ever_estimated() -> None:
+    n = np.array([[[3, 0, 3], [3, 0, 3], [3, 0, 2]], [[0, 0, 0], [0, 0, 0], [0, 0, 0]]])
+    assert cells_estimated(n).tolist() == [6, 1]
+    np.testing.assert_allclose(
+        cells_log_threshold(0.05, n)[:, 0, 0], [math.log(120.0), math.log(20.0)]
+    )
+    # fold_session's default threshold: two cells estimated, log(2 / 0.05)
+    sums = fold_session(MonitorSums.empty((1, 2)), [[9.0, 9.0]], [[1.0, 1.0]], KNOWN_NOISE)
+    explicit = fold_session(
+        MonitorSums.empty((1, 2)), [[9.0, 9.0]], [[1.0, 1.0]], KNOWN_NOISE, math.log(40.0)
+    )
+    assert sums.confirmed_at.tolist() == explicit.confirmed_at.tolist()
+    assert sums.peak_log_e[0, 0] == pytest.approx(explicit.peak_log_e[0, 0])
 
 
 def test_hand_values_of_the_mixture() -> None:
@@ -82,6 +147,15 @@ def test_the_boundary_is_the_root_of_the_one_sided_e_value() -> None:
     a = 1.0 + 0.25 * v
     two_sided = np.sqrt(a * (2.0 * target + np.log(a)) / 0.25)
     assert (root < two_sided).all() and (root > 0.5 * two_sided).all()
+
+
+@pytest.mark.parametrize("m", [0.2, 0.5, 2.0])
+def test_the_boundary_root_with_a_centred_prior(m: float) -> None:
+    v = np.array([0.5, 5.0, 50.0, 500.0, 5000.0])
+    target = math.log(2.0 * 6 / 0.05)
+    root = boundary_excess(v, 0.03, target, m)
+    np.testing.assert_allclose(log_e_above(root, v, 0.03, m), target, atol=1e-9)
+    assert (root > 0).all()
 
 
 def test_the_confidence_sequence_is_centred_and_infinite_without_data() -> None:
@@ -129,7 +203,7 @@ def test_missing_cells_leave_the_sums_alone_and_confirmation_sticks() -> None:
 
 
 @pytest.mark.parametrize(
-    "field", ["delta0", "alpha", "prior_scale", "prior_noise_sd", "prior_noise_df"]
+    "field", ["delta0", "alpha", "prior_scale", "prior_mean", "prior_noise_sd", "prior_noise_df"]
 )
 def test_bad_settings_name_the_field(field: str) -> None:
     with pytest.raises(ValueError, match=field):

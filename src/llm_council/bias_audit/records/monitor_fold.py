@@ -28,7 +28,6 @@ from llm_council.stats.anytime_monitor import (
     MonitorSettings,
     MonitorSums,
     fold_session,
-    log_threshold,
 )
 from llm_council.stats.monitor_session_effects import BIASES
 
@@ -80,8 +79,7 @@ def fold_estimates(state: MonitorState, session: SessionEstimates) -> MonitorSta
     variances = np.full_like(estimates, np.nan)
     estimates[rows] = session.estimates
     variances[rows] = session.unit_variances
-    threshold = log_threshold(grown.settings.alpha, len(grown.reviewers), len(BIASES))
-    sums = fold_session(grown.sums, estimates, variances, grown.settings, threshold)
+    sums = fold_session(grown.sums, estimates, variances, grown.settings)
     return replace(grown, sums=sums)
 
 

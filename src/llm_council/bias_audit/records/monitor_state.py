@@ -49,7 +49,7 @@ from llm_council.stats.monitor_session_effects import BIASES
 
 SEAL_KIND = "monitor"
 FORMAT = "llm-council-monitor"
-VERSION = 1
+VERSION = 2  # 2: the centred prior and the Bonferroni count over estimated cells
 LOCK_TIMEOUT_S = 30.0
 #: bytes hashed before the offset to recognise the store the state was built from
 FINGERPRINT_BYTES = 4096
