@@ -12,6 +12,8 @@ from llm_council.stats.anytime_monitor import (
     MonitorSettings,
     MonitorSums,
     boundary_excess,
+    cells_estimated,
+    cells_log_threshold,
     combined_log_e,
     confidence_sequence,
     fold_session,
@@ -19,8 +21,6 @@ from llm_council.stats.anytime_monitor import (
     log_e_above,
     log_e_values,
     log_threshold,
-    cells_estimated,
-    cells_log_threshold,
 )
 
 #: known noise: the learnt scale is 1 (both priors weigh 1e12 df at tau0 = 1; the

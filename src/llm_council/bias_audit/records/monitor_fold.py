@@ -41,13 +41,16 @@ SUM_FIELDS = ("inv_k_sum", "x_over_k_sum", "x2_over_k_sum", "precision", "weight
 @dataclass(frozen=True)
 class MonitorState:
     """The monitor over one store: ``reviewers`` name the rows of ``sums`` (shape
-    ``(len(reviewers), len(BIASES))``)."""
+    ``(len(reviewers), len(BIASES))``); ``session_digests`` the folded sessions' digests
+    and ``digest_log`` the same digests concatenated in the order folded (what the file
+    holds: appending to it costs nothing per folded session, sorting a set would)."""
 
     settings: MonitorSettings
     reviewers: tuple[str, ...] = ()
     sums: MonitorSums = field(default_factory=lambda: MonitorSums.empty((0, len(BIASES))))
     n_sessions: int = 0
     session_digests: frozenset[bytes] = frozenset()
+    digest_log: bytes = b""
     inode: int | None = None
     offset: int = 0
     fingerprint: str = ""
@@ -86,29 +89,38 @@ def fold_estimates(state: MonitorState, session: SessionEstimates) -> MonitorSta
 class SessionFolder:
     """Folds sessions into a state one at a time; :meth:`result` is the state after them.
 
-    The digests of the folded sessions are kept in one set for the whole fold (a new
-    frozen set per session would make a rebuild quadratic in the number of sessions).
+    The new sessions' digests are kept apart from the state's (an ordered dict for the
+    whole fold): copying the state's set per session would make a rebuild quadratic in
+    the number of sessions, and an update after an append pay for the whole store.
     """
 
     def __init__(self, state: MonitorState) -> None:
         self.state = state
         self.n_sessions = state.n_sessions
-        self.seen = set(state.session_digests)
+        self.known = state.session_digests
+        self.new: dict[bytes, None] = {}
 
     def add(self, records: Sequence[MonitoredRecord]) -> None:
         """Fold one session's records, unless its id was folded in already (the count
         and the digests move even when the session gives no estimate)."""
         digest = session_digest(records[0].session_id)
-        if digest in self.seen:
+        if digest in self.known or digest in self.new:
             return
         estimates = session_estimates(records)
         if estimates is not None:
             self.state = fold_estimates(self.state, estimates)
         self.n_sessions += 1
-        self.seen.add(digest)
+        self.new[digest] = None
 
     def result(self) -> MonitorState:
-        return replace(self.state, n_sessions=self.n_sessions, session_digests=frozenset(self.seen))
+        if not self.new:
+            return replace(self.state, n_sessions=self.n_sessions)
+        return replace(
+            self.state,
+            n_sessions=self.n_sessions,
+            session_digests=self.known.union(self.new),
+            digest_log=self.state.digest_log + b"".join(self.new),
+        )
 
 
 def fold_session_records(state: MonitorState, records: Sequence[MonitoredRecord]) -> MonitorState:

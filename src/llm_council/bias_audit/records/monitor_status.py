@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from llm_council.bias_audit.records.monitor_fold import MonitorState
-from llm_council.stats.anytime_monitor import confidence_sequence, cells_estimated
+from llm_council.stats.anytime_monitor import cells_estimated, confidence_sequence
 from llm_council.stats.monitor_session_effects import BIASES
 
 #: what a positive / negative effect means, per bias
