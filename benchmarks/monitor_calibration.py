@@ -26,7 +26,7 @@ Then the cost of one update from a session's records (5 members): the statistic 
 append (lock, read the tail, seal, write the file) on stores of 100 and 2,000 sessions.
 
     PYTHONPATH=src .venv/bin/python benchmarks/monitor_calibration.py [--streams 200]
-        [--sessions 1000] [--seed 1] [--sizes 3 5] [--cost-only]
+        [--sessions 1000] [--seed 1] [--sizes 3 5 9] [--cost-only]
     PYTHONPATH=src .venv/bin/python benchmarks/monitor_calibration.py --missing 0.1
         --streams 100 --sessions 400      # missing cells, 3, 5 and 9 members
 """
@@ -135,8 +135,9 @@ def calibration_tables(
         "",
         "| generator | members | honest: any confirmed (delta0 0.5) | honest: any confirmed "
         "(delta0 0, worst case) | 1.0 harsh: confirmed | delay Q1 / median / Q3 | "
-        "1.0 harsh (noisiest judge): delay median | 0.3 harsh: any confirmed |",
-        "|---|---|---|---|---|---|---|---|",
+        "1.0 harsh (noisiest judge): delay median | 2.0 harsh: delay median | "
+        "0.3 harsh: any confirmed |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     default = MonitorSettings()
     boundary = MonitorSettings(delta0=0.0)
@@ -158,6 +159,10 @@ def calibration_tables(
                 make(n_members, noisy), n_members, streams, sessions, default, seed
             )
             noisy_at = noisy_sums.confirmed_at[:, -1, 0]
+            strong = [-2.0] + [0.0] * (n_members - 1)
+            strong_at = run_streams(
+                make(n_members, strong), n_members, streams, min(sessions, 200), default, seed
+            ).confirmed_at[:, 0, 0]
             mild = [-0.3] + [0.0] * (n_members - 1)
             mild_sums = run_streams(
                 make(n_members, mild), n_members, streams, sessions, default, seed
@@ -169,7 +174,7 @@ def calibration_tables(
             lines.append(
                 f"| {name} | {n_members} | {_mark(cells[0], limit)} | {_mark(cells[1], limit)} | "
                 f"{(at > 0).mean():.1%} | {_quartiles(at[at > 0])} | {noisy_median} | "
-                f"{_mark(mild_rate, limit)} |"
+                f"{_median(strong_at)} | {_mark(mild_rate, limit)} |"
             )
             print(f"  {name} {n_members}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
     return "\n".join(lines)
@@ -240,6 +245,12 @@ def missing_cells_table(streams: int, sessions: int, seed: int, missing: float) 
             f"{(at > 0).mean():.1%} | {_quartiles(at[at > 0])} |"
         )
     return "\n".join(lines)
+
+
+def _median(at: np.ndarray) -> str:
+    """The median confirmation session of the streams confirmed, and how many were."""
+    found = at[at > 0]
+    return f"{np.median(found):.0f} ({found.size / at.size:.0%})" if found.size else "-"
 
 
 def _mark(rate: float, limit: float) -> str:

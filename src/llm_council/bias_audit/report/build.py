@@ -15,6 +15,7 @@ from llm_council.bias_audit.report.analyses.leaderboard import (
     with_adjusted_means,
 )
 from llm_council.bias_audit.report.analyses.length import pooled_length_bias
+from llm_council.bias_audit.report.analyses.monitor import monitor_section
 from llm_council.bias_audit.report.analyses.position import position_bias
 from llm_council.bias_audit.report.analyses.reviewers import (
     leniency_fixed_by_the_scale,
@@ -164,6 +165,7 @@ def build_report(
             families=families,
             decisions=decisions,
             material_leniency=material_leniency(connection),
+            monitor=monitor_section(store_path),  # ADR 0053: reads the state, writes nothing
         )
     finally:
         connection.close()

@@ -13,6 +13,7 @@ from typing import Any
 from llm_council.bias_audit.report.analyses.causal_checks import CausalChecks
 from llm_council.bias_audit.report.analyses.decisions import DecisionsAffected
 from llm_council.bias_audit.report.analyses.families import BiasFamilies
+from llm_council.bias_audit.report.analyses.monitor import MonitorSection
 from llm_council.bias_audit.report.estimates import (
     RELIABILITY_TIERS,
     Interval,
@@ -82,6 +83,8 @@ class BiasReport:
     findings: list[Finding] = field(default_factory=list)  # the tested ones that are findings
     hypotheses: list[Finding] = field(default_factory=list)  # every tested one, in report order
     material_leniency: float = float("nan")  # points: a smaller leniency is never a finding
+    # ADR 0053: the anytime monitor over the whole store (its own guarantee, not a finding)
+    monitor: MonitorSection | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: NaN and infinities become null (JSON has neither)."""

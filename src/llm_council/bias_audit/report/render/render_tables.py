@@ -185,6 +185,10 @@ def csv_rows(report: BiasReport) -> list[tuple[str, str, str, str, str, str, str
         from llm_council.bias_audit.report.render.render_decisions import decisions_csv_rows
 
         rows.extend(decisions_csv_rows(report.decisions))
+    if report.monitor is not None:
+        from llm_council.bias_audit.report.render.render_monitor import monitor_csv_rows
+
+        rows.extend(monitor_csv_rows(report.monitor))
     return rows
 
 

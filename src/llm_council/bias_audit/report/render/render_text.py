@@ -316,5 +316,9 @@ def render_text(report: BiasReport) -> str:
         from llm_council.bias_audit.report.render.render_decisions import decisions_text_lines
 
         lines.extend(decisions_text_lines(report.decisions))
+    if report.monitor is not None:
+        from llm_council.bias_audit.report.render.render_monitor import monitor_text_lines
+
+        lines.extend(monitor_text_lines(report.monitor))
     # ids are untrusted: each line (ours hold no control characters) is made terminal-safe
     return "\n".join(terminal_safe(line) for line in lines) + "\n"
