@@ -43,7 +43,10 @@ class MonitorState:
     """The monitor over one store: ``reviewers`` name the rows of ``sums`` (shape
     ``(len(reviewers), len(BIASES))``); ``session_digests`` the folded sessions' digests
     and ``digest_log`` the same digests concatenated in the order folded (what the file
-    holds: appending to it costs nothing per folded session, sorting a set would)."""
+    holds: appending to it costs nothing per folded session, sorting a set would);
+    ``lines_read`` the store's lines before ``offset``, of which ``malformed_lines`` were
+    neither blank nor a record (the first: line ``first_malformed_line``, 1-based; 0:
+    none), so ``bias-watch`` can name a file that is not a store."""
 
     settings: MonitorSettings
     reviewers: tuple[str, ...] = ()
@@ -54,6 +57,9 @@ class MonitorState:
     inode: int | None = None
     offset: int = 0
     fingerprint: str = ""
+    lines_read: int = 0
+    malformed_lines: int = 0
+    first_malformed_line: int = 0
 
 
 def session_digest(session_id: str) -> bytes:
@@ -178,6 +184,9 @@ def fold_range(state: MonitorState, handle: Any, start: int, end: int) -> tuple[
     folder = SessionFolder(state)
     group: list[ReviewRecord] = []
     group_start = offset = start
+    # line numbers: of the line just read, before ``offset`` and before ``group_start``
+    line_number = lines_at_offset = group_lines = state.lines_read
+    malformed, first_malformed = state.malformed_lines, state.first_malformed_line
 
     def finish() -> None:
         declared = group[0].session_n_records
@@ -185,24 +194,38 @@ def fold_range(state: MonitorState, handle: Any, start: int, end: int) -> tuple[
             folder.add(group)
         # else: cut short, or lines of one session not written together
 
+    def counted(state: MonitorState, lines: int) -> MonitorState:
+        return replace(
+            state,
+            lines_read=lines,
+            malformed_lines=malformed,
+            first_malformed_line=first_malformed,
+        )
+
     line_start = start
     for line_end, line in _complete_lines(handle, start, end):
+        line_number += 1
         this_start, line_start = line_start, line_end
-        record = _parse(line) if line.strip() else None
+        blank = not line.strip()
+        record = None if blank else _parse(line)
         if record is None or (group and record.session_id != group[0].session_id):
             if group:
                 finish()
                 group = []
             offset = this_start if record is not None else line_end
+            lines_at_offset = line_number - 1 if record is not None else line_number
         if record is None:
+            if not blank:
+                malformed += 1
+                first_malformed = first_malformed or line_number
             continue  # blank, malformed or torn: never a session's record
         if not group:
-            group_start = this_start
+            group_start, group_lines = this_start, line_number - 1
         group.append(record)
-        offset = line_end
+        offset, lines_at_offset = line_end, line_number
     if group:
         declared = group[0].session_n_records
         if declared is not None and len(group) < declared:
-            return folder.result(), group_start
+            return counted(folder.result(), group_lines), group_start
         finish()
-    return folder.result(), offset
+    return counted(folder.result(), lines_at_offset), offset

@@ -104,6 +104,9 @@ def state_body(state: MonitorState) -> dict[str, Any]:
         "offset": state.offset,
         "fingerprint": state.fingerprint,
         "n_sessions": state.n_sessions,
+        "lines_read": state.lines_read,
+        "malformed_lines": state.malformed_lines,
+        "first_malformed_line": state.first_malformed_line,
         "session_digests": base64.b64encode(state.digest_log).decode("ascii"),
         "reviewers": reviewers,
     }
@@ -157,6 +160,9 @@ def _from_body(body: Mapping[str, Any]) -> MonitorState | None:
             inode=None if inode is None else int(inode),
             offset=offset,
             fingerprint=str(body["fingerprint"]),
+            lines_read=int(body["lines_read"]),
+            malformed_lines=int(body["malformed_lines"]),
+            first_malformed_line=int(body["first_malformed_line"]),
         )
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
