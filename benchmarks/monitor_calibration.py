@@ -10,6 +10,8 @@ preference and self-preference (ADR 0053), looked at after every session. Per ce
 - **judge 1.0 point harsh**: the share of streams in which that judge's leniency is
   confirmed, and the delay (sessions until confirmation) quartiles (targets: median <= 50
   at 3 members, <= 20 at 5);
+- **judge 2.0 points harsh**: the median delay (the centred prior must not slow large
+  biases; at most 200 sessions);
 - **judge 0.3 point harsh** (inside delta0): the share of streams in which anything is
   confirmed (target <= 5% + 2 SE).
 
