@@ -105,6 +105,29 @@ def test_a_forged_state_is_rebuilt(tmp_path: Path) -> None:
     assert read_state(store) is None
 
 
+def test_a_sealed_body_with_impossible_counts_is_refused(tmp_path: Path) -> None:
+    import os as _os
+
+    from llm_council.bias_audit.records.summary_seal import sealed_json
+
+    store = tmp_path / "s.jsonl"
+    for records in _sessions(3, seed=28):
+        append_records(store, records)
+    honest = current_monitor(store)
+    for change in (
+        {"malformed_lines": honest.lines_read + 1},
+        {"first_malformed_line": -1},
+        {"lines_read": -5},
+    ):
+        body = {**state_body(honest), **change}
+        payload = sealed_json("monitor", _os.path.realpath(store), body, resolved=True)
+        assert payload is not None
+        state_path(store).unlink()
+        state_path(store).write_bytes(payload)  # sealed with the real key: only the
+        assert read_state(store) is None  # consistency check can refuse it
+    _same(current_monitor(store), honest)
+
+
 def test_a_symlinked_state_file_is_not_followed(tmp_path: Path) -> None:
     store = tmp_path / "s.jsonl"
     for records in _sessions(3, seed=5):

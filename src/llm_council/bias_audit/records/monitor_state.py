@@ -149,6 +149,10 @@ def _from_body(body: Mapping[str, Any]) -> MonitorState | None:
         sums = MonitorSums(**columns)
         if (sums.n < 0).any() or (sums.n > n_sessions).any() or (sums.precision < 0).any():
             return None
+        lines = [int(body[key]) for key in ("lines_read", "malformed_lines")]
+        first_malformed = int(body["first_malformed_line"])
+        if not 0 <= lines[1] <= lines[0] or not 0 <= first_malformed <= lines[0]:
+            return None
         inode = body["inode"]
         return MonitorState(
             settings=settings,
@@ -160,9 +164,9 @@ def _from_body(body: Mapping[str, Any]) -> MonitorState | None:
             inode=None if inode is None else int(inode),
             offset=offset,
             fingerprint=str(body["fingerprint"]),
-            lines_read=int(body["lines_read"]),
-            malformed_lines=int(body["malformed_lines"]),
-            first_malformed_line=int(body["first_malformed_line"]),
+            lines_read=lines[0],
+            malformed_lines=lines[1],
+            first_malformed_line=first_malformed,
         )
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
