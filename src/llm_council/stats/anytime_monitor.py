@@ -152,6 +152,22 @@ def cells_log_threshold(alpha: float, n: ArrayLike) -> FloatArray:
     return np.asarray(np.log(cells_estimated(n) / alpha))[..., None, None]
 
 
+def _prior_log_constant(prior_scale: float, prior_mean: float) -> float:
+    """:math:`-m^2/2\\rho - \\log\\Phi(m/\\sqrt\\rho)` (:math:`m \\ge 0`, so
+    :math:`\\Phi \\ge 1/2` and ``erfc`` loses nothing)."""
+    z = prior_mean / math.sqrt(prior_scale)
+    return -prior_mean * prior_mean / (2.0 * prior_scale) - math.log(
+        0.5 * math.erfc(-z / math.sqrt(2.0))
+    )
+
+
+def _log_e_above_parts(
+    s: FloatArray, log_a: FloatArray, rho_over_2a: FloatArray, c: FloatArray, shift: float, k: float
+) -> FloatArray:
+    b = s + shift
+    return np.asarray(-0.5 * log_a + rho_over_2a * b * b + log_ndtr(b * c) + k)
+
+
 def log_e_above(
     excess_sum: ArrayLike, precision: ArrayLike, prior_scale: float, prior_mean: float = 0.0
 ) -> FloatArray:
@@ -161,13 +177,13 @@ def log_e_above(
     s = np.asarray(excess_sum, dtype=float)
     v = np.asarray(precision, dtype=float)
     a = 1.0 + prior_scale * v
-    b = s + prior_mean / prior_scale
-    return np.asarray(
-        -0.5 * np.log(a)
-        + prior_scale * b * b / (2.0 * a)
-        - prior_mean * prior_mean / (2.0 * prior_scale)
-        + log_ndtr(b * np.sqrt(prior_scale / a))
-        - log_ndtr(prior_mean / math.sqrt(prior_scale))
+    return _log_e_above_parts(
+        s,
+        np.log(a),
+        prior_scale / (2.0 * a),
+        np.sqrt(prior_scale / a),
+        prior_mean / prior_scale,
+        _prior_log_constant(prior_scale, prior_mean),
     )
 
 
@@ -179,11 +195,20 @@ def log_e_values(
     prior_mean: float = 0.0,
 ) -> FloatArray:
     """Both sides' :math:`\\log E` for :math:`Q = \\sum w x` and :math:`V = \\sum w`; the last
-    axis is :data:`SIDES` (the ``below`` side is ``above`` for the mirrored data)."""
+    axis is :data:`SIDES` (the ``below`` side is ``above`` for the mirrored data). The terms
+    in :math:`V` alone are computed once for both sides."""
     q = np.asarray(weighted_sum, dtype=float)
     v = np.asarray(precision, dtype=float)
-    above = log_e_above(q - delta0 * v, v, prior_scale, prior_mean)
-    below = log_e_above(-q - delta0 * v, v, prior_scale, prior_mean)
+    a = 1.0 + prior_scale * v
+    shared = (
+        np.log(a),
+        prior_scale / (2.0 * a),
+        np.sqrt(prior_scale / a),
+        prior_mean / prior_scale,
+        _prior_log_constant(prior_scale, prior_mean),
+    )
+    above = _log_e_above_parts(q - delta0 * v, *shared)
+    below = _log_e_above_parts(-q - delta0 * v, *shared)
     return np.stack([above, below], axis=-1)
 
 
