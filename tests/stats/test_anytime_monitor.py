@@ -167,16 +167,17 @@ def test_the_confidence_sequence_is_centred_and_infinite_without_data() -> None:
 def test_learnt_noise_by_hand() -> None:
     # one reviewer, one bias, x = 1 and 3 with k = 1: RSS = 2 on 1 df
     sums = MonitorSums.empty((1, 1))
-    settings = MonitorSettings()  # tau0 = 1.5, d1 = 2, d0 = 8
+    settings = MonitorSettings()  # tau0 = 1.5, d1 = 2, d0 = 12
+    assert settings.pooled_prior_df == 12.0
     for x in (1.0, 3.0):
         sums = fold_session(sums, [[x]], [[1.0]], settings, 100.0)
     pooled = (2 * 2.25 + 2.0) / (2 + 1)  # 2.1667
-    cell = (8 * pooled + 2.0) / (8 + 1)
-    inflated = cell * 9 / 8  # nu' = 9
+    cell = (12 * pooled + 2.0) / (12 + 1)
+    inflated = cell * 13 / 12  # nu' = 13
     assert float(learnt_noise_variance(sums, settings)[0, 0]) == pytest.approx(inflated)
-    # before any data: the prior tau0^2 inflated by nu' / (nu' - 1) = 8 / 7
+    # before any data: the prior tau0^2 inflated by nu' / (nu' - 1) = 12 / 11
     empty = MonitorSums.empty((1, 1))
-    assert float(learnt_noise_variance(empty, settings)[0, 0]) == pytest.approx(2.25 * 8 / 7)
+    assert float(learnt_noise_variance(empty, settings)[0, 0]) == pytest.approx(2.25 * 12 / 11)
 
 
 def test_the_first_weights_use_only_earlier_sessions() -> None:
@@ -184,7 +185,7 @@ def test_the_first_weights_use_only_earlier_sessions() -> None:
     settings = MonitorSettings()
     one = fold_session(MonitorSums.empty((1,)), [5.0], [2.0], settings, 100.0)
     other = fold_session(MonitorSums.empty((1,)), [-7.0], [2.0], settings, 100.0)
-    assert one.precision[0] == other.precision[0] == pytest.approx(1.0 / (2.0 * 2.25 * 8 / 7))
+    assert one.precision[0] == other.precision[0] == pytest.approx(1.0 / (2.0 * 2.25 * 12 / 11))
 
 
 def test_missing_cells_leave_the_sums_alone_and_confirmation_sticks() -> None:

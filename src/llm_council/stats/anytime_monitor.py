@@ -19,7 +19,20 @@ looked at after every session without spending its level again.
             \Phi\!\Big(S_t \sqrt{\frac{\rho}{1 + \rho V_t}}\Big)
 
 (complete the square: with :math:`a = V_t + 1/\rho`, the integral is
-:math:`2(2\pi\rho)^{-1/2}\sqrt{2\pi/a}\,e^{S^2/2a}\,\Phi(S/\sqrt a)`). If
+:math:`2(2\pi\rho)^{-1/2}\sqrt{2\pi/a}\,e^{S^2/2a}\,\Phi(S/\sqrt a)`). That is the
+prior centred on no excess; the monitor's prior is :math:`N(m, \rho)` cut to
+:math:`\theta \ge 0` and renormalised, centred on the excess of the bias that matters
+(:math:`m = 0.5`: a 1-point bias at :math:`\delta_0 = 0.5`; Howard et al. 2021, sec. 3.5,
+tune the mixture to the effects that matter). With :math:`a = 1 + \rho V_t` and
+:math:`b = S_t + m/\rho`, completing the square the same way gives
+
+.. math::
+
+    E^+_t = a^{-1/2}\exp\!\Big(\frac{\rho b^2}{2a} - \frac{m^2}{2\rho}\Big)
+            \frac{\Phi(b\sqrt{\rho/a})}{\Phi(m/\sqrt\rho)},
+
+the formula above at :math:`m = 0`. Any prior on :math:`\theta \ge 0` keeps what
+follows. If
 :math:`x_s \sim N(\mu, 1/w_s)` given the past, then for every :math:`\theta \ge 0` and
 every :math:`\mu \le \delta_0`,
 :math:`E[e^{\theta w (x - \delta_0) - \theta^2 w/2}] = e^{\theta w (\mu - \delta_0)} \le 1`,
@@ -88,13 +101,15 @@ class MonitorSettings:
     """The monitor's parameters (points on the score scale).
 
     ``delta0``: the practical null :math:`|\\mu| \\le \\delta_0`; ``alpha``: the chance that
-    any (reviewer, bias) is ever confirmed while inside it; ``prior_scale``: :math:`\\rho`,
-    the mixture's prior variance of the excess effect :math:`\\mu - \\delta_0` (0.25: an
-    excess of about half a point is what the mixture is tightest for); ``prior_noise_sd``
+    any (reviewer, bias) is ever confirmed while inside it; ``prior_scale`` and
+    ``prior_mean``: :math:`\\rho` and :math:`m` of the mixture's prior on the excess
+    :math:`\\theta`, :math:`N(m, \\rho)` cut to :math:`\\theta \\ge 0` (centred on a 1-point
+    bias's excess, SD 0.17: tuned to the effects that matter, Howard et al. 2021 sec. 3.5;
+    ADR 0053 amendment); ``prior_noise_sd``
     and ``prior_noise_df``: :math:`\\tau_0` and :math:`d_1` of the learnt noise scale
     (1.5 points, the upper end of honest noise the audit is calibrated for, ADR 0045);
     ``pooled_prior_df``: :math:`d_0`, the weight of the reviewer's pooled scale in each
-    bias's scale (module docstring).
+    bias's scale (module docstring; 12 df, 8 before the centred prior: ADR 0053 amendment).
     """
 
     delta0: float = 0.5
@@ -103,7 +118,7 @@ class MonitorSettings:
     prior_mean: float = 0.5
     prior_noise_sd: float = 1.5
     prior_noise_df: float = 2.0
-    pooled_prior_df: float = 8.0
+    pooled_prior_df: float = 12.0
 
     def __post_init__(self) -> None:
         checks = {
