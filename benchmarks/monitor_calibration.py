@@ -10,6 +10,8 @@ preference and self-preference (ADR 0053), looked at after every session. Per ce
 - **judge 1.0 point harsh**: the share of streams in which that judge's leniency is
   confirmed, and the delay (sessions until confirmation) quartiles (targets: median <= 50
   at 3 members, <= 20 at 5);
+- **judge 2.0 points harsh**: the median delay (the centred prior must not slow large
+  biases; at most 200 sessions);
 - **judge 0.3 point harsh** (inside delta0): the share of streams in which anything is
   confirmed (target <= 5% + 2 SE).
 
@@ -26,7 +28,7 @@ Then the cost of one update from a session's records (5 members): the statistic 
 append (lock, read the tail, seal, write the file) on stores of 100 and 2,000 sessions.
 
     PYTHONPATH=src .venv/bin/python benchmarks/monitor_calibration.py [--streams 200]
-        [--sessions 1000] [--seed 1] [--sizes 3 5] [--cost-only]
+        [--sessions 1000] [--seed 1] [--sizes 3 5 9] [--cost-only]
     PYTHONPATH=src .venv/bin/python benchmarks/monitor_calibration.py --missing 0.1
         --streams 100 --sessions 400      # missing cells, 3, 5 and 9 members
 """
@@ -56,7 +58,6 @@ from llm_council.stats.anytime_monitor import (  # noqa: E402
     MonitorSettings,
     MonitorSums,
     fold_session,
-    log_threshold,
 )
 from llm_council.stats.monitor_session_effects import (  # noqa: E402
     BIASES,
@@ -107,11 +108,10 @@ def run_streams(
     design = effect_design(~np.eye(n_members, dtype=bool), np.arange(n_members))
     assert design is not None
     sums = MonitorSums.empty((streams, n_members, len(BIASES)))
-    threshold = log_threshold(settings.alpha, n_members, len(BIASES))
     for _ in range(sessions):
         scores, first = draw(rng, streams)
         estimates, variances = session_effects(design, scores, first)
-        sums = fold_session(sums, estimates, variances, settings, threshold)
+        sums = fold_session(sums, estimates, variances, settings)
     return sums
 
 
@@ -137,8 +137,9 @@ def calibration_tables(
         "",
         "| generator | members | honest: any confirmed (delta0 0.5) | honest: any confirmed "
         "(delta0 0, worst case) | 1.0 harsh: confirmed | delay Q1 / median / Q3 | "
-        "1.0 harsh (noisiest judge): delay median | 0.3 harsh: any confirmed |",
-        "|---|---|---|---|---|---|---|---|",
+        "1.0 harsh (noisiest judge): delay median | 2.0 harsh: delay median | "
+        "0.3 harsh: any confirmed |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     default = MonitorSettings()
     boundary = MonitorSettings(delta0=0.0)
@@ -160,6 +161,10 @@ def calibration_tables(
                 make(n_members, noisy), n_members, streams, sessions, default, seed
             )
             noisy_at = noisy_sums.confirmed_at[:, -1, 0]
+            strong = [-2.0] + [0.0] * (n_members - 1)
+            strong_at = run_streams(
+                make(n_members, strong), n_members, streams, min(sessions, 200), default, seed
+            ).confirmed_at[:, 0, 0]
             mild = [-0.3] + [0.0] * (n_members - 1)
             mild_sums = run_streams(
                 make(n_members, mild), n_members, streams, sessions, default, seed
@@ -171,7 +176,7 @@ def calibration_tables(
             lines.append(
                 f"| {name} | {n_members} | {_mark(cells[0], limit)} | {_mark(cells[1], limit)} | "
                 f"{(at > 0).mean():.1%} | {_quartiles(at[at > 0])} | {noisy_median} | "
-                f"{_mark(mild_rate, limit)} |"
+                f"{_median(strong_at)} | {_mark(mild_rate, limit)} |"
             )
             print(f"  {name} {n_members}: {time.perf_counter() - started:.0f} s", file=sys.stderr)
     return "\n".join(lines)
@@ -192,7 +197,6 @@ def run_streams_with_missing(
     spec = CouncilSpec(n_members=n_members, noise_sds=noise_sds(n_members), leniency=leniency)
     rng = np.random.default_rng(seed)
     sums = MonitorSums.empty((streams, n_members, len(BIASES)))
-    threshold = log_threshold(settings.alpha, n_members, len(BIASES))
     for _ in range(sessions):
         scores, first = draw_score_arrays(spec, (streams,), rng)
         scores = np.where(rng.random(scores.shape) < missing, np.nan, scores)
@@ -205,7 +209,7 @@ def run_streams_with_missing(
             design = effect_design(fit_mask, own)
             if design is not None:
                 estimates[stream], variances[stream] = session_effects(design, table, first[stream])
-        sums = fold_session(sums, estimates, variances, settings, threshold)
+        sums = fold_session(sums, estimates, variances, settings)
     return sums
 
 
@@ -243,6 +247,12 @@ def missing_cells_table(streams: int, sessions: int, seed: int, missing: float) 
             f"{(at > 0).mean():.1%} | {_quartiles(at[at > 0])} |"
         )
     return "\n".join(lines)
+
+
+def _median(at: np.ndarray) -> str:
+    """The median confirmation session of the streams confirmed, and how many were."""
+    found = at[at > 0]
+    return f"{np.median(found):.0f} ({found.size / at.size:.0%})" if found.size else "-"
 
 
 def _mark(rate: float, limit: float) -> str:

@@ -18,6 +18,7 @@ from llm_council.bias_audit.records.monitor_state import (
     read_state,
     state_body,
     state_path,
+    temporary_path,
     write_state,
 )
 from llm_council.bias_audit.records.monitor_status import monitor_status
@@ -104,6 +105,29 @@ def test_a_forged_state_is_rebuilt(tmp_path: Path) -> None:
     assert read_state(store) is None
 
 
+def test_a_sealed_body_with_impossible_counts_is_refused(tmp_path: Path) -> None:
+    import os as _os
+
+    from llm_council.bias_audit.records.summary_seal import sealed_json
+
+    store = tmp_path / "s.jsonl"
+    for records in _sessions(3, seed=28):
+        append_records(store, records)
+    honest = current_monitor(store)
+    for change in (
+        {"malformed_lines": honest.lines_read + 1},
+        {"first_malformed_line": -1},
+        {"lines_read": -5},
+    ):
+        body = {**state_body(honest), **change}
+        payload = sealed_json("monitor", _os.path.realpath(store), body, resolved=True)
+        assert payload is not None
+        state_path(store).unlink()
+        state_path(store).write_bytes(payload)  # sealed with the real key: only the
+        assert read_state(store) is None  # consistency check can refuse it
+    _same(current_monitor(store), honest)
+
+
 def test_a_symlinked_state_file_is_not_followed(tmp_path: Path) -> None:
     store = tmp_path / "s.jsonl"
     for records in _sessions(3, seed=5):
@@ -114,6 +138,54 @@ def test_a_symlinked_state_file_is_not_followed(tmp_path: Path) -> None:
     current_monitor(store)
     assert elsewhere.read_text() == "keep me"
     assert not state_path(store).is_symlink() and read_state(store) is not None
+
+
+def test_the_temporary_file_has_one_name_and_a_symlink_there_is_not_followed(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "s.jsonl"
+    sessions = _sessions(3, seed=25)
+    append_records(store, sessions[0])
+    current_monitor(store)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    temporary_path(store).symlink_to(victim)  # planted where the next write goes
+    append_records(store, sessions[1])
+    assert current_monitor(store).n_sessions == 2
+    assert victim.read_text() == "keep me" and not temporary_path(store).exists()
+    # a killed writer's leftover is replaced by the next write, not accumulated
+    temporary_path(store).write_bytes(b"half a state")
+    append_records(store, sessions[2])
+    assert current_monitor(store).n_sessions == 3
+    assert not temporary_path(store).exists() and read_state(store) is not None
+
+
+def test_a_symlinked_store_takes_the_stores_own_lock(tmp_path: Path) -> None:
+    store = tmp_path / "real" / "s.jsonl"
+    store.parent.mkdir()
+    for records in _sessions(2, seed=26):
+        append_records(store, records)
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(store)
+    assert current_monitor(link).n_sessions == 2
+    # the appenders' lock is named after the resolved store; a lock beside the link
+    # would not exclude them
+    assert (store.parent / "s.jsonl.lock").exists()
+    assert not (tmp_path / "link.jsonl.lock").exists()
+
+
+def test_the_digests_are_written_in_fold_order(tmp_path: Path) -> None:
+    import base64
+
+    from llm_council.bias_audit.records.monitor_fold import session_digest
+
+    store = tmp_path / "s.jsonl"
+    sessions = _sessions(4, seed=27)
+    for records in sessions:
+        append_records(store, records)
+        current_monitor(store)
+    written = base64.b64decode(json.loads(state_path(store).read_text())["session_digests"])
+    assert written == b"".join(session_digest(records[0].session_id) for records in sessions)
 
 
 def test_a_rewritten_store_of_the_same_length_is_rebuilt(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from generators.independent_council import CouncilSpec, generate_sessions  # noqa: E402
 
 #: where the two stores may differ: which bytes of which file were read
-_STORE_POSITION = ("inode", "offset", "fingerprint")
+_STORE_POSITION = ("inode", "offset", "fingerprint", "lines_read")  # a JSONL file's place
 
 
 def _sessions(n: int) -> list[list[ReviewRecord]]:

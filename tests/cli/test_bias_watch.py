@@ -92,6 +92,43 @@ def test_bad_stores_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert code == 2 and "hunter2" not in err and "cannot read the record store" in err
 
 
+def test_a_file_that_is_not_a_store_exits_2_naming_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    garbage = tmp_path / "notes.txt"
+    garbage.write_text('\nshopping list\n{"not": "a record"}\n')
+    code, out, err = _run(["bias-watch", "--store", str(garbage)], capsys)
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [err.strip()]  # one line
+    assert f"{garbage}:2:" in err and "not a bias-audit record store" in err
+    # binary, no newline at all: still an error, not "0 sessions"
+    binary = tmp_path / "image.bin"
+    binary.write_bytes(b"\x89PNG\x00\x01\x02")
+    code, _, err = _run(["bias-watch", "--store", str(binary)], capsys)
+    assert code == 2 and "image.bin" in err and "no complete record line" in err
+    # an empty file is an empty store
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    code, out, _ = _run(["bias-watch", "--store", str(empty)], capsys)
+    assert code == 0 and "0 sessions" in out
+
+
+def test_lines_that_are_not_records_are_a_warning_naming_the_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = _store(tmp_path, 4)
+    n_lines = len(store.read_bytes().splitlines())
+    with store.open("ab") as handle:
+        handle.write(b"garbage\n\n[1, 2]\n")
+    code, out, err = _run(["bias-watch", "--store", str(store)], capsys)
+    assert code == 0 and "4 sessions" in out
+    assert f"warning: {store}: 2 lines are not bias-audit records" in err
+    assert f"(first: line {n_lines + 1})" in err
+    # the count is kept in the state: a second look (reading only the new tail) agrees
+    code, _, err = _run(["bias-watch", "--store", str(store)], capsys)
+    assert f"(first: line {n_lines + 1})" in err
+
+
 def test_hostile_names_reach_the_terminal_escaped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

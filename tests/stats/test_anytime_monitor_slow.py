@@ -57,11 +57,11 @@ def test_a_judge_inside_the_practical_null_is_rarely_confirmed(
 @pytest.mark.parametrize("generator", sorted(GENERATORS))
 @pytest.mark.parametrize(
     ("n_members", "median_limit"),
-    # issue 34's targets are 50 and 20 sessions. At 3 members the target is missed: the
-    # full run measures a median of 50-56 (ADR 0053; even known noise needs about 52 with
-    # this Bonferroni split), and a median of 100 streams has an SE of about 4 sessions
-    # there (IQR ~50), so the limit asserted is 65
-    [(3, 65), (5, 20)],
+    # issue 34's targets are 50 and 20 sessions. The full run (200 streams of 1,000)
+    # measures medians of 44-47 at 3 members and 14-15 at 5 (ADR 0053, amendment); a
+    # median of 100 streams has an SE of about 4 sessions at 3 members (IQR ~40), so the
+    # limit asserted there is 55: a return to the first version's 54-58 would likely fail
+    [(3, 55), (5, 20)],
 )
 def test_a_judge_one_point_harsh_is_confirmed_soon(
     generator: str, n_members: int, median_limit: int

@@ -77,6 +77,26 @@ def test_slot_preference_is_the_prediction_error_of_a_refit_without_the_cell(n: 
         assert variances[r, 1] == pytest.approx(1 + cell @ refit.covariance_unscaled @ cell)
 
 
+def test_a_fit_with_one_residual_df_gives_no_slot_estimate() -> None:
+    # a complete 3-member council: 6 fitted cells, 5 parameters, one residual df, so
+    # every reviewer's leave-one-out residual is the same residual up to sign and scale
+    # (k = 1/M_ii = 6): not monitored. Leniency and self-preference still are.
+    table = _table(3, seed=5)
+    fitted = table.copy()
+    np.fill_diagonal(fitted, np.nan)
+    design = effect_design(~np.isnan(fitted), np.arange(3))
+    assert design is not None
+    estimates, variances = session_effects(design, table, np.array([1, 2, 0]))
+    assert np.isnan(estimates[:, 1]).all() and np.isnan(variances[:, 1]).all()
+    assert np.isfinite(estimates[:, [0, 2]]).all()
+    # 4 members with 3 cells missing: 9 fitted cells, 7 parameters, two residual df
+    four = _table(4, seed=6, missing=((0, 1), (2, 3), (3, 0)))
+    mask = ~np.isnan(four) & ~np.eye(4, dtype=bool)
+    four_design = effect_design(mask, np.arange(4))
+    assert four_design is not None and int(mask.sum()) - 7 == 2
+    assert np.isfinite(four_design.loo_k).any()
+
+
 def test_a_first_slot_on_the_own_answer_or_an_unscored_one_gives_no_slot_estimate() -> None:
     table = _table(4, seed=3, missing=((1, 2),))
     fitted = table.copy()

@@ -1,8 +1,11 @@
 """``llm-council bias-watch``: each reviewer's anytime-valid bias status (ADR 0053).
 
 Exit codes: 1 when any reviewer is confirmed, 0 when none is, 2 on bad input (a bad
-option, a store that is not a JSONL file). Looking as often as one likes keeps the
-monitor's level: its confirmations hold with probability 1 - alpha over all looks.
+option, a store that is not a JSONL file, a file with lines but no record in it). Lines
+that are neither blank nor records in a store that has records are skipped with a warning
+on stderr naming the file, how many and the first one's line number. Looking as often as
+one likes keeps the monitor's level: its confirmations hold with probability 1 - alpha
+over all looks.
 """
 
 from __future__ import annotations
@@ -10,12 +13,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from llm_council.errors import ConfigError, InputError, RecordError
 from llm_council.safe_text import terminal_safe
+
+if TYPE_CHECKING:  # the command imports the monitor (numpy, the schema) only when run
+    from llm_council.bias_audit.records.monitor_fold import MonitorState
 
 
 def _text(answer: dict[str, Any], store: str) -> str:
@@ -38,6 +44,35 @@ def _text(answer: dict[str, Any], store: str) -> str:
                 f"at session {detail['confirmed_at_session']} of {detail['sessions']}"
             )
     return "\n".join(terminal_safe(line) for line in lines) + "\n"
+
+
+def _check_lines(state: MonitorState, path: Path) -> None:
+    """A file with lines but no session is not a store (one-line error, exit 2); lines
+    that are not records beside the records are a warning naming the first."""
+    if state.malformed_lines == 0:
+        if state.n_sessions == 0 and state.lines_read == 0 and path.stat().st_size > 0:
+            # no complete line at all: a store's lines end with a newline
+            with path.open("rb") as handle:
+                first = handle.read(64)
+            if not first.lstrip().startswith(b"{"):
+                raise InputError(
+                    "not a bias-audit record store (no complete record line)", path=str(path)
+                )
+        return
+    where = f"line {state.first_malformed_line}"
+    if state.n_sessions == 0:
+        raise InputError(
+            "not a bias-audit record store: this line is not a record",
+            path=str(path),
+            line=state.first_malformed_line,
+        )
+    sys.stderr.write(
+        terminal_safe(
+            f"warning: {path}: {state.malformed_lines} lines are not bias-audit records "
+            f"(first: {where}); skipped"
+        )
+        + "\n"
+    )
 
 
 def bias_watch(
@@ -100,6 +135,7 @@ def bias_watch(
         except RecordError as error:
             raise InputError(str(error)) from None
         location = str(path)
+        _check_lines(state, path)
     answer = monitor_status(state)
     if as_json:
         sys.stdout.write(json.dumps(answer, indent=2, sort_keys=True) + "\n")

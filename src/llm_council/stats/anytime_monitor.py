@@ -19,7 +19,20 @@ looked at after every session without spending its level again.
             \Phi\!\Big(S_t \sqrt{\frac{\rho}{1 + \rho V_t}}\Big)
 
 (complete the square: with :math:`a = V_t + 1/\rho`, the integral is
-:math:`2(2\pi\rho)^{-1/2}\sqrt{2\pi/a}\,e^{S^2/2a}\,\Phi(S/\sqrt a)`). If
+:math:`2(2\pi\rho)^{-1/2}\sqrt{2\pi/a}\,e^{S^2/2a}\,\Phi(S/\sqrt a)`). That is the
+prior centred on no excess; the monitor's prior is :math:`N(m, \rho)` cut to
+:math:`\theta \ge 0` and renormalised, centred on the excess of the bias that matters
+(:math:`m = 0.5`: a 1-point bias at :math:`\delta_0 = 0.5`; Howard et al. 2021, sec. 3.5,
+tune the mixture to the effects that matter). With :math:`a = 1 + \rho V_t` and
+:math:`b = S_t + m/\rho`, completing the square the same way gives
+
+.. math::
+
+    E^+_t = a^{-1/2}\exp\!\Big(\frac{\rho b^2}{2a} - \frac{m^2}{2\rho}\Big)
+            \frac{\Phi(b\sqrt{\rho/a})}{\Phi(m/\sqrt\rho)},
+
+the formula above at :math:`m = 0`. Any prior on :math:`\theta \ge 0` keeps what
+follows. If
 :math:`x_s \sim N(\mu, 1/w_s)` given the past, then for every :math:`\theta \ge 0` and
 every :math:`\mu \le \delta_0`,
 :math:`E[e^{\theta w (x - \delta_0) - \theta^2 w/2}] = e^{\theta w (\mu - \delta_0)} \le 1`,
@@ -88,27 +101,31 @@ class MonitorSettings:
     """The monitor's parameters (points on the score scale).
 
     ``delta0``: the practical null :math:`|\\mu| \\le \\delta_0`; ``alpha``: the chance that
-    any (reviewer, bias) is ever confirmed while inside it; ``prior_scale``: :math:`\\rho`,
-    the mixture's prior variance of the excess effect :math:`\\mu - \\delta_0` (0.25: an
-    excess of about half a point is what the mixture is tightest for); ``prior_noise_sd``
+    any (reviewer, bias) is ever confirmed while inside it; ``prior_scale`` and
+    ``prior_mean``: :math:`\\rho` and :math:`m` of the mixture's prior on the excess
+    :math:`\\theta`, :math:`N(m, \\rho)` cut to :math:`\\theta \\ge 0` (centred on a 1-point
+    bias's excess, SD 0.17: tuned to the effects that matter, Howard et al. 2021 sec. 3.5;
+    ADR 0053 amendment); ``prior_noise_sd``
     and ``prior_noise_df``: :math:`\\tau_0` and :math:`d_1` of the learnt noise scale
     (1.5 points, the upper end of honest noise the audit is calibrated for, ADR 0045);
     ``pooled_prior_df``: :math:`d_0`, the weight of the reviewer's pooled scale in each
-    bias's scale (module docstring).
+    bias's scale (module docstring; 12 df, 8 before the centred prior: ADR 0053 amendment).
     """
 
     delta0: float = 0.5
     alpha: float = 0.05
-    prior_scale: float = 0.25
+    prior_scale: float = 0.03
+    prior_mean: float = 0.5
     prior_noise_sd: float = 1.5
     prior_noise_df: float = 2.0
-    pooled_prior_df: float = 8.0
+    pooled_prior_df: float = 12.0
 
     def __post_init__(self) -> None:
         checks = {
             "delta0": (math.isfinite(self.delta0) and self.delta0 >= 0.0, ">= 0"),
             "alpha": (math.isfinite(self.alpha) and 0.0 < self.alpha < 1.0, "in (0, 1)"),
             "prior_scale": (math.isfinite(self.prior_scale) and self.prior_scale > 0.0, "> 0"),
+            "prior_mean": (math.isfinite(self.prior_mean) and self.prior_mean >= 0.0, ">= 0"),
             "prior_noise_sd": (
                 math.isfinite(self.prior_noise_sd) and self.prior_noise_sd > 0.0,
                 "> 0",
@@ -136,29 +153,77 @@ def log_threshold(alpha: float, n_reviewers: int, n_biases: int) -> float:
     return math.log(max(n_reviewers, 1) * max(n_biases, 1) / alpha)
 
 
-def log_e_above(excess_sum: ArrayLike, precision: ArrayLike, prior_scale: float) -> FloatArray:
+def cells_estimated(n: ArrayLike) -> IntArray:
+    """The number of (reviewer, bias) cells that have had an estimate (``n > 0``), over the
+    last two axes (reviewers, biases), at least 1: the Bonferroni count of the monitor
+    (a bias the sessions never estimate for a reviewer spends none of the level)."""
+    counts = np.asarray(np.asarray(n) > 0).sum(axis=(-2, -1))
+    return np.asarray(np.maximum(counts, 1), dtype=np.int64)
+
+
+def cells_log_threshold(alpha: float, n: ArrayLike) -> FloatArray:
+    """:math:`\\log(K/\\alpha)`, :math:`K` = :func:`cells_estimated`, shaped to broadcast
+    against the cells (two trailing axes of length 1)."""
+    return np.asarray(np.log(cells_estimated(n) / alpha))[..., None, None]
+
+
+def _prior_log_constant(prior_scale: float, prior_mean: float) -> float:
+    """:math:`-m^2/2\\rho - \\log\\Phi(m/\\sqrt\\rho)` (:math:`m \\ge 0`, so
+    :math:`\\Phi \\ge 1/2` and ``erfc`` loses nothing)."""
+    z = prior_mean / math.sqrt(prior_scale)
+    return -prior_mean * prior_mean / (2.0 * prior_scale) - math.log(
+        0.5 * math.erfc(-z / math.sqrt(2.0))
+    )
+
+
+def _log_e_above_parts(
+    s: FloatArray, log_a: FloatArray, rho_over_2a: FloatArray, c: FloatArray, shift: float, k: float
+) -> FloatArray:
+    b = s + shift
+    return np.asarray(-0.5 * log_a + rho_over_2a * b * b + log_ndtr(b * c) + k)
+
+
+def log_e_above(
+    excess_sum: ArrayLike, precision: ArrayLike, prior_scale: float, prior_mean: float = 0.0
+) -> FloatArray:
     """:math:`\\log E^+` of the module docstring for :math:`S` = ``excess_sum`` and
-    :math:`V` = ``precision`` (0 where nothing was folded in)."""
+    :math:`V` = ``precision`` (0 where nothing was folded in), the prior
+    :math:`N(m, \\rho)` cut to :math:`\\theta \\ge 0` (``prior_mean`` :math:`m`)."""
     s = np.asarray(excess_sum, dtype=float)
     v = np.asarray(precision, dtype=float)
     a = 1.0 + prior_scale * v
-    return np.asarray(
-        math.log(2.0)
-        - 0.5 * np.log(a)
-        + prior_scale * s * s / (2.0 * a)
-        + log_ndtr(s * np.sqrt(prior_scale / a))
+    return _log_e_above_parts(
+        s,
+        np.log(a),
+        prior_scale / (2.0 * a),
+        np.sqrt(prior_scale / a),
+        prior_mean / prior_scale,
+        _prior_log_constant(prior_scale, prior_mean),
     )
 
 
 def log_e_values(
-    weighted_sum: ArrayLike, precision: ArrayLike, delta0: float, prior_scale: float
+    weighted_sum: ArrayLike,
+    precision: ArrayLike,
+    delta0: float,
+    prior_scale: float,
+    prior_mean: float = 0.0,
 ) -> FloatArray:
     """Both sides' :math:`\\log E` for :math:`Q = \\sum w x` and :math:`V = \\sum w`; the last
-    axis is :data:`SIDES` (the ``below`` side is ``above`` for the mirrored data)."""
+    axis is :data:`SIDES` (the ``below`` side is ``above`` for the mirrored data). The terms
+    in :math:`V` alone are computed once for both sides."""
     q = np.asarray(weighted_sum, dtype=float)
     v = np.asarray(precision, dtype=float)
-    above = log_e_above(q - delta0 * v, v, prior_scale)
-    below = log_e_above(-q - delta0 * v, v, prior_scale)
+    a = 1.0 + prior_scale * v
+    shared = (
+        np.log(a),
+        prior_scale / (2.0 * a),
+        np.sqrt(prior_scale / a),
+        prior_mean / prior_scale,
+        _prior_log_constant(prior_scale, prior_mean),
+    )
+    above = _log_e_above_parts(q - delta0 * v, *shared)
+    below = _log_e_above_parts(-q - delta0 * v, *shared)
     return np.stack([above, below], axis=-1)
 
 
@@ -173,32 +238,43 @@ def combined_log_e(side_log_e: ArrayLike) -> FloatArray:
     return np.asarray(np.logaddexp(both[..., 0], both[..., 1]) - math.log(2.0))
 
 
-def boundary_excess(precision: ArrayLike, prior_scale: float, log_thresh: float) -> FloatArray:
+def boundary_excess(
+    precision: ArrayLike, prior_scale: float, log_thresh: float, prior_mean: float = 0.0
+) -> FloatArray:
     """:math:`S^*`: the excess sum at which :math:`\\log E^+` reaches ``log_thresh``.
 
-    Newton's method kept inside a shrinking bracket (a bisection step whenever Newton
-    would leave it) on :math:`[0, S_2]`, where :math:`S_2 =
-    \\sqrt{(1+\\rho V)(2\\log(1/\\alpha') + \\log(1+\\rho V))/\\rho}` is the two-sided
-    mixture's boundary: :math:`\\Phi \\ge 1/2` for :math:`S \\ge 0` makes
-    :math:`\\log E^+(S_2) \\ge` the threshold, and
-    :math:`\\log E^+(0) = -\\tfrac12\\log(1+\\rho V) \\le 0`. The slope is
-    :math:`\\rho S/a + c\\,\\varphi(cS)/\\Phi(cS)`, :math:`a = 1 + \\rho V`,
-    :math:`c = \\sqrt{\\rho/a}`.
+    :math:`\\log E^+` increases with :math:`S` (every integrand does, :math:`\\theta \\ge 0`)
+    and :math:`\\log E^+(0) \\le 0` (the integrand is at most 1 there), so the root is
+    bracketed by :math:`[0, S_2]` once :math:`\\log E^+(S_2) \\ge` the threshold. :math:`S_2`
+    starts at the two-sided centred mixture's boundary
+    :math:`\\sqrt{(1+\\rho V)(2\\log(1/\\alpha') + \\log(1+\\rho V))/\\rho}` (enough for
+    :math:`m = 0`, since :math:`\\Phi \\ge 1/2` for :math:`S \\ge 0`) and is doubled while it
+    is short. Then Newton's method kept inside the shrinking bracket (a bisection step
+    whenever Newton would leave it). The slope is :math:`\\rho b/a + c\\,\\varphi(cb)/\\Phi(cb)`,
+    :math:`a = 1 + \\rho V`, :math:`b = S + m/\\rho`, :math:`c = \\sqrt{\\rho/a}`.
     """
     v = np.asarray(precision, dtype=float)
     a = 1.0 + prior_scale * v
     c = np.sqrt(prior_scale / a)
     low = np.zeros_like(a)
     high = np.sqrt(a * (2.0 * log_thresh + np.log(a)) / prior_scale)
+    for _ in range(64):
+        short = log_e_above(high, v, prior_scale, prior_mean) < log_thresh
+        if not np.any(short):
+            break
+        high = np.where(short, 2.0 * high, high)
     x = high.copy()
+    shift = prior_mean / prior_scale
     for _ in range(60):
-        gap = log_e_above(x, v, prior_scale) - log_thresh
+        gap = log_e_above(x, v, prior_scale, prior_mean) - log_thresh
         if np.all(np.abs(gap) <= 1e-12 * max(1.0, log_thresh)):
             break
         high = np.where(gap >= 0, x, high)
         low = np.where(gap < 0, x, low)
-        z = c * x
-        slope = prior_scale * x / a + c * np.exp(-0.5 * z * z - _LOG_SQRT_2PI - log_ndtr(z))
+        z = c * (x + shift)
+        slope = prior_scale * (x + shift) / a + c * np.exp(
+            -0.5 * z * z - _LOG_SQRT_2PI - log_ndtr(z)
+        )
         with np.errstate(divide="ignore", invalid="ignore"):
             newton = x - gap / slope
         inside = np.isfinite(newton) & (newton > low) & (newton < high)
@@ -210,13 +286,17 @@ _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 def confidence_sequence(
-    weighted_sum: ArrayLike, precision: ArrayLike, prior_scale: float, log_thresh: float
+    weighted_sum: ArrayLike,
+    precision: ArrayLike,
+    prior_scale: float,
+    log_thresh: float,
+    prior_mean: float = 0.0,
 ) -> tuple[FloatArray, FloatArray]:
     """The effect's bounds :math:`\\hat\\mu \\pm S^*/V` (infinite where ``precision`` is 0),
     valid at every session at once with probability >= 1 - 2 exp(-``log_thresh``)."""
     q = np.asarray(weighted_sum, dtype=float)
     v = np.asarray(precision, dtype=float)
-    width = boundary_excess(v, prior_scale, log_thresh)
+    width = boundary_excess(v, prior_scale, log_thresh, prior_mean)
     with np.errstate(divide="ignore", invalid="ignore"):
         centre = np.where(v > 0, q / np.where(v > 0, v, 1.0), 0.0)
         half = np.where(v > 0, width / np.where(v > 0, v, 1.0), np.inf)
@@ -303,10 +383,12 @@ def fold_session(
     estimates: ArrayLike,
     unit_variances: ArrayLike,
     settings: MonitorSettings,
-    log_thresh: float | ArrayLike,
+    log_thresh: float | ArrayLike | None = None,
 ) -> MonitorSums:
     """``sums`` after one more session; a cell whose estimate or variance is NaN (or the
-    variance not positive) is left as it was. ``log_thresh``: :func:`log_threshold` now."""
+    variance not positive) is left as it was. ``log_thresh``: the confirmation threshold
+    now; by default :func:`cells_log_threshold` over the cells (last two axes: reviewers,
+    biases) estimated so far, this session's included."""
     x = np.asarray(estimates, dtype=float)
     k = np.asarray(unit_variances, dtype=float)
     present = np.isfinite(x) & np.isfinite(k) & (k > 0)
@@ -318,10 +400,14 @@ def fold_session(
     precision = sums.precision + weight
     weighted_sum = sums.weighted_sum + weight * x0
     log_e = combined_log_e(
-        log_e_values(weighted_sum, precision, settings.delta0, settings.prior_scale)
+        log_e_values(
+            weighted_sum, precision, settings.delta0, settings.prior_scale, settings.prior_mean
+        )
     )
     log_e = np.where(present, log_e, sums.peak_log_e)
     peak = np.maximum(sums.peak_log_e, log_e)
+    if log_thresh is None:
+        log_thresh = cells_log_threshold(settings.alpha, n)
     crossed = (sums.confirmed_at == 0) & present & (log_e >= np.asarray(log_thresh))
     confirmed_at = np.where(crossed, n, sums.confirmed_at)
     return replace(

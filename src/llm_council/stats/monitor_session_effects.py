@@ -15,7 +15,12 @@ monitor learns the noise's scale across sessions, :mod:`llm_council.stats.anytim
   score's prediction from every *other* fitted cell, the leave-one-out residual
   :math:`e_i / M_{ii}` with :math:`M = I - X(X^TX)^{-1}X^T`; :math:`k = 1/M_{ii}` (since
   :math:`M` is idempotent, :math:`\sum_j M_{ji}^2 = M_{ii}`). None when the first answer
-  was the reviewer's own or unscored. Reference: Cook & Weisberg (1982), *Residuals and
+  was the reviewer's own or unscored, and none when the fit has fewer than
+  :data:`MIN_SLOT_RESIDUAL_DF` residual df: with one (a complete 3-member council) every
+  reviewer's slot estimate is the same residual up to sign and scale (:math:`k = 6`), so
+  the session cannot tell the reviewers' slot preferences apart, and a test on it would
+  spend a share of the monitor's level for about a seventh of a leniency test's
+  information (ADR 0053, amendment). Reference: Cook & Weisberg (1982), *Residuals and
   Influence in Regression*, sec. 2.2 (deleted residuals);
 - **self-preference** of reviewer r: its score of its own answer minus the fit's
   prediction :math:`x_0^T\hat b`; :math:`k = 1 + x_0^T(X^TX)^{-1}x_0` (Seber & Lee 2003,
@@ -43,6 +48,8 @@ BIASES = ("leniency", "slot_preference", "self_preference")
 #: a leave-one-out residual with M_ii below this is not identified (the cell alone pins a
 #: parameter)
 _MIN_LEVERAGE_GAP = 1e-9
+#: the residual df a session's fit needs before its slot estimates are monitored
+MIN_SLOT_RESIDUAL_DF = 2
 
 
 @dataclass(frozen=True)
@@ -124,7 +131,7 @@ def _effect_design_cached(
     contrasts[np.arange(1, n_reviewers), np.arange(1, n_reviewers)] = 1.0
     residual_maker = np.eye(rows.size) - design @ solve
     gap = np.diag(residual_maker).copy()
-    identified = gap > _MIN_LEVERAGE_GAP
+    identified = (gap > _MIN_LEVERAGE_GAP) & (rows.size - n_parameters >= MIN_SLOT_RESIDUAL_DF)
     safe_gap = np.where(identified, gap, 1.0)
     own_array = np.asarray(own, dtype=np.intp)
     has_self = own_array >= 0
@@ -180,8 +187,9 @@ def session_effects(
     loo = y @ design.loo_weights.T  # (..., n_fit)
     picked = np.take_along_axis(loo, np.clip(first_cell, 0, None), axis=-1)
     picked_k = design.loo_k[np.clip(first_cell, 0, None)]
-    estimates[..., 1] = np.where(first_cell >= 0, picked, np.nan)
-    variances[..., 1] = np.where(first_cell >= 0, picked_k, np.nan)
+    slot_given = (first_cell >= 0) & np.isfinite(picked_k)
+    estimates[..., 1] = np.where(slot_given, picked, np.nan)
+    variances[..., 1] = np.where(slot_given, picked_k, np.nan)
     # self: own score minus its prediction
     has_self = design.self_candidate >= 0
     own_scores = table[..., reviewer_axis, np.where(has_self, design.self_candidate, 0)]

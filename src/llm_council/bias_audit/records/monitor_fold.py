@@ -28,7 +28,6 @@ from llm_council.stats.anytime_monitor import (
     MonitorSettings,
     MonitorSums,
     fold_session,
-    log_threshold,
 )
 from llm_council.stats.monitor_session_effects import BIASES
 
@@ -42,16 +41,25 @@ SUM_FIELDS = ("inv_k_sum", "x_over_k_sum", "x2_over_k_sum", "precision", "weight
 @dataclass(frozen=True)
 class MonitorState:
     """The monitor over one store: ``reviewers`` name the rows of ``sums`` (shape
-    ``(len(reviewers), len(BIASES))``)."""
+    ``(len(reviewers), len(BIASES))``); ``session_digests`` the folded sessions' digests
+    and ``digest_log`` the same digests concatenated in the order folded (what the file
+    holds: appending to it costs nothing per folded session, sorting a set would);
+    ``lines_read`` the store's lines before ``offset``, of which ``malformed_lines`` were
+    neither blank nor a record (the first: line ``first_malformed_line``, 1-based; 0:
+    none), so ``bias-watch`` can name a file that is not a store."""
 
     settings: MonitorSettings
     reviewers: tuple[str, ...] = ()
     sums: MonitorSums = field(default_factory=lambda: MonitorSums.empty((0, len(BIASES))))
     n_sessions: int = 0
     session_digests: frozenset[bytes] = frozenset()
+    digest_log: bytes = b""
     inode: int | None = None
     offset: int = 0
     fingerprint: str = ""
+    lines_read: int = 0
+    malformed_lines: int = 0
+    first_malformed_line: int = 0
 
 
 def session_digest(session_id: str) -> bytes:
@@ -80,37 +88,45 @@ def fold_estimates(state: MonitorState, session: SessionEstimates) -> MonitorSta
     variances = np.full_like(estimates, np.nan)
     estimates[rows] = session.estimates
     variances[rows] = session.unit_variances
-    threshold = log_threshold(grown.settings.alpha, len(grown.reviewers), len(BIASES))
-    sums = fold_session(grown.sums, estimates, variances, grown.settings, threshold)
+    sums = fold_session(grown.sums, estimates, variances, grown.settings)
     return replace(grown, sums=sums)
 
 
 class SessionFolder:
     """Folds sessions into a state one at a time; :meth:`result` is the state after them.
 
-    The digests of the folded sessions are kept in one set for the whole fold (a new
-    frozen set per session would make a rebuild quadratic in the number of sessions).
+    The new sessions' digests are kept apart from the state's (an ordered dict for the
+    whole fold): copying the state's set per session would make a rebuild quadratic in
+    the number of sessions, and an update after an append pay for the whole store.
     """
 
     def __init__(self, state: MonitorState) -> None:
         self.state = state
         self.n_sessions = state.n_sessions
-        self.seen = set(state.session_digests)
+        self.known = state.session_digests
+        self.new: dict[bytes, None] = {}
 
     def add(self, records: Sequence[MonitoredRecord]) -> None:
         """Fold one session's records, unless its id was folded in already (the count
         and the digests move even when the session gives no estimate)."""
         digest = session_digest(records[0].session_id)
-        if digest in self.seen:
+        if digest in self.known or digest in self.new:
             return
         estimates = session_estimates(records)
         if estimates is not None:
             self.state = fold_estimates(self.state, estimates)
         self.n_sessions += 1
-        self.seen.add(digest)
+        self.new[digest] = None
 
     def result(self) -> MonitorState:
-        return replace(self.state, n_sessions=self.n_sessions, session_digests=frozenset(self.seen))
+        if not self.new:
+            return replace(self.state, n_sessions=self.n_sessions)
+        return replace(
+            self.state,
+            n_sessions=self.n_sessions,
+            session_digests=self.known.union(self.new),
+            digest_log=self.state.digest_log + b"".join(self.new),
+        )
 
 
 def fold_session_records(state: MonitorState, records: Sequence[MonitoredRecord]) -> MonitorState:
@@ -168,6 +184,9 @@ def fold_range(state: MonitorState, handle: Any, start: int, end: int) -> tuple[
     folder = SessionFolder(state)
     group: list[ReviewRecord] = []
     group_start = offset = start
+    # line numbers: of the line just read, before ``offset`` and before ``group_start``
+    line_number = lines_at_offset = group_lines = state.lines_read
+    malformed, first_malformed = state.malformed_lines, state.first_malformed_line
 
     def finish() -> None:
         declared = group[0].session_n_records
@@ -175,24 +194,38 @@ def fold_range(state: MonitorState, handle: Any, start: int, end: int) -> tuple[
             folder.add(group)
         # else: cut short, or lines of one session not written together
 
+    def counted(state: MonitorState, lines: int) -> MonitorState:
+        return replace(
+            state,
+            lines_read=lines,
+            malformed_lines=malformed,
+            first_malformed_line=first_malformed,
+        )
+
     line_start = start
     for line_end, line in _complete_lines(handle, start, end):
+        line_number += 1
         this_start, line_start = line_start, line_end
-        record = _parse(line) if line.strip() else None
+        blank = not line.strip()
+        record = None if blank else _parse(line)
         if record is None or (group and record.session_id != group[0].session_id):
             if group:
                 finish()
                 group = []
             offset = this_start if record is not None else line_end
+            lines_at_offset = line_number - 1 if record is not None else line_number
         if record is None:
+            if not blank:
+                malformed += 1
+                first_malformed = first_malformed or line_number
             continue  # blank, malformed or torn: never a session's record
         if not group:
-            group_start = this_start
+            group_start, group_lines = this_start, line_number - 1
         group.append(record)
-        offset = line_end
+        offset, lines_at_offset = line_end, line_number
     if group:
         declared = group[0].session_n_records
         if declared is not None and len(group) < declared:
-            return folder.result(), group_start
+            return counted(folder.result(), group_lines), group_start
         finish()
-    return folder.result(), offset
+    return counted(folder.result(), lines_at_offset), offset

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from llm_council.bias_audit.records.monitor_fold import MonitorState
-from llm_council.stats.anytime_monitor import confidence_sequence
+from llm_council.stats.anytime_monitor import cells_estimated, confidence_sequence
 from llm_council.stats.monitor_session_effects import BIASES
 
 #: what a positive / negative effect means, per bias
@@ -35,11 +35,14 @@ def monitor_status(state: MonitorState) -> dict[str, Any]:
     per bias, the estimate, its bounds, the sessions that gave one and the session count
     at confirmation."""
     settings = state.settings
-    n_reviewers = max(len(state.reviewers), 1)
-    share = settings.alpha / (n_reviewers * len(BIASES))
     sums = state.sums
+    share = settings.alpha / int(cells_estimated(sums.n))
     low, high = confidence_sequence(
-        sums.weighted_sum, sums.precision, settings.prior_scale, math.log(2.0 / share)
+        sums.weighted_sum,
+        sums.precision,
+        settings.prior_scale,
+        math.log(2.0 / share),
+        settings.prior_mean,
     )
     with np.errstate(divide="ignore", invalid="ignore"):
         centre = np.where(sums.precision > 0, sums.weighted_sum / sums.precision, np.nan)

@@ -16,6 +16,7 @@ from llm_council.bias_audit.report.analyses.leaderboard import (
     with_adjusted_means,
 )
 from llm_council.bias_audit.report.analyses.length import pooled_length_bias
+from llm_council.bias_audit.report.analyses.monitor import monitor_section
 from llm_council.bias_audit.report.analyses.position import position_bias
 from llm_council.bias_audit.report.analyses.reliability import council_reliability
 from llm_council.bias_audit.report.analyses.reviewers import (
@@ -174,6 +175,7 @@ def build_report(
             material_leniency=material_leniency(connection),
             reliability=reliability,
             fingerprints=fingerprints,
+            monitor=monitor_section(store_path),  # ADR 0053: reads the state, writes nothing
         )
     finally:
         connection.close()

@@ -14,6 +14,7 @@ from llm_council.bias_audit.report.analyses.causal_checks import CausalChecks
 from llm_council.bias_audit.report.analyses.decisions import DecisionsAffected
 from llm_council.bias_audit.report.analyses.families import BiasFamilies
 from llm_council.bias_audit.report.analyses.fingerprints import FingerprintHistory
+from llm_council.bias_audit.report.analyses.monitor import MonitorSection
 from llm_council.bias_audit.report.analyses.reliability import CouncilReliability
 from llm_council.bias_audit.report.estimates import (
     RELIABILITY_TIERS,
@@ -88,6 +89,8 @@ class BiasReport:
     reliability: CouncilReliability | None = None
     # ADR 0062: each reviewer's history split where its fingerprint changed
     fingerprints: FingerprintHistory | None = None
+    # ADR 0053: the anytime monitor over the whole store (its own guarantee, not a finding)
+    monitor: MonitorSection | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: NaN and infinities become null (JSON has neither)."""

@@ -17,6 +17,7 @@ from llm_council.bias_audit.report.dashboard.dashboard_findings import (
     FindingsSummary,
     dashboard_findings,
 )
+from llm_council.bias_audit.report.dashboard.dashboard_monitor import monitor_section_html
 from llm_council.bias_audit.report.dashboard.dashboard_plots import (
     leaderboard_section,
     length_section,
@@ -148,6 +149,8 @@ def render_html(report: BiasReport) -> str:
         )
 
         parts.append(fingerprints_html_section(report.fingerprints))
+    if report.monitor is not None:
+        parts.append(monitor_section_html(report.monitor))
     notes = "".join(f"<li>{escape(note)}</li>" for note in METHOD_NOTES)
     parts.append(
         section(

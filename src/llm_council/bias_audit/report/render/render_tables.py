@@ -193,6 +193,10 @@ def csv_rows(report: BiasReport) -> list[tuple[str, str, str, str, str, str, str
         from llm_council.bias_audit.report.render.render_fingerprints import fingerprints_csv_rows
 
         rows.extend(fingerprints_csv_rows(report.fingerprints))
+    if report.monitor is not None:
+        from llm_council.bias_audit.report.render.render_monitor import monitor_csv_rows
+
+        rows.extend(monitor_csv_rows(report.monitor))
     return rows
 
 

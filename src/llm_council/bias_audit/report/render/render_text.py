@@ -333,5 +333,9 @@ def render_text(report: BiasReport) -> str:
         )
 
         lines.extend(fingerprints_text_lines(report.fingerprints))
+    if report.monitor is not None:
+        from llm_council.bias_audit.report.render.render_monitor import monitor_text_lines
+
+        lines.extend(monitor_text_lines(report.monitor))
     # ids are untrusted: each line (ours hold no control characters) is made terminal-safe
     return "\n".join(terminal_safe(line) for line in lines) + "\n"
