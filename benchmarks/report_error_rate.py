@@ -39,6 +39,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+#: the tree whose reports are measured (``--src``: a frozen copy, so edits during a long run
+#: do not reach its later cells)
+SOURCE = ROOT / "src"
+
 #: one finding as the child reports it: (family, subject, bias)
 Found = list[list[str]]
 
@@ -62,11 +66,19 @@ def child(paths: list[str]) -> None:
             rows = dashboard_findings(report).findings
             result: dict[str, Any] = {"before": [[f.family, f.subject, f.bias] for f in rows]}
         else:
+            from llm_council.bias_audit.report.hypotheses import report_hypotheses
+
             fdr = decide_findings(report, "fdr")
             result = {
                 "fwer": [[f.family, f.subject, f.bias] for f in report.findings],
                 "fdr": [[f.family, f.subject, f.bias] for f in fdr.findings],
                 "n_tests": len(report.hypotheses),
+                # every tested hypothesis before the procedure, for --replay
+                "tested": [
+                    [h.finding.family, h.finding.subject, h.finding.bias, h.finding.p_value]
+                    + [h.blocked_by is not None]
+                    for h in report_hypotheses(report)
+                ],
             }
         result["cpu_seconds"] = time.process_time() - started
         print(json.dumps(result), flush=True)
@@ -203,8 +215,19 @@ def latin_cells(sizes: list[int], members: list[int]) -> list[tuple[int, int, in
     ]
 
 
+def _dump(folder: Path | None, name: str, results: list[dict[str, Any]]) -> None:
+    """Save one cell's per-store results (JSON lines) for ``--replay``."""
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in results))
+
+
 def null_table(
-    runs: int, seed: int, cells: list[tuple[int, int, int]], baseline: Path | None = None
+    runs: int,
+    seed: int,
+    cells: list[tuple[int, int, int]],
+    baseline: Path | None = None,
+    dump: Path | None = None,
 ) -> list[str]:
     lines = [
         "| generator | members | sessions | tests per report (median) | reports with a "
@@ -212,7 +235,7 @@ def null_table(
         "CPU s per report |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    src = ROOT / "src"
+    src = SOURCE
     names = list(NULL_GENERATORS)
     for g, n_members, n_sessions in cells:
         name, write = names[g], NULL_GENERATORS[names[g]]
@@ -220,6 +243,7 @@ def null_table(
             paths = _stores(write, Path(folder), n_members, n_sessions, runs, seed)
             results = run_tree(src, paths)
             before = run_tree(baseline, paths) if baseline else []
+        _dump(dump, f"null-{g}-{n_members}-{n_sessions}-seed{seed}", results)
         tests = sorted(r["n_tests"] for r in results)
         fwer = sum(bool(r["fwer"]) for r in results)
         fdr = sum(bool(r["fdr"]) for r in results)
@@ -237,7 +261,12 @@ def null_table(
 
 
 def power_table(
-    runs: int, seed: int, baseline: Path | None, sessions: int, only: list[int] | None = None
+    runs: int,
+    seed: int,
+    baseline: Path | None,
+    sessions: int,
+    only: list[int] | None = None,
+    dump: Path | None = None,
 ) -> list[str]:
     lines = [
         "| planted bias (5 members, "
@@ -250,8 +279,11 @@ def power_table(
             continue
         with tempfile.TemporaryDirectory() as folder:
             paths = _stores(cell.write, Path(folder), 5, sessions, runs, seed)
-            after = run_tree(ROOT / "src", paths)
+            after = run_tree(SOURCE, paths)
             before = run_tree(baseline, paths) if baseline else []
+        _dump(dump, f"power-{index}-{sessions}-seed{seed}", after)
+        if before:
+            _dump(dump, f"before-{index}-{sessions}-seed{seed}", before)
         found_fwer = sum(any(cell.found(f) for f in r["fwer"]) for r in after)
         found_fdr = sum(any(cell.found(f) for f in r["fdr"]) for r in after)
         found_before = sum(any(cell.found(f) for f in r["before"]) for r in before)
@@ -264,7 +296,89 @@ def power_table(
     return lines
 
 
+def replay_findings(tested: list[list[Any]], error_rate: str) -> list[list[str]]:
+    """The findings this tree's procedure makes of one report's dumped hypotheses.
+
+    The procedure is a pure function of each hypothesis's (family, p, blocked); the
+    favouritism spill-over rule is not replayed (it only removes a cell when a larger
+    cell of the same matrix is a finding, so "any finding" is unchanged).
+    """
+    from llm_council.bias_audit.report.finding import Finding
+    from llm_council.bias_audit.report.hypotheses import Hypothesis
+    from llm_council.bias_audit.report.report_verdicts import adjusted_p_values
+
+    nan = float("nan")
+    hypotheses = [
+        Hypothesis(
+            Finding(subject, bias, family, nan, nan, nan, "", p, nan, "", ""),
+            ("replay", index),
+            "blocked" if blocked else None,
+        )
+        for index, (family, subject, bias, p, blocked) in enumerate(tested)
+    ]
+    adjusted = adjusted_p_values(hypotheses, error_rate)
+    return [
+        [h.finding.family, h.finding.subject, h.finding.bias]
+        for h, q in zip(hypotheses, adjusted, strict=True)
+        if q < 0.05 and h.blocked_by is None
+    ]
+
+
+def replay_tables(folder: Path) -> list[str]:
+    """Null and power tables from dumped hypotheses, decided by this tree's procedure."""
+    names = list(NULL_GENERATORS)
+    lines = [
+        "| generator | members | sessions | stores | reports with a finding, fwer | "
+        "same, fdr | families of the fwer findings | replayed = recorded (fwer) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    null_counts: dict[tuple[int, int, int], list[dict[str, Any]]] = {}
+    for path in sorted(folder.glob("null-*.jsonl")):
+        g, members, sessions = (int(v) for v in path.stem.split("-")[1:4])
+        null_counts.setdefault((g, members, sessions), []).extend(
+            json.loads(line) for line in path.read_text().splitlines()
+        )
+    for (g, members, sessions), results in sorted(null_counts.items()):
+        fwer = [replay_findings(r["tested"], "fwer") for r in results]
+        fdr = [replay_findings(r["tested"], "fdr") for r in results]
+        same = sum(bool(f) == bool(r["fwer"]) for f, r in zip(fwer, results, strict=True))
+        families = sorted({f[0] for found in fwer for f in found})
+        lines.append(
+            f"| {names[g]} | {members} | {sessions} | {len(results)} | "
+            f"{_rate(sum(map(bool, fwer)), len(results))} | "
+            f"{_rate(sum(map(bool, fdr)), len(results))} | {', '.join(families) or '-'} | "
+            f"{same}/{len(results)} |"
+        )
+    lines += [
+        "",
+        "| planted bias | sessions | stores | before | fwer | fdr | fwer / before |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for path in sorted(folder.glob("power-*.jsonl")):
+        index, sessions = (int(v) for v in path.stem.split("-")[1:3])
+        cell = POWER_CELLS[index]
+        results = [json.loads(line) for line in path.read_text().splitlines()]
+        runs = len(results)
+        fwer = sum(any(map(cell.found, replay_findings(r["tested"], "fwer"))) for r in results)
+        fdr = sum(any(map(cell.found, replay_findings(r["tested"], "fdr"))) for r in results)
+        before_path = path.with_name(path.name.replace("power-", "before-"))
+        before = (
+            [json.loads(line) for line in before_path.read_text().splitlines()]
+            if before_path.exists()
+            else []
+        )
+        found_before = sum(any(map(cell.found, r["before"])) for r in before)
+        lines.append(
+            f"| {cell.name} | {sessions} | {runs} | "
+            f"{_rate(found_before, len(before)) if before else 'not run'} | "
+            f"{_rate(fwer, runs)} | {_rate(fdr, runs)} | "
+            f"{f'{fwer / found_before:.2f}' if found_before else 'n/a'} |"
+        )
+    return lines
+
+
 def main() -> None:
+    global SOURCE
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         child(sys.argv[2:])
         return
@@ -291,8 +405,21 @@ def main() -> None:
         "--cells", nargs="+", help="explicit cells GENERATOR_INDEX:MEMBERS:SESSIONS"
     )
     parser.add_argument("--out", type=Path, help="also write the markdown tables here")
+    parser.add_argument(
+        "--dump", type=Path, help="save every store's hypotheses here (one file a cell)"
+    )
+    parser.add_argument(
+        "--replay",
+        type=Path,
+        help="decide the hypotheses saved by --dump with this tree's procedure; no stores",
+    )
+    parser.add_argument("--src", type=Path, default=ROOT / "src", help="the tree to measure")
     args = parser.parse_args()
+    SOURCE = args.src.resolve()
     lines: list[str] = []
+    if args.replay:
+        lines += replay_tables(args.replay)
+        print("\n".join(lines))
     if args.null:
         if args.cells:
             cells = [tuple(int(v) for v in cell.split(":")) for cell in args.cells]
@@ -305,10 +432,15 @@ def main() -> None:
                 for m in args.members
                 for s in args.sessions
             ]
-        lines += null_table(args.runs, args.seed, cells, args.baseline_src) + [""]
+        lines += null_table(args.runs, args.seed, cells, args.baseline_src, args.dump) + [""]
     if args.power:
         lines += power_table(
-            args.runs, args.seed, args.baseline_src, args.power_sessions, args.power_cells
+            args.runs,
+            args.seed,
+            args.baseline_src,
+            args.power_sessions,
+            args.power_cells,
+            args.dump,
         )
     if args.out:
         args.out.write_text("\n".join(lines) + "\n")
