@@ -76,7 +76,7 @@ def child(paths: list[str]) -> None:
                 # every tested hypothesis before the procedure, for --replay
                 "tested": [
                     [h.finding.family, h.finding.subject, h.finding.bias, h.finding.p_value]
-                    + [h.blocked_by is not None]
+                    + [h.blocked_by is not None, h.finding.estimate]
                     for h in report_hypotheses(report)
                 ],
             }
@@ -314,7 +314,7 @@ def replay_findings(tested: list[list[Any]], error_rate: str) -> list[list[str]]
             ("replay", index),
             "blocked" if blocked else None,
         )
-        for index, (family, subject, bias, p, blocked) in enumerate(tested)
+        for index, (family, subject, bias, p, blocked, *_) in enumerate(tested)
     ]
     adjusted = adjusted_p_values(hypotheses, error_rate)
     return [

@@ -27,6 +27,41 @@ FAMILIES = (
 )
 
 
+#: the primary families: the biases users act on (a judge's level, its slots, its own
+#: answer, answer length) and the live checks that test the same three biases by intervention
+PRIMARY_FAMILIES = (
+    "leniency",
+    "council position",
+    "position",
+    "length",
+    "self-preference",
+    "causal checks",
+)
+
+#: each family's fixed prior weight in the family-wise procedure (ADR 0060): a family's share
+#: of the level is its weight over the summed weights of the families the report tested.
+#: Chosen once on the power benchmark (benchmarks/report_error_rate.py) and fixed before
+#: any report's data are seen, which the procedure's guarantee requires. The primary
+#: single-hypothesis families whose effects are hardest to see (one council-wide position
+#: test, one length test) and self-preference (one own answer a session per reviewer) take
+#: most of the level; leniency and per-reviewer position, whose planted effects reach
+#: p ~ 1e-9, and the exploratory families take less.
+FAMILY_WEIGHTS: dict[str, float] = {
+    "leniency": 1.0,
+    "council position": 6.0,
+    "position": 1.0,
+    "length": 6.0,
+    "self-preference": 6.0,
+    "causal checks": 1.0,
+    "anchoring": 0.5,
+    "favouritism": 0.5,
+    "amplification": 0.5,
+    "style mimicry": 0.5,
+    "reasoning": 0.5,
+    "drift": 0.5,
+}
+
+
 @dataclass(frozen=True)
 class Finding:
     """One hypothesis the report tested: who, which bias, how big, and the one verdict.
