@@ -66,10 +66,15 @@ def child(paths: list[str]) -> None:
             rows = dashboard_findings(report).findings
             result: dict[str, Any] = {"before": [[f.family, f.subject, f.bias] for f in rows]}
         else:
-            from llm_council.bias_audit.report.hypotheses import report_hypotheses
+            from llm_council.bias_audit.report import hypotheses
 
+            report_hypotheses = hypotheses.report_hypotheses
             fdr = decide_findings(report, "fdr")
             result = {
+                # ADR 0060 made the self-preference hypothesis one-sided
+                "self_preference_sided": (
+                    "one" if hasattr(hypotheses, "upper_one_sided_p") else "two"
+                ),
                 "fwer": [[f.family, f.subject, f.bias] for f in report.findings],
                 "fdr": [[f.family, f.subject, f.bias] for f in fdr.findings],
                 "n_tests": len(report.hypotheses),
@@ -184,6 +189,19 @@ POWER_CELLS = (
         independent(False, verbosity=lambda n: [0.5] * n),
         lambda f: f[0] == "length" and "longer" in f[2],
     ),
+    # what the weights of ADR 0060 cost: a smaller harsh judge, one reviewer's slot bias
+    PlantedBias(
+        "harsh -0.5 (judge-0)",
+        independent(False, leniency=first_only(-0.5)),
+        lambda f: f[0] == "leniency" and f[1] == "judge-0" and "harsh" in f[2],
+    ),
+    PlantedBias(
+        "slot A +1.0 (judge-0 only)",
+        independent(
+            False, slot_effects=lambda n: [[1.0] + [0.0] * (n - 1)] + [[0.0] * n] * (n - 1)
+        ),
+        lambda f: f[0] == "position" and f[1] == "judge-0",
+    ),
 )
 
 
@@ -296,7 +314,31 @@ def power_table(
     return lines
 
 
-def replay_findings(tested: list[list[Any]], error_rate: str) -> list[list[str]]:
+def entered_p(row: list[Any], sided: str) -> float:
+    """The p a dumped hypothesis enters this tree's procedure with.
+
+    A tree before ADR 0060 dumped self-preference's two-sided t p; this tree enters the
+    upper one-sided p of the same t test, which is exactly that p halved when the estimate
+    is positive and 1 - p/2 otherwise (``upper_one_sided_p``); rows dumped without their
+    estimate cannot be converted and raise. Replayed with a tree before ADR 0060 (to check
+    the replay against the recorded findings), the p is left as it was dumped.
+    """
+    from llm_council.bias_audit.report import hypotheses
+
+    family, p = row[0], float(row[3])
+    if family != "self-preference" or sided == "one":
+        return p
+    if not hasattr(hypotheses, "upper_one_sided_p"):  # replaying with a tree before 0060
+        return p
+    upper_one_sided_p = hypotheses.upper_one_sided_p
+    if len(row) < 6:
+        raise ValueError("a two-sided self-preference row without its estimate: re-run the cell")
+    return upper_one_sided_p(p, float(row[5]))
+
+
+def replay_findings(
+    tested: list[list[Any]], error_rate: str, sided: str = "two"
+) -> list[list[str]]:
     """The findings this tree's procedure makes of one report's dumped hypotheses.
 
     The procedure is a pure function of each hypothesis's (family, p, blocked); the
@@ -310,11 +352,11 @@ def replay_findings(tested: list[list[Any]], error_rate: str) -> list[list[str]]
     nan = float("nan")
     hypotheses = [
         Hypothesis(
-            Finding(subject, bias, family, nan, nan, nan, "", p, nan, "", ""),
+            Finding(row[1], row[2], row[0], nan, nan, nan, "", entered_p(row, sided), nan, "", ""),
             ("replay", index),
-            "blocked" if blocked else None,
+            "blocked" if row[4] else None,
         )
-        for index, (family, subject, bias, p, blocked, *_) in enumerate(tested)
+        for index, row in enumerate(tested)
     ]
     adjusted = adjusted_p_values(hypotheses, error_rate)
     return [
@@ -324,12 +366,16 @@ def replay_findings(tested: list[list[Any]], error_rate: str) -> list[list[str]]
     ]
 
 
+def _sided(result: dict[str, Any]) -> str:
+    return str(result.get("self_preference_sided", "two"))
+
+
 def replay_tables(folder: Path) -> list[str]:
     """Null and power tables from dumped hypotheses, decided by this tree's procedure."""
     names = list(NULL_GENERATORS)
     lines = [
         "| generator | members | sessions | stores | reports with a finding, fwer | "
-        "same, fdr | families of the fwer findings | replayed = recorded (fwer) |",
+        "same, fdr | families of the fwer findings | any-finding verdict = the recording tree's |",
         "|---|---|---|---|---|---|---|---|",
     ]
     null_counts: dict[tuple[int, int, int], list[dict[str, Any]]] = {}
@@ -339,8 +385,8 @@ def replay_tables(folder: Path) -> list[str]:
             json.loads(line) for line in path.read_text().splitlines()
         )
     for (g, members, sessions), results in sorted(null_counts.items()):
-        fwer = [replay_findings(r["tested"], "fwer") for r in results]
-        fdr = [replay_findings(r["tested"], "fdr") for r in results]
+        fwer = [replay_findings(r["tested"], "fwer", _sided(r)) for r in results]
+        fdr = [replay_findings(r["tested"], "fdr", _sided(r)) for r in results]
         same = sum(bool(f) == bool(r["fwer"]) for f, r in zip(fwer, results, strict=True))
         families = sorted({f[0] for found in fwer for f in found})
         lines.append(
@@ -359,8 +405,12 @@ def replay_tables(folder: Path) -> list[str]:
         cell = POWER_CELLS[index]
         results = [json.loads(line) for line in path.read_text().splitlines()]
         runs = len(results)
-        fwer = sum(any(map(cell.found, replay_findings(r["tested"], "fwer"))) for r in results)
-        fdr = sum(any(map(cell.found, replay_findings(r["tested"], "fdr"))) for r in results)
+        fwer = sum(
+            any(map(cell.found, replay_findings(r["tested"], "fwer", _sided(r)))) for r in results
+        )
+        fdr = sum(
+            any(map(cell.found, replay_findings(r["tested"], "fdr", _sided(r)))) for r in results
+        )
         before_path = path.with_name(path.name.replace("power-", "before-"))
         before = (
             [json.loads(line) for line in before_path.read_text().splitlines()]

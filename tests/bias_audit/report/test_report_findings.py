@@ -335,3 +335,54 @@ def test_a_reviewer_harder_on_its_own_answer_is_no_finding(biased_report: BiasRe
             if item.adjusted.estimate <= 0:
                 assert listed[item.reviewer].p_value >= 0.5
                 assert not listed[item.reviewer].finding
+
+
+def test_every_family_has_a_fixed_positive_weight() -> None:
+    """ADR 0060: each family named, none at zero (a zero-weight family could never be
+    tested while another family is left), no exploratory family above a primary one."""
+    from llm_council.bias_audit.report.finding import PRIMARY_FAMILIES
+
+    assert set(FAMILY_WEIGHTS) == set(FAMILIES)
+    assert all(weight > 0 for weight in FAMILY_WEIGHTS.values())
+    exploratory = set(FAMILIES) - set(PRIMARY_FAMILIES)
+    assert max(FAMILY_WEIGHTS[f] for f in exploratory) < min(
+        FAMILY_WEIGHTS[f] for f in PRIMARY_FAMILIES
+    )
+
+
+def test_the_weights_move_the_level_to_the_primary_families() -> None:
+    """Hand check on a 5-member, 30-session report's families (leniency 5, council position
+    1, position 5, length 1, self-preference 5, anchoring 5, favouritism 25, amplification
+    1): weights 1 + 7 + 1 + 7 + 7 + 3 x 1/4 = 23.75, so the lone council-position p enters
+    at alpha x 7 / 23.75 = 0.0147 (0.05 / 8 = 0.00625 with equal shares), each
+    self-preference p at 0.0147 / 5 and each favouritism cell at 0.05 x 0.25 / 23.75 / 25."""
+    families = (
+        ["leniency"] * 5
+        + ["council position"]
+        + ["position"] * 5
+        + ["length"]
+        + ["self-preference"] * 5
+        + ["anchoring"] * 5
+        + ["favouritism"] * 25
+        + ["amplification"]
+    )
+    from llm_council.bias_audit.report.finding import Finding
+    from llm_council.bias_audit.report.hypotheses import Hypothesis
+    from llm_council.bias_audit.report.report_verdicts import adjusted_p_values
+
+    def adjusted(p: np.ndarray) -> np.ndarray:
+        nan = float("nan")
+        listed = [
+            Hypothesis(Finding("x", "b", f, nan, nan, nan, "", float(q), nan, "", ""), ("t", i))
+            for i, (f, q) in enumerate(zip(families, p, strict=True))
+        ]
+        return adjusted_p_values(listed, "fwer")
+
+    p = np.full(len(families), 0.9)
+    p[5] = 0.014  # the council position test
+    assert adjusted(p)[5] == pytest.approx(0.014 * 23.75 / 7)
+    assert adjusted(p)[5] < 0.05 <= 0.014 * 8  # a finding now, none with equal shares
+    p[5] = 0.016
+    assert adjusted(p)[5] == pytest.approx(0.016 * 23.75 / 7) and adjusted(p)[5] > 0.05
+    p[5], p[30] = 0.9, 0.05 * 0.25 / 23.75 / 25 * 0.99  # one favouritism cell just inside
+    assert adjusted(p)[30] < 0.05

@@ -40,25 +40,26 @@ PRIMARY_FAMILIES = (
 
 #: each family's fixed prior weight in the family-wise procedure (ADR 0060): a family's share
 #: of the level is its weight over the summed weights of the families the report tested.
-#: Chosen once on the power benchmark (benchmarks/report_error_rate.py) and fixed before
-#: any report's data are seen, which the procedure's guarantee requires. The primary
-#: single-hypothesis families whose effects are hardest to see (one council-wide position
-#: test, one length test) and self-preference (one own answer a session per reviewer) take
-#: most of the level; leniency and per-reviewer position, whose planted effects reach
-#: p ~ 1e-9, and the exploratory families take less.
+#: Fixed before any report's data are seen, which the procedure's guarantee requires; the
+#: values were chosen once on the planted-bias benchmark (benchmarks/report_error_rate.py).
+#: Three tiers: the primary families whose effects are hardest to see, each one council-wide
+#: test or one own answer a session per reviewer (council position, length,
+#: self-preference), 7; the primary per-reviewer families whose planted effects reach
+#: p ~ 1e-9 (leniency, per-reviewer position) and the live causal checks, 1; the
+#: exploratory families, 1/4.
 FAMILY_WEIGHTS: dict[str, float] = {
     "leniency": 1.0,
-    "council position": 6.0,
+    "council position": 7.0,
     "position": 1.0,
-    "length": 6.0,
-    "self-preference": 6.0,
+    "length": 7.0,
+    "self-preference": 7.0,
     "causal checks": 1.0,
-    "anchoring": 0.5,
-    "favouritism": 0.5,
-    "amplification": 0.5,
-    "style mimicry": 0.5,
-    "reasoning": 0.5,
-    "drift": 0.5,
+    "anchoring": 0.25,
+    "favouritism": 0.25,
+    "amplification": 0.25,
+    "style mimicry": 0.25,
+    "reasoning": 0.25,
+    "drift": 0.25,
 }
 
 
