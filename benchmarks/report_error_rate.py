@@ -319,8 +319,9 @@ def entered_p(row: list[Any], sided: str) -> float:
 
     A tree before ADR 0060 dumped self-preference's two-sided t p; this tree enters the
     upper one-sided p of the same t test, which is exactly that p halved when the estimate
-    is positive and 1 - p/2 otherwise (``upper_one_sided_p``); rows dumped without their
-    estimate cannot be converted and raise. Replayed with a tree before ADR 0060 (to check
+    is positive and 1 - p/2 otherwise (``upper_one_sided_p``). A row dumped without its
+    estimate enters with p/2, never above its one-sided p, so a replayed null rate is then
+    an upper bound (the table marks those cells). Replayed with a tree before ADR 0060 (to check
     the replay against the recorded findings), the p is left as it was dumped.
     """
     from llm_council.bias_audit.report import hypotheses
@@ -331,8 +332,8 @@ def entered_p(row: list[Any], sided: str) -> float:
     if not hasattr(hypotheses, "upper_one_sided_p"):  # replaying with a tree before 0060
         return p
     upper_one_sided_p = hypotheses.upper_one_sided_p
-    if len(row) < 6:
-        raise ValueError("a two-sided self-preference row without its estimate: re-run the cell")
+    if len(row) < 6:  # dumped without its estimate: p/2 <= the one-sided p either way
+        return p / 2
     return upper_one_sided_p(p, float(row[5]))
 
 
@@ -385,12 +386,19 @@ def replay_tables(folder: Path) -> list[str]:
             json.loads(line) for line in path.read_text().splitlines()
         )
     for (g, members, sessions), results in sorted(null_counts.items()):
+        bound = any(
+            _sided(r) == "two" and len(row) < 6
+            for r in results
+            for row in r["tested"]
+            if row[0] == "self-preference"
+        )
         fwer = [replay_findings(r["tested"], "fwer", _sided(r)) for r in results]
         fdr = [replay_findings(r["tested"], "fdr", _sided(r)) for r in results]
         same = sum(bool(f) == bool(r["fwer"]) for f, r in zip(fwer, results, strict=True))
         families = sorted({f[0] for found in fwer for f in found})
+        name = names[g] + (" (upper bound: self-preference's sign not dumped)" if bound else "")
         lines.append(
-            f"| {names[g]} | {members} | {sessions} | {len(results)} | "
+            f"| {name} | {members} | {sessions} | {len(results)} | "
             f"{_rate(sum(map(bool, fwer)), len(results))} | "
             f"{_rate(sum(map(bool, fdr)), len(results))} | {', '.join(families) or '-'} | "
             f"{same}/{len(results)} |"

@@ -28,8 +28,10 @@ FAMILIES = (
 
 
 #: the primary families: the biases users act on (a judge's level, its slots, its own
-#: answer, answer length) and the live checks that test the same three biases by intervention
+#: answer, answer length), a judge's level or slots moving over the weeks, and the live
+#: checks that test position, length and self-recognition by intervention
 PRIMARY_FAMILIES = (
+    "drift",
     "leniency",
     "council position",
     "position",
@@ -45,8 +47,8 @@ PRIMARY_FAMILIES = (
 #: Three tiers: the primary families whose effects are hardest to see, each one council-wide
 #: test or one own answer a session per reviewer (council position, length,
 #: self-preference), 7; the primary per-reviewer families whose planted effects reach
-#: p ~ 1e-9 (leniency, per-reviewer position) and the live causal checks, 1; the
-#: exploratory families, 1/4.
+#: p ~ 1e-9 (leniency, per-reviewer position), their drift over the weeks and the live
+#: causal checks, 1; the exploratory families, 1/4.
 FAMILY_WEIGHTS: dict[str, float] = {
     "leniency": 1.0,
     "council position": 7.0,
@@ -59,7 +61,7 @@ FAMILY_WEIGHTS: dict[str, float] = {
     "amplification": 0.25,
     "style mimicry": 0.25,
     "reasoning": 0.25,
-    "drift": 0.25,
+    "drift": 1.0,
 }
 
 
