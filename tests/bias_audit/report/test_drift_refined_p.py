@@ -58,3 +58,11 @@ def test_the_stopped_p_counts_the_draws_by_brute_force(step: float) -> None:
     else:
         assert refined.p_value == pytest.approx((1 + exceed.sum()) / 100_001)
     assert refined.p_value < 11 / 4001
+
+
+def test_a_non_finite_statistic_is_never_refined() -> None:
+    series = _series([0.0, float("nan"), 0.0, 1.0])
+    first = cusum_change_test(series, seed=0)
+    refined = refined_cusum_test(series, seed=0)
+    assert np.isnan(refined.statistic)  # (NaN != NaN, so the fields are compared one by one)
+    assert (refined.p_value, refined.n_simulations) == (first.p_value, first.n_simulations)

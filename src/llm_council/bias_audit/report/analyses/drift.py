@@ -53,7 +53,8 @@ def refined_cusum_test(series: WeeklySeries, seed: int = 0) -> CusumTest:
     """
     first = cusum_change_test(series, seed=seed)
     exceeded = round(first.p_value * (first.n_simulations + 1)) - 1
-    if exceeded >= _EXCEEDANCES_TO_STOP:
+    # a non-finite statistic is no evidence: never refine it toward a smaller p
+    if exceeded >= _EXCEEDANCES_TO_STOP or not np.isfinite(first.statistic):
         return first
     rng = np.random.default_rng([seed, 1])
     drawn = first.n_simulations
