@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -26,7 +27,7 @@ from numpy.typing import ArrayLike
 def family_holm_adjusted(
     p_values: ArrayLike,
     families: Sequence[Hashable],
-    family_weights: Mapping[Hashable, float] | None = None,
+    family_weights: Mapping[Any, float] | None = None,
 ) -> np.ndarray:
     r"""Adjusted p-values of the closed test with Bonferroni local tests weighted by family.
 
