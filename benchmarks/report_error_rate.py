@@ -12,6 +12,10 @@ order or each reviewer its own) and ``llm_council.simulation`` (Gaussian noise),
 and 9 members and 10, 30 and 100 sessions. A report "has a finding" when its ``findings``
 list is not empty; the promise is that share <= 5% (+ 2 Monte Carlo standard errors).
 
+``--dump DIR`` saves every store's tested hypotheses (family, subject, bias, p, blocked,
+estimate) one file a cell; ``benchmarks/report_replay.py DIR`` decides them again with
+any tree's procedure.
+
 ``--power``: one planted bias per store (30 sessions, 5 members), the share of reports
 whose findings name it, after (``fwer`` and ``fdr``) and, with ``--baseline-src``, before
 (that tree's dashboard findings: each family at its own 5%).
@@ -39,6 +43,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+#: the tree whose reports are measured (``--src``: a frozen copy, so edits during a long run
+#: do not reach its later cells)
+SOURCE = ROOT / "src"
+
 #: one finding as the child reports it: (family, subject, bias)
 Found = list[list[str]]
 
@@ -62,11 +70,24 @@ def child(paths: list[str]) -> None:
             rows = dashboard_findings(report).findings
             result: dict[str, Any] = {"before": [[f.family, f.subject, f.bias] for f in rows]}
         else:
+            from llm_council.bias_audit.report import hypotheses
+
+            report_hypotheses = hypotheses.report_hypotheses
             fdr = decide_findings(report, "fdr")
             result = {
+                # ADR 0060 made the self-preference hypothesis one-sided
+                "self_preference_sided": (
+                    "one" if hasattr(hypotheses, "upper_one_sided_p") else "two"
+                ),
                 "fwer": [[f.family, f.subject, f.bias] for f in report.findings],
                 "fdr": [[f.family, f.subject, f.bias] for f in fdr.findings],
                 "n_tests": len(report.hypotheses),
+                # every tested hypothesis before the procedure, for --replay
+                "tested": [
+                    [h.finding.family, h.finding.subject, h.finding.bias, h.finding.p_value]
+                    + [h.blocked_by is not None, h.finding.estimate]
+                    for h in report_hypotheses(report)
+                ],
             }
         result["cpu_seconds"] = time.process_time() - started
         print(json.dumps(result), flush=True)
@@ -172,6 +193,19 @@ POWER_CELLS = (
         independent(False, verbosity=lambda n: [0.5] * n),
         lambda f: f[0] == "length" and "longer" in f[2],
     ),
+    # what the weights of ADR 0060 cost: a smaller harsh judge, one reviewer's slot bias
+    PlantedBias(
+        "harsh -0.5 (judge-0)",
+        independent(False, leniency=first_only(-0.5)),
+        lambda f: f[0] == "leniency" and f[1] == "judge-0" and "harsh" in f[2],
+    ),
+    PlantedBias(
+        "slot A +1.0 (judge-0 only)",
+        independent(
+            False, slot_effects=lambda n: [[1.0] + [0.0] * (n - 1)] + [[0.0] * n] * (n - 1)
+        ),
+        lambda f: f[0] == "position" and f[1] == "judge-0",
+    ),
 )
 
 
@@ -203,8 +237,19 @@ def latin_cells(sizes: list[int], members: list[int]) -> list[tuple[int, int, in
     ]
 
 
+def _dump(folder: Path | None, name: str, results: list[dict[str, Any]]) -> None:
+    """Save one cell's per-store results (JSON lines) for ``--replay``."""
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in results))
+
+
 def null_table(
-    runs: int, seed: int, cells: list[tuple[int, int, int]], baseline: Path | None = None
+    runs: int,
+    seed: int,
+    cells: list[tuple[int, int, int]],
+    baseline: Path | None = None,
+    dump: Path | None = None,
 ) -> list[str]:
     lines = [
         "| generator | members | sessions | tests per report (median) | reports with a "
@@ -212,7 +257,7 @@ def null_table(
         "CPU s per report |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    src = ROOT / "src"
+    src = SOURCE
     names = list(NULL_GENERATORS)
     for g, n_members, n_sessions in cells:
         name, write = names[g], NULL_GENERATORS[names[g]]
@@ -220,6 +265,7 @@ def null_table(
             paths = _stores(write, Path(folder), n_members, n_sessions, runs, seed)
             results = run_tree(src, paths)
             before = run_tree(baseline, paths) if baseline else []
+        _dump(dump, f"null-{g}-{n_members}-{n_sessions}-seed{seed}", results)
         tests = sorted(r["n_tests"] for r in results)
         fwer = sum(bool(r["fwer"]) for r in results)
         fdr = sum(bool(r["fdr"]) for r in results)
@@ -237,7 +283,12 @@ def null_table(
 
 
 def power_table(
-    runs: int, seed: int, baseline: Path | None, sessions: int, only: list[int] | None = None
+    runs: int,
+    seed: int,
+    baseline: Path | None,
+    sessions: int,
+    only: list[int] | None = None,
+    dump: Path | None = None,
 ) -> list[str]:
     lines = [
         "| planted bias (5 members, "
@@ -250,8 +301,11 @@ def power_table(
             continue
         with tempfile.TemporaryDirectory() as folder:
             paths = _stores(cell.write, Path(folder), 5, sessions, runs, seed)
-            after = run_tree(ROOT / "src", paths)
+            after = run_tree(SOURCE, paths)
             before = run_tree(baseline, paths) if baseline else []
+        _dump(dump, f"power-{index}-{sessions}-seed{seed}", after)
+        if before:
+            _dump(dump, f"before-{index}-{sessions}-seed{seed}", before)
         found_fwer = sum(any(cell.found(f) for f in r["fwer"]) for r in after)
         found_fdr = sum(any(cell.found(f) for f in r["fdr"]) for r in after)
         found_before = sum(any(cell.found(f) for f in r["before"]) for r in before)
@@ -265,6 +319,7 @@ def power_table(
 
 
 def main() -> None:
+    global SOURCE
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         child(sys.argv[2:])
         return
@@ -291,7 +346,12 @@ def main() -> None:
         "--cells", nargs="+", help="explicit cells GENERATOR_INDEX:MEMBERS:SESSIONS"
     )
     parser.add_argument("--out", type=Path, help="also write the markdown tables here")
+    parser.add_argument(
+        "--dump", type=Path, help="save every store's hypotheses here (one file a cell)"
+    )
+    parser.add_argument("--src", type=Path, default=ROOT / "src", help="the tree to measure")
     args = parser.parse_args()
+    SOURCE = args.src.resolve()
     lines: list[str] = []
     if args.null:
         if args.cells:
@@ -305,10 +365,15 @@ def main() -> None:
                 for m in args.members
                 for s in args.sessions
             ]
-        lines += null_table(args.runs, args.seed, cells, args.baseline_src) + [""]
+        lines += null_table(args.runs, args.seed, cells, args.baseline_src, args.dump) + [""]
     if args.power:
         lines += power_table(
-            args.runs, args.seed, args.baseline_src, args.power_sessions, args.power_cells
+            args.runs,
+            args.seed,
+            args.baseline_src,
+            args.power_sessions,
+            args.power_cells,
+            args.dump,
         )
     if args.out:
         args.out.write_text("\n".join(lines) + "\n")

@@ -5,7 +5,8 @@ share data: a reviewer's leniency, slot and favouritism estimates come from the 
 scores, and the cells of a favouritism table are negatively correlated by construction):
 
 - **family-wise** (:func:`family_holm_adjusted`): a weighted-Bonferroni closed test whose
-  shortcut is Holm across families and Holm within each family;
+  shortcut is Holm across families (weighted by fixed family weights) and Holm within each
+  family;
 - **false discovery rate** (:func:`benjamini_yekutieli_adjusted`): Benjamini-Yekutieli
   (2001), the Benjamini-Hochberg step-up with its ``sum 1/k`` factor, which needs no
   positive-dependence condition.
@@ -15,37 +16,57 @@ Both leave NaN p-values (hypotheses that could not be tested) out and return NaN
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 
-def family_holm_adjusted(p_values: ArrayLike, families: Sequence[Hashable]) -> np.ndarray:
+def family_holm_adjusted(
+    p_values: ArrayLike,
+    families: Sequence[Hashable],
+    family_weights: Mapping[Any, float] | None = None,
+) -> np.ndarray:
     r"""Adjusted p-values of the closed test with Bonferroni local tests weighted by family.
 
-    Let :math:`I` be a set of hypotheses, :math:`F_I` the families it touches and
-    :math:`I_f = I \cap f`. The local test of :math:`\bigcap_{i \in I} H_i` rejects at level
-    :math:`\alpha` when some :math:`p_i \le \alpha\, w_i(I)` with
-    :math:`w_i(I) = 1 / (|F_I|\, |I_f|)`: each touched family gets an equal share of
-    :math:`\alpha`, split equally among its hypotheses in :math:`I`. The weights sum to 1
-    (a valid Bonferroni test under any dependence) and only grow as :math:`I` shrinks, so by
-    the closure principle (Marcus, Peritz & Gabriel 1976) and the sequential rejection
-    principle (Goeman & Solari 2010) the closed test is the sequentially rejective
-    shortcut of Bretz, Maurer, Brannath & Posch (2009, "A graphical approach to sequentially
-    rejective multiple test procedures", Stat. Med. 28(4)): reject the hypothesis with the
-    smallest :math:`p_i / w_i(R)` among those still untested :math:`R`, remove it, repeat.
-    A rejected hypothesis's weight passes to the rest of its family (Holm within the family);
-    an exhausted family's share passes equally to the other families (Holm across families),
-    the hierarchical scheme of Meinshausen (2008) and Goeman & Finos (2012) with equal family
-    weights. The adjusted p-value of the hypothesis removed at step :math:`k` is
+    Each family :math:`f` has a fixed, positive prior weight :math:`v_f` (``family_weights``;
+    a family not named there, and every family when it is None, weighs 1). Let :math:`I` be a
+    set of hypotheses, :math:`F_I` the families it touches and :math:`I_f = I \cap f`. The
+    local test of :math:`\bigcap_{i \in I} H_i` rejects at level :math:`\alpha` when some
+    :math:`p_i \le \alpha\, w_i(I)` with
+
+    .. math:: w_i(I) = \frac{v_f}{\sum_{g \in F_I} v_g} \cdot \frac{1}{|I_f|},
+              \quad i \in f,
+
+    each touched family a share of :math:`\alpha` in proportion to its weight, split equally
+    among its hypotheses in :math:`I`. The weights sum to 1 (a valid Bonferroni test under
+    any dependence) and only grow as :math:`I` shrinks, so by the closure principle (Marcus,
+    Peritz & Gabriel 1976) and the sequential rejection principle (Goeman & Solari 2010) the
+    closed test is the sequentially rejective shortcut of Bretz, Maurer, Brannath & Posch
+    (2009, "A graphical approach to sequentially rejective multiple test procedures",
+    Stat. Med. 28(4)): reject the hypothesis with the smallest :math:`p_i / w_i(R)` among
+    those still untested :math:`R`, remove it, repeat. A rejected hypothesis's weight passes
+    to the rest of its family (Holm within the family); an exhausted family's share passes to
+    the other families in proportion to their weights (weighted Holm across families, Holm
+    1979, section 5; the graph whose edges from :math:`f` go to each other family :math:`g`
+    with weight :math:`v_g / \sum_{h \ne f} v_h`), the hierarchical scheme of Meinshausen
+    (2008) and Goeman & Finos (2012). A family absent from the report (nothing tested)
+    takes no share. The adjusted p-value of the hypothesis removed at step :math:`k` is
     :math:`\max_{j \le k} \min(1, p_{(j)} / w_{(j)}(R_j))`; rejecting where it is
     :math:`\le \alpha` controls the family-wise error over *all* hypotheses at
-    :math:`\alpha`. One family gives Holm (1979); families of one hypothesis give Holm over all.
+    :math:`\alpha`, provided the weights are fixed before the data are seen. Equal weights
+    and one family give Holm (1979); families of one hypothesis and equal weights give Holm
+    over all.
     """
     values = np.asarray(p_values, dtype=float).ravel()
     if len(families) != values.size:
         raise ValueError(f"{values.size} p-values but {len(families)} family labels")
+    weights = dict(family_weights or {})
+    for family, weight in weights.items():
+        if not (math.isfinite(weight) and weight > 0):
+            raise ValueError(f"family weight of {family!r} is {weight!r}; it must be > 0")
     adjusted = np.full(values.size, np.nan)
     # each family's finite p-values, ascending; the procedure only ever takes a family's
     # smallest remaining one (the other members of a family share its weight)
@@ -54,25 +75,30 @@ def family_holm_adjusted(p_values: ArrayLike, families: Sequence[Hashable]) -> n
         queues.setdefault(families[finite_index], []).append(finite_index)
     for members in queues.values():
         members.sort(key=lambda i: (values[i], i))
+    weight_of = {family: float(weights.get(family, 1.0)) for family in queues}
     heads = dict.fromkeys(queues, 0)
     running = 0.0
     while heads:
-        n_families = len(heads)
-        best_family = min(
-            heads,
-            key=lambda family: (
+        total_weight = sum(weight_of[family] for family in heads)
+        # each family's smallest remaining p over that hypothesis's current weight
+        # w = (v_f / total) / remaining, i.e. p * remaining * total / v_f
+        divided = {
+            family: float(
                 values[queues[family][heads[family]]]
-                * n_families
-                * (len(queues[family]) - heads[family]),
-                queues[family][heads[family]],
-            ),
+                * (len(queues[family]) - heads[family])
+                * total_weight
+                / weight_of[family]
+            )
+            for family in heads
+        }
+        best_family = min(
+            heads, key=lambda family: (divided[family], queues[family][heads[family]])
         )
         position = heads[best_family]
         index = queues[best_family][position]
-        remaining = len(queues[best_family]) - position
-        running = max(running, min(1.0, values[index] * n_families * remaining))
+        running = max(running, min(1.0, divided[best_family]))
         adjusted[index] = running
-        if remaining == 1:
+        if len(queues[best_family]) - position == 1:
             del heads[best_family]
         else:
             heads[best_family] = position + 1

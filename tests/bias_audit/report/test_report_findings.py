@@ -22,7 +22,7 @@ from generators.rank_council import RankCouncilSpec
 from generators.rank_council import generate_sessions as rank_sessions
 from generators.rank_council import write_store as write_rank_store
 from llm_council.bias_audit.report import build_report, render_csv, render_json, render_text
-from llm_council.bias_audit.report.finding import FAMILIES
+from llm_council.bias_audit.report.finding import FAMILIES, FAMILY_WEIGHTS
 from llm_council.bias_audit.report.model import BiasReport
 from llm_council.bias_audit.report.report_verdicts import decide_findings
 from llm_council.errors import ConfigError
@@ -50,15 +50,22 @@ def biased_report(biased_store: Path) -> BiasReport:
 
 
 def _family_holm_by_hand(p: np.ndarray, families: list[str]) -> np.ndarray:
-    """The closed test's shortcut written out as the ADR says it: at each step every
-    remaining family's smallest p times (families left x its members left); the smallest
-    product is rejected next, and adjusted p-values never decrease."""
+    """The closed test's shortcut written out as the ADRs say it (0054, weights 0060): at
+    each step every remaining family's smallest p times its members left times (the summed
+    weights of the families left / its own weight); the smallest product is rejected next,
+    and adjusted p-values never decrease."""
     left = {i for i in range(p.size)}
     adjusted = np.zeros(p.size)
     running = 0.0
     while left:
-        names = {families[i] for i in left}
-        step = {i: p[i] * len(names) * sum(families[j] == families[i] for j in left) for i in left}
+        total = sum(FAMILY_WEIGHTS[name] for name in {families[i] for i in left})
+        step = {
+            i: p[i]
+            * sum(families[j] == families[i] for j in left)
+            * total
+            / FAMILY_WEIGHTS[families[i]]
+            for i in left
+        }
         chosen = min(step, key=lambda i: (step[i], i))
         running = max(running, min(1.0, step[chosen]))
         adjusted[chosen] = running
@@ -297,3 +304,85 @@ def test_untestable_anchoring_is_said_so(tmp_path: Path) -> None:
     assert not any(h.family == "anchoring" for h in report.hypotheses)
     untested = {u.bias: u.reason for u in dashboard_findings(report).untested}
     assert untested["anchoring"].startswith("not identified")
+
+
+def test_self_preference_enters_one_sided() -> None:
+    """The report-wide self-preference hypothesis is H0: bonus <= 0 (ADR 0060), its p the
+    upper tail of the section's t test: scipy's t.sf(t, df) for either sign of t."""
+    from scipy.stats import t as student_t
+
+    from llm_council.bias_audit.report.hypotheses import upper_one_sided_p
+
+    for statistic in (2.1, -2.1, 0.3, 4.5):
+        two_sided = 2 * student_t.sf(abs(statistic), 29)
+        assert upper_one_sided_p(two_sided, statistic * 0.25) == pytest.approx(
+            student_t.sf(statistic, 29)
+        )
+    assert np.isnan(upper_one_sided_p(float("nan"), 1.0))
+    assert np.isnan(upper_one_sided_p(0.01, float("inf")))
+
+
+def test_a_reviewer_harder_on_its_own_answer_is_no_finding(biased_report: BiasReport) -> None:
+    """Every self-preference hypothesis carries the one-sided p of its section's estimate."""
+    from llm_council.bias_audit.report.hypotheses import upper_one_sided_p
+
+    listed = {t.subject: t for t in biased_report.hypotheses if t.family == "self-preference"}
+    assert listed
+    for item in biased_report.self_preference:
+        if item.reviewer in listed:
+            expected = upper_one_sided_p(item.adjusted.p_value, item.adjusted.estimate)
+            assert listed[item.reviewer].p_value == pytest.approx(expected)
+            if item.adjusted.estimate <= 0:
+                assert listed[item.reviewer].p_value >= 0.5
+                assert not listed[item.reviewer].finding
+
+
+def test_every_family_has_a_fixed_positive_weight() -> None:
+    """ADR 0060: each family named, none at zero (a zero-weight family could never be
+    tested while another family is left), no exploratory family above a primary one."""
+    from llm_council.bias_audit.report.finding import PRIMARY_FAMILIES
+
+    assert set(FAMILY_WEIGHTS) == set(FAMILIES)
+    assert all(weight > 0 for weight in FAMILY_WEIGHTS.values())
+    exploratory = set(FAMILIES) - set(PRIMARY_FAMILIES)
+    assert max(FAMILY_WEIGHTS[f] for f in exploratory) < min(
+        FAMILY_WEIGHTS[f] for f in PRIMARY_FAMILIES
+    )
+
+
+def test_the_weights_move_the_level_to_the_primary_families() -> None:
+    """Hand check on a 5-member, 30-session report's families (leniency 5, council position
+    1, position 5, length 1, self-preference 5, anchoring 5, favouritism 25, amplification
+    1): weights 1 + 7 + 1 + 7 + 7 + 3 x 1/4 = 23.75, so the lone council-position p enters
+    at alpha x 7 / 23.75 = 0.0147 (0.05 / 8 = 0.00625 with equal shares), each
+    self-preference p at 0.0147 / 5 and each favouritism cell at 0.05 x 0.25 / 23.75 / 25."""
+    families = (
+        ["leniency"] * 5
+        + ["council position"]
+        + ["position"] * 5
+        + ["length"]
+        + ["self-preference"] * 5
+        + ["anchoring"] * 5
+        + ["favouritism"] * 25
+        + ["amplification"]
+    )
+    from llm_council.bias_audit.report.finding import Finding
+    from llm_council.bias_audit.report.hypotheses import Hypothesis
+    from llm_council.bias_audit.report.report_verdicts import adjusted_p_values
+
+    def adjusted(p: np.ndarray) -> np.ndarray:
+        nan = float("nan")
+        listed = [
+            Hypothesis(Finding("x", "b", f, nan, nan, nan, "", float(q), nan, "", ""), ("t", i))
+            for i, (f, q) in enumerate(zip(families, p, strict=True))
+        ]
+        return adjusted_p_values(listed, "fwer")
+
+    p = np.full(len(families), 0.9)
+    p[5] = 0.014  # the council position test
+    assert adjusted(p)[5] == pytest.approx(0.014 * 23.75 / 7)
+    assert adjusted(p)[5] < 0.05 <= 0.014 * 8  # a finding now, none with equal shares
+    p[5] = 0.016
+    assert adjusted(p)[5] == pytest.approx(0.016 * 23.75 / 7) and adjusted(p)[5] > 0.05
+    p[5], p[30] = 0.9, 0.05 * 0.25 / 23.75 / 25 * 0.99  # one favouritism cell just inside
+    assert adjusted(p)[30] < 0.05

@@ -28,6 +28,45 @@ FAMILIES = (
 )
 
 
+#: the primary families: the biases users act on (a judge's level, its slots, its own
+#: answer, answer length), a judge's level or slots moving over the weeks, and the live
+#: checks that test position, length and self-recognition by intervention
+PRIMARY_FAMILIES = (
+    "drift",
+    "leniency",
+    "council position",
+    "position",
+    "length",
+    "self-preference",
+    "causal checks",
+)
+
+#: each family's fixed prior weight in the family-wise procedure (ADR 0060): a family's share
+#: of the level is its weight over the summed weights of the families the report tested.
+#: Fixed before any report's data are seen, which the procedure's guarantee requires; the
+#: values were chosen once on the planted-bias benchmark (benchmarks/report_error_rate.py).
+#: Three tiers: the primary families whose effects are hardest to see, each one council-wide
+#: test or one own answer a session per reviewer (council position, length,
+#: self-preference), 7; the primary per-reviewer families whose planted effects reach
+#: p ~ 1e-9 (leniency, per-reviewer position), their drift over the weeks and the live
+#: causal checks, 1; the exploratory families, 1/4.
+FAMILY_WEIGHTS: dict[str, float] = {
+    "leniency": 1.0,
+    "council position": 7.0,
+    "position": 1.0,
+    "length": 7.0,
+    "self-preference": 7.0,
+    "causal checks": 1.0,
+    "anchoring": 0.25,
+    "favouritism": 0.25,
+    "amplification": 0.25,
+    "style mimicry": 0.25,
+    "reasoning": 0.25,
+    "drift": 1.0,
+    "fingerprint changes": 1.0,  # ADR 0062: a reviewer's set-up changed (as drift: over time)
+}
+
+
 @dataclass(frozen=True)
 class Finding:
     """One hypothesis the report tested: who, which bias, how big, and the one verdict.

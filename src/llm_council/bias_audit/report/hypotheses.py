@@ -41,6 +41,19 @@ class Hypothesis:
     blocked_by: str | None = None
 
 
+def upper_one_sided_p(two_sided_p: float, estimate: float) -> float:
+    r"""The one-sided p of :math:`H_0: \theta \le 0` against :math:`\theta > 0` from a
+    two-sided p of a test with a symmetric reference distribution (t or normal).
+
+    With :math:`p_2 = 2\,P(T \ge |t|)`, the upper-tail p is :math:`P(T \ge t)`:
+    :math:`p_2 / 2` when the estimate is positive, :math:`1 - p_2 / 2` otherwise (the sign
+    of :math:`t` is the estimate's, its standard error being positive). NaN stays NaN.
+    """
+    if not math.isfinite(two_sided_p) or not math.isfinite(estimate):
+        return float("nan")
+    return two_sided_p / 2 if estimate > 0 else 1.0 - two_sided_p / 2
+
+
 def _tested(
     subject: str,
     bias: str,
@@ -135,6 +148,8 @@ def _core_hypotheses(report: BiasReport) -> list[Hypothesis]:
             )
         )
     for index, item in enumerate(report.self_preference):
+        # one-sided, as the session audit's (ADR 0060): the bias is a bonus to one's own
+        # answer; a reviewer harder on its own answer is shown, never a finding
         found.append(
             Hypothesis(
                 _tested(
@@ -142,8 +157,9 @@ def _core_hypotheses(report: BiasReport) -> list[Hypothesis]:
                     "self-preference",
                     "self-preference",
                     item.adjusted,
-                    "points to its own answer (joint model)",
+                    "points to its own answer (joint model; one-sided test)",
                     "section-self",
+                    upper_one_sided_p(item.adjusted.p_value, item.adjusted.estimate),
                 ),
                 ("self", index),
                 f"own answer always at slot {item.fixed_slot}: confounded with position"

@@ -21,7 +21,7 @@ from llm_council.bias_audit.report.analyses.causal_checks import CausalChecks
 from llm_council.bias_audit.report.analyses.families import BiasFamilies
 from llm_council.bias_audit.report.analyses.favouritism import Favouritism
 from llm_council.bias_audit.report.analyses.position import with_verdict
-from llm_council.bias_audit.report.finding import ERROR_RATES
+from llm_council.bias_audit.report.finding import ERROR_RATES, FAMILY_WEIGHTS
 from llm_council.bias_audit.report.fingerprint_hypotheses import fingerprint_verdicts
 from llm_council.bias_audit.report.hypotheses import Hypothesis, Locator, report_hypotheses
 from llm_council.bias_audit.report.model import BiasReport
@@ -36,13 +36,19 @@ _SPILLOVER = "spill-over of a larger favouritism finding (its interval holds wha
 
 
 def adjusted_p_values(hypotheses: Sequence[Hypothesis], error_rate: str) -> np.ndarray:
-    """Every hypothesis's report-wide adjusted p-value under ``error_rate``."""
+    """Every hypothesis's report-wide adjusted p-value under ``error_rate``.
+
+    ``fwer`` weighs each family by :data:`FAMILY_WEIGHTS` (ADR 0060); ``fdr`` is
+    Benjamini-Yekutieli over all tests, unweighted.
+    """
     if error_rate not in ERROR_RATES:
         raise ValueError(f"unknown error rate {error_rate!r} (expected one of {ERROR_RATES})")
     p_values = [item.finding.p_value for item in hypotheses]
     if error_rate == "fdr":
         return benjamini_yekutieli_adjusted(p_values)
-    return family_holm_adjusted(p_values, [item.finding.family for item in hypotheses])
+    return family_holm_adjusted(
+        p_values, [item.finding.family for item in hypotheses], FAMILY_WEIGHTS
+    )
 
 
 def procedure_text(
@@ -57,7 +63,7 @@ def procedure_text(
         )
     return (
         f"family-wise {level} over {n_tests} tests in {n_families} families "
-        "(closed test: Holm across families, Holm within each)"
+        "(closed test: weighted Holm across families, Holm within each)"
     )
 
 

@@ -11,20 +11,64 @@ raises a false alarm with probability at most the significance level.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 import duckdb
 import numpy as np
 
 from llm_council.bias_audit.report.load.tables import nullable_floats
-from llm_council.stats.drift import CusumTest, WeeklySeries, cusum_change_test, weekly_series
+from llm_council.stats.drift import (
+    CusumTest,
+    WeeklySeries,
+    cusum_change_test,
+    cusum_null_statistics,
+    weekly_series,
+)
 from llm_council.stats.multiplicity import holm_adjusted
 
 _QUANTITIES = {
     "leniency": "avg(deviation)",
     "position_trend": "regr_slope(deviation, position)",
 }
+
+
+#: Besag & Clifford's stopping count and draw cap for refining a small Monte Carlo p
+_EXCEEDANCES_TO_STOP = 10
+_MAX_DRAWS = 100_000
+_CHUNK = 12_000
+
+
+def refined_cusum_test(series: WeeklySeries, seed: int = 0) -> CusumTest:
+    r"""The CUSUM test, with its Monte Carlo p refined past 4,000 draws when it is small.
+
+    The first 4,000 draws give :math:`p = (1 + c)/4001` as before. With :math:`c < 10`
+    exceedances (:math:`p < 0.0028`) the draws continue (a second stream) in the sequential
+    Monte Carlo test of Besag & Clifford (1991, "Sequential Monte Carlo p-values",
+    Biometrika 78(2)): stop at the 10th exceedance, at draw :math:`n`, with :math:`p = 10/n`,
+    or at 100,000 draws with :math:`p = (1 + c)/100001`. Either way :math:`P(p \le u) \le u`
+    under no change (for :math:`u \ge 11/4001` the event is the first stage's, below it
+    Besag-Clifford's). Why: the report-wide procedure gives a drift series a level far
+    below 1/4001 (ADR 0060); a p floored at 1/4001 could never be a finding there.
+    """
+    first = cusum_change_test(series, seed=seed)
+    exceeded = round(first.p_value * (first.n_simulations + 1)) - 1
+    # a non-finite statistic is no evidence: never refine it toward a smaller p
+    if exceeded >= _EXCEEDANCES_TO_STOP or not np.isfinite(first.statistic):
+        return first
+    rng = np.random.default_rng([seed, 1])
+    drawn = first.n_simulations
+    while drawn < _MAX_DRAWS:
+        size = min(_CHUNK, _MAX_DRAWS - drawn)
+        hits = np.flatnonzero(
+            cusum_null_statistics(series.standard_errors, size, rng) >= first.statistic
+        )
+        if exceeded + hits.size >= _EXCEEDANCES_TO_STOP:
+            at = drawn + int(hits[_EXCEEDANCES_TO_STOP - exceeded - 1]) + 1
+            return replace(first, p_value=_EXCEEDANCES_TO_STOP / at, n_simulations=at)
+        exceeded += int(hits.size)
+        drawn += size
+    return replace(first, p_value=(1 + exceeded) / (drawn + 1), n_simulations=drawn)
 
 
 @dataclass(frozen=True)
@@ -99,7 +143,7 @@ def drift_by_reviewer(
             if series is None:
                 skipped.append(f"{name}/{quantity}")
                 continue
-            tested.append((name, quantity, series, cusum_change_test(series, seed=seed)))
+            tested.append((name, quantity, series, refined_cusum_test(series, seed=seed)))
     holm = holm_adjusted([test.p_value for _, _, _, test in tested])
     week_start = [(start + timedelta(weeks=w)).date().isoformat() for w in range(n_weeks)]
     result = []

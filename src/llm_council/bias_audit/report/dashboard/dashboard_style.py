@@ -82,7 +82,8 @@ details summary { cursor: pointer; font-weight: 600; margin-top: 8px; }
 #: what each number means and how sure a flag is (shown under "Method notes")
 METHOD_NOTES = (
     "Findings: one multiplicity procedure over every test in the report (family-wise 5% by "
-    "default: Holm across families, Holm within each; or --error-rate fdr); the dashboard "
+    "default: Holm across families weighted toward the primary ones, Holm within each; or "
+    "--error-rate fdr); self-preference is tested one-sided; the dashboard "
     "adds no test of its own. Holm p-values in the sections are within one family, for "
     "reference.",
     "Every interval is 95% and clusters by session (a session is one unit, not its records).",
