@@ -30,7 +30,8 @@ FAMILIES = (
 
 #: the primary families: the biases users act on (a judge's level, its slots, its own
 #: answer, answer length), a judge's level or slots moving over the weeks, and the live
-#: checks that test position, length and self-recognition by intervention
+#: checks that test position, length and self-recognition by intervention; and a judge
+#: whose set-up changed (ADR 0062)
 PRIMARY_FAMILIES = (
     "drift",
     "leniency",
@@ -39,7 +40,9 @@ PRIMARY_FAMILIES = (
     "length",
     "self-preference",
     "causal checks",
+    "fingerprint changes",
 )
+
 
 #: each family's fixed prior weight in the family-wise procedure (ADR 0060): a family's share
 #: of the level is its weight over the summed weights of the families the report tested.
