@@ -34,6 +34,26 @@ def test_the_p_value_is_scipys_two_sided_f_tail(
     )
 
 
+@pytest.mark.parametrize(
+    ("ratio", "numerator_df", "denominator_df"),
+    [(0.05, 1.0, 20.0), (1.0, 2.2, 10.0), (3.7, 2.2, 66.0), (9.0, 0.7, 5.5)],
+)
+def test_the_upper_tail_is_scipys_f_survival(
+    ratio: float, numerator_df: float, denominator_df: float
+) -> None:
+    # ADR 0059: a session noisier than its history is the side that makes false flags
+    expected = stats.f(numerator_df, denominator_df).sf(ratio)
+    p_value = variance_ratio_p_value(ratio, numerator_df, denominator_df, alternative="greater")
+    assert p_value == pytest.approx(expected, rel=1e-9)
+    # a quiet session is never marked: its upper tail is near 1
+    assert variance_ratio_p_value(1e-4, 2.0, 10.0, alternative="greater") > 0.99
+    assert variance_ratio_p_value(2.5, 3.0, math.inf, alternative="greater") == pytest.approx(
+        stats.chi2(3.0).sf(7.5), rel=1e-9
+    )
+    with pytest.raises(ValueError, match="alternative"):
+        variance_ratio_p_value(1.0, 1.0, 2.0, alternative="less")
+
+
 def test_an_infinite_history_df_is_the_chi_square_limit() -> None:
     # nu * x ~ chi2(nu) when the reference variance is exact
     expected = 2.0 * stats.chi2(3.0).sf(3.0 * 2.5)
@@ -87,7 +107,14 @@ def test_the_expectation_is_raos_and_the_df_match_a_monte_carlo_variance() -> No
     np.testing.assert_allclose(sums.var(axis=0), 2.0 * expected**2 / dfs, rtol=0.06)
 
 
-def _drift_draws(true_variances: np.ndarray, prior_variances: np.ndarray, n_draws: int, seed: int):  # type: ignore[no-untyped-def]
+def _drift_draws(  # type: ignore[no-untyped-def]
+    true_variances: np.ndarray,
+    prior_variances: np.ndarray,
+    n_draws: int,
+    seed: int,
+    alternative: str = "two-sided",
+    level: float = 0.1,
+):
     fit, annihilator = _design(5)
     rng = np.random.default_rng(seed)
     moved_counts = np.zeros(5)
@@ -102,7 +129,8 @@ def _drift_draws(true_variances: np.ndarray, prior_variances: np.ndarray, n_draw
             np.full(5, math.inf),  # the history's variances exact: chi-square reference
             np.full(5, 1.5**2),
             np.ones(5, dtype=bool),
-            level=0.1,
+            level=level,
+            alternative=alternative,
         )
         for reviewer in drift.moved:
             moved_counts[reviewer] += 1
@@ -130,6 +158,26 @@ def test_a_judge_gone_noisy_is_moved_and_does_not_drag_its_neighbours() -> None:
     # are marked near the level, not at judge 0's rate
     assert np.all(rates[1:] < 0.2)
     assert rates[0] > 0.6
+
+
+def test_the_upper_tailed_check_marks_the_noisier_judges_only() -> None:
+    # ADR 0059: the SDs reversed, so judges 0-1 are noisier now and 3-4 quieter. Upper
+    # tail at 0.3: the quieter ones are marked only through the step-down's
+    # replacements (rarely); the two-sided check at 0.2 marks them too
+    history = np.array([0.25, 0.5, 1.0, 1.5, 2.25])
+    now = history[::-1].copy()
+    upper, _ = _drift_draws(now, history, 600, 4, alternative="greater", level=0.3)
+    both, _ = _drift_draws(now, history, 600, 4, alternative="two-sided", level=0.2)
+    # measured: judge 0 (9x) 76% against 60%, judge 4 (1/9) 0.2% against 47%
+    assert upper[0] > 0.7 and upper[0] > both[0]
+    assert np.all(upper[3:] < 0.12)
+    assert np.all(both[3:] > upper[3:])
+    # with the history's own noise, each judge's first step is an exact 0.3-level test
+    # of the upper tail (2000 draws: SE of 0.3 is 0.010)
+    same = np.array([0.25, 0.5, 1.0, 1.5, 2.25])
+    _, first = _drift_draws(same, same, 2000, 5, alternative="greater", level=0.3)
+    first_rates = np.array([(first == r).mean() for r in range(5)])
+    assert np.all(first_rates < 0.3 + 3 * 0.010)
 
 
 def test_no_residual_information_is_not_tested() -> None:

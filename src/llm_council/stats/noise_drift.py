@@ -31,14 +31,20 @@ from scipy.special import chdtr, chdtrc, fdtr, fdtrc
 FloatArray = NDArray[np.float64]
 
 
-def variance_ratio_p_value(ratio: float, numerator_df: float, denominator_df: float) -> float:
-    r"""Two-sided p-value of a variance ratio against :math:`F(\nu_1, \nu_2)`.
+def variance_ratio_p_value(
+    ratio: float, numerator_df: float, denominator_df: float, *, alternative: str = "two-sided"
+) -> float:
+    r"""p-value of a variance ratio against :math:`F(\nu_1, \nu_2)`.
 
-    :math:`p = 2\min\{F_{\nu_1,\nu_2}(x),\ 1 - F_{\nu_1,\nu_2}(x)\}`, capped at 1 (the
-    equal-tails F test of two variances; Snedecor & Cochran 1989, Statistical Methods,
-    8th ed., sec. 6.12). An infinite denominator df is the chi-square limit
-    :math:`\nu_1 x \sim \chi^2_{\nu_1}`. NaN when the ratio or a df is not usable.
+    Two-sided: :math:`p = 2\min\{F_{\nu_1,\nu_2}(x),\ 1 - F_{\nu_1,\nu_2}(x)\}`,
+    capped at 1 (the equal-tails F test of two variances; Snedecor & Cochran 1989,
+    Statistical Methods, 8th ed., sec. 6.12). ``alternative="greater"``: the upper tail
+    :math:`1 - F_{\nu_1,\nu_2}(x)` (the numerator's variance is larger). An infinite
+    denominator df is the chi-square limit :math:`\nu_1 x \sim \chi^2_{\nu_1}`. NaN when
+    the ratio or a df is not usable.
     """
+    if alternative not in ("two-sided", "greater"):
+        raise ValueError(f"alternative must be 'two-sided' or 'greater', not {alternative!r}")
     usable = np.isfinite(ratio) and ratio >= 0.0 and numerator_df > 0.0 and denominator_df > 0.0
     if not usable:  # NaN df compare False, so they land here too
         return float("nan")
@@ -48,6 +54,8 @@ def variance_ratio_p_value(ratio: float, numerator_df: float, denominator_df: fl
     else:
         lower = float(fdtr(numerator_df, denominator_df, ratio))
         upper = float(fdtrc(numerator_df, denominator_df, ratio))
+    if alternative == "greater":
+        return upper
     return min(1.0, 2.0 * min(lower, upper))
 
 
@@ -113,12 +121,14 @@ def step_down_noise_drift(
     tested: ArrayLike,
     *,
     level: float,
+    alternative: str = "two-sided",
 ) -> NoiseDrift:
     r"""Reviewers whose session noise left their prior, found one at a time.
 
     Each ``tested`` reviewer's :math:`F_r = RSS_r / E_0 RSS_r` (the expectation under the
     current variances, :func:`residual_sum_of_squares_moments`) is referred to
-    :math:`F(\nu_r, d_{0r})` two-sided (:func:`variance_ratio_p_value`); the reviewer with
+    :math:`F(\nu_r, d_{0r})`, two-sided or upper-tailed (``alternative``,
+    :func:`variance_ratio_p_value`); the reviewer with
     the smallest p-value below ``level`` is marked moved, its variance in the others'
     expectations becomes its ``replacement_variances`` entry (the variance the audit
     will use for it), and the rest are tested again, until none is below ``level``.
@@ -146,7 +156,9 @@ def step_down_noise_drift(
             if expected[reviewer] <= 0.0 or not np.isfinite(dfs[reviewer]):
                 continue
             ratio = float(observed[reviewer] / expected[reviewer])
-            p_value = variance_ratio_p_value(ratio, float(dfs[reviewer]), prior_df[reviewer])
+            p_value = variance_ratio_p_value(
+                ratio, float(dfs[reviewer]), prior_df[reviewer], alternative=alternative
+            )
             ratios[reviewer], session_dfs[reviewer], p_values[reviewer] = (
                 ratio,
                 dfs[reviewer],

@@ -80,6 +80,7 @@ def _without_moved_history(
         replacement,
         tested,
         level=thresholds.noise_drift_level,
+        alternative=thresholds.noise_drift_alternative,
     )
     if not drift.moved:
         return variances, dfs, sources, {}

@@ -15,6 +15,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from functools import lru_cache
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,6 +34,8 @@ ENV_VARIABLES: dict[str, str] = {
 HISTORY_PRIOR_DF_MAX = 10.0
 #: the two-sided level at which a reviewer's session noise is taken to have left its history
 NOISE_DRIFT_LEVEL = 0.2
+#: which side of the variance ratio the check tests (ADR 0059)
+NOISE_DRIFT_ALTERNATIVE: Literal["greater", "two-sided"] = "two-sided"
 
 #: the packaged thresholds file, as errors name it
 PACKAGED_FILE = "default_config/thresholds.toml"
@@ -134,6 +137,14 @@ class AuditThresholds(BaseModel):
             "two-sided level of the variance-ratio test of each reviewer's session noise "
             "against its history (ADR 0051); a reviewer whose noise moved is moderated "
             "toward the default prior instead. 0 turns the check off"
+        ),
+    )
+    noise_drift_alternative: Literal["greater", "two-sided"] = Field(
+        NOISE_DRIFT_ALTERNATIVE,
+        description=(
+            "which way the noise check looks (ADR 0059): 'greater' marks only a reviewer "
+            "noisier than its history (the side on which a stale history makes false "
+            "flags; a quieter judge only costs power), 'two-sided' either way (ADR 0051)"
         ),
     )
     position_permutations: int = Field(
