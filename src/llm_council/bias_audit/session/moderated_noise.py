@@ -31,7 +31,7 @@ from llm_council.stats.moderated_session_tests import (
     session_prior,
 )
 from llm_council.stats.moderated_variance import moderated_variances
-from llm_council.stats.noise_drift import step_down_noise_drift
+from llm_council.stats.noise_drift import council_noise_drift, step_down_noise_drift
 from llm_council.stats.session_tests import ContrastTest
 from llm_council.stats.slot_adjusted_fit import with_slot_effects
 
@@ -48,6 +48,13 @@ class ModeratedNoise:
     #: reviewers whose session noise left their history (ADR 0051): name -> (variance
     #: ratio RSS_r / E RSS_r, two-sided p-value); their prior is the default instead
     moved: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: the council's noise as a whole left its history (ADR 0059): every reviewer with
+    #: history is in ``moved``, with the council-wide ratio and upper-tail p-value
+    council_wide: bool = False
+
+
+#: the priors, each reviewer's source, the moved reviewers and whether the council moved
+Priors = tuple[np.ndarray, np.ndarray, list[str], dict[str, tuple[float, float]], bool]
 
 
 def _without_moved_history(
@@ -55,22 +62,37 @@ def _without_moved_history(
     names: Sequence[str],
     thresholds: AuditThresholds,
     priors: tuple[np.ndarray, np.ndarray, list[str]],
-) -> tuple[np.ndarray, np.ndarray, list[str], dict[str, tuple[float, float]]]:
-    """The priors with every reviewer whose session noise left its history (the
-    variance-ratio step-down of :func:`~llm_council.stats.noise_drift.step_down_noise_drift`
-    at ``noise_drift_level``) given the default prior instead: its session variance
-    moderated toward ``prior_noise_sd`` updated by the pooled variance, as without
-    history."""
+) -> Priors:
+    """The priors with every reviewer whose session noise left its history given the
+    default prior instead: its session variance moderated toward ``prior_noise_sd``
+    updated by the pooled variance, as without history. First the council-wide upper-tail
+    test at ``noise_drift_council_level`` (:func:`~llm_council.stats.noise_drift.
+    council_noise_drift`; below it every reviewer with history moves), then each reviewer
+    by the step-down of :func:`~llm_council.stats.noise_drift.step_down_noise_drift` at
+    ``noise_drift_level``."""
     variances, dfs, sources = priors
     tested = np.array([source == "history" for source in sources])
-    if thresholds.noise_drift_level <= 0.0 or not tested.any() or fit.residual_df == 0:
-        return variances, dfs, sources, {}
+    checks = thresholds.noise_drift_level > 0.0 or thresholds.noise_drift_council_level > 0.0
+    if not checks or not tested.any() or fit.residual_df == 0:
+        return variances, dfs, sources, {}, False
     default_variance, default_df = session_prior(
         fit, thresholds.prior_noise_sd**2, thresholds.prior_noise_df
     )
+    annihilator = np.eye(fit.observed.size) - (fit.design @ fit.covariance_unscaled) @ fit.design.T
+    if thresholds.noise_drift_council_level > 0.0:
+        council = council_noise_drift(annihilator, fit.rows, fit.residuals, variances, dfs, tested)
+        if council.p_value < thresholds.noise_drift_council_level:  # NaN compares False
+            variances, dfs, sources = variances.copy(), dfs.copy(), list(sources)
+            moved_all: dict[str, tuple[float, float]] = {}
+            for index in np.flatnonzero(tested).tolist():
+                variances[index], dfs[index] = default_variance, default_df
+                sources[index] = "default"
+                moved_all[names[index]] = (council.ratio, council.p_value)
+            return variances, dfs, sources, moved_all, True
+    if thresholds.noise_drift_level <= 0.0:
+        return variances, dfs, sources, {}, False
     own, own_df = reviewer_residual_variances(fit)
     replacement, _ = moderated_variances(own, own_df, default_variance, default_df)
-    annihilator = np.eye(fit.observed.size) - (fit.design @ fit.covariance_unscaled) @ fit.design.T
     drift = step_down_noise_drift(
         annihilator,
         fit.rows,
@@ -83,13 +105,13 @@ def _without_moved_history(
         alternative=thresholds.noise_drift_alternative,
     )
     if not drift.moved:
-        return variances, dfs, sources, {}
+        return variances, dfs, sources, {}, False
     variances, dfs, sources = variances.copy(), dfs.copy(), list(sources)
     moved: dict[str, tuple[float, float]] = {}
     for index in drift.moved:
         variances[index], dfs[index], sources[index] = default_variance, default_df, "default"
         moved[names[index]] = (float(drift.ratios[index]), float(drift.p_values[index]))
-    return variances, dfs, sources, moved
+    return variances, dfs, sources, moved, False
 
 
 def moderated_noise(
@@ -103,10 +125,12 @@ def moderated_noise(
         return None
     if fit.residual_variance == 0.0 and not any(name in history for name in names):
         return None
-    variances, dfs, sources, moved = _without_moved_history(
+    variances, dfs, sources, moved, council_wide = _without_moved_history(
         fit, names, thresholds, reviewer_priors(fit, names, thresholds, history)
     )
-    return ModeratedNoise(variances, dfs, sources, moderate(fit, variances, dfs), moved)
+    return ModeratedNoise(
+        variances, dfs, sources, moderate(fit, variances, dfs), moved, council_wide
+    )
 
 
 def slot_moderated_noise(
@@ -134,8 +158,12 @@ def slot_moderated_noise(
         return None  # too little residual information in a reviewer's history
     # a reviewer whose noise moved keeps the Wald test, with its session variance
     # moderated toward the default (its df then bound the test's: F(k, min df))
-    variances, dfs, sources, moved = _without_moved_history(slot_fit, names, thresholds, priors)
-    return ModeratedNoise(variances, dfs, sources, moderate(slot_fit, variances, dfs), moved)
+    variances, dfs, sources, moved, council_wide = _without_moved_history(
+        slot_fit, names, thresholds, priors
+    )
+    return ModeratedNoise(
+        variances, dfs, sources, moderate(slot_fit, variances, dfs), moved, council_wide
+    )
 
 
 def moderated_self_preference(
@@ -178,14 +206,22 @@ def moderation_note(priors: ModeratedNoise, residual_df: int) -> str:
         "prior_noise_sd with the session's pooled variance); the estimates and the flags "
         "come from this session's scores"
     )
-    if priors.moved:
+    if priors.council_wide:
+        ratio, p_value = next(iter(priors.moved.values()))
+        note += (
+            f". The council's noise as a whole is unlike its history in this session "
+            f"(residual variance {ratio:.3g} times the histories', p = {p_value:.2g}; "
+            "upper-tail variance-ratio test, ADR 0059): every reviewer is moderated toward "
+            "the default prior instead, as without history"
+        )
+    elif priors.moved:
         moved = "; ".join(
             f"{name!r}: residual variance {ratio:.3g} times its history's, p = {p_value:.2g}"
             for name, (ratio, p_value) in priors.moved.items()
         )
         note += (
-            f". Noise unlike its history in this session ({moved}; two-sided variance-ratio "
-            "test, ADR 0051): moderated toward the default prior instead, as a reviewer "
+            f". Noise unlike its history in this session ({moved}; variance-ratio test, "
+            "ADR 0051 and 0059): moderated toward the default prior instead, as a reviewer "
             "without history"
         )
     return note

@@ -34,6 +34,8 @@ ENV_VARIABLES: dict[str, str] = {
 HISTORY_PRIOR_DF_MAX = 10.0
 #: the two-sided level at which a reviewer's session noise is taken to have left its history
 NOISE_DRIFT_LEVEL = 0.2
+#: the level of the council-wide noise check (ADR 0059)
+NOISE_DRIFT_COUNCIL_LEVEL = 0.0
 #: which side of the variance ratio the check tests (ADR 0059)
 NOISE_DRIFT_ALTERNATIVE: Literal["greater", "two-sided"] = "two-sided"
 
@@ -145,6 +147,16 @@ class AuditThresholds(BaseModel):
             "which way the noise check looks (ADR 0059): 'greater' marks only a reviewer "
             "noisier than its history (the side on which a stale history makes false "
             "flags; a quieter judge only costs power), 'two-sided' either way (ADR 0051)"
+        ),
+    )
+    noise_drift_council_level: float = Field(
+        NOISE_DRIFT_COUNCIL_LEVEL,
+        ge=0.0,
+        lt=1.0,
+        description=(
+            "upper-tail level of the test of the council's noise as a whole against its "
+            "reviewers' histories (ADR 0059), run before the per-reviewer check; below it "
+            "every reviewer is moderated toward the default prior. 0 turns it off"
         ),
     )
     position_permutations: int = Field(
