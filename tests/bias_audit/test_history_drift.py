@@ -42,7 +42,9 @@ from generators.independent_council import (  # noqa: E402
 )
 
 SDS = [0.5, 0.75, 1.0, 1.25, 1.5]
-NO_CHECK = AuditThresholds(noise_drift_level=0.0, history_prior_df_max=float("inf"))
+NO_CHECK = AuditThresholds(
+    noise_drift_level=0.0, noise_drift_council_level=0.0, history_prior_df_max=float("inf")
+)
 
 
 def _table(session: GeneratedSession) -> ScoreTable:
@@ -273,7 +275,14 @@ def test_the_middleware_reads_history_before_appending_its_session(
         notes.append(result.metadata["bias_audit"]["indicator_only"]["reviewers"])
         assert {profile.sessions for profile in load_profiles(store).values()} == {count}
     assert "(Smyth 2004; 5 from default:" in notes[0]
-    assert "from history" in notes[1] and "from history" in notes[2]
+    # each later session met its reviewers' history: used, or checked and set aside by the
+    # noise screen (one or two sessions of history hold a few df, ADR 0059), never absent
+    for note in notes[1:]:
+        assert (
+            "from history" in note
+            or "unlike its history" in note
+            or "unlike their histories" in note
+        ), note
 
 
 # --- the benchmark's mechanics (its numbers: benchmarks/history_drift.py, ADR 0051) ------

@@ -32,12 +32,13 @@ ENV_VARIABLES: dict[str, str] = {
 
 #: a reviewer's history counts for at most this many prior df (ADR 0051)
 HISTORY_PRIOR_DF_MAX = 10.0
-#: the two-sided level at which a reviewer's session noise is taken to have left its history
-NOISE_DRIFT_LEVEL = 0.2
+#: the level at which a reviewer's session noise is taken to have left its history: a
+#: screen (ADR 0059), whose false positives only send a reviewer to the no-history path
+NOISE_DRIFT_LEVEL = 0.5
 #: the level of the council-wide noise check (ADR 0059)
-NOISE_DRIFT_COUNCIL_LEVEL = 0.0
+NOISE_DRIFT_COUNCIL_LEVEL = 0.2
 #: which side of the variance ratio the check tests (ADR 0059)
-NOISE_DRIFT_ALTERNATIVE: Literal["greater", "two-sided"] = "two-sided"
+NOISE_DRIFT_ALTERNATIVE: Literal["greater", "two-sided"] = "greater"
 
 #: the packaged thresholds file, as errors name it
 PACKAGED_FILE = "default_config/thresholds.toml"
@@ -136,9 +137,10 @@ class AuditThresholds(BaseModel):
         ge=0.0,
         lt=1.0,
         description=(
-            "two-sided level of the variance-ratio test of each reviewer's session noise "
-            "against its history (ADR 0051); a reviewer whose noise moved is moderated "
-            "toward the default prior instead. 0 turns the check off"
+            "level of the variance-ratio test of each reviewer's session noise against its "
+            "history (ADR 0051; a screen at 0.5 since ADR 0059: marking an honest reviewer "
+            "only costs power); a reviewer whose noise moved is moderated toward the "
+            "default prior instead. 0 turns the check off"
         ),
     )
     noise_drift_alternative: Literal["greater", "two-sided"] = Field(
