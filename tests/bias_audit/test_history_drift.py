@@ -95,22 +95,29 @@ def test_a_judge_whose_noise_moved_gets_the_default_prior_and_a_note() -> None:
 
 
 def test_a_council_wide_rise_moves_every_reviewer_and_says_so() -> None:
-    # ADR 0059: every judge twice as noisy as its history (a new prompt or rubric). Each
-    # judge's own 2-4 session df see it often at 0.5; their sum at 7 members (29 df)
-    # sees it alone too: with the per-reviewer screen off, the council test moves all
+    # ADR 0059 (an option, off by default): every judge twice as noisy as its history (a
+    # new prompt or rubric). Each judge's own 2-4 session df see it often; their sum at 7
+    # members (29 df) sees it alone too: with the per-reviewer screen off, the council
+    # test moves all
     sds = np.linspace(0.5, 1.5, 7).tolist()
     rng = np.random.default_rng(21)
     history = _history(CouncilSpec(n_members=7, noise_sds=sds), 30, rng)
     louder = CouncilSpec(n_members=7, noise_sds=[2.0 * sd for sd in sds])
-    council_only = AuditThresholds(noise_drift_level=0.0)
-    everyone_default = council_moves = 0
+    council_only = AuditThresholds(noise_drift_level=0.0, noise_drift_council_level=0.2)
+    both = AuditThresholds(noise_drift_council_level=0.2)
+    council_moves = 0
     for index in range(20):
         table = _table(generate_session(louder, rng))
         fit = fit_additive_two_way_cached(np.where(table.is_self, np.nan, table.scores))
         assert fit is not None
-        screened = moderated_noise(fit, list(table.reviewers), AuditThresholds(), history)
+        screened = moderated_noise(fit, list(table.reviewers), both, history)
         assert screened is not None
-        everyone_default += screened.sources == ["default"] * 7
+        # the council test runs on the reviewers the step-down kept, and moves them all
+        if screened.council_moved is not None:
+            assert screened.sources == ["default"] * 7 and len(screened.moved) < 7
+        else:
+            kept = [i for i, name in enumerate(table.reviewers) if name not in screened.moved]
+            assert all(screened.sources[i] == "history" for i in kept)
         noise = moderated_noise(fit, list(table.reviewers), council_only, history)
         assert noise is not None and not noise.moved
         if noise.council_moved is None:
@@ -123,10 +130,8 @@ def test_a_council_wide_rise_moves_every_reviewer_and_says_so() -> None:
             audit = audit_score_table(table, council_only, history=history)
             note = audit.indicator_only["reviewers"]
             assert "7 from default" in note and "together, is unlike their histories" in note
-    # the council test alone fires in nearly every session; the screen moves 6-7 of 7
-    # judges one by one, and the council test then takes the rest in some sessions
+    # the council test alone fires in nearly every session
     assert council_moves >= 17
-    assert everyone_default >= 8
     # the checks off: every judge keeps its history
     off = AuditThresholds(noise_drift_level=0.0, noise_drift_council_level=0.0)
     table = _table(generate_session(louder, rng))

@@ -32,11 +32,13 @@ ENV_VARIABLES: dict[str, str] = {
 
 #: a reviewer's history counts for at most this many prior df (ADR 0051)
 HISTORY_PRIOR_DF_MAX = 10.0
-#: the level at which a reviewer's session noise is taken to have left its history: a
-#: screen (ADR 0059), whose false positives only send a reviewer to the no-history path
-NOISE_DRIFT_LEVEL = 0.5
-#: the level of the council-wide noise check (ADR 0059)
-NOISE_DRIFT_COUNCIL_LEVEL = 0.2
+#: the level at which a reviewer's session noise is taken to have left its history (its
+#: upper tail since ADR 0059): a screen, whose false positives only send a reviewer to the
+#: no-history path
+NOISE_DRIFT_LEVEL = 0.2
+#: the level of the council-wide noise check (ADR 0059; off by default: after the
+#: per-reviewer screen it changed no measured rate)
+NOISE_DRIFT_COUNCIL_LEVEL = 0.0
 #: which side of the variance ratio the check tests (ADR 0059)
 NOISE_DRIFT_ALTERNATIVE: Literal["greater", "two-sided"] = "greater"
 
@@ -138,9 +140,9 @@ class AuditThresholds(BaseModel):
         lt=1.0,
         description=(
             "level of the variance-ratio test of each reviewer's session noise against its "
-            "history (ADR 0051; a screen at 0.5 since ADR 0059: marking an honest reviewer "
-            "only costs power); a reviewer whose noise moved is moderated toward the "
-            "default prior instead. 0 turns the check off"
+            "history (ADR 0051; upper-tailed since ADR 0059: only a noisier session makes "
+            "false flags); a reviewer whose noise moved is moderated toward the default "
+            "prior instead. 0 turns the check off"
         ),
     )
     noise_drift_alternative: Literal["greater", "two-sided"] = Field(
@@ -156,9 +158,9 @@ class AuditThresholds(BaseModel):
         ge=0.0,
         lt=1.0,
         description=(
-            "upper-tail level of the test of the council's noise as a whole against its "
-            "reviewers' histories (ADR 0059), run before the per-reviewer check; below it "
-            "every reviewer is moderated toward the default prior. 0 turns it off"
+            "upper-tail level of the test of the reviewers the per-reviewer check kept, "
+            "together, against their histories (ADR 0059); below it each is moderated "
+            "toward the default prior. 0 (the default) turns it off"
         ),
     )
     position_permutations: int = Field(
