@@ -18,9 +18,11 @@ family's false-flag rate (leniency, self-preference, position: the session-level
 another change adds needs each <= 5% + 2 SE), and how often judge 0 is named (harsh,
 generous or self-preferring).
 Modes: **before** (ADR 0045/0047: history prior df uncapped, no drift check) and
-**after** (ADR 0051: history prior df capped at ``history_prior_df_max``, variance-ratio
-drift check at ``noise_drift_level``); ``--variants`` adds the cap/level grid the ADR's
-choice rests on. Then the power kept with an unchanged history: judge 0 1.0 point harsh,
+**after** (the defaults: history prior df capped at ``history_prior_df_max``, ADR 0051;
+each reviewer's noise screened against its history, upper tail at ``noise_drift_level``,
+then the kept reviewers together at ``noise_drift_council_level``, ADR 0059);
+``--variants`` adds the grid ADR 0059's choice rests on, ``--modes`` picks modes by name.
+Then the power kept with an unchanged history: judge 0 1.0 point harsh,
 self-preference +1.0 on every judge. Two generators: the independent one of the tests
 (integer scores clipped to 1-10, per-reviewer shuffled orders) and the simulator.
 
@@ -65,12 +67,22 @@ from llm_council.simulation.simulated_records import simulate_record_columns  # 
 N_HISTORY = 30
 #: distinct histories per cell (``--history-pool``; session i reads history i % pool)
 HISTORY_POOL = 100
-BEFORE = AuditThresholds(history_prior_df_max=math.inf, noise_drift_level=0.0)
+BEFORE = AuditThresholds(
+    history_prior_df_max=math.inf, noise_drift_level=0.0, noise_drift_council_level=0.0
+)
 AFTER = AuditThresholds()
+#: ADR 0051's check (two-sided at 0.2, no council-wide test) with today's other code
+ADR_0051 = AuditThresholds(
+    noise_drift_level=0.2, noise_drift_alternative="two-sided", noise_drift_council_level=0.0
+)
 MODES: dict[str, AuditThresholds] = {"before": BEFORE, "after": AFTER}
-#: (history_prior_df_max, noise_drift_level) pairs of ``--variants``
-VARIANTS = [(math.inf, 0.1), (math.inf, 0.2), (20.0, 0.0), (20.0, 0.2), (20.0, 0.3),
-            (10.0, 0.2), (5.0, 0.2)]  # fmt: skip
+#: (history_prior_df_max, noise_drift_level, noise_drift_alternative,
+#: noise_drift_council_level) of ``--variants``: ADR 0059's grid
+VARIANTS = [(10.0, 0.2, "two-sided", 0.0), (10.0, 0.2, "greater", 0.0),
+            (10.0, 0.3, "greater", 0.0), (10.0, 0.5, "greater", 0.0),
+            (10.0, 0.7, "greater", 0.0), (5.0, 0.5, "greater", 0.0),
+            (10.0, 0.5, "two-sided", 0.0), (10.0, 0.5, "greater", 0.1),
+            (10.0, 0.3, "greater", 0.2)]  # fmt: skip
 
 #: a function drawing one session's table from a generator state
 Draw = Callable[[np.random.Generator], ScoreTable]
@@ -326,9 +338,12 @@ def audit_cost(seed: int, repeats: int = 1000) -> str:
 
 def variant_modes() -> dict[str, AuditThresholds]:
     modes = dict(MODES)
-    for cap, level in VARIANTS:
-        modes[f"cap {cap:g}, level {level:g}"] = AuditThresholds(
-            history_prior_df_max=cap, noise_drift_level=level
+    for cap, level, alternative, council in VARIANTS:
+        modes[f"cap {cap:g}, {alternative} {level:g}, council {council:g}"] = AuditThresholds(
+            history_prior_df_max=cap,
+            noise_drift_level=level,
+            noise_drift_alternative=alternative,  # type: ignore[arg-type]
+            noise_drift_council_level=council,
         )
     return modes
 
@@ -349,6 +364,9 @@ def main() -> int:
     )
     parser.add_argument("--skip-cost", action="store_true")
     parser.add_argument(
+        "--modes", nargs="+", default=None, help="only these modes (default: every one)"
+    )
+    parser.add_argument(
         "--scenarios", nargs="+", choices=sorted(SCENARIOS), default=list(SCENARIOS)
     )
     args = parser.parse_args()
@@ -358,6 +376,8 @@ def main() -> int:
     for name in set(GENERATORS) - set(args.generators):
         del GENERATORS[name]
     modes = variant_modes() if args.variants else MODES
+    if args.modes:
+        modes = {name: modes[name] for name in args.modes}
     if not args.skip_cost:
         print(audit_cost(args.seed))
     if not args.skip_drift:

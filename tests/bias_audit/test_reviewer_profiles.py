@@ -148,13 +148,20 @@ def test_run_bias_audit_reads_history_from_a_store(tmp_path: Path) -> None:
         for r in range(4)
     }
     # these hand-written scores are far quieter than the history (residual variances
-    # 0.03-0.06 times the history's): the drift check (ADR 0051) gives every judge the
-    # default prior, so it is off where the test is about reading history
-    kept = AuditThresholds(noise_drift_level=0.0)
+    # 0.03-0.06 times the history's). A quieter session only costs power, so the default
+    # noise check (upper-tailed since ADR 0059) keeps every judge's history; ADR 0051's
+    # two-sided check gives every judge the default prior and says why
+    kept = AuditThresholds(noise_drift_level=0.0, noise_drift_council_level=0.0)
     audit = run_bias_audit(texts, scores, history=store, thresholds=kept)
     assert "4 from history" in audit.indicator_only["reviewers"]
     assert audit.harsh_reviewers == ["judge-0"]
-    checked = run_bias_audit(texts, scores, history=store)
+    default = run_bias_audit(texts, scores, history=store)
+    assert "4 from history" in default.indicator_only["reviewers"]
+    assert default.harsh_reviewers == ["judge-0"]
+    two_sided = AuditThresholds(
+        noise_drift_level=0.2, noise_drift_alternative="two-sided", noise_drift_council_level=0.0
+    )
+    checked = run_bias_audit(texts, scores, history=store, thresholds=two_sided)
     assert "4 from default" in checked.indicator_only["reviewers"]
     assert "'judge-3': residual variance 0.0312 times" in checked.indicator_only["reviewers"]
     assert checked.harsh_reviewers == ["judge-0"]

@@ -14,6 +14,7 @@ from llm_council.stats.moderated_session_tests import (
     reviewer_residual_variances,
 )
 from llm_council.stats.noise_drift import (
+    council_noise_drift,
     residual_sum_of_squares_moments,
     step_down_noise_drift,
     variance_ratio_p_value,
@@ -32,6 +33,26 @@ def test_the_p_value_is_scipys_two_sided_f_tail(
     assert variance_ratio_p_value(ratio, numerator_df, denominator_df) == pytest.approx(
         expected, rel=1e-9
     )
+
+
+@pytest.mark.parametrize(
+    ("ratio", "numerator_df", "denominator_df"),
+    [(0.05, 1.0, 20.0), (1.0, 2.2, 10.0), (3.7, 2.2, 66.0), (9.0, 0.7, 5.5)],
+)
+def test_the_upper_tail_is_scipys_f_survival(
+    ratio: float, numerator_df: float, denominator_df: float
+) -> None:
+    # ADR 0059: a session noisier than its history is the side that makes false flags
+    expected = stats.f(numerator_df, denominator_df).sf(ratio)
+    p_value = variance_ratio_p_value(ratio, numerator_df, denominator_df, alternative="greater")
+    assert p_value == pytest.approx(expected, rel=1e-9)
+    # a quiet session is never marked: its upper tail is near 1
+    assert variance_ratio_p_value(1e-4, 2.0, 10.0, alternative="greater") > 0.99
+    assert variance_ratio_p_value(2.5, 3.0, math.inf, alternative="greater") == pytest.approx(
+        stats.chi2(3.0).sf(7.5), rel=1e-9
+    )
+    with pytest.raises(ValueError, match="alternative"):
+        variance_ratio_p_value(1.0, 1.0, 2.0, alternative="less")
 
 
 def test_an_infinite_history_df_is_the_chi_square_limit() -> None:
@@ -87,7 +108,14 @@ def test_the_expectation_is_raos_and_the_df_match_a_monte_carlo_variance() -> No
     np.testing.assert_allclose(sums.var(axis=0), 2.0 * expected**2 / dfs, rtol=0.06)
 
 
-def _drift_draws(true_variances: np.ndarray, prior_variances: np.ndarray, n_draws: int, seed: int):  # type: ignore[no-untyped-def]
+def _drift_draws(  # type: ignore[no-untyped-def]
+    true_variances: np.ndarray,
+    prior_variances: np.ndarray,
+    n_draws: int,
+    seed: int,
+    alternative: str = "two-sided",
+    level: float = 0.1,
+):
     fit, annihilator = _design(5)
     rng = np.random.default_rng(seed)
     moved_counts = np.zeros(5)
@@ -102,7 +130,8 @@ def _drift_draws(true_variances: np.ndarray, prior_variances: np.ndarray, n_draw
             np.full(5, math.inf),  # the history's variances exact: chi-square reference
             np.full(5, 1.5**2),
             np.ones(5, dtype=bool),
-            level=0.1,
+            level=level,
+            alternative=alternative,
         )
         for reviewer in drift.moved:
             moved_counts[reviewer] += 1
@@ -132,6 +161,26 @@ def test_a_judge_gone_noisy_is_moved_and_does_not_drag_its_neighbours() -> None:
     assert rates[0] > 0.6
 
 
+def test_the_upper_tailed_check_marks_the_noisier_judges_only() -> None:
+    # ADR 0059: the SDs reversed, so judges 0-1 are noisier now and 3-4 quieter. Upper
+    # tail at 0.3: the quieter ones are marked only through the step-down's
+    # replacements (rarely); the two-sided check at 0.2 marks them too
+    history = np.array([0.25, 0.5, 1.0, 1.5, 2.25])
+    now = history[::-1].copy()
+    upper, _ = _drift_draws(now, history, 600, 4, alternative="greater", level=0.3)
+    both, _ = _drift_draws(now, history, 600, 4, alternative="two-sided", level=0.2)
+    # measured: judge 0 (9x) 76% against 60%, judge 4 (1/9) 0.2% against 47%
+    assert upper[0] > 0.7 and upper[0] > both[0]
+    assert np.all(upper[3:] < 0.12)
+    assert np.all(both[3:] > upper[3:])
+    # with the history's own noise, each judge's first step is an exact 0.3-level test
+    # of the upper tail (2000 draws: SE of 0.3 is 0.010)
+    same = np.array([0.25, 0.5, 1.0, 1.5, 2.25])
+    _, first = _drift_draws(same, same, 2000, 5, alternative="greater", level=0.3)
+    first_rates = np.array([(first == r).mean() for r in range(5)])
+    assert np.all(first_rates < 0.3 + 3 * 0.010)
+
+
 def test_no_residual_information_is_not_tested() -> None:
     fit, annihilator = _design(4)
     drift = step_down_noise_drift(
@@ -147,3 +196,99 @@ def test_no_residual_information_is_not_tested() -> None:
     # a residual sum of zero against a positive expectation: far below any history
     assert set(drift.moved) == {0, 1, 3}
     assert math.isnan(drift.p_values[2])
+
+
+def test_the_council_ratio_sums_the_reviewers_and_its_df_match_a_monte_carlo() -> None:
+    # ADR 0059: E_0 RSS_T is the tested reviewers' expectations summed (each Rao's);
+    # Var RSS_T = 2 tr S_T^2 = 2 E^2 / nu_T, checked on 40,000 Gaussian draws
+    fit, annihilator = _design(5, missing=((0, 3),))
+    variances = np.array([0.25, 0.5, 1.0, 1.5, 2.25])
+    tested = np.array([True, True, False, True, True])
+    expected, _ = residual_sum_of_squares_moments(annihilator, fit.rows, variances)
+    rng = np.random.default_rng(9)
+    noise = rng.standard_normal((40_000, fit.observed.size)) * np.sqrt(variances[fit.rows])
+    residuals = noise @ annihilator.T
+    sums = np.sum(residuals[:, tested[fit.rows]] ** 2, axis=1)
+    council = council_noise_drift(
+        annihilator, fit.rows, residuals[0], variances, np.full(5, math.inf), tested
+    )
+    total = float(expected[tested].sum())
+    assert council.ratio == pytest.approx(float(sums[0]) / total, rel=1e-12)
+    assert sums.mean() == pytest.approx(total, rel=0.02)
+    assert sums.var() == pytest.approx(2.0 * total**2 / council.session_df, rel=0.05)
+    # exact history variances: the chi-square limit of the upper tail
+    assert math.isinf(council.history_df)
+    assert council.p_value == pytest.approx(
+        stats.chi2(council.session_df).sf(council.session_df * council.ratio), rel=1e-9
+    )
+
+
+def test_the_council_historys_df_are_satterthwaites() -> None:
+    # d_T = (sum a_r s_r^2)^2 / sum (a_r s_r^2)^2 / d_r; with every d_r = d and a_r s_r^2
+    # equal it is R d (R reviewers' independent histories pooled), and one reviewer's
+    # df bound nothing once the others' are infinite
+    fit, annihilator = _design(4)
+    _, shares = reviewer_residual_variances(fit)
+    # variances making a_r s_r^2 equal: a complete 4-member council is symmetric, so
+    # equal variances give equal parts
+    council = council_noise_drift(
+        annihilator, fit.rows, fit.residuals, np.ones(4), np.full(4, 10.0), np.ones(4, bool)
+    )
+    assert council.history_df == pytest.approx(40.0, rel=1e-9)
+    assert np.allclose(shares, shares[0])
+    one = council_noise_drift(
+        annihilator,
+        fit.rows,
+        fit.residuals,
+        np.ones(4),
+        np.array([10.0, math.inf, math.inf, math.inf]),
+        np.ones(4, bool),
+    )
+    assert one.history_df == pytest.approx(10.0 * 4**2, rel=1e-9)  # 1 / ((1/4)^2 / 10)
+
+
+def test_the_council_check_finds_a_council_wide_rise_the_reviewers_miss() -> None:
+    # 7 members, every judge 4/3 noisier than a 10-df history (x16/9 in variance): the
+    # council-wide test at 0.1 finds it in most sessions; each judge's own test (1-4 df)
+    # rarely. Honest sessions: the upper tail at 0.1 fires near 10% (Satterthwaite's
+    # approximation; 2,000 draws, SE 0.7%)
+    fit, annihilator = _design(7)
+    history = np.linspace(0.5, 1.5, 7) ** 2
+    rng = np.random.default_rng(12)
+
+    def council_rate(true_variances: np.ndarray, draws: int) -> float:
+        fired = 0
+        for _ in range(draws):
+            noise = rng.standard_normal(fit.observed.size) * np.sqrt(true_variances[fit.rows])
+            council = council_noise_drift(
+                annihilator,
+                fit.rows,
+                annihilator @ noise,
+                history,
+                np.full(7, 10.0),
+                np.ones(7, bool),
+            )
+            fired += council.p_value < 0.1
+        return fired / draws
+
+    # the history's variances are themselves drawn on 10 df in the model; here they are
+    # exact, so the F(., d_T) reference is conservative: at most the level plus 3 SE
+    assert council_rate(history, 2000) < 0.1 + 3 * 0.0067
+    assert council_rate(history * 16.0 / 9.0, 600) > 0.6
+
+
+def test_nothing_tested_gives_nan() -> None:
+    fit, annihilator = _design(4)
+    council = council_noise_drift(
+        annihilator, fit.rows, fit.residuals, np.ones(4), np.full(4, 10.0), np.zeros(4, bool)
+    )
+    assert math.isnan(council.p_value) and math.isnan(council.ratio)
+    bad = council_noise_drift(
+        annihilator,
+        fit.rows,
+        fit.residuals,
+        np.full(4, math.nan),
+        np.full(4, 10.0),
+        np.ones(4, bool),
+    )
+    assert math.isnan(bad.p_value)

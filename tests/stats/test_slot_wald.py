@@ -99,3 +99,85 @@ def test_no_test_where_the_design_or_the_variances_do_not_allow_one() -> None:
     assert slot_wald_test(design, y, np.zeros_like(slots), variances, math.inf) is None
     assert slot_wald_test(design, y, slots, variances, 0.0) is None
     assert slot_wald_test(design, y[:-1], slots, variances, math.inf) is None
+
+
+def test_the_satterthwaite_df_is_welchs_for_two_groups() -> None:
+    # Independent reference: an intercept-only model, slot 1 against slot 0, and each
+    # slot's cells one group with its own estimated variance. The Wald test of the slot
+    # effect is then Welch's unequal-variance t test (W = t^2, F(1, nu) = t_nu^2), and
+    # nu must be Welch-Satterthwaite's df, which scipy's ttest_ind(equal_var=False)
+    # computes: (v0/n0 + v1/n1)^2 / ((v0/n0)^2/(n0-1) + (v1/n1)^2/(n1-1)).
+    rng = np.random.default_rng(5)
+    first, second = rng.normal(0.0, 0.6, 7), rng.normal(0.4, 1.7, 11)
+    y = np.concatenate([first, second])
+    slots = np.array([0] * first.size + [1] * second.size)
+    groups = slots.copy()
+    sample_variances = np.array([first.var(ddof=1), second.var(ddof=1)])
+    dfs = np.array([first.size - 1.0, second.size - 1.0])
+    result = slot_wald_test(
+        np.ones((y.size, 1)), y, slots, sample_variances[groups], dfs, noise_groups=groups
+    )
+    assert result is not None
+    welch = stats.ttest_ind(second, first, equal_var=False)
+    assert math.isclose(result.denominator_df, float(welch.df), rel_tol=1e-9)
+    assert math.isclose(result.statistic, float(welch.statistic) ** 2, rel_tol=1e-9)
+    assert math.isclose(result.p_value, float(welch.pvalue), rel_tol=1e-9)
+
+
+def test_the_statistics_own_df_lies_between_the_smallest_and_the_sum() -> None:
+    # sum_r w_r = 1 bounds nu = 1 / sum_r w_r^2 / f_r to [min f_r, sum f_r]; equal df f
+    # at 5 members give f / sum w_r^2, about 5 f when the shares are even
+    rng = np.random.default_rng(8)
+    sds = np.linspace(0.5, 1.5, 5)
+    table = np.full((5, 5), np.nan)
+    slot_table = np.full((5, 5), -1)
+    for r in range(5):
+        for slot, c in enumerate(rng.permutation(5).tolist()):
+            if c != r:
+                table[r, c] = rng.normal() + sds[r] * rng.standard_normal()
+                slot_table[r, c] = slot
+    fit = fit_additive_two_way(table)
+    assert fit is not None
+    slots = slot_table[fit.rows, fit.columns]
+    variances = sds[fit.rows] ** 2
+    dfs = np.array([12.0, 12.0, 12.0, 12.0, 12.0])
+    pooled = slot_wald_test(fit.design, fit.observed, slots, variances, dfs, noise_groups=fit.rows)
+    smallest = slot_wald_test(fit.design, fit.observed, slots, variances, 12.0)
+    assert pooled is not None and smallest is not None
+    assert 12.0 < pooled.denominator_df <= 60.0
+    assert pooled.denominator_df > 30.0  # the shares are roughly even here
+    assert math.isclose(pooled.statistic, smallest.statistic, rel_tol=1e-12)
+    assert pooled.p_value < smallest.p_value  # same statistic, more df
+    uneven = np.array([3.0, 40.0, 40.0, 40.0, 40.0])
+    mixed = slot_wald_test(
+        fit.design, fit.observed, slots, variances, uneven, noise_groups=fit.rows
+    )
+    assert mixed is not None and 3.0 < mixed.denominator_df < uneven.sum()
+    # known variances everywhere: the chi-square reference
+    known = slot_wald_test(
+        fit.design, fit.observed, slots, variances, np.full(5, math.inf), noise_groups=fit.rows
+    )
+    assert known is not None and math.isinf(known.denominator_df)
+    assert math.isclose(known.p_value, stats.chi2.sf(known.statistic * 4, 4), rel_tol=1e-9)
+    # a df that is not positive, groups that do not match the cells, or several df
+    # without groups: no test
+    assert (
+        slot_wald_test(
+            fit.design,
+            fit.observed,
+            slots,
+            variances,
+            np.array([0.0, 1, 1, 1, 1]),
+            noise_groups=fit.rows,
+        )
+        is None
+    )
+    assert (
+        slot_wald_test(fit.design, fit.observed, slots, variances, dfs, noise_groups=fit.rows[:-1])
+        is None
+    )
+    assert (
+        slot_wald_test(fit.design, fit.observed, slots, variances, dfs[:3], noise_groups=fit.rows)
+        is None
+    )
+    assert slot_wald_test(fit.design, fit.observed, slots, variances, dfs) is None

@@ -31,14 +31,20 @@ from scipy.special import chdtr, chdtrc, fdtr, fdtrc
 FloatArray = NDArray[np.float64]
 
 
-def variance_ratio_p_value(ratio: float, numerator_df: float, denominator_df: float) -> float:
-    r"""Two-sided p-value of a variance ratio against :math:`F(\nu_1, \nu_2)`.
+def variance_ratio_p_value(
+    ratio: float, numerator_df: float, denominator_df: float, *, alternative: str = "two-sided"
+) -> float:
+    r"""p-value of a variance ratio against :math:`F(\nu_1, \nu_2)`.
 
-    :math:`p = 2\min\{F_{\nu_1,\nu_2}(x),\ 1 - F_{\nu_1,\nu_2}(x)\}`, capped at 1 (the
-    equal-tails F test of two variances; Snedecor & Cochran 1989, Statistical Methods,
-    8th ed., sec. 6.12). An infinite denominator df is the chi-square limit
-    :math:`\nu_1 x \sim \chi^2_{\nu_1}`. NaN when the ratio or a df is not usable.
+    Two-sided: :math:`p = 2\min\{F_{\nu_1,\nu_2}(x),\ 1 - F_{\nu_1,\nu_2}(x)\}`,
+    capped at 1 (the equal-tails F test of two variances; Snedecor & Cochran 1989,
+    Statistical Methods, 8th ed., sec. 6.12). ``alternative="greater"``: the upper tail
+    :math:`1 - F_{\nu_1,\nu_2}(x)` (the numerator's variance is larger). An infinite
+    denominator df is the chi-square limit :math:`\nu_1 x \sim \chi^2_{\nu_1}`. NaN when
+    the ratio or a df is not usable.
     """
+    if alternative not in ("two-sided", "greater"):
+        raise ValueError(f"alternative must be 'two-sided' or 'greater', not {alternative!r}")
     usable = np.isfinite(ratio) and ratio >= 0.0 and numerator_df > 0.0 and denominator_df > 0.0
     if not usable:  # NaN df compare False, so they land here too
         return float("nan")
@@ -48,6 +54,8 @@ def variance_ratio_p_value(ratio: float, numerator_df: float, denominator_df: fl
     else:
         lower = float(fdtr(numerator_df, denominator_df, ratio))
         upper = float(fdtrc(numerator_df, denominator_df, ratio))
+    if alternative == "greater":
+        return upper
     return min(1.0, 2.0 * min(lower, upper))
 
 
@@ -93,6 +101,70 @@ def residual_sum_of_squares_moments(
 
 
 @dataclass(frozen=True)
+class CouncilNoiseDrift:
+    r"""The council-wide ratio :math:`\sum_{r \in T} RSS_r / E_0 \sum_{r \in T} RSS_r`,
+    its two Satterthwaite df and its upper-tail p-value (NaN: not tested)."""
+
+    ratio: float
+    session_df: float
+    history_df: float
+    p_value: float
+
+
+def council_noise_drift(
+    annihilator: ArrayLike,
+    rows: ArrayLike,
+    residuals: ArrayLike,
+    prior_variances: ArrayLike,
+    prior_dfs: ArrayLike,
+    tested: ArrayLike,
+) -> CouncilNoiseDrift:
+    r"""Is the ``tested`` reviewers' noise, together, larger than their histories say?
+
+    One judge's residuals carry 1-3 df at 3-7 members, too few to see a council-wide
+    rise (every judge 4/3 noisier: a new prompt or rubric); their sum carries them all.
+    With :math:`C_T` the annihilator's columns of the tested reviewers' cells,
+    :math:`RSS_T = \varepsilon' C_T C_T' \varepsilon` has :math:`E_0 RSS_T = \operatorname{tr}
+    S_T = \sum_{r'} a_{r'} s_{0r'}^2`, :math:`S_T = C_T'\Sigma_0 C_T`, :math:`a_{r'} =
+    \sum_{i \in T} \sum_{j \in r'} M_{ij}^2` (Rao's :math:`A` summed over T) and the
+    session's Satterthwaite df :math:`\nu_T = (\operatorname{tr} S_T)^2 / \operatorname{tr}
+    S_T^2` (as :func:`residual_sum_of_squares_moments`). The expectation is a combination of
+    prior variances on :math:`d_{0r'}` df each, so its own df are Satterthwaite's,
+    :math:`d_T = (\sum a_{r'} s_{0r'}^2)^2 / \sum (a_{r'} s_{0r'}^2)^2 / d_{0r'}`
+    (Satterthwaite 1946). Upper tail of :math:`F(\nu_T, d_T)`: a quieter council only
+    costs power (:func:`variance_ratio_p_value`).
+    """
+    matrix = np.asarray(annihilator, dtype=float)
+    row_of_cell = np.asarray(rows, dtype=np.intp)
+    residual = np.asarray(residuals, dtype=float)
+    variance = np.asarray(prior_variances, dtype=float)
+    prior_df = np.asarray(prior_dfs, dtype=float)
+    chosen = np.asarray(tested, dtype=bool)
+    untested = CouncilNoiseDrift(math.nan, math.nan, math.nan, math.nan)
+    cells = chosen[row_of_cell]
+    scale = float(np.max(variance)) if variance.size else 0.0
+    if not cells.any() or not (math.isfinite(scale) and scale > 0.0):
+        return untested
+    columns = matrix[:, cells]
+    spread = columns.T @ ((variance[row_of_cell] / scale)[:, None] * columns)
+    trace = float(np.trace(spread))
+    square = float(np.sum(spread * spread))
+    if not (trace > 1e-12 and square > 0.0):
+        return untested
+    coefficients = np.bincount(
+        row_of_cell, weights=np.sum(columns * columns, axis=1), minlength=variance.size
+    )
+    parts = coefficients * variance / scale
+    finite = np.isfinite(prior_df) & (prior_df > 0.0)
+    spread_of_prior = float(np.sum(parts[finite] ** 2 / prior_df[finite]))
+    history_df = math.inf if spread_of_prior <= 0.0 else float(parts.sum()) ** 2 / spread_of_prior
+    session_df = trace * trace / square
+    ratio = float(np.sum(residual[cells] ** 2)) / (trace * scale)
+    p_value = variance_ratio_p_value(ratio, session_df, history_df, alternative="greater")
+    return CouncilNoiseDrift(ratio, session_df, history_df, p_value)
+
+
+@dataclass(frozen=True)
 class NoiseDrift:
     """Which reviewers' session noise left their prior (``moved``), and each tested one's
     ratio :math:`RSS_r / E\\,RSS_r`, its df and two-sided p-value (NaN: not tested)."""
@@ -113,12 +185,14 @@ def step_down_noise_drift(
     tested: ArrayLike,
     *,
     level: float,
+    alternative: str = "two-sided",
 ) -> NoiseDrift:
     r"""Reviewers whose session noise left their prior, found one at a time.
 
     Each ``tested`` reviewer's :math:`F_r = RSS_r / E_0 RSS_r` (the expectation under the
     current variances, :func:`residual_sum_of_squares_moments`) is referred to
-    :math:`F(\nu_r, d_{0r})` two-sided (:func:`variance_ratio_p_value`); the reviewer with
+    :math:`F(\nu_r, d_{0r})`, two-sided or upper-tailed (``alternative``,
+    :func:`variance_ratio_p_value`); the reviewer with
     the smallest p-value below ``level`` is marked moved, its variance in the others'
     expectations becomes its ``replacement_variances`` entry (the variance the audit
     will use for it), and the rest are tested again, until none is below ``level``.
@@ -146,7 +220,9 @@ def step_down_noise_drift(
             if expected[reviewer] <= 0.0 or not np.isfinite(dfs[reviewer]):
                 continue
             ratio = float(observed[reviewer] / expected[reviewer])
-            p_value = variance_ratio_p_value(ratio, float(dfs[reviewer]), prior_df[reviewer])
+            p_value = variance_ratio_p_value(
+                ratio, float(dfs[reviewer]), prior_df[reviewer], alternative=alternative
+            )
             ratios[reviewer], session_dfs[reviewer], p_values[reviewer] = (
                 ratio,
                 dfs[reviewer],

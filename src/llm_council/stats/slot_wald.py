@@ -21,8 +21,10 @@ indicators, first slot as base), :math:`\\tilde y = W^{1/2} y` and :math:`\\tild
 (Lovell 1963, JASA 58:993-1010; Searle 1987, *Linear Models for Unbalanced Data*, sec. 6).
 With known variances :math:`W_{stat} \\sim \\chi^2_k` under no slot effect; with variances
 estimated on :math:`\\nu` degrees of freedom, :math:`W_{stat}/k` is referred to
-:math:`F(k, \\nu)`, taking the smallest of the reviewers' :math:`\\nu` (conservative: a
-larger denominator df only lowers the critical value). Pure function: arrays in, a frozen
+:math:`F(k, \\nu)`. Given each cell's reviewer and each reviewer's df, :math:`\\nu` is the
+statistic's own Satterthwaite df (:func:`wald_satterthwaite_df`, ADR 0059); given one
+number, that number (the smallest of the reviewers' df is the conservative choice: a larger
+denominator df only lowers the critical value). Pure function: arrays in, a frozen
 dataclass out; ``None`` when the design does not identify the slot effects.
 """
 
@@ -54,21 +56,60 @@ class SlotWaldTest:
     p_value: float
 
 
+def wald_satterthwaite_df(
+    residualized_indicators: ArrayLike,
+    gram: ArrayLike,
+    noise_groups: ArrayLike,
+    group_dfs: ArrayLike,
+) -> float:
+    r"""Satterthwaite df of a weighted Wald statistic whose weights come from estimated
+    variances, one per group of cells (a reviewer).
+
+    With :math:`\tilde z_i` the i-th row of :math:`\tilde M \tilde Z` and :math:`G =
+    \sum_i \tilde z_i \tilde z_i^T`, cell i's share of the test's information is
+    :math:`w_i = \tilde z_i^T G^{-1} \tilde z_i / k` (the shares sum to
+    :math:`\operatorname{tr}(I_k)/k = 1`), and group r's is :math:`w_r = \sum_{i \in r}
+    w_i`. Scaling group r's variance by :math:`c` scales its part of :math:`W` by
+    :math:`1/c`, so with :math:`\hat\sigma_r^2 \sim \sigma_r^2 \chi^2_{f_r}/f_r`,
+    :math:`W/k \approx (\chi^2_k/k) / D` with :math:`D = \sum_r w_r \chi^2_{f_r}/f_r`.
+    Matching :math:`D` to :math:`\chi^2_\nu/\nu` by its variance, :math:`2\sum_r
+    w_r^2/f_r = 2/\nu`, gives :math:`\nu = 1 / \sum_r w_r^2 / f_r` (Satterthwaite 1946,
+    Biometrics Bull. 2:110-114; Welch 1947, Biometrika 34:28-35, for k = 1). Since
+    :math:`\sum_r w_r = 1`, :math:`\min_r f_r \le \nu \le \sum_r f_r`: never below the
+    smallest group's df, which is what a single bound would use. An infinite
+    :math:`f_r` adds nothing to the sum (a known variance).
+    """
+    rows = np.asarray(residualized_indicators, dtype=float)
+    matrix = np.asarray(gram, dtype=float)
+    groups = np.asarray(noise_groups, dtype=np.intp)
+    dfs = np.asarray(group_dfs, dtype=float)
+    k = matrix.shape[0]
+    cell_shares = np.einsum("ij,ij->i", rows @ np.linalg.inv(matrix), rows) / k
+    shares = np.bincount(groups, weights=cell_shares, minlength=dfs.size)
+    finite = np.isfinite(dfs)
+    spread = float(np.sum(shares[finite] ** 2 / dfs[finite]))
+    return math.inf if spread <= 0.0 else 1.0 / spread
+
+
 def slot_wald_test(
     design: ArrayLike,
     observed: ArrayLike,
     display_indexes: ArrayLike,
     noise_variances: ArrayLike,
-    denominator_df: float,
+    denominator_df: float | ArrayLike,
+    *,
+    noise_groups: ArrayLike | None = None,
 ) -> SlotWaldTest | None:
     """Wald test of the slot effects given each cell's noise variance (see the module).
 
     ``design``: the additive model's X, one row per cell; ``observed``: the scores;
     ``display_indexes``: each cell's slot; ``noise_variances``: each cell's reviewer's
     variance (positive, finite); ``denominator_df``: the variances' degrees of freedom
-    (``math.inf`` for known variances). ``None`` when fewer than two slots are present,
-    a variance is not positive and finite, or the slots are confounded with the answers
-    and reviewers (one shared order, too few reviewers).
+    (``math.inf`` for known variances), or with ``noise_groups`` (each cell's reviewer,
+    0..R-1) one df per reviewer, combined by :func:`wald_satterthwaite_df`. ``None`` when
+    fewer than two slots are present, a variance is not positive and finite, a df is not
+    positive, or the slots are confounded with the answers and reviewers (one shared
+    order, too few reviewers).
     """
     x = np.asarray(design, dtype=float)
     y = np.asarray(observed, dtype=float)
@@ -78,7 +119,15 @@ def slot_wald_test(
         return None
     if not (np.all(np.isfinite(variances)) and np.all(variances > 0.0)):
         return None
-    if not denominator_df > 0.0:
+    group_dfs = np.atleast_1d(np.asarray(denominator_df, dtype=float))
+    if group_dfs.size == 0 or not bool(np.all(group_dfs > 0.0)):  # NaN compares False
+        return None
+    groups = None
+    if noise_groups is not None:
+        groups = np.asarray(noise_groups, dtype=np.intp)
+        if groups.shape != y.shape or groups.min() < 0 or groups.max() >= group_dfs.size:
+            return None
+    elif group_dfs.size != 1:
         return None
     slot_values, slot_codes, slot_counts = np.unique(slots, return_inverse=True, return_counts=True)
     n_slots = slot_values.size
@@ -100,10 +149,15 @@ def slot_wald_test(
     gamma = eigenvectors @ ((eigenvectors.T @ score_vector) / eigenvalues)
     wald = float(gamma @ gram @ gamma)
     k = n_slots - 1
-    if math.isinf(denominator_df):
+    reference_df = (
+        float(group_dfs[0])
+        if groups is None
+        else wald_satterthwaite_df(z_residual, gram, groups, group_dfs)
+    )
+    if math.isinf(reference_df):
         p_value = float(chi2_sf(wald, k))
     else:
-        p_value = float(f_sf(wald / k, k, denominator_df))
+        p_value = float(f_sf(wald / k, k, reference_df))
     counts = slot_counts.astype(float)
     effects = np.concatenate([[0.0], gamma])
     effects -= (counts @ effects) / y.size
@@ -114,6 +168,6 @@ def slot_wald_test(
         weighted_variance=float(counts @ effects**2) / y.size,
         statistic=wald / k,
         numerator_df=k,
-        denominator_df=float(denominator_df),
+        denominator_df=reference_df,
         p_value=p_value,
     )

@@ -144,13 +144,15 @@ def position_family(
             fit.observed,
             known_slots,
             slot_noise.noise.moderated[fit.rows],
-            float(slot_noise.noise.moderated_df.min()),
+            slot_noise.noise.moderated_df,
+            noise_groups=fit.rows,  # the statistic's own Satterthwaite df (ADR 0059)
         )
         if history_test is not None:
             note = (
                 "slot effects tested against each reviewer's noise from its past sessions "
                 f"(weighted Wald test, F({history_test.numerator_df}, "
-                f"{history_test.denominator_df:.0f})); the estimate is this session's"
+                f"{history_test.denominator_df:.0f}), Satterthwaite's df over the reviewers' "
+                "moderated variances); the estimate is this session's"
             )
             return _tested(
                 history_test.weighted_variance,

@@ -31,7 +31,7 @@ from llm_council.stats.moderated_session_tests import (
     session_prior,
 )
 from llm_council.stats.moderated_variance import moderated_variances
-from llm_council.stats.noise_drift import step_down_noise_drift
+from llm_council.stats.noise_drift import council_noise_drift, step_down_noise_drift
 from llm_council.stats.session_tests import ContrastTest
 from llm_council.stats.slot_adjusted_fit import with_slot_effects
 
@@ -46,8 +46,18 @@ class ModeratedNoise:
     sources: list[str]
     noise: ReviewerVariances
     #: reviewers whose session noise left their history (ADR 0051): name -> (variance
-    #: ratio RSS_r / E RSS_r, two-sided p-value); their prior is the default instead
+    #: ratio RSS_r / E RSS_r, p-value); their prior is the default instead
     moved: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: the rest of the council's noise, as a whole, left its histories (ADR 0059): the
+    #: council-wide ratio and its upper-tail p-value; every reviewer with history not in
+    #: ``moved`` then has the default prior too (None: not moved, or not tested)
+    council_moved: tuple[float, float] | None = None
+
+
+#: the priors, each reviewer's source, the moved reviewers and the council-wide move
+Priors = tuple[
+    np.ndarray, np.ndarray, list[str], dict[str, tuple[float, float]], tuple[float, float] | None
+]
 
 
 def _without_moved_history(
@@ -55,40 +65,65 @@ def _without_moved_history(
     names: Sequence[str],
     thresholds: AuditThresholds,
     priors: tuple[np.ndarray, np.ndarray, list[str]],
-) -> tuple[np.ndarray, np.ndarray, list[str], dict[str, tuple[float, float]]]:
-    """The priors with every reviewer whose session noise left its history (the
-    variance-ratio step-down of :func:`~llm_council.stats.noise_drift.step_down_noise_drift`
-    at ``noise_drift_level``) given the default prior instead: its session variance
-    moderated toward ``prior_noise_sd`` updated by the pooled variance, as without
-    history."""
+) -> Priors:
+    """The priors with every reviewer whose session noise left its history given the
+    default prior instead: its session variance moderated toward ``prior_noise_sd``
+    updated by the pooled variance, as without history.
+
+    First each reviewer, by the step-down of
+    :func:`~llm_council.stats.noise_drift.step_down_noise_drift` at ``noise_drift_level``;
+    then the reviewers it kept, together, by the upper-tail test of
+    :func:`~llm_council.stats.noise_drift.council_noise_drift` at
+    ``noise_drift_council_level`` (the moved ones counted at the variance the audit now
+    gives them), which moves them all when the council as a whole is noisier than its
+    histories (ADR 0059). In this order one judge gone noisy moves alone."""
     variances, dfs, sources = priors
     tested = np.array([source == "history" for source in sources])
-    if thresholds.noise_drift_level <= 0.0 or not tested.any() or fit.residual_df == 0:
-        return variances, dfs, sources, {}
+    checks = thresholds.noise_drift_level > 0.0 or thresholds.noise_drift_council_level > 0.0
+    if not checks or not tested.any() or fit.residual_df == 0:
+        return variances, dfs, sources, {}, None
     default_variance, default_df = session_prior(
         fit, thresholds.prior_noise_sd**2, thresholds.prior_noise_df
     )
     own, own_df = reviewer_residual_variances(fit)
-    replacement, _ = moderated_variances(own, own_df, default_variance, default_df)
+    replacement, replacement_df = moderated_variances(own, own_df, default_variance, default_df)
     annihilator = np.eye(fit.observed.size) - (fit.design @ fit.covariance_unscaled) @ fit.design.T
-    drift = step_down_noise_drift(
-        annihilator,
-        fit.rows,
-        fit.residuals,
-        variances,
-        dfs,
-        replacement,
-        tested,
-        level=thresholds.noise_drift_level,
-    )
-    if not drift.moved:
-        return variances, dfs, sources, {}
-    variances, dfs, sources = variances.copy(), dfs.copy(), list(sources)
     moved: dict[str, tuple[float, float]] = {}
-    for index in drift.moved:
+    moved_indexes: list[int] = []
+    if thresholds.noise_drift_level > 0.0:
+        drift = step_down_noise_drift(
+            annihilator,
+            fit.rows,
+            fit.residuals,
+            variances,
+            dfs,
+            replacement,
+            tested,
+            level=thresholds.noise_drift_level,
+            alternative=thresholds.noise_drift_alternative,
+        )
+        moved_indexes = list(drift.moved)
+        for index in drift.moved:
+            moved[names[index]] = (float(drift.ratios[index]), float(drift.p_values[index]))
+    council_moved: tuple[float, float] | None = None
+    remaining = tested.copy()
+    remaining[moved_indexes] = False
+    if thresholds.noise_drift_council_level > 0.0 and remaining.any():
+        expected, expected_df = variances.copy(), dfs.copy()
+        expected[moved_indexes] = replacement[moved_indexes]
+        expected_df[moved_indexes] = replacement_df[moved_indexes]
+        council = council_noise_drift(
+            annihilator, fit.rows, fit.residuals, expected, expected_df, remaining
+        )
+        if council.p_value < thresholds.noise_drift_council_level:  # NaN compares False
+            council_moved = (council.ratio, council.p_value)
+            moved_indexes += np.flatnonzero(remaining).tolist()
+    if not moved_indexes:
+        return variances, dfs, sources, {}, None
+    variances, dfs, sources = variances.copy(), dfs.copy(), list(sources)
+    for index in moved_indexes:
         variances[index], dfs[index], sources[index] = default_variance, default_df, "default"
-        moved[names[index]] = (float(drift.ratios[index]), float(drift.p_values[index]))
-    return variances, dfs, sources, moved
+    return variances, dfs, sources, moved, council_moved
 
 
 def moderated_noise(
@@ -102,10 +137,12 @@ def moderated_noise(
         return None
     if fit.residual_variance == 0.0 and not any(name in history for name in names):
         return None
-    variances, dfs, sources, moved = _without_moved_history(
+    variances, dfs, sources, moved, council_moved = _without_moved_history(
         fit, names, thresholds, reviewer_priors(fit, names, thresholds, history)
     )
-    return ModeratedNoise(variances, dfs, sources, moderate(fit, variances, dfs), moved)
+    return ModeratedNoise(
+        variances, dfs, sources, moderate(fit, variances, dfs), moved, council_moved
+    )
 
 
 def slot_moderated_noise(
@@ -133,8 +170,12 @@ def slot_moderated_noise(
         return None  # too little residual information in a reviewer's history
     # a reviewer whose noise moved keeps the Wald test, with its session variance
     # moderated toward the default (its df then bound the test's: F(k, min df))
-    variances, dfs, sources, moved = _without_moved_history(slot_fit, names, thresholds, priors)
-    return ModeratedNoise(variances, dfs, sources, moderate(slot_fit, variances, dfs), moved)
+    variances, dfs, sources, moved, council_moved = _without_moved_history(
+        slot_fit, names, thresholds, priors
+    )
+    return ModeratedNoise(
+        variances, dfs, sources, moderate(slot_fit, variances, dfs), moved, council_moved
+    )
 
 
 def moderated_self_preference(
@@ -183,8 +224,17 @@ def moderation_note(priors: ModeratedNoise, residual_df: int) -> str:
             for name, (ratio, p_value) in priors.moved.items()
         )
         note += (
-            f". Noise unlike its history in this session ({moved}; two-sided variance-ratio "
-            "test, ADR 0051): moderated toward the default prior instead, as a reviewer "
+            f". Noise unlike its history in this session ({moved}; variance-ratio test, "
+            "ADR 0051 and 0059): moderated toward the default prior instead, as a reviewer "
             "without history"
+        )
+    if priors.council_moved is not None:
+        ratio, p_value = priors.council_moved
+        others = "the other reviewers'" if priors.moved else "the reviewers'"
+        note += (
+            f". {others.capitalize()} noise, together, is unlike their histories in this "
+            f"session (residual variance {ratio:.3g} times the histories', p = {p_value:.2g}; "
+            "council-wide upper-tail variance-ratio test, ADR 0059): each is moderated toward "
+            "the default prior instead, as without history"
         )
     return note

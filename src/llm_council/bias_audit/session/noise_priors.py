@@ -25,6 +25,7 @@ import numpy as np
 
 from llm_council.bias_audit.records.reviewer_profiles import ReviewerProfile, load_profiles
 from llm_council.bias_audit.records.store_urls import is_postgres_url
+from llm_council.bias_audit.records.summary_files import SCORE_BOUND
 from llm_council.bias_audit.session.thresholds import AuditThresholds
 from llm_council.errors import InputError, MissingDependencyError
 from llm_council.install_hints import extra_install_hint
@@ -34,6 +35,9 @@ from llm_council.stats.moderated_variance import VariancePrior, fit_variance_pri
 
 #: a reviewer's own history counts once it holds at least this many residual df
 MINIMUM_HISTORY_DF = 2.0
+#: the largest noise variance scores within SCORE_BOUND allow, (2B)^2: a larger history
+#: was not summed from real sessions (the upper-tailed noise check would keep it: ADR 0059)
+LARGEST_HISTORY_VARIANCE = (2.0 * SCORE_BOUND) ** 2
 
 History = Mapping[str, ReviewerProfile]
 
@@ -87,7 +91,8 @@ def history_variances(history: History) -> dict[str, tuple[float, float]]:
         for name, profile in history.items()
         if profile.variance is not None
         and math.isfinite(profile.variance)
-        and profile.variance > 0.0  # no noise to scale by (or profiles passed in by hand)
+        and 0.0 < profile.variance <= LARGEST_HISTORY_VARIANCE  # no noise to scale by, or
+        # more than scores within SCORE_BOUND can have (profiles passed in by hand)
         and math.isfinite(profile.residual_df)
         and profile.residual_df >= MINIMUM_HISTORY_DF
     ]
@@ -111,7 +116,7 @@ def history_variances(history: History) -> dict[str, tuple[float, float]]:
             solved = {
                 name: float(value)
                 for name, value in zip(names, estimates.tolist(), strict=True)
-                if math.isfinite(value) and value > 0.0
+                if math.isfinite(value) and 0.0 < value <= LARGEST_HISTORY_VARIANCE
             }
     return {
         name: (solved.get(name, history[name].variance or 0.0), history[name].residual_df)

@@ -15,6 +15,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from functools import lru_cache
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,8 +32,15 @@ ENV_VARIABLES: dict[str, str] = {
 
 #: a reviewer's history counts for at most this many prior df (ADR 0051)
 HISTORY_PRIOR_DF_MAX = 10.0
-#: the two-sided level at which a reviewer's session noise is taken to have left its history
+#: the level at which a reviewer's session noise is taken to have left its history (its
+#: upper tail since ADR 0059): a screen, whose false positives only send a reviewer to the
+#: no-history path
 NOISE_DRIFT_LEVEL = 0.2
+#: the level of the council-wide noise check (ADR 0059; off by default: after the
+#: per-reviewer screen it changed no measured rate)
+NOISE_DRIFT_COUNCIL_LEVEL = 0.0
+#: which side of the variance ratio the check tests (ADR 0059)
+NOISE_DRIFT_ALTERNATIVE: Literal["greater", "two-sided"] = "greater"
 
 #: the packaged thresholds file, as errors name it
 PACKAGED_FILE = "default_config/thresholds.toml"
@@ -131,9 +139,28 @@ class AuditThresholds(BaseModel):
         ge=0.0,
         lt=1.0,
         description=(
-            "two-sided level of the variance-ratio test of each reviewer's session noise "
-            "against its history (ADR 0051); a reviewer whose noise moved is moderated "
-            "toward the default prior instead. 0 turns the check off"
+            "level of the variance-ratio test of each reviewer's session noise against its "
+            "history (ADR 0051; upper-tailed since ADR 0059: only a noisier session makes "
+            "false flags); a reviewer whose noise moved is moderated toward the default "
+            "prior instead. 0 turns the check off"
+        ),
+    )
+    noise_drift_alternative: Literal["greater", "two-sided"] = Field(
+        NOISE_DRIFT_ALTERNATIVE,
+        description=(
+            "which way the noise check looks (ADR 0059): 'greater' marks only a reviewer "
+            "noisier than its history (the side on which a stale history makes false "
+            "flags; a quieter judge only costs power), 'two-sided' either way (ADR 0051)"
+        ),
+    )
+    noise_drift_council_level: float = Field(
+        NOISE_DRIFT_COUNCIL_LEVEL,
+        ge=0.0,
+        lt=1.0,
+        description=(
+            "upper-tail level of the test of the reviewers the per-reviewer check kept, "
+            "together, against their histories (ADR 0059); below it each is moderated "
+            "toward the default prior. 0 (the default) turns it off"
         ),
     )
     position_permutations: int = Field(
