@@ -286,7 +286,10 @@ def test_degenerate_judges(tmp_path: Path) -> None:
     answer = monitor_status(current_monitor(store))
     judge2 = answer["reviewers"]["judge-2"]
     assert "slot_preference" in judge2["confirmed"]
-    assert judge2["biases"]["slot_preference"]["direction"] == "favours its first slot"
+    assert (
+        judge2["biases"]["slot_preference"]["direction"]
+        == "scores the answer it is shown first higher"
+    )
     json.dumps(answer, allow_nan=False)
 
 

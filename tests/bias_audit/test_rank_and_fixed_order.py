@@ -312,7 +312,7 @@ def test_a_council_of_always_a_judges_with_shared_orders_is_flagged_council_wide
     council = report.position.council
     assert council.test_method == "randomization" and council.flagged
     assert council.direction == "primacy"
-    assert council.test_p_value == pytest.approx(1 / 1000)
+    assert council.test_p_value == pytest.approx(1 / 20_000)  # refined: no re-shuffle reaches it
     assert all(p.flagged for p in report.position.per_reviewer)
 
 

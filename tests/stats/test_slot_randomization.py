@@ -69,7 +69,8 @@ def test_slot_randomization_matches_full_enumeration() -> None:
 @pytest.mark.parametrize("n_slots", [2, 3, 4, 5])
 def test_a_deterministic_slot_effect_gets_the_smallest_p_value(n_slots: int) -> None:
     """Slot 0 always holds the top rank points over 30 units: exact p is at most
-    (1 / n_slots)^30, far below 1 / 1000, so the test returns 1 / (999 + 1)."""
+    (1 / n_slots)^30, far below 1 / 20,000, so no re-shuffle of the first stage (999) nor of
+    the refined stage (19,999 in all) reaches it: the test returns 1 / (19,999 + 1)."""
     rng = np.random.default_rng(n_slots)
     values, slots, units = [], [], []
     for unit in range(30):
@@ -81,7 +82,29 @@ def test_a_deterministic_slot_effect_gets_the_smallest_p_value(n_slots: int) -> 
         units += [unit] * n_slots
     test = slot_randomization_test(values, slots, units)
     assert test is not None
-    assert test.p_value == pytest.approx(1 / 1000)
+    assert test.p_value == pytest.approx(1 / 20_000)
+    assert test.n_permutations == 19_999
+
+
+def test_the_two_stage_p_value_holds_its_level_under_no_slot_effect() -> None:
+    """Null data (values independent of the slots): P(p <= u) <= u + 3 SE at u = 0.05 and
+    0.01 (3 SE: a valid test fails this about once in 700 runs), and a first stage with 10+
+    exceedances is returned unrefined (999 draws)."""
+    rng = np.random.default_rng(4)
+    p_values, draws = [], []
+    for _ in range(800):
+        values = rng.normal(size=20 * 4)
+        slots = np.concatenate([rng.permutation(4) for _ in range(20)])
+        units = np.repeat(np.arange(20), 4)
+        test = slot_randomization_test(values, slots, units, seed=int(rng.integers(1 << 30)))
+        assert test is not None
+        p_values.append(test.p_value)
+        draws.append(test.n_permutations)
+    p = np.asarray(p_values)
+    for level in (0.05, 0.01):
+        assert np.mean(p <= level) <= level + 3 * np.sqrt(level * (1 - level) / p.size)
+    refined = np.asarray(draws) == 19_999
+    assert np.all(p[~refined] > 0.01) and np.all(np.asarray(draws)[~refined] == 999)
 
 
 def test_units_are_sessions_when_reviewers_share_an_order() -> None:

@@ -17,10 +17,15 @@ from llm_council.bias_audit.records.monitor_fold import MonitorState
 from llm_council.stats.anytime_monitor import cells_estimated, confidence_sequence
 from llm_council.stats.monitor_session_effects import BIASES
 
-#: what a positive / negative effect means, per bias
+#: what a positive / negative effect means, per bias; the slot effect says what was seen,
+#: not why: in a fixed display order the answer shown first is always one model's, so a
+#: preference for the first slot and for that model are one and the same number
 DIRECTIONS = {
     "leniency": ("generous", "harsh"),
-    "slot_preference": ("favours its first slot", "disfavours its first slot"),
+    "slot_preference": (
+        "scores the answer it is shown first higher",
+        "scores the answer it is shown first lower",
+    ),
     "self_preference": ("prefers its own answer", "marks its own answer down"),
 }
 
