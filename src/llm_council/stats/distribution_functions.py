@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import bdtrc, chdtrc, fdtrc, ndtri, stdtr, stdtrit
+
+from llm_council.stats.special_functions import bdtrc, chdtrc, fdtrc, ndtri, stdtr, stdtrit
 
 
 def _valid_df(*dfs: ArrayLike) -> np.ndarray:
