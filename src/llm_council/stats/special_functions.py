@@ -146,8 +146,10 @@ def _t_two_sided_tail(df: np.ndarray, t: np.ndarray) -> np.ndarray:
         square = np.minimum(t_abs, 1.0) ** 2
         x = np.where(t_abs >= 1.0, ratio / (1.0 + ratio), df / (df + square))
         y = np.where(t_abs >= 1.0, 1.0 / (1.0 + ratio), square / (df + square))
-        # ln x for the far tail, where df / t^2 underflows
-        log_x = np.where(t_abs >= 1.0, np.log(df) - 2.0 * np.log(t_abs) - np.log1p(ratio), np.nan)
+        # ln x for the far tail, where df / t^2 may underflow (ln r - ln(1 + r) loses
+        # nothing for r <= 1/2; nearer x = 1 the incomplete beta takes ln x from y)
+        far = (t_abs >= 1.0) & (ratio <= 0.5)
+        log_x = np.where(far, np.log(df) - 2.0 * np.log(t_abs) - np.log1p(ratio), np.nan)
     return incomplete_beta_pair(df / 2.0, 0.5, x, y, log_x)[0]
 
 
@@ -241,7 +243,8 @@ def _t_quantile_lower_tail(df: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 def fdtr(dfn: ArrayLike, dfd: ArrayLike, x: ArrayLike) -> np.ndarray:
     r"""F CDF :math:`P(F_{dfn,dfd} \le x) = I_{w}(dfn/2, dfd/2)`, :math:`w =
-    dfn\,x/(dfn\,x + dfd)` (A&S 26.6.2; Cephes ``fdtr``); NaN for :math:`x < 0`."""
+    dfn\,x/(dfn\,x + dfd)` (A&S 26.6.2; Cephes ``fdtr``); NaN for :math:`x < 0` and for an
+    infinite df (but at :math:`x = \infty`, 1), as scipy's."""
     return _out(_f_pair(dfn, dfd, x)[0])
 
 
@@ -262,12 +265,16 @@ def _f_pair(dfn: ArrayLike, dfd: ArrayLike, x: ArrayLike) -> tuple[np.ndarray, n
     w_complement = np.where(x_values == 0, 1.0, w_complement)
     lower, upper = incomplete_beta_pair(dfn_values / 2.0, dfd_values / 2.0, w, w_complement)
     ok = finite & (x_values >= 0)
-    return np.where(ok, lower, np.nan), np.where(ok, upper, np.nan)
+    lower, upper = np.where(ok, lower, np.nan), np.where(ok, upper, np.nan)
+    # x = inf is the end of the support whatever the df, infinite ones too (as scipy's)
+    at_end = np.isposinf(x_values) & (dfn_values > 0) & (dfd_values > 0)
+    return np.where(at_end, 1.0, lower), np.where(at_end, 0.0, upper)
 
 
 def chdtr(df: ArrayLike, x: ArrayLike) -> np.ndarray:
     r"""Chi-squared CDF :math:`P(\chi^2_{df} \le x) = P(df/2, x/2)` (A&S 26.4.19); NaN for
-    :math:`x < 0` or ``df = inf`` (as scipy's)."""
+    :math:`x < 0`; ``df = 0`` and ``df = inf`` give scipy's limits (1 and 0 for finite
+    :math:`x > 0`)."""
     return _out(_chi2_pair(df, x)[0])
 
 
@@ -279,14 +286,20 @@ def chdtrc(df: ArrayLike, x: ArrayLike) -> np.ndarray:
 def _chi2_pair(df: ArrayLike, x: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     df_values, x_values = np.broadcast_arrays(*_floats(df, x))
     lower, upper = incomplete_gamma_pair(df_values / 2.0, x_values / 2.0)
-    ok = np.isfinite(df_values)
-    return np.where(ok, lower, np.nan), np.where(ok, upper, np.nan)
+    lower = np.where(np.isfinite(df_values), lower, np.nan)
+    upper = np.where(np.isfinite(df_values), upper, np.nan)
+    # the limits scipy returns: df = 0 is a point mass at 0, df = inf puts no mass below x
+    point_mass = (df_values == 0) & (x_values > 0)
+    no_mass = np.isposinf(df_values) & (x_values >= 0) & np.isfinite(x_values)
+    lower = np.where(point_mass, 1.0, np.where(no_mass, 0.0, lower))
+    upper = np.where(point_mass, 0.0, np.where(no_mass, 1.0, upper))
+    return lower, upper
 
 
 def bdtrc(k: ArrayLike, n: ArrayLike, p: ArrayLike) -> np.ndarray:
     r"""Binomial upper tail :math:`P(X > k) = I_p(\lfloor k\rfloor + 1, n - \lfloor k\rfloor)`,
     :math:`X \sim B(n, p)` (A&S 26.5.24; Cephes ``bdtrc``): 1 for :math:`k < 0`, 0 for
-    :math:`k \ge n`; NaN for :math:`p` outside [0, 1]."""
+    :math:`k = n`; NaN for :math:`k > n` or :math:`p` outside [0, 1] (as scipy's)."""
     k_values, n_values, p_values = np.broadcast_arrays(*_floats(k, n, p))
     floor_k = np.floor(k_values)
     middle = (floor_k >= 0) & (floor_k < n_values)
@@ -294,6 +307,7 @@ def bdtrc(k: ArrayLike, n: ArrayLike, p: ArrayLike) -> np.ndarray:
     b = np.where(middle, n_values - floor_k, 1.0)
     tail = incomplete_beta_pair(a, b, p_values, 1.0 - p_values)[0]
     result = np.where(floor_k < 0, 1.0, np.where(floor_k >= n_values, 0.0, tail))
+    result = np.where(floor_k > n_values, np.nan, result)  # as scipy's
     valid = (p_values >= 0) & (p_values <= 1) & ~np.isnan(k_values) & ~np.isnan(n_values)
     return _out(np.where(valid, result, np.nan))
 
