@@ -6,8 +6,12 @@ than all the audit's statistics together (ADR 0063). These functions take scipy'
 argument order, so a caller changes only its import line; they agree with scipy to 1e-12
 relative (looser bounds where stated) over the ranges the callers use, tested in
 ``tests/stats/test_special_functions.py``. NaN in gives NaN out; invalid degrees of freedom
-(<= 0 or NaN) give NaN; a 0-d input gives a numpy float, an array input an array. The
-report, calibrate and probe paths keep ``scipy``.
+(<= 0 or NaN) give NaN; a 0-d input gives a numpy float, an array input an array. One
+exception to "no scipy": an incomplete beta with a parameter past 5,000 (a t or F with more
+than 10,000 degrees of freedom, a binomial past 5,000 trials) is scipy's, imported inside
+the function, because the continued fraction loses about 1e-16 times the parameter there
+(:data:`~llm_council.stats.incomplete_beta_gamma.LARGE_BETA_PARAMETER`); one session's
+degrees of freedom never come near it. The report, calibrate and probe paths keep ``scipy``.
 """
 
 from __future__ import annotations
