@@ -296,3 +296,24 @@ def test_f_and_chi_squared_properties(dfn: float, dfd: float, x: float) -> None:
     for got, expected in ((chi_lower, special.chdtr(dfn, x)), (chi_upper, special.chdtrc(dfn, x))):
         if expected > 1e-300:
             assert got == pytest.approx(float(expected), rel=REL_SCIPY)
+
+
+HOSTILE = [np.nan, np.inf, -np.inf, 0.0, -1.0, 5e-324, 1e-300, 0.5, 3.0, 7e6, 1e300, 1.7e308]
+
+
+@pytest.mark.parametrize(
+    ("name", "arity"),
+    [("stdtr", 2), ("stdtrit", 2), ("fdtr", 3), ("fdtrc", 3), ("chdtr", 2), ("chdtrc", 2)]
+    + [("bdtrc", 3), ("ndtri", 1), ("log_ndtr", 1), ("digamma", 1)],
+)
+def test_hostile_arguments_never_raise_and_probabilities_stay_in_0_1(name: str, arity: int) -> None:
+    # non-finite, subnormal, negative and huge arguments in every position: a NaN or a
+    # limit, never an exception or a probability outside [0, 1]
+    grid = np.array(np.meshgrid(*[HOSTILE] * arity, indexing="ij")).reshape(arity, -1)
+    values = np.asarray(getattr(ours, name)(*grid), dtype=float)
+    assert values.shape == (len(HOSTILE) ** arity,)
+    if name in ("stdtr", "fdtr", "fdtrc", "chdtr", "chdtrc", "bdtrc"):
+        finite = values[~np.isnan(values)]
+        assert np.all((finite >= 0.0) & (finite <= 1.0))
+    for x in HOSTILE:  # the scalar path too
+        assert np.ndim(ours.polygamma(1, x)) == 0 and np.ndim(ours.polygamma(2, x)) == 0

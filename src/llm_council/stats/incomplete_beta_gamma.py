@@ -24,6 +24,11 @@ _MAX_TERMS = 100_000
 #: above this a or b the continued fraction with x near 1 loses about 1e-16 * max(a, b) of
 #: relative accuracy (it works with x, not the small 1 - x): past it scipy computes I_x
 LARGE_BETA_PARAMETER = 5_000.0
+#: parameters below this (subnormal halves of degrees of freedom) give NaN: the logs and
+#: reciprocals of the kernels overflow there
+SMALLEST_PARAMETER = 1e-300
+#: past this a (2e7 degrees of freedom) the incomplete gamma is scipy's
+LARGE_GAMMA_PARAMETER = 1e7
 #: B_2k / (2k (2k - 1)), k = 1..7 (A&S 6.1.40)
 _STIRLING_SERIES = (1 / 12, -1 / 360, 1 / 1260, -1 / 1680, 1 / 1188, -691 / 360360, 1 / 156)
 
@@ -155,7 +160,7 @@ def incomplete_beta_pair(
     ``y`` is :math:`1 - x`, passed separately so a tail near :math:`x = 1` is not rounded
     away. For :math:`x < (a+1)/(a+b+2)` the continued fraction gives :math:`I_x(a,b)` and the
     complement is :math:`1 - I`; otherwise the symmetry :math:`I_x(a,b) = 1 - I_y(b,a)` swaps
-    the roles (Numerical Recipes, 3rd ed., sec. 6.4). Needs :math:`a, b > 0` and
+    the roles (Numerical Recipes, 3rd ed., sec. 6.4). Needs :math:`a, b \ge 10^{-300}` and
     :math:`0 \le x \le 1`; NaN elsewhere. ``log_x``, where finite, is :math:`\ln x` for an
     ``x`` too small to hold (a t tail at :math:`|t| > 10^{154}`).
     """
@@ -165,7 +170,8 @@ def incomplete_beta_pair(
     a, b, x, y, log_x = np.broadcast_arrays(*arrays)
     shape = a.shape
     a, b, x, y, log_x = a.ravel(), b.ravel(), x.ravel(), y.ravel(), log_x.ravel()
-    valid = (a > 0) & (b > 0) & (x >= 0) & (x <= 1) & (y >= 0) & (y <= 1)
+    valid = (a >= SMALLEST_PARAMETER) & (b >= SMALLEST_PARAMETER)
+    valid = valid & (x >= 0) & (x <= 1) & (y >= 0) & (y <= 1)
     x_held = (x > 0) | (np.isfinite(log_x) & (y > 0.5))
     inner = valid & x_held & (y > 0) & np.isfinite(a) & np.isfinite(b)
     with np.errstate(invalid="ignore"):  # inf / inf for an infinite a or b, left out below
@@ -234,18 +240,35 @@ def incomplete_gamma_pair(a: FloatArray, x: FloatArray) -> tuple[FloatArray, Flo
     \frac{x^n}{(a+1)\cdots(a+n)}`; otherwise the continued fraction :math:`Q =
     \frac{x^a e^{-x}}{\Gamma(a)}\,\cfrac{1}{x+1-a-\cfrac{1\cdot(1-a)}{x+3-a-\cdots}}` by
     the modified Lentz method (Numerical Recipes, 3rd ed., sec. 6.2, ``gser`` and ``gcf``;
-    A&S 6.5.29 and 6.5.31). Needs :math:`a > 0`, :math:`x \ge 0`; NaN elsewhere.
+    A&S 6.5.29 and 6.5.31). Needs :math:`a \ge 10^{-300}`, :math:`x \ge 0`; NaN elsewhere.
     """
     a, x = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(x, dtype=float))
     shape = a.shape
     a, x = a.ravel(), x.ravel()
-    valid = (a > 0) & (x >= 0) & np.isfinite(a)
+    valid = (a >= SMALLEST_PARAMETER) & (x >= 0) & np.isfinite(a)
     inner = valid & (x > 0) & np.isfinite(x)
     lower = np.where(x > 0, 1.0, 0.0)  # x = inf: P = 1
     upper = 1.0 - lower
+    large = inner & (a > LARGE_GAMMA_PARAMETER)
+    inner = inner & ~large
+    if np.any(large):
+        lower, upper = lower.copy(), upper.copy()
+        lower[large], upper[large] = _scipy_incomplete_gamma(a[large], x[large])
+    # where x^a e^-x / Gamma(a) underflows the series and continued fraction (each at most
+    # a modest multiple of 1/a or 1/(x + 1 - a)) cannot lift it: the tail is 0
+    log_prefactor = np.full_like(x, np.nan)
+    log_prefactor[inner] = _log_gamma_prefactor(a[inner], x[inner])
+    # (NaN too: inf - inf when x / a overflows, a tail far below any double)
+    negligible = inner & ~(log_prefactor >= -800.0)
+    if np.any(negligible):
+        lower, upper = lower.copy(), upper.copy()
+        series_side = x < a + 1.0
+        lower[negligible] = np.where(series_side, 0.0, 1.0)[negligible]
+        upper[negligible] = np.where(series_side, 1.0, 0.0)[negligible]
+    inner = inner & ~negligible
     if np.any(inner):
         aa, xx = a[inner], x[inner]
-        prefactor = np.exp(_log_gamma_prefactor(aa, xx))
+        prefactor = np.exp(log_prefactor[inner])
         use_series = xx < aa + 1.0
         direct = np.empty_like(xx)
         if np.any(use_series):
@@ -263,6 +286,15 @@ def incomplete_gamma_pair(a: FloatArray, x: FloatArray) -> tuple[FloatArray, Flo
         np.where(valid, lower, np.nan).reshape(shape),
         np.where(valid, upper, np.nan).reshape(shape),
     )
+
+
+def _scipy_incomplete_gamma(a: FloatArray, x: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """:math:`P(a, x)` and :math:`Q(a, x)` from scipy, for :math:`a` past
+    :data:`LARGE_GAMMA_PARAMETER` (the continued fraction needs about :math:`\\sqrt a`
+    steps); imported here so the session path, whose df are small, never loads it."""
+    from scipy.special import gammainc, gammaincc
+
+    return gammainc(a, x), gammaincc(a, x)
 
 
 def _gamma_series(a: FloatArray, x: FloatArray) -> FloatArray:
