@@ -8,12 +8,14 @@ relative and with scipy to 5e-12 over the ranges the callers use, tested in
 ``tests/stats/test_special_functions.py``. The t, F, chi-squared and binomial functions
 are here; the normal ones (:mod:`.normal_functions`) and digamma and polygamma
 (:mod:`.polygamma_functions`) are re-exported. NaN in gives NaN out; invalid degrees of freedom
-(<= 0 or NaN) give NaN; a 0-d input gives a numpy float, an array input an array. One
-exception to "no scipy": an incomplete beta with a parameter past 5,000 (a t or F with more
-than 10,000 degrees of freedom, a binomial past 5,000 trials) is scipy's, imported inside
-the function, because the continued fraction loses about 1e-16 times the parameter there
-(:data:`~llm_council.stats.incomplete_beta_gamma.LARGE_BETA_PARAMETER`); one session's
-degrees of freedom never come near it. The report, calibrate and probe paths keep ``scipy``.
+(<= 0 or NaN) give NaN; a 0-d input gives a numpy float, an array input an array. Two
+exceptions to "no scipy", imported inside the function: an incomplete beta with a parameter
+past 5,000 (a t or F with more than 10,000 degrees of freedom, a binomial past 5,000
+trials), where the continued fraction loses about 1e-16 times the parameter
+(:data:`~llm_council.stats.incomplete_beta_gamma.LARGE_BETA_PARAMETER`), and an incomplete
+gamma past a = 1e7. A session's residual degrees of freedom do not come near either; a
+moderated test's prior df can (ADR 0063), and then that session imports ``scipy.special``.
+The report, calibrate and probe paths keep ``scipy``.
 """
 
 from __future__ import annotations
