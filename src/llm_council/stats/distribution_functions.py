@@ -91,4 +91,4 @@ def binomial_greater_p(successes: int, n: int, p: float) -> float:
         raise ValueError(f"need 0 <= successes <= n and 0 <= p <= 1, got {successes}, {n}, {p}")
     if successes == 0:
         return 1.0
-    return float(min(1.0, bdtrc(successes - 1, n, p)))
+    return min(1.0, float(bdtrc(successes - 1, n, p)))

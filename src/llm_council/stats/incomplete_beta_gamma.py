@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 FloatArray = np.ndarray
 
@@ -153,7 +154,7 @@ def _beta_continued_fraction(a: FloatArray, b: FloatArray, x: FloatArray) -> Flo
 
 
 def incomplete_beta_pair(
-    a: FloatArray, b: FloatArray, x: FloatArray, y: FloatArray, log_x: FloatArray | None = None
+    a: ArrayLike, b: ArrayLike, x: ArrayLike, y: ArrayLike, log_x: ArrayLike | None = None
 ) -> tuple[FloatArray, FloatArray]:
     r"""Regularized incomplete beta :math:`I_x(a, b)` and its complement :math:`I_y(b, a)`.
 
@@ -233,7 +234,7 @@ def _log_gamma_prefactor(a: FloatArray, x: FloatArray) -> FloatArray:
         return a * (log_ratio - deviation) + 0.5 * np.log(a) - _HALF_LOG_2PI - stirling_error(a)
 
 
-def incomplete_gamma_pair(a: FloatArray, x: FloatArray) -> tuple[FloatArray, FloatArray]:
+def incomplete_gamma_pair(a: ArrayLike, x: ArrayLike) -> tuple[FloatArray, FloatArray]:
     r"""Regularized incomplete gamma :math:`P(a, x)` and :math:`Q(a, x) = 1 - P(a, x)`.
 
     For :math:`x < a + 1` the series :math:`P = \frac{x^a e^{-x}}{\Gamma(a+1)}\sum_{n\ge0}
