@@ -13,8 +13,9 @@ absolute numbers move with it:
 - ``llm-council --help`` (printed from the command table, no typer/rich import)
 - ``llm-council ask --help`` and ``llm-council bias-report --help`` (typer, rich and the
   command's module)
-- ``python -c 'import numpy'`` and ``python -c 'import numpy, scipy.special'``: what the
-  audit's tail functions cost to import on top of numpy, its floor (ADR 0063)
+- ``python -c 'import numpy'`` and ``python -c 'import numpy, scipy.special'``: the
+  audit's floor (numpy) and what ``scipy.special`` would add to it, which the session path
+  no longer imports (ADR 0063)
 
 Part 2, the paired ``ask`` (``--ask-runs`` pairs, 0 to skip): ``llm-council ask QUESTION
 --seed 1`` with and without ``--bias-audit`` on the offline simulated council (no key in the
@@ -57,8 +58,9 @@ COMMANDS: dict[str, list[str]] = {
     "llm-council --help": [SCRIPT, "--help"],
     "llm-council ask --help": [SCRIPT, "ask", "--help"],
     "llm-council bias-report --help": [SCRIPT, "bias-report", "--help"],
-    # the audit's floor: the tails it needs come from scipy.special, whose import clones
-    # numpy's namespace (numpy.f2py, numpy.ma, numpy.testing; ADR 0063)
+    # the audit's floor is numpy: its tails are stats/special_functions.py since scipy.special's
+    # import clones numpy's namespace (numpy.f2py, numpy.ma, numpy.testing; ADR 0063), the
+    # second row is what that saves
     "python -c 'import numpy'": [sys.executable, "-c", "import numpy"],
     "... 'import numpy, scipy.special'": [sys.executable, "-c", "import numpy, scipy.special"],
 }

@@ -84,7 +84,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import log_ndtr
+
+from llm_council.stats.special_functions import log_ndtr
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import stdtr
+
+from llm_council.stats.special_functions import stdtr
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import digamma, polygamma, stdtr
+
+from llm_council.stats.special_functions import digamma, polygamma, stdtr
 
 FloatArray = NDArray[np.float64]
 

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import chdtr, chdtrc, fdtr, fdtrc
+
+from llm_council.stats.special_functions import chdtr, chdtrc, fdtr, fdtrc
 
 FloatArray = NDArray[np.float64]
 

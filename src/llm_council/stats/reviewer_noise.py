@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.special import stdtr
 
 from llm_council.stats.additive_model import AdditiveFit
+from llm_council.stats.special_functions import stdtr
 
 FloatArray = NDArray[np.float64]
 

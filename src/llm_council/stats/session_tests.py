@@ -20,7 +20,6 @@ from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import stdtr
 
 from llm_council.stats.additive_model import AdditiveFit
 from llm_council.stats.design_cache import fit_additive_two_way_cached
@@ -31,6 +30,7 @@ from llm_council.stats.reviewer_noise import (
     noise_aware_t_test,
     noise_aware_t_tests,
 )
+from llm_council.stats.special_functions import stdtr
 
 
 @dataclass(frozen=True)
