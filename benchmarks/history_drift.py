@@ -336,8 +336,25 @@ def audit_cost(seed: int, repeats: int = 1000) -> str:
     )
 
 
+#: the slot test's guards against a stale history (ADR 0059, amendment), and the code
+#: before ADR 0059 (ADR 0051's two-sided check, the smallest reviewer df)
+GUARD_MODES: dict[str, AuditThresholds] = {
+    "before ADR 0059": ADR_0051.model_copy(update={"slot_history_guard": "smallest-df"}),
+    **{
+        f"guard {guard}": AuditThresholds(slot_history_guard=guard)
+        for guard in (
+            "session-floor",
+            "smallest-df",
+            "larger-p",
+            "weighted-randomization",
+            "screen-df",
+        )
+    },
+}
+
+
 def variant_modes() -> dict[str, AuditThresholds]:
-    modes = dict(MODES)
+    modes = dict(MODES) | GUARD_MODES
     for cap, level, alternative, council in VARIANTS:
         modes[f"cap {cap:g}, {alternative} {level:g}, council {council:g}"] = AuditThresholds(
             history_prior_df_max=cap,
