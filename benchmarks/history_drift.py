@@ -350,6 +350,18 @@ GUARD_MODES: dict[str, AuditThresholds] = {
             "screen-df",
         )
     },
+    **{
+        f"guard screen-df {level:g}": AuditThresholds(
+            slot_history_guard="screen-df", slot_history_screen_level=level
+        )
+        for level in (0.35, 0.8)
+    },
+    **{
+        f"guard prior-cap {cap:g}": AuditThresholds(
+            slot_history_guard="prior-cap", slot_history_prior_df_max=cap
+        )
+        for cap in (2.0, 4.0, 6.0)
+    },
 }
 
 

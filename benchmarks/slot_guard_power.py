@@ -53,7 +53,12 @@ def power_row(generator: str, bias: str, n_members: int, n_sessions: int) -> lis
     modes = {
         guard: AuditThresholds(
             slot_history_guard=guard.split()[0],  # type: ignore[arg-type]
-            slot_history_screen_level=float(guard.split()[1]) if " " in guard else 0.5,
+            slot_history_screen_level=float(guard.split()[1])
+            if guard.startswith("screen-df ")
+            else 0.5,
+            slot_history_prior_df_max=float(guard.split()[1])
+            if guard.startswith("prior-cap ")
+            else 4.0,
         )
         for guard in GUARDS
     }

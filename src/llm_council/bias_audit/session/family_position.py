@@ -139,7 +139,7 @@ def position_family(
             )
         )
     slot_noise = (
-        slot_moderated_noise(fit, slots, names, thresholds, history)
+        slot_moderated_noise(fit, slots, names, _slot_thresholds(thresholds), history)
         if all_known and history
         else None
     )
@@ -215,6 +215,15 @@ def position_family(
         thresholds,
         None,
     )
+
+
+def _slot_thresholds(thresholds: AuditThresholds) -> AuditThresholds:
+    """The thresholds the slot test's moderated noise reads: with the 'prior-cap' guard,
+    the history's prior df capped at ``slot_history_prior_df_max`` as well."""
+    if thresholds.slot_history_guard != "prior-cap":
+        return thresholds
+    cap = min(thresholds.history_prior_df_max, thresholds.slot_history_prior_df_max)
+    return thresholds.model_copy(update={"history_prior_df_max": cap})
 
 
 def _screened_dfs(slot_noise: ModeratedNoise, level: float) -> np.ndarray:

@@ -43,7 +43,13 @@ NOISE_DRIFT_COUNCIL_LEVEL = 0.0
 NOISE_DRIFT_ALTERNATIVE: Literal["greater", "two-sided"] = "greater"
 #: how the slot test with history guards against a stale history (ADR 0059, amendment)
 SLOT_HISTORY_GUARD: Literal[
-    "none", "session-floor", "smallest-df", "larger-p", "weighted-randomization"
+    "none",
+    "session-floor",
+    "smallest-df",
+    "larger-p",
+    "weighted-randomization",
+    "screen-df",
+    "prior-cap",
 ] = "none"
 
 #: the packaged thresholds file, as errors name it
@@ -168,7 +174,13 @@ class AuditThresholds(BaseModel):
         ),
     )
     slot_history_guard: Literal[
-        "none", "session-floor", "smallest-df", "larger-p", "weighted-randomization"
+        "none",
+        "session-floor",
+        "smallest-df",
+        "larger-p",
+        "weighted-randomization",
+        "screen-df",
+        "prior-cap",
     ] = Field(
         SLOT_HISTORY_GUARD,
         description=(
@@ -180,7 +192,8 @@ class AuditThresholds(BaseModel):
             "'weighted-randomization' re-draws the display orders for the p-value, the "
             "residuals weighted by each reviewer's history variance; 'screen-df': a reviewer "
             "whose noise screen p-value is below slot_history_screen_level counts in the "
-            "test's Satterthwaite df with its session df only"
+            "test's Satterthwaite df with its session df only; 'prior-cap': the slot test's "
+            "histories count for at most slot_history_prior_df_max df"
         ),
     )
     slot_history_screen_level: float = Field(
@@ -190,6 +203,14 @@ class AuditThresholds(BaseModel):
         description=(
             "with slot_history_guard 'screen-df': the noise screen's p-value below which a "
             "reviewer's history does not count in the slot test's df (ADR 0059, amendment)"
+        ),
+    )
+    slot_history_prior_df_max: float = Field(
+        4.0,
+        gt=0.0,
+        description=(
+            "with slot_history_guard 'prior-cap': the most prior df a reviewer's history "
+            "counts for in the slot test (ADR 0059, amendment)"
         ),
     )
     position_permutations: int = Field(
