@@ -41,6 +41,9 @@ GUARDS = [
     "screen-df",
     "screen-df 0.35",
     "screen-df 0.8",
+    "prior-cap 2",
+    "prior-cap 4",
+    "prior-cap 6",
 ]
 SEED = 1  # the slow test's: seed + 100 + members
 N_HISTORY = 30

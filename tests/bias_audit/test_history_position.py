@@ -103,3 +103,36 @@ def test_with_history_the_slot_test_is_weighted_and_finds_a_strong_slot_effect()
     # without history the randomization test runs, as before
     audit = audit_score_table(table, AuditThresholds())
     assert "weighted Wald" not in audit.indicator_only.get("position", "")
+
+
+def test_the_slot_guards_never_lower_the_slot_tests_p_value() -> None:
+    # ADR 0059's amendment: each guard against a stale history reads the same session's
+    # slot effects more cautiously than the default: the smallest reviewer df (same
+    # statistic, fewer df: F's tail is larger), the larger of two p-values, a df with a
+    # doubtful reviewer's history left out, a smaller prior cap (fewer df). None may give a
+    # smaller p-value than the default on any session; each names itself in the note.
+    spec = CouncilSpec(n_members=5, noise_sds=SDS, slot_effects=[[1.5]] * 5)
+    history = _history(spec, 30, 5, with_slots=True)
+    rng = np.random.default_rng(6)
+    guards = ("smallest-df", "larger-p", "screen-df")
+    compared = 0
+    for _ in range(8):
+        session = generate_session(spec, rng)
+        table = score_table_from_mappings(
+            session.stage1_responses, session.stage2_scores, session.position_mapping
+        )
+        default = audit_score_table(table, AuditThresholds(), history=history)
+        if default.position_score_p_value is None:
+            continue
+        compared += 1
+        for guard in guards:
+            guarded = audit_score_table(
+                table, AuditThresholds(slot_history_guard=guard), history=history
+            )
+            assert guarded.position_score_p_value is not None
+            assert guarded.position_score_p_value >= default.position_score_p_value - 1e-12
+        smallest = audit_score_table(
+            table, AuditThresholds(slot_history_guard="smallest-df"), history=history
+        )
+        assert "smallest reviewer df" in smallest.indicator_only["position"]
+    assert compared >= 6

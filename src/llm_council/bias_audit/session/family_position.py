@@ -30,6 +30,20 @@ from llm_council.stats.additive_model import AdditiveFit
 from llm_council.stats.position_tests import joint_slot_effects, position_randomization_test
 from llm_council.stats.slot_wald import SlotWaldTest, slot_wald_test
 
+#: how the slot test with history reads its p-value, by ``slot_history_guard``
+_GUARD_NOTES = {
+    "none": "Satterthwaite's df over the reviewers' moderated variances",
+    "session-floor": "Satterthwaite's df, the statistic divided by the session's residual "
+    "mean square when above 1",
+    "smallest-df": "the smallest reviewer df, a guard against a stale history",
+    "larger-p": "the larger of its p-value and the randomization test's",
+    "weighted-randomization": "p-value by re-drawing the display orders of residuals "
+    "weighted by the history",
+    "screen-df": "Satterthwaite's df, a reviewer near the noise screen's level counted "
+    "with its session df only",
+    "prior-cap": "Satterthwaite's df, each history counted for at most "
+    "slot_history_prior_df_max df",
+}
 _NO_SLOTS_NOTE = "fewer than two known display positions: position not tested"
 
 
@@ -177,8 +191,8 @@ def position_family(
             note = (
                 "slot effects tested against each reviewer's noise from its past sessions "
                 f"(weighted Wald test, F({history_test.numerator_df}, "
-                f"{history_test.denominator_df:.0f}), Satterthwaite's df over the reviewers' "
-                "moderated variances); the estimate is this session's"
+                f"{history_test.denominator_df:.0f}), {_GUARD_NOTES[guard]}); the estimate is "
+                "this session's"
             )
             return _tested(
                 history_test.weighted_variance,
