@@ -21,7 +21,9 @@ Modes: **before** (ADR 0045/0047: history prior df uncapped, no drift check) and
 **after** (the defaults: history prior df capped at ``history_prior_df_max``, ADR 0051;
 each reviewer's noise screened against its history, upper tail at ``noise_drift_level``,
 then the kept reviewers together at ``noise_drift_council_level``, ADR 0059);
-``--variants`` adds the grid ADR 0059's choice rests on, ``--modes`` picks modes by name.
+``--variants`` adds the grid ADR 0059's choice rests on, the slot test's guards against a
+stale history (``slot_history_guard``, ADR 0059's amendment) and "before ADR 0059" (ADR
+0051's check with ``F(k, min df)``); ``--modes`` picks modes by name.
 Then the power kept with an unchanged history: judge 0 1.0 point harsh,
 self-preference +1.0 on every judge. Two generators: the independent one of the tests
 (integer scores clipped to 1-10, per-reviewer shuffled orders) and the simulator.
