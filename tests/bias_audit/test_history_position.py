@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -136,3 +137,40 @@ def test_the_slot_guards_never_lower_the_slot_tests_p_value() -> None:
         )
         assert "smallest reviewer df" in smallest.indicator_only["position"]
     assert compared >= 6
+
+
+def test_every_slot_guard_runs_and_says_which_it_is() -> None:
+    # each guard's audit of one session with history is a tested position family whose
+    # note names the guard (the randomization guard re-draws orders: its p-value is a
+    # multiple of 1 / (permutations + 1))
+    spec = CouncilSpec(n_members=5, noise_sds=SDS, slot_effects=[[2.0]] * 5)
+    history = _history(spec, 30, 9, with_slots=True)
+    session = generate_session(spec, np.random.default_rng(10))
+    table = score_table_from_mappings(
+        session.stage1_responses, session.stage2_scores, session.position_mapping
+    )
+    expected = {
+        "none": "Satterthwaite's df over",
+        "session-floor": "residual mean square",
+        "smallest-df": "smallest reviewer df",
+        "larger-p": "larger of its p-value",
+        "weighted-randomization": "re-drawing the display orders",
+        "screen-df": "noise screen's level",
+        "prior-cap": "slot_history_prior_df_max",
+    }
+    for guard, phrase in expected.items():
+        thresholds = AuditThresholds(
+            slot_history_guard=guard,  # type: ignore[arg-type]
+            history_prior_df_max=float("inf") if guard == "screen-df" else 10.0,
+        )
+        audit = audit_score_table(table, thresholds, history=history)
+        assert audit.position_score_p_value is not None, guard
+        assert 0.0 < audit.position_score_p_value <= 1.0, guard
+        assert phrase in audit.indicator_only["position"], guard
+        if guard == "weighted-randomization":
+            draws = AuditThresholds().position_permutations + 1
+            assert math.isclose(
+                audit.position_score_p_value * draws,
+                round(audit.position_score_p_value * draws),
+                abs_tol=1e-6,
+            )

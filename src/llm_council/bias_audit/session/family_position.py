@@ -251,7 +251,9 @@ def _screened_dfs(slot_noise: ModeratedNoise, level: float) -> np.ndarray:
     # NaN (not screened) compares False; a moved reviewer has the default prior already
     from_history = np.array([source == "history" for source in slot_noise.sources])
     doubtful = (screen < level) & from_history
+    # an uncapped prior (history_prior_df_max = inf) leaves no session df to isolate
     session_df = dfs - slot_noise.dfs
+    doubtful &= np.isfinite(session_df)
     dfs[doubtful] = np.maximum(session_df[doubtful], 1e-3)
     return dfs
 
