@@ -21,7 +21,9 @@ Modes: **before** (ADR 0045/0047: history prior df uncapped, no drift check) and
 **after** (the defaults: history prior df capped at ``history_prior_df_max``, ADR 0051;
 each reviewer's noise screened against its history, upper tail at ``noise_drift_level``,
 then the kept reviewers together at ``noise_drift_council_level``, ADR 0059);
-``--variants`` adds the grid ADR 0059's choice rests on, ``--modes`` picks modes by name.
+``--variants`` adds the grid ADR 0059's choice rests on, the slot test's guards against a
+stale history (``slot_history_guard``, ADR 0059's amendment) and "before ADR 0059" (ADR
+0051's check with ``F(k, min df)``); ``--modes`` picks modes by name.
 Then the power kept with an unchanged history: judge 0 1.0 point harsh,
 self-preference +1.0 on every judge. Two generators: the independent one of the tests
 (integer scores clipped to 1-10, per-reviewer shuffled orders) and the simulator.
@@ -336,8 +338,37 @@ def audit_cost(seed: int, repeats: int = 1000) -> str:
     )
 
 
+#: the slot test's guards against a stale history (ADR 0059, amendment), and the code
+#: before ADR 0059 (ADR 0051's two-sided check, the smallest reviewer df)
+GUARD_MODES: dict[str, AuditThresholds] = {
+    "before ADR 0059": ADR_0051.model_copy(update={"slot_history_guard": "smallest-df"}),
+    **{
+        f"guard {guard}": AuditThresholds(slot_history_guard=guard)
+        for guard in (
+            "session-floor",
+            "smallest-df",
+            "larger-p",
+            "weighted-randomization",
+            "screen-df",
+        )
+    },
+    **{
+        f"guard screen-df {level:g}": AuditThresholds(
+            slot_history_guard="screen-df", slot_history_screen_level=level
+        )
+        for level in (0.35, 0.8)
+    },
+    **{
+        f"guard prior-cap {cap:g}": AuditThresholds(
+            slot_history_guard="prior-cap", slot_history_prior_df_max=cap
+        )
+        for cap in (2.0, 4.0, 6.0)
+    },
+}
+
+
 def variant_modes() -> dict[str, AuditThresholds]:
-    modes = dict(MODES)
+    modes = dict(MODES) | GUARD_MODES
     for cap, level, alternative, council in VARIANTS:
         modes[f"cap {cap:g}, {alternative} {level:g}, council {council:g}"] = AuditThresholds(
             history_prior_df_max=cap,

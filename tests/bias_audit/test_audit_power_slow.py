@@ -60,6 +60,9 @@ POWER_CELLS = [
     # ADR 0050; 19-19.5% at 5 with ADR 0051 too; ADR 0059: 10.5% / 17% at 4, 40% / 40% at 5
     # ADR 0050; 14.5-17% and 40-40.5% after ADR 0051 (20-24.5% and 59.5-63.5% before
     # both: the Wald test's F(k, min df) falls to about F(k, 12) with the df cap)
+    # ADR 0059's amendment: the option slot_history_guard="smallest-df" (fewer false flags
+    # under a stale history) gives 18.5% / 20% at 5 and 6.5% / 7.5% at 4, below the
+    # session-only path at 4 members on the simulator: why it is not the default
     ("slot A +2", 4, HISTORY, 0.10, 0.80),
     ("slot A +2", 5, HISTORY, 0.40, 0.80),
 ]

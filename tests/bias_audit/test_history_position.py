@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -103,3 +104,73 @@ def test_with_history_the_slot_test_is_weighted_and_finds_a_strong_slot_effect()
     # without history the randomization test runs, as before
     audit = audit_score_table(table, AuditThresholds())
     assert "weighted Wald" not in audit.indicator_only.get("position", "")
+
+
+def test_the_slot_guards_never_lower_the_slot_tests_p_value() -> None:
+    # ADR 0059's amendment: each guard against a stale history reads the same session's
+    # slot effects more cautiously than the default: the smallest reviewer df (same
+    # statistic, fewer df: F's tail is larger), the larger of two p-values, a df with a
+    # doubtful reviewer's history left out, a smaller prior cap (fewer df). None may give a
+    # smaller p-value than the default on any session; each names itself in the note.
+    spec = CouncilSpec(n_members=5, noise_sds=SDS, slot_effects=[[1.5]] * 5)
+    history = _history(spec, 30, 5, with_slots=True)
+    rng = np.random.default_rng(6)
+    guards = ("smallest-df", "larger-p", "screen-df")
+    compared = 0
+    for _ in range(8):
+        session = generate_session(spec, rng)
+        table = score_table_from_mappings(
+            session.stage1_responses, session.stage2_scores, session.position_mapping
+        )
+        default = audit_score_table(table, AuditThresholds(), history=history)
+        if default.position_score_p_value is None:
+            continue
+        compared += 1
+        for guard in guards:
+            guarded = audit_score_table(
+                table, AuditThresholds(slot_history_guard=guard), history=history
+            )
+            assert guarded.position_score_p_value is not None
+            assert guarded.position_score_p_value >= default.position_score_p_value - 1e-12
+        smallest = audit_score_table(
+            table, AuditThresholds(slot_history_guard="smallest-df"), history=history
+        )
+        assert "smallest reviewer df" in smallest.indicator_only["position"]
+    assert compared >= 6
+
+
+def test_every_slot_guard_runs_and_says_which_it_is() -> None:
+    # each guard's audit of one session with history is a tested position family whose
+    # note names the guard (the randomization guard re-draws orders: its p-value is a
+    # multiple of 1 / (permutations + 1))
+    spec = CouncilSpec(n_members=5, noise_sds=SDS, slot_effects=[[2.0]] * 5)
+    history = _history(spec, 30, 9, with_slots=True)
+    session = generate_session(spec, np.random.default_rng(10))
+    table = score_table_from_mappings(
+        session.stage1_responses, session.stage2_scores, session.position_mapping
+    )
+    expected = {
+        "none": "Satterthwaite's df over",
+        "session-floor": "residual mean square",
+        "smallest-df": "smallest reviewer df",
+        "larger-p": "larger of its p-value",
+        "weighted-randomization": "re-drawing the display orders",
+        "screen-df": "noise screen's level",
+        "prior-cap": "slot_history_prior_df_max",
+    }
+    for guard, phrase in expected.items():
+        thresholds = AuditThresholds(
+            slot_history_guard=guard,  # type: ignore[arg-type]
+            history_prior_df_max=float("inf") if guard == "screen-df" else 10.0,
+        )
+        audit = audit_score_table(table, thresholds, history=history)
+        assert audit.position_score_p_value is not None, guard
+        assert 0.0 < audit.position_score_p_value <= 1.0, guard
+        assert phrase in audit.indicator_only["position"], guard
+        if guard == "weighted-randomization":
+            draws = AuditThresholds().position_permutations + 1
+            assert math.isclose(
+                audit.position_score_p_value * draws,
+                round(audit.position_score_p_value * draws),
+                abs_tol=1e-6,
+            )

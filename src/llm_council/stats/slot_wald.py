@@ -99,8 +99,9 @@ def slot_wald_test(
     denominator_df: float | ArrayLike,
     *,
     noise_groups: ArrayLike | None = None,
+    session_scale_floor: bool = False,
 ) -> SlotWaldTest | None:
-    """Wald test of the slot effects given each cell's noise variance (see the module).
+    r"""Wald test of the slot effects given each cell's noise variance (see the module).
 
     ``design``: the additive model's X, one row per cell; ``observed``: the scores;
     ``display_indexes``: each cell's slot; ``noise_variances``: each cell's reviewer's
@@ -110,6 +111,18 @@ def slot_wald_test(
     fewer than two slots are present, a variance is not positive and finite, a df is not
     positive, or the slots are confounded with the answers and reviewers (one shared
     order, too few reviewers).
+
+    ``session_scale_floor``: divide the statistic by :math:`\max(1, \hat s^2)`, where
+    :math:`\hat s^2 = \mathrm{RSS}_w / d_e` is the weighted residual mean square of the
+    model with slots (:math:`\mathrm{RSS}_w = \lVert \tilde M \tilde y \rVert^2 -
+    W_{stat}`, :math:`d_e = n - \operatorname{rank} \tilde X - k`): the session's own
+    check that the given variances are not too small (ADR 0059, amendment). Under the
+    null with the variances right, :math:`\hat s^2 \sim \chi^2_{d_e}/d_e`, independent of
+    :math:`W_{stat}` (orthogonal projections of a Gaussian vector; Searle 1987, sec. 6),
+    and dividing by a number at least 1 only lowers the statistic, so the same
+    :math:`F(k, \nu)` reference stays valid (conservative); when every variance is
+    too small by a common factor c, :math:`\hat s^2` estimates c and takes most of it
+    back.
     """
     x = np.asarray(design, dtype=float)
     y = np.asarray(observed, dtype=float)
@@ -149,6 +162,11 @@ def slot_wald_test(
     gamma = eigenvectors @ ((eigenvectors.T @ score_vector) / eigenvalues)
     wald = float(gamma @ gram @ gamma)
     k = n_slots - 1
+    if session_scale_floor:
+        residual_df = y.size - int(round(float(np.trace(projector)))) - k
+        if residual_df > 0:
+            residual_square = max(0.0, float(y_residual @ y_residual) - wald) / residual_df
+            wald /= max(1.0, residual_square)
     reference_df = (
         float(group_dfs[0])
         if groups is None

@@ -11,20 +11,39 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from llm_council.bias_audit.session.moderated_noise import slot_moderated_noise
-from llm_council.bias_audit.session.noise_priors import History
+from llm_council.bias_audit.session.moderated_noise import ModeratedNoise, slot_moderated_noise
+from llm_council.bias_audit.session.noise_priors import (
+    History,
+    history_variances,
+    slot_adjusted_history,
+)
 from llm_council.bias_audit.session.score_table import UNKNOWN_POSITION, ScoreTable
 from llm_council.bias_audit.session.session_model import SessionModel, finite_or_none
 from llm_council.bias_audit.session.thresholds import AuditThresholds
 from llm_council.prompts import label_for
+from llm_council.stats.additive_model import AdditiveFit
 from llm_council.stats.position_tests import joint_slot_effects, position_randomization_test
-from llm_council.stats.slot_wald import slot_wald_test
+from llm_council.stats.slot_wald import SlotWaldTest, slot_wald_test
 
+#: how the slot test with history reads its p-value, by ``slot_history_guard``
+_GUARD_NOTES = {
+    "none": "Satterthwaite's df over the reviewers' moderated variances",
+    "session-floor": "Satterthwaite's df, the statistic divided by the session's residual "
+    "mean square when above 1",
+    "smallest-df": "the smallest reviewer df, a guard against a stale history",
+    "larger-p": "the larger of its p-value and the randomization test's",
+    "weighted-randomization": "p-value by re-drawing the display orders of residuals "
+    "weighted by the history",
+    "screen-df": "Satterthwaite's df, a reviewer near the noise screen's level counted "
+    "with its session df only",
+    "prior-cap": "Satterthwaite's df, each history counted for at most "
+    "slot_history_prior_df_max df",
+}
 _NO_SLOTS_NOTE = "fewer than two known display positions: position not tested"
 
 
@@ -134,25 +153,46 @@ def position_family(
             )
         )
     slot_noise = (
-        slot_moderated_noise(fit, slots, names, thresholds, history)
+        slot_moderated_noise(fit, slots, names, _slot_thresholds(thresholds), history)
         if all_known and history
         else None
     )
     if slot_noise is not None:
+        guard = thresholds.slot_history_guard
+        reviewer_dfs = slot_noise.noise.moderated_df
+        if guard == "screen-df" and slot_noise.screen_p_values is not None:
+            reviewer_dfs = _screened_dfs(slot_noise, thresholds.slot_history_screen_level)
         history_test = slot_wald_test(
             design,
             fit.observed,
             known_slots,
             slot_noise.noise.moderated[fit.rows],
-            slot_noise.noise.moderated_df,
-            noise_groups=fit.rows,  # the statistic's own Satterthwaite df (ADR 0059)
+            float(np.min(reviewer_dfs)) if guard == "smallest-df" else reviewer_dfs,
+            # the statistic's own Satterthwaite df (ADR 0059)
+            noise_groups=None if guard == "smallest-df" else fit.rows,
+            session_scale_floor=guard == "session-floor",
         )
+        if history_test is not None and guard == "weighted-randomization":
+            history_test = _weighted_randomization(
+                history_test,
+                fit,
+                names,
+                history,
+                known_slots,
+                reviewer_ids,
+                thresholds,
+                permutation_seed,
+            )
+        if history_test is not None and guard == "larger-p":
+            history_test = _larger_p(
+                history_test, residuals, known_slots, reviewer_ids, thresholds, permutation_seed
+            )
         if history_test is not None:
             note = (
                 "slot effects tested against each reviewer's noise from its past sessions "
                 f"(weighted Wald test, F({history_test.numerator_df}, "
-                f"{history_test.denominator_df:.0f}), Satterthwaite's df over the reviewers' "
-                "moderated variances); the estimate is this session's"
+                f"{history_test.denominator_df:.0f}), {_GUARD_NOTES[guard]}); the estimate is "
+                "this session's"
             )
             return _tested(
                 history_test.weighted_variance,
@@ -189,6 +229,92 @@ def position_family(
         thresholds,
         None,
     )
+
+
+def _slot_thresholds(thresholds: AuditThresholds) -> AuditThresholds:
+    """The thresholds the slot test's moderated noise reads: with the 'prior-cap' guard,
+    the history's prior df capped at ``slot_history_prior_df_max`` as well."""
+    if thresholds.slot_history_guard != "prior-cap":
+        return thresholds
+    cap = min(thresholds.history_prior_df_max, thresholds.slot_history_prior_df_max)
+    return thresholds.model_copy(update={"history_prior_df_max": cap})
+
+
+def _screened_dfs(slot_noise: ModeratedNoise, level: float) -> np.ndarray:
+    """Each reviewer's df for the slot test's Satterthwaite df: the moderated df, or the
+    session's own df alone (moderated df less the prior's) for a reviewer whose noise
+    screen p-value is below ``level``: a screen that nearly moved it leaves its history's
+    variance in doubt, and the test's reference should not lean on that history's df."""
+    dfs = np.array(slot_noise.noise.moderated_df, dtype=float)
+    screen = slot_noise.screen_p_values
+    assert screen is not None
+    # NaN (not screened) compares False; a moved reviewer has the default prior already
+    from_history = np.array([source == "history" for source in slot_noise.sources])
+    doubtful = (screen < level) & from_history
+    # an uncapped prior (history_prior_df_max = inf) leaves no session df to isolate
+    session_df = dfs - slot_noise.dfs
+    doubtful &= np.isfinite(session_df)
+    dfs[doubtful] = np.maximum(session_df[doubtful], 1e-3)
+    return dfs
+
+
+def _weighted_randomization(
+    history_test: SlotWaldTest,
+    fit: AdditiveFit,
+    names: Sequence[str],
+    history: History,
+    known_slots: np.ndarray,
+    reviewer_ids: np.ndarray,
+    thresholds: AuditThresholds,
+    permutation_seed: int,
+) -> SlotWaldTest | None:
+    """The Wald test's estimate with a randomization p-value: the residuals of the fit
+    without slots, each divided by its reviewer's history SD, re-ordered within reviewers.
+
+    The residuals and the history do not change when a reviewer's slots are re-drawn, so
+    the p-value is exact under "no slot effect" (Fisher's randomization argument, as
+    :func:`~llm_council.stats.position_tests.position_randomization_test`) whatever the
+    history says; the history only chooses the weights, which give the power."""
+    profiled = history_variances(slot_adjusted_history(history))
+    sds = np.array([math.sqrt(profiled[name][0]) for name in names], dtype=float)
+    if not (np.all(np.isfinite(sds)) and np.all(sds > 0.0)):
+        return None
+    standardized = fit.residuals / sds[fit.rows]
+    if randomization_cannot_fire(standardized, reviewer_ids, thresholds.significance_level):
+        return None
+    position = position_randomization_test(
+        standardized,
+        known_slots,
+        reviewer_ids,
+        n_permutations=thresholds.position_permutations,
+        seed=permutation_seed,
+    )
+    return None if position is None else replace(history_test, p_value=position.p_value)
+
+
+def _larger_p(
+    history_test: SlotWaldTest,
+    residuals: np.ndarray,
+    known_slots: np.ndarray,
+    reviewer_ids: np.ndarray,
+    thresholds: AuditThresholds,
+    permutation_seed: int,
+) -> SlotWaldTest:
+    """The Wald test with the larger of its p-value and the randomization test's: valid
+    when either is (a p-value at least a valid one is valid), so a stale history cannot
+    make it fire more often than re-drawing the orders does."""
+    if randomization_cannot_fire(residuals, reviewer_ids, thresholds.significance_level):
+        return replace(history_test, p_value=1.0)
+    position = position_randomization_test(
+        residuals,
+        known_slots,
+        reviewer_ids,
+        n_permutations=thresholds.position_permutations,
+        seed=permutation_seed,
+    )
+    if position is None:
+        return replace(history_test, p_value=1.0)
+    return replace(history_test, p_value=max(history_test.p_value, position.p_value))
 
 
 def _tested(

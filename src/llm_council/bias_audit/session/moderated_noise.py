@@ -52,11 +52,19 @@ class ModeratedNoise:
     #: council-wide ratio and its upper-tail p-value; every reviewer with history not in
     #: ``moved`` then has the default prior too (None: not moved, or not tested)
     council_moved: tuple[float, float] | None = None
+    #: each reviewer's upper-tail p-value in the noise screen's last step (NaN: not
+    #: screened; None: no screen ran), read by the slot test's guard (ADR 0059, amendment)
+    screen_p_values: np.ndarray | None = None
 
 
 #: the priors, each reviewer's source, the moved reviewers and the council-wide move
 Priors = tuple[
-    np.ndarray, np.ndarray, list[str], dict[str, tuple[float, float]], tuple[float, float] | None
+    np.ndarray,
+    np.ndarray,
+    list[str],
+    dict[str, tuple[float, float]],
+    tuple[float, float] | None,
+    np.ndarray | None,
 ]
 
 
@@ -81,7 +89,7 @@ def _without_moved_history(
     tested = np.array([source == "history" for source in sources])
     checks = thresholds.noise_drift_level > 0.0 or thresholds.noise_drift_council_level > 0.0
     if not checks or not tested.any() or fit.residual_df == 0:
-        return variances, dfs, sources, {}, None
+        return variances, dfs, sources, {}, None, None
     default_variance, default_df = session_prior(
         fit, thresholds.prior_noise_sd**2, thresholds.prior_noise_df
     )
@@ -90,6 +98,7 @@ def _without_moved_history(
     annihilator = np.eye(fit.observed.size) - (fit.design @ fit.covariance_unscaled) @ fit.design.T
     moved: dict[str, tuple[float, float]] = {}
     moved_indexes: list[int] = []
+    screen_p_values: np.ndarray | None = None
     if thresholds.noise_drift_level > 0.0:
         drift = step_down_noise_drift(
             annihilator,
@@ -103,6 +112,7 @@ def _without_moved_history(
             alternative=thresholds.noise_drift_alternative,
         )
         moved_indexes = list(drift.moved)
+        screen_p_values = drift.p_values
         for index in drift.moved:
             moved[names[index]] = (float(drift.ratios[index]), float(drift.p_values[index]))
     council_moved: tuple[float, float] | None = None
@@ -119,11 +129,11 @@ def _without_moved_history(
             council_moved = (council.ratio, council.p_value)
             moved_indexes += np.flatnonzero(remaining).tolist()
     if not moved_indexes:
-        return variances, dfs, sources, {}, None
+        return variances, dfs, sources, {}, None, screen_p_values
     variances, dfs, sources = variances.copy(), dfs.copy(), list(sources)
     for index in moved_indexes:
         variances[index], dfs[index], sources[index] = default_variance, default_df, "default"
-    return variances, dfs, sources, moved, council_moved
+    return variances, dfs, sources, moved, council_moved, screen_p_values
 
 
 def moderated_noise(
@@ -137,11 +147,11 @@ def moderated_noise(
         return None
     if fit.residual_variance == 0.0 and not any(name in history for name in names):
         return None
-    variances, dfs, sources, moved, council_moved = _without_moved_history(
+    variances, dfs, sources, moved, council_moved, screen = _without_moved_history(
         fit, names, thresholds, reviewer_priors(fit, names, thresholds, history)
     )
     return ModeratedNoise(
-        variances, dfs, sources, moderate(fit, variances, dfs), moved, council_moved
+        variances, dfs, sources, moderate(fit, variances, dfs), moved, council_moved, screen
     )
 
 
@@ -170,11 +180,11 @@ def slot_moderated_noise(
         return None  # too little residual information in a reviewer's history
     # a reviewer whose noise moved keeps the Wald test, with its session variance
     # moderated toward the default (its df then bound the test's: F(k, min df))
-    variances, dfs, sources, moved, council_moved = _without_moved_history(
+    variances, dfs, sources, moved, council_moved, screen = _without_moved_history(
         slot_fit, names, thresholds, priors
     )
     return ModeratedNoise(
-        variances, dfs, sources, moderate(slot_fit, variances, dfs), moved, council_moved
+        variances, dfs, sources, moderate(slot_fit, variances, dfs), moved, council_moved, screen
     )
 
 

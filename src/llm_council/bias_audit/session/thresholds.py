@@ -41,6 +41,16 @@ NOISE_DRIFT_LEVEL = 0.2
 NOISE_DRIFT_COUNCIL_LEVEL = 0.0
 #: which side of the variance ratio the check tests (ADR 0059)
 NOISE_DRIFT_ALTERNATIVE: Literal["greater", "two-sided"] = "greater"
+#: how the slot test with history guards against a stale history (ADR 0059, amendment)
+SLOT_HISTORY_GUARD: Literal[
+    "none",
+    "session-floor",
+    "smallest-df",
+    "larger-p",
+    "weighted-randomization",
+    "screen-df",
+    "prior-cap",
+] = "none"
 
 #: the packaged thresholds file, as errors name it
 PACKAGED_FILE = "default_config/thresholds.toml"
@@ -161,6 +171,46 @@ class AuditThresholds(BaseModel):
             "upper-tail level of the test of the reviewers the per-reviewer check kept, "
             "together, against their histories (ADR 0059); below it each is moderated "
             "toward the default prior. 0 (the default) turns it off"
+        ),
+    )
+    slot_history_guard: Literal[
+        "none",
+        "session-floor",
+        "smallest-df",
+        "larger-p",
+        "weighted-randomization",
+        "screen-df",
+        "prior-cap",
+    ] = Field(
+        SLOT_HISTORY_GUARD,
+        description=(
+            "how the slot test with history (weighted Wald, Satterthwaite df) guards against "
+            "a history whose noise is stale (ADR 0059, amendment): 'none'; 'session-floor' "
+            "divides the statistic by max(1, the session's weighted residual mean square); "
+            "'smallest-df' refers it to F(k, the smallest reviewer df) (ADR 0051's bound); "
+            "'larger-p' takes the larger of its p-value and the randomization test's; "
+            "'weighted-randomization' re-draws the display orders for the p-value, the "
+            "residuals weighted by each reviewer's history variance; 'screen-df': a reviewer "
+            "whose noise screen p-value is below slot_history_screen_level counts in the "
+            "test's Satterthwaite df with its session df only; 'prior-cap': the slot test's "
+            "histories count for at most slot_history_prior_df_max df"
+        ),
+    )
+    slot_history_screen_level: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "with slot_history_guard 'screen-df': the noise screen's p-value below which a "
+            "reviewer's history does not count in the slot test's df (ADR 0059, amendment)"
+        ),
+    )
+    slot_history_prior_df_max: float = Field(
+        4.0,
+        gt=0.0,
+        description=(
+            "with slot_history_guard 'prior-cap': the most prior df a reviewer's history "
+            "counts for in the slot test (ADR 0059, amendment)"
         ),
     )
     position_permutations: int = Field(

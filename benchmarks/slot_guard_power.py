@@ -1,0 +1,107 @@
+"""The slot test with history under each stale-history guard: power and the session-only path.
+
+ADR 0059's amendment: the slow power test's "slot A +2" cells
+(``tests/bias_audit/test_audit_power_slow.py``, ``audit_power_history``'s generators and
+seeds, 30 sessions of history) audited once per ``slot_history_guard``, against the
+session-only randomization test of the same sessions (``before``: no moderation, ADR 0017),
+which history must not fall below. Also "judge 2 points harsh" (the guards must not move it).
+
+    PYTHONPATH=src nice .venv/bin/python benchmarks/slot_guard_power.py [--sessions 200]
+        [--sizes 4 5] [--biases "slot A +2"]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from audit_power_history import (  # noqa: E402
+    BEFORE,
+    GENERATORS,
+    POWER,
+    rate,
+    table_profiles,
+)
+
+from llm_council.bias_audit.records.reviewer_profiles import Profiles, merge_profiles  # noqa: E402
+from llm_council.bias_audit.session.audit import audit_score_table  # noqa: E402
+from llm_council.bias_audit.session.thresholds import AuditThresholds  # noqa: E402
+
+GUARDS = [
+    "none",
+    "session-floor",
+    "smallest-df",
+    "larger-p",
+    "weighted-randomization",
+    "screen-df",
+    "screen-df 0.35",
+    "screen-df 0.8",
+    "prior-cap 2",
+    "prior-cap 4",
+    "prior-cap 6",
+]
+SEED = 1  # the slow test's: seed + 100 + members
+N_HISTORY = 30
+
+
+def power_row(generator: str, bias: str, n_members: int, n_sessions: int) -> list[float]:
+    """The share of sessions naming ``bias``: session-only, then each guard with history."""
+    biases, named = POWER[bias]
+    draw = GENERATORS[generator](n_members, **biases(n_members))
+    modes = {
+        guard: AuditThresholds(
+            slot_history_guard=guard.split()[0],  # type: ignore[arg-type]
+            slot_history_screen_level=float(guard.split()[1])
+            if guard.startswith("screen-df ")
+            else 0.5,
+            slot_history_prior_df_max=float(guard.split()[1])
+            if guard.startswith("prior-cap ")
+            else 4.0,
+        )
+        for guard in GUARDS
+    }
+    rng = np.random.default_rng(SEED + 100 + n_members)
+    hits: dict[str, list[bool]] = {"session-only": [], **{guard: [] for guard in GUARDS}}
+    for _ in range(n_sessions):
+        history: Profiles = {}
+        for _ in range(N_HISTORY):
+            history = merge_profiles(history, table_profiles(draw(rng)))
+        table = draw(rng)
+        hits["session-only"].append(named(audit_score_table(table, BEFORE)))
+        for guard, thresholds in modes.items():
+            hits[guard].append(named(audit_score_table(table, thresholds, history=history)))
+    return [rate(values) for values in hits.values()]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=200)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[4, 5])
+    parser.add_argument("--biases", nargs="+", default=["slot A +2"], choices=sorted(POWER))
+    parser.add_argument("--guards", nargs="+", default=list(GUARDS), choices=GUARDS)
+    args = parser.parse_args()
+    GUARDS[:] = args.guards
+    print(f"How often the bias is named, {args.sessions} sessions a cell, 30 sessions of history")
+    print()
+    print("| generator | bias | members | session-only | " + " | ".join(GUARDS) + " |")
+    print("|---|---|---|---|" + "---|" * len(GUARDS))
+    for bias in args.biases:
+        for n_members in args.sizes:
+            for generator in GENERATORS:
+                cells = power_row(generator, bias, n_members, args.sessions)
+                print(
+                    f"| {generator} | {bias} | {n_members} | "
+                    + " | ".join(f"{value:.1%}" for value in cells)
+                    + " |",
+                    flush=True,
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
