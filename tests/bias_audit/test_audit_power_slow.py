@@ -60,11 +60,12 @@ POWER_CELLS = [
     # ADR 0050; 19-19.5% at 5 with ADR 0051 too; ADR 0059: 10.5% / 17% at 4, 40% / 40% at 5
     # ADR 0050; 14.5-17% and 40-40.5% after ADR 0051 (20-24.5% and 59.5-63.5% before
     # both: the Wald test's F(k, min df) falls to about F(k, 12) with the df cap)
-    # ADR 0059's amendment: the option slot_history_guard="smallest-df" (fewer false flags
-    # under a stale history) gives 18.5% / 20% at 5 and 6.5% / 7.5% at 4, below the
-    # session-only path at 4 members on the simulator: why it is not the default
-    ("slot A +2", 4, HISTORY, 0.10, 0.80),
-    ("slot A +2", 5, HISTORY, 0.40, 0.80),
+    # ADR 0059's amendment: the default slot_history_guard="smallest-df" (fewer false flags
+    # under a stale history, chosen at merge) gives 18.5% / 20% at 5 and 6.5% / 7.5% at 4,
+    # below the session-only path at 4 members on the simulator (10.5%); "none" (the
+    # Satterthwaite df) gave 40% / 40% and 10.5% / 17%
+    ("slot A +2", 4, HISTORY, 0.05, 0.80),
+    ("slot A +2", 5, HISTORY, 0.15, 0.80),
 ]
 
 
@@ -94,7 +95,13 @@ def test_power_cells(
     rate = bench.rate([named(audit) for audit in results[mode]])
     assert rate >= lowest, (generator, bias, n_members, mode, rate, target)
     before = bench.rate([named(audit) for audit in results["before"]])
-    # history never makes a test weaker than the session-only path (ADR 0059 removed the
-    # one exception, slot A +2 at 4 members)
-    assert rate >= before, (generator, bias, n_members, mode, rate, before)
-    assert rate > before or rate == 1.0, (generator, bias, n_members, mode, rate, before)
+    # never below the session-only path, except slot A +2 at 4 members, where the default
+    # guard against a stale history (ADR 0059's amendment) measured 7.5% against 10.5% on
+    # the simulator: a known shortfall, bounded here so that it cannot grow unnoticed
+    known_shortfall = (bias, n_members) == ("slot A +2", 4)
+    assert rate >= before - (0.05 if known_shortfall else 0.0), (
+        generator, bias, n_members, mode, rate, before
+    )  # fmt: skip
+    assert rate > before or rate == 1.0 or known_shortfall, (
+        generator, bias, n_members, mode, rate, before
+    )  # fmt: skip

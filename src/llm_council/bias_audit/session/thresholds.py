@@ -41,7 +41,9 @@ NOISE_DRIFT_LEVEL = 0.2
 NOISE_DRIFT_COUNCIL_LEVEL = 0.0
 #: which side of the variance ratio the check tests (ADR 0059)
 NOISE_DRIFT_ALTERNATIVE: Literal["greater", "two-sided"] = "greater"
-#: how the slot test with history guards against a stale history (ADR 0059, amendment)
+#: how the slot test with history guards against a stale history (ADR 0059, amendment):
+#: "smallest-df" since the lead's decision at merge: of the measured guards it cut the
+#: false flags under a stale history most while keeping slot power near ADR 0051's
 SLOT_HISTORY_GUARD: Literal[
     "none",
     "session-floor",
@@ -50,7 +52,7 @@ SLOT_HISTORY_GUARD: Literal[
     "weighted-randomization",
     "screen-df",
     "prior-cap",
-] = "none"
+] = "smallest-df"
 
 #: the packaged thresholds file, as errors name it
 PACKAGED_FILE = "default_config/thresholds.toml"
