@@ -41,10 +41,8 @@ NOISE_DRIFT_LEVEL = 0.2
 NOISE_DRIFT_COUNCIL_LEVEL = 0.0
 #: which side of the variance ratio the check tests (ADR 0059)
 NOISE_DRIFT_ALTERNATIVE: Literal["greater", "two-sided"] = "greater"
-#: how the slot test with history guards against a stale history (ADR 0059, amendment):
-#: "smallest-df" since the lead's decision at merge: of the measured guards it cut the
-#: false flags under a stale history most while keeping slot power near ADR 0051's
-SLOT_HISTORY_GUARD: Literal[
+#: the guards the slot test with history can take against a stale history (ADR 0059)
+SlotHistoryGuard = Literal[
     "none",
     "session-floor",
     "smallest-df",
@@ -52,7 +50,11 @@ SLOT_HISTORY_GUARD: Literal[
     "weighted-randomization",
     "screen-df",
     "prior-cap",
-] = "smallest-df"
+]
+#: the default guard, "smallest-df" since the lead's decision at merge (ADR 0059): of the
+#: guards measured it cut the false flags under a stale history most while keeping slot
+#: power near ADR 0051's
+SLOT_HISTORY_GUARD: SlotHistoryGuard = "smallest-df"
 
 #: the packaged thresholds file, as errors name it
 PACKAGED_FILE = "default_config/thresholds.toml"
@@ -175,15 +177,7 @@ class AuditThresholds(BaseModel):
             "toward the default prior. 0 (the default) turns it off"
         ),
     )
-    slot_history_guard: Literal[
-        "none",
-        "session-floor",
-        "smallest-df",
-        "larger-p",
-        "weighted-randomization",
-        "screen-df",
-        "prior-cap",
-    ] = Field(
+    slot_history_guard: SlotHistoryGuard = Field(
         SLOT_HISTORY_GUARD,
         description=(
             "how the slot test with history (weighted Wald, Satterthwaite df) guards against "
