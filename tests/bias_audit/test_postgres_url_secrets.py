@@ -89,6 +89,18 @@ def test_a_raw_at_or_slash_in_the_password_is_refused_without_any_of_it(
     assert message.startswith("postgresql://llm_council:***@127.0.0.1:")
 
 
+def test_a_percent_escape_that_is_not_utf8_is_one_clear_error() -> None:
+    # found by the property test below: "%80" decodes to a byte psycopg cannot read as
+    # UTF-8, and its UnicodeDecodeError escaped check_url as a traceback
+    url = "postgresql://llm_council:s3cr3tpw%80x@127.0.0.1:5432/postgres"
+    with pytest.raises(RecordError) as raised:
+        postgres_errors.check_url(url)
+    message = str(raised.value)
+    assert "does not decode as UTF-8" in message and "\n" not in message
+    assert "s3cr3tpw" not in message
+    assert message.startswith("postgresql://llm_council:***@127.0.0.1:5432")
+
+
 def _neutral(password: str) -> str:
     """``password`` with every character that cannot change how the URL is parsed made
     ``x``: separators stay, and so do the two characters after each ``%``."""

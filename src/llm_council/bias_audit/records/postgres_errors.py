@@ -43,3 +43,9 @@ def check_url(url: str) -> None:
         conninfo_to_dict(url)
     except DriverError as error:
         raise store_error(url, "not a valid PostgreSQL URL", error) from None
+    except UnicodeDecodeError:
+        # libpq decodes %XX escapes into bytes that psycopg then reads as UTF-8
+        raise RecordError(
+            f"{redact_url(url)}: not a usable PostgreSQL URL: a percent-encoded byte "
+            "(%XX) does not decode as UTF-8"
+        ) from None
