@@ -35,15 +35,16 @@ REFERENCE_ENABLE_VARIABLE = "BIAS_AUDIT_ENABLED"  # the reference council's swit
 log = structlog.get_logger("llm_council.bias_audit")
 
 
-async def _monitor_answer() -> dict[str, Any]:
-    """The anytime monitor after this session's append (ADR 0053), off the event loop; a
-    failure is logged and answered as ``unavailable``, never raised into the session."""
+async def _monitor_answer(appended: list[Any]) -> dict[str, Any]:
+    """The anytime monitor after this session's append (ADR 0053; ``appended``: the
+    session's records as written, folded from memory), off the event loop; a failure is
+    logged and answered as ``unavailable``, never raised into the session."""
     from llm_council.bias_audit.records.monitor_status import monitor_unavailable
     from llm_council.bias_audit.records.monitor_update import monitor_after_session
     from llm_council.bias_audit.records.stores import store_spec
 
     try:
-        return await asyncio.to_thread(monitor_after_session, store_spec())
+        return await asyncio.to_thread(monitor_after_session, store_spec(), appended)
     except Exception as error:  # noqa: BLE001 - the monitor never fails a session
         reason = f"{type(error).__name__}: {error}".splitlines()[0]
         log.warning("bias_monitor_failed", error=reason)
@@ -70,8 +71,9 @@ class BiasAuditMiddleware(Middleware):
     async def on_session_end(self, event: SessionCompleted) -> dict[str, Any]:
         from llm_council.bias_audit.session.session_audit import audit_session
 
-        audit = await audit_session(event)
-        audit["monitor"] = await _monitor_answer()
+        written: list[Any] = []  # the records as the store took them, for the monitor
+        audit = await audit_session(event, written=written)
+        audit["monitor"] = await _monitor_answer(written)
         return audit
 
     async def reviewer_adjustments(

@@ -28,11 +28,16 @@ import stat
 from collections.abc import Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from filelock import FileLock, Timeout
 
+from llm_council.bias_audit.records.monitor_append import (
+    FINGERPRINT_BYTES,
+    AppendedSession,
+    fold_appended,
+)
 from llm_council.bias_audit.records.monitor_fold import (
     DIGEST_BYTES,
     SUM_FIELDS,
@@ -54,8 +59,6 @@ SEAL_KIND = "monitor"
 FORMAT = "llm-council-monitor"
 VERSION = 2  # 2: the centred prior and the Bonferroni count over estimated cells
 LOCK_TIMEOUT_S = 30.0
-#: bytes hashed before the offset to recognise the store the state was built from
-FINGERPRINT_BYTES = 4096
 
 
 def state_path(store: Path) -> Path:
@@ -301,19 +304,50 @@ def _open_store(store: Path) -> Any:
     return handle
 
 
+class MonitorUpdate(NamedTuple):
+    """A state brought up to date, whether it differs from the file's, and how: ``"memory"``
+    (the appended session folded from memory), ``"unchanged"``, ``"read"`` (the tail read
+    and parsed) or ``"rebuilt"`` (from the first byte)."""
+
+    state: MonitorState
+    changed: bool
+    path: str
+
+
 def updated_state(
-    store: Path, settings: MonitorSettings, *, max_read_bytes: int | None = None
+    store: Path,
+    settings: MonitorSettings,
+    *,
+    max_read_bytes: int | None = None,
+    appended: AppendedSession | None = None,
 ) -> tuple[MonitorState, bool]:
     """The state brought up to the store's current end, and whether it differs from the
     file's (rebuilt from the first byte, or moved on). Call under the writer lock. Raises
-    :class:`MonitorRebuilding` when more than ``max_read_bytes`` would have to be read."""
+    :class:`MonitorRebuilding` when more than ``max_read_bytes`` would have to be read.
+    ``appended``: the session this process just appended, folded from memory when the
+    tail is exactly its lines (:mod:`.monitor_append`)."""
+    update = _update(store, settings, max_read_bytes, appended)
+    return update.state, update.changed
+
+
+def _update(
+    store: Path,
+    settings: MonitorSettings,
+    max_read_bytes: int | None,
+    appended: AppendedSession | None,
+) -> MonitorUpdate:
     handle = _open_store(store)
     if handle is None:
-        return MonitorState(settings=settings), False
+        return MonitorUpdate(MonitorState(settings=settings), False, "unchanged")
     with handle:
         end = os.fstat(handle.fileno()).st_size
         state = read_state(store)
         rebuilt = not _usable(state, settings, handle)
+        if not rebuilt and state is not None and appended is not None:
+            folded = fold_appended(state, handle, end, appended)
+            if folded is not None:
+                moved = folded is not state
+                return MonitorUpdate(folded, moved, "memory" if moved else "unchanged")
         if rebuilt or state is None:
             state = MonitorState(settings=settings, inode=os.fstat(handle.fileno()).st_ino)
         if max_read_bytes is not None and end - state.offset > max_read_bytes:
@@ -327,7 +361,9 @@ def updated_state(
             state = replace(state, offset=offset, fingerprint=_fingerprint(handle, offset))
         elif rebuilt:
             state = replace(state, fingerprint=_fingerprint(handle, state.offset))
-    return state, rebuilt or state.offset != start
+    changed = rebuilt or state.offset != start
+    how = "rebuilt" if rebuilt else "read" if changed else "unchanged"
+    return MonitorUpdate(state, changed, how)
 
 
 def current_monitor(
@@ -345,14 +381,27 @@ def current_monitor(
     the state computed is still returned, and the next call rebuilds. A store whose lock
     cannot even be created (a read-only directory) is read without it and nothing is saved.
     """
+    return update_monitor(store, settings, save=save, max_read_bytes=max_read_bytes).state
+
+
+def update_monitor(
+    store: Path,
+    settings: MonitorSettings | None = None,
+    *,
+    save: bool = True,
+    max_read_bytes: int | None = None,
+    appended: AppendedSession | None = None,
+) -> MonitorUpdate:
+    """:func:`current_monitor` after this process appended ``appended`` (folded from memory
+    when the tail is exactly its lines, else read), with how the state was brought up."""
     wanted = settings or MonitorSettings()
     lock_file = _lock_file(store)
     try:
         with store_write_lock(lock_file, LOCK_TIMEOUT_S, lambda: FileLock(lock_file)):
-            state, changed = updated_state(store, wanted, max_read_bytes=max_read_bytes)
-            if save and changed:
+            update = _update(store, wanted, max_read_bytes, appended)
+            if save and update.changed:
                 with contextlib.suppress(OSError):  # left stale or missing: rebuilt next time
-                    write_state(store, state)
+                    write_state(store, update.state)
     except Timeout as error:
         raise RecordError(
             f"{store}: could not lock the record store within {LOCK_TIMEOUT_S:g} s"
@@ -360,8 +409,8 @@ def current_monitor(
     except (PermissionError, OSError) as error:
         if not _read_only(error) or not os.path.exists(store):
             raise RecordError(f"{store}: monitor state: {error.strerror or error}") from error
-        state, _ = updated_state(store, wanted, max_read_bytes=max_read_bytes)
-    return state
+        update = _update(store, wanted, max_read_bytes, appended)
+    return update
 
 
 def _read_only(error: OSError) -> bool:
@@ -372,10 +421,12 @@ def _read_only(error: OSError) -> bool:
 __all__ = [
     "MonitorRebuilding",
     "MonitorState",
+    "MonitorUpdate",
     "current_monitor",
     "read_state",
     "state_body",
     "state_path",
+    "update_monitor",
     "updated_state",
     "write_state",
 ]

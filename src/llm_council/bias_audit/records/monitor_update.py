@@ -12,14 +12,20 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import structlog
 
 from llm_council.bias_audit.records.background_rebuild import rebuild_once_in_background
-from llm_council.bias_audit.records.monitor_state import MonitorRebuilding, current_monitor
+from llm_council.bias_audit.records.monitor_append import appended_session
+from llm_council.bias_audit.records.monitor_sessions import MonitoredRecord
+from llm_council.bias_audit.records.monitor_state import (
+    MonitorRebuilding,
+    current_monitor,
+    update_monitor,
+)
 from llm_council.bias_audit.records.monitor_status import monitor_status, monitor_unavailable
 from llm_council.bias_audit.records.store_urls import is_postgres_url
 from llm_council.errors import ConfigError, RecordError
@@ -64,8 +70,14 @@ def monitor_settings(
         raise ConfigError(str(error)) from None
 
 
-def monitor_after_session(spec: str) -> dict[str, Any]:
-    """The monitor's answer for the store ``spec`` after a session was appended to it."""
+def monitor_after_session(
+    spec: str, appended: Sequence[MonitoredRecord] | None = None
+) -> dict[str, Any]:
+    """The monitor's answer for the store ``spec`` after a session was appended to it.
+
+    ``appended``: that session's records as this process wrote them; a JSONL store's
+    state then folds them from memory when the store's tail is exactly their lines
+    (:mod:`.monitor_append`), and reads the tail otherwise."""
     try:
         settings = monitor_settings()
     except ConfigError as error:
@@ -74,7 +86,10 @@ def monitor_after_session(spec: str) -> dict[str, Any]:
         return _postgres_answer(spec, settings)
     path = Path(spec).expanduser()
     try:
-        state = current_monitor(path, settings, max_read_bytes=REBUILD_IN_SESSION_MAX_BYTES)
+        session = appended_session(appended) if appended else None
+        state = update_monitor(
+            path, settings, max_read_bytes=REBUILD_IN_SESSION_MAX_BYTES, appended=session
+        ).state
     except MonitorRebuilding as error:
         rebuild_once_in_background(
             f"monitor:{path.absolute()}",

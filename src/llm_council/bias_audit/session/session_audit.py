@@ -17,6 +17,7 @@ from llm_council.bias_audit.records.background_rebuild import rebuild_once_in_ba
 from llm_council.bias_audit.records.jsonl_store import PartialWriteError
 from llm_council.bias_audit.records.query_hash import query_hash_from_env
 from llm_council.bias_audit.records.reviewer_profiles import fresh_profiles, load_profiles
+from llm_council.bias_audit.records.schema import ReviewRecord
 from llm_council.bias_audit.records.store_urls import is_postgres_url, redact_url
 from llm_council.bias_audit.records.stores import open_store, store_spec
 from llm_council.bias_audit.session.audit import audit_score_table
@@ -49,21 +50,30 @@ def check_audit_config() -> None:
     similarity_from_env()  # an unknown LLM_COUNCIL_SIMILARITY
 
 
-async def audit_session(event: SessionCompleted) -> dict[str, Any]:
-    """The session's :class:`BiasAuditResult` as JSON, after writing its records."""
-    _, audit = await audit_session_result(event)
+async def audit_session(
+    event: SessionCompleted, *, written: list[ReviewRecord] | None = None
+) -> dict[str, Any]:
+    """The session's :class:`BiasAuditResult` as JSON, after writing its records
+    (``written``: as in :func:`audit_session_result`)."""
+    _, audit = await audit_session_result(event, written=written)
     return audit
 
 
 async def audit_session_result(
-    event: SessionCompleted, *, store: str | Path | None = None, write: bool = True
+    event: SessionCompleted,
+    *,
+    store: str | Path | None = None,
+    write: bool = True,
+    written: list[ReviewRecord] | None = None,
 ) -> tuple[BiasAuditResult, dict[str, Any]]:
     """The session's result, and its JSON with what happened to the records.
 
     ``store``: where the records go (default: the environment's store); ``write=False``
     computes everything and writes nothing (``records_written`` 0). The JSON adds
     ``records_written``, ``record_store`` (the store's description, password redacted)
-    and, when the store failed, ``record_store_error``.
+    and, when the store failed, ``record_store_error``. ``written``, when given, is
+    extended with the records once the store has taken all of them, so the anytime
+    monitor folds the session from memory instead of re-reading it (ADR 0053).
     """
     thresholds = load_thresholds()
     query_hash = query_hash_from_env(event.query) if event.query else None
@@ -89,6 +99,8 @@ async def audit_session_result(
         audit["record_store"] = writer.description
         # awaited, never blocking the loop: JSONL in a worker thread, PostgreSQL async
         audit["records_written"] = await writer.write_session(records)
+        if written is not None and audit["records_written"] == len(records):
+            written.extend(records)
     except RecordError as error:
         # the statistics are still worth returning when only the store failed
         log.warning("bias_records_not_written", error=str(error))
