@@ -1,90 +1,192 @@
-"""The monitor update's cost after an append, two source trees side by side in one run.
+"""The monitor's update after an audited session: from memory against re-reading the store.
 
-Each tree's own ``benchmarks/monitor_calibration.py --cost-only`` (the same measuring
-code: 5 members; the statistic alone, records -> estimates -> fold; the whole
-``current_monitor`` after an append, lock, read the tail, fold, seal, write, on stores of
-100 and 2,000 sessions; medians of 150 updates) runs in its own process, the trees
-alternating round by round (ABAB...), so both see the same machine load. Prints each
-round's medians and their median per tree.
+One process, one store per row. Each measured session is appended with the store's own
+writer (``append_records``), then the monitor is brought up to date under the writer lock
+and its state written, timed from the records in hand to the written state:
 
-    nice .venv/bin/python benchmarks/monitor_update_cost.py \\
-        --tree before=/tmp/monitor-before --tree after=. [--rounds 3]
+- **tail read** (the update before ADR 0053's second amendment, still the path whenever
+  the tail is not exactly this session's lines): ``update_monitor(store)``, which reads
+  and parses the appended lines and re-derives the session's estimates from them;
+- **from memory**: ``update_monitor(store, appended=appended_session(records))``, the
+  estimates computed from the records the audit holds (included in the time), the tail
+  only checked (line count, the session id's count), not parsed.
 
-A tree is a checkout (or ``git archive`` of one) with ``src/`` and ``benchmarks/``.
+The two alternate session by session (ABAB...) on the same store, so both see the same
+machine load and store size; every "from memory" update is checked to have taken that
+path. Wall-clock medians, 90th percentiles and means, and the median CPU time of the
+updating thread (``time.thread_time``: what the update costs, less the waits for a core
+on a loaded machine), per row; 3, 5 and 9 members on stores of
+``--store-sessions`` sessions, and 5 members on a store of ``--large`` sessions (the
+state file grows by 8 bytes of digest a session). Sessions come from the independent
+generator (``tests/generators/independent_council.py``), honest noise SDs 0.5-1.5.
+
+PostgreSQL (``--postgres``, when a server can be started here: ``tests/fakes``): a
+PostgreSQL store keeps no monitor state, so each look folds every record again
+(``postgres_monitor``); its cost per look is timed on a store of ``--store-sessions``
+5-member sessions, for comparison.
+
+    PYTHONPATH=src nice .venv/bin/python benchmarks/monitor_update_cost.py \\
+        [--members 3 5 9] [--sessions 300] [--store-sessions 100] [--large 2000] \\
+        [--postgres] [--seed 1]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import re
-import statistics
-import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
-ROW = re.compile(r"^\| (?P<what>[^|]+?) \| (?P<ms>[0-9.]+) ms \|$")
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from generators.independent_council import CouncilSpec, generate_sessions  # noqa: E402
+from llm_council.bias_audit.records.jsonl_store import (  # noqa: E402
+    append_records,
+    with_session_counts,
+)
+from llm_council.bias_audit.records.monitor_append import appended_session  # noqa: E402
+from llm_council.bias_audit.records.monitor_state import update_monitor  # noqa: E402
+from llm_council.bias_audit.records.schema import ReviewRecord, upgrade_record  # noqa: E402
+
+PATHS = ("tail read", "from memory")
 
 
-def measure(tree: Path, seed: int) -> dict[str, float]:
-    """One run of ``tree``'s cost table: milliseconds by row (the state file's size
-    dropped from the row's name, so the trees' rows line up)."""
-    environment = {**os.environ, "PYTHONPATH": str(tree / "src")}
-    completed = subprocess.run(
-        [
-            sys.executable,
-            str(tree / "benchmarks" / "monitor_calibration.py"),
-            "--cost-only",
-            "--seed",
-            str(seed),
-        ],
-        env=environment,
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=tree,
-    )
-    rows: dict[str, float] = {}
-    for line in completed.stdout.splitlines():
-        match = ROW.match(line.strip())
-        if match:
-            what = re.sub(r" \(state file [^)]*\)", "", match["what"])
-            rows[what] = float(match["ms"])
-    if not rows:
-        raise SystemExit(f"{tree}: its cost table printed no rows:\n{completed.stdout}")
-    return rows
+def _sessions(members: int, n: int, seed: int) -> list[list[ReviewRecord]]:
+    spec = CouncilSpec(n_members=members, noise_sds=list(np.linspace(0.5, 1.5, members)))
+    return [
+        [ReviewRecord.model_validate(upgrade_record(raw)) for raw in session.records()]
+        for session in generate_sessions(spec, n, seed)
+    ]
+
+
+def _prefill(store: Path, sessions: list[list[ReviewRecord]]) -> None:
+    """The store's earlier sessions, written as the writer writes them (one line per
+    record, counts set) but in one go: only the monitor's update is under test."""
+    with store.open("wb") as handle:
+        for records in sessions:
+            handle.write(
+                b"".join(
+                    (record.model_dump_json() + "\n").encode("utf-8")
+                    for record in with_session_counts(records)
+                )
+            )
+
+
+def _summary(samples: list[float]) -> str:
+    ms = np.asarray(samples) * 1e3
+    return f"{np.median(ms):.2f} / {np.quantile(ms, 0.9):.2f} / {ms.mean():.2f}"
+
+
+def jsonl_row(members: int, store_sessions: int, measured: int, seed: int) -> list[str]:
+    """One store: ``store_sessions`` earlier sessions, then ``measured`` appends, the two
+    paths alternating; the row's cells (medians / p90 / means, ms)."""
+    sessions = _sessions(members, store_sessions + measured, seed)
+    times: dict[str, list[float]] = {path: [] for path in PATHS}
+    cpu: dict[str, list[float]] = {path: [] for path in PATHS}
+    with tempfile.TemporaryDirectory() as directory:
+        os.environ.setdefault("LLM_COUNCIL_SUMMARY_KEY_FILE", str(Path(directory) / "key"))
+        store = Path(directory) / "records.jsonl"
+        _prefill(store, sessions[:store_sessions])
+        update_monitor(store)  # the saved state the updates start from
+        for index, records in enumerate(sessions[store_sessions:]):
+            append_records(store, records)
+            path = PATHS[index % 2]
+            started, started_cpu = time.perf_counter(), time.thread_time()
+            if path == "from memory":
+                update = update_monitor(store, appended=appended_session(records))
+            else:
+                update = update_monitor(store)
+            cpu[path].append(time.thread_time() - started_cpu)
+            times[path].append(time.perf_counter() - started)
+            expected = "memory" if path == "from memory" else "read"
+            if update.path != expected:
+                raise SystemExit(f"{path}: the update took the {update.path!r} path")
+        state_kib = Path(str(store) + ".monitor.json").stat().st_size / 1024
+    return [
+        f"{members}",
+        f"{store_sessions:,} (state {state_kib:.0f} KiB)",
+        *(_summary(times[path]) for path in PATHS),
+        *(f"{np.median(cpu[path]) * 1e3:.2f}" for path in PATHS),
+        f"{len(times[PATHS[0]])} + {len(times[PATHS[1]])}",
+    ]
+
+
+def postgres_row(store_sessions: int, looks: int, seed: int) -> list[str] | None:
+    """The cost of one look at a PostgreSQL store's monitor (every record folded again)."""
+    from fakes.postgres_server import PostgresServer, unavailable_reason
+
+    reason = unavailable_reason()
+    if reason is not None:
+        print(f"PostgreSQL not measured: {reason}", file=sys.stderr)
+        return None
+    import asyncio
+
+    from llm_council.bias_audit.records.postgres_monitor import postgres_monitor
+    from llm_council.bias_audit.records.postgres_schema import migrate_store
+    from llm_council.bias_audit.records.stores import open_store
+
+    server = PostgresServer.start()
+    try:
+        url = server.create_database("monitor_cost")
+        migrate_store(url)
+        sessions = _sessions(5, store_sessions, seed)
+
+        async def write() -> None:
+            writer = open_store(url)
+            for records in sessions:
+                await writer.write_session(records)
+            await writer.aclose()  # type: ignore[attr-defined]
+
+        asyncio.run(write())
+        samples = []
+        for _ in range(looks):
+            started = time.perf_counter()
+            postgres_monitor(url)
+            samples.append(time.perf_counter() - started)
+    finally:
+        server.stop()
+    return [
+        "5",
+        f"{store_sessions:,} (PostgreSQL)",
+        _summary(samples),
+        "-",
+        "-",
+        "-",
+        f"{looks} looks",
+    ]
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--tree", action="append", required=True, help="LABEL=PATH (give two or more)"
-    )
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--members", type=int, nargs="+", default=[3, 5, 9])
+    parser.add_argument("--sessions", type=int, default=300, help="measured, both paths")
+    parser.add_argument("--store-sessions", type=int, default=100)
+    parser.add_argument("--large", type=int, default=2000, help="5 members; 0: no such row")
+    parser.add_argument("--postgres", action="store_true")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
-    trees: dict[str, Path] = {}
-    for item in args.tree:
-        label, separator, path = item.partition("=")
-        if not separator or not (Path(path) / "src").is_dir():
-            raise SystemExit(f"--tree {item!r}: expected LABEL=PATH of a tree with src/")
-        trees[label] = Path(path).resolve()
-    runs: dict[str, list[dict[str, float]]] = {label: [] for label in trees}
-    for round_index in range(args.rounds):
-        for label, tree in trees.items():
-            runs[label].append(measure(tree, args.seed))
-            print(f"  round {round_index + 1}: {label} done", file=sys.stderr)
-    labels = list(trees)
-    whats = list(runs[labels[0]][0])
-    print("| what (5 members, median per session) | " + " | ".join(labels) + " |")
-    print("|---|" + "---|" * len(labels))
-    for what in whats:
-        cells = []
-        for label in labels:
-            values = [run[what] for run in runs[label] if what in run]
-            rounds = ", ".join(f"{value:.2f}" for value in values)
-            cells.append(f"{statistics.median(values):.2f} ms ({rounds})" if values else "-")
-        print(f"| {what} | " + " | ".join(cells) + " |")
+    rows = [jsonl_row(m, args.store_sessions, args.sessions, args.seed) for m in args.members]
+    if args.large:
+        rows.append(jsonl_row(5, args.large, args.sessions, args.seed))
+    if args.postgres:
+        row = postgres_row(args.store_sessions, 20, args.seed)
+        if row is not None:
+            rows.append(row)
+    load = os.getloadavg()[0]
+    print(f"monitor update per session, ms (load average {load:.1f} at the end)")
+    print()
+    print(
+        "| members | store sessions | wall, tail read: median / p90 / mean | wall, from memory "
+        "| CPU median, tail read | CPU median, from memory | sessions timed |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
 
 
 if __name__ == "__main__":
