@@ -84,8 +84,9 @@ def test_the_file_is_private_sealed_and_holds_no_session_id(tmp_path: Path) -> N
     current_monitor(store)
     path = state_path(store)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    text = path.read_text()
-    assert "indep-000000" not in text and json.loads(text)["seal"].startswith("hmac-sha256:")
+    raw = path.read_bytes()
+    sealed = raw.partition(b"\n")[0]
+    assert b"indep-000000" not in raw and json.loads(sealed)["seal"].startswith("hmac-sha256:")
     assert not list(tmp_path.glob("*.monitor.json.*"))  # no temporary file left
 
 
@@ -94,14 +95,19 @@ def test_a_forged_state_is_rebuilt(tmp_path: Path) -> None:
     for records in _sessions(5, seed=4):
         append_records(store, records)
     honest = current_monitor(store)
-    document = json.loads(state_path(store).read_text())
-    document["reviewers"]["judge-1"]["leniency"]["confirmed_at"] = 2  # an edit, old seal
-    state_path(store).write_text(json.dumps(document))
+    sealed, _, digests = state_path(store).read_bytes().partition(b"\n")
+    document = json.loads(sealed)
+    row = document["reviewers"].index("judge-1")
+    document["cells"]["confirmed_at"][row][0] = 2  # an edit (leniency), the old seal
+    state_path(store).unlink()
+    state_path(store).write_bytes(json.dumps(document).encode() + b"\n" + digests)
     assert read_state(store) is None
     _same(current_monitor(store), honest)
     # a resealed body for another store does not verify here either
     body = state_body(honest)
-    state_path(store).write_text(json.dumps(seal("monitor", tmp_path / "other.jsonl", body)))
+    other = json.dumps(seal("monitor", tmp_path / "other.jsonl", body)).encode()
+    state_path(store).unlink()
+    state_path(store).write_bytes(other + b"\n" + digests)
     assert read_state(store) is None
 
 
@@ -114,17 +120,28 @@ def test_a_sealed_body_with_impossible_counts_is_refused(tmp_path: Path) -> None
     for records in _sessions(3, seed=28):
         append_records(store, records)
     honest = current_monitor(store)
-    for change in (
-        {"malformed_lines": honest.lines_read + 1},
-        {"first_malformed_line": -1},
-        {"lines_read": -5},
+    digests = honest.digest_log
+    cells = state_body(honest)["cells"]
+    for change, tail in (
+        ({}, digests + digests[:8]),  # a digest more than the seal's SHA-256 covers
+        ({}, digests[:-8]),  # one fewer
+        ({"malformed_lines": honest.lines_read + 1}, digests),
+        ({"first_malformed_line": -1}, digests),
+        ({"lines_read": -5}, digests),
+        ({"reviewers": ["judge-0", "judge-0", "judge-2", "judge-3"]}, digests),
+        ({"cells": {**cells, "n": cells["n"][:-1]}}, digests),  # a row short
     ):
         body = {**state_body(honest), **change}
         payload = sealed_json("monitor", _os.path.realpath(store), body, resolved=True)
         assert payload is not None
         state_path(store).unlink()
-        state_path(store).write_bytes(payload)  # sealed with the real key: only the
-        assert read_state(store) is None  # consistency check can refuse it
+        state_path(store).write_bytes(payload + b"\n" + tail)  # sealed with the real key:
+        assert read_state(store) is None  # only the consistency checks can refuse it
+    # the control: the same write of the honest body verifies
+    payload = sealed_json("monitor", _os.path.realpath(store), state_body(honest), resolved=True)
+    state_path(store).unlink()
+    state_path(store).write_bytes(payload + b"\n" + digests)  # type: ignore[operator]
+    assert read_state(store) is not None
     _same(current_monitor(store), honest)
 
 
@@ -175,8 +192,6 @@ def test_a_symlinked_store_takes_the_stores_own_lock(tmp_path: Path) -> None:
 
 
 def test_the_digests_are_written_in_fold_order(tmp_path: Path) -> None:
-    import base64
-
     from llm_council.bias_audit.records.monitor_fold import session_digest
 
     store = tmp_path / "s.jsonl"
@@ -184,7 +199,7 @@ def test_the_digests_are_written_in_fold_order(tmp_path: Path) -> None:
     for records in sessions:
         append_records(store, records)
         current_monitor(store)
-    written = base64.b64decode(json.loads(state_path(store).read_text())["session_digests"])
+    _, _, written = state_path(store).read_bytes().partition(b"\n")  # raw, after the JSON
     assert written == b"".join(session_digest(records[0].session_id) for records in sessions)
 
 

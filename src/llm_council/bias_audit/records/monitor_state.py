@@ -4,9 +4,10 @@ The file holds, per reviewer and bias, the running sums of
 :class:`~llm_council.stats.anytime_monitor.MonitorSums`, the number of sessions folded in
 and a digest of each one's ``session_id`` (so no session counts twice), the monitor's
 settings, and how far into the store it has read: the store's inode, a byte offset and a
-SHA-256 of the 4 KiB before it. It is sealed (:mod:`.summary_seal`, kind ``"monitor"``)
-and written 0600 through a temporary file renamed into place under the store's writer
-lock (:mod:`.store_lock`), which every reader of the state takes too.
+SHA-256 of the 4 KiB before it. It is one line of sealed JSON (:mod:`.summary_seal`, kind
+``"monitor"``), a newline, and the digests as raw bytes, bound to the seal by their
+SHA-256 in the JSON; written 0600 through a temporary file renamed into place under the
+store's writer lock (:mod:`.store_lock`), which every reader of the state takes too.
 
 Bringing it up to date (:func:`current_monitor`), under the lock: a state that verifies,
 has the requested settings and still matches the store's bytes before its offset reads
@@ -18,7 +19,6 @@ exactly.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import errno
 import hashlib
@@ -26,7 +26,7 @@ import math
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import asdict, replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -57,7 +57,9 @@ from llm_council.stats.monitor_session_effects import BIASES
 
 SEAL_KIND = "monitor"
 FORMAT = "llm-council-monitor"
-VERSION = 2  # 2: the centred prior and the Bonferroni count over estimated cells
+#: 2: the centred prior and the Bonferroni count over estimated cells; 3: the cells by
+#: column and the digests as raw bytes after the sealed JSON (bound by their SHA-256)
+VERSION = 3
 LOCK_TIMEOUT_S = 30.0
 
 
@@ -85,24 +87,29 @@ def _finite_or_none(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
+#: the per-cell arrays of the body, each ``[reviewer][bias]``
+COLUMNS = ("n", *SUM_FIELDS, "confirmed_at", "peak_log_e")
+
+
+def _settings_fields(settings: MonitorSettings) -> dict[str, Any]:
+    return {item.name: getattr(settings, item.name) for item in fields(settings)}
+
+
 def state_body(state: MonitorState) -> dict[str, Any]:
-    """The state as the JSON body that is sealed."""
+    """The state as the JSON body that is sealed: the cells column by column (a list per
+    field, ``[reviewer][bias]``, in ``reviewers``' order; ``peak_log_e`` null for minus
+    infinity) and the SHA-256 of the digests, which follow the JSON in the file as raw
+    bytes (:func:`write_state`): encoding 8 bytes a session as JSON text on every update
+    cost more than the rest of the body at 2,000 sessions."""
     sums = state.sums
-    columns = {key: getattr(sums, key).tolist() for key in ("n", *SUM_FIELDS, "confirmed_at")}
-    peaks = [[_finite_or_none(value) for value in row] for row in sums.peak_log_e.tolist()]
-    reviewers: dict[str, Any] = {}
-    for row, name in enumerate(state.reviewers):
-        reviewers[name] = {
-            bias: {
-                **{key: columns[key][row][b] for key in columns},
-                "peak_log_e": peaks[row][b],
-            }
-            for b, bias in enumerate(BIASES)
-        }
+    columns: dict[str, Any] = {key: getattr(sums, key).tolist() for key in COLUMNS[:-1]}
+    columns["peak_log_e"] = [
+        [_finite_or_none(value) for value in row] for row in sums.peak_log_e.tolist()
+    ]
     return {
         "format": FORMAT,
         "version": VERSION,
-        "settings": asdict(state.settings),
+        "settings": _settings_fields(state.settings),
         "inode": state.inode,
         "offset": state.offset,
         "fingerprint": state.fingerprint,
@@ -110,20 +117,33 @@ def state_body(state: MonitorState) -> dict[str, Any]:
         "lines_read": state.lines_read,
         "malformed_lines": state.malformed_lines,
         "first_malformed_line": state.first_malformed_line,
-        "session_digests": base64.b64encode(state.digest_log).decode("ascii"),
-        "reviewers": reviewers,
+        "session_digests_sha256": hashlib.sha256(state.digest_log).hexdigest(),
+        "reviewers": list(state.reviewers),
+        "cells": columns,
     }
 
 
-def _from_body(body: Mapping[str, Any]) -> MonitorState | None:
-    """The state a verified body describes; ``None`` for any inconsistency."""
+def _column(values: Any, shape: tuple[int, int], dtype: Any) -> np.ndarray:
+    """One body column as an array of ``shape``; ``ValueError`` for any other shape."""
+    array = np.array(values, dtype=dtype)
+    if array.size == 0 and shape[0] == 0:
+        return np.zeros(shape, dtype=dtype)
+    if array.shape != shape:
+        raise ValueError(f"a column of shape {array.shape}, expected {shape}")
+    return array
+
+
+def _from_body(body: Mapping[str, Any], digests_raw: bytes) -> MonitorState | None:
+    """The state a verified body and the digests after it describe; ``None`` for any
+    inconsistency."""
     try:
         if body.get("format") != FORMAT or body.get("version") != VERSION:
             return None
         if not all_finite(body):
             return None
+        if hashlib.sha256(digests_raw).hexdigest() != body["session_digests_sha256"]:
+            return None
         settings = MonitorSettings(**body["settings"])
-        digests_raw = base64.b64decode(body["session_digests"], validate=True)
         if len(digests_raw) % DIGEST_BYTES:
             return None
         digests = frozenset(
@@ -132,24 +152,17 @@ def _from_body(body: Mapping[str, Any]) -> MonitorState | None:
         n_sessions, offset = int(body["n_sessions"]), int(body["offset"])
         if len(digests) != n_sessions or n_sessions < 0 or offset < 0:
             return None
-        names = tuple(body["reviewers"])
+        names = tuple(str(name) for name in body["reviewers"])
+        if len(set(names)) != len(names):
+            return None
         shape = (len(names), len(BIASES))
-        columns: dict[str, Any] = {
-            "n": np.zeros(shape, dtype=np.int64),
-            "confirmed_at": np.zeros(shape, dtype=np.int64),
-            "peak_log_e": np.full(shape, -np.inf),
-            **{key: np.zeros(shape) for key in SUM_FIELDS},
-        }
-        for row, name in enumerate(names):
-            for b, bias in enumerate(BIASES):
-                cell = body["reviewers"][name][bias]
-                columns["n"][row, b] = int(cell["n"])
-                columns["confirmed_at"][row, b] = int(cell["confirmed_at"])
-                peak = cell["peak_log_e"]
-                columns["peak_log_e"][row, b] = -np.inf if peak is None else float(peak)
-                for key in SUM_FIELDS:
-                    columns[key][row, b] = float(cell[key])
-        sums = MonitorSums(**columns)
+        cells = body["cells"]
+        peaks = [[-math.inf if v is None else v for v in row] for row in cells["peak_log_e"]]
+        sums = MonitorSums(
+            **{key: _column(cells[key], shape, np.int64) for key in ("n", "confirmed_at")},
+            **{key: _column(cells[key], shape, float) for key in SUM_FIELDS},
+            peak_log_e=_column(peaks, shape, float),
+        )
         if (sums.n < 0).any() or (sums.n > n_sessions).any() or (sums.precision < 0).any():
             return None
         lines = [int(body[key]) for key in ("lines_read", "malformed_lines")]
@@ -221,8 +234,9 @@ def read_state(store: Path) -> MonitorState | None:
         return None
     finally:
         os.close(descriptor)
-    body = unsealed_json(SEAL_KIND, os.path.realpath(store), raw, resolved=True)
-    state = None if body is None else _from_body(body)
+    sealed, newline, digests_raw = raw.partition(b"\n")  # JSON text holds no raw newline
+    body = unsealed_json(SEAL_KIND, os.path.realpath(store), sealed, resolved=True)
+    state = None if body is None or not newline else _from_body(body, digests_raw)
     if state is not None:
         _VERIFIED[cache_key] = (_identity(status, key), state)
     return state
@@ -244,9 +258,10 @@ def write_state(store: Path, state: MonitorState) -> bool:
     store's fingerprint on every read, so a state lost or torn by a crash is rebuilt
     (ADR 0053, amendment). The body is encoded once (:func:`sealed_json`)."""
     key = summary_key()
-    payload = sealed_json(SEAL_KIND, os.path.realpath(store), state_body(state), resolved=True)
-    if payload is None:
+    sealed = sealed_json(SEAL_KIND, os.path.realpath(store), state_body(state), resolved=True)
+    if sealed is None:
         return False
+    payload = sealed + b"\n" + state.digest_log
     target = state_path(store)
     temporary = temporary_path(store)
     temporary.unlink(missing_ok=True)  # a killed writer's, or a symlink: never followed
