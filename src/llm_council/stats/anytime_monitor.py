@@ -215,17 +215,18 @@ def log_e_values(
     in :math:`V` alone are computed once for both sides."""
     q = np.asarray(weighted_sum, dtype=float)
     v = np.asarray(precision, dtype=float)
-    a = 1.0 + prior_scale * v
-    shared = (
+    a = (1.0 + prior_scale * v)[..., None]
+    # both sides in one call: elementwise, so the same numbers as two calls, with one
+    # log_ndtr call fewer per session
+    excess = np.stack([q - delta0 * v, -q - delta0 * v], axis=-1)
+    return _log_e_above_parts(
+        excess,
         np.log(a),
         prior_scale / (2.0 * a),
         np.sqrt(prior_scale / a),
         prior_mean / prior_scale,
         _prior_log_constant(prior_scale, prior_mean),
     )
-    above = _log_e_above_parts(q - delta0 * v, *shared)
-    below = _log_e_above_parts(-q - delta0 * v, *shared)
-    return np.stack([above, below], axis=-1)
 
 
 def combined_log_e(side_log_e: ArrayLike) -> FloatArray:
