@@ -306,6 +306,35 @@ def test_the_middleware_answer_from_memory_equals_the_answer_from_the_store(
     assert answers[-1] == monitor_after_session(str(store))  # rebuilt, no records handed
 
 
+def test_the_middleware_hands_the_monitor_its_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the whole path: a council with the audit on appends its records and the monitor
+    # folds them from memory (the first session builds the state from the store)
+    import asyncio
+
+    from structlog.testing import capture_logs
+
+    from llm_council import run_full_council
+    from llm_council.config import CouncilConfig, CouncilMember
+
+    monkeypatch.setenv("LLM_COUNCIL_BIAS_AUDIT", "true")
+    monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", str(tmp_path / "s.jsonl"))
+    config = CouncilConfig(
+        members=tuple(CouncilMember(name=f"m{i}", spec="simulated:unbiased") for i in range(4)),
+        chairman=CouncilMember(name="chair", spec="simulated:unbiased"),
+    )
+    answers = []
+    with capture_logs() as logs:
+        for seed in (1, 2, 3):
+            result = asyncio.run(run_full_council("q?", config=config, seed=seed))
+            answers.append(result.metadata["bias_audit"]["monitor"])
+    paths = [entry["path"] for entry in logs if entry["event"] == "bias_monitor_updated"]
+    assert paths == ["rebuilt", "memory", "memory"]
+    assert [answer["sessions"] for answer in answers] == [1, 2, 3]
+    assert state_body(read_state(tmp_path / "s.jsonl")) == _rebuilt(tmp_path / "s.jsonl")  # type: ignore[arg-type]
+
+
 def _council_process(store: str, mine: list[list[dict[str, object]]]) -> None:
     """One council process: append each session, then update with it in memory."""
     for raw in mine:

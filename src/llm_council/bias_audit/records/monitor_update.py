@@ -87,9 +87,12 @@ def monitor_after_session(
     path = Path(spec).expanduser()
     try:
         session = appended_session(appended) if appended else None
-        state = update_monitor(
+        update = update_monitor(
             path, settings, max_read_bytes=REBUILD_IN_SESSION_MAX_BYTES, appended=session
-        ).state
+        )
+        # how often the tail had to be read instead: other writers, killed sessions
+        log.debug("bias_monitor_updated", path=update.path)
+        state = update.state
     except MonitorRebuilding as error:
         rebuild_once_in_background(
             f"monitor:{path.absolute()}",
