@@ -91,6 +91,8 @@ def test_the_file_is_private_sealed_and_holds_no_session_id(tmp_path: Path) -> N
 
 
 def test_a_forged_state_is_rebuilt(tmp_path: Path) -> None:
+    import base64
+
     store = tmp_path / "s.jsonl"
     for records in _sessions(5, seed=4):
         append_records(store, records)
@@ -98,7 +100,9 @@ def test_a_forged_state_is_rebuilt(tmp_path: Path) -> None:
     sealed, _, digests = state_path(store).read_bytes().partition(b"\n")
     document = json.loads(sealed)
     row = document["reviewers"].index("judge-1")
-    document["cells"]["confirmed_at"][row][0] = 2  # an edit (leniency), the old seal
+    confirmed = honest.sums.confirmed_at.copy()
+    confirmed[row, 0] = 2  # an edit (judge-1's leniency confirmed), the old seal
+    document["cells"]["confirmed_at"] = base64.b64encode(confirmed.astype("<i8").tobytes()).decode()
     state_path(store).unlink()
     state_path(store).write_bytes(json.dumps(document).encode() + b"\n" + digests)
     assert read_state(store) is None
@@ -122,6 +126,17 @@ def test_a_sealed_body_with_impossible_counts_is_refused(tmp_path: Path) -> None
     honest = current_monitor(store)
     digests = honest.digest_log
     cells = state_body(honest)["cells"]
+
+    def packed(values: object, dtype: str) -> str:
+        import base64
+
+        return base64.b64encode(np.asarray(values, dtype=dtype).tobytes()).decode("ascii")
+
+    sums = honest.sums
+    bad_sums = sums.x2_over_k_sum.copy()
+    bad_sums[0, 0] = np.nan
+    bad_peaks = sums.peak_log_e.copy()
+    bad_peaks[1, 1] = np.inf
     for change, tail in (
         ({}, digests + digests[:8]),  # a digest more than the seal's SHA-256 covers
         ({}, digests[:-8]),  # one fewer
@@ -129,7 +144,11 @@ def test_a_sealed_body_with_impossible_counts_is_refused(tmp_path: Path) -> None
         ({"first_malformed_line": -1}, digests),
         ({"lines_read": -5}, digests),
         ({"reviewers": ["judge-0", "judge-0", "judge-2", "judge-3"]}, digests),
-        ({"cells": {**cells, "n": cells["n"][:-1]}}, digests),  # a row short
+        ({"cells": {**cells, "n": packed(sums.n[:-1], "<i8")}}, digests),  # a row short
+        ({"cells": {**cells, "n": cells["n"][:-1]}}, digests),  # not base64
+        ({"cells": {**cells, "x2_over_k_sum": packed(bad_sums, "<f8")}}, digests),  # NaN
+        ({"cells": {**cells, "peak_log_e": packed(bad_peaks, "<f8")}}, digests),  # +inf
+        ({"cells": {**cells, "confirmed_at": packed(sums.n + 1, "<i8")}}, digests),
     ):
         body = {**state_body(honest), **change}
         payload = sealed_json("monitor", _os.path.realpath(store), body, resolved=True)
