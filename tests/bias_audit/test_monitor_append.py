@@ -196,6 +196,25 @@ def test_a_state_of_a_replaced_store_is_rebuilt(tmp_path: Path) -> None:
     assert read_state(store).n_sessions == 2  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize(
+    "session_id", ['q"uote\\back', "line\nbreak\u2028", "caf\u00e9-\U0001f600", "x" * 2000]
+)
+def test_a_hostile_session_id_is_found_as_the_writer_wrote_it(
+    tmp_path: Path, session_id: str
+) -> None:
+    # the id's JSON (quotes, backslashes, newlines, non-ASCII) is encoded as the store's
+    # writer encodes it, so the check finds the session's lines and nothing else
+    store = tmp_path / "s.jsonl"
+    sessions = _sessions(3, seed=45)
+    _after_append(store, sessions[0])
+    hostile = [r.model_copy(update={"session_id": session_id}) for r in sessions[1]]
+    assert _after_append(store, hostile) == "memory"
+    assert _after_append(store, sessions[2]) == "memory"
+    # one line a record: the newline in the id was escaped, never written raw
+    assert store.read_bytes().count(b"\n") == sum(len(records) for records in sessions)
+    assert state_body(read_state(store)) == _rebuilt(store)  # type: ignore[arg-type]
+
+
 def test_records_of_two_sessions_are_not_one_appended_session() -> None:
     first, second = _sessions(2, seed=39)
     assert appended_session([]) is None
