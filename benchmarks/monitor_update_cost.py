@@ -20,6 +20,11 @@ on a loaded machine), per row; 3, 5 and 9 members on stores of
 state file grows by 8 bytes of digest a session). Sessions come from the independent
 generator (``tests/generators/independent_council.py``), honest noise SDs 0.5-1.5.
 
+``--base TREE`` adds the update of another tree (a checkout or ``git archive`` with
+``src/``, such as the commit before this path existed) on the same stores and sessions,
+in its own process right after each row (``current_monitor``, as that tree's middleware
+calls it), with half as many sessions timed.
+
 PostgreSQL (``--postgres``, when a server can be started here: ``tests/fakes``): a
 PostgreSQL store keeps no monitor state, so each look folds every record again
 (``postgres_monitor``); its cost per look is timed on a store of ``--store-sessions``
@@ -27,13 +32,14 @@ PostgreSQL store keeps no monitor state, so each look folds every record again
 
     PYTHONPATH=src nice .venv/bin/python benchmarks/monitor_update_cost.py \\
         [--members 3 5 9] [--sessions 300] [--store-sessions 100] [--large 2000] \\
-        [--postgres] [--seed 1]
+        [--postgres] [--seed 1] [--base /tmp/monitor-before]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,8 +55,7 @@ from llm_council.bias_audit.records.jsonl_store import (  # noqa: E402
     append_records,
     with_session_counts,
 )
-from llm_council.bias_audit.records.monitor_append import appended_session  # noqa: E402
-from llm_council.bias_audit.records.monitor_state import update_monitor  # noqa: E402
+from llm_council.bias_audit.records.monitor_state import current_monitor  # noqa: E402
 from llm_council.bias_audit.records.schema import ReviewRecord, upgrade_record  # noqa: E402
 
 PATHS = ("tail read", "from memory")
@@ -92,7 +97,11 @@ def jsonl_row(members: int, store_sessions: int, measured: int, seed: int) -> li
         os.environ.setdefault("LLM_COUNCIL_SUMMARY_KEY_FILE", str(Path(directory) / "key"))
         store = Path(directory) / "records.jsonl"
         _prefill(store, sessions[:store_sessions])
-        update_monitor(store)  # the saved state the updates start from
+        current_monitor(store)  # the saved state the updates start from
+        # imported here: a --base tree (before this path existed) runs base_child_row only
+        from llm_council.bias_audit.records.monitor_append import appended_session
+        from llm_council.bias_audit.records.monitor_state import update_monitor
+
         for index, records in enumerate(sessions[store_sessions:]):
             append_records(store, records)
             path = PATHS[index % 2]
@@ -116,7 +125,46 @@ def jsonl_row(members: int, store_sessions: int, measured: int, seed: int) -> li
     ]
 
 
-def postgres_row(store_sessions: int, looks: int, seed: int) -> list[str] | None:
+def base_child_row(members: int, store_sessions: int, measured: int, seed: int) -> str:
+    """In a ``--base`` tree's process: every measured session updated as that tree does
+    (``current_monitor``, the tail read); ``median / p90 / mean`` wall and CPU median."""
+    sessions = _sessions(members, store_sessions + measured, seed)
+    wall: list[float] = []
+    cpu: list[float] = []
+    with tempfile.TemporaryDirectory() as directory:
+        os.environ.setdefault("LLM_COUNCIL_SUMMARY_KEY_FILE", str(Path(directory) / "key"))
+        store = Path(directory) / "records.jsonl"
+        _prefill(store, sessions[:store_sessions])
+        current_monitor(store)
+        for records in sessions[store_sessions:]:
+            append_records(store, records)
+            started, started_cpu = time.perf_counter(), time.thread_time()
+            current_monitor(store)
+            cpu.append(time.thread_time() - started_cpu)
+            wall.append(time.perf_counter() - started)
+    return f"{_summary(wall)} (CPU {np.median(cpu) * 1e3:.2f})"
+
+
+def base_cell(base: Path, members: int, store_sessions: int, measured: int, seed: int) -> str:
+    """The same store and sessions updated by the ``base`` tree's code, in its own process
+    (its ``src`` first on the path), right after this tree's row."""
+    completed = subprocess.run(
+        [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--base-child",
+            *("--members", str(members), "--store-sessions", str(store_sessions)),
+            *("--sessions", str(measured // 2), "--seed", str(seed)),
+        ],
+        env={**os.environ, "PYTHONPATH": str(base / "src")},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return completed.stdout.strip().splitlines()[-1]
+
+
+def postgres_row(store_sessions: int, looks: int, seed: int, base: bool) -> list[str] | None:
     """The cost of one look at a PostgreSQL store's monitor (every record folded again)."""
     from fakes.postgres_server import PostgresServer, unavailable_reason
 
@@ -153,6 +201,7 @@ def postgres_row(store_sessions: int, looks: int, seed: int) -> list[str] | None
     return [
         "5",
         f"{store_sessions:,} (PostgreSQL)",
+        *(["-"] if base else []),
         _summary(samples),
         "-",
         "-",
@@ -169,22 +218,40 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--large", type=int, default=2000, help="5 members; 0: no such row")
     parser.add_argument("--postgres", action="store_true")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--base", type=Path, help="a tree (checkout or git archive) with src/: its update too"
+    )
+    parser.add_argument("--base-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    rows = [jsonl_row(m, args.store_sessions, args.sessions, args.seed) for m in args.members]
+    if args.base_child:
+        print(base_child_row(args.members[0], args.store_sessions, args.sessions, args.seed))
+        return
+    if args.base is not None and not (args.base / "src").is_dir():
+        raise SystemExit(f"--base {args.base}: expected a tree with src/")
+    sizes = [(m, args.store_sessions) for m in args.members]
     if args.large:
-        rows.append(jsonl_row(5, args.large, args.sessions, args.seed))
+        sizes.append((5, args.large))
+    rows = []
+    for members, store_sessions in sizes:
+        row = jsonl_row(members, store_sessions, args.sessions, args.seed)
+        if args.base is not None:
+            row.insert(2, base_cell(args.base, members, store_sessions, args.sessions, args.seed))
+        rows.append(row)
     if args.postgres:
-        row = postgres_row(args.store_sessions, 20, args.seed)
+        row = postgres_row(args.store_sessions, 20, args.seed, args.base is not None)
         if row is not None:
             rows.append(row)
     load = os.getloadavg()[0]
     print(f"monitor update per session, ms (load average {load:.1f} at the end)")
     print()
+    base = "| base tree: median / p90 / mean (CPU median) " if args.base is not None else ""
     print(
-        "| members | store sessions | wall, tail read: median / p90 / mean | wall, from memory "
+        "| members | store sessions "
+        + base
+        + "| wall, tail read: median / p90 / mean | wall, from memory "
         "| CPU median, tail read | CPU median, from memory | sessions timed |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|" + ("---|" if base else ""))
     for row in rows:
         print("| " + " | ".join(row) + " |")
 
