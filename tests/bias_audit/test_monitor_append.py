@@ -380,3 +380,23 @@ def test_concurrent_council_processes_agree_with_a_rebuild(tmp_path: Path) -> No
     online = current_monitor(store)
     assert online.n_sessions == 24
     assert state_body(online) == _rebuilt(store)
+
+
+def test_a_state_of_the_previous_format_is_rebuilt(tmp_path: Path) -> None:
+    # a version-2 body (sealed with the real key) is not read as version 3: rebuilt
+    from llm_council.bias_audit.records.summary_seal import sealed_json
+
+    store = tmp_path / "s.jsonl"
+    sessions = _sessions(3, seed=46)
+    for records in sessions[:2]:
+        _after_append(store, records)
+    state = read_state(store)
+    assert state is not None
+    old = {**state_body(state), "version": 2}
+    payload = sealed_json("monitor", os.path.realpath(store), old, resolved=True)
+    assert payload is not None
+    state_path(store).unlink()
+    state_path(store).write_bytes(payload + b"\n" + state.digest_log)
+    assert read_state(store) is None
+    assert _after_append(store, sessions[2]) == "rebuilt"
+    assert read_state(store).n_sessions == 3  # type: ignore[union-attr]
