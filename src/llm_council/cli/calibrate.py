@@ -419,7 +419,9 @@ def probe_command(
     names = parse_probe_names(probes)
     pairs = read_pairs(pairs_path)
     if model is None:
-        report = _offline_probe_report(pairs_path, pairs, names, emit, replay, judge_name)
+        report = _offline_probe_report(
+            pairs_path, pairs, names=names, emit=emit, replay=replay, judge_name=judge_name
+        )
         if report is None:
             return
     else:
@@ -461,6 +463,7 @@ def probe_command(
 def _offline_probe_report(
     pairs_path: Path,
     pairs: list[Pair],
+    *,
     names: tuple[str, ...],
     emit: Path | None,
     replay: Path | None,
