@@ -199,10 +199,10 @@ def families_text_lines(families: BiasFamilies) -> list[str]:
     ]
 
 
-def families_csv_rows(families: BiasFamilies) -> list[CsvRow]:
-    """Rows in the report CSV's columns (section, subject, metric, estimate, ci, p, n)."""
+def _anchoring_rows(anchoring: list[ReviewerAnchoring]) -> list[CsvRow]:
+    """Each reviewer's conditional and design correlations."""
     rows: list[CsvRow] = []
-    for item in families.anchoring:
+    for item in anchoring:
         rows.append(
             interval_row(
                 "anchoring", item.reviewer, "conditional_r", item.conditional, item.n_sessions
@@ -213,90 +213,85 @@ def families_csv_rows(families: BiasFamilies) -> list[CsvRow]:
                 "anchoring", item.reviewer, "design_r", item.design_correlation, item.n_sessions
             )
         )
-    if families.favouritism is not None:
-        for cell in families.favouritism.cells:
-            subject = f"{cell.reviewer} -> {cell.model}"
-            metric = "self_preference" if cell.is_self else "favour_points"
-            rows.append(interval_row("favouritism", subject, metric, cell.effect, cell.n_sessions))
-            rows.append(("favouritism", subject, "holm_p", cell_text(cell.holm_p), "", "", "", ""))
-            if cell.confounded_with_slot:
-                rows.append(
-                    (
-                        "favouritism",
-                        subject,
-                        f"confounded_with_slot:{slot_letter(cell.fixed_slot or 0)}",
-                        "",
-                        "",
-                        "",
-                        "",
-                        cell_text(cell.n_sessions),
-                    )
-                )
-    amplified = families.amplification
-    if amplified is not None:
-        rows.append(
-            (
-                "amplification",
-                "sessions",
-                "suspect",
-                cell_text(amplified.n_suspect),
-                "",
-                "",
-                cell_text(amplified.excess_p_value),
-                cell_text(amplified.n_agreeing),
-            )
-        )
-        rows.append(
-            (
-                "amplification",
-                "sessions",
-                "expected_by_chance",
-                cell_text(amplified.expected_by_chance),
-                "",
-                "",
-                "",
-                "",
-            )
-        )
-    if families.drift is not None:
-        for series in families.drift.series:
-            subject = f"{series.reviewer} {series.quantity}"
-            for week, mean, se, n in zip(
-                series.week_start,
-                series.weekly_mean,
-                series.weekly_se,
-                series.weekly_sessions,
-                strict=True,
-            ):
-                low, high = mean - 1.96 * se, mean + 1.96 * se
-                rows.append(
-                    (
-                        "drift",
-                        subject,
-                        f"week {week} mean +- 1.96 se",
-                        cell_text(mean),
-                        cell_text(low),
-                        cell_text(high),
-                        "",
-                        cell_text(n),
-                    )
-                )
+    return rows
+
+
+def _favouritism_rows(matrix: Favouritism | None) -> list[CsvRow]:
+    """Each reviewer-model cell: its effect, its Holm p and its slot confound."""
+    rows: list[CsvRow] = []
+    for cell in matrix.cells if matrix is not None else []:
+        subject = f"{cell.reviewer} -> {cell.model}"
+        metric = "self_preference" if cell.is_self else "favour_points"
+        rows.append(interval_row("favouritism", subject, metric, cell.effect, cell.n_sessions))
+        rows.append(("favouritism", subject, "holm_p", cell_text(cell.holm_p), "", "", "", ""))
+        if cell.confounded_with_slot:
+            slot = slot_letter(cell.fixed_slot or 0)
+            n = cell_text(cell.n_sessions)
+            rows.append(("favouritism", subject, f"confounded_with_slot:{slot}", "", "", "", "", n))
+    return rows
+
+
+def _amplification_rows(amplified: Amplification | None) -> list[CsvRow]:
+    """The suspect sessions (with the excess test's p) and the count expected by chance."""
+    if amplified is None:
+        return []
+    suspect = cell_text(amplified.n_suspect)
+    expected = cell_text(amplified.expected_by_chance)
+    return [
+        (
+            "amplification",
+            "sessions",
+            "suspect",
+            suspect,
+            "",
+            "",
+            cell_text(amplified.excess_p_value),
+            cell_text(amplified.n_agreeing),
+        ),
+        ("amplification", "sessions", "expected_by_chance", expected, "", "", "", ""),
+    ]
+
+
+def _drift_rows(drift: Drift | None) -> list[CsvRow]:
+    """Each series' weekly means (+- 1.96 se) and its CUSUM statistic with its Holm p."""
+    rows: list[CsvRow] = []
+    for series in drift.series if drift is not None else []:
+        subject = f"{series.reviewer} {series.quantity}"
+        for week, mean, se, n in zip(
+            series.week_start,
+            series.weekly_mean,
+            series.weekly_se,
+            series.weekly_sessions,
+            strict=True,
+        ):
+            low, high = mean - 1.96 * se, mean + 1.96 * se
             rows.append(
                 (
                     "drift",
                     subject,
-                    "cusum",
-                    cell_text(series.cusum_statistic),
+                    f"week {week} mean +- 1.96 se",
+                    cell_text(mean),
+                    cell_text(low),
+                    cell_text(high),
                     "",
-                    "",
-                    cell_text(series.holm_p),
-                    "",
+                    cell_text(n),
                 )
             )
-    rows.extend(reasoning_csv_rows(families.reasoning, families.parse_outcomes))
-
-    rows.extend(style_mimicry_csv_rows(families.style_mimicry))
+        statistic, holm_p = cell_text(series.cusum_statistic), cell_text(series.holm_p)
+        rows.append(("drift", subject, "cusum", statistic, "", "", holm_p, ""))
     return rows
+
+
+def families_csv_rows(families: BiasFamilies) -> list[CsvRow]:
+    """Rows in the report CSV's columns (section, subject, metric, estimate, ci, p, n)."""
+    return [
+        *_anchoring_rows(families.anchoring),
+        *_favouritism_rows(families.favouritism),
+        *_amplification_rows(families.amplification),
+        *_drift_rows(families.drift),
+        *reasoning_csv_rows(families.reasoning, families.parse_outcomes),
+        *style_mimicry_csv_rows(families.style_mimicry),
+    ]
 
 
 def families_html_sections(families: BiasFamilies) -> list[str]:
