@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import secrets
 import time
 import uuid
@@ -158,14 +159,7 @@ async def _synthesis_and_checks(
     try:
         with clock.stage("stage3", span="synthesize") as stage:
             synthesis, chairman_labels = await synthesize(
-                session.query,
-                ok_answers,
-                shown[0],
-                chairman,
-                session.config,
-                session.seed,
-                session.gate,
-                shown[1],
+                session, ok_answers, shown[0], chairman, shown[1]
             )
             stage.set({"llm_council.fallback": synthesis.is_fallback})
             stage.log(fallback=synthesis.is_fallback)
@@ -192,8 +186,9 @@ async def _bias_check_stage(
         costs=gate.costs,  # checks cost money too; the budget stops only counted reviews
     )
     with tracing.stage_span("bias_check") as stage_trace:
+        # the checks' calls go through their own gate; everything else is the session's
         checks = await collect_check_reviews(
-            session.query, ok_answers, reviewer_seats, config, session.seed, check_gate
+            dataclasses.replace(session, gate=check_gate), ok_answers, reviewer_seats
         )
         stage_trace.set(
             {
@@ -277,9 +272,7 @@ async def _answer_stage(
 ) -> list[MemberAnswer]:
     """Stage 1: every member answers; raises :class:`CouncilError` when none could."""
     with clock.stage("stage1", span="answer") as stage:
-        answers = await collect_answers(
-            session.query, seats, session.config, session.seed, session.gate
-        )
+        answers = await collect_answers(session, seats)
         ok_answers = [a for a in answers if a.ok]
         stage.set({"llm_council.succeeded": len(ok_answers), "llm_council.calls": len(answers)})
         stage.log(answered=len(ok_answers), failed=len(answers) - len(ok_answers))
@@ -299,9 +292,7 @@ async def _review_stage(
     """Stage 2: the members who answered review the answers; the raw aggregate of them."""
     ok_answers = [a for a in answers if a.ok]
     with clock.stage("stage2", span="review") as stage:
-        reviews = await collect_reviews(
-            session.query, ok_answers, reviewer_seats, session.config, session.seed, session.gate
-        )
+        reviews = await collect_reviews(session, ok_answers, reviewer_seats)
         stage.set(
             {"llm_council.succeeded": sum(r.ok for r in reviews), "llm_council.calls": len(reviews)}
         )
