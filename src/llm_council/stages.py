@@ -56,6 +56,7 @@ from llm_council.results import (
     Review,
     Synthesis,
 )
+from llm_council.session_context import SessionContext
 
 
 @dataclass(frozen=True)
@@ -109,14 +110,9 @@ async def _call(
     return await gate.call(seat.provider, request, config.retry, request.task, seat.member.name)
 
 
-async def collect_answers(
-    query: str,
-    seats: Sequence[Seat],
-    config: CouncilConfig,
-    session_seed: int,
-    gate: CallGate,
-) -> list[MemberAnswer]:
+async def collect_answers(session: SessionContext, seats: Sequence[Seat]) -> list[MemberAnswer]:
     """Stage 1: every member answers the query concurrently."""
+    query, config, session_seed, gate = session.query, session.config, session.seed, session.gate
 
     async def answer(seat: Seat) -> MemberAnswer:
         request = CompletionRequest.from_prompt(
@@ -201,16 +197,18 @@ def _refused_structured_output(outcome: CallOutcome) -> str | None:
 
 
 async def review_once(
-    query: str,
+    session: SessionContext,
     seat: Seat,
     label_to_model: dict[str, LabelAssignment],
     texts: Mapping[str, str],
-    config: CouncilConfig,
     seed: int,
-    gate: CallGate,
     base: Review,
 ) -> Review:
-    """One stage-2 request of ``seat`` over ``label_to_model``, parsed into ``base``'s fields."""
+    """One stage-2 request of ``seat`` over ``label_to_model``, parsed into ``base``'s fields.
+
+    ``seed`` is the call's own sampling seed (:func:`call_seed`), not the session's.
+    """
+    query, config, gate = session.query, session.config, session.gate
     nonce = new_nonce()
     mode = seat.provider.structured_output
     if gate.expired("review"):  # past the deadline: not even the prompt is built
@@ -297,15 +295,13 @@ def _usable_weights(config: CouncilConfig, n_shown: int, n_others: int) -> dict[
 
 
 async def _check_review(
-    query: str,
+    session: SessionContext,
     seat: Seat,
     original: dict[str, LabelAssignment],
     texts: Mapping[str, str],
-    config: CouncilConfig,
-    session_seed: int,
-    gate: CallGate,
 ) -> Review | None:
     """The reviewer's bias-check review (ADR 0024), or None when it was not chosen."""
+    config, session_seed = session.config, session.seed
     reviewer = seat.member.name
     if not chosen_for_check(session_seed, reviewer, config.bias_check_probability):
         return None
@@ -335,7 +331,7 @@ async def _check_review(
     )
     # a fresh sampling seed: a repeat under the original seed would replay, not re-ask
     seed = call_seed(session_seed, reviewer, f"review-check:{kind}")
-    return await review_once(query, seat, label_to_model, shown_texts, config, seed, gate, base)
+    return await review_once(session, seat, label_to_model, shown_texts, seed, base)
 
 
 def _review_labels(
@@ -349,12 +345,7 @@ def _review_labels(
 
 
 async def collect_reviews(
-    query: str,
-    answers: Sequence[MemberAnswer],
-    reviewer_seats: Sequence[Seat],
-    config: CouncilConfig,
-    session_seed: int,
-    gate: CallGate,
+    session: SessionContext, answers: Sequence[MemberAnswer], reviewer_seats: Sequence[Seat]
 ) -> list[Review]:
     """Stage 2: each reviewer ranks and scores the answers under its own shuffled labels.
 
@@ -362,6 +353,7 @@ async def collect_reviews(
     reverse orders follow, in seat order, each with ``review_order = 1`` (ADR 0046). Bias
     checks are not issued here: see :func:`collect_check_reviews` (ADR 0031).
     """
+    config, session_seed = session.config, session.seed
     texts = {a.member: a.text for a in answers if a.text is not None}
 
     async def review(seat: Seat, review_order: int = 0) -> Review:
@@ -381,7 +373,7 @@ async def collect_reviews(
         # the second order gets its own sampling seed: it is a second look, not a replay
         stage = f"review:order-{review_order + 1}" if review_order else "review"
         seed = call_seed(session_seed, seat.member.name, stage)
-        return await review_once(query, seat, label_to_model, texts, config, seed, gate, base)
+        return await review_once(session, seat, label_to_model, texts, seed, base)
 
     # review_orders = 2 (ADR 0046): every first-order review, then every second-order one
     return await gather_in_turn(
@@ -390,21 +382,17 @@ async def collect_reviews(
 
 
 async def collect_check_reviews(
-    query: str,
-    answers: Sequence[MemberAnswer],
-    reviewer_seats: Sequence[Seat],
-    config: CouncilConfig,
-    session_seed: int,
-    check_gate: CallGate,
+    session: SessionContext, answers: Sequence[MemberAnswer], reviewer_seats: Sequence[Seat]
 ) -> list[Review]:
     """The bias-check reviews (ADR 0024) of the reviewers chosen for one, in seat order;
     empty when ``config.bias_check_probability`` is 0.
 
-    ``check_gate`` is the checks' own gate (ADR 0031): its own concurrency slots and the
+    ``session.gate`` is the checks' own gate (ADR 0031): its own concurrency slots and the
     session's whole deadline, so a check never takes a slot, a deadline share or a place in
     the queue from a counted call. The council issues the checks once the counted reviews
     are in, next to the synthesis, and waits for them before the session ends.
     """
+    config, session_seed = session.config, session.seed
     if config.bias_check_probability <= 0:
         return []
     texts = {a.member: a.text for a in answers if a.text is not None}
@@ -413,22 +401,17 @@ async def collect_check_reviews(
         label_to_model = _review_labels(seat, texts, config, session_seed)
         if not label_to_model:
             return None
-        return await _check_review(
-            query, seat, label_to_model, texts, config, session_seed, check_gate
-        )
+        return await _check_review(session, seat, label_to_model, texts)
 
     checks = await gather_in_turn(check(seat) for seat in reviewer_seats)
     return [review for review in checks if review is not None]
 
 
 async def synthesize(
-    query: str,
+    session: SessionContext,
     answers: Sequence[MemberAnswer],
     standings: Sequence[ModelStanding],
     chairman: Seat,
-    config: CouncilConfig,
-    session_seed: int,
-    gate: CallGate,
     ranking_notes: Mapping[str, str] | None = None,
 ) -> tuple[Synthesis, dict[str, dict[str, object]]]:
     """Stage 3: the chairman writes the final answer from the anonymized answers.
@@ -438,6 +421,7 @@ async def synthesize(
     replace a member's "mean rank" note in the ranking the chairman reads (the debiased
     aggregate's scores, ADR 0046).
     """
+    query, config, session_seed, gate = session.query, session.config, session.seed, session.gate
     texts = {a.member: a.text for a in answers if a.text is not None}
     label_to_model = assign_labels(list(texts), f"chairman:{chairman.member.name}", session_seed)
     label_of = {a.model: label for label, a in label_to_model.items()}

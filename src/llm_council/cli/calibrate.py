@@ -15,26 +15,21 @@ import typer
 from llm_council.atomic_files import (
     output_kind,
     write_json_atomically,
-    write_text_atomically,
     writes_to_stdout,
 )
 from llm_council.calibration.bias_check import bias_check_probability
-from llm_council.calibration.confidence import MIN_CONFIDENCE_VERDICTS
 from llm_council.calibration.confidence_map import (
-    ConfidenceMap,
     read_confidence_map,
     with_mapped_confidences,
 )
 from llm_council.calibration.gate import (
     DEFAULT_MIN_EVALUATED,
-    METRICS,
     GateThresholds,
     decide_gate,
     parse_fail_under,
 )
 from llm_council.calibration.importers import load_pairs_any
 from llm_council.calibration.judge_independence import judge_independence_from_pairs
-from llm_council.calibration.judge_independence_render import render_independence_text
 from llm_council.calibration.offline_probes import (
     offline_probe_run,
     read_verdicts,
@@ -53,12 +48,41 @@ from llm_council.calibration.session import (
     run_live,
 )
 from llm_council.calibration.study import DEFAULT_MIN_SUBSET_N, parse_by
-from llm_council.calibration.study_render import render_study_html, render_study_text
 from llm_council.calibration.summary import render_summary
+from llm_council.cli.calibrate_options import (
+    DEFAULT_PROBES,
+    BaselineOption,
+    BiasCheckOption,
+    ByOption,
+    CanaryOption,
+    ConfidenceMapOption,
+    DriftAlphaOption,
+    FailUnderOption,
+    HtmlOption,
+    HumanThresholdOption,
+    JudgeFamilyOption,
+    JudgeOption,
+    LiveCacheOption,
+    LiveConcurrencyOption,
+    MinEvaluatedOption,
+    MinSubsetOption,
+    NoCacheOption,
+    PairsArgument,
+    ProbesOption,
+    RepetitionsOption,
+    ReportOutputOption,
+    SaveConfidenceMapOption,
+    SeedOption,
+    TemperatureOption,
+)
+from llm_council.cli.calibrate_outputs import (
+    CalibrationStudy,
+    artifact_uri,
+    report_study,
+)
 from llm_council.cli.canary_run import run_canary
 from llm_council.cli.convert import HumanOption, InputFormatOption, MapOption
 from llm_council.errors import ConfigError
-from llm_council.safe_text import terminal_safe
 
 ModelOption = Annotated[
     str | None, typer.Option("--model", "-m", help="judge spec, e.g. openai:gpt-4o")
@@ -158,109 +182,149 @@ SarifOption = Annotated[
 ]
 
 
-def _artifact_uri(pairs_path: Path) -> str:
-    """The pairs file as SARIF wants it: relative to the working directory when inside it."""
-    resolved = pairs_path.resolve()
-    try:
-        return resolved.relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return resolved.as_uri()
+def _replay_study(
+    pairs: list[Pair],
+    pairs_path: Path,
+    *,
+    judge: str | None,
+    human_threshold: float,
+    judge_family: str | None,
+    study_keys: tuple[str, ...],
+    min_subset_n: int,
+) -> CalibrationStudy:
+    """The recorded verdicts' reports; with every judge, their comparison and independence."""
+    reports, comparison = replay_study(
+        pairs,
+        path=str(pairs_path),
+        only_judge=judge,
+        human_threshold=human_threshold,
+        judge_family=judge_family,
+        by=study_keys,
+        min_subset_n=min_subset_n,
+    )
+    # effective number of judges: replay of 2+ judges only
+    independence = judge_independence_from_pairs(pairs, judges_in(pairs)) if judge is None else None
+    return CalibrationStudy("replay", reports, comparison, independence)
 
 
-def _save_confidence_map(path: Path, reports: list[dict[str, Any]]) -> None:
-    """The isotonic map of the one judge whose verdicts stated a confidence."""
-    fitted = [
-        (report["judge"], section)
-        for report in reports
-        if (section := report.get("confidence_calibration")) and section.get("available")
-    ]
-    if len(fitted) != 1:
-        raise ConfigError(
-            f"--save-confidence-map needs exactly one judge whose verdicts state a confidence "
-            f"on {MIN_CONFIDENCE_VERDICTS}+ labelled verdicts; found {len(fitted)} (use --judge)"
+def _live_study(
+    pairs: list[Pair],
+    pairs_path: Path,
+    settings: LiveSettings,
+    *,
+    human_threshold: float,
+    judge_family: str | None,
+    bias_check: bool,
+    probes: str,
+    study_keys: tuple[str, ...],
+    min_subset_n: int,
+) -> CalibrationStudy:
+    """The judge's report from calling it on every pair in both orders (with a progress bar)."""
+    probability = 1.0 if bias_check else bias_check_probability()
+    with call_progress(f"judging {len(pairs)} pairs") as (on_total, on_done):
+        report = run_live(
+            pairs,
+            settings,
+            human_threshold=human_threshold,
+            judge_family=judge_family,
+            bias_check_probability=probability,
+            probes=parse_probe_names(probes),
+            on_call_done=on_done,
+            on_total=on_total,
+            source=str(pairs_path),
+            by=study_keys,
+            min_subset_n=min_subset_n,
         )
-    judge, section = fitted[0]
-    points = section["isotonic_map"]
-    mapping = ConfidenceMap(tuple(points["x"]), tuple(points["y"]))
-    write_json_atomically(path, mapping.as_json(str(judge), section["n_verdicts"]))
+    return CalibrationStudy("live", [report])
+
+
+def _judge_pairs(
+    pairs: list[Pair],
+    pairs_path: Path,
+    *,
+    model: str | None,
+    option: list[str] | None,
+    output: Path | None,
+    cache: Path | None,
+    no_cache: bool,
+    repetitions: int,
+    concurrency: int,
+    seed: int,
+    temperature: float | None,
+    judge: str | None,
+    human_threshold: float,
+    judge_family: str | None,
+    bias_check: bool,
+    probes: str,
+    study_keys: tuple[str, ...],
+    min_subset_n: int,
+) -> CalibrationStudy:
+    """Replay the recorded verdicts without ``--model``, else call the judge live."""
+    if model is None:
+        return _replay_study(
+            pairs,
+            pairs_path,
+            judge=judge,
+            human_threshold=human_threshold,
+            judge_family=judge_family,
+            study_keys=study_keys,
+            min_subset_n=min_subset_n,
+        )
+    settings = _live_settings(
+        pairs_path,
+        model=model,
+        option=option,
+        output=output,
+        cache=cache,
+        no_cache=no_cache,
+        repetitions=repetitions,
+        concurrency=concurrency,
+        seed=seed,
+        temperature=temperature,
+    )
+    return _live_study(
+        pairs,
+        pairs_path,
+        settings,
+        human_threshold=human_threshold,
+        judge_family=judge_family,
+        bias_check=bias_check,
+        probes=probes,
+        study_keys=study_keys,
+        min_subset_n=min_subset_n,
+    )
 
 
 def calibrate_command(
-    pairs_path: Annotated[
-        Path | None, typer.Argument(help="pairs JSONL (with 'judgments' to replay)")
-    ] = None,
+    pairs_path: PairsArgument = None,
     model: ModelOption = None,
     option: OptionsOption = None,
-    output: Annotated[
-        Path | None, typer.Option("--output", help="write the JSON report here")
-    ] = None,
-    repetitions: Annotated[int, typer.Option(help="judgments per pair and order (live)")] = 1,
-    concurrency: Annotated[int, typer.Option(help="concurrent judge calls (live)")] = 8,
-    cache: Annotated[Path | None, typer.Option(help="call cache/checkpoint JSONL (live)")] = None,
-    no_cache: Annotated[
-        bool, typer.Option("--no-cache", help="do not read or write a call cache")
-    ] = False,
-    seed: Annotated[int, typer.Option(help="seed for sampling and bias-check selection")] = 0,
-    temperature: Annotated[float | None, typer.Option(help="judge sampling temperature")] = None,
-    human_threshold: Annotated[
-        float, typer.Option(help="minimum kappa with human labels to trust the judge")
-    ] = DEFAULT_HUMAN_KAPPA_THRESHOLD,
-    judge: Annotated[str | None, typer.Option(help="replay only this judge's records")] = None,
-    judge_family: Annotated[
-        str | None, typer.Option(help="override the judge's model family")
-    ] = None,
-    bias_check: Annotated[
-        bool, typer.Option("--bias-check", help="run the bias probes on every pair")
-    ] = False,
-    probes: Annotated[str, typer.Option(help="probes for the bias check")] = ",".join(PROBE_NAMES),
-    fail_under: Annotated[
-        str | None,
-        typer.Option(
-            help="exit 4 when a metric is below its floor, e.g. kappa=0.6,agreement=0.85"
-            f" (metrics: {', '.join(METRICS)})"
-        ),
-    ] = None,
-    min_evaluated: Annotated[
-        float,
-        typer.Option(help="exit 5 unless this share of pairs was judged in both orders"),
-    ] = DEFAULT_MIN_EVALUATED,
-    by: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--by",
-            help="study mode: every figure per subset (repeatable):"
-            " pair_type, subset_tags, model_pair, judge, metadata.NAME",
-        ),
-    ] = None,
-    min_subset_n: Annotated[
-        int, typer.Option(help="subsets with fewer evaluated pairs are marked too small")
-    ] = DEFAULT_MIN_SUBSET_N,
-    html: Annotated[
-        Path | None, typer.Option("--html", help="write the study tables as an HTML page")
-    ] = None,
+    output: ReportOutputOption = None,
+    repetitions: RepetitionsOption = 1,
+    concurrency: LiveConcurrencyOption = 8,
+    cache: LiveCacheOption = None,
+    no_cache: NoCacheOption = False,
+    seed: SeedOption = 0,
+    temperature: TemperatureOption = None,
+    human_threshold: HumanThresholdOption = DEFAULT_HUMAN_KAPPA_THRESHOLD,
+    judge: JudgeOption = None,
+    judge_family: JudgeFamilyOption = None,
+    bias_check: BiasCheckOption = False,
+    probes: ProbesOption = DEFAULT_PROBES,
+    fail_under: FailUnderOption = None,
+    min_evaluated: MinEvaluatedOption = DEFAULT_MIN_EVALUATED,
+    by: ByOption = None,
+    min_subset_n: MinSubsetOption = DEFAULT_MIN_SUBSET_N,
+    html: HtmlOption = None,
     input_format: InputFormatOption = "ours",
     mapping: MapOption = None,
     human: HumanOption = None,
     sarif: SarifOption = None,
-    save_confidence_map: Annotated[
-        Path | None,
-        typer.Option(help="write the isotonic map of the judge's stated confidence (JSON)"),
-    ] = None,
-    confidence_map: Annotated[
-        Path | None,
-        typer.Option(help="apply a saved confidence map to the verdicts' confidences first"),
-    ] = None,
-    canary: Annotated[
-        Path | None,
-        typer.Option(help="re-score this frozen canary set (JSONL: id, question, response)"),
-    ] = None,
-    baseline: Annotated[
-        list[Path] | None,
-        typer.Option(help="an earlier --canary output to compare with (repeatable)"),
-    ] = None,
-    drift_alpha: Annotated[
-        float, typer.Option(help="--canary: the drift test's level (exit 6 below it)")
-    ] = 0.05,
+    save_confidence_map: SaveConfidenceMapOption = None,
+    confidence_map: ConfidenceMapOption = None,
+    canary: CanaryOption = None,
+    baseline: BaselineOption = None,
+    drift_alpha: DriftAlphaOption = 0.05,
 ) -> None:
     """Position-swap calibration of an LLM judge (live with --model, else replay of verdicts).
 
@@ -293,89 +357,39 @@ def calibrate_command(
     pairs = load_pairs_any(pairs_path, input_format, mapping or [], human, live=model is not None)
     if confidence_map is not None:
         pairs = with_mapped_confidences(pairs, read_confidence_map(confidence_map))
-    comparison = None
-    independence = None  # effective number of judges: replay of 2+ judges only
-    if model is None:
-        reports, comparison = replay_study(
-            pairs,
-            path=str(pairs_path),
-            only_judge=judge,
-            human_threshold=human_threshold,
-            judge_family=judge_family,
-            by=study_keys,
-            min_subset_n=min_subset_n,
-        )
-        mode = "replay"
-        if judge is None:
-            independence = judge_independence_from_pairs(pairs, judges_in(pairs))
-    else:
-        settings = _live_settings(
-            pairs_path,
-            model=model,
-            option=option,
-            output=output,
-            cache=cache,
-            no_cache=no_cache,
-            repetitions=repetitions,
-            concurrency=concurrency,
-            seed=seed,
-            temperature=temperature,
-        )
-        probability = 1.0 if bias_check else bias_check_probability()
-        with call_progress(f"judging {len(pairs)} pairs") as (on_total, on_done):
-            reports = [
-                run_live(
-                    pairs,
-                    settings,
-                    human_threshold=human_threshold,
-                    judge_family=judge_family,
-                    bias_check_probability=probability,
-                    probes=parse_probe_names(probes),
-                    on_call_done=on_done,
-                    on_total=on_total,
-                    source=str(pairs_path),
-                    by=study_keys,
-                    min_subset_n=min_subset_n,
-                )
-            ]
-        mode = "live"
-    # one decision gives both the JSON verdict and the exit status (issue 28)
-    decision = decide_gate(reports, thresholds)
-    if output is not None:
-        document = {
-            "format": REPORT_FORMAT,
-            "mode": mode,
-            "reports": reports,
-            "gate": decision.as_json(),
-        }
-        if comparison is not None:
-            document["judge_comparison"] = comparison
-        if independence is not None:
-            document["effective_judges"] = independence
-        write_json_atomically(output, document)
-    if sarif is not None:
-        write_json_atomically(
-            sarif, calibration_sarif(reports, decision, _artifact_uri(pairs_path))
-        )
-    if save_confidence_map is not None:
-        _save_confidence_map(save_confidence_map, reports)
-    if html is not None:
-        write_text_atomically(html, render_study_html(reports, comparison, independence))
-    # `--output -` or `--sarif -`: the JSON owns stdout, the summary goes to stderr
-    to_stderr = any(writes_to_stdout(path) for path in (output, sarif, save_confidence_map))
-    typer.echo(
-        "\n\n".join(
-            render_summary(report, min_evaluated=thresholds.min_evaluated) for report in reports
-        ),
-        err=to_stderr,
+    study = _judge_pairs(
+        pairs,
+        pairs_path,
+        model=model,
+        option=option,
+        output=output,
+        cache=cache,
+        no_cache=no_cache,
+        repetitions=repetitions,
+        concurrency=concurrency,
+        seed=seed,
+        temperature=temperature,
+        judge=judge,
+        human_threshold=human_threshold,
+        judge_family=judge_family,
+        bias_check=bias_check,
+        probes=probes,
+        study_keys=study_keys,
+        min_subset_n=min_subset_n,
     )
-    if independence is not None:
-        typer.echo("\n" + render_independence_text(independence), err=to_stderr)
-    if study_keys:
-        typer.echo("\n" + render_study_text(reports, comparison), err=to_stderr)
-        if "judge" in study_keys and comparison is None:
-            only = terminal_safe(str(reports[0]["judge"]))
-            typer.echo(f"--by judge: one judge ({only}), nothing to compare", err=to_stderr)
+    # one decision gives both the JSON verdict and the exit status (issue 28)
+    decision = decide_gate(study.reports, thresholds)
+    report_study(
+        study,
+        decision,
+        pairs_path,
+        output=output,
+        sarif=sarif,
+        confidence_map_path=save_confidence_map,
+        html=html,
+        min_evaluated=thresholds.min_evaluated,
+        study_keys=study_keys,
+    )
     decision.raise_if_failed()
 
 
@@ -419,7 +433,9 @@ def probe_command(
     names = parse_probe_names(probes)
     pairs = read_pairs(pairs_path)
     if model is None:
-        report = _offline_probe_report(pairs_path, pairs, names, emit, replay, judge_name)
+        report = _offline_probe_report(
+            pairs_path, pairs, names=names, emit=emit, replay=replay, judge_name=judge_name
+        )
         if report is None:
             return
     else:
@@ -453,7 +469,7 @@ def probe_command(
     if sarif is not None:
         decision = decide_gate([report], GateThresholds(min_evaluated=0.0))
         write_json_atomically(
-            sarif, calibration_sarif([report], decision, _artifact_uri(pairs_path))
+            sarif, calibration_sarif([report], decision, artifact_uri(pairs_path))
         )
     typer.echo(render_summary(report), err=writes_to_stdout(output) or writes_to_stdout(sarif))
 
@@ -461,6 +477,7 @@ def probe_command(
 def _offline_probe_report(
     pairs_path: Path,
     pairs: list[Pair],
+    *,
     names: tuple[str, ...],
     emit: Path | None,
     replay: Path | None,

@@ -112,7 +112,12 @@ def build_server() -> Any:
         ranking, parsed_ranking}], label_to_model (shared or per reviewer). Records are
         written to store (default: the configured one) only with write_records=true."""
         return await mcp_tools.audit_session(
-            stage1, stage2, label_to_model, score_scale, store, write_records
+            stage1,
+            stage2,
+            label_to_model,
+            score_scale=score_scale,
+            store=store,
+            write_records=write_records,
         )
 
     return server

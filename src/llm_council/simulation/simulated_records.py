@@ -107,6 +107,98 @@ def answer_similarities(n_sessions: int, n_members: int, rng: np.random.Generato
     return np.asarray((1.0 + cosine) / 2.0)
 
 
+@dataclass(frozen=True)
+class _MemberArrays:
+    """The profiles' parameters as arrays over members (reviewer or candidate by context)."""
+
+    quality_mean: np.ndarray
+    quality_sd: np.ndarray
+    log_words_mean: np.ndarray
+    log_words_sd: np.ndarray
+    leniency: np.ndarray
+    noise_sd: np.ndarray
+    verbosity: np.ndarray
+    self_preference: np.ndarray
+    decimals: np.ndarray
+    position_effect: np.ndarray  # [reviewer, slot] points
+    drift: np.ndarray  # leniency points per week
+    mimicry: np.ndarray
+    anchoring: np.ndarray
+
+    @classmethod
+    def of(cls, profiles: Sequence[SimulatedProfile]) -> _MemberArrays:
+        n_members = len(profiles)
+        position_effect = np.zeros((n_members, n_members))
+        for r, profile in enumerate(profiles):
+            for slot in range(n_members):
+                position_effect[r, slot] = profile.position_effect(slot)
+        return cls(
+            quality_mean=np.array([p.quality_mean for p in profiles]),
+            quality_sd=np.array([p.quality_sd for p in profiles]),
+            log_words_mean=np.log([p.answer_mean_words for p in profiles]),
+            log_words_sd=np.array([p.answer_length_sigma for p in profiles]),
+            leniency=np.array([p.leniency for p in profiles]),
+            noise_sd=np.array([p.noise_sd for p in profiles]),
+            verbosity=np.array([p.verbosity for p in profiles]),
+            self_preference=np.array([p.self_preference for p in profiles]),
+            decimals=np.array([p.score_decimals for p in profiles]),
+            position_effect=position_effect,
+            drift=np.array([p.leniency_drift_per_week for p in profiles]),
+            mimicry=np.array([p.style_mimicry for p in profiles]),
+            anchoring=np.array([p.anchoring for p in profiles]),
+        )
+
+
+def _draw_answers(
+    members: _MemberArrays, n_sessions: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``[session, member]`` answer quality, words and characters (three draws from ``rng``)."""
+    shape = (n_sessions, len(members.quality_mean))
+    quality = members.quality_mean + members.quality_sd * rng.standard_normal(shape)
+    words = np.maximum(
+        1,
+        np.rint(np.exp(members.log_words_mean + members.log_words_sd * rng.standard_normal(shape))),
+    )
+    chars = np.rint(words * (_CHARS_PER_WORD + 0.4 * rng.standard_normal(shape))).clip(min=words)
+    return quality, words, chars
+
+
+def _display_orders(
+    n_sessions: int, n_members: int, self_review: bool, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``is_self``, ``order`` and ``position`` over [session, reviewer, candidate]: each
+    reviewer's own uniform shuffle (its own answer last, to be dropped, when recused)."""
+    is_self = np.broadcast_to(np.eye(n_members, dtype=bool), (n_sessions, n_members, n_members))
+    shuffle_keys = rng.random((n_sessions, n_members, n_members))
+    if not self_review:
+        shuffle_keys = np.where(
+            is_self, np.inf, shuffle_keys
+        )  # own answer sorts last, then dropped
+    order = np.argsort(shuffle_keys, axis=-1)
+    position = np.empty_like(order)
+    np.put_along_axis(position, order, np.arange(n_members)[None, None, :], axis=-1)
+    return is_self, order, position
+
+
+def _ranks(
+    score: np.ndarray, keep: np.ndarray, reasoning: _ReasoningDraws, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """The scores after refusals and each review's ranking of them (0 = unranked).
+
+    Rank 1 = best among the answers this reviewer was shown; ties broken at random.
+    """
+    n_members = score.shape[-1]
+    rank_key = np.where(keep & ~np.isnan(score), -score, np.inf)
+    rank_order = np.lexsort((rng.random(score.shape), rank_key), axis=-1)
+    rank = np.empty_like(rank_order)
+    np.put_along_axis(rank, rank_order, np.arange(1, n_members + 1)[None, None, :], axis=-1)
+    rank = np.where(np.isnan(score), 0, rank)
+    if reasoning.refused is not None:
+        score = np.where(reasoning.refused[:, :, None], np.nan, score)
+        rank = np.where(reasoning.refused[:, :, None], 0, rank)
+    return score, reasoning.mismatched(rank)
+
+
 def simulate_record_columns(
     profiles: Sequence[SimulatedProfile],
     n_sessions: int,
@@ -126,96 +218,54 @@ def simulate_record_columns(
     ``leniency_drift_per_week``) is each session's time in weeks since the first one.
     Answer styles come from a generator spawned from ``rng`` (spawning leaves ``rng``'s
     stream alone), so every score is what it was before styles existed when
-    ``style_mimicry`` is 0.
+    ``style_mimicry`` is 0. The draws from ``rng`` keep one order (seeded stores depend
+    on it): reasoning, styles, answers, display orders, noise, missing scores, rank ties.
     """
     n_members = len(profiles)
     if n_members < 2:
         raise ValueError("a council needs at least 2 members")
-    quality_mean = np.array([p.quality_mean for p in profiles])
-    quality_sd = np.array([p.quality_sd for p in profiles])
-    log_words_mean = np.log([p.answer_mean_words for p in profiles])
-    log_words_sd = np.array([p.answer_length_sigma for p in profiles])
-    leniency = np.array([p.leniency for p in profiles])
-    noise_sd = np.array([p.noise_sd for p in profiles])
-    verbosity = np.array([p.verbosity for p in profiles])
-    self_preference = np.array([p.self_preference for p in profiles])
-    decimals = np.array([p.score_decimals for p in profiles])
-    position_effect_table = np.zeros((n_members, n_members))
-    for r, profile in enumerate(profiles):
-        for slot in range(n_members):
-            position_effect_table[r, slot] = profile.position_effect(slot)
-
+    members = _MemberArrays.of(profiles)
     n_ranked = n_members if self_review else n_members - 1
     reasoning = _ReasoningDraws.draw(profiles, n_sessions, rng, n_ranked)
     favour_table = _favour_table(profiles, member_names)
-    drift = np.array([p.leniency_drift_per_week for p in profiles])
     weeks = np.zeros(n_sessions) if session_weeks is None else np.asarray(session_weeks, float)
-
-    shape = (n_sessions, n_members)
     similarity = answer_similarities(n_sessions, n_members, rng.spawn(1)[0])
-    mimicry = np.array([p.style_mimicry for p in profiles])
-    quality = quality_mean + quality_sd * rng.standard_normal(shape)
-    words = np.maximum(
-        1, np.rint(np.exp(log_words_mean + log_words_sd * rng.standard_normal(shape)))
-    )
-    chars = np.rint(words * (_CHARS_PER_WORD + 0.4 * rng.standard_normal(shape))).clip(min=words)
-
-    # axes: session, reviewer, candidate (model)
-    is_self = np.broadcast_to(np.eye(n_members, dtype=bool), (n_sessions, n_members, n_members))
-    shuffle_keys = rng.random((n_sessions, n_members, n_members))
-    if not self_review:
-        shuffle_keys = np.where(
-            is_self, np.inf, shuffle_keys
-        )  # own answer sorts last, then dropped
-    order = np.argsort(shuffle_keys, axis=-1)
-    position = np.empty_like(order)
-    np.put_along_axis(position, order, np.arange(n_members)[None, None, :], axis=-1)
-
+    quality, words, chars = _draw_answers(members, n_sessions, rng)
+    is_self, order, position = _display_orders(n_sessions, n_members, self_review, rng)
     slot_effect = np.take_along_axis(
-        np.broadcast_to(position_effect_table, (n_sessions, n_members, n_members)),
+        np.broadcast_to(members.position_effect, (n_sessions, n_members, n_members)),
         position,
         axis=-1,
     )
     log_length = np.log(words / REFERENCE_ANSWER_WORDS)
     score = (
         quality[:, None, :]
-        + leniency[None, :, None]
+        + members.leniency[None, :, None]
         + slot_effect
-        + verbosity[None, :, None] * log_length[:, None, :]
-        + self_preference[None, :, None] * is_self
+        + members.verbosity[None, :, None] * log_length[:, None, :]
+        + members.self_preference[None, :, None] * is_self
         + favour_table[None, :, :]
-        + (drift[None, :] * weeks[:, None])[:, :, None]
+        + (members.drift[None, :] * weeks[:, None])[:, :, None]
         + reasoning.score_shift[:, :, None]
-        + noise_sd[None, :, None] * rng.standard_normal((n_sessions, n_members, n_members))
+        + members.noise_sd[None, :, None] * rng.standard_normal((n_sessions, n_members, n_members))
     )
-    if np.any(mimicry):
-        score = score + np.where(is_self, 0.0, mimicry[None, :, None] * (similarity - 0.5))
-    score = _anchored(score, order, np.array([p.anchoring for p in profiles]))
+    if np.any(members.mimicry):
+        score = score + np.where(is_self, 0.0, members.mimicry[None, :, None] * (similarity - 0.5))
+    score = _anchored(score, order, members.anchoring)
     score = np.clip(score, *score_scale)
-    scale_factor = (10.0**decimals)[None, :, None]
+    scale_factor = (10.0**members.decimals)[None, :, None]
     score = np.round(score * scale_factor) / scale_factor
     if missing_score_rate > 0:
         score = np.where(rng.random(score.shape) < missing_score_rate, np.nan, score)
-
     keep = np.ones(score.shape, dtype=bool) if self_review else ~is_self
-    # rank 1 = best among the answers this reviewer was shown; ties broken at random
-    rank_key = np.where(keep & ~np.isnan(score), -score, np.inf)
-    rank_order = np.lexsort((rng.random(score.shape), rank_key), axis=-1)
-    rank = np.empty_like(rank_order)
-    np.put_along_axis(rank, rank_order, np.arange(1, n_members + 1)[None, None, :], axis=-1)
-    rank = np.where(np.isnan(score), 0, rank)
-    if reasoning.refused is not None:
-        score = np.where(reasoning.refused[:, :, None], np.nan, score)
-        rank = np.where(reasoning.refused[:, :, None], 0, rank)
-    rank = reasoning.mismatched(rank)
-
+    score, rank = _ranks(score, keep, reasoning, rng)
     session_index, reviewer_index, model_index = np.nonzero(keep)
     return RecordColumns(
         session_index=session_index,
         reviewer_index=reviewer_index,
         model_index=model_index,
         position=position[keep],
-        n_candidates=n_members if self_review else n_members - 1,
+        n_candidates=n_ranked,
         length_chars=chars[session_index, model_index].astype(np.int64),
         length_words=words[session_index, model_index].astype(np.int64),
         score=score[keep],

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from llm_council.bias_audit.report.analyses.causal_checks import causal_checks
-from llm_council.bias_audit.report.analyses.decisions import decisions_affected
-from llm_council.bias_audit.report.analyses.families import submit_bias_families
-from llm_council.bias_audit.report.analyses.fingerprints import fingerprint_history
-from llm_council.bias_audit.report.analyses.joint import fit_joint_model
+import duckdb
+
+from llm_council.bias_audit.report.analyses.causal_checks import CausalChecks, causal_checks
+from llm_council.bias_audit.report.analyses.decisions import DecisionsAffected, decisions_affected
+from llm_council.bias_audit.report.analyses.families import BiasFamilies, submit_bias_families
+from llm_council.bias_audit.report.analyses.fingerprints import (
+    FingerprintHistory,
+    fingerprint_history,
+)
+from llm_council.bias_audit.report.analyses.joint import JointFit, fit_joint_model
 from llm_council.bias_audit.report.analyses.leaderboard import (
     build_leaderboard,
     with_adjusted_means,
@@ -18,7 +24,10 @@ from llm_council.bias_audit.report.analyses.leaderboard import (
 from llm_council.bias_audit.report.analyses.length import pooled_length_bias
 from llm_council.bias_audit.report.analyses.monitor import monitor_section
 from llm_council.bias_audit.report.analyses.position import position_bias
-from llm_council.bias_audit.report.analyses.reliability import council_reliability
+from llm_council.bias_audit.report.analyses.reliability import (
+    CouncilReliability,
+    council_reliability,
+)
 from llm_council.bias_audit.report.analyses.reviewers import (
     leniency_fixed_by_the_scale,
     material_leniency,
@@ -30,17 +39,191 @@ from llm_council.bias_audit.report.analyses.section_runner import (
     SectionRunner,
 )
 from llm_council.bias_audit.report.finding import ERROR_RATES
-from llm_council.bias_audit.report.load.loading import DEFAULT_MEMORY_LIMIT, load_store, parse_since
+from llm_council.bias_audit.report.load.loading import (
+    DEFAULT_MEMORY_LIMIT,
+    LoadedStore,
+    load_store,
+    parse_since,
+)
 from llm_council.bias_audit.report.load.tables import (
     create_analysis_tables,
     rank_point_reviewers,
 )
-from llm_council.bias_audit.report.model import BiasReport
+from llm_council.bias_audit.report.model import (
+    BiasReport,
+    Leaderboard,
+    LengthBias,
+    PositionBias,
+    ReviewerProfile,
+    SelfPreference,
+)
 from llm_council.bias_audit.report.report_verdicts import decide_findings
 from llm_council.errors import ConfigError, RecordError
 
 #: how many times :func:`build_report` calls ``on_step`` (the CLI's progress bar total)
 REPORT_STEPS = 7
+
+
+@dataclass(frozen=True)
+class _Sections:
+    """Every analysis of the report, as the section runner returned them."""
+
+    profiles: list[ReviewerProfile]
+    length: LengthBias | None
+    position: PositionBias | None
+    joint: JointFit | None
+    self_preference: list[SelfPreference]
+    families: BiasFamilies
+    board: Leaderboard | None
+    causal: CausalChecks | None
+    decisions: DecisionsAffected | None
+    reliability: CouncilReliability
+    fingerprints: FingerprintHistory | None
+
+
+def _read_store(
+    store_path: str | Path,
+    *,
+    since: str | None,
+    until: str | None,
+    threads: int | None,
+    engine: str,
+    memory_limit: str,
+    reproducible: bool,
+) -> LoadedStore:
+    """The records in the window; a store without any usable one is a :class:`RecordError`."""
+    cutoff = parse_since(since) if since else None
+    end = parse_since(until, option="--until") if until else None
+    store = load_store(
+        store_path,
+        since=cutoff,
+        since_label=since,
+        threads=threads,
+        engine=engine,
+        until=end,
+        memory_limit=memory_limit,
+        reproducible=reproducible,
+    )
+    if store.n_records == 0:
+        detail = (f" since {since}" if since else "") + (f" until {until}" if until else "")
+        raise RecordError(f"no usable bias-audit records{detail} in {store.path!r}")
+    return store
+
+
+def _run_sections(
+    runner: SectionRunner,
+    connection: duckdb.DuckDBPyConnection,
+    step: Callable[[str], None],
+    *,
+    significance_level: float,
+    n_resamples: int,
+    seed: int,
+) -> _Sections:
+    """Submit every analysis to ``runner``, costliest first, and collect them in step order.
+
+    With two workers (:mod:`.section_runner`) the queue drains evenly; on a large store
+    they run one at a time, each when its result is asked for below, so the progress steps
+    name what is running.
+    """
+    board_future = runner.submit(build_leaderboard, n_resamples=n_resamples, seed=seed)
+    step("profiling reviewers")
+    # both need it: ask once (rank points or a forced-choice scale)
+    rank_reviewers = rank_point_reviewers(connection)
+    forced_choice = leniency_fixed_by_the_scale(connection, rank_reviewers)
+    profiles = reviewer_profiles(
+        connection, forced_choice=forced_choice, rank_reviewers=rank_reviewers
+    )
+    # the joint model's leniencies are centred on the profiles' robust reference
+    reference = [p.reviewer for p in profiles if p.in_leniency_reference]
+    joint_future = runner.submit(fit_joint_model, reference, forced_choice=forced_choice)
+    position_future = runner.submit(position_bias, significance_level)
+    level_fixed = frozenset([p.reviewer for p in profiles] if forced_choice else rank_reviewers)
+    collect_families = submit_bias_families(
+        runner, significance_level, seed=seed, level_fixed=level_fixed
+    )
+    length_future = runner.submit(pooled_length_bias)
+    causal_future = runner.submit(causal_checks)  # ADR 0024: the live checks, if any
+    decisions_future = runner.submit(decisions_affected)  # ADR 0046
+    reliability_future = runner.submit(  # ADR 0062: descriptive, not a finding
+        council_reliability, rank_reviewers, n_resamples=n_resamples, seed=seed
+    )
+    fingerprints_future = runner.submit(fingerprint_history)  # ADR 0062
+    step("length and position")
+    length = length_future.result()
+    position = position_future.result()
+    step("fitting the joint model")
+    joint = joint_future.result()
+    self_preference = self_preferences(
+        connection,
+        joint.model.effects if joint else [],
+        joint.model.n_sessions if joint else 0,
+    )
+    step("anchoring, favouritism, drift")
+    families = collect_families()
+    step("leaderboard (bootstrap over sessions)")
+    return _Sections(
+        profiles=profiles,
+        length=length,
+        position=position,
+        joint=joint,
+        self_preference=self_preference,
+        families=families,
+        board=board_future.result(),
+        causal=causal_future.result(),
+        decisions=decisions_future.result(),
+        reliability=reliability_future.result(),
+        fingerprints=fingerprints_future.result(),
+    )
+
+
+def _assemble_report(
+    store_path: str | Path,
+    store: LoadedStore,
+    sections: _Sections,
+    *,
+    since: str | None,
+    until: str | None,
+    significance_level: float,
+) -> BiasReport:
+    """The report from the sections and the store's counts (findings not yet decided)."""
+    connection = store.connection
+    counts = connection.execute(
+        "SELECT (SELECT count(*) FROM reviewers), (SELECT count(*) FROM models)"
+    ).fetchone()
+    assert counts is not None
+    joint, board = sections.joint, sections.board
+    leaderboard = (
+        with_adjusted_means(board, joint.adjusted_mean_by_model if joint else {})
+        if board is not None
+        else None
+    )
+    return BiasReport(
+        store=store.path,
+        generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        since=since,
+        n_records=store.n_records,
+        n_sessions=store.n_sessions,
+        n_reviewers=int(counts[0]),
+        n_models=int(counts[1]),
+        warnings=list(store.warnings),
+        profiles=sections.profiles,
+        length=sections.length,
+        position=sections.position,
+        self_preference=sections.self_preference,
+        joint=joint.model if joint else None,
+        leaderboard=leaderboard,
+        significance_level=significance_level,
+        n_incomplete_sessions=store.n_incomplete_sessions,
+        n_incomplete_records=store.n_incomplete_records,
+        causal_checks=sections.causal,
+        until=until,
+        families=sections.families,
+        decisions=sections.decisions,
+        material_leniency=material_leniency(connection),
+        reliability=sections.reliability,
+        fingerprints=sections.fingerprints,
+        monitor=monitor_section(store_path),  # ADR 0053: reads the state, writes nothing
+    )
 
 
 def build_report(
@@ -73,109 +256,37 @@ def build_report(
     if error_rate not in ERROR_RATES:
         raise ConfigError(f"unknown error rate {error_rate!r} (expected fwer or fdr)")
     step = on_step or (lambda _name: None)
-    cutoff = parse_since(since) if since else None
-    end = parse_since(until, option="--until") if until else None
     step("reading records")
-    store = load_store(
+    store = _read_store(
         store_path,
-        since=cutoff,
-        since_label=since,
+        since=since,
+        until=until,
         threads=threads,
         engine=engine,
-        until=end,
         memory_limit=memory_limit,
         reproducible=reproducible,
     )
-    if store.n_records == 0:
-        detail = (f" since {since}" if since else "") + (f" until {until}" if until else "")
-        raise RecordError(f"no usable bias-audit records{detail} in {store.path!r}")
     connection = store.connection
     try:
         step("pairing reviewers on the same answers")
         create_analysis_tables(connection)
-        # Costliest sections first: with two workers (:mod:`.section_runner`) the queue
-        # drains evenly; on a large store they run one at a time, each when its result is
-        # asked for below, so the progress steps name what is running.
         parallel = store.n_records <= PARALLEL_MAX_RECORDS
         with SectionRunner(connection, parallel=parallel, one_blas_thread=reproducible) as runner:
-            board_future = runner.submit(build_leaderboard, n_resamples=n_resamples, seed=seed)
-            step("profiling reviewers")
-            # both need it: ask once (rank points or a forced-choice scale)
-            rank_reviewers = rank_point_reviewers(connection)
-            forced_choice = leniency_fixed_by_the_scale(connection, rank_reviewers)
-            profiles = reviewer_profiles(
-                connection, forced_choice=forced_choice, rank_reviewers=rank_reviewers
-            )
-            # the joint model's leniencies are centred on the profiles' robust reference
-            reference = [p.reviewer for p in profiles if p.in_leniency_reference]
-            joint_future = runner.submit(fit_joint_model, reference, forced_choice=forced_choice)
-            position_future = runner.submit(position_bias, significance_level)
-            level_fixed = frozenset(
-                [p.reviewer for p in profiles] if forced_choice else rank_reviewers
-            )
-            collect_families = submit_bias_families(
-                runner, significance_level, seed=seed, level_fixed=level_fixed
-            )
-            length_future = runner.submit(pooled_length_bias)
-            causal_future = runner.submit(causal_checks)  # ADR 0024: the live checks, if any
-            decisions_future = runner.submit(decisions_affected)  # ADR 0046
-            reliability_future = runner.submit(  # ADR 0062: descriptive, not a finding
-                council_reliability, rank_reviewers, n_resamples=n_resamples, seed=seed
-            )
-            fingerprints_future = runner.submit(fingerprint_history)  # ADR 0062
-            step("length and position")
-            length = length_future.result()
-            position = position_future.result()
-            step("fitting the joint model")
-            joint = joint_future.result()
-            self_preference = self_preferences(
+            sections = _run_sections(
+                runner,
                 connection,
-                joint.model.effects if joint else [],
-                joint.model.n_sessions if joint else 0,
+                step,
+                significance_level=significance_level,
+                n_resamples=n_resamples,
+                seed=seed,
             )
-            step("anchoring, favouritism, drift")
-            families = collect_families()
-            step("leaderboard (bootstrap over sessions)")
-            board = board_future.result()
-            causal = causal_future.result()
-            decisions = decisions_future.result()
-            reliability = reliability_future.result()
-            fingerprints = fingerprints_future.result()
-        counts = connection.execute(
-            "SELECT (SELECT count(*) FROM reviewers), (SELECT count(*) FROM models)"
-        ).fetchone()
-        assert counts is not None
-        leaderboard = (
-            with_adjusted_means(board, joint.adjusted_mean_by_model if joint else {})
-            if board is not None
-            else None
-        )
-        report = BiasReport(
-            store=store.path,
-            generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        report = _assemble_report(
+            store_path,
+            store,
+            sections,
             since=since,
-            n_records=store.n_records,
-            n_sessions=store.n_sessions,
-            n_reviewers=int(counts[0]),
-            n_models=int(counts[1]),
-            warnings=list(store.warnings),
-            profiles=profiles,
-            length=length,
-            position=position,
-            self_preference=self_preference,
-            joint=joint.model if joint else None,
-            leaderboard=leaderboard,
-            significance_level=significance_level,
-            n_incomplete_sessions=store.n_incomplete_sessions,
-            n_incomplete_records=store.n_incomplete_records,
-            causal_checks=causal,
             until=until,
-            families=families,
-            decisions=decisions,
-            material_leniency=material_leniency(connection),
-            reliability=reliability,
-            fingerprints=fingerprints,
-            monitor=monitor_section(store_path),  # ADR 0053: reads the state, writes nothing
+            significance_level=significance_level,
         )
     finally:
         connection.close()

@@ -40,11 +40,6 @@ class ScoreTable:
     length_chars: NDArray[np.float64]
     length_words: NDArray[np.float64]
 
-    @property
-    def has_positions(self) -> bool:
-        scored = ~np.isnan(self.scores) & ~self.is_self
-        return bool(np.any(self.positions[scored] != UNKNOWN_POSITION))
-
 
 def word_count(text: str) -> int:
     """Whitespace-separated words: the length unit of records and of the length test."""

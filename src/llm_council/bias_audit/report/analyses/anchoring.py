@@ -105,19 +105,26 @@ def _reviews_by_reviewer(review_reviewer: np.ndarray) -> list[tuple[int, slice]]
     ]
 
 
-def anchoring_by_reviewer(
-    connection: duckdb.DuckDBPyConnection,
-    significance_level: float = 0.05,
-    level_fixed: frozenset[str] = frozenset(),
-) -> list[ReviewerAnchoring]:
-    """Both anchoring correlations per reviewer from the ``scored`` table.
+@dataclass(frozen=True)
+class _ReviewTables:
+    """The ``scored`` rows as ``[review, slot]`` tables, one review per (reviewer, session)."""
 
-    A reviewer none of whose reviews has two usable answers (three answers a review, or
-    two) is not identified. ``level_fixed`` reviewers (rank points, or every reviewer on
-    a forced-choice scale) are not identified either: each of their scores in a review is
-    fixed by the others (the points add up to one total), so the paired deviation is tied
-    to the consensus by construction. On rank-only null councils (3 members, fixed
-    order, 100 sessions) the conditional test gave p < 0.001 in 3.3% of tests (ADR 0054).
+    in_order: np.ndarray  # the reviewer's score at each slot
+    paired: np.ndarray  # its paired deviation there (NaN on its own answer)
+    consensus: np.ndarray  # the other judges' mean on the answer at that slot
+    review_reviewer: np.ndarray  # reviewer index of each review
+    review_session: np.ndarray  # session of each review
+    names: dict[int, str]  # reviewer index -> reviewer
+
+    @property
+    def n_slots(self) -> int:
+        return int(self.in_order.shape[1])
+
+
+def _review_tables(connection: duckdb.DuckDBPyConnection) -> _ReviewTables | None:
+    """Read the scored rows shown at a slot below :data:`MAX_SLOTS`; None without any.
+
+    The per-record arrays live only here: the caller keeps the smaller tables.
     """
     rows = connection.execute(
         f"""SELECT s.reviewer_index, s.session, s.position, s.score, s.deviation, s.is_self
@@ -126,7 +133,7 @@ def anchoring_by_reviewer(
     ).fetchnumpy()
     names = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
     if len(rows["session"]) == 0:
-        return []
+        return None
     reviewer = np.asarray(rows["reviewer_index"], dtype=np.int64)
     session = np.asarray(rows["session"], dtype=np.int64)
     position = np.asarray(rows["position"], dtype=np.int64)
@@ -148,53 +155,90 @@ def anchoring_by_reviewer(
     review_session = np.zeros(n_reviews, dtype=np.int64)
     review_reviewer[review] = reviewer
     review_session[review] = session
-    # everything below works on the (review, slot) tables: drop the per-record arrays
-    del rows, reviewer, session, position, score, deviation, is_self, review, cell
-    nan = float("nan")
-    slot = np.broadcast_to(np.arange(n_slots, dtype=float), in_order.shape)
-    running = running_mean_deviation(in_order)
-    earlier = earlier_minus_rest_mean(consensus)
+    return _ReviewTables(in_order, paired, consensus, review_reviewer, review_session, names)
 
+
+def _conditional_correlation(
+    earlier: np.ndarray,
+    paired: np.ndarray,
+    slot: np.ndarray,
+    clusters: np.ndarray,
+    identified: bool,
+) -> IntervalEstimate:
+    """The conditional r of one reviewer's ``[review, slot]`` cells, centred within slot.
+
+    Not identified: every field NaN. Too few sessions for a jackknife, or an interval
+    collapsed to rounding: the estimate without a test.
+    """
+    nan = float("nan")
+    usable = np.isfinite(earlier) & np.isfinite(paired)
+    n_slots = slot.shape[1]
+    # integer group ids (unusable cells in group 0) so the grouping needs no sort
+    slot_groups = np.where(usable, slot, -1.0).astype(np.int64) + 1
+    # a cell alone in its slot is 0 after centring: it carries no information, and a
+    # session holding only such cells must not count as a jackknife cluster (with 3
+    # members most sessions have one; counted, they collapsed the interval to a point
+    # and gave p ~ 1e-30 on null councils)
+    in_group = np.bincount(slot_groups.ravel(), minlength=n_slots + 1)
+    usable &= in_group[slot_groups] >= 2
+    slot_groups = np.where(usable, slot_groups, 0)
+    x = _centred_within(np.where(usable, earlier, np.nan).ravel(), slot_groups.ravel())
+    conditional = cluster_jackknife_correlation(
+        x,
+        _centred_within(np.where(usable, paired, np.nan).ravel(), slot_groups.ravel()),
+        clusters.ravel(),
+    )
+    # no slot with earlier answers *and* later ones (two answers a review): x is undefined
+    if not identified:
+        return IntervalEstimate(nan, nan, nan, nan, nan, conditional.n_clusters)
+    if (
+        conditional.n_clusters < MIN_INFORMATIVE_SESSIONS
+        or not conditional.ci_high - conditional.ci_low > _COLLAPSED_WIDTH
+    ):
+        # too few sessions for a jackknife, or every leave-one-session-out r equal to
+        # rounding: no test (estimate kept)
+        return IntervalEstimate(conditional.estimate, nan, nan, nan, nan, conditional.n_clusters)
+    return conditional
+
+
+def anchoring_by_reviewer(
+    connection: duckdb.DuckDBPyConnection,
+    significance_level: float = 0.05,
+    level_fixed: frozenset[str] = frozenset(),
+) -> list[ReviewerAnchoring]:
+    """Both anchoring correlations per reviewer from the ``scored`` table.
+
+    A reviewer none of whose reviews has two usable answers (three answers a review, or
+    two) is not identified. ``level_fixed`` reviewers (rank points, or every reviewer on
+    a forced-choice scale) are not identified either: each of their scores in a review is
+    fixed by the others (the points add up to one total), so the paired deviation is tied
+    to the consensus by construction. On rank-only null councils (3 members, fixed
+    order, 100 sessions) the conditional test gave p < 0.001 in 3.3% of tests (ADR 0054).
+    """
+    tables = _review_tables(connection)
+    if tables is None:
+        return []
+    n_slots = tables.n_slots
+    slot = np.broadcast_to(np.arange(n_slots, dtype=float), tables.in_order.shape)
+    running = running_mean_deviation(tables.in_order)
+    earlier = earlier_minus_rest_mean(tables.consensus)
     results = []
-    for r, mine in _reviews_by_reviewer(review_reviewer):
+    for r, mine in _reviews_by_reviewer(tables.review_reviewer):
         # one review per (reviewer, session): the reviewer's sessions are its reviews
         n_sessions = mine.stop - mine.start
-        clusters = np.broadcast_to(review_session[mine][:, None], (n_sessions, n_slots))
+        clusters = np.broadcast_to(tables.review_session[mine][:, None], (n_sessions, n_slots))
         design = cluster_jackknife_correlation(slot[mine], running[mine], clusters)
-        usable = np.isfinite(earlier[mine]) & np.isfinite(paired[mine])
+        usable = np.isfinite(earlier[mine]) & np.isfinite(tables.paired[mine])
         # one usable answer a review at most (three answers shown: only the middle slot
         # has earlier answers and later ones) is not identified: there the conditional
         # test rejected far too often on null councils (simulator, 3 members, 30
         # sessions: 5 of 120 tests below p = 0.0014; ADR 0054)
-        identified = bool(usable.sum(axis=1).max(initial=0) >= 2) and names[r] not in level_fixed
-        # integer group ids (unusable cells in group 0) so the grouping needs no sort
-        slot_groups = np.where(usable, slot[mine], -1.0).astype(np.int64) + 1
-        # a cell alone in its slot is 0 after centring: it carries no information, and a
-        # session holding only such cells must not count as a jackknife cluster (with 3
-        # members most sessions have one; counted, they collapsed the interval to a point
-        # and gave p ~ 1e-30 on null councils)
-        in_group = np.bincount(slot_groups.ravel(), minlength=n_slots + 1)
-        usable &= in_group[slot_groups] >= 2
-        slot_groups = np.where(usable, slot_groups, 0)
-        x = _centred_within(np.where(usable, earlier[mine], np.nan).ravel(), slot_groups.ravel())
-        conditional = cluster_jackknife_correlation(
-            x,
-            _centred_within(np.where(usable, paired[mine], np.nan).ravel(), slot_groups.ravel()),
-            clusters.ravel(),
+        name = tables.names[r]
+        identified = bool(usable.sum(axis=1).max(initial=0) >= 2) and name not in level_fixed
+        conditional = _conditional_correlation(
+            earlier[mine], tables.paired[mine], slot[mine], clusters, identified
         )
-        # no slot with earlier answers *and* later ones (two answers a review): x is undefined
-        if not identified:
-            conditional = IntervalEstimate(nan, nan, nan, nan, nan, conditional.n_clusters)
-        elif (
-            conditional.n_clusters < MIN_INFORMATIVE_SESSIONS
-            or not conditional.ci_high - conditional.ci_low > _COLLAPSED_WIDTH
-        ):
-            # too few sessions for a jackknife, or every leave-one-session-out r equal to
-            # rounding: no test (estimate kept)
-            conditional = IntervalEstimate(
-                conditional.estimate, nan, nan, nan, nan, conditional.n_clusters
-            )
-        results.append((names[r], n_sessions, design, conditional, identified))
+        results.append((name, n_sessions, design, conditional, identified))
     holm = holm_adjusted([c.p_value for _, _, _, c, _ in results])
     return [
         ReviewerAnchoring(

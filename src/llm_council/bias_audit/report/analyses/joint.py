@@ -133,6 +133,57 @@ def _position_wald(fit: ClusteredOlsFit, position_slice: slice) -> tuple[float, 
     return wald.f_statistic, wald.p_value
 
 
+def _names(connection: duckdb.DuckDBPyConnection, table: str, column: str) -> list[str]:
+    """The ``column`` of ``table`` (reviewers or models) in index order."""
+    return [
+        name
+        for (name,) in connection.execute(
+            f"SELECT {column} FROM {table} ORDER BY {column}_index"
+        ).fetchall()
+    ]
+
+
+def _design_blocks(
+    reviewer_names: list[str], n_slots: int, self_reviewers: np.ndarray
+) -> list[tuple[str, list[str], int]]:
+    """The joint model's term groups: ``(group, term names, columns)``, those identified."""
+    n_reviewers = len(reviewer_names)
+    blocks: list[tuple[str, list[str], int]] = []
+    if n_reviewers >= 2:
+        blocks.append(("reviewer_leniency", reviewer_names, n_reviewers - 1))
+        blocks.append(("reviewer_verbosity", reviewer_names, n_reviewers - 1))
+    if n_slots >= 2:
+        slot_names = [f"slot {chr(65 + i)}" for i in range(1, n_slots)]
+        blocks.append(("position", slot_names, n_slots - 1))
+    if self_reviewers.size:
+        self_names = [reviewer_names[i] for i in self_reviewers]
+        blocks.append(("self_review", self_names, int(self_reviewers.size)))
+    return blocks
+
+
+def _adjusted_view(
+    fit: ClusteredOlsFit,
+    score: np.ndarray,
+    raw_design: np.ndarray,
+    answer: np.ndarray,
+    model_names: list[str],
+) -> tuple[dict[str, float], int, float]:
+    """The extra view's mean answer effect per model, the number of answers and the
+    residual sd (answer effects alpha = within-answer mean of score - X beta)."""
+    n_models = len(model_names)
+    per_model_sum, per_model_count, n_answers = adjusted_means_by_model(
+        score, raw_design, fit.coefficients, answer, n_models
+    )
+    adjusted = {
+        model_names[i]: float(per_model_sum[i] / per_model_count[i])
+        for i in range(n_models)
+        if per_model_count[i] > 0
+    }
+    dof = max(fit.n_observations - n_answers - raw_design.shape[1], 1)
+    residual_sd = float(np.sqrt((fit.residuals**2).sum() / dof))
+    return adjusted, n_answers, residual_sd
+
+
 def fit_joint_model(
     connection: duckdb.DuckDBPyConnection,
     leniency_reference: Collection[str] | None = None,
@@ -146,18 +197,8 @@ def fit_joint_model(
     every other reviewer's leniency; verbosities are centred on all reviewers.
     ``forced_choice`` is :func:`scores_sum_to_a_constant` when the caller has it already.
     """
-    reviewer_names = [
-        name
-        for (name,) in connection.execute(
-            "SELECT reviewer FROM reviewers ORDER BY reviewer_index"
-        ).fetchall()
-    ]
-    model_names = [
-        name
-        for (name,) in connection.execute(
-            "SELECT model FROM models ORDER BY model_index"
-        ).fetchall()
-    ]
+    reviewer_names = _names(connection, "reviewers", "reviewer")
+    model_names = _names(connection, "models", "model")
     records = _records_by_answer(connection, len(model_names))
     answer, score = records["answer"], records["score"]
     if score.size < 3:
@@ -168,21 +209,11 @@ def fit_joint_model(
     log_words = records["log_words"] - records["log_words"].mean()
     del records
     n_reviewers, n_models = len(reviewer_names), len(model_names)
-    n_slots = int(position.max()) + 1
 
     # The design is filled by index (no dense dummy temporaries): a million rows x 17
     # columns built by broadcasting comparisons costs more than the whole fit.
     self_reviewers = np.flatnonzero(np.bincount(reviewer[is_self > 0], minlength=n_reviewers))
-    blocks: list[tuple[str, list[str], int]] = []
-    if n_reviewers >= 2:
-        blocks.append(("reviewer_leniency", reviewer_names, n_reviewers - 1))
-        blocks.append(("reviewer_verbosity", reviewer_names, n_reviewers - 1))
-    if n_slots >= 2:
-        slot_names = [f"slot {chr(65 + i)}" for i in range(1, n_slots)]
-        blocks.append(("position", slot_names, n_slots - 1))
-    if self_reviewers.size:
-        self_names = [reviewer_names[i] for i in self_reviewers]
-        blocks.append(("self_review", self_names, int(self_reviewers.size)))
+    blocks = _design_blocks(reviewer_names, int(position.max()) + 1, self_reviewers)
     if not blocks:
         return None
     raw_design = block_design(
@@ -212,18 +243,7 @@ def fit_joint_model(
         effect.identified for effect in effects if effect.group == "position"
     )
     wald_f, wald_p = _position_wald(fit, position_slice) if position_identified else (nan, nan)
-
-    # extra view: answer effects alpha = within-answer mean of (score - X beta), per model
-    per_model_sum, per_model_count, n_answers = adjusted_means_by_model(
-        score, raw_design, fit.coefficients, answer, n_models
-    )
-    adjusted = {
-        model_names[i]: float(per_model_sum[i] / per_model_count[i])
-        for i in range(n_models)
-        if per_model_count[i] > 0
-    }
-    dof = max(fit.n_observations - n_answers - raw_design.shape[1], 1)
-    residual_sd = float(np.sqrt((fit.residuals**2).sum() / dof))
+    adjusted, n_answers, residual_sd = _adjusted_view(fit, score, raw_design, answer, model_names)
     return JointFit(
         model=JointModel(
             effects=effects,
