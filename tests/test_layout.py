@@ -133,8 +133,8 @@ def test_the_circle_finder_can_fail() -> None:
 
 def test_the_graph_reader_resolves_package_relative_and_submodule_imports() -> None:
     graph = imports()
-    # ``from llm_council import tracing`` is an import of the submodule, not of the package
-    assert "llm_council.tracing" in graph["llm_council.council"]
+    # ``from llm_council.infra import tracing`` is an import of the submodule, not of the package
+    assert "llm_council.infra.tracing" in graph["llm_council.council"]
     assert "llm_council" not in graph["llm_council.council"]
 
 

@@ -12,12 +12,6 @@ from typing import Annotated, Any
 
 import typer
 
-from llm_council.atomic_files import (
-    output_kind,
-    write_json_atomically,
-    write_text_atomically,
-    writes_to_stdout,
-)
 from llm_council.calibration.bias_check import bias_check_probability
 from llm_council.calibration.confidence import MIN_CONFIDENCE_VERDICTS
 from llm_council.calibration.confidence_map import (
@@ -58,7 +52,13 @@ from llm_council.calibration.summary import render_summary
 from llm_council.cli.canary_run import run_canary
 from llm_council.cli.convert import HumanOption, InputFormatOption, MapOption
 from llm_council.errors import ConfigError
-from llm_council.safe_text import terminal_safe
+from llm_council.infra.atomic_files import (
+    output_kind,
+    write_json_atomically,
+    write_text_atomically,
+    writes_to_stdout,
+)
+from llm_council.infra.safe_text import terminal_safe
 
 ModelOption = Annotated[
     str | None, typer.Option("--model", "-m", help="judge spec, e.g. openai:gpt-4o")

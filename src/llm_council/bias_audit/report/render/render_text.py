@@ -11,7 +11,7 @@ from llm_council.bias_audit.report.number_format import fmt, fmt_interval, fmt_p
 from llm_council.bias_audit.report.render.effective_judges_note import effective_judges_note_text
 from llm_council.bias_audit.report.render.render_causal import causal_check_lines
 from llm_council.bias_audit.report.render.render_findings import findings_text_lines
-from llm_council.safe_text import terminal_safe
+from llm_council.infra.safe_text import terminal_safe
 
 #: after a position test that is a randomization test (a singular Wald covariance)
 _RANDOMIZED = (
