@@ -9,6 +9,9 @@ patch while the implementation kept calling the original. A shim's module theref
 attribute access, the language reference's "Customizing module attribute access"): a name
 the shim does not hold is read from the implementation, and every write or delete goes to
 the implementation (and to the shim's own copy of a public name, so both stay the same).
+Deleting a name the shim does not hold, after a write to it through the shim, puts back
+what that write replaced: that is how ``monkeypatch`` and ``unittest.mock`` undo a patch of
+an attribute they did not find in the module's own ``__dict__``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,12 @@ from types import ModuleType
 from typing import Any
 
 _IMPLEMENTATION = "__implementation__"
+_REPLACED = "__replaced_by_writes__"
+_ABSENT = object()
+
+
+def _is_dunder(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__")
 
 
 def _implementation_of(shim: ModuleType) -> ModuleType:
@@ -31,25 +40,41 @@ class ForwardingModule(ModuleType):
 
     def __getattr__(self, name: str) -> Any:
         # called only for names the shim itself does not hold
-        if name.startswith("__") and name.endswith("__"):
+        if _is_dunder(name):
             raise AttributeError(name)
         return getattr(_implementation_of(self), name)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if not (name.startswith("__") and name.endswith("__")):
-            setattr(_implementation_of(self), name, value)
+        if not _is_dunder(name):
+            implementation = _implementation_of(self)
+            if name not in self.__dict__:
+                # remember what the write replaced: undoing it is a delete (below)
+                previous = getattr(implementation, name, _ABSENT)
+                self.__dict__[_REPLACED].setdefault(name, []).append(previous)
+            setattr(implementation, name, value)
             if name not in self.__dict__:
                 return
         super().__setattr__(name, value)
 
     def __delattr__(self, name: str) -> None:
-        if not (name.startswith("__") and name.endswith("__")):
-            implementation = _implementation_of(self)
-            if hasattr(implementation, name):
+        if _is_dunder(name):
+            super().__delattr__(name)
+            return
+        implementation = _implementation_of(self)
+        replaced = self.__dict__[_REPLACED].get(name)
+        if replaced and name not in self.__dict__:
+            # pytest's monkeypatch and unittest.mock undo a write to a name the shim does
+            # not hold by deleting it: put back what that write replaced
+            previous = replaced.pop()
+            if previous is _ABSENT:
                 delattr(implementation, name)
-            if name not in self.__dict__:
-                return
-        super().__delattr__(name)
+            else:
+                setattr(implementation, name, previous)
+            return
+        if hasattr(implementation, name):
+            delattr(implementation, name)
+        if name in self.__dict__:
+            super().__delattr__(name)
 
     def __dir__(self) -> list[str]:
         return sorted(set(self.__dict__) | set(dir(_implementation_of(self))))
@@ -59,4 +84,5 @@ def forward_to_implementation(shim_name: str, implementation: ModuleType) -> Non
     """Make the module ``shim_name`` forward to ``implementation`` (call it last in the shim)."""
     shim = sys.modules[shim_name]
     shim.__dict__[_IMPLEMENTATION] = implementation
+    shim.__dict__.setdefault(_REPLACED, {})
     shim.__class__ = ForwardingModule
