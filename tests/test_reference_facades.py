@@ -318,3 +318,17 @@ def test_nested_patches_of_a_private_name_undo_in_order(monkeypatch: pytest.Monk
     assert persistence.NOT_THERE_BEFORE == 1  # type: ignore[attr-defined]
     monkeypatch.undo()
     assert not hasattr(persistence, "NOT_THERE_BEFORE")
+
+
+def test_the_facade_logs_under_the_references_name(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an unknown consent level is OFF with a warning (ADR 0039), logged at the old name
+    import logging
+
+    monkeypatch.setenv("BIAS_PERSISTENCE_ENABLED", "true")
+    monkeypatch.setenv("BIAS_CONSENT_LEVEL", "EVERYTHING")
+    with caplog.at_level(logging.WARNING, logger="llm_council.bias_persistence"):
+        assert persist_session_bias_data(**_reference_session()) == 0  # type: ignore[arg-type]
+    names = {record.name for record in caplog.records if "EVERYTHING" in record.getMessage()}
+    assert names == {"llm_council.bias_persistence"}

@@ -52,7 +52,8 @@ from llm_council.infra.install_hints import DISTRIBUTION_NAME
 from llm_council.integrations.reference_hash_secret import resolve_hash_secret
 from llm_council.integrations.reference_label_maps import usable_label_maps
 
-logger = logging.getLogger(__name__)
+# the name at the reference's path, as before the move (ADR 0066): log filters still match
+logger = logging.getLogger("llm_council.bias_persistence")
 
 #: the reference's switch for writing records (its default: off)
 PERSISTENCE_VARIABLE = "BIAS_PERSISTENCE_ENABLED"
