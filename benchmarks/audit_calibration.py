@@ -33,7 +33,7 @@ from typing import Any
 
 from llm_council import CouncilConfig, CouncilMember, run_full_council
 from llm_council.bias_audit.middleware import BiasAuditMiddleware
-from llm_council.log_setup import configure_logging
+from llm_council.infra.log_setup import configure_logging
 
 N_MEMBERS = 5
 NOMINAL_RATE = 0.05

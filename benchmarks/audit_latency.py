@@ -26,7 +26,7 @@ from llm_council.bias_audit.middleware import BiasAuditMiddleware
 from llm_council.bias_audit.session.audit import audit_score_table
 from llm_council.bias_audit.session.score_table import score_table_from_session
 from llm_council.bias_audit.session.thresholds import load_thresholds
-from llm_council.log_setup import configure_logging
+from llm_council.infra.log_setup import configure_logging
 from llm_council.middleware import Middleware, SessionCompleted
 
 TARGET_MS = 2.0

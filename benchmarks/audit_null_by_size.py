@@ -43,7 +43,7 @@ from generators.independent_council import CouncilSpec, generate_sessions  # noq
 from llm_council.bias_audit.session.audit import run_bias_audit  # noqa: E402
 from llm_council.bias_audit.session.result import BiasAuditResult  # noqa: E402
 from llm_council.bias_audit.session.thresholds import AuditThresholds, load_thresholds  # noqa: E402
-from llm_council.log_setup import configure_logging  # noqa: E402
+from llm_council.infra.log_setup import configure_logging  # noqa: E402
 
 SIZES = (3, 4, 5, 7, 9)
 NOMINAL_RATE = 0.05

@@ -43,7 +43,7 @@ from llm_council.bias_audit.middleware import BiasAuditMiddleware  # noqa: E402
 from llm_council.bias_audit.session.audit import audit_score_table  # noqa: E402
 from llm_council.bias_audit.session.score_table import score_table_from_session  # noqa: E402
 from llm_council.bias_audit.session.thresholds import AuditThresholds, load_thresholds  # noqa: E402
-from llm_council.log_setup import configure_logging  # noqa: E402
+from llm_council.infra.log_setup import configure_logging  # noqa: E402
 from llm_council.middleware import Middleware, SessionCompleted  # noqa: E402
 
 QUERY = "How do I reduce tail latency?"

@@ -30,7 +30,7 @@ from llm_council import run_full_council
 from llm_council.bias_audit.middleware import BiasAuditMiddleware
 from llm_council.bias_audit.report import build_report
 from llm_council.config import CouncilConfig, CouncilMember, load_council_config
-from llm_council.log_setup import configure_logging
+from llm_council.infra.log_setup import configure_logging
 
 ALL_KINDS = {"reshuffle": 1.0, "repeat": 1.0, "padding": 1.0, "identity": 1.0}
 

@@ -31,7 +31,7 @@ import asyncio, os, sys, time
 from llm_council import run_full_council
 from llm_council.bias_audit.middleware import BiasAuditMiddleware
 from llm_council.config import load_council_config
-from llm_council.log_setup import configure_logging
+from llm_council.infra.log_setup import configure_logging
 configure_logging(level="ERROR", standard_logging=False)
 sessions = int(sys.argv[1])
 config = load_council_config()

@@ -46,7 +46,7 @@ from typing import Any
 import openai
 
 from llm_council import CouncilConfig, CouncilMember, run_full_council
-from llm_council.log_setup import configure_logging
+from llm_council.infra.log_setup import configure_logging
 from llm_council.providers.base import CompletionRequest
 from llm_council.providers.client_pool import http_library, stainless_http_client
 from llm_council.providers.openai_sdk import OpenAIProvider, chat_completions_url, decoded_body

@@ -40,7 +40,7 @@ from llm_council import run_full_council
 from llm_council.bias_audit.middleware import BiasAuditMiddleware
 from llm_council.bias_audit.report import build_report, render_html
 from llm_council.config import load_council_config
-from llm_council.log_setup import configure_logging
+from llm_council.infra.log_setup import configure_logging
 from llm_council.simulation.simulated_records import load_simulated_profiles, write_record_store
 
 CHROMIUM = "/usr/bin/chromium"

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llm_council import CouncilConfig, CouncilMember, run_full_council
-from llm_council.log_setup import configure_logging
+from llm_council.infra.log_setup import configure_logging
 
 QUERY = "How do I reduce tail latency in a web service?"
 PROFILES = ("balanced", "harsh", "verbose", "primacy", "narcissist")

@@ -2,7 +2,7 @@
 
 Off means what a user without an OpenTelemetry SDK gets: the ``opentelemetry-api``
 package may be installed (the SDKs pull it in) but only its proxy provider is present,
-so :mod:`llm_council.tracing` hands out a shared no-op recorder. The script measures
+so :mod:`llm_council.infra.tracing` hands out a shared no-op recorder. The script measures
 
 1. the cost of one span helper call when off (a session makes 15: 1 session, 3 stages,
    11 model calls for the default 5-member council), in microseconds;
@@ -19,8 +19,9 @@ import asyncio
 import time
 import timeit
 
-from llm_council import run_full_council, tracing
-from llm_council.log_setup import configure_logging
+from llm_council import run_full_council
+from llm_council.infra import tracing
+from llm_council.infra.log_setup import configure_logging
 from llm_council.providers.base import CompletionRequest
 
 SPANS_PER_SESSION = 15

@@ -5,7 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from llm_council.atomic_files import atomic_writer, write_json_atomically, write_text_atomically
+from llm_council.infra.atomic_files import (
+    atomic_writer,
+    write_json_atomically,
+    write_text_atomically,
+)
 
 
 def test_writes_whole_file_with_ordinary_permissions(tmp_path: Path) -> None:

@@ -133,8 +133,8 @@ def test_the_circle_finder_can_fail() -> None:
 
 def test_the_graph_reader_resolves_package_relative_and_submodule_imports() -> None:
     graph = imports()
-    # ``from llm_council import tracing`` is an import of the submodule, not of the package
-    assert "llm_council.tracing" in graph["llm_council.council"]
+    # ``from llm_council.infra import tracing`` is an import of the submodule, not of the package
+    assert "llm_council.infra.tracing" in graph["llm_council.council"]
     assert "llm_council" not in graph["llm_council.council"]
 
 
@@ -280,3 +280,160 @@ def test_the_function_length_rule_can_fail(tmp_path: Path) -> None:
     source = f"@decorator\ndef long():\n{body}\n\n\nclass C:\n    def short(self):\n        pass\n"
     (tmp_path / "sample.py").write_text(source, encoding="utf-8")
     assert dict(function_lengths(tmp_path / "sample.py")) == {"long": 101, "short": 2}
+# --- the core's top level (issue 36 item 1, ADR 0066) ---------------------------------------
+
+REFERENCE = f"{AUDIT}.reference"
+#: the reference design's import paths (ADR 0039): shims over bias_audit/reference/
+FACADE_SHIMS = ["bias_persistence", "bias_aggregation", "bias_amplification"]
+#: documented infrastructure paths kept as plain shims -> the package they re-export from
+INFRA_SHIMS = {"tracing": "llm_council.infra"}
+#: what sits at src/llm_council/ itself: the core, at a glance; a new module is a deliberate act
+TOP_LEVEL_CORE = {
+    "__init__", "aggregate", "anonymize", "bias_checks", "call_pricing", "config", "council",
+    "debiased_aggregate", "errors", "judge_cues", "judge_fingerprint", "middleware",
+    "pairwise_format", "prompts", "ranking_parser", "results", "review_orders",
+    "reviewer_fingerprints", "stages", "text_similarity",
+}  # fmt: skip
+TOP_LEVEL_PACKAGES = {
+    "bias_audit", "calibration", "cli", "infra", "integrations", "providers", "simulation",
+    "stats",
+}  # fmt: skip
+#: the reference facades' own helpers (split out of them for size): theirs alone
+FACADE_HELPERS = [
+    "llm_council.integrations.reference_hash_secret",
+    "llm_council.integrations.reference_label_maps",
+    "llm_council.integrations.reference_aggregation_types",
+    "llm_council.integrations.reference_session_shifts",
+]
+#: the leaf value modules infra/ may use: they import nothing from llm_council themselves
+INFRA_MAY_USE = ["llm_council.errors", "llm_council.providers.base"]
+
+
+def _shim_statements(name: str) -> list[ast.stmt]:
+    return ast.parse(modules()[f"llm_council.{name}"].read_text(encoding="utf-8")).body
+
+
+def shim_defects(name: str, package: str, *, forwards: bool) -> list[str]:
+    """What in the shim ``llm_council.<name>`` is more than a shim over ``package``."""
+    defects = []
+    body = _shim_statements(name)
+    if not (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)):
+        defects.append("no docstring")
+    imported: list[str] = []
+    listed: list[str] | None = None
+    forwarded = False
+    for node in body[1:]:
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            continue
+        if isinstance(node, ast.ImportFrom) and _within(node.module or "", [package]):
+            imported += [alias.asname or alias.name for alias in node.names]
+        elif (
+            isinstance(node, ast.Assign)
+            and [getattr(target, "id", None) for target in node.targets] == ["__all__"]
+            and isinstance(node.value, ast.List)
+        ):
+            listed = [ast.literal_eval(element) for element in node.value.elts]
+        elif (
+            forwards
+            and isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Call)
+            and getattr(node.value.func, "id", None) == "forward_to_implementation"
+        ):
+            forwarded = True
+        else:
+            defects.append(f"line {node.lineno}: {ast.unparse(node)[:60]}")
+    if listed is None:
+        defects.append("no __all__")
+    else:
+        helpers = {"_implementation", "forward_to_implementation"} if forwards else set()
+        if sorted(set(imported) - helpers) != sorted(listed):
+            defects.append(f"__all__ {sorted(listed)} is not what it imports {sorted(imported)}")
+    if forwards and not forwarded:
+        defects.append("does not forward to its implementation")
+    return defects
+
+
+def test_the_shim_checker_can_fail(tmp_path: Path) -> None:
+    # a shim that defines a function and lists a name it never imports has two defects
+    fake = tmp_path / "fake_shim.py"
+    fake.write_text(
+        '"""Doc."""\nfrom llm_council.bias_audit.reference.persistence import ConsentLevel\n'
+        '__all__ = ["ConsentLevel", "extra"]\ndef helper():\n    return 1\n',
+        encoding="utf-8",
+    )
+    modules()["llm_council.fake_shim"] = fake
+    try:
+        defects = shim_defects("fake_shim", REFERENCE, forwards=True)
+    finally:
+        del modules()["llm_council.fake_shim"]
+    assert any("def helper" in defect for defect in defects)
+    assert any("is not what it imports" in defect for defect in defects)
+    assert "does not forward to its implementation" in defects
+
+
+@pytest.mark.parametrize("name", FACADE_SHIMS)
+def test_each_reference_facade_is_a_shim_over_bias_audit_reference(name: str) -> None:
+    assert shim_defects(name, REFERENCE, forwards=True) == []
+    targets = imports()[f"llm_council.{name}"]
+    assert targets and all(_within(target, [REFERENCE]) for target in targets), targets
+
+
+@pytest.mark.parametrize(("name", "package"), sorted(INFRA_SHIMS.items()))
+def test_each_documented_infrastructure_path_is_a_plain_shim(name: str, package: str) -> None:
+    assert shim_defects(name, package, forwards=False) == []
+    targets = imports()[f"llm_council.{name}"]
+    assert targets and all(_within(target, [package]) for target in targets), targets
+
+
+def _importers(forbidden: Iterable[str], allowed: Iterable[str]) -> list[str]:
+    """Every import into ``forbidden`` from a module outside ``allowed``."""
+    forbidden, allowed = list(forbidden), list(allowed)
+    return sorted(
+        f"{module} imports {target}"
+        for module, targets in imports().items()
+        if not _within(module, allowed)
+        for target in targets
+        if _within(target, forbidden)
+    )
+
+
+def test_only_the_reference_package_uses_the_facades_helpers_and_nothing_uses_the_shims() -> None:
+    shims = [f"llm_council.{name}" for name in FACADE_SHIMS]
+    # the shims are for the reference's users; our own code imports the implementation
+    assert _importers(shims, allowed=[]) == []
+    assert _importers(FACADE_HELPERS, allowed=[REFERENCE, *FACADE_HELPERS]) == []
+    # the compatibility layer sits above the audit: the rest of the audit never imports it
+    from_the_audit = [
+        line for line in _importers([REFERENCE], allowed=[REFERENCE]) if line.startswith(AUDIT)
+    ]
+    assert from_the_audit == []
+    # and the checks can fail: the implementation does use its helpers
+    assert _importers(FACADE_HELPERS, allowed=[])
+
+
+def test_infrastructure_sits_below_the_core_and_the_audit() -> None:
+    infra = "llm_council.infra"
+    assert _within(f"{infra}.tracing", modules())
+    found = sorted(
+        f"{module} imports {target}"
+        for module, targets in imports().items()
+        if _within(module, [infra])
+        for target in targets
+        if not _within(target, [infra, *INFRA_MAY_USE])
+    )
+    assert found == []
+    # what infra may use is a leaf: it imports nothing from llm_council in turn
+    assert {leaf: sorted(imports()[leaf]) for leaf in INFRA_MAY_USE} == {
+        leaf: [] for leaf in INFRA_MAY_USE
+    }
+
+
+def test_the_top_level_holds_the_core_and_the_shims_only() -> None:
+    top = SRC / "llm_council"
+    found_modules = {path.stem for path in top.glob("*.py")}
+    assert found_modules == TOP_LEVEL_CORE | set(FACADE_SHIMS) | set(INFRA_SHIMS)
+    found_packages = {path.name for path in top.iterdir() if (path / "__init__.py").is_file()}
+    assert found_packages == TOP_LEVEL_PACKAGES
+    for package in ["llm_council.infra", REFERENCE]:
+        docstring = ast.get_docstring(ast.parse(modules()[package].read_text(encoding="utf-8")))
+        assert docstring and len(docstring.splitlines()) == 1 and len(docstring) <= 100

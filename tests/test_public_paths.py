@@ -41,6 +41,25 @@ PUBLIC_NAMES = {
         "BiasReport", "RENDERERS", "build_report", "reliability_tier", "render_csv",
         "render_html", "render_json", "render_text",
     ],
+    # the reference design's paths (ADR 0039), shims over bias_audit/reference/ (ADR 0066)
+    "llm_council.bias_persistence": [
+        "BIAS_PERSISTENCE_ENABLED", "BiasMetricRecord", "ConsentLevel", "append_bias_records",
+        "create_bias_records_from_session", "from_review_record", "get_bias_store_stats",
+        "hash_query_if_enabled", "persist_session_bias_data", "read_bias_records",
+    ],
+    "llm_council.bias_aggregation": [
+        "AggregatedBiasAuditResult", "AggregatedBiasResult", "BiasMetricRecord",
+        "LengthCorrelationReport", "PositionBiasReport", "ReviewerProfile",
+        "StatisticalConfidence", "aggregate_position_bias", "aggregate_reviewer_profiles",
+        "detect_anomalies", "detect_temporal_trends", "determine_confidence_level",
+        "generate_bias_report_csv", "generate_bias_report_json", "generate_bias_report_text",
+        "pooled_correlation_with_ci", "pooled_length_correlation", "run_aggregated_bias_audit",
+    ],
+    "llm_council.bias_amplification": [
+        "SessionAgreement", "SessionDecomposition", "amplification_report",
+        "format_amplification_report", "session_agreement_decomposition",
+    ],
+    "llm_council.tracing": ["use_tracer_provider"],  # old path on purpose (ADR 0066)
 }  # fmt: skip
 
 

@@ -209,3 +209,126 @@ def test_read_bias_records_upgrades_our_version_1_lines(tmp_path: Path) -> None:
     (record,) = read_bias_records(store)  # the unscored line has no reference form: skipped
     assert (record.session_id, record.position, record.score_value) == ("old", 1, 6.5)
     assert record.score_scale == "1-10" and record.position_is_display_order
+
+
+# --- the shims at the reference's paths forward to bias_audit/reference/ (ADR 0066) -------
+
+
+def test_the_shims_give_the_implementations_objects() -> None:
+    import llm_council.bias_aggregation as aggregation_shim
+    import llm_council.bias_persistence as persistence_shim
+    from llm_council.bias_audit.reference import aggregation, persistence
+
+    assert persistence_shim.BiasMetricRecord is persistence.BiasMetricRecord
+    assert aggregation_shim.run_aggregated_bias_audit is aggregation.run_aggregated_bias_audit
+    # a private name the reference's tests import is read from the implementation
+    from llm_council.bias_persistence import _extract_query_metadata
+
+    assert _extract_query_metadata is persistence._extract_query_metadata
+    assert "_get_bias_store_path" in dir(persistence_shim)
+
+
+def _reference_session() -> dict[str, object]:
+    return {
+        "session_id": "shim-session",
+        "stage1_results": [{"model": "m", "response": "r"}],
+        "stage2_results": [{"model": "r", "parsed_ranking": {"scores": {"Response A": 7.0}}}],
+        "label_to_model": {"Response A": {"model": "m", "display_index": 0}},
+    }
+
+
+def test_patching_a_private_name_through_the_shim_reaches_the_implementation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # as the reference's TestPersistSessionBiasData does: patch("...bias_persistence._x")
+    from unittest import mock
+
+    from llm_council.bias_audit.reference import persistence
+
+    original = persistence._get_bias_persistence_enabled
+    store = tmp_path / "records.jsonl"
+    monkeypatch.setenv("BIAS_PERSISTENCE_ENABLED", "true")
+    with (
+        mock.patch("llm_council.bias_persistence._get_bias_persistence_enabled", new=lambda: False),
+        mock.patch("llm_council.bias_persistence._get_bias_store_path", new=lambda: store),
+    ):
+        assert persist_session_bias_data(**_reference_session()) == 0  # type: ignore[arg-type]
+    assert not store.exists()
+    with mock.patch("llm_council.bias_persistence._get_bias_store_path", new=lambda: store):
+        assert persist_session_bias_data(**_reference_session()) == 1  # type: ignore[arg-type]
+    assert store.exists()
+    # both patches are undone, in the implementation as well
+    assert persistence._get_bias_persistence_enabled is original
+    assert persistence._get_bias_store_path.__name__ == "_get_bias_store_path"
+
+
+def test_patching_a_public_name_through_the_shim_patches_both_and_is_undone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # as the reference's @patch("llm_council.bias_aggregation.read_bias_records")
+    import llm_council.bias_aggregation as aggregation_shim
+    from llm_council.bias_audit.reference import aggregation
+
+    record = _session("s1", [100], [8.5])[0]
+    original = aggregation.read_bias_records
+    monkeypatch.setattr("llm_council.bias_aggregation.read_bias_records", lambda *a, **k: [record])
+    assert aggregation.read_bias_records is aggregation_shim.read_bias_records
+    csv_text = aggregation_shim.generate_bias_report_csv()
+    assert "s1" in csv_text and "8.5" in csv_text
+    monkeypatch.undo()
+    assert aggregation.read_bias_records is original
+    assert aggregation_shim.read_bias_records is original
+
+
+def test_a_reloaded_shim_still_forwards_and_unknown_names_fail_plainly() -> None:
+    import importlib
+
+    import llm_council.bias_persistence as persistence_shim
+    from llm_council.bias_audit.reference.forwarding import ForwardingModule
+
+    reloaded = importlib.reload(persistence_shim)
+    assert type(reloaded) is ForwardingModule
+    assert reloaded.hash_query_if_enabled("q", reloaded.ConsentLevel.LOCAL_ONLY) is None
+    with pytest.raises(AttributeError):
+        reloaded.no_such_name  # noqa: B018
+    # dunders are the shim's own, never the implementation's (inspect and mock probe them)
+    assert reloaded.__name__ == "llm_council.bias_persistence"
+    with pytest.raises(AttributeError):
+        reloaded.__wrapped__  # noqa: B018
+
+
+def test_nested_patches_of_a_private_name_undo_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    from unittest import mock
+
+    import llm_council.bias_persistence as persistence_shim
+    from llm_council.bias_audit.reference import persistence
+
+    original = persistence._get_bias_store_path
+    assert "_get_bias_store_path" not in vars(persistence_shim)  # read through, not held
+    first, second = (lambda: Path("first")), (lambda: Path("second"))
+    monkeypatch.setattr("llm_council.bias_persistence._get_bias_store_path", first)
+    with mock.patch.object(persistence_shim, "_get_bias_store_path", new=second):
+        assert persistence._get_bias_store_path() == Path("second")
+    assert persistence._get_bias_store_path is first
+    monkeypatch.undo()
+    assert persistence._get_bias_store_path is original
+    assert persistence_shim._get_bias_store_path is original
+    # a name created through the shim (raising=False) is removed again on undo
+    monkeypatch.setattr(persistence_shim, "NOT_THERE_BEFORE", 1, raising=False)
+    assert persistence.NOT_THERE_BEFORE == 1  # type: ignore[attr-defined]
+    monkeypatch.undo()
+    assert not hasattr(persistence, "NOT_THERE_BEFORE")
+
+
+def test_the_facade_logs_under_the_references_name(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an unknown consent level is OFF with a warning (ADR 0039), logged at the old name
+    import logging
+
+    monkeypatch.setenv("BIAS_PERSISTENCE_ENABLED", "true")
+    monkeypatch.setenv("BIAS_CONSENT_LEVEL", "EVERYTHING")
+    with caplog.at_level(logging.WARNING, logger="llm_council.bias_persistence"):
+        assert persist_session_bias_data(**_reference_session()) == 0  # type: ignore[arg-type]
+    names = {record.name for record in caplog.records if "EVERYTHING" in record.getMessage()}
+    assert names == {"llm_council.bias_persistence"}

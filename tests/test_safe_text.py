@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from llm_council.safe_text import terminal_safe, terminal_safe_lines
+from llm_council.infra.safe_text import terminal_safe, terminal_safe_lines
 
 
 def test_one_line_text_escapes_every_control_character_line_feed_included() -> None:

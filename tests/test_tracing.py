@@ -26,12 +26,13 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from llm_council import run_full_council, tracing
+from llm_council import run_full_council
 from llm_council.config import CouncilConfig, CouncilMember
 from llm_council.errors import ConfigError, ProviderError
+from llm_council.infra import tracing
+from llm_council.infra.tracing_setup import configure_tracing_from_env
 from llm_council.providers.base import CompletionRequest
 from llm_council.providers.calling import RetryPolicy
-from llm_council.tracing_setup import configure_tracing_from_env
 
 QUERY = "canary-query-7f3a: how do I shard a queue?"
 FAST_RETRY = RetryPolicy(max_attempts=3, timeout_s=5, initial_backoff_s=0.01, max_backoff_s=0.02)
@@ -446,8 +447,8 @@ def test_a_call_cut_at_the_session_deadline_is_an_error_span(spans: InMemorySpan
 
 
 def test_collector_credentials_are_redacted_like_keys() -> None:
-    from llm_council.log_setup import redact
-    from llm_council.tracing_setup import _register_header_secrets
+    from llm_council.infra.log_setup import redact
+    from llm_council.infra.tracing_setup import _register_header_secrets
 
     token = "collector-token-5e1f9a"
     # (configure_tracing_from_env would also set the process-wide provider: not in a test)

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from llm_council.errors import ConfigError, ProviderError
-from llm_council.install_hints import extra_install_hint
+from llm_council.infra.install_hints import extra_install_hint
 
 #: characters per token when a review's prompt is priced before it is sent: below the ~4
 #: of English text, so the reservation errs high (code and other scripts run denser)

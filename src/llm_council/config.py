@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from llm_council.bias_checks import CHECK_KINDS, DEFAULT_CHECK_WEIGHTS
 from llm_council.call_pricing import ModelPrice
-from llm_council.config_files import default_config_file
 from llm_council.errors import ConfigError
+from llm_council.infra.config_files import default_config_file
 from llm_council.providers.calling import RetryPolicy
 from llm_council.providers.registry import split_spec
 

@@ -13,13 +13,13 @@ from typing import Any
 
 import structlog
 
-from llm_council import tracing
 from llm_council.aggregate import aggregate_reviews
 from llm_council.call_pricing import SessionCosts
 from llm_council.config import CouncilConfig, CouncilMember, load_council_config
 from llm_council.debiased_aggregate import chairman_standings, debiased_aggregate
 from llm_council.errors import ConfigError, CouncilError
-from llm_council.log_setup import ensure_default_logging, redact
+from llm_council.infra import tracing
+from llm_council.infra.log_setup import ensure_default_logging, redact
 from llm_council.middleware import (
     AdjustmentsRequested,
     Middleware,
@@ -88,7 +88,7 @@ async def run_full_council(
     the bias audit with ``LLM_COUNCIL_BIAS_AUDIT=true``); pass a list to choose exactly.
     Raises :class:`CouncilError` only when no member could answer. The session, its
     stages and its model calls are OpenTelemetry spans when tracing is configured
-    (:mod:`llm_council.tracing`).
+    (:mod:`llm_council.infra.tracing`).
     """
     if not query.strip():
         raise CouncilError("the query is empty")

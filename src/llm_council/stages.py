@@ -27,7 +27,7 @@ from llm_council.bias_checks import (
     treated_candidate,
 )
 from llm_council.config import CouncilConfig, CouncilMember
-from llm_council.log_setup import redact
+from llm_council.infra.log_setup import redact
 from llm_council.prompts import (
     ANSWER_SYSTEM,
     REVIEW_SCHEMA_NAME,

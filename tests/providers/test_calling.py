@@ -124,7 +124,7 @@ def test_retries_after_a_first_failure_wait_and_count_as_one_tenacity_loop(scrip
     # The first attempt runs outside tenacity (ADR 0035); tenacity replays its failure, so
     # each retry event carries the failed attempt's number and the wait it chose: the
     # server's retry-after, else the (here capped) backoff.
-    from llm_council import tracing
+    from llm_council.infra import tracing
 
     retries: list[tuple[int, float]] = []
     monkeypatch.setattr(
@@ -139,7 +139,7 @@ def test_retries_after_a_first_failure_wait_and_count_as_one_tenacity_loop(scrip
 
 
 def test_a_single_attempt_policy_returns_the_first_retryable_failure(scripted, monkeypatch):
-    from llm_council import tracing
+    from llm_council.infra import tracing
 
     retries: list[int] = []
     monkeypatch.setattr(tracing, "record_retry", lambda span, attempt, *_: retries.append(attempt))

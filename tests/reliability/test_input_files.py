@@ -3,7 +3,7 @@
 A directory was an IsADirectoryError traceback, ``/dev/zero`` read until memory ran out,
 a FIFO hung, 100,000 ``[`` was a RecursionError: for ``label-ui --order``,
 ``label-plan``, ``calibrate`` and ``convert`` (pairs, labels, orders, judgment logs),
-all now read through :mod:`llm_council.input_files`.
+all now read through :mod:`llm_council.infra.input_files`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from llm_council.calibration.label_store import LabelStore
 from llm_council.calibration.pairs import Pair
 from llm_council.cli.command_group import app, run
 from llm_council.errors import ConfigError, InputError
-from llm_council.input_files import (
+from llm_council.infra.input_files import (
     DEFAULT_MAX_INPUT_BYTES,
     MAX_INPUT_BYTES_VARIABLE,
     load_input_json,

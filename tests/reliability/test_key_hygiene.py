@@ -23,7 +23,7 @@ import structlog
 from llm_council import run_full_council
 from llm_council.config import CouncilConfig, CouncilMember
 from llm_council.errors import ConfigError, CouncilError, ProviderError
-from llm_council.log_setup import configure_logging, redact
+from llm_council.infra.log_setup import configure_logging, redact
 from llm_council.providers.registry import create_provider
 
 HEAD = f"sk-canary-{secrets.token_hex(6)}"

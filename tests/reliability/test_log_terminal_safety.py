@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 import structlog
 
-from llm_council.log_setup import configure_logging
+from llm_council.infra.log_setup import configure_logging
 
 HOSTILE = "boom\x1b]0;pwned\x07\x1b[2J\u202egnp.exe"
 

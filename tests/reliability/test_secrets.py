@@ -309,7 +309,7 @@ def test_sdk_log_records_are_redacted_and_rendered_like_ours(
     """The SDKs log through stdlib logging; those lines get the same redaction and format."""
     import logging
 
-    from llm_council.log_setup import configure_logging
+    from llm_council.infra.log_setup import configure_logging
 
     _set_secrets(monkeypatch)
     configure_logging(json_logs=json_logs, level="debug")

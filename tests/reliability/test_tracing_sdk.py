@@ -18,7 +18,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from llm_council import run_full_council, tracing
+from llm_council import run_full_council
+from llm_council.infra import tracing
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import IO, Any
 
-from llm_council.input_files import read_input_text
+from llm_council.infra.input_files import read_input_text
 
 
 def call_key(

@@ -19,7 +19,6 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from llm_council.atomic_files import write_text_atomically
 from llm_council.calibration.judge_prompt import (
     FIRST_LABEL,
     JUDGE_SYSTEM,
@@ -28,6 +27,7 @@ from llm_council.calibration.judge_prompt import (
 )
 from llm_council.calibration.pairs import ORDERS, Pair, shown_order
 from llm_council.errors import ConfigError, InputError
+from llm_council.infra.atomic_files import write_text_atomically
 
 GRADER_PROMPT = """You are checking the verdict of a judge who compared two answers.
 [BEGIN DATA]

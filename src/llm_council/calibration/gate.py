@@ -26,7 +26,7 @@ from typing import Any
 
 from llm_council.calibration.estimates import MIN_N_FOR_INTERVAL
 from llm_council.errors import ConfigError, CouncilError
-from llm_council.safe_text import terminal_safe
+from llm_council.infra.safe_text import terminal_safe
 
 #: default share of pairs that must be judged in both orders
 DEFAULT_MIN_EVALUATED = 0.5

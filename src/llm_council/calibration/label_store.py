@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from llm_council.calibration.pairs import Pair, Winner, pair_to_record
 from llm_council.errors import InputError
-from llm_council.input_files import read_input_bytes, read_input_text
+from llm_council.infra.input_files import read_input_bytes, read_input_text
 
 Side = Literal["left", "right", "tie"]
 

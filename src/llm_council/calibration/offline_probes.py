@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llm_council.atomic_files import write_text_atomically
 from llm_council.calibration.judge_prompt import JUDGE_SYSTEM, build_judge_prompt, parse_verdict
 from llm_council.calibration.pairs import Pair, distinct_questions, slot_to_original
 from llm_council.calibration.probes import run_probes
@@ -40,6 +39,7 @@ from llm_council.calibration.runner import (
     position_swap_calls,
 )
 from llm_council.errors import InputError
+from llm_council.infra.atomic_files import write_text_atomically
 from llm_council.prompts import new_nonce
 
 CALLS_FILE = "calls.jsonl"

@@ -24,7 +24,7 @@ from typing import Any, Literal, cast
 from llm_council.calibration.majority import strict_plurality
 from llm_council.calibration.verdict_confidence import judgment_confidence
 from llm_council.errors import InputError
-from llm_council.input_files import read_input_text
+from llm_council.infra.input_files import read_input_text
 
 Winner = Literal["a", "b", "tie"]
 Order = Literal["ab", "ba"]

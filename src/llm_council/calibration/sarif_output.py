@@ -21,7 +21,7 @@ from importlib import metadata
 from typing import Any
 
 from llm_council.calibration.gate import METRICS, GateDecision
-from llm_council.install_hints import DISTRIBUTION_NAME
+from llm_council.infra.install_hints import DISTRIBUTION_NAME
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

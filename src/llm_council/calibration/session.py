@@ -2,7 +2,7 @@
 
 Keeps the CLI thin: the command parses options, this module does the work and returns
 the JSON-ready report, which the CLI writes with
-:func:`llm_council.atomic_files.write_json_atomically` (nothing half-written).
+:func:`llm_council.infra.atomic_files.write_json_atomically` (nothing half-written).
 """
 
 from __future__ import annotations

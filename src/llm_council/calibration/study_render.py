@@ -4,7 +4,7 @@ Every cell that holds an estimate shows its interval and the row its n; a subset
 minimum n says "too small" where the grade would be, and so does a paired difference
 between judges on fewer pairs. Ids and subset names come from user files: HTML output
 escapes them, text output shows control and bidi-override characters as visible escapes
-(:func:`llm_council.safe_text.terminal_safe`) and escapes ``|`` so a name cannot add a
+(:func:`llm_council.infra.safe_text.terminal_safe`) and escapes ``|`` so a name cannot add a
 Markdown column.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 from llm_council.calibration.judge_independence_render import render_independence_html
 from llm_council.calibration.summary import direction_text
-from llm_council.safe_text import terminal_safe
+from llm_council.infra.safe_text import terminal_safe
 
 COLUMNS = (
     "n",

@@ -1,7 +1,7 @@
 """The text summary of a calibration report: what a person reads in ten seconds.
 
 Judge names, model families and problem texts come from user files or provider replies:
-every line goes through :func:`llm_council.safe_text.terminal_safe`.
+every line goes through :func:`llm_council.infra.safe_text.terminal_safe`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from llm_council.calibration.gate import too_few_judged
-from llm_council.safe_text import terminal_safe
+from llm_council.infra.safe_text import terminal_safe
 
 
 def _pct(value: float | None) -> str:

@@ -5,7 +5,7 @@ provider errors), so it is hostile text: it reaches rich only as :class:`rich.te
 built by :func:`shown` or :func:`shown_lines`, never as a string rich would parse as
 markup (an answer holding ``arr[i]`` would lose ``[i]`` as an italic tag, and ``[/]``
 crashed the command), and with control and bidi characters escaped
-(:mod:`llm_council.safe_text`; a multi-line text keeps its line feeds and tabs).
+(:mod:`llm_council.infra.safe_text`; a multi-line text keeps its line feeds and tabs).
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from rich.text import Text
 
 from llm_council.config import CouncilConfig, load_council_config
 from llm_council.council import run_full_council
-from llm_council.input_files import require_regular_file
-from llm_council.log_setup import configure_logging
+from llm_council.infra.input_files import require_regular_file
+from llm_council.infra.log_setup import configure_logging
+from llm_council.infra.safe_text import terminal_safe, terminal_safe_lines
+from llm_council.infra.tracing_setup import configure_tracing_from_env
 from llm_council.providers.registry import split_spec
 from llm_council.results import CouncilResult
-from llm_council.safe_text import terminal_safe, terminal_safe_lines
 from llm_council.simulation.answers import without_footer
-from llm_council.tracing_setup import configure_tracing_from_env
 
 ANSWER_PREVIEW_CHARS = 600
 

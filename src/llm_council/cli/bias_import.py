@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from llm_council.errors import RecordError
-from llm_council.input_files import require_regular_file
+from llm_council.infra.input_files import require_regular_file
 
 if TYPE_CHECKING:
     from llm_council.bias_audit.records.reference_import import ImportSummary

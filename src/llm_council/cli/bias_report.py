@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from llm_council.atomic_files import write_text_atomically
 from llm_council.errors import ConfigError
-from llm_council.safe_text import terminal_safe, terminal_safe_lines
+from llm_council.infra.atomic_files import write_text_atomically
+from llm_council.infra.safe_text import terminal_safe, terminal_safe_lines
 
 if TYPE_CHECKING:
     from llm_council.bias_audit.report.model import BiasReport

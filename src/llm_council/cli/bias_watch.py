@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from llm_council.errors import ConfigError, InputError, RecordError
-from llm_council.safe_text import terminal_safe
+from llm_council.infra.safe_text import terminal_safe
 
 if TYPE_CHECKING:  # the command imports the monitor (numpy, the schema) only when run
     from llm_council.bias_audit.records.monitor_fold import MonitorState

@@ -9,7 +9,6 @@ from typing import Any
 
 import typer
 
-from llm_council.atomic_files import write_json_atomically
 from llm_council.calibration.canary import (
     CANARY_FORMAT,
     canary_drift,
@@ -20,8 +19,9 @@ from llm_council.calibration.canary import (
     score_canary,
 )
 from llm_council.errors import ConfigError, CouncilError
+from llm_council.infra.atomic_files import write_json_atomically
+from llm_council.infra.safe_text import terminal_safe
 from llm_council.providers.registry import create_provider
-from llm_council.safe_text import terminal_safe
 
 
 class JudgeDriftedError(CouncilError):

@@ -22,7 +22,7 @@ from typer.core import TyperCommand, TyperGroup
 
 from llm_council.cli.command_table import COMMANDS, ROOT_HELP
 from llm_council.errors import CouncilError
-from llm_council.safe_text import terminal_safe
+from llm_council.infra.safe_text import terminal_safe
 
 
 class LazyCommandGroup(TyperGroup):

@@ -8,7 +8,6 @@ from typing import Annotated
 
 import typer
 
-from llm_council.atomic_files import atomic_writer, writes_to_stdout
 from llm_council.calibration.importers import (
     INPUT_FORMATS,
     import_file,
@@ -16,6 +15,7 @@ from llm_council.calibration.importers import (
     render_import_summary,
 )
 from llm_council.errors import InputError
+from llm_council.infra.atomic_files import atomic_writer, writes_to_stdout
 
 InputFormatOption = Annotated[
     str,

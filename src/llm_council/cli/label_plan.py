@@ -8,12 +8,12 @@ from typing import Annotated
 
 import typer
 
-from llm_council.atomic_files import write_json_atomically, writes_to_stdout
 from llm_council.calibration.label_plan import METRICS, ORDERS
 from llm_council.calibration.label_plan_file import plan_document, render_plan
 from llm_council.calibration.pairs import read_pairs
 from llm_council.errors import ConfigError
-from llm_council.safe_text import terminal_safe
+from llm_council.infra.atomic_files import write_json_atomically, writes_to_stdout
+from llm_council.infra.safe_text import terminal_safe
 
 MAX_CONFIDENCE = 0.9999
 """The highest ``--confidence`` accepted: a z of 3.9, already a wider interval than labels buy."""

@@ -15,7 +15,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from llm_council.errors import ConfigError, CouncilError
-from llm_council.install_hints import extra_install_hint
+from llm_council.infra.install_hints import extra_install_hint
 
 _Tool = TypeVar("_Tool", bound=Callable[..., Any])
 
@@ -129,7 +129,7 @@ def mcp_command(
     ),
 ) -> None:
     """Serve the council, its bias audit and judge calibration as MCP tools (stdio)."""
-    from llm_council.log_setup import configure_logging
+    from llm_council.infra.log_setup import configure_logging
 
     if transport != "stdio":
         raise ConfigError(f"unknown transport {transport!r}: only 'stdio' is served")

@@ -63,7 +63,7 @@ class ReportInput:
 
 
 def _since_of_last_sessions(store: str, sessions: int, days: int | None) -> str:
-    from llm_council.bias_persistence import read_bias_records
+    from llm_council.bias_audit.reference.persistence import read_bias_records
 
     if sessions < 1:
         raise ConfigError(f"--sessions must be at least 1, got {sessions}")
@@ -125,8 +125,11 @@ def as_given(report: Any, chosen: ReportInput, store: str) -> Any:
 
 def amplification_section(store: str, output_format: str, rendered: str) -> str:
     """``rendered`` with the amplification screen of ``store`` appended (text or JSON)."""
-    from llm_council.bias_amplification import amplification_report, format_amplification_report
-    from llm_council.bias_persistence import read_bias_records
+    from llm_council.bias_audit.reference.amplification import (
+        amplification_report,
+        format_amplification_report,
+    )
+    from llm_council.bias_audit.reference.persistence import read_bias_records
 
     if output_format not in ("text", "json"):
         raise ConfigError("--amplification works with --format text or json")

@@ -20,7 +20,7 @@ import numpy as np
 from llm_council.stats.session_shifts import early_late_shift, outlying_sessions
 
 if TYPE_CHECKING:
-    from llm_council.bias_persistence import BiasMetricRecord
+    from llm_council.bias_audit.reference.persistence import BiasMetricRecord
 
 #: the level of both tests (two-sided; Bonferroni over the sessions for anomalies)
 SIGNIFICANCE_LEVEL = 0.05

@@ -29,8 +29,8 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from llm_council import tracing
 from llm_council.errors import ProviderError, SessionDeadlineError
+from llm_council.infra import tracing
 from llm_council.providers.base import Completion, CompletionRequest, Provider
 
 if TYPE_CHECKING:
@@ -152,7 +152,7 @@ async def call_with_retries(
 
     ``deadline_at`` (event-loop time, see :meth:`asyncio.loop.time`) bounds the whole call,
     retries and backoff included; ``deadline_s`` and ``stage`` are only quoted in the error.
-    The call is one ``chat`` span when tracing is on (:mod:`llm_council.tracing`), each
+    The call is one ``chat`` span when tracing is on (:mod:`llm_council.infra.tracing`), each
     retried attempt an event on it; ``trace_attributes`` are added to the span.
     """
     policy = policy or RetryPolicy()

@@ -4,7 +4,7 @@ A key with a newline or another control character inside (a copy-paste accident,
 ``$(cat file)`` with Windows line endings) makes the HTTP client fail with "Illegal
 header value b'Bearer sk-...'", an error that quotes the key. Such a key is refused
 before any request with a :class:`ConfigError` that names the variable, never the value;
-every accepted key is registered with :func:`llm_council.log_setup.register_secret` so
+every accepted key is registered with :func:`llm_council.infra.log_setup.register_secret` so
 logs, ``metadata["degraded"]`` and errors redact it whatever variable held it.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import unicodedata
 
 from llm_council.errors import ConfigError
-from llm_council.log_setup import register_secret
+from llm_council.infra.log_setup import register_secret
 
 
 def _problem(key: str) -> str | None:

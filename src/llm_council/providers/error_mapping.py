@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from types import ModuleType
 
 from llm_council.errors import ProviderError
-from llm_council.log_setup import redact as redact_secrets
+from llm_council.infra.log_setup import redact as redact_secrets
 
 # Statuses a retry can fix: the server is busy, restarting or lost the request.
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
@@ -91,7 +91,8 @@ def _parse_non_negative_float(raw: str | None) -> float | None:
 
 def redact(text: str, secrets: Iterable[str]) -> str:
     """``text`` with every form of each secret (escaped, JSON-quoted, split at a control
-    character) replaced by ``[redacted]``: the one redactor of :mod:`llm_council.log_setup`."""
+    character) replaced by ``[redacted]``: the one redactor of
+    :mod:`llm_council.infra.log_setup`."""
     return redact_secrets(text, list(secrets))
 
 

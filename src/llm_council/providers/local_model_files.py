@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llm_council.errors import ConfigError, MissingDependencyError
-from llm_council.install_hints import extra_install_hint
+from llm_council.infra.install_hints import extra_install_hint
 
 LOCAL_EXTRA_HINT = extra_install_hint("local")
 #: where joined model files are kept (a folder; created when missing)

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from llm_council.errors import ConfigError, MissingCredentialsError, MissingDependencyError
-from llm_council.install_hints import extra_install_hint
+from llm_council.infra.install_hints import extra_install_hint
 from llm_council.providers.base import STRUCTURED_OUTPUT_MODES, StructuredOutputMode
 from llm_council.providers.credentials import checked_api_key
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from llm_council.config_files import default_config_file
 from llm_council.errors import ConfigError
+from llm_council.infra.config_files import default_config_file
 from llm_council.simulation.profile import SimulatedProfile
 
 

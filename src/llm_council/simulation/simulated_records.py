@@ -39,9 +39,9 @@ from pathlib import Path
 
 import numpy as np
 
-from llm_council.atomic_files import atomic_writer
 from llm_council.bias_audit.records.schema import SCHEMA_VERSION
 from llm_council.errors import ConfigError, CouncilError
+from llm_council.infra.atomic_files import atomic_writer
 from llm_council.simulation.profile import REFERENCE_ANSWER_WORDS, SimulatedProfile
 from llm_council.simulation.profiles import resolve_profile
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from llm_council.bias_audit.report import build_report, render_csv, render_html, render_text
-from llm_council.safe_text import (
+from llm_council.infra.safe_text import (
     csv_text_cell,
     distinct_labels,
     ellipsize_middle,

@@ -26,7 +26,7 @@ from llm_council.bias_audit.records.jsonl_store import (
 from llm_council.bias_audit.records.schema import ReviewRecord
 from llm_council.bias_audit.records.store_urls import is_postgres_url, redact_url
 from llm_council.errors import MissingDependencyError
-from llm_council.install_hints import extra_install_hint
+from llm_council.infra.install_hints import extra_install_hint
 
 __all__ = ["RecordWriter", "is_postgres_url", "open_store", "redact_url", "store_spec"]
 

@@ -28,7 +28,7 @@ from llm_council.bias_audit.records.store_urls import is_postgres_url
 from llm_council.bias_audit.records.summary_files import SCORE_BOUND
 from llm_council.bias_audit.session.thresholds import AuditThresholds
 from llm_council.errors import InputError, MissingDependencyError
-from llm_council.install_hints import extra_install_hint
+from llm_council.infra.install_hints import extra_install_hint
 from llm_council.stats.additive_model import AdditiveFit
 from llm_council.stats.moderated_session_tests import session_prior
 from llm_council.stats.moderated_variance import VariancePrior, fit_variance_prior

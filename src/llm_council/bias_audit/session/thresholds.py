@@ -19,8 +19,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from llm_council.config_files import default_config_file
 from llm_council.errors import ConfigError
+from llm_council.infra.config_files import default_config_file
 
 #: field name -> environment variable that overrides it
 ENV_VARIABLES: dict[str, str] = {

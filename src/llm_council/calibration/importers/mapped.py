@@ -31,7 +31,7 @@ from llm_council.calibration.importers.result import ImportResult
 from llm_council.calibration.importers.tables import Row
 from llm_council.calibration.pairs import Order, slot_to_original
 from llm_council.errors import ConfigError
-from llm_council.safe_text import terminal_safe
+from llm_council.infra.safe_text import terminal_safe
 
 SOURCE_FORMAT = "mapped"
 Slot = Literal["first", "second", "tie"]

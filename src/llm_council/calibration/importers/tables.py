@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from llm_council.errors import InputError, MissingDependencyError
-from llm_council.input_files import read_input_text
-from llm_council.install_hints import extra_install_hint
+from llm_council.infra.input_files import read_input_text
+from llm_council.infra.install_hints import extra_install_hint
 
 Row = Mapping[str, Any]
 

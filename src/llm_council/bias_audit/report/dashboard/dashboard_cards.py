@@ -17,7 +17,7 @@ from llm_council.bias_audit.report.dashboard.svg_sparkline import drift_sparklin
 from llm_council.bias_audit.report.estimates import ReviewerProfile
 from llm_council.bias_audit.report.model import BiasReport
 from llm_council.bias_audit.report.number_format import fmt, fmt_interval, slot_letter
-from llm_council.safe_text import terminal_safe
+from llm_council.infra.safe_text import terminal_safe
 
 
 def reviewer_name(text: str) -> str:

@@ -13,7 +13,7 @@ import math
 from html import escape
 
 from llm_council.bias_audit.report.analyses.favouritism import Favouritism
-from llm_council.safe_text import distinct_labels, terminal_safe
+from llm_council.infra.safe_text import distinct_labels, terminal_safe
 
 _CELL = 44
 _LEFT = 150

@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from html import escape
 
-from llm_council.safe_text import distinct_labels, terminal_safe
+from llm_council.infra.safe_text import distinct_labels, terminal_safe
 
 _WIDTH = 640
 _ROW_HEIGHT = 26

@@ -30,7 +30,7 @@ from llm_council.bias_audit.report.load.raw_records import (
     create_records_table,
 )
 from llm_council.errors import ConfigError, RecordError
-from llm_council.install_hints import extra_install_hint
+from llm_council.infra.install_hints import extra_install_hint
 
 _KNOWN = f"schema_version IN ({', '.join(str(v) for v in READABLE_VERSIONS)})"
 _VALID = " AND ".join(f"{name} IS NOT NULL" for name in REQUIRED)

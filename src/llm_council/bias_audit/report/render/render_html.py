@@ -32,7 +32,7 @@ from llm_council.bias_audit.report.model import BiasReport
 from llm_council.bias_audit.report.render.effective_judges_note import effective_judges_note_html
 from llm_council.bias_audit.report.render.render_families import families_html_sections
 from llm_council.bias_audit.report.render.render_text import render_text
-from llm_council.safe_text import terminal_safe
+from llm_council.infra.safe_text import terminal_safe
 
 
 def _safe(text: str) -> str:

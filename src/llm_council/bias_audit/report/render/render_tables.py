@@ -25,7 +25,7 @@ from llm_council.bias_audit.report.number_format import slot_letter
 from llm_council.bias_audit.report.render.csv_cells import CsvRow, cell_text, interval_row
 from llm_council.bias_audit.report.render.render_causal import causal_check_csv_rows
 from llm_council.bias_audit.report.render.render_findings import findings_csv_rows
-from llm_council.safe_text import csv_text_cell
+from llm_council.infra.safe_text import csv_text_cell
 
 CSV_COLUMNS = ("section", "subject", "metric", "estimate", "ci_low", "ci_high", "p_value", "n")
 

@@ -14,7 +14,7 @@ message cannot bypass the redaction; SDK loggers are kept at WARNING or above be
 their debug output includes whole requests.
 
 On the console, every text value of an event has its control and bidi characters shown as
-``\\uXXXX`` escapes (:func:`~llm_council.safe_text.terminal_safe`): an error message
+``\\uXXXX`` escapes (:func:`~llm_council.infra.safe_text.terminal_safe`): an error message
 quotes what a provider's server sent, and an escape sequence in it would otherwise reach
 the terminal (clear the screen, retitle the window). JSON lines escape them already.
 """
@@ -32,7 +32,7 @@ from typing import Any
 
 import structlog
 
-from llm_council.safe_text import terminal_safe
+from llm_council.infra.safe_text import terminal_safe
 
 SECRET_ENV_VARS = (
     "OPENAI_API_KEY",

@@ -20,8 +20,8 @@ from typing import Any
 from urllib.parse import unquote
 
 from llm_council.errors import ConfigError, MissingDependencyError
-from llm_council.install_hints import extra_install_hint
-from llm_council.log_setup import register_secret
+from llm_council.infra.install_hints import extra_install_hint
+from llm_council.infra.log_setup import register_secret
 
 EXPORTERS = ("console", "otlp", "none")
 DEFAULT_SERVICE_NAME = "llm-council"

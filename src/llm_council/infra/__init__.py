@@ -1,0 +1,1 @@
+"""Infrastructure below the core: atomic files, logging, tracing, safe text, input files."""
