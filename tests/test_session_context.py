@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from llm_council import tracing
+from llm_council.infra import tracing
 from llm_council.session_context import SessionContext, StageClock
 
 

@@ -14,8 +14,8 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from llm_council import tracing
 from llm_council.config import CouncilConfig
+from llm_council.infra import tracing
 from llm_council.middleware import MiddlewareDispatcher
 from llm_council.providers.calling import CallGate
 

@@ -12,11 +12,6 @@ from typing import Annotated, Any
 
 import typer
 
-from llm_council.atomic_files import (
-    output_kind,
-    write_json_atomically,
-    writes_to_stdout,
-)
 from llm_council.calibration.bias_check import bias_check_probability
 from llm_council.calibration.confidence_map import (
     read_confidence_map,
@@ -83,6 +78,11 @@ from llm_council.cli.calibrate_outputs import (
 from llm_council.cli.canary_run import run_canary
 from llm_council.cli.convert import HumanOption, InputFormatOption, MapOption
 from llm_council.errors import ConfigError
+from llm_council.infra.atomic_files import (
+    output_kind,
+    write_json_atomically,
+    writes_to_stdout,
+)
 
 ModelOption = Annotated[
     str | None, typer.Option("--model", "-m", help="judge spec, e.g. openai:gpt-4o")

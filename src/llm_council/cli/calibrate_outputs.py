@@ -9,11 +9,6 @@ from typing import Any
 
 import typer
 
-from llm_council.atomic_files import (
-    write_json_atomically,
-    write_text_atomically,
-    writes_to_stdout,
-)
 from llm_council.calibration.confidence import MIN_CONFIDENCE_VERDICTS
 from llm_council.calibration.confidence_map import ConfidenceMap
 from llm_council.calibration.gate import GateDecision
@@ -23,7 +18,12 @@ from llm_council.calibration.session import REPORT_FORMAT
 from llm_council.calibration.study_render import render_study_html, render_study_text
 from llm_council.calibration.summary import render_summary
 from llm_council.errors import ConfigError
-from llm_council.safe_text import terminal_safe
+from llm_council.infra.atomic_files import (
+    write_json_atomically,
+    write_text_atomically,
+    writes_to_stdout,
+)
+from llm_council.infra.safe_text import terminal_safe
 
 
 @dataclass(frozen=True)

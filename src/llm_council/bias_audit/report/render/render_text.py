@@ -11,7 +11,7 @@ from llm_council.bias_audit.report.render.effective_judges_note import effective
 from llm_council.bias_audit.report.render.render_causal import causal_check_lines
 from llm_council.bias_audit.report.render.render_findings import findings_text_lines
 from llm_council.bias_audit.report.render.render_position import position_text_lines
-from llm_council.safe_text import terminal_safe
+from llm_council.infra.safe_text import terminal_safe
 
 
 def _header_lines(report: BiasReport) -> list[str]:
