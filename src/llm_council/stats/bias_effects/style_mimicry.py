@@ -236,16 +236,14 @@ def mimicry_slopes(
     return mimicry_slopes_of_columns(inputs, n_reviewers, confidence)
 
 
-def mimicry_slopes_of_columns(
-    inputs: dict[str, ArrayLike], n_reviewers: int, confidence: float = 0.95
-) -> MimicrySlopes:
-    """:func:`mimicry_slopes` of ``inputs`` (its six per-row arguments by name), which it
-    empties.
+def _finite_columns_by_session(
+    inputs: dict[str, ArrayLike], n_reviewers: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Score, similarity, log words, reviewer, answer and session, popped from ``inputs``.
 
-    Each column is taken out of the dict, so a caller that keeps no other reference (the
-    report, on millions of rows) has the score, similarity, length and answer columns
-    freed once the design is built, before the projection and the jackknife reach their
-    peak.
+    Rows with a non-finite score, similarity or length are dropped; the rest are grouped by
+    session (the fit does not depend on their order), so the projection and the jackknife
+    read each session as one slice instead of sorting copies.
     """
     y = np.asarray(inputs.pop("score"), dtype=float)
     x = np.asarray(inputs.pop("similarity"), dtype=float)
@@ -263,6 +261,68 @@ def mimicry_slopes_of_columns(
     keep = np.isfinite(y) & np.isfinite(x) & np.isfinite(w)
     if not keep.all():
         y, x, w, r, a, c = y[keep], x[keep], w[keep], r[keep], a[keep], c[keep]
+    if not np.all(c[1:] >= c[:-1]):
+        by_session = np.argsort(c, kind="stable")
+        y, x, w, r, a, c = (v[by_session] for v in (y, x, w, r, a, c))
+    return y, x, w, r, a, c
+
+
+def _slope_intervals(
+    coefficients: np.ndarray,
+    covariance: np.ndarray,
+    identified: np.ndarray,
+    columns: np.ndarray,
+    clusters_per_reviewer: np.ndarray,
+    n_clusters: int,
+    confidence: float,
+) -> list[IntervalEstimate]:
+    """One t interval per reviewer (``n_clusters - 1`` df); NaN where it is not estimable.
+
+    A reviewer's slope is not estimable when its column was dropped as degenerate, it is
+    seen in fewer than two sessions, or its coefficient is not identified.
+    """
+    nan = float("nan")
+    critical = float(t_ppf(0.5 + confidence / 2, n_clusters - 1))
+    slopes: list[IntervalEstimate] = []
+    position = {int(column): k for k, column in enumerate(columns)}
+    for index in range(clusters_per_reviewer.size):
+        clusters_here = int(clusters_per_reviewer[index])
+        k = position.get(index)
+        if k is None or clusters_here < 2 or not identified[k]:
+            slopes.append(IntervalEstimate(nan, nan, nan, nan, nan, clusters_here))
+            continue
+        estimate = float(coefficients[k])
+        standard_error = float(np.sqrt(max(covariance[k, k], 0.0)))
+        if standard_error > 0:
+            t_value = estimate / standard_error
+            p_value = float(2 * t_sf(abs(t_value), n_clusters - 1))
+        else:
+            p_value = nan
+        slopes.append(
+            IntervalEstimate(
+                estimate,
+                estimate - critical * standard_error,
+                estimate + critical * standard_error,
+                standard_error,
+                p_value,
+                clusters_here,
+            )
+        )
+    return slopes
+
+
+def mimicry_slopes_of_columns(
+    inputs: dict[str, ArrayLike], n_reviewers: int, confidence: float = 0.95
+) -> MimicrySlopes:
+    """:func:`mimicry_slopes` of ``inputs`` (its six per-row arguments by name), which it
+    empties.
+
+    Each column is taken out of the dict, so a caller that keeps no other reference (the
+    report, on millions of rows) has the score, similarity, length and answer columns
+    freed once the design is built, before the projection and the jackknife reach their
+    peak.
+    """
+    y, x, w, r, a, c = _finite_columns_by_session(inputs, n_reviewers)
     nan = float("nan")
     empty = MimicrySlopes(
         [IntervalEstimate(nan, nan, nan, nan, nan, 0) for _ in range(n_reviewers)],
@@ -272,17 +332,11 @@ def mimicry_slopes_of_columns(
     )
     if y.size == 0:
         return empty
-    if not np.all(c[1:] >= c[:-1]):
-        # rows grouped by session (the fit does not depend on their order), so the projection
-        # and the jackknife read each session as one slice instead of sorting copies
-        by_session = np.argsort(c, kind="stable")
-        y, x, w, r, a, c = (v[by_session] for v in (y, x, w, r, a, c))
     _, answer_index = dense_codes(a)
     del a
     _, cluster_index = dense_codes(c)
     n_answers = int(answer_index.max()) + 1
     n_clusters = int(cluster_index.max()) + 1
-    n_slopes = n_reviewers
     n_rows = int(y.size)
     columns_to_project = _response_and_design(y, x, w, r, n_reviewers)
     scale = np.maximum(_design_column_abs_sums(x, w, r, n_reviewers), 1.0)
@@ -319,33 +373,15 @@ def mimicry_slopes_of_columns(
     covariance = _jackknife_covariance(
         z, y_tilde, cluster_index, n_clusters, coefficients, gram, moment
     )
-    critical = float(t_ppf(0.5 + confidence / 2, n_clusters - 1))
-    slopes: list[IntervalEstimate] = []
-    position = {int(column): k for k, column in enumerate(columns)}
     reviewer_in_cluster = np.zeros((n_reviewers, n_clusters), dtype=bool)
     reviewer_in_cluster[r, cluster_index] = True
-    clusters_per_reviewer = reviewer_in_cluster.sum(axis=1)
-    for index in range(n_slopes):
-        clusters_here = int(clusters_per_reviewer[index])
-        k = position.get(index)
-        if k is None or clusters_here < 2 or not identified[k]:
-            slopes.append(IntervalEstimate(nan, nan, nan, nan, nan, clusters_here))
-            continue
-        estimate = float(coefficients[k])
-        standard_error = float(np.sqrt(max(covariance[k, k], 0.0)))
-        if standard_error > 0:
-            t_value = estimate / standard_error
-            p_value = float(2 * t_sf(abs(t_value), n_clusters - 1))
-        else:
-            p_value = nan
-        slopes.append(
-            IntervalEstimate(
-                estimate,
-                estimate - critical * standard_error,
-                estimate + critical * standard_error,
-                standard_error,
-                p_value,
-                clusters_here,
-            )
-        )
+    slopes = _slope_intervals(
+        coefficients,
+        covariance,
+        identified,
+        columns,
+        reviewer_in_cluster.sum(axis=1),
+        n_clusters,
+        confidence,
+    )
     return MimicrySlopes(slopes, within_sd, n_rows, n_clusters)

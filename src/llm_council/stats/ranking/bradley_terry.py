@@ -219,6 +219,79 @@ class CovariateBradleyTerryFit:
     n_clusters: int
 
 
+def _pair_sums(pair: np.ndarray, values: np.ndarray, k: int) -> np.ndarray:
+    """Sums of ``values`` over each of the ``k * k`` ordered item pairs, as a (k, k) table."""
+    return np.bincount(pair, values, k * k).reshape(k, k)
+
+
+def _win_probability(pair: np.ndarray, d: np.ndarray, theta: np.ndarray, beta: float) -> np.ndarray:
+    """``P(a beats b) = 1 / (1 + exp(-(theta_a - theta_b + beta d)))`` per comparison."""
+    strength_difference = (theta[:, None] - theta[None, :]).ravel()
+    return 1.0 / (1.0 + np.exp(-(strength_difference[pair] + beta * d)))
+
+
+def _covariate_gradient(
+    pair: np.ndarray, d: np.ndarray, k: int, residual: np.ndarray
+) -> np.ndarray:
+    """Score vector over (theta_0..theta_{K-1}, beta): design rows ``(e_a - e_b, d)``."""
+    by_pair = _pair_sums(pair, residual, k)
+    return np.r_[by_pair.sum(1) - by_pair.sum(0), residual @ d]
+
+
+def _covariate_information(
+    pair: np.ndarray, d: np.ndarray, k: int, weight: np.ndarray
+) -> np.ndarray:
+    """Fisher information ``X' W X`` over (theta_0..theta_{K-1}, beta), shape (k + 1, k + 1)."""
+    pair_weight = _pair_sums(pair, weight, k)
+    info = np.zeros((k + 1, k + 1))
+    info[:k, :k] = np.diag(pair_weight.sum(0) + pair_weight.sum(1)) - pair_weight - pair_weight.T
+    cross = _pair_sums(pair, weight * d, k)
+    info[:k, k] = info[k, :k] = cross.sum(1) - cross.sum(0)
+    info[k, k] = weight @ (d * d)
+    return info
+
+
+def _newton_covariate_fit(
+    pair: np.ndarray, d: np.ndarray, y: np.ndarray, k: int, free: np.ndarray, max_iter: int
+) -> tuple[np.ndarray, float, bool]:
+    """Newton-Raphson for (theta with theta_0 = 0, beta); False when not identified or separated."""
+    theta = np.zeros(k)
+    beta = 0.0
+    for _ in range(max_iter):
+        prob = _win_probability(pair, d, theta, beta)
+        information = _covariate_information(pair, d, k, prob * (1 - prob))[np.ix_(free, free)]
+        if np.linalg.matrix_rank(information) < k:
+            break  # not identified: the covariate is collinear with the items (or no data)
+        step = np.linalg.solve(information, _covariate_gradient(pair, d, k, y - prob)[free])
+        beta += step[0]
+        theta[1:] += step[1:]
+        if np.max(np.abs(step)) < 1e-10:
+            converged = bool(np.all(np.abs(theta) < 50) and abs(beta) < 50)  # else separation
+            return theta, beta, converged
+    return theta, beta, False
+
+
+def _cluster_sandwich(
+    pair: np.ndarray,
+    d: np.ndarray,
+    k: int,
+    clusters: np.ndarray,
+    residual: np.ndarray,
+    bread: np.ndarray,
+) -> tuple[np.ndarray, int]:
+    """``C/(C-1) B (sum_c s_c s_c') B`` over (beta, theta_1..), and the count C of clusters."""
+    n_clusters = int(clusters.max()) + 1
+    cluster_offset = clusters * k
+    item_scores = (
+        np.bincount(cluster_offset + pair // k, residual, n_clusters * k)
+        - np.bincount(cluster_offset + pair % k, residual, n_clusters * k)
+    ).reshape(n_clusters, k)
+    del cluster_offset
+    scores = np.column_stack([np.bincount(clusters, residual * d, n_clusters), item_scores[:, 1:]])
+    c = int((np.bincount(clusters, minlength=n_clusters) > 0).sum())
+    return c / max(c - 1, 1) * bread @ (scores.T @ scores) @ bread, c
+
+
 def bradley_terry_with_covariate(
     item_a: ArrayLike,
     item_b: ArrayLike,
@@ -251,62 +324,16 @@ def bradley_terry_with_covariate(
     # sum over ``a`` is a row sum of the pair table, over ``b`` a column sum), so no (n, K)
     # design matrix is ever built and each pass over the comparisons is one bincount.
     free = np.r_[k, np.arange(1, k)]  # positions of (beta, theta_1..) in (theta_0.., beta)
-
-    def pair_sums(values: np.ndarray) -> np.ndarray:
-        return np.bincount(pair, values, k * k).reshape(k, k)
-
-    def win_probability(theta: np.ndarray, beta: float) -> np.ndarray:
-        strength_difference = (theta[:, None] - theta[None, :]).ravel()
-        return 1.0 / (1.0 + np.exp(-(strength_difference[pair] + beta * d)))
-
-    def full_gradient(residual: np.ndarray) -> np.ndarray:
-        by_pair = pair_sums(residual)
-        return np.r_[by_pair.sum(1) - by_pair.sum(0), residual @ d]
-
-    def full_information(weight: np.ndarray) -> np.ndarray:
-        pair_weight = pair_sums(weight)
-        info = np.zeros((k + 1, k + 1))
-        info[:k, :k] = (
-            np.diag(pair_weight.sum(0) + pair_weight.sum(1)) - pair_weight - pair_weight.T
-        )
-        cross = pair_sums(weight * d)
-        info[:k, k] = info[k, :k] = cross.sum(1) - cross.sum(0)
-        info[k, k] = weight @ (d * d)
-        return info
-
-    theta = np.zeros(k)
-    beta = 0.0
-    converged = False
-    for _ in range(max_iter):
-        prob = win_probability(theta, beta)
-        information = full_information(prob * (1 - prob))[np.ix_(free, free)]
-        if np.linalg.matrix_rank(information) < k:
-            break  # not identified: the covariate is collinear with the items (or no data)
-        step = np.linalg.solve(information, full_gradient(y - prob)[free])
-        beta += step[0]
-        theta[1:] += step[1:]
-        if np.max(np.abs(step)) < 1e-10:
-            converged = bool(np.all(np.abs(theta) < 50) and abs(beta) < 50)  # else separation
-            break
+    theta, beta, converged = _newton_covariate_fit(pair, d, y, k, free, max_iter)
     if not converged:
         nan = np.full(k, np.nan)
         return CovariateBradleyTerryFit(
             StrengthEstimates(nan, nan, nan, nan), np.nan, (np.nan, np.nan), np.nan, 0
         )
     params = np.r_[beta, theta[1:]]
-    prob = win_probability(theta, beta)
-    bread = np.linalg.inv(full_information(prob * (1 - prob))[np.ix_(free, free)])
-    residual = y - prob
-    n_clusters = int(clusters.max()) + 1
-    cluster_offset = clusters * k
-    item_scores = (
-        np.bincount(cluster_offset + pair // k, residual, n_clusters * k)
-        - np.bincount(cluster_offset + pair % k, residual, n_clusters * k)
-    ).reshape(n_clusters, k)
-    del cluster_offset
-    scores = np.column_stack([np.bincount(clusters, residual * d, n_clusters), item_scores[:, 1:]])
-    c = int((np.bincount(clusters, minlength=n_clusters) > 0).sum())
-    covariance = c / max(c - 1, 1) * bread @ (scores.T @ scores) @ bread
+    prob = _win_probability(pair, d, theta, beta)
+    bread = np.linalg.inv(_covariate_information(pair, d, k, prob * (1 - prob))[np.ix_(free, free)])
+    covariance, c = _cluster_sandwich(pair, d, k, clusters, y - prob, bread)
     # map (beta, theta_1..theta_{K-1}) to centred theta_0..theta_{K-1}
     to_theta = np.zeros((n_items, n_items))
     to_theta[1:, 1:] = np.eye(n_items - 1)
