@@ -44,6 +44,16 @@ def pearson_correlation_t_test(x: ArrayLike, y: ArrayLike) -> CorrelationTest:
 
     Returns ``r = p = None`` when fewer than 3 complete pairs remain or either variable
     is constant (the correlation is then undefined, not zero).
+
+    Parameters
+    ----------
+    x, y : array_like, shape (n,)
+        Paired observations; NaN in either drops the pair.
+
+    Returns
+    -------
+    CorrelationTest
+        ``r``, ``p_value`` (both None when undefined) and ``n_pairs``, the complete pairs used.
     """
     x_values = np.asarray(x, dtype=float)
     y_values = np.asarray(y, dtype=float)

@@ -12,6 +12,16 @@ def holm_adjusted(p_values: ArrayLike) -> np.ndarray:
     With the ``m`` finite p-values sorted ascending, :math:`\tilde p_{(i)} = \max_{j \le i}
     \min(1, (m - j + 1)\, p_{(j)})`. Rejecting where :math:`\tilde p < \alpha` controls the
     family-wise error rate at ``alpha`` under any dependence between the tests.
+
+    Parameters
+    ----------
+    p_values : array_like, shape (m,)
+        Raw p-values; NaN marks a test not run.
+
+    Returns
+    -------
+    ndarray, shape (m,)
+        Adjusted p-values in the input order; NaN where the input is NaN.
     """
     values = np.asarray(p_values, dtype=float)
     adjusted = np.full(values.shape, np.nan)

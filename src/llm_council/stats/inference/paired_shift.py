@@ -41,7 +41,21 @@ class PairedShift:
 def paired_shift(
     before: Sequence[float], after: Sequence[float], confidence: float = 0.95
 ) -> PairedShift | None:
-    """The paired t test of ``after - before`` (module docstring); ``None`` below 2 items."""
+    """The paired t test of ``after - before`` (module docstring); ``None`` below 2 items.
+
+    Parameters
+    ----------
+    before, after : sequence of float, length n
+        Scores of the same n items, before and after.
+    confidence : float
+        Level of the t interval of the mean shift.
+
+    Returns
+    -------
+    PairedShift or None
+        Mean shift, its standard error and interval, t, df = n - 1, two-sided p and n;
+        None when n < 2.
+    """
     if len(before) != len(after):
         raise ValueError(f"{len(before)} scores before but {len(after)} after")
     differences = [b - a for a, b in zip(before, after, strict=True)]

@@ -61,6 +61,20 @@ def mean_interval_from_moments(
 
     Lets SQL compute the moments (``avg``, ``stddev_samp``, ``count``) over the cluster
     values so only three numbers reach Python.
+
+    Parameters
+    ----------
+    mean, sd : float
+        Mean and sample standard deviation of the n cluster values.
+    n : int
+        Number of clusters.
+    confidence : float
+        Interval level.
+
+    Returns
+    -------
+    IntervalEstimate
+        The mean with its t interval (n - 1 df), standard error, p-value of mean = 0 and n.
     """
     if n < 2 or not np.isfinite(mean) or not np.isfinite(sd):
         return _nan_estimate(n)
@@ -86,6 +100,21 @@ def fisher_z_pooled_correlation(
     Metron 1; pooling as in Hedges & Olkin (1985), *Statistical Methods for Meta-Analysis*,
     ch. 11; the variance is the cluster sandwich of Cameron & Miller (2015), J. Human Resources
     50(2), so it does not assume the ``n_s - 3`` records of a session are independent.
+
+    Parameters
+    ----------
+    session_r : array_like, shape (C,)
+        One correlation per session.
+    session_weights : array_like, shape (C,)
+        Each session's weight (e.g. its pair count minus 3).
+    confidence : float
+        Interval level.
+
+    Returns
+    -------
+    IntervalEstimate
+        Pooled correlation with its interval, the standard error on the z scale, p-value and
+        the number of sessions C.
     """
     r = np.asarray(session_r, dtype=float)
     w = np.asarray(session_weights, dtype=float)
@@ -121,6 +150,20 @@ def fisher_z_interval(r: float, n: int, confidence: float = 0.95) -> tuple[float
 
     Fisher (1921). Kept to show what the record-count interval of the reference design does
     when the pairs are not independent; the report does not use it for pooled data.
+
+    Parameters
+    ----------
+    r : float
+        The correlation.
+    n : int
+        Number of independent pairs it was computed from.
+    confidence : float
+        Interval level.
+
+    Returns
+    -------
+    tuple of float
+        ``(low, high)``.
     """
     if n <= 3:
         return float("nan"), float("nan")

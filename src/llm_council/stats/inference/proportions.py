@@ -24,6 +24,20 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     the single proportion. Statistics in Medicine 17, 857-872 (method 3).
 
     Returns ``(nan, nan)`` when ``n == 0``: there is nothing to estimate.
+
+    Parameters
+    ----------
+    successes : int
+        Count of successes.
+    n : int
+        Count of trials.
+    confidence : float
+        Interval level.
+
+    Returns
+    -------
+    tuple of float
+        ``(low, high)``, inside [0, 1].
     """
     if n < 0 or successes < 0 or successes > n:
         raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
@@ -47,6 +61,18 @@ def sign_test_p_value(successes: int, n: int) -> float:
     P = sum of Binomial(n, 1/2) probabilities no larger than that of the observed count
     (Conover, *Practical Nonparametric Statistics*, 3rd ed., 1999, section 3.4); computed
     by :func:`scipy.stats.binomtest`. Returns 1.0 when ``n == 0``.
+
+    Parameters
+    ----------
+    successes : int
+        Count on one side.
+    n : int
+        Count of non-tied items.
+
+    Returns
+    -------
+    float
+        The two-sided exact p-value.
     """
     if n < 0 or successes < 0 or successes > n:
         raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
@@ -73,6 +99,18 @@ def mean_t_interval(
     section 11.1 for paired binary data scored 0/1, where it is the Wald interval with
     the n-1 correction). Returns nan bounds for fewer than two values; a zero standard
     deviation gives a zero-width interval, which callers report as "too few" at small n.
+
+    Parameters
+    ----------
+    values : sequence of float, length n
+        One value per item.
+    confidence : float
+        Interval level.
+
+    Returns
+    -------
+    tuple of float
+        ``(mean, low, high)``.
     """
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")

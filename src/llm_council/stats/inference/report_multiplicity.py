@@ -59,6 +59,20 @@ def family_holm_adjusted(
     :math:`\alpha`, provided the weights are fixed before the data are seen. Equal weights
     and one family give Holm (1979); families of one hypothesis and equal weights give Holm
     over all.
+
+    Parameters
+    ----------
+    p_values : array_like, shape (m,)
+        Raw p-values; NaN marks a test not run.
+    families : sequence of hashable, length m
+        The family of each hypothesis.
+    family_weights : mapping of family to float, optional
+        Prior weight of each family (default 1 each).
+
+    Returns
+    -------
+    ndarray, shape (m,)
+        Adjusted p-values in the input order; NaN where the input is NaN.
     """
     values = np.asarray(p_values, dtype=float).ravel()
     if len(families) != values.size:
@@ -115,6 +129,16 @@ def benjamini_yekutieli_adjusted(p_values: ArrayLike) -> np.ndarray:
     the false discovery rate in multiple testing under dependency", Ann. Statist. 29(4),
     Theorem 1.3); Benjamini-Hochberg alone needs positive regression dependence, which the
     negatively correlated cells of a favouritism table do not have.
+
+    Parameters
+    ----------
+    p_values : array_like, shape (m,)
+        Raw p-values; NaN marks a test not run.
+
+    Returns
+    -------
+    ndarray, shape (m,)
+        Adjusted p-values in the input order; NaN where the input is NaN.
     """
     values = np.asarray(p_values, dtype=float)
     adjusted = np.full(values.shape, np.nan)

@@ -30,18 +30,57 @@ def _valid_df(*dfs: ArrayLike) -> np.ndarray:
 
 
 def t_sf(x: ArrayLike, df: ArrayLike) -> np.ndarray:
-    """Upper tail :math:`P(T_{df} > x)` of Student's t (``scipy.stats.t.sf``)."""
+    """Upper tail :math:`P(T_{df} > x)` of Student's t (``scipy.stats.t.sf``).
+
+    Parameters
+    ----------
+    x : array_like
+        Values of the statistic, any shape.
+    df : array_like
+        Degrees of freedom, broadcast against ``x``.
+
+    Returns
+    -------
+    ndarray
+        Upper-tail probabilities, of the broadcast shape of ``x`` and ``df``.
+    """
     x_values, df_values = np.asarray(x, dtype=float), np.asarray(df, dtype=float)
     return np.asarray(np.where(_valid_df(df_values), stdtr(df_values, -x_values), np.nan))
 
 
 def t_two_sided_p(t: ArrayLike, df: ArrayLike) -> np.ndarray:
-    """Two-sided p-value :math:`2 P(T_{df} > |t|)` (``2 * scipy.stats.t.sf(abs(t), df)``)."""
+    """Two-sided p-value :math:`2 P(T_{df} > |t|)` (``2 * scipy.stats.t.sf(abs(t), df)``).
+
+    Parameters
+    ----------
+    t : array_like
+        t statistics, any shape.
+    df : array_like
+        Degrees of freedom, broadcast against ``t``.
+
+    Returns
+    -------
+    ndarray
+        Two-sided p-values, of the broadcast shape of ``t`` and ``df``.
+    """
     return 2 * t_sf(np.abs(np.asarray(t, dtype=float)), df)
 
 
 def t_ppf(q: ArrayLike, df: ArrayLike) -> np.ndarray:
-    """Quantile :math:`t_{df, q}` of Student's t (``scipy.stats.t.ppf``); NaN outside [0, 1]."""
+    """Quantile :math:`t_{df, q}` of Student's t (``scipy.stats.t.ppf``); NaN outside [0, 1].
+
+    Parameters
+    ----------
+    q : array_like
+        Probabilities, any shape.
+    df : array_like
+        Degrees of freedom, broadcast against ``q``.
+
+    Returns
+    -------
+    ndarray
+        The quantiles, of the broadcast shape of ``q`` and ``df``.
+    """
     q_values, df_values = np.asarray(q, dtype=float), np.asarray(df, dtype=float)
     valid = _valid_df(df_values) & (q_values >= 0) & (q_values <= 1)
     # the end points as scipy.stats sets them (``stdtrit(df, 0)`` itself returns +inf)
@@ -86,6 +125,20 @@ def binomial_greater_p(successes: int, n: int, p: float) -> float:
     (numpy; once k or n - k passes 5,000 its incomplete beta is scipy's). scipy's ``binom.sf`` uses
     Boost's incomplete beta; the two agree to 1e-9 relative (tested up to n = 40,000), far
     inside what a reported p-value needs.
+
+    Parameters
+    ----------
+    successes : int
+        Observed count k.
+    n : int
+        Number of trials.
+    p : float
+        Success probability under the null.
+
+    Returns
+    -------
+    float
+        P(X >= k) for X ~ Binomial(n, p).
     """
     if n < 0 or successes < 0 or successes > n or not 0.0 <= p <= 1.0:
         raise ValueError(f"need 0 <= successes <= n and 0 <= p <= 1, got {successes}, {n}, {p}")
