@@ -82,7 +82,19 @@ def _design_for_pattern(
 
 def fit_additive_two_way_cached(scores: ArrayLike) -> AdditiveFit | None:
     """:func:`~llm_council.stats.design.additive_model.fit_additive_two_way`, with the design-only
-    algebra reused across sessions that observed the same cells (same result, same bits)."""
+    algebra reused across sessions that observed the same cells (same result, same bits).
+
+    Parameters
+    ----------
+    scores : array_like, shape (R, C)
+        Reviewers x candidates, NaN where no usable score exists.
+
+    Returns
+    -------
+    AdditiveFit or None
+        The fit (design, coefficients, residuals, residual df and variance); None when the
+        effects are not estimable or no residual degrees of freedom are left.
+    """
     table = np.asarray(scores, dtype=float)
     if table.ndim != 2:
         raise ValueError(f"scores must be a 2-D reviewer x candidate table, got {table.shape}")

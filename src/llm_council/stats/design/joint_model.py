@@ -32,6 +32,18 @@ def demean_within_groups(values: ArrayLike, group_index: ArrayLike) -> np.ndarra
 
     Frisch & Waugh (1933), Econometrica 1(4); Lovell (1963), JASA 58. ``group_index`` holds
     integer ids ``0..G-1``; ``values`` is a vector or an ``(n, k)`` matrix.
+
+    Parameters
+    ----------
+    values : array_like, shape (n,) or (n, k)
+        Rows to demean.
+    group_index : array_like of int, shape (n,)
+        Each row's group, ``0..G-1``.
+
+    Returns
+    -------
+    ndarray, same shape as ``values``
+        The values minus their group means.
     """
     x = np.asarray(values, dtype=float)
     groups = np.asarray(group_index, dtype=np.int64)
@@ -141,6 +153,23 @@ def ols_absorbed_cluster_robust(
     ``group_index`` must be nested in ``cluster_index``; ids need not be dense. ``design``
     may be a scipy sparse matrix (a design of dummies and interactions has a few non-zeros
     per row), which avoids a dense ``(n, k)`` array altogether.
+
+    Parameters
+    ----------
+    design : array_like or scipy sparse matrix, shape (n, k)
+        The regressors X, before demeaning.
+    response : array_like, shape (n,)
+        The response y.
+    group_index : array_like of int, shape (n,)
+        The absorbed fixed effect of each row (nested in its cluster).
+    cluster_index : array_like of int, shape (n,)
+        Each row's cluster (a session).
+
+    Returns
+    -------
+    ClusteredOlsFit
+        ``coefficients`` (k,), CR1 ``covariance`` (k, k), ``residuals`` (n,),
+        ``n_observations``, ``n_clusters`` and the ``null_space`` (k, d) of the demeaned X'X.
     """
     x: Any = design if sparse.issparse(design) else np.asarray(design, dtype=float)
     y = np.asarray(response, dtype=float)
@@ -218,6 +247,20 @@ def wald_test(coefficients: ArrayLike, covariance: ArrayLike, n_clusters: int) -
     is then computed with the pseudo-inverse, which ignores the directions in which the
     estimate never varied, and those are where a deterministic effect (a judge that
     always ranks slot A first) lives.
+
+    Parameters
+    ----------
+    coefficients : array_like, shape (q,)
+        The tested estimates.
+    covariance : array_like, shape (q, q)
+        Their cluster-robust covariance.
+    n_clusters : int
+        C, the number of clusters behind the covariance.
+
+    Returns
+    -------
+    WaldResult
+        F, its df (q, C - q), the p-value, and whether ``covariance`` was singular.
     """
     beta = np.atleast_1d(np.asarray(coefficients, dtype=float))
     v = np.atleast_2d(np.asarray(covariance, dtype=float))

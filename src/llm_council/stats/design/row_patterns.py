@@ -28,7 +28,18 @@ class RowPatterns:
 
 
 def row_patterns(flags: ArrayLike) -> RowPatterns:
-    """``np.unique(flags, axis=0, return_inverse=True, return_counts=True)`` for a bool matrix."""
+    """``np.unique(flags, axis=0, return_inverse=True, return_counts=True)`` for a bool matrix.
+
+    Parameters
+    ----------
+    flags : array_like of bool, shape (n_rows, n_cells)
+        One row per item (e.g. a session's observed cells).
+
+    Returns
+    -------
+    RowPatterns
+        ``patterns`` (n_patterns, n_cells), ``index`` (n_rows,) and ``counts`` (n_patterns,).
+    """
     matrix = np.asarray(flags, dtype=bool)
     if matrix.ndim != 2:
         raise ValueError(f"flags must be a (rows, cells) matrix, got shape {matrix.shape}")

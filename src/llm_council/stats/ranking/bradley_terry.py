@@ -102,6 +102,16 @@ def comparisons_connected(wins: ArrayLike) -> bool:
     no common scale, and any offset between them is arbitrary (Zermelo 1929; Ford 1957,
     Amer. Math. Monthly 64(8)). ``wins[i, j]`` counts i's wins over j; items without any
     comparison are ignored.
+
+    Parameters
+    ----------
+    wins : array_like, shape (K, K)
+        Win counts; entry [i, j] is i's wins over j.
+
+    Returns
+    -------
+    bool
+        True when the compared items form one connected component.
     """
     w = np.asarray(wins, dtype=float)
     compared = (w + w.T) > 0
@@ -148,6 +158,27 @@ def bradley_terry_session_bootstrap(
     converge within ``max_iter`` updates is left out of the intervals and counted in
     ``n_unconverged_resamples`` (all left out: the bounds are NaN); a point fit that does not
     converge gives NaN strengths.
+
+    Parameters
+    ----------
+    session_wins : array_like, shape (S, K, K)
+        Per-session win counts; entry [s, i, j] is i's wins over j in session s.
+    n_resamples : int
+        Bootstrap replicates.
+    rng : numpy.random.Generator
+        Source of the resampling.
+    confidence : float
+        Level of the percentile intervals.
+    pseudo_count : float
+        Wins added to every ordered pair before fitting (0 for the plain MLE).
+    max_iter : int
+        MM updates allowed per fit.
+
+    Returns
+    -------
+    StrengthEstimates
+        ``strength``, ``ci_low``, ``ci_high``, ``standard_error``, each shape (K,), and
+        ``n_unconverged_resamples``.
     """
     per_session = np.asarray(session_wins, dtype=float)
     n_sessions, k, _ = per_session.shape
@@ -310,6 +341,30 @@ def bradley_terry_with_covariate(
     order-effect or covariate term enters the same linear predictor (Davidson & Beaver 1977,
     Biometrics 33). The covariance is the cluster sandwich of the score contributions with
     factor ``C/(C-1)`` (Liang & Zeger 1986; Stata's logit with vce(cluster)).
+
+    Parameters
+    ----------
+    item_a, item_b : array_like of int, shape (n,)
+        The two items of each comparison, ``0..n_items-1``.
+    a_won : array_like, shape (n,)
+        1 when ``item_a`` won, else 0.
+    covariate_difference : array_like, shape (n,)
+        ``x_a - x_b`` of each comparison.
+    cluster_index : array_like of int, shape (n,)
+        Each comparison's cluster (a session), ``0..C-1``.
+    n_items : int
+        K, the number of items.
+    confidence : float
+        Level of the normal intervals.
+    max_iter : int
+        Newton steps allowed.
+
+    Returns
+    -------
+    CovariateBradleyTerryFit
+        Centred ``strengths`` (each array shape (K,)), the covariate ``slope`` with its
+        interval and standard error, and ``n_clusters``; NaN throughout (``n_clusters`` 0)
+        when the fit is not identified, separates or does not converge.
     """
     a = np.asarray(item_a, dtype=np.int64)
     b = np.asarray(item_b, dtype=np.int64)

@@ -35,6 +35,18 @@ def score_rank_discordance(scores: ArrayLike, ranks: ArrayLike) -> PairCounts:
     answers one reviewer was shown. A pair is comparable when both answers carry a score
     and a rank, the scores differ and the ranks differ; it is discordant when the better
     rank carries the lower score.
+
+    Parameters
+    ----------
+    scores : array_like, shape (n,)
+        The review's score of each answer shown, NaN for none.
+    ranks : array_like, shape (n,)
+        Its rank of each answer (1 = best), NaN or 0 for unranked.
+
+    Returns
+    -------
+    PairCounts
+        ``comparable`` and ``discordant`` pair counts.
     """
     # plain floats: a review has a handful of answers, where numpy's per-call cost on
     # n x n gap tables was most of the time; None converts to NaN as numpy converts it
@@ -75,6 +87,20 @@ def clustered_rate(
     the same (``se = 0``: most often no events at all), the interval is Wilson's with each
     cluster counted as one trial, a conservative bound that does not collapse to a point.
     The p-value is left NaN: a rate is described here, not tested.
+
+    Parameters
+    ----------
+    events : array_like, shape (C,)
+        Events per cluster.
+    trials : array_like, shape (C,)
+        Trials per cluster.
+    confidence : float
+        Interval level.
+
+    Returns
+    -------
+    IntervalEstimate
+        The rate, its interval and standard error, p-value NaN, and the clusters with trials.
     """
     y = np.asarray(events, dtype=float).ravel()
     n = np.asarray(trials, dtype=float).ravel()

@@ -27,7 +27,20 @@ def review_is_rank_points(scores: ArrayLike, n_shown: int) -> bool:
 
 def table_is_rank_points(scores: ArrayLike, n_shown: ArrayLike) -> bool:
     """Is every scored row of ``scores`` (reviewers x candidates, NaN = no score) rank
-    points of its ``n_shown[row]`` answers, with at least one row ranking two or more?"""
+    points of its ``n_shown[row]`` answers, with at least one row ranking two or more?
+
+    Parameters
+    ----------
+    scores : array_like, shape (R, C)
+        Reviewers x candidates, NaN for no score.
+    n_shown : array_like of int, shape (R,)
+        How many answers each reviewer was shown.
+
+    Returns
+    -------
+    bool
+        True when every scored row is rank points.
+    """
     table = np.atleast_2d(np.asarray(scores, dtype=float))
     shown = np.asarray(n_shown, dtype=int)
     counts = np.isfinite(table).sum(axis=1)
