@@ -32,7 +32,20 @@ class KappaResult:
 def agreement_table(
     rater_1: Sequence[Hashable], rater_2: Sequence[Hashable], categories: Sequence[Hashable]
 ) -> NDArray[np.int64]:
-    """Counts ``table[i, j]`` of items rater 1 put in ``categories[i]`` and rater 2 in ``[j]``."""
+    """Counts ``table[i, j]`` of items rater 1 put in ``categories[i]`` and rater 2 in ``[j]``.
+
+    Parameters
+    ----------
+    rater_1, rater_2 : sequence of hashable, length n
+        The two raters' labels of the same n items.
+    categories : sequence of hashable, length k
+        The categories, in table order.
+
+    Returns
+    -------
+    ndarray of int, shape (k, k)
+        The agreement table.
+    """
     if len(rater_1) != len(rater_2):
         raise ValueError(
             f"raters rated different numbers of items: {len(rater_1)} vs {len(rater_2)}"
@@ -73,6 +86,19 @@ def cohen_kappa_from_table(
     Large sample standard errors of kappa and weighted kappa. Psychological Bulletin 72,
     323-327 (also Fleiss, Levin & Paik, *Statistical Methods for Rates and Proportions*,
     3rd ed., 2003, eq. 18.13).
+
+    Parameters
+    ----------
+    table : array_like of int, shape (k, k)
+        Counts; [i, j] is items rater 1 put in category i and rater 2 in j.
+    confidence : float
+        Interval level.
+
+    Returns
+    -------
+    KappaResult
+        ``kappa``, ``standard_error``, ``ci_low``, ``ci_high``, the observed and expected
+        agreement, and ``n``.
     """
     counts = np.asarray(table, dtype=float)
     if counts.ndim != 2 or counts.shape[0] != counts.shape[1]:
@@ -128,6 +154,21 @@ def cohen_kappa(
     """Cohen's kappa of two raters' labels for the same items.
 
     See :func:`cohen_kappa_from_table` for the formula and its references.
+
+    Parameters
+    ----------
+    rater_1, rater_2 : sequence of hashable, length n
+        The two raters' labels of the same n items.
+    categories : sequence of hashable, length k
+        The categories.
+    confidence : float
+        Interval level.
+
+    Returns
+    -------
+    KappaResult
+        ``kappa``, ``standard_error``, ``ci_low``, ``ci_high``, the observed and expected
+        agreement, and ``n``.
     """
     return cohen_kappa_from_table(agreement_table(rater_1, rater_2, categories), confidence)
 
@@ -150,6 +191,16 @@ def landis_koch_label(kappa: float) -> str:
     0.81-1 almost perfect. Landis, J. R. & Koch, G. G. (1977). The measurement of observer
     agreement for categorical data. Biometrics 33, 159-174 (Table, p. 165).
     Returns ``"undefined"`` for nan.
+
+    Parameters
+    ----------
+    kappa : float
+        A kappa value.
+
+    Returns
+    -------
+    str
+        One of the six Landis-Koch words, or ``"undefined"``.
     """
     if math.isnan(kappa):
         return "undefined"
@@ -190,6 +241,25 @@ def paired_bootstrap_difference(
     Tibshirani, *An Introduction to the Bootstrap*, 1993, ch. 13, percentile interval).
     Resamples where either statistic is undefined (nan) are dropped; the interval is nan
     when more than half are.
+
+    Parameters
+    ----------
+    statistic : callable
+        Maps an (m, 2) array of codes to a float (e.g. :func:`kappa_of_coded_pairs`).
+    first, second : ndarray of int, shape (n, 2)
+        The two codings of the same n items, row for row.
+    confidence : float
+        Interval level.
+    resamples : int
+        Bootstrap replicates.
+    seed : int
+        Seed of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    PairedDifference
+        ``statistic(first) - statistic(second)`` as ``difference``, its percentile interval,
+        ``n`` and the resamples used.
     """
     if len(first) != len(second):
         raise ValueError(f"paired samples differ in length: {len(first)} vs {len(second)}")
@@ -211,14 +281,38 @@ def paired_bootstrap_difference(
 
 
 def kappa_of_coded_pairs(codes: NDArray[np.int64], categories: int = 3) -> float:
-    """Cohen's kappa of an ``(n, 2)`` array of codes (rater 1, rater 2); nan if undefined."""
+    """Cohen's kappa of an ``(n, 2)`` array of codes (rater 1, rater 2); nan if undefined.
+
+    Parameters
+    ----------
+    codes : ndarray of int, shape (n, 2)
+        One row per item: rater 1's code, rater 2's code, each in ``0..categories-1``.
+    categories : int
+        Number of codes.
+
+    Returns
+    -------
+    float
+        Cohen's kappa, nan when undefined.
+    """
     table = np.zeros((categories, categories), dtype=np.int64)
     np.add.at(table, (codes[:, 0], codes[:, 1]), 1)
     return cohen_kappa_from_table(table).kappa
 
 
 def agreement_of_coded_pairs(codes: NDArray[np.int64]) -> float:
-    """Share of rows whose two codes are equal (nan for no rows)."""
+    """Share of rows whose two codes are equal (nan for no rows).
+
+    Parameters
+    ----------
+    codes : ndarray of int, shape (n, 2)
+        One row per item: rater 1's code, rater 2's code.
+
+    Returns
+    -------
+    float
+        The share of rows that agree.
+    """
     return float(np.mean(codes[:, 0] == codes[:, 1])) if len(codes) else math.nan
 
 
@@ -255,6 +349,21 @@ def weighted_kappa_from_table(
     Cohen, J. (1968). Weighted kappa. Psychological Bulletin 70, 213-220. Fleiss, J. L.,
     Cohen, J. & Everitt, B. S. (1969). Large sample standard errors of kappa and weighted
     kappa. Psychological Bulletin 72, 323-327.
+
+    Parameters
+    ----------
+    table : array_like, shape (k, k)
+        Counts over ordered categories; [i, j] is items rater 1 put in i and rater 2 in j.
+    weights : {"linear", "quadratic"}
+        The agreement weights.
+    confidence : float
+        Interval level.
+
+    Returns
+    -------
+    KappaResult
+        ``kappa``, ``standard_error``, ``ci_low``, ``ci_high``, the weighted observed and
+        expected agreement, and ``n``.
     """
     counts = np.asarray(table, dtype=float)
     if counts.ndim != 2 or counts.shape[0] != counts.shape[1] or counts.shape[0] < 2:

@@ -187,6 +187,29 @@ def clustered_alpha(
     :func:`~llm_council.stats.reliability.krippendorff_alpha.krippendorff_alpha_interval` with
     ``unit_groups``: ``resamples`` times, as many groups drawn with replacement as there
     are, from ``numpy.random.default_rng(seed)``.
+
+    Parameters
+    ----------
+    unit, rater : array_like of int, shape (n,)
+        Dense codes of each rating's unit and rater.
+    value : array_like, shape (n,)
+        The ratings, finite.
+    group_of_unit : array_like of int, shape (U,)
+        Dense group (cluster) code of each unit.
+    metric : {"nominal", "ordinal", "interval", "ratio"}
+        Krippendorff's difference function.
+    resamples : int
+        Cluster-bootstrap replicates.
+    seed : int
+        Seed of ``numpy.random.default_rng``.
+    confidence : float
+        Interval level.
+
+    Returns
+    -------
+    ClusteredAlpha
+        ``alpha`` with its interval, alpha without each rater and its paired change (lists in
+        rater code order), and the counts of units, groups and ratings.
     """
     units = np.asarray(unit, dtype=np.int64)
     raters = np.asarray(rater, dtype=np.int64)

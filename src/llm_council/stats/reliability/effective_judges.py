@@ -149,6 +149,26 @@ def effective_judges(
 
     ``interval=False`` skips the bootstrap (the caller's too-few rule); the interval is
     also NaN when more than half the resamples are undefined.
+
+    Parameters
+    ----------
+    errors : array_like, shape (items, judges)
+        Each judge's error on each item (complete: every judge judged every item).
+    confidence : float
+        Interval level.
+    resamples : int
+        Bootstrap replicates over items.
+    seed : int
+        Seed of ``numpy.random.default_rng``.
+    interval : bool
+        False skips the bootstrap (NaN bounds).
+
+    Returns
+    -------
+    EffectiveJudges
+        ``effective_judges`` with its interval, the mean error correlation ``rho`` with its
+        interval, ``pair_correlations`` (the error correlation matrix, shape (judges, judges)),
+        and the counts.
     """
     matrix = _as_errors(errors)
     items, judges = matrix.shape

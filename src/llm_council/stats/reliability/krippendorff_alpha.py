@@ -163,6 +163,26 @@ def krippendorff_alpha_interval(
     council, whose answers share reviewers), keeping the dependence inside a group.
     Resamples where alpha is undefined are dropped; the interval is ``nan`` when more than
     half are.
+
+    Parameters
+    ----------
+    ratings : array_like, shape (raters, units)
+        NaN where a rater did not rate a unit.
+    metric : {"nominal", "ordinal", "interval", "ratio"}
+        Krippendorff's difference function.
+    confidence : float
+        Interval level.
+    resamples : int
+        Bootstrap replicates.
+    seed : int
+        Seed of ``numpy.random.default_rng``.
+    unit_groups : sequence of int, length units, optional
+        Group of each unit; whole groups are resampled when given.
+
+    Returns
+    -------
+    AlphaEstimate
+        ``alpha``, ``ci_low``, ``ci_high``, the units and the resamples used.
     """
     matrix = np.asarray(ratings, dtype=float)
     estimate = krippendorff_alpha(matrix, metric)

@@ -45,6 +45,19 @@ def score_resolution(
 
     ``scale`` (low, high): with whole-number ends, the whole levels in it that the judge
     never gave are listed.
+
+    Parameters
+    ----------
+    scores : iterable of float
+        One judge's scores; non-finite ones are ignored.
+    scale : tuple of float, optional
+        ``(low, high)`` of the score scale.
+
+    Returns
+    -------
+    ScoreResolution or None
+        ``effective_levels`` (the perplexity), ``distinct_levels``, ``unused_levels`` and
+        ``n_scores``; None when no score is finite.
     """
     finite = [float(score) for score in scores if math.isfinite(score)]
     if not finite:
