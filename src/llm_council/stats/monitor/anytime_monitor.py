@@ -157,7 +157,18 @@ def log_threshold(alpha: float, n_reviewers: int, n_biases: int) -> float:
 def cells_estimated(n: ArrayLike) -> IntArray:
     """The number of (reviewer, bias) cells that have had an estimate (``n > 0``), over the
     last two axes (reviewers, biases), at least 1: the Bonferroni count of the monitor
-    (a bias the sessions never estimate for a reviewer spends none of the level)."""
+    (a bias the sessions never estimate for a reviewer spends none of the level).
+
+    Parameters
+    ----------
+    n : array_like of int, shape (..., R, B)
+        Sessions folded into each (reviewer, bias) cell.
+
+    Returns
+    -------
+    ndarray of int, shape (...)
+        The count of cells with ``n > 0``, at least 1.
+    """
     counts = np.asarray(np.asarray(n) > 0).sum(axis=(-2, -1))
     return np.asarray(np.maximum(counts, 1), dtype=np.int64)
 
@@ -294,7 +305,26 @@ def confidence_sequence(
     prior_mean: float = 0.0,
 ) -> tuple[FloatArray, FloatArray]:
     """The effect's bounds :math:`\\hat\\mu \\pm S^*/V` (infinite where ``precision`` is 0),
-    valid at every session at once with probability >= 1 - 2 exp(-``log_thresh``)."""
+    valid at every session at once with probability >= 1 - 2 exp(-``log_thresh``).
+
+    Parameters
+    ----------
+    weighted_sum : array_like, any shape
+        Sum of the precision-weighted estimates of each cell.
+    precision : array_like, same shape
+        Their summed precision V.
+    prior_scale : float
+        Scale of the mixing prior.
+    log_thresh : float
+        The log of the confirmation threshold.
+    prior_mean : float
+        Mean of the mixing prior.
+
+    Returns
+    -------
+    low, high : ndarray, same shape as ``weighted_sum``
+        The bounds.
+    """
     q = np.asarray(weighted_sum, dtype=float)
     v = np.asarray(precision, dtype=float)
     width = boundary_excess(v, prior_scale, log_thresh, prior_mean)
@@ -389,7 +419,26 @@ def fold_session(
     """``sums`` after one more session; a cell whose estimate or variance is NaN (or the
     variance not positive) is left as it was. ``log_thresh``: the confirmation threshold
     now; by default :func:`cells_log_threshold` over the cells (last two axes: reviewers,
-    biases) estimated so far, this session's included."""
+    biases) estimated so far, this session's included.
+
+    Parameters
+    ----------
+    sums : MonitorSums
+        The running sums, arrays of shape (..., R, B).
+    estimates : array_like, shape (..., R, B)
+        This session's estimates.
+    unit_variances : array_like, shape (..., R, B)
+        Their variances per unit of noise.
+    settings : MonitorSettings
+        Prior and level of the monitor.
+    log_thresh : float or array_like, optional
+        The confirmation threshold now.
+
+    Returns
+    -------
+    MonitorSums
+        New sums, same shapes; ``sums`` is not modified.
+    """
     x = np.asarray(estimates, dtype=float)
     k = np.asarray(unit_variances, dtype=float)
     present = np.isfinite(x) & np.isfinite(k) & (k > 0)

@@ -102,7 +102,20 @@ def effect_design(fit_mask: ArrayLike, self_candidate: ArrayLike) -> EffectDesig
     """The weights for a table whose fitted cells are ``fit_mask`` (R x C, bool) and whose
     reviewers' own answers sit in columns ``self_candidate`` (-1: none); ``None`` when the
     additive model is not identified (fewer than 2 reviewers or candidates, cells that do
-    not connect everyone, no cell beyond the parameters)."""
+    not connect everyone, no cell beyond the parameters).
+
+    Parameters
+    ----------
+    fit_mask : array_like of bool, shape (R, C)
+        The fitted cells.
+    self_candidate : array_like of int, shape (R,)
+        Each reviewer's own answer column, -1 for none.
+
+    Returns
+    -------
+    EffectDesign or None
+        The weights of the leniency, slot-preference and self-preference estimates.
+    """
     mask = np.asarray(fit_mask, dtype=bool)
     own = np.asarray(self_candidate, dtype=np.intp)
     return _effect_design_cached(mask.shape, mask.tobytes(), tuple(own.tolist()))
@@ -172,7 +185,24 @@ def session_effects(
     """Estimates and design variances, shape ``(..., R, len(BIASES))``, for tables
     ``scores`` (``(..., R, C)``, all with ``design``'s pattern of fitted cells) whose
     reviewers saw column ``first_candidate[..., r]`` first (-1: unknown). NaN marks an
-    estimate the session does not give."""
+    estimate the session does not give.
+
+    Parameters
+    ----------
+    design : EffectDesign
+        From :func:`effect_design`.
+    scores : array_like, shape (..., R, C)
+        Score tables with the design's fitted cells.
+    first_candidate : array_like of int, shape (..., R)
+        The column each reviewer saw first, -1 for unknown.
+
+    Returns
+    -------
+    estimates : ndarray, shape (..., R, len(BIASES))
+        The session's estimates, NaN where not given.
+    variances : ndarray, shape (..., R, len(BIASES))
+        Their design variances (per unit noise variance).
+    """
     table = np.asarray(scores, dtype=float)
     first = np.asarray(first_candidate, dtype=np.intp)
     y = table[..., design.fit_rows, design.fit_cols]  # (..., n_fit)

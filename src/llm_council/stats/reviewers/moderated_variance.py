@@ -78,6 +78,19 @@ def fit_variance_prior(variances: ArrayLike, dfs: ArrayLike) -> VariancePrior | 
     positive the variances vary no more than sampling explains: :math:`d_0 = \infty`,
     :math:`s_0^2 = \exp \bar e`. Uses the entries with positive variance and df; returns
     ``None`` with fewer than 3 of them.
+
+    Parameters
+    ----------
+    variances : array_like, shape (G,)
+        Sample variances.
+    dfs : array_like, shape (G,)
+        Their degrees of freedom.
+
+    Returns
+    -------
+    VariancePrior or None
+        The prior ``variance`` s0^2 and ``df`` d0 (possibly inf); None with fewer than 3
+        usable entries.
     """
     variance = np.asarray(variances, dtype=float)
     df = np.asarray(dfs, dtype=float)
@@ -105,6 +118,20 @@ def moderated_variances(
     One prior per entry (broadcast a single prior for Smyth's common one). An entry with
     no residual information (:math:`d_r = 0`) gets its prior; an infinite prior df gives
     the prior variance exactly (Smyth 2004, eq. 3 and sec. 4).
+
+    Parameters
+    ----------
+    variances, dfs : array_like, shape (G,)
+        Sample variances and their df.
+    prior_variances, prior_dfs : array_like, shape (G,) or broadcastable
+        The prior of each entry.
+
+    Returns
+    -------
+    variances : ndarray, shape (G,)
+        The moderated variances.
+    dfs : ndarray, shape (G,)
+        Their df, prior df plus residual df.
     """
     variance = np.asarray(variances, dtype=float)
     df = np.asarray(dfs, dtype=float)

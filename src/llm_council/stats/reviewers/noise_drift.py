@@ -134,6 +134,25 @@ def council_noise_drift(
     :math:`d_T = (\sum a_{r'} s_{0r'}^2)^2 / \sum (a_{r'} s_{0r'}^2)^2 / d_{0r'}`
     (Satterthwaite 1946). Upper tail of :math:`F(\nu_T, d_T)`: a quieter council only
     costs power (:func:`variance_ratio_p_value`).
+
+    Parameters
+    ----------
+    annihilator : array_like, shape (n, n)
+        The additive fit's residual-maker M over its n fitted cells.
+    rows : array_like of int, shape (n,)
+        The reviewer of each fitted cell.
+    residuals : array_like, shape (n,)
+        The fit's residuals.
+    prior_variances, prior_dfs : array_like, shape (R,)
+        Each reviewer's historical noise variance and its df.
+    tested : array_like of bool, shape (R,)
+        The reviewers whose noise is tested together.
+
+    Returns
+    -------
+    CouncilNoiseDrift
+        The variance ``ratio``, ``session_df``, ``history_df`` and the upper-tail
+        ``p_value``; NaN throughout when nothing is tested or the variances are unusable.
     """
     matrix = np.asarray(annihilator, dtype=float)
     row_of_cell = np.asarray(rows, dtype=np.intp)
@@ -201,6 +220,31 @@ def step_down_noise_drift(
     would otherwise move them too. The level is per step, not family-wise: a reviewer
     marked moved only loses its history (its tests keep their level), a missed one
     keeps a wrong variance, so erring toward marking is the safe side.
+
+    Parameters
+    ----------
+    annihilator : array_like, shape (n, n)
+        The additive fit's residual-maker M over its n fitted cells.
+    rows : array_like of int, shape (n,)
+        The reviewer of each fitted cell.
+    residuals : array_like, shape (n,)
+        The fit's residuals.
+    prior_variances, prior_dfs : array_like, shape (R,)
+        Each reviewer's historical noise variance and its df.
+    replacement_variances : array_like, shape (R,)
+        The variance used for a reviewer once it is marked moved.
+    tested : array_like of bool, shape (R,)
+        The reviewers tested.
+    level : float
+        Per-step significance level.
+    alternative : {"two-sided", "greater"}
+        Tail of the F test.
+
+    Returns
+    -------
+    NoiseDrift
+        ``moved`` (reviewer indices, in the order found) and per-reviewer ``ratios``,
+        ``session_dfs`` and ``p_values``, each shape (R,).
     """
     matrix = np.asarray(annihilator, dtype=float)
     row_of_cell = np.asarray(rows, dtype=np.intp)

@@ -134,7 +134,25 @@ def reviewer_effect_sums(
     :func:`~llm_council.stats.reviewers.reviewer_effects.fit_reviewer_effects` (``reviewer`` indexes
     ``names``; ``log2_length`` already centred within its session). Rows are filtered as
     the fit filters them: non-finite values and slots outside ``0..MAX_SLOTS-1`` dropped,
-    then answers with fewer than two scores."""
+    then answers with fewer than two scores.
+
+    Parameters
+    ----------
+    answer, reviewer, slot : ndarray of int, shape (n,)
+        Each score's answer id, reviewer index (into ``names``) and display slot.
+    log2_length : ndarray, shape (n,)
+        log2 of the answer's length, centred within its session.
+    score : ndarray, shape (n,)
+        The scores.
+    names : tuple of str, length R
+        The reviewers.
+
+    Returns
+    -------
+    ReviewerEffectSums
+        Per-reviewer cross-products (R, columns + 1, columns + 1), column sums of squares and
+        counts, which add across sessions.
+    """
     keep = np.isfinite(score) & np.isfinite(log2_length) & (slot >= 0) & (slot < MAX_SLOTS)
     answer, reviewer, slot = answer[keep], reviewer[keep].astype(np.intp), slot[keep]
     x, y = log2_length[keep].astype(float), score[keep].astype(float)
@@ -215,7 +233,20 @@ def effects_from_sums(
 ) -> list[ReviewerEffects | None]:
     """The shrunk effects of ``sums.reviewers`` (None below ``min_scores`` scores): the
     least squares solution of the module docstring, then the fit's own centring and
-    James-Stein shrinkage."""
+    James-Stein shrinkage.
+
+    Parameters
+    ----------
+    sums : ReviewerEffectSums
+        Sums over the sessions, from :func:`reviewer_effect_sums` (added together).
+    min_scores : int
+        Fewest usable scores for a reviewer to get effects.
+
+    Returns
+    -------
+    list of ReviewerEffects or None, length len(sums.reviewers)
+        Leniency, per-slot effects, length slope and score count per reviewer.
+    """
     n_reviewers = len(sums.reviewers)
     fitted = [r for r in range(n_reviewers) if sums.n_scores[r] >= min_scores]
     if not fitted or sums.n_answers == 0:

@@ -91,6 +91,24 @@ def fit_reviewer_effects(
     session) and ``score``; self-scores must already be left out. A reviewer with fewer than
     ``min_scores`` usable scores gets None. Non-finite scores, and slots outside
     ``0..MAX_SLOTS-1``, are dropped.
+
+    Parameters
+    ----------
+    answer, reviewer, slot : ndarray of int, shape (n,)
+        Each score's answer id, reviewer index and display slot.
+    log2_length : ndarray, shape (n,)
+        log2 of the answer's length, centred within its session.
+    score : ndarray, shape (n,)
+        The scores.
+    n_reviewers : int
+        R.
+    min_scores : int
+        Fewest usable scores for a reviewer to get effects.
+
+    Returns
+    -------
+    list of ReviewerEffects or None, length R
+        Leniency, per-slot effects, length slope and score count per reviewer.
     """
     keep = np.isfinite(score) & np.isfinite(log2_length) & (slot >= 0) & (slot < MAX_SLOTS)
     answer, reviewer, slot = answer[keep], reviewer[keep], slot[keep].astype(np.intp)

@@ -96,6 +96,18 @@ def estimate_reviewer_noise(fit: AdditiveFit) -> ReviewerNoise | None:
     Estimates can fall below zero by chance; they are kept as they are here, and a test
     whose estimated variance is not positive is not run. :math:`M` and :math:`A^{-1}`
     depend on the design only and are computed once per design.
+
+    Parameters
+    ----------
+    fit : AdditiveFit
+        The session's additive fit, n fitted cells.
+
+    Returns
+    -------
+    ReviewerNoise or None
+        ``variances`` (R,), ``reviewer_of_cell`` (n,), ``projection`` (n, p),
+        ``annihilator`` (n, n), ``inverse_expectation`` (R, R) and ``residual_covariance``
+        (n, n); None when A is singular.
     """
     parts = _noise_design(fit)
     if parts is None:

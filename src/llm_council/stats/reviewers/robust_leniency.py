@@ -102,6 +102,25 @@ def step_down_leniency(
 
     Arrays hold one scored record each; ``answer_index`` identifies (session, candidate)
     and must be nested in ``session_index``. Returns one entry per reviewer index.
+
+    Parameters
+    ----------
+    answer_index, session_index, reviewer_index : array_like of int, shape (n,)
+        Each scored record's answer, session and reviewer.
+    score : array_like, shape (n,)
+        The scores.
+    is_self : array_like of bool, shape (n,)
+        True where the reviewer scored its own answer.
+    n_reviewers : int
+        R.
+    alpha : float
+        Family-wise level of the Holm steps.
+
+    Returns
+    -------
+    list of ReviewerLeniency, length R
+        Each reviewer's deviation estimate with its interval, Holm-adjusted p-value,
+        ``flagged`` and ``in_reference``.
     """
     reference = np.ones(n_reviewers, dtype=bool)
     flagged = np.zeros(n_reviewers, dtype=bool)
