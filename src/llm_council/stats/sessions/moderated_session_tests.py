@@ -51,6 +51,18 @@ def reviewer_residual_variances(fit: AdditiveFit) -> tuple[FloatArray, FloatArra
     biased toward the others' variances by the off-diagonal of M, which moderation
     dilutes further; the mergeable summaries of the history keep :math:`RSS_r` and
     :math:`d_r` so sessions add up.
+
+    Parameters
+    ----------
+    fit : AdditiveFit
+        The session's additive fit, R reviewers.
+
+    Returns
+    -------
+    variances : ndarray, shape (R,)
+        Each reviewer's s_r^2 (NaN where d_r is 0).
+    dfs : ndarray, shape (R,)
+        Its residual df share d_r.
     """
     leverage = np.einsum("ij,ij->i", fit.design @ fit.covariance_unscaled, fit.design)
     shares = np.bincount(fit.rows, weights=1.0 - leverage, minlength=fit.n_reviewers)
@@ -66,7 +78,18 @@ def reviewer_noise_expectation(fit: AdditiveFit) -> FloatArray:
     \sum_{r'} A_{rr'} \sigma_{r'}^2` under per-reviewer noise (Rao 1970, JASA
     65:161-172). Summed over sessions (a reviewer's name, not its row, identifies it) and
     solved once, it gives unbiased per-reviewer variances where one session's A is
-    singular (a 3-member council's is rank 1)."""
+    singular (a 3-member council's is rank 1).
+
+    Parameters
+    ----------
+    fit : AdditiveFit
+        The session's additive fit, R reviewers.
+
+    Returns
+    -------
+    ndarray, shape (R, R)
+        The matrix A.
+    """
     annihilator = np.eye(fit.observed.size) - (fit.design @ fit.covariance_unscaled) @ fit.design.T
     groups = np.zeros((fit.observed.size, fit.n_reviewers))
     groups[np.arange(fit.observed.size), fit.rows] = 1.0
@@ -83,6 +106,18 @@ def session_prior(
     noise, the default keeps a 1-df session from setting it alone. The df stay at the
     default's so the pooled part, which also enters every reviewer's own :math:`s_r^2`,
     is not counted twice.
+
+    Parameters
+    ----------
+    fit : AdditiveFit
+        The session's additive fit.
+    default_variance, default_df : float
+        The default prior.
+
+    Returns
+    -------
+    tuple of float
+        ``(s0^2, d0)``.
     """
     pooled_df = float(fit.residual_df)
     variance = (default_df * default_variance + pooled_df * fit.residual_variance) / (
@@ -94,7 +129,21 @@ def session_prior(
 def moderate(
     fit: AdditiveFit, prior_variances: ArrayLike, prior_dfs: ArrayLike
 ) -> ReviewerVariances:
-    """The fit's per-reviewer variances, moderated toward one prior per reviewer."""
+    """The fit's per-reviewer variances, moderated toward one prior per reviewer.
+
+    Parameters
+    ----------
+    fit : AdditiveFit
+        The session's additive fit, R reviewers.
+    prior_variances, prior_dfs : array_like, shape (R,)
+        Each reviewer's prior.
+
+    Returns
+    -------
+    ReviewerVariances
+        The raw ``variances`` and ``dfs`` and the ``moderated`` ones with ``moderated_df``,
+        each shape (R,).
+    """
     variances, dfs = reviewer_residual_variances(fit)
     moderated, moderated_df = moderated_variances(variances, dfs, prior_variances, prior_dfs)
     return ReviewerVariances(variances, dfs, moderated, moderated_df)
@@ -151,7 +200,25 @@ def moderated_self_preference_tests(
     Unadjusted p-values. ``cell_rows``: the self-reviews' design rows :math:`x_0` when the
     fit has more than reviewer and answer columns (e.g. slot effects,
     :mod:`~llm_council.stats.slots.slot_adjusted_prediction`); by default each cell's
-    :meth:`~llm_council.stats.design.additive_model.AdditiveFit.cell_vector`."""
+    :meth:`~llm_council.stats.design.additive_model.AdditiveFit.cell_vector`.
+
+    Parameters
+    ----------
+    fit : AdditiveFit
+        The session's additive fit.
+    self_cells : list of (int, int, float), length m
+        ``(reviewer_index, candidate_index, score)`` of each self-review, left out of ``fit``.
+    noise : ReviewerVariances
+        The moderated per-reviewer variances (:func:`moderate`).
+    cell_rows : array_like, shape (m, p), optional
+        The self-reviews' design rows.
+
+    Returns
+    -------
+    ModeratedTests
+        ``estimates``, ``standard_errors``, ``dfs`` and one-sided ``p_values``, each shape
+        (m + 1,): the m self-reviews, then their pooled mean.
+    """
     n_self = len(self_cells)
     if cell_rows is not None:
         cells = np.array(cell_rows, dtype=float).reshape(n_self, fit.design.shape[1])
@@ -209,6 +276,27 @@ def step_down_moderated_offsets(
     (``robust_offsets``, :func:`~llm_council.stats.sessions.session_tests.median_reference_offsets`
     of the first fit), when its estimate has that sign: a harsh and a generous judge
     among three are then both named. Priors are per original reviewer.
+
+    Parameters
+    ----------
+    scores : array_like, shape (R, C)
+        Reviewers x candidates, NaN for no usable score, self-reviews excluded.
+    prior_variances, prior_dfs : array_like, shape (R,)
+        Each reviewer's prior.
+    significance_level : float
+        Family-wise level.
+    effect_floor : float
+        Smallest absolute offset, in points, that may be flagged.
+    robust_offsets : array_like, shape (R,)
+        Median-reference offsets of the first fit.
+    first_fit : AdditiveFit, optional
+        The fit of ``scores`` itself, to save refitting.
+
+    Returns
+    -------
+    list of ReviewerOffsetVerdict, length R
+        Each reviewer's offset estimate as last tested, its Holm-adjusted p-value (None when
+        not tested) and ``flagged``.
     """
     table = np.asarray(scores, dtype=float)
     prior_variance = np.asarray(prior_variances, dtype=float)

@@ -154,6 +154,21 @@ def session_noise_aware_tests(
     (``self_cells``: ``(reviewer_index, candidate_index, score)`` of the self-reviews left
     out of ``fit``), with the same Bonferroni factors: R for the offsets (two-sided), m
     for the self-reviews (one-sided), 1 for the pooled mean (one-sided; None when m = 0).
+
+    Parameters
+    ----------
+    fit : AdditiveFit
+        The session's additive fit, R reviewers.
+    noise : ReviewerNoise
+        Its per-reviewer noise (:func:`estimate_reviewer_noise`).
+    self_cells : list of (int, int, float), length m
+        ``(reviewer_index, candidate_index, score)`` of each self-review, left out of ``fit``.
+
+    Returns
+    -------
+    SessionTests
+        ``reviewer_offsets`` (R tests), ``self_preference`` (m tests) and
+        ``pooled_self_preference`` (None when m = 0).
     """
     design = _test_design(fit, noise, tuple((r, c) for r, c, _ in self_cells))
     n_reviewers = fit.n_reviewers

@@ -171,6 +171,22 @@ def self_preference_tests(
     score is judged against its own noise, not the council's average noise.
     ``cell_rows``: the cells' design rows :math:`x_0` when the fit has more columns than
     reviewer and answer effects (slot effects); by default built from the indexes.
+
+    Parameters
+    ----------
+    fit : AdditiveFit
+        The session's additive fit.
+    self_cells : list of (int, int, float), length m
+        ``(reviewer_index, candidate_index, score)`` of each self-review, left out of ``fit``.
+    noise : ReviewerNoise, optional
+        Per-reviewer variances; the pooled s^2 when None.
+    cell_rows : ndarray, shape (m, p), optional
+        The self-reviews' design rows.
+
+    Returns
+    -------
+    list of ContrastTest, length m
+        Estimate, standard error, t, one-sided p-value and its Bonferroni adjustment.
     """
     if noise is not None and self_cells:
         cells = _cell_vectors(fit, self_cells) if cell_rows is None else cell_rows
@@ -212,6 +228,22 @@ def pooled_self_preference_test(
     (2003), sec. 5.3. With ``noise``, each reviewer's own variance as in
     :func:`self_preference_tests` (weights :math:`1/m` on the self-reviews); ``cell_rows``
     as there.
+
+    Parameters
+    ----------
+    fit : AdditiveFit
+        The session's additive fit.
+    self_cells : list of (int, int, float), length m
+        ``(reviewer_index, candidate_index, score)`` of each self-review, left out of ``fit``.
+    noise : ReviewerNoise, optional
+        Per-reviewer variances; the pooled s^2 when None.
+    cell_rows : ndarray, shape (m, p), optional
+        The self-reviews' design rows.
+
+    Returns
+    -------
+    ContrastTest or None
+        Estimate, standard error, t, one-sided p-value; None when m = 0.
     """
     if not self_cells:
         return None
@@ -248,6 +280,16 @@ def median_reference_offsets(fit: AdditiveFit) -> np.ndarray:
     contrast for a neutral reviewer absorbs :math:`-\delta/(R-1)` of a harsh one's
     :math:`\delta`). An estimate, not a test: flags come from
     :func:`step_down_reviewer_offsets`.
+
+    Parameters
+    ----------
+    fit : AdditiveFit
+        The session's additive fit, R reviewers.
+
+    Returns
+    -------
+    ndarray, shape (R,)
+        The offsets, in points.
     """
     effects = np.concatenate([[0.0], fit.coefficients[1 : fit.n_reviewers]])
     # numpy.median's value (middle element, or the mean of the two middle ones) from a
@@ -301,6 +343,31 @@ def step_down_reviewer_offsets(
     ``first_tests``, when given, must be :func:`reviewer_offset_tests` of ``first_fit`` and
     that noise (e.g. from
     :func:`~llm_council.stats.sessions.session_test_batch.session_noise_aware_tests`).
+
+    Parameters
+    ----------
+    scores : array_like, shape (R, C)
+        Reviewers x candidates, NaN for no usable score, self-reviews excluded.
+    significance_level : float
+        Family-wise level.
+    effect_floor : float
+        Smallest absolute offset, in points, that may be flagged.
+    first_fit : AdditiveFit, optional
+        The fit of ``scores`` itself.
+    minimum_residual_df : int
+        Fewest residual df a step's fit needs for its tests.
+    per_reviewer_noise : bool
+        Test with per-reviewer variances.
+    first_noise : ReviewerNoise, optional
+        Per-reviewer noise of ``first_fit``.
+    first_tests : list of ContrastTest, optional
+        The offset tests of ``first_fit`` and that noise.
+
+    Returns
+    -------
+    list of ReviewerOffsetVerdict, length R
+        Each reviewer's offset estimate as last tested, its Holm-adjusted p-value (None when
+        not tested) and ``flagged``.
     """
     table = np.asarray(scores, dtype=float)
     remaining = list(range(table.shape[0]))
