@@ -194,6 +194,24 @@ def position_randomization_test(
     the +1). The residuals must not depend on the slots (e.g. from a model fitted
     without them), which holds for
     :func:`~llm_council.stats.design.additive_model.fit_additive_two_way`.
+
+    Parameters
+    ----------
+    residuals : array_like, shape (n,)
+        Residual scores, not depending on the slots.
+    display_indexes : array_like of int, shape (n,)
+        Each cell's display slot.
+    reviewer_indexes : array_like of int, shape (n,)
+        Each cell's reviewer (slots are re-shuffled within a reviewer).
+    n_permutations : int
+        B, the re-shuffles.
+    seed : int
+        Seed of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    PositionTest or None
+        V, its p-value, B, and the slot means and counts; None when there is nothing to test.
     """
     residual_values = np.asarray(residuals, dtype=float)
     slots = np.asarray(display_indexes, dtype=np.intp)
@@ -291,6 +309,25 @@ def joint_slot_effects(
     Z^TMZ`, that is :func:`slot_effects_identified`'s test, read off the eigenvalues of
     the small :math:`Z^TMZ` the estimate needs anyway (:data:`_GRAM_RANK_TOLERANCE`).
     Reference: Lovell (1963), JASA 58:993-1010; Searle (1987), ch. 6.
+
+    Parameters
+    ----------
+    design : array_like, shape (n, p)
+        The additive model's X over its n cells.
+    residuals : array_like, shape (n,)
+        Its residuals e.
+    display_indexes : array_like of int, shape (n,)
+        Each cell's display slot.
+    covariance_unscaled : array_like, shape (p, p), optional
+        (X'X)^-1, when X has full column rank.
+    annihilator : array_like, shape (n, n), optional
+        M = I - X X^+.
+
+    Returns
+    -------
+    SlotEffects or None
+        Centred ``effects`` and ``counts`` by slot and the count-weighted variance; None when
+        the slot effects are not identified.
     """
     x = np.asarray(design, dtype=float)
     e = np.asarray(residuals, dtype=float)

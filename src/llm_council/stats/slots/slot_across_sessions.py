@@ -59,6 +59,22 @@ def slots_identified(
     contrasts (each slot vs the last) must be orthogonal to its null space (Searle 1987,
     *Linear Models for Unbalanced Data*, sec. 5.4). ``group_index`` need not be dense: an
     unused id adds an empty group, which changes nothing.
+
+    Parameters
+    ----------
+    group_index : array_like of int, shape (n,)
+        Each score's fixed-effect group (reviewer-session).
+    model_index : array_like of int, shape (n,)
+        Each score's candidate model.
+    slot : array_like of int, shape (n,)
+        Each score's display slot, 0..K-1.
+    n_slots : int
+        K.
+
+    Returns
+    -------
+    bool
+        True when every slot contrast is estimable.
     """
     group = np.asarray(group_index)
     model = np.asarray(model_index)
@@ -110,6 +126,26 @@ def fit_centred_slots(
     :math:`\hat b_k \pm t_{0.975, G-1}\,\mathrm{se}_k` with CR1 standard errors, and the
     test of :math:`b_0 = \dots = b_{K-1}` uses the K-1 differences to the last slot.
     The caller checks :func:`slots_identified` first.
+
+    Parameters
+    ----------
+    cluster_index : array_like of int, shape (n,)
+        Each score's session, dense 0..G-1.
+    group_index : array_like of int, shape (n,)
+        The reviewer-session each score was centred in.
+    slot : array_like of int, shape (n,)
+        Each score's display slot, 0..K-1.
+    centred : array_like, shape (n,)
+        The scores, centred within their group.
+    n_slots : int
+        K.
+
+    Returns
+    -------
+    SlotEffects
+        Per-slot ``estimates``, ``ci_low``, ``ci_high``, ``p_values`` (each (K,)), the Wald
+        F with its df and p (``wald_singular`` when its covariance is singular), the
+        linear ``trend`` with its interval and p, and ``n_clusters``.
     """
     cluster = np.asarray(cluster_index)
     slots = np.asarray(slot)

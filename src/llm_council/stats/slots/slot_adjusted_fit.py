@@ -31,6 +31,18 @@ def with_slot_effects(fit: AdditiveFit, display_indexes: ArrayLike) -> AdditiveF
     The returned fit's ``design`` has the slot columns appended, so its
     ``covariance_unscaled``, ``residuals`` and ``residual_df`` are the augmented model's;
     its reviewer and candidate columns keep their places.
+
+    Parameters
+    ----------
+    fit : AdditiveFit
+        The two-way fit, n cells.
+    display_indexes : array_like of int, shape (n,)
+        Each fitted cell's display slot, negative for unknown.
+
+    Returns
+    -------
+    AdditiveFit
+        The fit with slot columns appended, or ``fit`` itself.
     """
     slots = np.asarray(display_indexes, dtype=np.intp)
     if slots.shape != fit.observed.shape or slots.size == 0 or int(slots.min()) < 0:

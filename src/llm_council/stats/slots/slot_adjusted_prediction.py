@@ -39,6 +39,24 @@ def slot_adjusted_cell_rows(
 
     ``slot_fit`` must be ``with_slot_effects(two_way_fit, fit_slots)``: its slot columns
     follow the two-way ones, one per present slot after the first, in ascending order.
+
+    Parameters
+    ----------
+    two_way_fit : AdditiveFit
+        The two-way fit.
+    slot_fit : AdditiveFit
+        ``with_slot_effects(two_way_fit, fit_slots)``, p columns.
+    fit_slots : array_like of int, shape (n,)
+        The slots of the fitted cells.
+    cells : sequence of (int, int), length m
+        (reviewer, answer) indexes of the cells to predict.
+    cell_slots : sequence of int, length m
+        The slot each was shown at.
+
+    Returns
+    -------
+    ndarray, shape (m, p), or None
+        The design rows.
     """
     present = np.unique(np.asarray(fit_slots, dtype=np.intp)).tolist()
     if slot_fit.design.shape[1] != two_way_fit.design.shape[1] + len(present) - 1:

@@ -38,6 +38,16 @@ def slot_effects_identified(
     (Searle 1987, *Linear Models for Unbalanced Data*, sec. 5.4: a linear function of
     the parameters is estimable iff it lies in the row space of the design matrix).
     Fewer than two slots: False.
+
+    Parameters
+    ----------
+    row_codes, column_codes, slot_codes : array_like of int, shape (n,)
+        Each scored cell's row (reviewer), column (answer) and slot.
+
+    Returns
+    -------
+    bool
+        True when the slot contrasts are estimable.
     """
     rows = np.asarray(row_codes)
     columns = np.asarray(column_codes)

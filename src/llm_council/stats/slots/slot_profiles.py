@@ -61,7 +61,26 @@ def fit_reviewer_slots(
     n_reviewers: int,
     n_slots: int,
 ) -> ClusteredOlsFit:
-    """Fit the model above; columns ``r * n_slots + k`` then one self term per reviewer."""
+    """Fit the model above; columns ``r * n_slots + k`` then one self term per reviewer.
+
+    Parameters
+    ----------
+    answer_index, session_index, reviewer_index : array_like of int, shape (n,)
+        Each score's answer (the absorbed effect), session (the cluster) and reviewer.
+    slot : array_like of int, shape (n,)
+        Each score's display slot, 0..K-1.
+    is_self : array_like of bool, shape (n,)
+        True for a reviewer's score of its own answer.
+    score : array_like, shape (n,)
+        The scores.
+    n_reviewers, n_slots : int
+        R and K.
+
+    Returns
+    -------
+    ClusteredOlsFit
+        Coefficients (R * K + R,) with their CR1 covariance.
+    """
     design = _slot_design(reviewer_index, slot, is_self, n_reviewers, n_slots)
     return ols_absorbed_cluster_robust(design, score, answer_index, session_index)
 
@@ -95,7 +114,20 @@ def _slot_design(
 
 
 def scope_contrasts(reviewers: ArrayLike, n_reviewers: int, n_slots: int) -> np.ndarray:
-    """``(n_slots, n_columns)``: row k = mean over ``reviewers`` of b[r, k] - mean_j b[r, j]."""
+    """``(n_slots, n_columns)``: row k = mean over ``reviewers`` of b[r, k] - mean_j b[r, j].
+
+    Parameters
+    ----------
+    reviewers : array_like of int
+        The reviewers in the scope.
+    n_reviewers, n_slots : int
+        R and K.
+
+    Returns
+    -------
+    ndarray, shape (K, R * K + R)
+        The contrast rows.
+    """
     members = np.asarray(reviewers, dtype=np.int64)
     contrasts = np.zeros((n_slots, n_reviewers * n_slots + n_reviewers))
     centring = np.eye(n_slots) - 1.0 / n_slots
@@ -105,7 +137,22 @@ def scope_contrasts(reviewers: ArrayLike, n_reviewers: int, n_slots: int) -> np.
 
 
 def slot_effects(fit: ClusteredOlsFit, contrasts: np.ndarray) -> SlotEffects | None:
-    """Estimates and tests for one scope; None when the design does not identify them."""
+    """Estimates and tests for one scope; None when the design does not identify them.
+
+    Parameters
+    ----------
+    fit : ClusteredOlsFit
+        From :func:`fit_reviewer_slots`.
+    contrasts : ndarray, shape (K, n_columns)
+        From :func:`scope_contrasts`.
+
+    Returns
+    -------
+    SlotEffects or None
+        Per-slot ``estimates``, ``ci_low``, ``ci_high``, ``p_values`` (each (K,)), the Wald
+        F with its df and p (``wald_singular`` when its covariance is singular), the
+        linear ``trend`` with its interval and p, and ``n_clusters``.
+    """
     if fit.n_clusters < 2 or not fit.estimable(contrasts).all():
         return None
     n_slots = contrasts.shape[0]

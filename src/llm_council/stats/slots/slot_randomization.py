@@ -70,7 +70,20 @@ def randomization_units(
     """``(values, slots, units)`` to re-shuffle: per (session, model) means with the
     session as the unit when every model of every session sat at one slot for all its
     reviewers (a shared order); else the cells as given, ``group`` (reviewer-session) the
-    unit."""
+    unit.
+
+    Parameters
+    ----------
+    session, group, model, slot : array_like of int, shape (n,)
+        Each cell's session, reviewer-session group, candidate model and display slot.
+    values : array_like, shape (n,)
+        Each cell's value (not depending on the slots under the null).
+
+    Returns
+    -------
+    values, slots, units : ndarray, shape (m,)
+        What to re-shuffle (m = n, or the number of (session, model) means).
+    """
     session_ids = np.asarray(session, dtype=np.int64)
     model_ids = np.asarray(model, dtype=np.int64)
     slots = np.asarray(slot, dtype=np.int64)
@@ -106,6 +119,26 @@ def slot_randomization_test(
 
     ``values`` must not depend on the slots under the null (a score minus its reviewer's
     session mean qualifies). None when fewer than two slots or cells are left.
+
+    Parameters
+    ----------
+    values : array_like, shape (n,)
+        Values not depending on the slots under the null.
+    slots : array_like of int, shape (n,)
+        Each value's slot.
+    units : array_like of int, shape (n,)
+        The unit within which slots are re-shuffled.
+    n_permutations : int
+        B, the re-shuffles.
+    seed : int
+        Seed of ``numpy.random.default_rng``.
+    max_units : int
+        Units kept at most (a seeded random subset beyond it).
+
+    Returns
+    -------
+    PositionTest or None
+        The between-slot variance, its p-value, B, and the slot means and counts.
     """
     cell_values = np.asarray(values, dtype=float)
     cell_slots = np.asarray(slots, dtype=np.intp)

@@ -123,6 +123,30 @@ def slot_wald_test(
     :math:`F(k, \nu)` reference stays valid (conservative); when every variance is
     too small by a common factor c, :math:`\hat s^2` estimates c and takes most of it
     back.
+
+    Parameters
+    ----------
+    design : array_like, shape (n, p)
+        The additive model's X.
+    observed : array_like, shape (n,)
+        The scores.
+    display_indexes : array_like of int, shape (n,)
+        Each cell's slot.
+    noise_variances : array_like, shape (n,)
+        Each cell's reviewer's noise variance.
+    denominator_df : float or array_like, shape (R,)
+        The variances' df (``math.inf`` for known ones), or one per reviewer with
+        ``noise_groups``.
+    noise_groups : array_like of int, shape (n,), optional
+        Each cell's reviewer, 0..R-1.
+    session_scale_floor : bool
+        Divide the statistic by max(1, s^2).
+
+    Returns
+    -------
+    SlotWaldTest or None
+        Centred ``effects`` and ``counts`` by slot, the weighted variance, the statistic
+        W / k with its df (k, nu) and ``p_value``.
     """
     x = np.asarray(design, dtype=float)
     y = np.asarray(observed, dtype=float)
