@@ -300,6 +300,29 @@ def amplification_screen(
     orders, so with no position effect a session is flagged with probability at most
     ``significance_level`` whatever the agreement, and the expected number of false flags
     is at most ``significance_level`` times the number of sessions passing the gate.
+
+    Parameters
+    ----------
+    scores_by_slot : array_like, shape (S, R, K)
+        Each session's scores by reviewer and display slot (NaN for none).
+    scores_by_model : array_like, shape (S, R, M)
+        The same scores by reviewer and candidate model.
+    rng : numpy.random.Generator
+        Source of the permutations.
+    agreement_threshold : float
+        The agreement gate.
+    significance_level : float
+        alpha of the alignment test.
+    n_permutations : int
+        Permutations per gated session.
+    shared_order : bool
+        Every reviewer of a session saw one display order.
+
+    Returns
+    -------
+    AmplificationScreen
+        ``agreement``, ``alignment``, ``p_value`` (NaN below the gate) and ``suspect``, each
+        shape (S,), and ``expected_false_flags``.
     """
     by_slot = np.asarray(scores_by_slot, dtype=float)
     agreement = mean_pairwise_correlation(scores_by_model)

@@ -69,6 +69,16 @@ def earlier_minus_rest_mean(values_in_order: ArrayLike) -> np.ndarray:
     :math:`x_i`. NaN where ``i`` is unobserved, has no observed earlier slot, or is the last
     observed slot (there :math:`E_i = O_i` and ``x`` would be 0 by construction; with two
     observed slots that leaves nothing).
+
+    Parameters
+    ----------
+    values_in_order : array_like, shape (..., n)
+        Rows of values in display order, NaN for absent.
+
+    Returns
+    -------
+    ndarray, same shape
+        x_i per entry.
     """
     values = np.asarray(values_in_order, dtype=float)
     observed = np.isfinite(values)
@@ -89,7 +99,18 @@ def earlier_minus_rest_mean(values_in_order: ArrayLike) -> np.ndarray:
 
 
 def running_mean_deviation(scores_in_order: ArrayLike) -> np.ndarray:
-    """``score_i - mean(earlier scores of the review)``; NaN where undefined."""
+    """``score_i - mean(earlier scores of the review)``; NaN where undefined.
+
+    Parameters
+    ----------
+    scores_in_order : array_like, shape (..., n)
+        Each review's scores in display order, NaN for absent.
+
+    Returns
+    -------
+    ndarray, same shape
+        Each score minus the mean of the review's earlier scores.
+    """
     values = np.asarray(scores_in_order, dtype=float)
     return values - previous_scores_mean(values)
 
@@ -119,6 +140,20 @@ def cluster_jackknife_correlation(
     :math:`r / \widehat{se}` on ``C - 1`` degrees of freedom (Quenouille 1956; Efron &
     Tibshirani, *An Introduction to the Bootstrap*, 1993, ch. 11). Sessions are the
     clusters: pairs from one session are not independent. Pairs with a NaN are dropped.
+
+    Parameters
+    ----------
+    x, y : array_like, shape (n,)
+        The pairs.
+    cluster : array_like of int, shape (n,)
+        Each pair's cluster (session).
+    confidence : float
+        Interval level.
+
+    Returns
+    -------
+    IntervalEstimate
+        r with its jackknife interval, standard error, p-value and C.
     """
     x_values = np.asarray(x, dtype=float).ravel()
     y_values = np.asarray(y, dtype=float).ravel()

@@ -31,6 +31,18 @@ def weekly_series(session_values: ArrayLike, session_weeks: ArrayLike) -> Weekly
     :math:`se_w = \hat\sigma / \sqrt{n_w}` (one-way ANOVA error mean square), so a week
     with one session still has a standard error. None when fewer than 3 weeks or no
     within-week spread remain. NaN values are dropped.
+
+    Parameters
+    ----------
+    session_values : array_like, shape (N,)
+        One value per session.
+    session_weeks : array_like of int, shape (N,)
+        Each session's week index.
+
+    Returns
+    -------
+    WeeklySeries or None
+        ``weeks``, ``means``, ``standard_errors`` and ``n_sessions``, each shape (W,).
     """
     values = np.asarray(session_values, dtype=float)
     weeks = np.asarray(session_weeks, dtype=np.int64)
@@ -75,7 +87,22 @@ def cusum_statistic(means: ArrayLike, standard_errors: ArrayLike) -> tuple[float
 def cusum_null_statistics(
     standard_errors: ArrayLike, n_simulations: int, rng: np.random.Generator
 ) -> np.ndarray:
-    """:func:`cusum_statistic` of ``n_simulations`` series with no change (normal weekly means)."""
+    """:func:`cusum_statistic` of ``n_simulations`` series with no change (normal weekly means).
+
+    Parameters
+    ----------
+    standard_errors : array_like, shape (W,)
+        The weekly standard errors.
+    n_simulations : int
+        Series to simulate.
+    rng : numpy.random.Generator
+        Source of the normal draws.
+
+    Returns
+    -------
+    ndarray, shape (n_simulations,)
+        The statistics.
+    """
     se = np.asarray(standard_errors, dtype=float)
     weights = 1.0 / se**2
     draws = rng.standard_normal((n_simulations, se.size)) * se
@@ -103,6 +130,21 @@ def cusum_change_test(series: WeeklySeries, n_simulations: int = 4000, seed: int
     standard errors and a common level, so it is calibrated at any number of weeks and any
     uneven traffic, not only asymptotically. Rejecting at ``p < alpha`` raises a false alarm
     in a fraction ``alpha`` of driftless reviewers over the analysed window.
+
+    Parameters
+    ----------
+    series : WeeklySeries
+        Weekly means and standard errors, W weeks.
+    n_simulations : int
+        Monte Carlo series under no change.
+    seed : int
+        Seed of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    CusumTest
+        The CUSUM ``statistic``, its ``p_value``, the week after which the change is placed,
+        W and the simulations.
     """
     statistic, where = cusum_statistic(series.means, series.standard_errors)
     null = cusum_null_statistics(series.standard_errors, n_simulations, np.random.default_rng(seed))

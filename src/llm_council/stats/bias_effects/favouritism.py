@@ -66,6 +66,16 @@ def spillover_weights(observed: ArrayLike) -> np.ndarray:
     ``d`` moves by :math:`M_{dc} / M_{dd}` per point in ``c`` (:math:`W_{cc} = 1`). Complete
     ``k x k`` table: :math:`-1/(k-1)` on the row and column of ``c``, :math:`1/(k-1)^2`
     elsewhere. NaN where ``c`` or ``d`` is unobserved.
+
+    Parameters
+    ----------
+    observed : array_like of bool, shape (R, M)
+        The observed cells.
+
+    Returns
+    -------
+    ndarray, shape (R, M, R, M)
+        The weights W.
     """
     pattern = np.asarray(observed, dtype=bool)
     cells = np.argwhere(pattern)
@@ -284,6 +294,21 @@ def favouritism_matrix(
     Benjamini-Hochberg: the cells of one table are negatively dependent (each row and
     column of residuals sums to zero), which BH's positive-dependence condition does not
     cover, and a flag here names a judge, so the family-wise rate is the promise we want.
+
+    Parameters
+    ----------
+    scores : array_like, shape (S, R, M)
+        Each session's reviewer x model scores, NaN for none.
+    significance_level : float
+        Family-wise level of Holm's correction.
+    log_words : array_like, shape (S, R, M), optional
+        ln of each reviewed answer's word count.
+
+    Returns
+    -------
+    FavouritismMatrix
+        ``effects`` [reviewer][model] (IntervalEstimate), ``holm_p`` and ``flagged``, each
+        (R, M), and whether the cells were length-controlled.
     """
     if log_words is None:
         per_session = session_cell_effects(scores)
@@ -326,6 +351,20 @@ def explain_spillover(
     contains the non-zero sum, over the sources found so far, of source estimate x
     :func:`spillover_weights`; then it is marked as spill-over. Flags are unchanged (their
     false-alarm rate is Holm's); this only says which of them the others account for.
+
+    Parameters
+    ----------
+    estimates, ci_low, ci_high : array_like, shape (R, M)
+        Each cell's effect and interval.
+    flagged : array_like of bool, shape (R, M)
+        The Holm flags.
+    weights : array_like, shape (R, M, R, M)
+        From :func:`spillover_weights`.
+
+    Returns
+    -------
+    ndarray of bool, shape (R, M)
+        True where a flagged cell is spill-over.
     """
     effect = np.asarray(estimates, dtype=float)
     low, high = np.asarray(ci_low, dtype=float), np.asarray(ci_high, dtype=float)
@@ -350,6 +389,18 @@ def mutual_blocs(favoured: ArrayLike, reviewer_models: list[int | None]) -> list
     ``reviewer_models[r]`` is the model index of reviewer ``r``'s own answers (None if it
     does not answer). Returns the connected components (size >= 2) of the mutual-favour graph,
     as sorted reviewer indices.
+
+    Parameters
+    ----------
+    favoured : array_like of bool, shape (R, M)
+        Flagged favour of each reviewer for each model.
+    reviewer_models : list of int or None, length R
+        Each reviewer's own model index.
+
+    Returns
+    -------
+    list of list of int
+        The blocs, each sorted.
     """
     flags = np.asarray(favoured, dtype=bool)
     n = len(reviewer_models)
