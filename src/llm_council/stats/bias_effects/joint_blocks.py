@@ -71,6 +71,26 @@ def block_design(
     million-row matrix is allocated; filled one block column at a time, so the only
     per-record temporaries are one block's level and value (at 10M records, stacked
     per-block copies cost gigabytes).
+
+    Parameters
+    ----------
+    blocks : sequence of (str, int)
+        Each block's kind and width, in column order.
+    reviewer, position : ndarray of int, shape (n,)
+        Each record's reviewer and display slot.
+    is_self : ndarray of bool, shape (n,)
+        Self-reviews.
+    log_words : ndarray, shape (n,)
+        ln of each reviewed answer's word count.
+    self_reviewers : ndarray of int
+        The reviewers with a self-preference column.
+    n_reviewers : int
+        R.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix, shape (n, sum of the widths)
+        The design.
     """
     n_rows, n_blocks = reviewer.size, len(blocks)
     design_values = np.empty((n_rows, n_blocks))
@@ -127,7 +147,23 @@ def _identified(fit: ClusteredOlsFit, block: slice, transform: np.ndarray) -> np
 def centred_block_effects(
     fit: ClusteredOlsFit, block: slice, reference: np.ndarray | None = None
 ) -> BlockEffects:
-    """A reviewer block's effects centred on the ``reference`` levels (all when None)."""
+    """A reviewer block's effects centred on the ``reference`` levels (all when None).
+
+    Parameters
+    ----------
+    fit : ClusteredOlsFit
+        The joint model's fit.
+    block : slice
+        The block's k - 1 coded columns (k levels).
+    reference : ndarray of bool, shape (k,), optional
+        The reference levels.
+
+    Returns
+    -------
+    BlockEffects
+        ``estimates``, ``ci_low``, ``ci_high``, ``standard_errors`` and ``identified``, each
+        shape (k,).
+    """
     n_levels = block.stop - block.start + 1
     transform = centring_transform(n_levels, reference)
     estimates = transform @ fit.coefficients[block]
@@ -145,7 +181,23 @@ def centred_block_effects(
 
 def coded_block_effects(fit: ClusteredOlsFit, block: slice, intervals: np.ndarray) -> BlockEffects:
     """A block's coefficients as they are (against its reference level); ``intervals`` is
-    ``fit.confidence_intervals()``, computed once for every block."""
+    ``fit.confidence_intervals()``, computed once for every block.
+
+    Parameters
+    ----------
+    fit : ClusteredOlsFit
+        The joint model's fit.
+    block : slice
+        The block's columns, k of them.
+    intervals : ndarray, shape (n_columns, 2)
+        ``fit.confidence_intervals()``.
+
+    Returns
+    -------
+    BlockEffects
+        ``estimates``, ``ci_low``, ``ci_high``, ``standard_errors`` and ``identified``, each
+        shape (k,).
+    """
     width = block.stop - block.start
     return BlockEffects(
         estimates=fit.coefficients[block],
@@ -168,6 +220,28 @@ def adjusted_means_by_model(
     An answer effect is the within-answer mean of ``score - X beta`` (answers coded
     ``session * n_models + model``), shifted back to the score scale so that the mean over
     records equals the mean score; a model's adjusted mean is its answers' average.
+
+    Parameters
+    ----------
+    score : ndarray, shape (n,)
+        The scores.
+    design : scipy.sparse.csr_matrix, shape (n, k)
+        The joint model's X.
+    coefficients : ndarray, shape (k,)
+        Its fitted beta.
+    answer : ndarray of int, shape (n,)
+        Each record's answer code, ``session * n_models + model``.
+    n_models : int
+        M.
+
+    Returns
+    -------
+    sums : ndarray, shape (M,)
+        Sum of each model's answer effects.
+    counts : ndarray of int, shape (M,)
+        Its answers.
+    n_answers : int
+        Answers in all.
     """
     answer_effect_of_row = score - design @ coefficients
     n_groups = int(answer.max()) + 1

@@ -48,6 +48,20 @@ def cluster_jackknife_slope(
     :math:`b / \widehat{se}` on ``C - 1`` degrees of freedom (Quenouille 1956; Efron &
     Tibshirani 1993, ch. 11). Pairs with a NaN are dropped; fewer than 3 clusters, or an
     ``x`` that does not vary once any cluster is left out, give NaN.
+
+    Parameters
+    ----------
+    x, y : array_like, shape (n,)
+        The pairs.
+    cluster : array_like of int, shape (n,)
+        Each pair's cluster (session).
+    confidence : float
+        Interval level.
+
+    Returns
+    -------
+    IntervalEstimate
+        b with its jackknife interval, standard error, p-value and C.
     """
     x_values = np.asarray(x, dtype=float).ravel()
     y_values = np.asarray(y, dtype=float).ravel()
@@ -113,6 +127,22 @@ def logistic_slope(
     ``C - 1`` degrees of freedom. With every cluster of size one this is the HC1 robust
     interval of an ordinary logistic regression. NaN when the fit does not exist (fewer
     than 3 clusters, an outcome with one value, or complete separation).
+
+    Parameters
+    ----------
+    x : array_like, shape (n,)
+        The regressor.
+    outcome : array_like, shape (n,)
+        0 or 1.
+    cluster : array_like of int, shape (n,)
+        Each observation's cluster (session).
+    confidence : float
+        Interval level.
+
+    Returns
+    -------
+    IntervalEstimate
+        b with its interval, CR1 standard error, p-value and C.
     """
     x_values = np.asarray(x, dtype=float).ravel()
     y_values = np.asarray(outcome, dtype=float).ravel()

@@ -42,6 +42,16 @@ def early_late_shift(session_means: ArrayLike) -> HalvesShift | None:
     (Welch 1947, Biometrika 34), two-sided. The early half is the first
     ``floor(K/2)`` sessions. None below 2 sessions per half; p = 1 when neither half
     varies and the means agree, 0 when they differ (no noise to explain it).
+
+    Parameters
+    ----------
+    session_means : array_like, shape (K,)
+        One mean score per session, in time order.
+
+    Returns
+    -------
+    HalvesShift or None
+        The two halves' means, their difference, t, Welch df, p and the half sizes.
     """
     values = np.asarray(session_means, dtype=float)
     values = values[np.isfinite(values)]
@@ -85,6 +95,16 @@ def outlying_sessions(session_means: ArrayLike) -> list[OutlyingSession]:
     measured with). Two-sided p, and Bonferroni over the K sessions, so a screen that
     flags ``adjusted_p_value < alpha`` raises a false alarm in at most ``alpha`` of
     stores without outliers. Empty below 4 sessions or when the others do not vary.
+
+    Parameters
+    ----------
+    session_means : array_like, shape (K,)
+        One mean score per session.
+
+    Returns
+    -------
+    list of OutlyingSession, length K or 0
+        Each session's index, t, p and Bonferroni-adjusted p.
     """
     values = np.asarray(session_means, dtype=float)
     k = values.size

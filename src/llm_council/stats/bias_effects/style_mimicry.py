@@ -321,6 +321,22 @@ def mimicry_slopes_of_columns(
     report, on millions of rows) has the score, similarity, length and answer columns
     freed once the design is built, before the projection and the jackknife reach their
     peak.
+
+    Parameters
+    ----------
+    inputs : dict of str to array_like, each shape (n,)
+        ``score``, ``similarity``, ``log_words``, ``reviewer`` (0..n_reviewers-1),
+        ``answer`` and ``session``; emptied.
+    n_reviewers : int
+        R.
+    confidence : float
+        Interval level.
+
+    Returns
+    -------
+    MimicrySlopes
+        ``slopes`` (R IntervalEstimates), ``within_answer_sd`` (R,), and the rows and
+        sessions used.
     """
     y, x, w, r, a, c = _finite_columns_by_session(inputs, n_reviewers)
     nan = float("nan")

@@ -28,7 +28,22 @@ __all__ = ["SessionWinners", "effect_adjusted_scores", "group_mean", "session_wi
 
 
 def group_mean(group: np.ndarray, values: np.ndarray, n_groups: int) -> np.ndarray:
-    """Mean of the finite ``values`` per group; NaN for a group without one."""
+    """Mean of the finite ``values`` per group; NaN for a group without one.
+
+    Parameters
+    ----------
+    group : ndarray of int, shape (n,)
+        Each value's group, 0..n_groups-1.
+    values : ndarray, shape (n,)
+        The values.
+    n_groups : int
+        G.
+
+    Returns
+    -------
+    ndarray, shape (G,)
+        The means.
+    """
     finite = np.isfinite(values)
     total = np.bincount(group[finite], weights=values[finite], minlength=n_groups)
     count = np.bincount(group[finite], minlength=n_groups)
@@ -58,6 +73,22 @@ def effect_adjusted_scores(
 
     A slot the reviewer was never fitted at (or any slot past the last fitted one) takes
     the leniency only; a reviewer without effects (None) is not adjusted; NaN ``x`` is 0.
+
+    Parameters
+    ----------
+    effects : sequence of ReviewerEffects or None, length R
+        Each reviewer's effects.
+    reviewer, position : ndarray of int, shape (n,)
+        Each score's reviewer and display slot.
+    x : ndarray, shape (n,)
+        The slope's regressor (centred log2 length).
+    score : ndarray, shape (n,)
+        The scores.
+
+    Returns
+    -------
+    ndarray, shape (n,)
+        The adjusted scores.
     """
     n_slots = max((len(e.slot_effects) for e in effects if e is not None), default=0) + 1
     offset = np.zeros((len(effects), n_slots))
@@ -93,6 +124,20 @@ def session_winners(
     ``pair_model`` codes must follow the models' name order (the last tie-break). Means
     are NaN for a candidate without votes; a session whose raw winner has neither a rank
     nor a score is left out.
+
+    Parameters
+    ----------
+    pair_session, pair_model : ndarray of int, shape (P,)
+        Each (session, model) candidate's session and model code.
+    mean_rank, mean_score, mean_adjusted : ndarray, shape (P,)
+        Its mean rank, raw mean score and adjusted mean score.
+    tie : float
+        Score difference treated as a tie.
+
+    Returns
+    -------
+    SessionWinners
+        ``sessions`` (S,) and ``changed`` (S, 3).
     """
     n_pairs = pair_session.size
     raw_order, starts = _first_per_session(
