@@ -17,12 +17,6 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
 
         \\frac{\\hat p + z^2/2n \\pm z\\sqrt{\\hat p(1-\\hat p)/n + z^2/4n^2}}{1 + z^2/n}
 
-    References
-    ----------
-    Wilson, E. B. (1927). Probable inference, the law of succession, and statistical
-    inference. JASA 22, 209-212. Newcombe, R. G. (1998). Two-sided confidence intervals for
-    the single proportion. Statistics in Medicine 17, 857-872 (method 3).
-
     Returns ``(nan, nan)`` when ``n == 0``: there is nothing to estimate.
 
     Parameters
@@ -38,6 +32,12 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     -------
     tuple of float
         ``(low, high)``, inside [0, 1].
+
+    References
+    ----------
+    Wilson, E. B. (1927). Probable inference, the law of succession, and statistical
+    inference. JASA 22, 209-212. Newcombe, R. G. (1998). Two-sided confidence intervals for
+    the single proportion. Statistics in Medicine 17, 857-872 (method 3).
     """
     if n < 0 or successes < 0 or successes > n:
         raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")

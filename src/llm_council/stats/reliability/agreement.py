@@ -79,14 +79,6 @@ def cohen_kappa_from_table(
         + (1-\\kappa)^2 \\sum_{i\\ne j} p_{ij}(p_{\\cdot i}+p_{j\\cdot})^2
         - [\\kappa - p_e(1-\\kappa)]^2}{n(1-p_e)^2}
 
-    References
-    ----------
-    Cohen, J. (1960). A coefficient of agreement for nominal scales. Educational and
-    Psychological Measurement 20, 37-46. Fleiss, J. L., Cohen, J. & Everitt, B. S. (1969).
-    Large sample standard errors of kappa and weighted kappa. Psychological Bulletin 72,
-    323-327 (also Fleiss, Levin & Paik, *Statistical Methods for Rates and Proportions*,
-    3rd ed., 2003, eq. 18.13).
-
     Parameters
     ----------
     table : array_like of int, shape (k, k)
@@ -99,6 +91,14 @@ def cohen_kappa_from_table(
     KappaResult
         ``kappa``, ``standard_error``, ``ci_low``, ``ci_high``, the observed and expected
         agreement, and ``n``.
+
+    References
+    ----------
+    Cohen, J. (1960). A coefficient of agreement for nominal scales. Educational and
+    Psychological Measurement 20, 37-46. Fleiss, J. L., Cohen, J. & Everitt, B. S. (1969).
+    Large sample standard errors of kappa and weighted kappa. Psychological Bulletin 72,
+    323-327 (also Fleiss, Levin & Paik, *Statistical Methods for Rates and Proportions*,
+    3rd ed., 2003, eq. 18.13).
     """
     counts = np.asarray(table, dtype=float)
     if counts.ndim != 2 or counts.shape[0] != counts.shape[1]:
@@ -344,12 +344,6 @@ def weighted_kappa_from_table(
 
     With identity weights (nominal) this is :func:`cohen_kappa_from_table`.
 
-    References
-    ----------
-    Cohen, J. (1968). Weighted kappa. Psychological Bulletin 70, 213-220. Fleiss, J. L.,
-    Cohen, J. & Everitt, B. S. (1969). Large sample standard errors of kappa and weighted
-    kappa. Psychological Bulletin 72, 323-327.
-
     Parameters
     ----------
     table : array_like, shape (k, k)
@@ -364,6 +358,12 @@ def weighted_kappa_from_table(
     KappaResult
         ``kappa``, ``standard_error``, ``ci_low``, ``ci_high``, the weighted observed and
         expected agreement, and ``n``.
+
+    References
+    ----------
+    Cohen, J. (1968). Weighted kappa. Psychological Bulletin 70, 213-220. Fleiss, J. L.,
+    Cohen, J. & Everitt, B. S. (1969). Large sample standard errors of kappa and weighted
+    kappa. Psychological Bulletin 72, 323-327.
     """
     counts = np.asarray(table, dtype=float)
     if counts.ndim != 2 or counts.shape[0] != counts.shape[1] or counts.shape[0] < 2:
