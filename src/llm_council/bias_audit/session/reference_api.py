@@ -208,7 +208,7 @@ def calculate_position_bias(
 
     ``variance`` is the count-weighted variance of the slot effects of the model score =
     mean + entry + answer + slot (points squared; Frisch-Waugh-Lovell, see
-    :func:`~llm_council.stats.sessions.session_tests.joint_slot_effects`); ``detected`` is the
+    :func:`~llm_council.stats.slots.position_tests.joint_slot_effects`); ``detected`` is the
     audit's flag: the randomization test that re-draws each entry's order (valid when
     orders were drawn at random) has p < significance_level and the variance reaches
     ``position_variance_threshold``. ``(None, None)`` when the slots are not identified
