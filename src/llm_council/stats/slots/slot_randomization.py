@@ -24,14 +24,14 @@ audit's test); this module only chooses the randomized units:
   design.
 
 A first stage of B = 999 re-shuffles gives :math:`p_1 = (1 + c_1)/1000`. When fewer than
-10 of them reach the observed value (:math:`p_1 \le 0.01`), the test goes on to
+10 of them reach the observed value (:math:`p_1 \\le 0.01`), the test goes on to
 :math:`N = 19{,}999` re-shuffles in all (fresh streams) and reports
 :math:`p = (1 + c)/(N + 1)`, so the smallest p-value is 1/20,000 instead of 0.001. Why: the
 report-wide procedure gives one reviewer's position test a level far below 0.001 (ADR
 0060), which a p floored at 0.001 could never reach. Valid: think of all N draws as made;
-for :math:`u < 0.011` the event :math:`p \le u` needs the refined branch and is within
-the full N-draw test's :math:`\{p_N \le u\}`; for :math:`u \ge 0.011` it is within
-:math:`\{p_1 \le u\}`; either has probability at most u (the two-stage argument of
+for :math:`u < 0.011` the event :math:`p \\le u` needs the refined branch and is within
+the full N-draw test's :math:`\\{p_N \\le u\\}`; for :math:`u \\ge 0.011` it is within
+:math:`\\{p_1 \\le u\\}`; either has probability at most u (the two-stage argument of
 Besag & Clifford 1991, Biometrika 78(2), with a fixed second stage).
 
 Above :data:`MAX_UNITS` units a seeded random subset of that many is used: a
