@@ -1,7 +1,8 @@
 """Coverage, false-alarm rate and power of calibrate's effective number of judges.
 
 For each scenario and seed: simulate judges' error indicators against the truth, apply
-calibrate's too-few rule, and run :func:`llm_council.stats.effective_judges.effective_judges`
+calibrate's too-few rule, and run
+:func:`llm_council.stats.reliability.effective_judges.effective_judges`
 (95% percentile bootstrap over pairs). Per scenario it prints
 
 - coverage: the share of runs whose interval contains the TRUE n_eff (hand-derived in
@@ -39,7 +40,7 @@ from generators.shared_error_judges import (  # noqa: E402
     true_error_correlation,
 )
 from llm_council.calibration.judge_independence import too_few_reason  # noqa: E402
-from llm_council.stats.effective_judges import effective_judges  # noqa: E402
+from llm_council.stats.reliability.effective_judges import effective_judges  # noqa: E402
 
 
 @dataclass(frozen=True)

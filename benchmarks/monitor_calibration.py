@@ -54,12 +54,12 @@ from generators.independent_arrays import draw_score_arrays  # noqa: E402
 from generators.independent_council import CouncilSpec, generate_sessions  # noqa: E402
 from llm_council.simulation.profile import SimulatedProfile  # noqa: E402
 from llm_council.simulation.simulated_records import simulate_record_columns  # noqa: E402
-from llm_council.stats.anytime_monitor import (  # noqa: E402
+from llm_council.stats.monitor.anytime_monitor import (  # noqa: E402
     MonitorSettings,
     MonitorSums,
     fold_session,
 )
-from llm_council.stats.monitor_session_effects import (  # noqa: E402
+from llm_council.stats.monitor.monitor_session_effects import (  # noqa: E402
     BIASES,
     effect_design,
     session_effects,

@@ -200,7 +200,7 @@ def _check_same(report: dict[str, object], baseline: dict[str, object]) -> None:
     for reviewer, mean in baseline["mean_score"].items():  # type: ignore[union-attr]
         assert math.isclose(profiles[reviewer]["mean_score"], mean, rel_tol=1e-9), reviewer
     # Leniency is not compared: the report's is the step-down robust estimate against a
-    # reference set of reviewers (stats/robust_leniency.py, tested there), not this pass's
+    # reference set of reviewers (stats/reviewers/robust_leniency.py, tested there), not this pass's
     # plain mean paired deviation.
     position = report["position"]  # type: ignore[index]
     for slot, interval in zip(position["positions"], position["mean_score"], strict=True):

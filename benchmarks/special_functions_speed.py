@@ -1,7 +1,7 @@
 """Benchmark: the numpy special functions against scipy.special, per call (ADR 0063).
 
 The session path calls them on arrays of a few to a few hundred entries; the report's
-callers (``stats/distribution_functions.py``: per-slot and per-reviewer p-values) on arrays
+callers (``stats/numerics/distribution_functions.py``: per-slot and per-reviewer p-values) on arrays
 of at most thousands. Target: a 10^5-entry call within a few milliseconds, so no caller
 needs to keep scipy for speed. Each function at 10, 10^3 and 10^5 entries of typical
 arguments (t statistics and p-values of a t with 10 df, F with 3 and 50, chi-squared with
@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import special
 
-from llm_council.stats import special_functions as ours
+from llm_council.stats.numerics import special_functions as ours
 
 
 def median_ms(call: Callable[[], object], repeats: int) -> float:

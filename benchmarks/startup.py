@@ -58,7 +58,8 @@ COMMANDS: dict[str, list[str]] = {
     "llm-council --help": [SCRIPT, "--help"],
     "llm-council ask --help": [SCRIPT, "ask", "--help"],
     "llm-council bias-report --help": [SCRIPT, "bias-report", "--help"],
-    # the audit's floor is numpy: its tails are stats/special_functions.py since scipy.special's
+    # the audit's floor is numpy: its tails are stats/numerics/special_functions.py since
+    # scipy.special's
     # import clones numpy's namespace (numpy.f2py, numpy.ma, numpy.testing; ADR 0063), the
     # second row is what that saves
     "python -c 'import numpy'": [sys.executable, "-c", "import numpy"],

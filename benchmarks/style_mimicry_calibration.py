@@ -1,6 +1,7 @@
 """False-alarm rate and power of the style-mimicry flag, at 3, 5 and 9 reviewers.
 
-The estimator is ``bias-report``'s own (:func:`llm_council.stats.style_mimicry.mimicry_slopes`
+The estimator is ``bias-report``'s own
+(:func:`llm_council.stats.bias_effects.style_mimicry.mimicry_slopes`
 plus Holm across reviewers at 0.05), fed with arrays so thousands of fresh councils run in
 minutes; ``tests/bias_audit/report/test_style_mimicry.py -m slow`` repeats a smaller grid
 through the report's loading. Two generators:
@@ -41,8 +42,8 @@ from generators.independent_council import CouncilSpec, generate_sessions  # noq
 from generators.style_similarity import StyleSpec, add_similarity, styled_arrays  # noqa: E402
 from llm_council.simulation.profile import SimulatedProfile  # noqa: E402
 from llm_council.simulation.simulated_records import simulate_record_columns  # noqa: E402
-from llm_council.stats.multiplicity import holm_adjusted  # noqa: E402
-from llm_council.stats.style_mimicry import mimicry_slopes  # noqa: E402
+from llm_council.stats.bias_effects.style_mimicry import mimicry_slopes  # noqa: E402
+from llm_council.stats.inference.multiplicity import holm_adjusted  # noqa: E402
 
 ALPHA = 0.05
 Arrays = dict[str, np.ndarray]

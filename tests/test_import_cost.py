@@ -18,7 +18,7 @@ from pathlib import Path
 FORBIDDEN_ON_SESSION_PATH: dict[str, str] = {
     "scipy": (
         "scipy.special alone costs about 0.29 s of CPU (its array-API layer loads numpy.f2py,"
-        " numpy.testing, numpy.ma); the session's tails are stats/special_functions.py"
+        " numpy.testing, numpy.ma); the session's tails are stats/numerics/special_functions.py"
     ),
     "scipy.stats": "about 1 s of CPU to import; the session needs only a few tails",
     "scipy.optimize": "imports scipy.linalg and scipy.sparse; no fit on the session path",
@@ -82,7 +82,7 @@ def test_one_audited_session_imports_none_of_the_heavy_modules(tmp_path: Path) -
     # the audit's own modules are there, so the list is of an audited session
     assert "llm_council.bias_audit.session.session_audit" in modules
     # the tails it does need, in numpy (ADR 0063's amendment of 2026-11-27)
-    assert "llm_council.stats.special_functions" in modules
+    assert "llm_council.stats.numerics.special_functions" in modules
     imported = set(modules)
     offending = {
         forbidden: why

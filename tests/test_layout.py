@@ -437,3 +437,79 @@ def test_the_top_level_holds_the_core_and_the_shims_only() -> None:
     for package in ["llm_council.infra", REFERENCE]:
         docstring = ast.get_docstring(ast.parse(modules()[package].read_text(encoding="utf-8")))
         assert docstring and len(docstring.splitlines()) == 1 and len(docstring) <= 100
+# --- statistics by family (issue 36 item 2, ADR 0067) ---
+
+STATS = "llm_council.stats"
+#: the stats subpackages, bottom layer first; a module imports stats modules of its own
+#: subpackage or of a lower layer only, so families in one layer never import each other
+STATS_LAYERS: list[tuple[str, ...]] = [
+    ("numerics",),  # special functions and distribution tails
+    ("inference", "design"),  # shared tests/pooling/multiplicity; design matrices, least squares
+    ("reviewers",),  # reviewer effects and noise (the session tests and winner changes use them)
+    ("sessions", "slots", "monitor", "reliability", "ranking", "bias_effects"),  # the families
+]
+#: flat modules allowed directly in stats/ (none but the package docstring)
+STATS_FLAT_EXCEPTIONS = {"__init__"}
+
+
+def _stats_layer(module: str) -> tuple[str, int] | None:
+    """(subpackage, layer) of a stats module, or None for one outside every subpackage."""
+    family = module.removeprefix(f"{STATS}.").split(".")[0]
+    for layer, families in enumerate(STATS_LAYERS):
+        if family in families:
+            return family, layer
+    return None
+
+
+def stats_layer_violations(graph: Mapping[str, Iterable[str]]) -> list[str]:
+    """Every stats import that points sideways or up the declared layers."""
+    found = []
+    for module, targets in graph.items():
+        own = _stats_layer(module) if module.startswith(f"{STATS}.") else None
+        if own is None:
+            continue
+        family, layer = own
+        for target in targets:
+            if not target.startswith(f"{STATS}."):
+                continue
+            placed = _stats_layer(target)
+            if placed is None:
+                found.append(f"{module} imports {target}, which is in no declared subpackage")
+            elif placed[0] != family and placed[1] >= layer:
+                found.append(f"{module} imports {target} (layer {placed[1]} >= {layer})")
+    return sorted(found)
+
+
+def test_the_stats_layer_rule_can_fail() -> None:
+    graph = {
+        f"{STATS}.numerics.a": {f"{STATS}.design.b"},  # up
+        f"{STATS}.slots.c": {f"{STATS}.ranking.d", f"{STATS}.design.b"},  # sideways; down is fine
+        f"{STATS}.ranking.d": {f"{STATS}.ranking.e", f"{STATS}.flat"},  # own family; undeclared
+    }
+    assert stats_layer_violations(graph) == [
+        f"{STATS}.numerics.a imports {STATS}.design.b (layer 1 >= 0)",
+        f"{STATS}.ranking.d imports {STATS}.flat, which is in no declared subpackage",
+        f"{STATS}.slots.c imports {STATS}.ranking.d (layer 3 >= 3)",
+    ]
+
+
+def test_stats_subpackages_import_only_their_own_or_lower_layers() -> None:
+    stats_modules = [module for module in imports() if module.startswith(f"{STATS}.")]
+    assert len(stats_modules) > 50  # the rule reads the real tree
+    assert stats_layer_violations(imports()) == []
+
+
+def test_stats_has_no_flat_module_and_every_subpackage_is_declared() -> None:
+    stats = SRC / "llm_council" / "stats"
+    flat = {path.stem for path in stats.glob("*.py")} - STATS_FLAT_EXCEPTIONS
+    assert flat == set()
+    on_disk = {path.name for path in stats.iterdir() if (path / "__init__.py").exists()}
+    declared = {family for families in STATS_LAYERS for family in families}
+    assert on_disk == declared
+
+
+@pytest.mark.parametrize("family", [f for families in STATS_LAYERS for f in families])
+def test_each_stats_family_says_what_it_holds(family: str) -> None:
+    source = modules()[f"{STATS}.{family}"].read_text(encoding="utf-8")
+    docstring = ast.get_docstring(ast.parse(source))
+    assert docstring and len(docstring.splitlines()[0]) <= 100

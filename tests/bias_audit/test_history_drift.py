@@ -31,7 +31,7 @@ from llm_council.bias_audit.session.moderated_noise import moderated_noise
 from llm_council.bias_audit.session.score_table import ScoreTable, score_table_from_mappings
 from llm_council.bias_audit.session.thresholds import AuditThresholds
 from llm_council.errors import InputError
-from llm_council.stats.design_cache import fit_additive_two_way_cached
+from llm_council.stats.design.design_cache import fit_additive_two_way_cached
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from generators.independent_council import (  # noqa: E402

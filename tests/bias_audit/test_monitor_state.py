@@ -30,7 +30,7 @@ from llm_council.bias_audit.records.monitor_update import (
 from llm_council.bias_audit.records.schema import ReviewRecord, upgrade_record
 from llm_council.bias_audit.records.summary_seal import seal
 from llm_council.errors import ConfigError
-from llm_council.stats.anytime_monitor import MonitorSettings
+from llm_council.stats.monitor.anytime_monitor import MonitorSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from generators.independent_council import CouncilSpec, generate_sessions  # noqa: E402

@@ -31,7 +31,7 @@ from llm_council.bias_audit.session.design_limits import has_one_shared_order, i
 from llm_council.bias_audit.session.result import BiasAuditResult
 from llm_council.bias_audit.session.score_table import score_table_from_mappings
 from llm_council.bias_audit.session.stage2_scores import extract_scores_from_stage2
-from llm_council.stats.rank_points import review_is_rank_points, table_is_rank_points
+from llm_council.stats.ranking.rank_points import review_is_rank_points, table_is_rank_points
 
 
 def _audit(session: RankSession) -> BiasAuditResult:

@@ -17,7 +17,7 @@ from llm_council.calibration.outcomes import outcomes_from_judgments
 from llm_council.calibration.pairs import read_pairs
 from llm_council.calibration.report import ReportOptions, compute_report
 from llm_council.cli.app import _run, app
-from llm_council.stats.agreement import cohen_kappa_from_table
+from llm_council.stats.reliability.agreement import cohen_kappa_from_table
 
 VOTES = Path(__file__).parents[1] / "data" / "prd_vicuna80" / "replay_votes_5_judges.jsonl"
 INDEX = {"a": 0, "tie": 1, "b": 2}

@@ -11,7 +11,7 @@ import pytest
 
 from generators.shared_error_judges import error_matrix, true_effective_judges
 from llm_council.calibration.judge_independence import too_few_reason
-from llm_council.stats.effective_judges import effective_judges
+from llm_council.stats.reliability.effective_judges import effective_judges
 
 SEEDS = 300
 

@@ -24,7 +24,7 @@ from llm_council.calibration.outcomes import PairOutcome
 from llm_council.calibration.pairs import Pair, read_pairs
 from llm_council.cli.command_group import app, run
 from llm_council.errors import InputError
-from llm_council.stats.proportions import wilson_interval
+from llm_council.stats.inference.proportions import wilson_interval
 
 from .label_plan_sim import run_campaign
 

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from llm_council.stats.agreement import (
+from llm_council.stats.inference.proportions import mean_t_interval
+from llm_council.stats.reliability.agreement import (
     agreement_of_coded_pairs,
     cohen_kappa_from_table,
     kappa_of_coded_pairs,
     paired_bootstrap_difference,
 )
-from llm_council.stats.proportions import mean_t_interval
 
 
 def test_mean_t_interval_matches_scipy() -> None:

@@ -11,7 +11,7 @@ import pytest
 from conftest import simulated_config
 from llm_council import run_full_council
 from llm_council.bias_audit.records.jsonl_store import read_records, store_path
-from llm_council.stats.rank_consistency import score_rank_discordance
+from llm_council.stats.ranking.rank_consistency import score_rank_discordance
 
 
 def test_simulated_reviewer_refuses_writes_long_rationales_and_slips(

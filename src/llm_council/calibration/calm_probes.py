@@ -54,7 +54,7 @@ from llm_council.calibration.judge_prompt import FIRST_LABEL, SECOND_LABEL
 from llm_council.calibration.outcomes import PairOutcome
 from llm_council.calibration.pairs import ORDERS, Order, Pair, shown_order
 from llm_council.calibration.runner import JudgeCall
-from llm_council.stats.proportions import sign_test_p_value
+from llm_council.stats.inference.proportions import sign_test_p_value
 
 CALM_PROBE_NAMES: tuple[str, ...] = (
     "bandwagon",

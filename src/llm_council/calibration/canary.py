@@ -12,10 +12,10 @@ same judge set-up, should get the same scores up to the judge's noise.
   comparison is with the fingerprint of the LAST baseline given; ``fingerprint_changes``
   lists what differs from the current run (a model id that changed is the likely cause of
   a shift; a prompt that changed makes the comparison one of prompts, not of models).
-- **The test** is the paired shift of :mod:`llm_council.stats.paired_shift` over the
+- **The test** is the paired shift of :mod:`llm_council.stats.inference.paired_shift` over the
   items scored in both (a paired t test): its level holds on an unchanged judge and it
   finds half a point on 40 items when the judge's own noise is about 0.7 points
-  (tests/stats/test_paired_shift.py).
+  (tests/stats/inference/test_paired_shift.py).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from llm_council.judge_fingerprint import judge_fingerprint as shared_fingerprin
 from llm_council.prompts import format_candidate_block, new_nonce
 from llm_council.providers.base import CompletionRequest, Provider
 from llm_council.providers.calling import RetryPolicy, call_with_retries
-from llm_council.stats.paired_shift import paired_shift
+from llm_council.stats.inference.paired_shift import paired_shift
 
 CANARY_FORMAT = "llm-council-canary/1"
 CANARY_PROMPT_VERSION = "canary-score-1"

@@ -30,7 +30,7 @@ from typing import Any
 from llm_council.calibration.confidence_map import fit_confidence_map, in_first_half
 from llm_council.calibration.estimates import finite
 from llm_council.calibration.outcomes import PairOutcome
-from llm_council.stats.proportions import wilson_interval
+from llm_council.stats.inference.proportions import wilson_interval
 
 ECE_BINS = 10
 #: below this many observations the section says why instead of giving numbers

@@ -12,8 +12,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from llm_council.stats.agreement import KappaResult
-from llm_council.stats.proportions import mean_t_interval, wilson_interval
+from llm_council.stats.inference.proportions import mean_t_interval, wilson_interval
+from llm_council.stats.reliability.agreement import KappaResult
 
 MIN_N_FOR_INTERVAL = 10
 
@@ -52,7 +52,8 @@ def kappa_estimate(result: KappaResult) -> dict[str, Any]:
 
 
 def mean_estimate(values: Sequence[float], confidence: float) -> dict[str, Any]:
-    """A mean with its t interval (see :func:`~llm_council.stats.proportions.mean_t_interval`)."""
+    """A mean with its t interval (see
+    :func:`~llm_council.stats.inference.proportions.mean_t_interval`)."""
     mean, low, high = mean_t_interval(values, confidence) if values else (math.nan,) * 3
     too_few = len(values) < MIN_N_FOR_INTERVAL
     return {

@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from llm_council.calibration.outcomes import PairOutcome
-from llm_council.stats.agreement import cohen_kappa_from_table
+from llm_council.stats.reliability.agreement import cohen_kappa_from_table
 
 CATEGORY_INDEX = {"a": 0, "tie": 1, "b": 2}
 #: fewer pairs with several votes than this: the ceiling is not estimated

@@ -5,7 +5,8 @@ on the pairs EVERY judge evaluated in both orders and that carry a human label, 
 error is ``consolidated verdict != human label`` (1 or 0; an order flip consolidates to
 ``tie``, see :mod:`llm_council.calibration.outcomes`). The correlation of these error
 indicators across judges gives the Kish effective number
-:func:`llm_council.stats.effective_judges.effective_judges` with a bootstrap interval over
+:func:`llm_council.stats.reliability.effective_judges.effective_judges` with a bootstrap interval
+over
 pairs.
 
 Indicators, not signed errors: coding verdicts as +1/0/-1 and subtracting the label makes
@@ -31,7 +32,7 @@ import numpy as np
 from llm_council.calibration.estimates import finite
 from llm_council.calibration.outcomes import PairOutcome, outcomes_from_judgments
 from llm_council.calibration.pairs import Pair
-from llm_council.stats.effective_judges import effective_judges
+from llm_council.stats.reliability.effective_judges import effective_judges
 
 MIN_SHARED_PAIRS = 30
 MIN_EXPECTED_JOINT = 5

@@ -27,7 +27,8 @@ docs/calibration.md). The plan is then the worst case, and the labels are used o
 ``--order random``.
 
 **Kappa**. The large-sample variance of Cohen's kappa is ``V / n`` with ``V`` given by
-Fleiss, Cohen & Everitt (1969) (:func:`~llm_council.stats.agreement.cohen_kappa_from_table`),
+Fleiss, Cohen & Everitt (1969)
+(:func:`~llm_council.stats.reliability.agreement.cohen_kappa_from_table`),
 so ``n = (z sqrt(V) / h)^2`` (the planning approach of Donner & Eliasziw 1992, "A
 goodness-of-fit approach to inference procedures for the kappa statistic", Statistics in
 Medicine 11, 1511-1519, with the FCE variance in place of their goodness-of-fit one).
@@ -59,8 +60,8 @@ from statistics import NormalDist
 import numpy as np
 
 from llm_council.calibration.outcomes import PairOutcome
-from llm_council.stats.agreement import cohen_kappa_from_table
-from llm_council.stats.proportions import wilson_interval
+from llm_council.stats.inference.proportions import wilson_interval
+from llm_council.stats.reliability.agreement import cohen_kappa_from_table
 
 METRICS = ("agreement", "kappa")
 ORDERS = ("informative", "random")

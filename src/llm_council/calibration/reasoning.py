@@ -6,10 +6,11 @@ human label (a tie against a decided label is wrong too). Two views, pairs as cl
 (both orders and all repetitions of a pair share its difficulty):
 
 - the disagreement rate in each tercile of rationale length, with a cluster-robust
-  interval (:func:`~llm_council.stats.rank_consistency.clustered_rate`);
+  interval (:func:`~llm_council.stats.ranking.rank_consistency.clustered_rate`);
 - the logistic slope of ``wrong`` on ``log2(rationale chars)`` (log-odds per doubling),
   with a cluster-robust sandwich interval and its two-sided test
-  (:func:`~llm_council.stats.reasoning_length.logistic_slope`). ``longer_more_often_wrong``
+  (:func:`~llm_council.stats.bias_effects.reasoning_length.logistic_slope`).
+  ``longer_more_often_wrong``
   is that test at ``1 - confidence``, one-sided in effect (only a positive slope flags);
   its false-positive rate is measured in docs/calibration.md.
 """
@@ -24,8 +25,8 @@ import numpy as np
 from llm_council.calibration.estimates import finite
 from llm_council.calibration.judge_prompt import parse_verdict
 from llm_council.calibration.outcomes import PairOutcome
-from llm_council.stats.rank_consistency import clustered_rate
-from llm_council.stats.reasoning_length import logistic_slope
+from llm_council.stats.bias_effects.reasoning_length import logistic_slope
+from llm_council.stats.ranking.rank_consistency import clustered_rate
 
 #: fewer verdicts with a rationale length and a human label than this: no section
 MIN_VERDICTS = 30

@@ -22,7 +22,7 @@ from typing import Any
 from llm_council.calibration.estimates import kappa_estimate, mean_estimate, rate
 from llm_council.calibration.majority import modal_share
 from llm_council.calibration.outcomes import PairOutcome
-from llm_council.stats.agreement import cohen_kappa
+from llm_council.stats.reliability.agreement import cohen_kappa
 
 CATEGORIES = ("a", "b", "tie")
 

@@ -42,14 +42,14 @@ from llm_council.calibration.reasoning import rationale_length_errors
 from llm_council.calibration.repetitions import repetition_stability
 from llm_council.calibration.self_preference import self_preference
 from llm_council.calibration.verbosity import verbosity
-from llm_council.stats.agreement import (
+from llm_council.stats.inference.proportions import sign_test_p_value
+from llm_council.stats.reliability.agreement import (
     agreement_table,
     cohen_kappa,
     landis_koch_label,
     weighted_kappa_from_table,
 )
-from llm_council.stats.krippendorff_alpha import krippendorff_alpha_interval
-from llm_council.stats.proportions import sign_test_p_value
+from llm_council.stats.reliability.krippendorff_alpha import krippendorff_alpha_interval
 
 __all__ = [
     "POSITIONAL_AGREEMENT_MIN",

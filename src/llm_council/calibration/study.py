@@ -9,7 +9,7 @@ is in each of their subsets). A subset with fewer than ``min_n`` evaluated pairs
 evaluated: one row per judge, then for every two judges the paired difference in order
 agreement and in human kappa, with a percentile bootstrap interval over pairs (resampling
 pairs keeps the two judges' verdicts on a pair together; see
-:func:`llm_council.stats.agreement.paired_bootstrap_difference`). A difference on fewer
+:func:`llm_council.stats.reliability.agreement.paired_bootstrap_difference`). A difference on fewer
 than ``min_n`` pairs is ``too_small`` like a subset (below
 :data:`~llm_council.calibration.estimates.MIN_N_FOR_INTERVAL` it has no interval at all:
 a bootstrap over 2 pairs gives a zero-width interval that reads as certainty).
@@ -29,7 +29,7 @@ from llm_council.calibration.outcomes import PairOutcome
 from llm_council.calibration.pairs import Pair, Winner
 from llm_council.calibration.report import ReportOptions, compute_report
 from llm_council.errors import ConfigError
-from llm_council.stats.agreement import (
+from llm_council.stats.reliability.agreement import (
     agreement_of_coded_pairs,
     kappa_of_coded_pairs,
     paired_bootstrap_difference,

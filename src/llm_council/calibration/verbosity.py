@@ -21,7 +21,7 @@ from typing import Any
 
 from llm_council.calibration.estimates import MIN_N_FOR_INTERVAL, finite, mean_estimate, rate
 from llm_council.calibration.outcomes import PairOutcome
-from llm_council.stats.proportions import sign_test_p_value
+from llm_council.stats.inference.proportions import sign_test_p_value
 
 _PREFERENCE = {"a": 1.0, "b": -1.0, "tie": 0.0}
 

@@ -1,7 +1,7 @@
 """The reference design's ``detect_temporal_trends`` and ``detect_anomalies``, tested.
 
 Both work on one mean score per session (a session's records share answers and judges,
-so they are not independent) through :mod:`llm_council.stats.session_shifts`, and say
+so they are not independent) through :mod:`llm_council.stats.bias_effects.session_shifts`, and say
 how sure they are: the reference compared an early/late difference with a fixed 0.5
 points and a session mean with the sd of single *records*, neither with a known error
 rate. Re-exported by :mod:`llm_council.bias_aggregation`, where the reference's users
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from llm_council.stats.session_shifts import early_late_shift, outlying_sessions
+from llm_council.stats.bias_effects.session_shifts import early_late_shift, outlying_sessions
 
 if TYPE_CHECKING:
     from llm_council.bias_audit.reference.persistence import BiasMetricRecord
@@ -45,7 +45,7 @@ def detect_temporal_trends(
 ) -> dict[str, Any] | None:
     """Did the mean score move between the earlier and the later half of the sessions?
 
-    Welch's t test on one mean per session (:func:`~llm_council.stats.session_shifts.
+    Welch's t test on one mean per session (:func:`~llm_council.stats.bias_effects.session_shifts.
     early_late_shift`); ``trend_direction`` is "increasing"/"decreasing" only when
     p < 0.05, else "stable". None below 10 records or 2 sessions per half.
     ``window_size`` is accepted for the reference's signature and, as there, unused.

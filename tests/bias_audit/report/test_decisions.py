@@ -22,8 +22,8 @@ from llm_council.bias_audit.report.render.render_tables import render_csv
 from llm_council.bias_audit.report.render.render_text import render_text
 from llm_council.debiased_aggregate import ReviewerAdjustment, debiased_aggregate
 from llm_council.results import CandidateScore, LabelAssignment, Review
-from llm_council.stats.proportions import wilson_interval
-from llm_council.stats.reviewer_effects import fit_reviewer_effects
+from llm_council.stats.inference.proportions import wilson_interval
+from llm_council.stats.reviewers.reviewer_effects import fit_reviewer_effects
 
 
 def test_a_biased_council_changes_some_winners_and_a_null_one_almost_none(

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from llm_council.bias_audit.report.analyses.drift import refined_cusum_test
-from llm_council.stats.drift import (
+from llm_council.stats.bias_effects.drift import (
     WeeklySeries,
     cusum_change_test,
     cusum_null_statistics,

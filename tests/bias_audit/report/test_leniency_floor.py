@@ -13,8 +13,8 @@ from llm_council.bias_audit.report.analyses.reviewers import (
     MATERIAL_LENIENCY_SHARE,
     _leniency_label,
 )
-from llm_council.stats.pooling import IntervalEstimate
-from llm_council.stats.robust_leniency import ReviewerLeniency
+from llm_council.stats.inference.pooling import IntervalEstimate
+from llm_council.stats.reviewers.robust_leniency import ReviewerLeniency
 
 
 def _result(estimate: float, flagged: bool) -> ReviewerLeniency:

@@ -1,7 +1,7 @@
 """False-flag rate and power of the report's per-reviewer position test on rank points.
 
 The fix of issue 23 (a randomization test where the Wald covariance is singular, see
-:mod:`llm_council.stats.slot_randomization`) must flag deterministic judges and must not
+:mod:`llm_council.stats.slots.slot_randomization`) must flag deterministic judges and must not
 raise false flags. Stores come from ``tests/generators/rank_council.py`` (karpathy-shaped
 rankings, independent of ``llm_council.simulation``), 30 sessions each, display orders
 shuffled per session (one order shared by the session's reviewers: the across-sessions

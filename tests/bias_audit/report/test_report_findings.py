@@ -1,7 +1,7 @@
 """The report's findings: one procedure over every tested hypothesis, written back everywhere.
 
 The adjusted p-values are recomputed here from the listed raw p-values (the procedure's own
-reference values are in tests/stats/test_report_multiplicity.py); the section verdicts,
+reference values are in tests/stats/inference/test_report_multiplicity.py); the section verdicts,
 the JSON, CSV and text must all say what the one list says.
 """
 
@@ -26,7 +26,7 @@ from llm_council.bias_audit.report.finding import FAMILIES, FAMILY_WEIGHTS
 from llm_council.bias_audit.report.model import BiasReport
 from llm_council.bias_audit.report.report_verdicts import decide_findings
 from llm_council.errors import ConfigError
-from llm_council.stats.multiplicity import holm_adjusted
+from llm_council.stats.inference.multiplicity import holm_adjusted
 
 FINDING_KEYS = {
     "subject",

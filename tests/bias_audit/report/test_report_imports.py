@@ -13,8 +13,12 @@ import llm_council.bias_audit as bias_audit
 SOURCE = Path(bias_audit.__file__).resolve().parents[1]
 
 #: modules that still import scipy.stats at module level, owned elsewhere this round
-#: (shared: stats/pooling.py; style mimicry: stats/style_mimicry.py)
-_NOT_OURS = {"stats/pooling.py", "stats/style_mimicry.py", "stats/favouritism.py"}
+#: (shared: stats/inference/pooling.py; style mimicry: stats/bias_effects/style_mimicry.py)
+_NOT_OURS = {
+    "stats/inference/pooling.py",
+    "stats/bias_effects/style_mimicry.py",
+    "stats/bias_effects/favouritism.py",
+}
 
 
 def test_importing_the_report_does_not_load_the_per_session_audit() -> None:
@@ -58,7 +62,7 @@ def _imports_scipy_stats_at_module_level(path: Path) -> bool:
 def test_report_modules_do_not_import_scipy_stats_at_module_level() -> None:
     report_modules = sorted((SOURCE / "bias_audit" / "report").rglob("*.py"))
     stats_used = {
-        f"stats/{line.split()[1].rsplit('.', 1)[1]}.py"
+        line.split()[1].removeprefix("llm_council.").replace(".", "/") + ".py"
         for module in report_modules
         for line in module.read_text(encoding="utf-8").splitlines()
         if line.startswith("from llm_council.stats.")

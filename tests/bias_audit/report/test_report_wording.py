@@ -23,7 +23,7 @@ from llm_council.bias_audit.report.render.render_families import (
     counted,
 )
 from llm_council.simulation.simulated_records import load_simulated_profiles, write_record_store
-from llm_council.stats.drift import weekly_series
+from llm_council.stats.bias_effects.drift import weekly_series
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +114,7 @@ def test_several_weekly_windows_are_plural_and_tested(tmp_path: Path) -> None:
 
 
 def test_the_drift_minimum_is_the_weekly_series_minimum() -> None:
-    """The text's "at least 3" is what llm_council.stats.drift.weekly_series requires."""
+    """The text's "at least 3" is what llm_council.stats.bias_effects.drift.weekly_series requires."""
     values = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
     short = np.repeat(np.arange(MIN_DRIFT_WEEKS - 1), 3)
     enough = np.repeat(np.arange(MIN_DRIFT_WEEKS), 2)

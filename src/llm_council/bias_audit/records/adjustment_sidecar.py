@@ -3,7 +3,7 @@
 The debiased aggregate (ADR 0046) needs each reviewer's effects fitted on the council's
 past sessions. Reading the whole store every session costs time linear in its size, so the
 store's writer keeps the fit's sufficient statistics
-(:class:`~llm_council.stats.reviewer_effect_sums.ReviewerEffectSums`, one per
+(:class:`~llm_council.stats.reviewers.reviewer_effect_sums.ReviewerEffectSums`, one per
 ``council_config_hash``) beside it: :func:`merge_after_append` adds each appended session
 under the writers' lock and rewrites the file atomically (``mkstemp``, 0600, then
 ``os.replace``). The file carries the store's inode, size and mtime it describes and a seal
@@ -46,12 +46,12 @@ from llm_council.bias_audit.records.summary_files import (
     write_summary_atomically,
 )
 from llm_council.bias_audit.records.summary_seal import sealed_json, unsealed_json
-from llm_council.stats.reviewer_effect_sums import (
+from llm_council.stats.reviewers.reviewer_effect_sums import (
     LENGTH,
     ReviewerEffectSums,
     reviewer_effect_sums,
 )
-from llm_council.stats.reviewer_effects import MAX_SLOTS
+from llm_council.stats.reviewers.reviewer_effects import MAX_SLOTS
 
 SIDECAR_SUFFIX = ".adjustments.json"
 SIDECAR_FORMAT = 1

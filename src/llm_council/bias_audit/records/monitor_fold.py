@@ -24,12 +24,12 @@ from llm_council.bias_audit.records.monitor_sessions import (
     session_estimates,
 )
 from llm_council.bias_audit.records.schema import SCHEMA_VERSION, ReviewRecord, upgrade_record
-from llm_council.stats.anytime_monitor import (
+from llm_council.stats.monitor.anytime_monitor import (
     MonitorSettings,
     MonitorSums,
     fold_session,
 )
-from llm_council.stats.monitor_session_effects import BIASES
+from llm_council.stats.monitor.monitor_session_effects import BIASES
 
 #: bytes read at a time while folding the store
 READ_BLOCK_BYTES = 1 << 20

@@ -3,7 +3,7 @@
 The records of a session are laid out as its reviewer x candidate score table (the
 reviews that count: ``check_kind`` null, a score given within its ``score_scale``), with
 each reviewer's own answer and the answer it saw first (``position`` 0), and handed to
-:func:`~llm_council.stats.monitor_session_effects.session_effects`.
+:func:`~llm_council.stats.monitor.monitor_session_effects.session_effects`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Protocol
 
 import numpy as np
 
-from llm_council.stats.monitor_session_effects import BIASES, effect_design, session_effects
+from llm_council.stats.monitor.monitor_session_effects import BIASES, effect_design, session_effects
 
 
 class MonitoredRecord(Protocol):

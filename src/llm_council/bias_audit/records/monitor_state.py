@@ -1,7 +1,7 @@
 """The anytime monitor's state beside a JSONL store: ``<store>.monitor.json``.
 
 The file holds, per reviewer and bias, the running sums of
-:class:`~llm_council.stats.anytime_monitor.MonitorSums`, the number of sessions folded in
+:class:`~llm_council.stats.monitor.anytime_monitor.MonitorSums`, the number of sessions folded in
 and a digest of each one's ``session_id`` (so no session counts twice), the monitor's
 settings, and how far into the store it has read: the store's inode, a byte offset and a
 SHA-256 of the 4 KiB before it. It is one line of sealed JSON (:mod:`.summary_seal`, kind

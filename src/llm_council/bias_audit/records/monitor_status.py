@@ -1,7 +1,7 @@
 """The anytime monitor's answer: each reviewer ``watching`` or ``confirmed``, as JSON.
 
 A (reviewer, bias) is confirmed once its e-value has reached :math:`RB/\\alpha`
-(:mod:`llm_council.stats.anytime_monitor`) with the reviewers known then, and stays
+(:mod:`llm_council.stats.monitor.anytime_monitor`) with the reviewers known then, and stays
 confirmed. The bounds are the effect's confidence sequence at the same share of
 :math:`\\alpha` (each side at half of it), computed from the sums as they are now.
 """
@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from llm_council.bias_audit.records.monitor_fold import MonitorState
-from llm_council.stats.anytime_monitor import cells_estimated, confidence_sequence
-from llm_council.stats.monitor_session_effects import BIASES
+from llm_council.stats.monitor.anytime_monitor import cells_estimated, confidence_sequence
+from llm_council.stats.monitor.monitor_session_effects import BIASES
 
 #: what a positive / negative effect means, per bias; the slot effect says what was seen,
 #: not why: in a fixed display order the answer shown first is always one model's, so a

@@ -29,7 +29,7 @@ from llm_council.bias_audit.records.monitor_state import (
 from llm_council.bias_audit.records.monitor_status import monitor_status, monitor_unavailable
 from llm_council.bias_audit.records.store_urls import is_postgres_url
 from llm_council.errors import ConfigError, RecordError
-from llm_council.stats.anytime_monitor import MonitorSettings
+from llm_council.stats.monitor.anytime_monitor import MonitorSettings
 
 DELTA0_VARIABLE = "LLM_COUNCIL_MONITOR_DELTA0"
 ALPHA_VARIABLE = "LLM_COUNCIL_MONITOR_ALPHA"

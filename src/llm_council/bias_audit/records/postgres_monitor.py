@@ -20,7 +20,7 @@ from llm_council.bias_audit.records.monitor_fold import MonitorState, SessionFol
 from llm_council.bias_audit.records.postgres_errors import check_url, store_error
 from llm_council.bias_audit.records.store_urls import redact_url
 from llm_council.errors import RecordError
-from llm_council.stats.anytime_monitor import MonitorSettings
+from llm_council.stats.monitor.anytime_monitor import MonitorSettings
 
 CONNECT_TIMEOUT_S = 10
 BATCH_SIZE = 10_000

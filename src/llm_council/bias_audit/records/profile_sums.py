@@ -4,9 +4,9 @@ For each reviewer a profile holds sums that add across sessions: the sessions se
 residual sum of squares :math:`\\sum RSS_r` of the additive model (and, apart, of the model
 with display-slot effects where the session's orders identify them), its df share
 :math:`\\sum d_r`
-(:func:`~llm_council.stats.moderated_session_tests.reviewer_residual_variances`) and Rao's
+(:func:`~llm_council.stats.sessions.moderated_session_tests.reviewer_residual_variances`) and Rao's
 expectation coefficients by reviewer name
-(:func:`~llm_council.stats.moderated_session_tests.reviewer_noise_expectation`), from which
+(:func:`~llm_council.stats.sessions.moderated_session_tests.reviewer_noise_expectation`), from which
 the lookup solves each reviewer's variance. The files that keep them beside a JSONL store
 are :mod:`~llm_council.bias_audit.records.reviewer_profiles`'.
 
@@ -27,13 +27,13 @@ import numpy as np
 import structlog
 
 from llm_council.bias_audit.records.summary_files import SCORE_BOUND
-from llm_council.stats.additive_model import AdditiveFit
-from llm_council.stats.design_cache import fit_additive_two_way_cached
-from llm_council.stats.moderated_session_tests import (
+from llm_council.stats.design.additive_model import AdditiveFit
+from llm_council.stats.design.design_cache import fit_additive_two_way_cached
+from llm_council.stats.sessions.moderated_session_tests import (
     reviewer_noise_expectation,
     reviewer_residual_variances,
 )
-from llm_council.stats.slot_adjusted_fit import with_slot_effects
+from llm_council.stats.slots.slot_adjusted_fit import with_slot_effects
 
 log = structlog.get_logger("llm_council.bias_audit")
 
@@ -48,7 +48,7 @@ class ReviewerProfile:
     r"""One reviewer's summed noise statistics over its past sessions.
 
     ``expectation[other]`` sums :math:`A_{r,other}` (see
-    :func:`~llm_council.stats.moderated_session_tests.reviewer_noise_expectation`): the
+    :func:`~llm_council.stats.sessions.moderated_session_tests.reviewer_noise_expectation`): the
     expected residual sum of squares of this reviewer is :math:`\sum_{o} A_{r,o}
     \sigma_o^2`, which the lookup solves for unbiased per-reviewer variances.
     ``slot_adjusted`` holds the same sums from the model with display-slot effects, over
@@ -102,7 +102,7 @@ def session_profiles(cells: Iterable[Cell]) -> Profiles:
     """One session's contribution from its non-self cells ``(reviewer, candidate, score
     [, display slot])``. With every slot known and identified, each profile also carries
     ``slot_adjusted`` sums from the model with slot effects
-    (:func:`~llm_council.stats.slot_adjusted_fit.with_slot_effects`), so the slot test's
+    (:func:`~llm_council.stats.slots.slot_adjusted_fit.with_slot_effects`), so the slot test's
     noise does not count a judge's favourite slot.
 
     A session with a score that is not finite or beyond :data:`SCORE_BOUND` in size gives

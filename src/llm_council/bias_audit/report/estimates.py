@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from llm_council.stats.pooling import IntervalEstimate
+from llm_council.stats.inference.pooling import IntervalEstimate
 
 #: sessions a reviewer needs for each reliability tier (the issue's definition)
 RELIABILITY_TIERS = ((50, "high"), (20, "moderate"), (10, "preliminary"), (0, "insufficient"))

@@ -75,7 +75,7 @@ class Finding:
     """One hypothesis the report tested: who, which bias, how big, and the one verdict.
 
     ``p_value`` is the test's own (unadjusted) p; ``p_adjusted`` is the report-wide adjusted
-    p over every hypothesis of the report (:mod:`llm_council.stats.report_multiplicity`);
+    p over every hypothesis of the report (:mod:`llm_council.stats.inference.report_multiplicity`);
     ``finding`` is True when ``p_adjusted`` is below the report's level *and* the section's
     own rule allows it (``rule`` says which rule decided, in words).
     """

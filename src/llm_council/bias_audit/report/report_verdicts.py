@@ -2,7 +2,7 @@
 
 The sections compute their estimates and p-values (and, on their own, a per-family
 verdict). This step gathers every tested hypothesis (:mod:`.hypotheses`), adjusts all
-their p-values together (:mod:`llm_council.stats.report_multiplicity`: family-wise by
+their p-values together (:mod:`llm_council.stats.inference.report_multiplicity`: family-wise by
 default, or the false discovery rate), and rewrites each section's verdict fields
 (``detected``, ``flagged``, leniency labels, position directions, favouritism spill-over
 and blocs, causal-check flags) from that one decision, so every renderer, the dashboard
@@ -26,8 +26,12 @@ from llm_council.bias_audit.report.fingerprint_hypotheses import fingerprint_ver
 from llm_council.bias_audit.report.hypotheses import Hypothesis, Locator, report_hypotheses
 from llm_council.bias_audit.report.model import BiasReport
 from llm_council.bias_audit.report.number_format import fmt
-from llm_council.stats.favouritism import explain_spillover, mutual_blocs, spillover_weights
-from llm_council.stats.report_multiplicity import (
+from llm_council.stats.bias_effects.favouritism import (
+    explain_spillover,
+    mutual_blocs,
+    spillover_weights,
+)
+from llm_council.stats.inference.report_multiplicity import (
     benjamini_yekutieli_adjusted,
     family_holm_adjusted,
 )

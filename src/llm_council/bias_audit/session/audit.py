@@ -49,7 +49,7 @@ from llm_council.bias_audit.session.session_risk import (
     session_risk,
 )
 from llm_council.bias_audit.session.thresholds import AuditThresholds, load_thresholds
-from llm_council.stats.session_test_batch import session_noise_aware_tests
+from llm_council.stats.sessions.session_test_batch import session_noise_aware_tests
 
 
 def audit_score_table(

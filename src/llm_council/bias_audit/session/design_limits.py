@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from llm_council.bias_audit.session.score_table import UNKNOWN_POSITION, ScoreTable
-from llm_council.stats.rank_points import table_is_rank_points
+from llm_council.stats.ranking.rank_points import table_is_rank_points
 
 
 def is_rank_only(table: ScoreTable) -> bool:

@@ -10,7 +10,7 @@ import numpy as np
 from llm_council.bias_audit.session.score_table import ScoreTable
 from llm_council.bias_audit.session.session_model import SessionModel, finite_or_none
 from llm_council.bias_audit.session.thresholds import AuditThresholds
-from llm_council.stats.correlation import pearson_correlation_t_test
+from llm_council.stats.inference.correlation import pearson_correlation_t_test
 
 
 @dataclass(frozen=True)

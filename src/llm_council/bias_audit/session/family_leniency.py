@@ -18,9 +18,12 @@ from llm_council.bias_audit.session.moderated_noise import ModeratedNoise
 from llm_council.bias_audit.session.score_table import ScoreTable
 from llm_council.bias_audit.session.session_model import SessionModel, finite_or_none
 from llm_council.bias_audit.session.thresholds import AuditThresholds
-from llm_council.stats.moderated_session_tests import step_down_moderated_offsets
-from llm_council.stats.session_test_batch import SessionTests
-from llm_council.stats.session_tests import median_reference_offsets, step_down_reviewer_offsets
+from llm_council.stats.sessions.moderated_session_tests import step_down_moderated_offsets
+from llm_council.stats.sessions.session_test_batch import SessionTests
+from llm_council.stats.sessions.session_tests import (
+    median_reference_offsets,
+    step_down_reviewer_offsets,
+)
 
 
 @dataclass(frozen=True)

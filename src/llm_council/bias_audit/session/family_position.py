@@ -1,7 +1,7 @@
 """The position family: do scores depend on the display slot a reviewer saw?
 
 Slot effects within reviewers, tested against each reviewer's noise from its history
-(a weighted Wald test, :mod:`~llm_council.stats.slot_wald`) when every reviewer has one and
+(a weighted Wald test, :mod:`~llm_council.stats.slots.slot_wald`) when every reviewer has one and
 every slot is known, else by re-drawing each reviewer's display order (a randomization
 test, valid at any size, no noise model). A design that leaves the test nothing to
 compare is *not tested*, never "tested, p = 1".
@@ -26,9 +26,9 @@ from llm_council.bias_audit.session.score_table import UNKNOWN_POSITION, ScoreTa
 from llm_council.bias_audit.session.session_model import SessionModel, finite_or_none
 from llm_council.bias_audit.session.thresholds import AuditThresholds
 from llm_council.prompts import label_for
-from llm_council.stats.additive_model import AdditiveFit
-from llm_council.stats.position_tests import joint_slot_effects, position_randomization_test
-from llm_council.stats.slot_wald import SlotWaldTest, slot_wald_test
+from llm_council.stats.design.additive_model import AdditiveFit
+from llm_council.stats.slots.position_tests import joint_slot_effects, position_randomization_test
+from llm_council.stats.slots.slot_wald import SlotWaldTest, slot_wald_test
 
 #: how the slot test with history reads its p-value, by ``slot_history_guard``
 _GUARD_NOTES = {
@@ -273,7 +273,7 @@ def _weighted_randomization(
 
     The residuals and the history do not change when a reviewer's slots are re-drawn, so
     the p-value is exact under "no slot effect" (Fisher's randomization argument, as
-    :func:`~llm_council.stats.position_tests.position_randomization_test`) whatever the
+    :func:`~llm_council.stats.slots.position_tests.position_randomization_test`) whatever the
     history says; the history only chooses the weights, which give the power."""
     profiled = history_variances(slot_adjusted_history(history))
     sds = np.array([math.sqrt(profiled[name][0]) for name in names], dtype=float)

@@ -6,7 +6,7 @@ Bonferroni over the self-reviews; with moderated noise (the default, ADR 0045) t
 precision-weighted mean of the self-reviews also flags (ADR 0047), each half of the level.
 When the display slots are identified the model carries slot effects and each
 self-review is predicted at the slot it was shown at
-(:mod:`~llm_council.stats.slot_adjusted_prediction`), so a favoured slot does not read as
+(:mod:`~llm_council.stats.slots.slot_adjusted_prediction`), so a favoured slot does not read as
 self-preference.
 """
 
@@ -31,17 +31,17 @@ from llm_council.bias_audit.session.session_model import (
     reviewer_tests_runnable,
 )
 from llm_council.bias_audit.session.thresholds import AuditThresholds
-from llm_council.stats.additive_model import AdditiveFit
-from llm_council.stats.moderated_session_tests import moderate
-from llm_council.stats.reviewer_noise import estimate_reviewer_noise
-from llm_council.stats.session_test_batch import SessionTests
-from llm_council.stats.session_tests import (
+from llm_council.stats.design.additive_model import AdditiveFit
+from llm_council.stats.reviewers.reviewer_noise import estimate_reviewer_noise
+from llm_council.stats.sessions.moderated_session_tests import moderate
+from llm_council.stats.sessions.session_test_batch import SessionTests
+from llm_council.stats.sessions.session_tests import (
     ContrastTest,
     pooled_self_preference_test,
     self_preference_tests,
 )
-from llm_council.stats.slot_adjusted_fit import with_slot_effects
-from llm_council.stats.slot_adjusted_prediction import slot_adjusted_cell_rows
+from llm_council.stats.slots.slot_adjusted_fit import with_slot_effects
+from llm_council.stats.slots.slot_adjusted_prediction import slot_adjusted_cell_rows
 
 #: ``indicator_only["self_preference"]`` when the prediction carries slot effects
 SLOT_ADJUSTED_NOTE = (

@@ -7,7 +7,7 @@ JSONL store (:mod:`~llm_council.bias_audit.records.adjustment_sidecar`, ADR 0049
 lookup costs milliseconds whatever the store's size; :func:`full_read_adjustments` is the
 reference it reproduces: every record read with the store's own reader (complete sessions
 only, torn or malformed lines skipped) and fitted by
-:func:`~llm_council.stats.reviewer_effects.fit_reviewer_effects`, in time linear in the
+:func:`~llm_council.stats.reviewers.reviewer_effects.fit_reviewer_effects`, in time linear in the
 store's size.
 """
 
@@ -24,8 +24,8 @@ from llm_council.bias_audit.records.score_history import history_arrays
 from llm_council.bias_audit.records.store_urls import is_postgres_url
 from llm_council.debiased_aggregate import ReviewerAdjustment
 from llm_council.errors import RecordError
-from llm_council.stats.reviewer_effect_sums import ReviewerEffectSums, effects_from_sums
-from llm_council.stats.reviewer_effects import ReviewerEffects, fit_reviewer_effects
+from llm_council.stats.reviewers.reviewer_effect_sums import ReviewerEffectSums, effects_from_sums
+from llm_council.stats.reviewers.reviewer_effects import ReviewerEffects, fit_reviewer_effects
 
 __all__ = [
     "adjustments_from_records",
@@ -62,7 +62,8 @@ def adjustments_from_sums(
     sums: ReviewerEffectSums, reviewers: Sequence[str] | None = None, *, min_scores: int = 10
 ) -> dict[str, ReviewerAdjustment]:
     """:func:`adjustments_from_records` from the summed history instead of the records
-    (:func:`~llm_council.stats.reviewer_effect_sums.effects_from_sums`: the same numbers)."""
+    (:func:`~llm_council.stats.reviewers.reviewer_effect_sums.effects_from_sums`: the same
+    numbers)."""
     effects = effects_from_sums(sums, min_scores=min_scores)
     return _as_adjustments(sums.reviewers, effects, reviewers)
 

@@ -2,10 +2,10 @@
 
 Chooses each fitted reviewer's prior (:mod:`~llm_council.bias_audit.session.noise_priors`),
 checks each history against the session's own noise and gives a reviewer whose noise
-moved the default prior instead (:mod:`llm_council.stats.noise_drift`, ADR 0051),
+moved the default prior instead (:mod:`llm_council.stats.reviewers.noise_drift`, ADR 0051),
 moderates the fit's per-reviewer variances toward it
-(:mod:`llm_council.stats.moderated_session_tests`), turns the moderated self-preference
-tests into :class:`~llm_council.stats.session_tests.ContrastTest` with their Bonferroni
+(:mod:`llm_council.stats.sessions.moderated_session_tests`), turns the moderated self-preference
+tests into :class:`~llm_council.stats.sessions.session_tests.ContrastTest` with their Bonferroni
 factors, and says in a note where each reviewer's noise came from.
 """
 
@@ -22,18 +22,18 @@ from llm_council.bias_audit.session.noise_priors import (
     slot_adjusted_history,
 )
 from llm_council.bias_audit.session.thresholds import AuditThresholds
-from llm_council.stats.additive_model import AdditiveFit
-from llm_council.stats.moderated_session_tests import (
+from llm_council.stats.design.additive_model import AdditiveFit
+from llm_council.stats.reviewers.moderated_variance import moderated_variances
+from llm_council.stats.reviewers.noise_drift import council_noise_drift, step_down_noise_drift
+from llm_council.stats.sessions.moderated_session_tests import (
     ReviewerVariances,
     moderate,
     moderated_self_preference_tests,
     reviewer_residual_variances,
     session_prior,
 )
-from llm_council.stats.moderated_variance import moderated_variances
-from llm_council.stats.noise_drift import council_noise_drift, step_down_noise_drift
-from llm_council.stats.session_tests import ContrastTest
-from llm_council.stats.slot_adjusted_fit import with_slot_effects
+from llm_council.stats.sessions.session_tests import ContrastTest
+from llm_council.stats.slots.slot_adjusted_fit import with_slot_effects
 
 
 @dataclass(frozen=True)
@@ -79,9 +79,9 @@ def _without_moved_history(
     updated by the pooled variance, as without history.
 
     First each reviewer, by the step-down of
-    :func:`~llm_council.stats.noise_drift.step_down_noise_drift` at ``noise_drift_level``;
+    :func:`~llm_council.stats.reviewers.noise_drift.step_down_noise_drift` at ``noise_drift_level``;
     then the reviewers it kept, together, by the upper-tail test of
-    :func:`~llm_council.stats.noise_drift.council_noise_drift` at
+    :func:`~llm_council.stats.reviewers.noise_drift.council_noise_drift` at
     ``noise_drift_council_level`` (the moved ones counted at the variance the audit now
     gives them), which moves them all when the council as a whole is noisier than its
     histories (ADR 0059). In this order one judge gone noisy moves alone."""

@@ -1,6 +1,6 @@
 """Each reviewer's noise prior for one session: its own history, the store's, or the default.
 
-The moderated tests (:mod:`llm_council.stats.moderated_session_tests`) need one prior
+The moderated tests (:mod:`llm_council.stats.sessions.moderated_session_tests`) need one prior
 :math:`(s_{0r}^2, d_{0r})` per reviewer. In order of preference:
 
 1. the reviewer's own past sessions in the store (``history``): :math:`\\sum RSS_r /
@@ -9,10 +9,10 @@ The moderated tests (:mod:`llm_council.stats.moderated_session_tests`) need one 
    ``history_prior_df_max``, ADR 0051, keeps a long history from swamping the session);
 2. for a reviewer new to a store with at least 3 profiled reviewers: Smyth's
    method-of-moments prior over their variances
-   (:func:`~llm_council.stats.moderated_variance.fit_variance_prior`);
+   (:func:`~llm_council.stats.reviewers.moderated_variance.fit_variance_prior`);
 3. otherwise the documented default (``prior_noise_sd``, ``prior_noise_df``), updated by
    the session's pooled residual variance
-   (:func:`~llm_council.stats.moderated_session_tests.session_prior`).
+   (:func:`~llm_council.stats.sessions.moderated_session_tests.session_prior`).
 """
 
 from __future__ import annotations

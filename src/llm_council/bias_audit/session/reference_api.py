@@ -29,9 +29,9 @@ from llm_council.bias_audit.session.score_table import (
 )
 from llm_council.bias_audit.session.thresholds import AuditThresholds, load_thresholds
 from llm_council.errors import InputError
-from llm_council.stats.correlation import pearson_correlation_t_test
-from llm_council.stats.position_tests import joint_slot_effects, position_randomization_test
-from llm_council.stats.slot_identification import slot_effects_identified
+from llm_council.stats.inference.correlation import pearson_correlation_t_test
+from llm_council.stats.slots.position_tests import joint_slot_effects, position_randomization_test
+from llm_council.stats.slots.slot_identification import slot_effects_identified
 
 #: ``calculate_position_bias`` builds dense matrices of (scored cells)^2; past this many
 #: cells pool the sessions with ``llm-council bias-report`` instead.
@@ -45,7 +45,7 @@ def calculate_length_correlation(
 
     One pair per answer: x = ln(max(words, 1)), y = the mean score the answer got from
     reviewers other than its author; p is the exact two-sided t test with n - 2 df
-    (:func:`~llm_council.stats.correlation.pearson_correlation_t_test`), the same
+    (:func:`~llm_council.stats.inference.correlation.pearson_correlation_t_test`), the same
     numbers as ``BiasAuditResult.length_score_correlation`` / ``length_score_p_value``.
 
     Where it differs from the naive formula: the reference correlated raw word counts
@@ -208,11 +208,11 @@ def calculate_position_bias(
 
     ``variance`` is the count-weighted variance of the slot effects of the model score =
     mean + entry + answer + slot (points squared; Frisch-Waugh-Lovell, see
-    :func:`~llm_council.stats.session_tests.joint_slot_effects`); ``detected`` is the
+    :func:`~llm_council.stats.slots.position_tests.joint_slot_effects`); ``detected`` is the
     audit's flag: the randomization test that re-draws each entry's order (valid when
     orders were drawn at random) has p < significance_level and the variance reaches
     ``position_variance_threshold``. ``(None, None)`` when the slots are not identified
-    (:func:`~llm_council.stats.slot_identification.slot_effects_identified`: every entry
+    (:func:`~llm_council.stats.slots.slot_identification.slot_effects_identified`: every entry
     saw the same order of the same answers, so a slot cannot be told from an answer) or
     there are too few scores, and for the reference call ``(scores, None)`` (no display
     positions were given: nothing to test).

@@ -15,9 +15,9 @@ import numpy as np
 from llm_council.bias_audit.session.moderated_noise import ModeratedNoise, moderation_note
 from llm_council.bias_audit.session.score_table import ScoreTable
 from llm_council.bias_audit.session.thresholds import AuditThresholds
-from llm_council.stats.additive_model import AdditiveFit
-from llm_council.stats.design_cache import fit_additive_two_way_cached
-from llm_council.stats.reviewer_noise import ReviewerNoise, estimate_reviewer_noise
+from llm_council.stats.design.additive_model import AdditiveFit
+from llm_council.stats.design.design_cache import fit_additive_two_way_cached
+from llm_council.stats.reviewers.reviewer_noise import ReviewerNoise, estimate_reviewer_noise
 
 
 def finite_or_none(value: float | None) -> float | None:

@@ -22,7 +22,7 @@ from llm_council.bias_audit.session.similarity import SimilarityByMember
 from llm_council.bias_checks import pad_text, signed_text
 from llm_council.middleware import SessionCompleted
 from llm_council.results import CandidateScore, Review
-from llm_council.stats.rank_consistency import score_rank_discordance
+from llm_council.stats.ranking.rank_consistency import score_rank_discordance
 
 _RECORD_LIST = TypeAdapter(list[ReviewRecord])
 

@@ -41,7 +41,7 @@ from typing import Protocol
 import numpy as np
 
 from llm_council.bias_audit.session.result import RiskLevel
-from llm_council.stats.multiplicity import holm_adjusted
+from llm_council.stats.inference.multiplicity import holm_adjusted
 
 #: the risk families, in the order results list them
 RISK_FAMILIES = ("position", "leniency", "self_preference")

@@ -3,7 +3,8 @@
 A session is *suspect* when its reviewers' scores correlate strongly (mean pairwise r at or
 above :data:`AGREEMENT_THRESHOLD`) and its scores fall (or rise) with display slot beyond
 what re-randomised orders produce (two-sided randomization p < alpha; see
-:mod:`llm_council.stats.amplification`). With no position effect each session is flagged
+:mod:`llm_council.stats.bias_effects.amplification`). With no position effect each session is
+flagged
 with probability <= alpha, so the report also shows the count expected by chance and a
 one-sided binomial test of the excess over all sessions that pass the agreement gate.
 """
@@ -17,8 +18,8 @@ import numpy as np
 
 from llm_council.bias_audit.report.analyses.anchoring import MAX_SLOTS
 from llm_council.bias_audit.report.load.tables import dense_codes, nullable_floats
-from llm_council.stats.amplification import amplification_screen
-from llm_council.stats.distribution_functions import binomial_greater_p
+from llm_council.stats.bias_effects.amplification import amplification_screen
+from llm_council.stats.numerics.distribution_functions import binomial_greater_p
 
 #: mean pairwise r at or above which a council "agrees strongly" (descriptive gate)
 AGREEMENT_THRESHOLD = 0.7

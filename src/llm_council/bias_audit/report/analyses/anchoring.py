@@ -44,13 +44,13 @@ import numpy as np
 
 from llm_council.bias_audit.report.estimates import Interval
 from llm_council.bias_audit.report.load.tables import dense_codes, nullable_floats
-from llm_council.stats.anchoring import (
+from llm_council.stats.bias_effects.anchoring import (
     cluster_jackknife_correlation,
     earlier_minus_rest_mean,
     running_mean_deviation,
 )
-from llm_council.stats.multiplicity import holm_adjusted
-from llm_council.stats.pooling import IntervalEstimate
+from llm_council.stats.inference.multiplicity import holm_adjusted
+from llm_council.stats.inference.pooling import IntervalEstimate
 
 #: display slots at or beyond this (or beyond n_candidates) are malformed records: left out,
 #: so one corrupt line cannot make the per-review arrays huge

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 
-from llm_council.stats.distribution_functions import t_ppf, t_sf
+from llm_council.stats.numerics.distribution_functions import t_ppf, t_sf
 
 #: sessions a reviewer needs for a check kind before it is estimated ("too few" below)
 MIN_CHECK_SESSIONS = 5

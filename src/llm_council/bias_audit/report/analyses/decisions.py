@@ -7,8 +7,8 @@ at once: raw as :func:`~llm_council.aggregate.aggregate_reviews` (mean rank amon
 others' answers, then mean score, then name) and debiased as
 :func:`~llm_council.debiased_aggregate.debiased_aggregate` (mean adjusted score, then the
 raw place, then name), with each reviewer's leniency, slot effects and length slope fitted
-on the whole window (:func:`~llm_council.stats.reviewer_effects.fit_reviewer_effects`);
-the three rankings are :func:`~llm_council.stats.winner_changes.session_winners`.
+on the whole window (:func:`~llm_council.stats.reviewers.reviewer_effects.fit_reviewer_effects`);
+the three rankings are :func:`~llm_council.stats.bias_effects.winner_changes.session_winners`.
 ``tests/bias_audit/report/test_decisions.py`` checks the winners against those two
 functions applied session by session. It is a hindsight
 measure: a live session's adjustments come from the sessions before it only. The share of
@@ -33,13 +33,13 @@ import numpy as np
 
 from llm_council.bias_audit.report.estimates import Interval
 from llm_council.bias_audit.report.load.tables import nullable_floats
-from llm_council.stats.proportions import wilson_interval
-from llm_council.stats.reviewer_effects import ReviewerEffects, fit_reviewer_effects
-from llm_council.stats.winner_changes import (
+from llm_council.stats.bias_effects.winner_changes import (
     effect_adjusted_scores,
     group_mean,
     session_winners,
 )
+from llm_council.stats.inference.proportions import wilson_interval
+from llm_council.stats.reviewers.reviewer_effects import ReviewerEffects, fit_reviewer_effects
 
 #: mean scores closer than this are a tie
 _TIE = 1e-9

@@ -4,7 +4,8 @@ Per session a reviewer gets two numbers: its leniency that session (mean paired 
 on others' answers, as in the reviewer profiles) and its position trend that session (the
 slope of its paired deviation on display slot, points per slot later). Weeks are counted
 from the first timed record in the window (``--since``/``--until``). A CUSUM test
-(:mod:`llm_council.stats.drift`) asks whether the weekly level changed; its p-values are
+(:mod:`llm_council.stats.bias_effects.drift`) asks whether the weekly level changed; its p-values
+are
 Holm-corrected over all (reviewer, quantity) tests, so a report with no drift anywhere
 raises a false alarm with probability at most the significance level.
 """
@@ -18,14 +19,14 @@ import duckdb
 import numpy as np
 
 from llm_council.bias_audit.report.load.tables import nullable_floats
-from llm_council.stats.drift import (
+from llm_council.stats.bias_effects.drift import (
     CusumTest,
     WeeklySeries,
     cusum_change_test,
     cusum_null_statistics,
     weekly_series,
 )
-from llm_council.stats.multiplicity import holm_adjusted
+from llm_council.stats.inference.multiplicity import holm_adjusted
 
 _QUANTITIES = {
     "leniency": "avg(deviation)",

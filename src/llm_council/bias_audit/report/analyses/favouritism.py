@@ -3,7 +3,7 @@
 Per session the scores form a reviewer x model table; a two-way additive fit removes each
 answer's quality (column) and each reviewer's leniency that session (row), and each cell's
 residual, divided by its leverage complement, estimates that cell's own bonus in points
-(see :mod:`llm_council.stats.favouritism`). Sessions are the unit: the interval is a t
+(see :mod:`llm_council.stats.bias_effects.favouritism`). Sessions are the unit: the interval is a t
 interval over the per-session effects; flags are Holm-corrected over every tested cell.
 The diagonal (a reviewer on its own answer) is self-preference measured the same way.
 
@@ -37,8 +37,8 @@ from llm_council.bias_audit.report.load.tables import (
     fixed_slot_pairs,
     nullable_floats,
 )
-from llm_council.stats.favouritism import favouritism_matrix, mutual_blocs
-from llm_council.stats.row_patterns import row_patterns
+from llm_council.stats.bias_effects.favouritism import favouritism_matrix, mutual_blocs
+from llm_council.stats.design.row_patterns import row_patterns
 
 #: past this many floats in the length-control design (reviewers x sessions x reviewers x
 #: models, about 8 bytes each) the matrix is fitted without it and its captions drop
@@ -89,7 +89,8 @@ class Favouritism:
 
 def _modal_pattern(table: np.ndarray) -> np.ndarray:
     """The most common reviewers x models pattern of observed cells over sessions (the one
-    :func:`~llm_council.stats.favouritism.favouritism_matrix` computes spill-over for)."""
+    :func:`~llm_council.stats.bias_effects.favouritism.favouritism_matrix` computes spill-over
+    for)."""
     observed = np.isfinite(table)
     grouped = row_patterns(observed.reshape(observed.shape[0], -1))
     return grouped.patterns[int(np.argmax(grouped.counts))].reshape(observed.shape[1:])

@@ -24,13 +24,13 @@ import numpy as np
 
 from llm_council.bias_audit.report.estimates import JointEffect, JointModel
 from llm_council.bias_audit.report.load.tables import scores_sum_to_a_constant
-from llm_council.stats.joint_blocks import (
+from llm_council.stats.bias_effects.joint_blocks import (
     adjusted_means_by_model,
     block_design,
     centred_block_effects,
     coded_block_effects,
 )
-from llm_council.stats.joint_model import (
+from llm_council.stats.design.joint_model import (
     ClusteredOlsFit,
     ols_absorbed_cluster_robust,
     wald_test,
@@ -52,7 +52,7 @@ def _records_by_answer(
     (``session * n_models + model_index``; ``answer`` holds it).
 
     In answer order every block of answers or sessions that the fit sums over is one slice
-    of rows (:mod:`llm_council.stats.design_products`), not a scan of all rows per block.
+    of rows (:mod:`llm_council.stats.design.design_products`), not a scan of all rows per block.
     Each column is reordered as it is converted, so one fetched column extra is held.
     """
     columns = connection.execute(

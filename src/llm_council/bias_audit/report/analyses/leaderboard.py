@@ -14,7 +14,7 @@ import duckdb
 import numpy as np
 
 from llm_council.bias_audit.report.estimates import Interval, Leaderboard, LeaderboardEntry
-from llm_council.stats.bradley_terry import (
+from llm_council.stats.ranking.bradley_terry import (
     bradley_terry_session_bootstrap,
     bradley_terry_with_covariate,
     comparisons_connected,

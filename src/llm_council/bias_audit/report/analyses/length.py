@@ -14,7 +14,7 @@ import numpy as np
 
 from llm_council.bias_audit.report.estimates import Interval, LengthBias
 from llm_council.bias_audit.report.load.tables import nullable_floats
-from llm_council.stats.pooling import fisher_z_interval, fisher_z_pooled_correlation
+from llm_council.stats.inference.pooling import fisher_z_interval, fisher_z_pooled_correlation
 
 _SCATTER_SAMPLE = 1500
 _SAMPLE_SEED = 7

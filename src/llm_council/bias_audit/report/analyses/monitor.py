@@ -26,7 +26,7 @@ from llm_council.bias_audit.records.monitor_status import monitor_status
 from llm_council.bias_audit.records.monitor_update import monitor_settings
 from llm_council.bias_audit.records.store_urls import is_postgres_url
 from llm_council.errors import ConfigError, RecordError
-from llm_council.stats.anytime_monitor import MonitorSettings
+from llm_council.stats.monitor.anytime_monitor import MonitorSettings
 
 #: what the section says about its guarantee (every renderer prints it)
 GUARANTEE_NOTE = (

@@ -13,7 +13,7 @@ the rate is known.
 - Mismatch: a pair of answers one reviewer both scored and ranked, with different scores,
   is discordant when the better-ranked answer has the strictly lower score (ties in score
   are no contradiction). The rate is discordant over comparable pairs, pooled over
-  sessions with a cluster-robust interval (:func:`~llm_council.stats.rank_consistency.
+  sessions with a cluster-robust interval (:func:`~llm_council.stats.ranking.rank_consistency.
   clustered_rate`).
 """
 
@@ -25,8 +25,8 @@ import duckdb
 import numpy as np
 
 from llm_council.bias_audit.report.estimates import Interval
-from llm_council.stats.proportions import wilson_interval
-from llm_council.stats.rank_consistency import clustered_rate
+from llm_council.stats.inference.proportions import wilson_interval
+from llm_council.stats.ranking.rank_consistency import clustered_rate
 
 #: review_status values that mean no verdict, in the order the report lists them
 NO_VERDICT_STATUSES = ("refused", "unparseable", "error", "missing")

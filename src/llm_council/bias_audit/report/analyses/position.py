@@ -22,12 +22,12 @@ Identification is checked before anything is estimated: within each reviewer's s
 the slot columns must not lie in the span of the candidate columns (a fixed order, where
 one model always sits at slot A, cannot tell slot from model). Tests: a cluster-robust
 Wald test (sessions as clusters, Hotelling-type small-sample F, see
-:func:`llm_council.stats.joint_model.wald_test`) that every slot equals the last, per scope;
+:func:`llm_council.stats.design.joint_model.wald_test`) that every slot equals the last, per scope;
 per-reviewer tests are flagged at a Holm-controlled family-wise 5%. The direction comes
 from the within-session slope of the centred score on the slot index.
 
 Where the Wald covariance is singular, the Wald p-value is replaced by a randomization
-test over the display orders (:mod:`llm_council.stats.slot_randomization`): a judge that
+test over the display orders (:mod:`llm_council.stats.slots.slot_randomization`): a judge that
 always ranks Response A first gives slot A the same rank points every session, its
 slot-A variance is zero and a pseudo-inverse would drop exactly that direction (issue 23:
 "none detected, Holm p=0.24" for the most blatant judge). ``test_method`` says which test
@@ -43,17 +43,17 @@ import numpy as np
 
 from llm_council.bias_audit.report.estimates import Interval, PositionBias, SlotProfile
 from llm_council.bias_audit.report.load.tables import dense_codes
-from llm_council.stats.joint_model import ClusteredOlsFit, demean_within_groups
-from llm_council.stats.multiplicity import holm_adjusted
-from llm_council.stats.pooling import mean_interval_from_moments
-from llm_council.stats.slot_across_sessions import fit_centred_slots, slots_identified
-from llm_council.stats.slot_profiles import (
+from llm_council.stats.design.joint_model import ClusteredOlsFit, demean_within_groups
+from llm_council.stats.inference.multiplicity import holm_adjusted
+from llm_council.stats.inference.pooling import mean_interval_from_moments
+from llm_council.stats.slots.slot_across_sessions import fit_centred_slots, slots_identified
+from llm_council.stats.slots.slot_profiles import (
     SlotEffects,
     fit_reviewer_slots,
     scope_contrasts,
     slot_effects,
 )
-from llm_council.stats.slot_randomization import randomization_units, slot_randomization_test
+from llm_council.stats.slots.slot_randomization import randomization_units, slot_randomization_test
 
 #: the direction of a scope whose slot effects the design cannot identify
 NOT_IDENTIFIED = "not identified"
@@ -219,7 +219,7 @@ def _slot_records(
 
     Rows are ordered by answer (session, then model; stable), so every block of answers or
     sessions the within-answer fit sums over is one slice of rows
-    (:mod:`llm_council.stats.design_products`), not a scan of all rows per block.
+    (:mod:`llm_council.stats.design.design_products`), not a scan of all rows per block.
     """
     centred = (
         ", score - avg(score) OVER (PARTITION BY session, reviewer_index) AS centred"

@@ -25,8 +25,8 @@ import numpy as np
 
 from llm_council.bias_audit.report.estimates import Interval
 from llm_council.bias_audit.report.load.tables import nullable_floats
-from llm_council.stats.multiplicity import holm_adjusted
-from llm_council.stats.reasoning_length import cluster_jackknife_slope
+from llm_council.stats.bias_effects.reasoning_length import cluster_jackknife_slope
+from llm_council.stats.inference.multiplicity import holm_adjusted
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ counts, so a reviewer's private use of the scale costs less). A constant lenienc
 difference between reviewers lowers both.
 
 **Intervals** resample whole sessions (a session's answers share reviewers and question):
-the percentile interval of :func:`~llm_council.stats.clustered_alpha.clustered_alpha`,
+the percentile interval of :func:`~llm_council.stats.reliability.clustered_alpha.clustered_alpha`,
 seeded by the report's ``--seed`` so a run repeats exactly. "Alpha without" a reviewer,
 and its change from alpha, are computed on the same draws.
 
@@ -37,9 +37,9 @@ import duckdb
 import numpy as np
 
 from llm_council.bias_audit.report.estimates import Interval
-from llm_council.stats.clustered_alpha import AlphaWithInterval, clustered_alpha
-from llm_council.stats.krippendorff_alpha import Metric
-from llm_council.stats.score_resolution import score_resolution
+from llm_council.stats.reliability.clustered_alpha import AlphaWithInterval, clustered_alpha
+from llm_council.stats.reliability.krippendorff_alpha import Metric
+from llm_council.stats.reliability.score_resolution import score_resolution
 
 METRICS: tuple[Metric, ...] = ("interval", "ordinal")
 #: a reviewer whose effective number of levels is at most this cannot rank the answers
@@ -59,7 +59,7 @@ class CouncilAlpha:
 
 @dataclass(frozen=True)
 class ReviewerResolution:
-    """How many score levels a reviewer really uses (stats/score_resolution.py)."""
+    """How many score levels a reviewer really uses (stats/reliability/score_resolution.py)."""
 
     reviewer: str
     n_scores: int

@@ -5,7 +5,7 @@ on the same answer), first averaged within each session, then across sessions: s
 the unit, so the interval is a t interval over session means. The reference is robust: a
 Holm step-down removes outlying reviewers from it one at a time (at most a minority), so
 one harsh judge does not make every other judge look generous
-(:mod:`llm_council.stats.robust_leniency`). A reviewer is labelled harsh or generous only
+(:mod:`llm_council.stats.reviewers.robust_leniency`). A reviewer is labelled harsh or generous only
 when the step-down flags it, which happens in at most 5% of no-bias stores (family-wise,
 measured in tests/bias_audit/report/test_null_calibration.py).
 """
@@ -31,9 +31,12 @@ from llm_council.bias_audit.report.load.tables import (
     rank_point_reviewers,
     scores_sum_to_a_constant,
 )
-from llm_council.stats.distribution_functions import t_two_sided_p
-from llm_council.stats.pooling import fisher_z_pooled_correlation, mean_interval_from_moments
-from llm_council.stats.robust_leniency import ReviewerLeniency, step_down_leniency
+from llm_council.stats.inference.pooling import (
+    fisher_z_pooled_correlation,
+    mean_interval_from_moments,
+)
+from llm_council.stats.numerics.distribution_functions import t_two_sided_p
+from llm_council.stats.reviewers.robust_leniency import ReviewerLeniency, step_down_leniency
 
 #: a reviewer whose within-session score sd is this far above/below the median reviewer's
 #: is called discriminating / compressed (descriptive, not a test)

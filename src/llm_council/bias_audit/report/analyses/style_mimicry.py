@@ -2,7 +2,8 @@
 
 Reads ``similarity_to_own`` (computed at audit time,
 :mod:`llm_council.bias_audit.session.similarity`) and fits
-:func:`llm_council.stats.style_mimicry.mimicry_slopes`: the slope of a reviewer's score on
+:func:`llm_council.stats.bias_effects.style_mimicry.mimicry_slopes`: the slope of a reviewer's score
+on
 that similarity *within each answer* (answer fixed effects hold quality fixed), net of the
 reviewer's leniency and length preference, with session-clustered intervals. Flags are
 Holm-corrected across reviewers at the report's significance level. Self-reviews carry no
@@ -17,8 +18,8 @@ import numpy as np
 
 from llm_council.bias_audit.report.estimates import Interval
 from llm_council.bias_audit.report.load.tables import nullable_floats
-from llm_council.stats.multiplicity import holm_adjusted
-from llm_council.stats.style_mimicry import mimicry_slopes_of_columns
+from llm_council.stats.bias_effects.style_mimicry import mimicry_slopes_of_columns
+from llm_council.stats.inference.multiplicity import holm_adjusted
 
 #: what the method is called in every rendering
 METHOD = (

@@ -16,7 +16,7 @@ import duckdb
 import numpy as np
 
 from llm_council.bias_audit.report.load.analysis_database import compress_large_tables
-from llm_council.stats.dense_ids import dense_codes
+from llm_council.stats.design.dense_ids import dense_codes
 
 __all__ = [
     "create_analysis_tables",

@@ -22,7 +22,8 @@ from llm_council.bias_audit.report.render.render_style_mimicry import (
     style_mimicry_text_lines,
 )
 
-#: weekly windows a drift series needs (``llm_council.stats.drift.weekly_series``: >= 3 weeks)
+#: weekly windows a drift series needs (``llm_council.stats.bias_effects.drift.weekly_series``: >= 3
+# weeks)
 MIN_DRIFT_WEEKS = 3
 
 

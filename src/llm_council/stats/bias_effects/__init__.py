@@ -1,0 +1,1 @@
+"""Bias effects estimated over many sessions: joint model, drift, favouritism, mimicry."""

@@ -1,0 +1,1 @@
+"""Design matrices and least squares: the additive model, absorbed effects, projections."""

@@ -1,0 +1,1 @@
+"""Tests, intervals, pooling and multiplicity control that every family shares."""

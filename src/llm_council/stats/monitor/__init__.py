@@ -1,0 +1,1 @@
+"""The anytime-valid monitor of reviewer bias over a stream of sessions."""

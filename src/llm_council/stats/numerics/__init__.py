@@ -1,0 +1,1 @@
+"""Special functions and distribution tails in numpy, the bottom layer of the statistics."""

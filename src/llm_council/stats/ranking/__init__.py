@@ -1,0 +1,1 @@
+"""Rankings: Bradley-Terry strengths, rank points, score/rank consistency."""

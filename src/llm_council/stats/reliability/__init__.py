@@ -1,0 +1,1 @@
+"""Agreement and reliability among judges: kappa, Krippendorff's alpha, effective judges."""

@@ -1,0 +1,1 @@
+"""Reviewer leniency, effects and noise variances, estimated from past or pooled scores."""

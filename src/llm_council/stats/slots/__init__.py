@@ -1,0 +1,1 @@
+"""Display-slot (position) effects: per-session tests, slot-adjusted fits, profiles."""
