@@ -247,8 +247,6 @@ def test_the_simulator_never_imports_calibration_or_the_config_loader() -> None:
 SPLIT_ON_OTHER_BRANCHES = {
     "bias_audit/session/audit.py:audit_score_table",
     "bias_audit/session/family_position.py:position_family",
-    "stats/style_mimicry.py:mimicry_slopes_of_columns",
-    "stats/bradley_terry.py:bradley_terry_with_covariate",
 }
 MAX_FUNCTION_LINES = 100
 
@@ -280,6 +278,8 @@ def test_the_function_length_rule_can_fail(tmp_path: Path) -> None:
     source = f"@decorator\ndef long():\n{body}\n\n\nclass C:\n    def short(self):\n        pass\n"
     (tmp_path / "sample.py").write_text(source, encoding="utf-8")
     assert dict(function_lengths(tmp_path / "sample.py")) == {"long": 101, "short": 2}
+
+
 # --- the core's top level (issue 36 item 1, ADR 0066) ---------------------------------------
 
 REFERENCE = f"{AUDIT}.reference"
@@ -437,6 +437,8 @@ def test_the_top_level_holds_the_core_and_the_shims_only() -> None:
     for package in ["llm_council.infra", REFERENCE]:
         docstring = ast.get_docstring(ast.parse(modules()[package].read_text(encoding="utf-8")))
         assert docstring and len(docstring.splitlines()) == 1 and len(docstring) <= 100
+
+
 # --- statistics by family (issue 36 item 2, ADR 0067) ---
 
 STATS = "llm_council.stats"

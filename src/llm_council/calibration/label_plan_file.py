@@ -22,8 +22,8 @@ from llm_council.calibration.outcomes import PairOutcome, judgments_to_outcome
 from llm_council.calibration.pairs import Pair
 from llm_council.errors import ConfigError, InputError
 from llm_council.infra.input_files import load_input_json
-from llm_council.stats.agreement import cohen_kappa
-from llm_council.stats.proportions import wilson_interval
+from llm_council.stats.inference.proportions import wilson_interval
+from llm_council.stats.reliability.agreement import cohen_kappa
 
 ORDER_FORMAT = "llm-council-label-order/1"
 CAVEAT = (

@@ -20,8 +20,8 @@ import numpy as np
 
 from llm_council.bias_audit.records.monitor_fold import DIGEST_BYTES, SUM_FIELDS, MonitorState
 from llm_council.bias_audit.records.summary_seal import all_finite
-from llm_council.stats.anytime_monitor import MonitorSettings, MonitorSums
-from llm_council.stats.monitor_session_effects import BIASES
+from llm_council.stats.monitor.anytime_monitor import MonitorSettings, MonitorSums
+from llm_council.stats.monitor.monitor_session_effects import BIASES
 
 FORMAT = "llm-council-monitor"
 #: 2: the centred prior and the Bonferroni count over estimated cells; 3: the cells as

@@ -40,7 +40,7 @@ from llm_council.bias_audit.records.monitor_fold import MonitorState, fold_range
 from llm_council.bias_audit.records.store_lock import store_lock_file, store_write_lock
 from llm_council.bias_audit.records.summary_seal import sealed_json, summary_key, unsealed_json
 from llm_council.errors import RecordError
-from llm_council.stats.anytime_monitor import MonitorSettings
+from llm_council.stats.monitor.anytime_monitor import MonitorSettings
 
 SEAL_KIND = "monitor"
 LOCK_TIMEOUT_S = 30.0

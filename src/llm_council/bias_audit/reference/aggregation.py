@@ -9,7 +9,7 @@ from our statistics modules:
 
 - **length**: one Pearson r per session of ln(response characters) against the score,
   pooled on Fisher's z scale with weights n_s - 3 and a between-session (cluster robust)
-  variance: :func:`llm_council.stats.pooling.fisher_z_pooled_correlation` (Fisher 1921,
+  variance: :func:`llm_council.stats.inference.pooling.fisher_z_pooled_correlation` (Fisher 1921,
   Metron 1; pooling as in Hedges & Olkin 1985, *Statistical Methods for Meta-Analysis*,
   ch. 11). The reference pooled all records as if independent (an interval far too
   narrow when a session's records share answers and judges).
@@ -22,7 +22,7 @@ from our statistics modules:
   same answers instead). The reference's "appears harsh (z < -1.5)" warnings are not
   raised: that rule has no known false-positive rate.
 - **trends and anomalies**: over one mean score per session
-  (:mod:`llm_council.stats.session_shifts`): Welch's t test of the later half of the
+  (:mod:`llm_council.stats.bias_effects.session_shifts`): Welch's t test of the later half of the
   sessions against the earlier half, and a leave-one-out prediction t per session with
   Bonferroni, each with its p-value (the reference compared a difference with 0.5 points
   and a session mean with the *record* sd, with no known error rate).
@@ -61,8 +61,8 @@ from llm_council.integrations.reference_session_shifts import (
     detect_anomalies,
     detect_temporal_trends,
 )
-from llm_council.stats.distribution_functions import t_ppf
-from llm_council.stats.pooling import fisher_z_pooled_correlation
+from llm_council.stats.inference.pooling import fisher_z_pooled_correlation
+from llm_council.stats.numerics.distribution_functions import t_ppf
 
 
 def _session_length_correlations(

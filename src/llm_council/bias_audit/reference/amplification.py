@@ -3,7 +3,7 @@
 "Do reviewers converge because the work is good, or because of shared position effects?"
 Per session (its ADR-047, report-only), over the reference's records or ours
 (:class:`~llm_council.bias_persistence.BiasMetricRecord`). The numbers are our
-amplification screen's (:mod:`llm_council.stats.amplification`, ADR 0039):
+amplification screen's (:mod:`llm_council.stats.bias_effects.amplification`, ADR 0039):
 
 - ``agreement_index``: the mean pairwise Pearson r of the reviewers' scores over the
   answers both scored (pairs with fewer than 3 common answers are left out; None when no
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from llm_council.bias_audit.reference.persistence import BiasMetricRecord
-from llm_council.stats.amplification import amplification_screen
+from llm_council.stats.bias_effects.amplification import amplification_screen
 
 AGREEMENT_THRESHOLD = 0.7
 SIGNIFICANCE_LEVEL = 0.05

@@ -29,9 +29,9 @@ from llm_council.bias_audit.records.summary_files import SCORE_BOUND
 from llm_council.bias_audit.session.thresholds import AuditThresholds
 from llm_council.errors import InputError, MissingDependencyError
 from llm_council.infra.install_hints import extra_install_hint
-from llm_council.stats.additive_model import AdditiveFit
-from llm_council.stats.moderated_session_tests import session_prior
-from llm_council.stats.moderated_variance import VariancePrior, fit_variance_prior
+from llm_council.stats.design.additive_model import AdditiveFit
+from llm_council.stats.reviewers.moderated_variance import VariancePrior, fit_variance_prior
+from llm_council.stats.sessions.moderated_session_tests import session_prior
 
 #: a reviewer's own history counts once it holds at least this many residual df
 MINIMUM_HISTORY_DF = 2.0
