@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests"))
-sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "bias_audit" / "report"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "bias_audit" / "report" / "analyses"))
 
 from test_bias_families import STORES, Injection  # noqa: E402
 

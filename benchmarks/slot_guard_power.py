@@ -1,7 +1,7 @@
 """The slot test with history under each stale-history guard: power and the session-only path.
 
 ADR 0059's amendment: the slow power test's "slot A +2" cells
-(``tests/bias_audit/test_audit_power_slow.py``, ``audit_power_history``'s generators and
+(``tests/bias_audit/session/test_audit_power_slow.py``, ``audit_power_history``'s generators and
 seeds, 30 sessions of history) audited once per ``slot_history_guard``, against the
 session-only randomization test of the same sessions (``before``: no moderation, ADR 0017),
 which history must not fall below. Also "judge 2 points harsh" (the guards must not move it).

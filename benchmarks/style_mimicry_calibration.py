@@ -3,7 +3,7 @@
 The estimator is ``bias-report``'s own
 (:func:`llm_council.stats.bias_effects.style_mimicry.mimicry_slopes`
 plus Holm across reviewers at 0.05), fed with arrays so thousands of fresh councils run in
-minutes; ``tests/bias_audit/report/test_style_mimicry.py -m slow`` repeats a smaller grid
+minutes; ``tests/bias_audit/report/analyses/test_style_mimicry.py -m slow`` repeats a smaller grid
 through the report's loading. Two generators:
 
 - **simulator**: ``llm_council.simulation.simulated_records`` (member style centres, per-answer

@@ -515,3 +515,224 @@ def test_each_stats_family_says_what_it_holds(family: str) -> None:
     source = modules()[f"{STATS}.{family}"].read_text(encoding="utf-8")
     docstring = ast.get_docstring(ast.parse(source))
     assert docstring and len(docstring.splitlines()[0]) <= 100
+# --- Tests mirror the source (ADR 0068, issue 36 item 5) -------------------------------
+
+TESTS = Path(__file__).resolve().parent
+
+# Folders under tests/ whose test files do not test one source package.
+NON_MIRROR_TEST_FOLDERS = {
+    "fakes": "loopback vendor APIs, servers and clocks shared by every folder",
+    "generators": "data generators independent of llm_council.simulation, and their tests",
+    "data": "fixtures and the scripts that build them",
+    "reference_suite": "the reference council's own tests, dropped in by a developer (ADR 0039)",
+    "local_model": "the real local model end to end (the `local` extra, ADR 0041)",
+    "reliability": "the threat model's suite across every package (ADR 0014)",
+}
+
+# Mirror folders whose source package lands on another branch (issue 36 item 1:
+# llm_council/infra/ and bias_audit/reference/). The lead removes this at merge;
+# test_pending_mirror_folders_are_still_pending fails once the package exists.
+PENDING_MIRROR_FOLDERS = frozenset({"infra", "bias_audit/reference"})
+
+# Test files at tests/ itself: the project as a whole, or one top-level core module.
+ROOT_TEST_FILES = frozenset(
+    {
+        "test_adjustments_hook.py",
+        "test_aggregate.py",
+        "test_anonymize.py",
+        "test_bias_checks.py",
+        "test_call_pricing.py",
+        "test_check_scheduling.py",
+        "test_config.py",
+        "test_config_hash.py",
+        "test_config_retry_and_size.py",
+        "test_council.py",
+        "test_debiased_aggregate.py",
+        "test_docs_numbers.py",
+        "test_import_cost.py",
+        "test_layout.py",
+        "test_public_paths.py",
+        "test_ranking_parser.py",
+        "test_ranking_parser_refusals.py",
+        "test_readme_quickstart.py",
+        "test_review_orders.py",
+        "test_source_text.py",
+        "test_stages.py",
+        "test_text_similarity.py",
+    }
+)
+
+
+def _is_test_file(name: str) -> bool:
+    """pytest's default ``python_files``: ``test_*.py`` and ``*_test.py``."""
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
+def _source_packages() -> frozenset[str]:
+    """Every package under src/ by dotted name, the pending ones included."""
+    found = {name for name, path in modules().items() if path.name == "__init__.py"}
+    found |= {"llm_council." + folder.replace("/", ".") for folder in PENDING_MIRROR_FOLDERS}
+    return frozenset(found)
+
+
+def _imported_source_modules(path: Path) -> frozenset[str]:
+    """The llm_council modules a test file imports, anywhere in it, resolved against src/."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found |= {target for name in names if (target := _resolve(name)) is not None}
+    return frozenset(name for name in found if name.split(".")[0] == "llm_council")
+
+
+def _deepest_common_package(
+    package: str, imported: Iterable[str], packages: frozenset[str]
+) -> str | None:
+    """The deepest package strictly below ``package`` that holds every module the file
+    imports from inside ``package``; None when there is none (the file tests ``package``
+    itself, or several of its subpackages, or nothing in it)."""
+    homes = [
+        (name if name in packages else name.rpartition(".")[0]).split(".")
+        for name in imported
+        if name == package or name.startswith(package + ".")
+    ]
+    if not homes:
+        return None
+    common = homes[0]
+    for home in homes[1:]:
+        length = 0
+        while length < min(len(common), len(home)) and common[length] == home[length]:
+            length += 1
+        common = common[:length]
+    deepest = ".".join(common)
+    return deepest if deepest != package and deepest in packages else None
+
+
+def _test_folder(package: str) -> str:
+    return "tests/" + "/".join(package.split(".")[1:]) + "/"
+
+
+_ROOT_HINT = (
+    "put it in the folder of the package it tests, or list it in ROOT_TEST_FILES if it tests"
+    " the whole project or a top-level module (src/llm_council/*.py)"
+)
+_FOLDER_HINT = (
+    "move it to the folder of the package it tests, or declare the folder in"
+    " NON_MIRROR_TEST_FOLDERS with the reason"
+)
+
+
+def misplaced_test_files(
+    test_files: Mapping[str, Iterable[str]], packages: frozenset[str]
+) -> list[str]:
+    """One line per test file not where ADR 0068 puts it: the file, why, and where it goes.
+
+    ``test_files`` maps a path relative to tests/ to the llm_council modules it imports;
+    a folder tests/X/Y/ mirrors the package llm_council.X.Y.
+    """
+    problems = []
+    for relative, imported in sorted(test_files.items()):
+        folder, _, name = relative.rpartition("/")
+        if folder.split("/")[0] in NON_MIRROR_TEST_FOLDERS:
+            continue
+        home = _deepest_common_package("llm_council", imported, packages)
+        goes = f"it imports only from {home}, so it goes in {_test_folder(home)}" if home else ""
+        if not folder:
+            if name not in ROOT_TEST_FILES:
+                hint = goes or _ROOT_HINT
+                problems.append(f"tests/{relative}: a new test file at the top of tests/; {hint}")
+            continue
+        package = "llm_council." + folder.replace("/", ".")
+        if package not in packages:
+            hint = goes or _FOLDER_HINT
+            problems.append(
+                f"tests/{relative}: tests/{folder}/ mirrors no source package"
+                f" (no src/llm_council/{folder}/); {hint}"
+            )
+            continue
+        deeper = _deepest_common_package(package, imported, packages)
+        if deeper:
+            problems.append(
+                f"tests/{relative}: it imports only from {deeper}, so it goes in"
+                f" {_test_folder(deeper)}"
+            )
+    return problems
+
+
+def _test_files_on_disk() -> dict[str, frozenset[str]]:
+    """Test files under tests/ and what they import; declared folders are not read (a
+    developer's copy of the reference suite is none of ours)."""
+    found = {}
+    for path in sorted(TESTS.rglob("*.py")):
+        parts = path.relative_to(TESTS).parts
+        if not _is_test_file(path.name) or any(part.startswith((".", "__")) for part in parts):
+            continue
+        if len(parts) > 1 and parts[0] in NON_MIRROR_TEST_FOLDERS:
+            found["/".join(parts)] = frozenset()
+            continue
+        found["/".join(parts)] = _imported_source_modules(path)
+    return found
+
+
+def test_every_test_file_sits_where_its_source_is() -> None:
+    problems = misplaced_test_files(_test_files_on_disk(), _source_packages())
+    assert not problems, "test files outside their mirror folder (ADR 0068):\n" + "\n".join(
+        problems
+    )
+
+
+def test_the_mirror_rule_can_fail_and_says_where_a_file_goes() -> None:
+    packages = frozenset(
+        {"llm_council", "llm_council.bias_audit", "llm_council.bias_audit.records"}
+    )
+    records = {"llm_council.bias_audit.records.jsonl_store", "llm_council.bias_audit.records"}
+    problems = misplaced_test_files(
+        {
+            "test_store_again.py": records,  # at the root, undeclared
+            "test_whole_thing.py": {"llm_council.config", "llm_council.council"},
+            # one level too high (an import from outside bias_audit does not change that)
+            "bias_audit/test_store_again.py": {*records, "llm_council.errors"},
+            "bias_audit/test_middleware_again.py": {"llm_council.bias_audit.middleware"},
+            "store/test_store_again.py": records,  # a folder with no package
+            "bias_audit/records/test_store.py": records,  # in place
+            "generators/test_rank_council.py": set(),  # a declared exception
+            "test_council.py": {"llm_council.council"},  # a declared root file
+        },
+        packages,
+    )
+    assert problems == [
+        "tests/bias_audit/test_store_again.py: it imports only from"
+        " llm_council.bias_audit.records, so it goes in tests/bias_audit/records/",
+        "tests/store/test_store_again.py: tests/store/ mirrors no source package"
+        " (no src/llm_council/store/); it imports only from llm_council.bias_audit.records,"
+        " so it goes in tests/bias_audit/records/",
+        "tests/test_store_again.py: a new test file at the top of tests/; it imports only from"
+        " llm_council.bias_audit.records, so it goes in tests/bias_audit/records/",
+        "tests/test_whole_thing.py: a new test file at the top of tests/; put it in the folder"
+        " of the package it tests, or list it in ROOT_TEST_FILES if it tests the whole"
+        " project or a top-level module (src/llm_council/*.py)",
+    ]
+
+
+def test_the_declared_exceptions_exist() -> None:
+    assert sorted(ROOT_TEST_FILES - {path.name for path in TESTS.glob("test_*.py")}) == []
+    assert sorted(name for name in NON_MIRROR_TEST_FOLDERS if not (TESTS / name).is_dir()) == []
+    mirrored = sorted(
+        name for name in NON_MIRROR_TEST_FOLDERS if (SRC / "llm_council" / name).is_dir()
+    )
+    assert mirrored == [], f"{mirrored} now mirror a source package: drop the exception"
+
+
+def test_pending_mirror_folders_are_still_pending() -> None:
+    landed = sorted(
+        folder
+        for folder in PENDING_MIRROR_FOLDERS
+        if (SRC / "llm_council" / folder / "__init__.py").exists()
+    )
+    assert landed == [], (
+        f"src/llm_council/{{{','.join(landed)}}} exist: drop them from PENDING_MIRROR_FOLDERS"
+    )

@@ -2,7 +2,7 @@
 
 As root, ``label-plan --out /dev/null`` used to rename a regular file over the device
 node. The rule (atomic_files' docstring, ADR 0055) is tested at the module level in
-tests/test_atomic_files.py; here through the commands that take an output path.
+tests/infra/test_atomic_files.py; here through the commands that take an output path.
 """
 
 from __future__ import annotations

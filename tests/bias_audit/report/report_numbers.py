@@ -10,7 +10,7 @@ from typing import Any
 # anytime monitor's section: it reads the store itself (its sealed state, or the records
 # of a JSONL or PostgreSQL store), not the report's tables, so it differs by store kind by
 # design (a Parquet directory answers "unavailable"); tests/bias_audit/report/
-# test_monitor_section.py checks it against the monitor of the same store.
+# analyses/test_monitor_section.py checks it against the monitor of the same store.
 IGNORED_KEYS = frozenset({"generated_at", "store", "sample_words", "sample_scores", "monitor"})
 
 

@@ -12,7 +12,7 @@ Every session's candidates are ranked three ways at once, as the council ranks t
 A session whose two best unadjusted mean scores are within ``tie`` counts as a broken tie
 when the adjustments pick another answer: any adjustment, however small, decides it.
 The report checks these winners against those two functions session by session
-(``tests/bias_audit/report/test_decisions.py``).
+(``tests/bias_audit/report/analyses/test_decisions.py``).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ Holm step-down removes outlying reviewers from it one at a time (at most a minor
 one harsh judge does not make every other judge look generous
 (:mod:`llm_council.stats.reviewers.robust_leniency`). A reviewer is labelled harsh or generous only
 when the step-down flags it, which happens in at most 5% of no-bias stores (family-wise,
-measured in tests/bias_audit/report/test_null_calibration.py).
+measured in tests/bias_audit/report/analyses/test_null_calibration.py).
 """
 
 from __future__ import annotations
