@@ -292,7 +292,7 @@ TOP_LEVEL_CORE = {
     "__init__", "aggregate", "anonymize", "bias_checks", "call_pricing", "config", "council",
     "debiased_aggregate", "errors", "judge_cues", "judge_fingerprint", "middleware",
     "pairwise_format", "prompts", "ranking_parser", "results", "review_orders",
-    "reviewer_fingerprints", "stages", "text_similarity",
+    "reviewer_fingerprints", "session_context", "session_metadata", "stages", "text_similarity",
 }  # fmt: skip
 TOP_LEVEL_PACKAGES = {
     "bias_audit", "calibration", "cli", "infra", "integrations", "providers", "simulation",
@@ -515,6 +515,8 @@ def test_each_stats_family_says_what_it_holds(family: str) -> None:
     source = modules()[f"{STATS}.{family}"].read_text(encoding="utf-8")
     docstring = ast.get_docstring(ast.parse(source))
     assert docstring and len(docstring.splitlines()[0]) <= 100
+
+
 # --- Tests mirror the source (ADR 0068, issue 36 item 5) -------------------------------
 
 TESTS = Path(__file__).resolve().parent
@@ -528,11 +530,6 @@ NON_MIRROR_TEST_FOLDERS = {
     "local_model": "the real local model end to end (the `local` extra, ADR 0041)",
     "reliability": "the threat model's suite across every package (ADR 0014)",
 }
-
-# Mirror folders whose source package lands on another branch (issue 36 item 1:
-# llm_council/infra/ and bias_audit/reference/). The lead removes this at merge;
-# test_pending_mirror_folders_are_still_pending fails once the package exists.
-PENDING_MIRROR_FOLDERS = frozenset({"infra", "bias_audit/reference"})
 
 # Test files at tests/ itself: the project as a whole, or one top-level core module.
 ROOT_TEST_FILES = frozenset(
@@ -556,6 +553,7 @@ ROOT_TEST_FILES = frozenset(
         "test_ranking_parser_refusals.py",
         "test_readme_quickstart.py",
         "test_review_orders.py",
+        "test_session_context.py",
         "test_source_text.py",
         "test_stages.py",
         "test_text_similarity.py",
@@ -569,9 +567,8 @@ def _is_test_file(name: str) -> bool:
 
 
 def _source_packages() -> frozenset[str]:
-    """Every package under src/ by dotted name, the pending ones included."""
+    """Every package under src/ by dotted name."""
     found = {name for name, path in modules().items() if path.name == "__init__.py"}
-    found |= {"llm_council." + folder.replace("/", ".") for folder in PENDING_MIRROR_FOLDERS}
     return frozenset(found)
 
 
@@ -725,14 +722,3 @@ def test_the_declared_exceptions_exist() -> None:
         name for name in NON_MIRROR_TEST_FOLDERS if (SRC / "llm_council" / name).is_dir()
     )
     assert mirrored == [], f"{mirrored} now mirror a source package: drop the exception"
-
-
-def test_pending_mirror_folders_are_still_pending() -> None:
-    landed = sorted(
-        folder
-        for folder in PENDING_MIRROR_FOLDERS
-        if (SRC / "llm_council" / folder / "__init__.py").exists()
-    )
-    assert landed == [], (
-        f"src/llm_council/{{{','.join(landed)}}} exist: drop them from PENDING_MIRROR_FOLDERS"
-    )

@@ -374,21 +374,14 @@ def step_down_reviewer_offsets(
     verdicts: dict[int, ReviewerOffsetVerdict] = {}
     while len(remaining) >= 3:
         reuse = first_fit is not None and len(remaining) == table.shape[0]
-        if reuse:
-            fit = first_fit
-        else:
-            sub_table = table[remaining]
-            sub_table = sub_table[:, ~np.all(np.isnan(sub_table), axis=0)]
-            fit = fit_additive_two_way_cached(sub_table)
-        if fit is None:
-            break
-        noise = None
-        if per_reviewer_noise:
-            reuse_noise = reuse and first_noise is not None
-            noise = first_noise if reuse_noise else estimate_reviewer_noise(fit)
-        tests = (
-            first_tests if reuse and first_tests is not None else reviewer_offset_tests(fit, noise)
+        step = _step_offset_tests(
+            table[remaining],
+            per_reviewer_noise=per_reviewer_noise,
+            first=(first_fit, first_noise, first_tests) if reuse else None,
         )
+        if step is None:
+            break
+        fit, noise, tests = step
         testable = fit.residual_df >= minimum_residual_df and (
             noise is not None or not per_reviewer_noise
         )
@@ -414,3 +407,28 @@ def step_down_reviewer_offsets(
         index = remaining.pop(local)
         verdicts[index] = ReviewerOffsetVerdict(index, tests[local].estimate, p_value, flagged=True)
     return [verdicts[index] for index in sorted(verdicts)]
+
+
+def _step_offset_tests(
+    sub_table: np.ndarray,
+    *,
+    per_reviewer_noise: bool,
+    first: tuple[AdditiveFit | None, ReviewerNoise | None, list[ContrastTest] | None] | None,
+) -> tuple[AdditiveFit, ReviewerNoise | None, list[ContrastTest]] | None:
+    """One step of :func:`step_down_reviewer_offsets`: the remaining reviewers' fit and tests.
+
+    ``first`` is the caller's precomputed (fit, noise, tests) of the whole table, reused
+    when every reviewer is still in; None when the step must fit ``sub_table`` itself.
+    """
+    if first is not None:
+        fit, first_noise, first_tests = first
+    else:
+        fit = fit_additive_two_way_cached(sub_table[:, ~np.all(np.isnan(sub_table), axis=0)])
+        first_noise = first_tests = None
+    if fit is None:
+        return None
+    noise = None
+    if per_reviewer_noise:
+        noise = first_noise if first_noise is not None else estimate_reviewer_noise(fit)
+    tests = first_tests if first_tests is not None else reviewer_offset_tests(fit, noise)
+    return fit, noise, tests

@@ -148,24 +148,12 @@ def slot_wald_test(
         Centred ``effects`` and ``counts`` by slot, the weighted variance, the statistic
         W / k with its df (k, nu) and ``p_value``.
     """
-    x = np.asarray(design, dtype=float)
-    y = np.asarray(observed, dtype=float)
-    slots = np.asarray(display_indexes, dtype=np.intp)
-    variances = np.asarray(noise_variances, dtype=float)
-    if y.size < 2 or x.shape[0] != y.size or slots.shape != y.shape or variances.shape != y.shape:
+    inputs = _wald_inputs(
+        design, observed, display_indexes, noise_variances, denominator_df, noise_groups
+    )
+    if inputs is None:
         return None
-    if not (np.all(np.isfinite(variances)) and np.all(variances > 0.0)):
-        return None
-    group_dfs = np.atleast_1d(np.asarray(denominator_df, dtype=float))
-    if group_dfs.size == 0 or not bool(np.all(group_dfs > 0.0)):  # NaN compares False
-        return None
-    groups = None
-    if noise_groups is not None:
-        groups = np.asarray(noise_groups, dtype=np.intp)
-        if groups.shape != y.shape or groups.min() < 0 or groups.max() >= group_dfs.size:
-            return None
-    elif group_dfs.size != 1:
-        return None
+    x, y, slots, variances, group_dfs, groups = inputs
     slot_values, slot_codes, slot_counts = np.unique(slots, return_inverse=True, return_counts=True)
     n_slots = slot_values.size
     if n_slots < 2:
@@ -196,20 +184,71 @@ def slot_wald_test(
         if groups is None
         else wald_satterthwaite_df(z_residual, gram, groups, group_dfs)
     )
+    return _wald_result(slot_values, slot_counts, gamma, wald, reference_df)
+
+
+def _wald_result(
+    slot_values: np.ndarray,
+    slot_counts: np.ndarray,
+    gamma: np.ndarray,
+    wald: float,
+    reference_df: float,
+) -> SlotWaldTest:
+    """Package :func:`slot_wald_test`'s fit: centred effects, W / k and its p-value.
+
+    The p-value is :math:`P(\\chi^2_k > W)` for known variances (``reference_df`` infinite),
+    else :math:`P(F_{k,\\nu} > W / k)`; the effects are centred on the cells' mean slot.
+    """
+    k = slot_values.size - 1
     if math.isinf(reference_df):
         p_value = float(chi2_sf(wald, k))
     else:
         p_value = float(f_sf(wald / k, k, reference_df))
     counts = slot_counts.astype(float)
+    n_cells = float(counts.sum())
     effects = np.concatenate([[0.0], gamma])
-    effects -= (counts @ effects) / y.size
+    effects -= (counts @ effects) / n_cells
     slot_list = slot_values.tolist()
     return SlotWaldTest(
         effects=dict(zip(slot_list, effects.tolist(), strict=True)),
         counts=dict(zip(slot_list, slot_counts.tolist(), strict=True)),
-        weighted_variance=float(counts @ effects**2) / y.size,
+        weighted_variance=float(counts @ effects**2) / n_cells,
         statistic=wald / k,
         numerator_df=k,
         denominator_df=reference_df,
         p_value=p_value,
     )
+
+
+def _wald_inputs(
+    design: ArrayLike,
+    observed: ArrayLike,
+    display_indexes: ArrayLike,
+    noise_variances: ArrayLike,
+    denominator_df: float | ArrayLike,
+    noise_groups: ArrayLike | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None] | None:
+    """:func:`slot_wald_test`'s inputs as arrays, or None when they cannot be tested.
+
+    None: fewer than two cells, mismatched shapes, a variance not positive and finite, a
+    df not positive (NaN included), groups out of range, or several dfs without groups.
+    """
+    x = np.asarray(design, dtype=float)
+    y = np.asarray(observed, dtype=float)
+    slots = np.asarray(display_indexes, dtype=np.intp)
+    variances = np.asarray(noise_variances, dtype=float)
+    if y.size < 2 or x.shape[0] != y.size or slots.shape != y.shape or variances.shape != y.shape:
+        return None
+    if not (np.all(np.isfinite(variances)) and np.all(variances > 0.0)):
+        return None
+    group_dfs = np.atleast_1d(np.asarray(denominator_df, dtype=float))
+    if group_dfs.size == 0 or not bool(np.all(group_dfs > 0.0)):  # NaN compares False
+        return None
+    groups = None
+    if noise_groups is not None:
+        groups = np.asarray(noise_groups, dtype=np.intp)
+        if groups.shape != y.shape or groups.min() < 0 or groups.max() >= group_dfs.size:
+            return None
+    elif group_dfs.size != 1:
+        return None
+    return x, y, slots, variances, group_dfs, groups

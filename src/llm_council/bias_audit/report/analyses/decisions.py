@@ -9,7 +9,7 @@ others' answers, then mean score, then name) and debiased as
 raw place, then name), with each reviewer's leniency, slot effects and length slope fitted
 on the whole window (:func:`~llm_council.stats.reviewers.reviewer_effects.fit_reviewer_effects`);
 the three rankings are :func:`~llm_council.stats.bias_effects.winner_changes.session_winners`.
-``tests/bias_audit/report/test_decisions.py`` checks the winners against those two
+``tests/bias_audit/report/analyses/test_decisions.py`` checks the winners against those two
 functions applied session by session. It is a hindsight
 measure: a live session's adjustments come from the sessions before it only. The share of
 sessions whose winner changes gets a Wilson interval (Wilson 1927), over the window and

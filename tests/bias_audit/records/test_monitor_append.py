@@ -31,7 +31,7 @@ from llm_council.bias_audit.records.monitor_status import monitor_status
 from llm_council.bias_audit.records.monitor_update import monitor_after_session
 from llm_council.bias_audit.records.schema import ReviewRecord, upgrade_record
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from generators.independent_council import CouncilSpec, generate_sessions  # noqa: E402
 
 
