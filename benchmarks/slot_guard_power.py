@@ -56,7 +56,14 @@ REPLACEMENT_MODES: dict[str, AuditThresholds] = {
         noise_drift_level=level, noise_drift_replacement="session-estimate"
     )
     for level in (0.2, 0.35, 0.5)
-} | {"default 0.5": AuditThresholds(noise_drift_level=0.5)}
+} | {
+    "default 0.5": AuditThresholds(noise_drift_level=0.5),
+    "session-estimate 0.5, slot 0.5": AuditThresholds(
+        noise_drift_level=0.5,
+        noise_drift_replacement="session-estimate",
+        slot_noise_drift_level=0.5,
+    ),
+}
 #: a judge 1 point harsh (the issue's "harsh -1.0"), beside the slow test's cells
 POWER = POWER | {
     "judge 1 point harsh": (

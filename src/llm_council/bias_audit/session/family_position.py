@@ -259,12 +259,19 @@ def _randomization_slot_test(
 
 
 def _slot_thresholds(thresholds: AuditThresholds) -> AuditThresholds:
-    """The thresholds the slot test's moderated noise reads: with the 'prior-cap' guard,
-    the history's prior df capped at ``slot_history_prior_df_max`` as well."""
-    if thresholds.slot_history_guard != "prior-cap":
-        return thresholds
-    cap = min(thresholds.history_prior_df_max, thresholds.slot_history_prior_df_max)
-    return thresholds.model_copy(update={"history_prior_df_max": cap})
+    """The thresholds the slot test's moderated noise reads: its own screen level with a
+    moved reviewer moderated toward the default prior (``slot_noise_drift_level``), and
+    with the 'prior-cap' guard the history's prior df capped at
+    ``slot_history_prior_df_max`` as well."""
+    update: dict[str, object] = {}
+    if thresholds.noise_drift_replacement != "default":
+        update["noise_drift_replacement"] = "default"
+    if thresholds.slot_noise_drift_level != thresholds.noise_drift_level:
+        update["noise_drift_level"] = thresholds.slot_noise_drift_level
+    if thresholds.slot_history_guard == "prior-cap":
+        cap = min(thresholds.history_prior_df_max, thresholds.slot_history_prior_df_max)
+        update["history_prior_df_max"] = cap
+    return thresholds.model_copy(update=update) if update else thresholds
 
 
 def _screened_dfs(slot_noise: ModeratedNoise, level: float) -> np.ndarray:

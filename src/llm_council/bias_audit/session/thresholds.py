@@ -189,6 +189,18 @@ class AuditThresholds(BaseModel):
             "at least its history's, on the screen's session df)"
         ),
     )
+    slot_noise_drift_level: float = Field(
+        NOISE_DRIFT_LEVEL,
+        ge=0.0,
+        lt=1.0,
+        description=(
+            "level of the noise screen the slot test with history runs on its own fit "
+            "(ADR 0059's screen, upper tail; a moved reviewer is moderated toward the "
+            "default prior there, whatever noise_drift_replacement says: the slot test's "
+            "reference is F(k, the smallest reviewer df), and a reviewer on its session's "
+            "few df would set it)"
+        ),
+    )
     slot_history_guard: SlotHistoryGuard = Field(
         SLOT_HISTORY_GUARD,
         description=(
