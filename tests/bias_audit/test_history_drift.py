@@ -479,3 +479,24 @@ def test_the_own_estimate_path_survives_absurd_histories(bad: float) -> None:
         warnings.simplefilter("error")
         audit = run_bias_audit(texts, scores, history=history, thresholds=OWN_ESTIMATE)
     json.dumps(audit.model_dump(mode="json"), allow_nan=False)
+
+
+def test_the_council_wide_move_with_the_own_estimate_says_where_the_noise_came_from() -> None:
+    sds = np.linspace(0.5, 1.5, 7).tolist()
+    rng = np.random.default_rng(21)
+    history = _history(CouncilSpec(n_members=7, noise_sds=sds), 30, rng)
+    louder = CouncilSpec(n_members=7, noise_sds=[2.0 * sd for sd in sds])
+    council_only = AuditThresholds(
+        noise_drift_level=0.0,
+        noise_drift_council_level=0.2,
+        noise_drift_replacement="session-estimate",
+    )
+    for _ in range(10):
+        table = _table(generate_session(louder, rng))
+        audit = audit_score_table(table, council_only, history=history)
+        note = audit.indicator_only["reviewers"]
+        if "together, is unlike their histories" in note:
+            assert "7 from session" in note and "toward its own noise in this session" in note
+            assert "toward the default prior" not in note
+            return
+    pytest.fail("every judge twice as noisy and the council-wide test never fired")

@@ -2,7 +2,8 @@
 
 Chooses each fitted reviewer's prior (:mod:`~llm_council.bias_audit.session.noise_priors`),
 checks each history against the session's own noise and gives a reviewer whose noise
-moved the default prior instead (:mod:`llm_council.stats.noise_drift`, ADR 0051),
+moved the default prior instead (:mod:`llm_council.stats.noise_drift`, ADR 0051), or,
+with ``noise_drift_replacement = "session-estimate"``, its own session noise (ADR 0066),
 moderates the fit's per-reviewer variances toward it
 (:mod:`llm_council.stats.moderated_session_tests`), turns the moderated self-preference
 tests into :class:`~llm_council.stats.session_tests.ContrastTest` with their Bonferroni
@@ -85,7 +86,11 @@ def _without_moved_history(
 ) -> Priors:
     """The priors with every reviewer whose session noise left its history given the
     default prior instead: its session variance moderated toward ``prior_noise_sd``
-    updated by the pooled variance, as without history.
+    updated by the pooled variance, as without history; or, with
+    ``noise_drift_replacement = "session-estimate"`` (ADR 0066), toward
+    :math:`\max(s_{0r}^2, \hat\sigma_r^2)` on the screen's session df :math:`\nu_r`,
+    :math:`\hat\sigma_r^2` its session variance with the others at their priors
+    (:func:`~llm_council.stats.noise_drift.reviewer_noise_given_others`, Rao 1970).
 
     First each reviewer, by the step-down of
     :func:`~llm_council.stats.noise_drift.step_down_noise_drift` at ``noise_drift_level``;
@@ -292,7 +297,11 @@ def moderation_note(priors: ModeratedNoise, residual_df: int) -> str:
         note += (
             f". {others.capitalize()} noise, together, is unlike their histories in this "
             f"session (residual variance {ratio:.3g} times the histories', p = {p_value:.2g}; "
-            "council-wide upper-tail variance-ratio test, ADR 0059): each is moderated toward "
-            "the default prior instead, as without history"
+            "council-wide upper-tail variance-ratio test, ADR 0059): each is moderated "
+            + (
+                "toward its own noise in this session instead (ADR 0066)"
+                if "session" in priors.sources
+                else "toward the default prior instead, as without history"
+            )
         )
     return note
