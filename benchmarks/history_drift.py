@@ -244,7 +244,14 @@ def drift_table(
         for scenario, change in SCENARIOS.items():
             for n_members in sizes:
                 sds = history_sds(n_members)
-                results = audits(make(sds), make(change(sds)), modes, n_sessions, seed + n_members)
+                results = audits(
+                    make(sds),
+                    make(change(sds)),
+                    modes,
+                    n_sessions,
+                    seed + n_members,
+                    history_pool=HISTORY_POOL,
+                )
                 for mode in modes:
                     rates = null_rates(results[mode])
                     family, largest = rates.largest_family
@@ -260,9 +267,134 @@ def drift_table(
     return "\n".join(lines)
 
 
+@dataclass
+class FlagBreakdown:
+    """Why honest sessions of one cell read above "low": counts over its sessions."""
+
+    sessions: int = 0
+    any_flag: int = 0
+    leniency_judge_zero: int = 0
+    leniency_others_only: int = 0
+    self_preference: int = 0
+    position: int = 0
+    #: judge 0 kept by the main fit's screen (history used), and among those, flagged
+    judge_zero_kept: int = 0
+    judge_zero_kept_flagged: int = 0
+    #: judge 0 moved by the screen, and among those, flagged
+    judge_zero_moved_flagged: int = 0
+    #: the position test ran with history (the Wald path) and judge 0 was kept there
+    slot_judge_zero_kept: int = 0
+    screen_dfs: list[float] | None = None
+
+    def row(self, label: str) -> str:
+        n = self.sessions
+        moved = n - self.judge_zero_kept
+        dfs = np.array(self.screen_dfs or [np.nan])
+        return (
+            f"| {label} | {self.any_flag / n:.1%} | {self.leniency_judge_zero / n:.1%} | "
+            f"{self.leniency_others_only / n:.1%} | {self.self_preference / n:.1%} | "
+            f"{self.position / n:.1%} | {self.judge_zero_kept / n:.1%} | "
+            f"{self.judge_zero_kept_flagged / max(1, self.judge_zero_kept):.1%} | "
+            f"{self.judge_zero_moved_flagged / max(1, moved):.1%} | "
+            f"{self.slot_judge_zero_kept / n:.1%} | "
+            f"{np.nanmedian(dfs):.2f} ({np.nanmin(dfs):.2f}-{np.nanmax(dfs):.2f}) |"
+        )
+
+
+def _judge_zero_screen(
+    table: ScoreTable, thresholds: AuditThresholds, history: Profiles
+) -> tuple[bool | None, float, bool | None]:
+    """Judge 0's fate in the noise screens: kept by the main fit's screen (None: it has
+    no history there), its session df there, kept by the slot test's screen (None: the
+    slot test ran without history)."""
+    from llm_council.bias_audit.session.moderated_noise import (
+        moderated_noise,
+        slot_moderated_noise,
+    )
+    from llm_council.bias_audit.session.session_model import fit_session
+
+    model = fit_session(table, thresholds)
+    if model.fit is None:
+        return None, math.nan, None
+    names = [table.reviewers[row] for row in model.active_rows.tolist()]
+    zero = next(index for index, name in enumerate(names) if name.endswith("-0"))
+    noise = moderated_noise(model.fit, names, thresholds, history)
+    kept = None if noise is None else noise.sources[zero] == "history"
+    df = math.nan if noise is None or noise.screen_dfs is None else noise.screen_dfs[zero]
+    fit = model.fit
+    slots = table.positions[model.active_rows[fit.rows], model.active_columns[fit.columns]]
+    slot_noise = slot_moderated_noise(fit, slots, names, thresholds, history)
+    slot_kept = None if slot_noise is None else slot_noise.sources[zero] == "history"
+    return kept, float(df), slot_kept
+
+
+def breakdown_table(
+    n_sessions: int,
+    seed: int,
+    sizes: Sequence[int],
+    modes: Mapping[str, AuditThresholds],
+) -> str:
+    """Per cell and mode: which flag fires, on whom, and what judge 0's screen did."""
+    lines = [
+        f"Why honest sessions read above 'low' under a changed history, {n_sessions} "
+        "sessions a cell. Leniency: judge 0 named / only others named; kept: judge 0's "
+        "history kept by the screen (the main fit), then the any-flag rate among sessions "
+        "where it was kept / moved; slot kept: the slot test ran with judge 0's history; "
+        "screen df: judge 0's session df in the screen, median (range)",
+        "",
+        "| cell | any flag | leniency judge 0 | leniency others only | self-pref | position "
+        "| judge 0 kept | any flag if kept | any flag if moved | slot kept | screen df |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for generator, make in GENERATORS.items():
+        for scenario, change in SCENARIOS.items():
+            for n_members in sizes:
+                sds = history_sds(n_members)
+                rng = np.random.default_rng(seed + n_members)
+                pool = []
+                for _ in range(min(HISTORY_POOL, n_sessions)):
+                    history: Profiles = {}
+                    for _ in range(N_HISTORY):
+                        history = merge_profiles(history, table_profiles(make(sds)(rng)))
+                    pool.append(history)
+                draw = make(change(sds))
+                counts = {mode: FlagBreakdown(screen_dfs=[]) for mode in modes}
+                for index in range(n_sessions):
+                    table = draw(rng)
+                    history = pool[index % len(pool)]
+                    for mode, thresholds in modes.items():
+                        audit = audit_score_table(table, thresholds, history=history)
+                        kept, df, slot_kept = _judge_zero_screen(table, thresholds, history)
+                        cell = counts[mode]
+                        flagged = bool(audit.risk_flags)
+                        named = audit.harsh_reviewers + audit.generous_reviewers
+                        zero = any(name.endswith("-0") for name in named)
+                        cell.sessions += 1
+                        cell.any_flag += flagged
+                        cell.leniency_judge_zero += zero
+                        cell.leniency_others_only += bool(named) and not zero
+                        cell.self_preference += bool(audit.self_preference_detected)
+                        cell.position += bool(audit.position_bias_detected)
+                        cell.judge_zero_kept += bool(kept)
+                        cell.judge_zero_kept_flagged += bool(kept) and flagged
+                        cell.judge_zero_moved_flagged += (not kept) and flagged
+                        cell.slot_judge_zero_kept += bool(slot_kept)
+                        assert cell.screen_dfs is not None
+                        cell.screen_dfs.append(df)
+                for mode in modes:
+                    label = f"{generator}, {scenario}, {n_members}, {mode}"
+                    lines.append(counts[mode].row(label))
+                    print(lines[-1], file=sys.stderr)
+    return "\n".join(lines)
+
+
 POWER: dict[str, tuple[Callable[[int], dict[str, object]], Callable[[BiasAuditResult], bool]]] = {
     "judge 1.0 harsh": (
         lambda n: {"leniency": [-1.0] + [0.0] * (n - 1)},
+        lambda a: any(name.endswith("-0") for name in a.harsh_reviewers),
+    ),
+    "judge 2.0 harsh": (
+        lambda n: {"leniency": [-2.0] + [0.0] * (n - 1)},
         lambda a: any(name.endswith("-0") for name in a.harsh_reviewers),
     ),
     "self-preference +1.0": (
@@ -367,8 +499,22 @@ GUARD_MODES: dict[str, AuditThresholds] = {
 }
 
 
+#: issue 34 item 2's follow-up: a moved reviewer's prior from its own session estimate
+#: (``noise_drift_replacement``), at several screen levels, with the council-wide screen
+REPLACEMENT_MODES: dict[str, AuditThresholds] = {
+    f"{replacement} {level:g}, council {council:g}": AuditThresholds(
+        noise_drift_level=level,
+        noise_drift_replacement=replacement,  # type: ignore[arg-type]
+        noise_drift_council_level=council,
+    )
+    for replacement in ("default", "session-estimate")
+    for level in (0.2, 0.35, 0.5)
+    for council in (0.0, 0.1)
+}
+
+
 def variant_modes() -> dict[str, AuditThresholds]:
-    modes = dict(MODES) | GUARD_MODES
+    modes = dict(MODES) | GUARD_MODES | REPLACEMENT_MODES
     for cap, level, alternative, council in VARIANTS:
         modes[f"cap {cap:g}, {alternative} {level:g}, council {council:g}"] = AuditThresholds(
             history_prior_df_max=cap,
@@ -395,20 +541,29 @@ def main() -> int:
     )
     parser.add_argument("--skip-cost", action="store_true")
     parser.add_argument(
+        "--breakdown", action="store_true", help="which flag fires, on whom, and the screen"
+    )
+    parser.add_argument(
         "--modes", nargs="+", default=None, help="only these modes (default: every one)"
     )
+    parser.add_argument("--power-biases", nargs="+", default=None, help="default: all")
     parser.add_argument(
         "--scenarios", nargs="+", choices=sorted(SCENARIOS), default=list(SCENARIOS)
     )
     args = parser.parse_args()
     for name in set(SCENARIOS) - set(args.scenarios):
         del SCENARIOS[name]
+    for name in set(POWER) - set(args.power_biases or POWER):
+        del POWER[name]
     globals()["HISTORY_POOL"] = args.history_pool
     for name in set(GENERATORS) - set(args.generators):
         del GENERATORS[name]
     modes = variant_modes() if args.variants else MODES
     if args.modes:
         modes = {name: modes[name] for name in args.modes}
+    if args.breakdown:
+        print(breakdown_table(args.sessions, args.seed, args.sizes, modes))
+        return 0
     if not args.skip_cost:
         print(audit_cost(args.seed))
     if not args.skip_drift:

@@ -49,22 +49,46 @@ SEED = 1  # the slow test's: seed + 100 + members
 N_HISTORY = 30
 
 
+#: issue 34 item 2's follow-up: a moved reviewer moderated toward its own session
+#: estimate (``noise_drift_replacement``) at a higher screen level, with the default guard
+REPLACEMENT_MODES: dict[str, AuditThresholds] = {
+    f"session-estimate {level:g}": AuditThresholds(
+        noise_drift_level=level, noise_drift_replacement="session-estimate"
+    )
+    for level in (0.2, 0.35, 0.5)
+} | {
+    "default 0.5": AuditThresholds(noise_drift_level=0.5),
+    "session-estimate 0.5, slot 0.5": AuditThresholds(
+        noise_drift_level=0.5,
+        noise_drift_replacement="session-estimate",
+        slot_noise_drift_level=0.5,
+    ),
+}
+#: a judge 1 point harsh (the issue's "harsh -1.0"), beside the slow test's cells
+POWER = POWER | {
+    "judge 1 point harsh": (
+        lambda n: {"leniency": [-1.0] + [0.0] * (n - 1)},
+        POWER["judge 2 points harsh"][1],
+    )
+}
+
+
+def _thresholds(mode: str) -> AuditThresholds:
+    """A guard by name ("screen-df 0.35", "prior-cap 4"), or a replacement mode."""
+    if mode in REPLACEMENT_MODES:
+        return REPLACEMENT_MODES[mode]
+    return AuditThresholds(
+        slot_history_guard=mode.split()[0],  # type: ignore[arg-type]
+        slot_history_screen_level=float(mode.split()[1]) if mode.startswith("screen-df ") else 0.5,
+        slot_history_prior_df_max=float(mode.split()[1]) if mode.startswith("prior-cap ") else 4.0,
+    )
+
+
 def power_row(generator: str, bias: str, n_members: int, n_sessions: int) -> list[float]:
     """The share of sessions naming ``bias``: session-only, then each guard with history."""
     biases, named = POWER[bias]
     draw = GENERATORS[generator](n_members, **biases(n_members))
-    modes = {
-        guard: AuditThresholds(
-            slot_history_guard=guard.split()[0],  # type: ignore[arg-type]
-            slot_history_screen_level=float(guard.split()[1])
-            if guard.startswith("screen-df ")
-            else 0.5,
-            slot_history_prior_df_max=float(guard.split()[1])
-            if guard.startswith("prior-cap ")
-            else 4.0,
-        )
-        for guard in GUARDS
-    }
+    modes = {mode: _thresholds(mode) for mode in GUARDS}
     rng = np.random.default_rng(SEED + 100 + n_members)
     hits: dict[str, list[bool]] = {"session-only": [], **{guard: [] for guard in GUARDS}}
     for _ in range(n_sessions):
@@ -83,7 +107,13 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--sizes", type=int, nargs="+", default=[4, 5])
     parser.add_argument("--biases", nargs="+", default=["slot A +2"], choices=sorted(POWER))
-    parser.add_argument("--guards", nargs="+", default=list(GUARDS), choices=GUARDS)
+    parser.add_argument(
+        "--guards",
+        nargs="+",
+        default=list(GUARDS),
+        choices=GUARDS + list(REPLACEMENT_MODES),
+        help="guards, or replacement modes (a moved reviewer's prior, issue 34 item 2)",
+    )
     args = parser.parse_args()
     GUARDS[:] = args.guards
     print(f"How often the bias is named, {args.sessions} sessions a cell, 30 sessions of history")

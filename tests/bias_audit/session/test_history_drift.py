@@ -395,3 +395,108 @@ def test_a_non_finite_or_absurd_history_given_directly_neither_overflows_nor_is_
     # j0's history is not used: left out (not finite) or found to be unlike the session
     assert "4 from history" not in note
     json.dumps(audit.model_dump(mode="json"), allow_nan=False)
+
+
+# --- a moved judge moderated toward its own session estimate (ADR 0070) ---------------
+
+OWN_ESTIMATE = AuditThresholds(noise_drift_replacement="session-estimate")
+
+
+def test_a_moved_judge_takes_its_own_session_noise_at_least_its_historys() -> None:
+    rng = np.random.default_rng(5)
+    history = _history(CouncilSpec(n_members=5, noise_sds=SDS), 30, rng)
+    louder = CouncilSpec(n_members=5, noise_sds=[4.0] + SDS[1:])  # variance 0.25 -> 16
+    found = wald = 0
+    for _ in range(20):
+        table = _table(generate_session(louder, rng))
+        fit = fit_additive_two_way_cached(np.where(table.is_self, np.nan, table.scores))
+        assert fit is not None
+        noise = moderated_noise(fit, list(table.reviewers), OWN_ESTIMATE, history)
+        assert noise is not None and noise.screen_dfs is not None
+        if "judge-0" not in noise.moved:
+            continue
+        found += 1
+        assert noise.sources[0] == "session"
+        # the prior is on the screen's session df (about 3 at 5 members), not 10 (the
+        # screen's last step re-weights the neighbours, which moves its df a little)
+        assert noise.dfs[0] == pytest.approx(noise.screen_dfs[0], rel=0.05)
+        assert 1.0 < noise.dfs[0] < 4.0
+        # at least the history's variance (0.25), and here far above it
+        assert noise.variances[0] > 1.0
+        kept = [i for i, name in enumerate(table.reviewers) if name not in noise.moved]
+        assert all(noise.sources[i] == "history" for i in kept)
+        audit = audit_score_table(table, OWN_ESTIMATE, history=history)
+        note = audit.indicator_only["reviewers"]
+        assert "from session" in note and "toward its own noise in this session" in note
+        # the slot test keeps ADR 0059's screen: a moved reviewer there takes the default
+        # prior and its 10 df, so F(k, smallest df) is not set by a 3-df session estimate
+        position = audit.indicator_only.get("position", "")
+        if "weighted Wald test" in position:
+            denominator = int(position.split("weighted Wald test, F(4, ")[1].split(")")[0])
+            assert denominator >= 10
+            wald += 1
+    assert found >= 15 and wald >= 5
+
+
+def test_the_own_estimate_is_unbiased_across_sessions_where_rss_over_df_is_not() -> None:
+    # the replacement's mean over sessions of a judge 0.5 -> 2.0 (variance 4) whose noise
+    # was found to move sits near 4 (selected sessions: somewhat above); the residual
+    # variance RSS_0 / d_0 of the same sessions sits well below it
+    rng = np.random.default_rng(17)
+    history = _history(CouncilSpec(n_members=5, noise_sds=SDS), 30, rng)
+    louder = CouncilSpec(n_members=5, noise_sds=[2.0] + SDS[1:])
+    replaced, residual = [], []
+    for _ in range(60):
+        table = _table(generate_session(louder, rng))
+        fit = fit_additive_two_way_cached(np.where(table.is_self, np.nan, table.scores))
+        assert fit is not None
+        noise = moderated_noise(fit, list(table.reviewers), OWN_ESTIMATE, history)
+        assert noise is not None
+        if "judge-0" in noise.moved:
+            replaced.append(noise.variances[0])
+            residual.append(noise.noise.variances[0])
+    assert len(replaced) >= 30
+    assert 3.0 < float(np.mean(replaced)) < 8.0
+    assert float(np.mean(residual)) < float(np.mean(replaced))
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("nan"), 1e308, -5.0])
+def test_the_own_estimate_path_survives_absurd_histories(bad: float) -> None:
+    import warnings
+
+    from llm_council.bias_audit.records.reviewer_profiles import ReviewerProfile
+
+    texts = {f"j{i}": "w " * 20 for i in range(4)}
+    scores = {
+        f"j{r}": {f"j{c}": float((r * 3 + c * 5) % 7 + 2) for c in range(4)} for r in range(4)
+    }
+    scores["j1"] = {f"j{c}": 7.0 for c in range(4)}  # a judge always giving the same score
+    history = {
+        f"j{i}": ReviewerProfile(30, bad if i == 0 else 0.3, 60.0, {f"j{i}": 60.0})
+        for i in range(4)
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        audit = run_bias_audit(texts, scores, history=history, thresholds=OWN_ESTIMATE)
+    json.dumps(audit.model_dump(mode="json"), allow_nan=False)
+
+
+def test_the_council_wide_move_with_the_own_estimate_says_where_the_noise_came_from() -> None:
+    sds = np.linspace(0.5, 1.5, 7).tolist()
+    rng = np.random.default_rng(21)
+    history = _history(CouncilSpec(n_members=7, noise_sds=sds), 30, rng)
+    louder = CouncilSpec(n_members=7, noise_sds=[2.0 * sd for sd in sds])
+    council_only = AuditThresholds(
+        noise_drift_level=0.0,
+        noise_drift_council_level=0.2,
+        noise_drift_replacement="session-estimate",
+    )
+    for _ in range(10):
+        table = _table(generate_session(louder, rng))
+        audit = audit_score_table(table, council_only, history=history)
+        note = audit.indicator_only["reviewers"]
+        if "together, is unlike their histories" in note:
+            assert "7 from session" in note and "toward its own noise in this session" in note
+            assert "toward the default prior" not in note
+            return
+    pytest.fail("every judge twice as noisy and the council-wide test never fired")

@@ -26,16 +26,21 @@ from llm_council.bias_audit.session.design_limits import (
     has_one_shared_order,
     is_rank_only,
 )
-from llm_council.bias_audit.session.family_length import length_family
-from llm_council.bias_audit.session.family_leniency import leniency_family
-from llm_council.bias_audit.session.family_position import position_family
-from llm_council.bias_audit.session.family_self_preference import self_preference_family
+from llm_council.bias_audit.session.family_length import LengthOutcome, length_family
+from llm_council.bias_audit.session.family_leniency import LeniencyOutcome, leniency_family
+from llm_council.bias_audit.session.family_position import PositionOutcome, position_family
+from llm_council.bias_audit.session.family_self_preference import (
+    SelfPreferenceOutcome,
+    self_preference_family,
+)
 from llm_council.bias_audit.session.history_exclusion import history_without_session
-from llm_council.bias_audit.session.moderated_noise import moderated_noise
+from llm_council.bias_audit.session.moderated_noise import ModeratedNoise, moderated_noise
 from llm_council.bias_audit.session.noise_priors import History, history_profiles
 from llm_council.bias_audit.session.result import BiasAuditResult
 from llm_council.bias_audit.session.score_table import ScoreTable, score_table_from_mappings
 from llm_council.bias_audit.session.session_model import (
+    SelfReviews,
+    SessionModel,
     fit_session,
     reviewer_summaries,
     reviewers_note,
@@ -43,13 +48,26 @@ from llm_council.bias_audit.session.session_model import (
 )
 from llm_council.bias_audit.session.session_risk import (
     FAMILY_FLAGS,
-    RiskFamilyOutcome,
+    SessionRisk,
     family_gates,
     risk_level,
     session_risk,
 )
 from llm_council.bias_audit.session.thresholds import AuditThresholds, load_thresholds
-from llm_council.stats.sessions.session_test_batch import session_noise_aware_tests
+from llm_council.stats.session_test_batch import SessionTests, session_noise_aware_tests
+
+
+@dataclasses.dataclass(frozen=True)
+class _FamilyOutcomes:
+    """The four families' outcomes of one session, before the session's procedure."""
+
+    length: LengthOutcome
+    position: PositionOutcome
+    leniency: LeniencyOutcome
+    self_preference: SelfPreferenceOutcome
+    own_reviews: SelfReviews
+    batch: SessionTests | None
+    shared_order: bool
 
 
 def audit_score_table(
@@ -66,7 +84,6 @@ def audit_score_table(
     flags hold one error rate for the session (``significance_level``, ADR 0050).
     """
     history = history or {}
-    alpha = thresholds.significance_level
     model = fit_session(table, thresholds)
     fitted_names = [table.reviewers[row] for row in model.active_rows.tolist()]
     priors = (
@@ -78,6 +95,34 @@ def audit_score_table(
     reviewers = reviewers_note(model, thresholds, priors)
     if reviewers is not None:
         notes["reviewers"] = reviewers
+    outcomes = _run_families(
+        table, model, thresholds, priors, permutation_seed, fitted_names, history, notes
+    )
+    risk = session_risk(
+        family_gates(
+            {
+                "position": outcomes.position,
+                "leniency": outcomes.leniency,
+                "self_preference": outcomes.self_preference,
+            }
+        ),
+        thresholds.significance_level,
+    )
+    outcomes = _at_session_levels(table, model, thresholds, priors, outcomes, risk, notes)
+    return _flattened(table, model, thresholds, outcomes, risk, notes)
+
+
+def _run_families(
+    table: ScoreTable,
+    model: SessionModel,
+    thresholds: AuditThresholds,
+    priors: ModeratedNoise | None,
+    permutation_seed: int,
+    fitted_names: list[str],
+    history: History,
+    notes: dict[str, str],
+) -> _FamilyOutcomes:
+    """Each family's outcome (leniency at its first step only), notes added to ``notes``."""
     length = length_family(table, model, thresholds)
     notes["length"] = length.note
     position = position_family(table, model, thresholds, permutation_seed, fitted_names, history)
@@ -106,33 +151,63 @@ def audit_score_table(
         notes["confounded_with_slot"] = CONFOUNDED_WITH_SLOT_NOTE
     elif self_preference.note is not None:
         notes["self_preference"] = self_preference.note
+    return _FamilyOutcomes(
+        length, position, leniency, self_preference, own_reviews, batch, shared_order
+    )
 
-    outcomes: dict[str, RiskFamilyOutcome] = {
-        "position": position,
-        "leniency": leniency,
-        "self_preference": self_preference,
-    }
-    risk = session_risk(family_gates(outcomes), alpha)
+
+def _at_session_levels(
+    table: ScoreTable,
+    model: SessionModel,
+    thresholds: AuditThresholds,
+    priors: ModeratedNoise | None,
+    outcomes: _FamilyOutcomes,
+    risk: SessionRisk,
+    notes: dict[str, str],
+) -> _FamilyOutcomes:
+    """The leniency step-down re-run at the level the session's procedure gave it, and
+    the pooled self-preference note at the self-preference family's level."""
+    leniency = outcomes.leniency
     if risk.level("leniency") > 0.0:
         leniency = dataclasses.replace(
-            leniency_family(table, model, thresholds, batch, priors, level=risk.level("leniency")),
+            leniency_family(
+                table, model, thresholds, outcomes.batch, priors, level=risk.level("leniency")
+            ),
             gate_p_value=leniency.gate_p_value,
         )
-    self_preference_level = risk.level("self_preference")
+    self_preference = outcomes.self_preference
     pooled_note = pooled_self_preference_note(
         self_preference.pooled_p_value,
-        self_preference.detected_at(self_preference_level),
+        self_preference.detected_at(risk.level("self_preference")),
         n_self_reviews=self_preference.n_self_reviews,
-        significance_level=alpha,
+        significance_level=thresholds.significance_level,
         self_preference_floor=thresholds.self_preference_floor,
-        pooled_flag_level=alpha / 2.0 if self_preference.pooled_flag_factor else None,
+        pooled_flag_level=(
+            thresholds.significance_level / 2.0 if self_preference.pooled_flag_factor else None
+        ),
         n_risk_families=len(risk.tested),
     )
     if pooled_note is not None:
         notes["pooled_self_preference"] = pooled_note
+    return dataclasses.replace(outcomes, leniency=leniency)
 
-    position_fields = position.result_fields(risk.level("position"))
-    self_preference_fields = self_preference.result_fields(self_preference_level)
+
+def _flattened(
+    table: ScoreTable,
+    model: SessionModel,
+    thresholds: AuditThresholds,
+    outcomes: _FamilyOutcomes,
+    risk: SessionRisk,
+    notes: dict[str, str],
+) -> BiasAuditResult:
+    """The families' outcomes at their session levels, flattened into the result once."""
+    length, leniency, self_preference = (
+        outcomes.length,
+        outcomes.leniency,
+        outcomes.self_preference,
+    )
+    position_fields = outcomes.position.result_fields(risk.level("position"))
+    self_preference_fields = self_preference.result_fields(risk.level("self_preference"))
     if (
         self_preference_fields["self_preference_detected"]
         and not self_preference_fields["self_preferring_reviewers"]
@@ -179,14 +254,14 @@ def audit_score_table(
             "reviewer_offset_floor": thresholds.reviewer_offset_floor,
             "self_preference_floor": thresholds.self_preference_floor,
         },
-        significance_level=alpha,
+        significance_level=thresholds.significance_level,
         indicator_only=notes,
         methods=dict(METHODS),
         risk_flags=risk_flags,
         risk_tests_run=risk.tested,
         risk_p_values=dict(risk.p_values),
         risk_p_values_adjusted=dict(risk.p_values_adjusted),
-        session_error_rate=alpha,
+        session_error_rate=thresholds.significance_level,
     )
 
 

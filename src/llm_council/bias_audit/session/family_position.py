@@ -45,6 +45,11 @@ _GUARD_NOTES = {
     "slot_history_prior_df_max df",
 }
 _NO_SLOTS_NOTE = "fewer than two known display positions: position not tested"
+_NOT_IDENTIFIED_NOTE = (
+    "slot effects are not identified: the display slots are confounded with the "
+    "answers (every reviewer saw the same order, or too few reviewers and orders), "
+    "so position is neither estimated nor tested"
+)
 
 
 @dataclass(frozen=True)
@@ -145,64 +150,93 @@ def position_family(
         annihilator=model.noise.annihilator if all_known and model.noise is not None else None,
     )
     if slot_effects is None:
-        return PositionOutcome(
-            note=(
-                "slot effects are not identified: the display slots are confounded with the "
-                "answers (every reviewer saw the same order, or too few reviewers and orders), "
-                "so position is neither estimated nor tested"
-            )
+        return PositionOutcome(note=_NOT_IDENTIFIED_NOTE)
+    if all_known and history:
+        tested = _history_slot_test(
+            fit, slots, reviewer_ids, names, history, thresholds, permutation_seed
         )
-    slot_noise = (
-        slot_moderated_noise(fit, slots, names, _slot_thresholds(thresholds), history)
-        if all_known and history
-        else None
+        if tested is not None:
+            return tested
+    return _randomization_slot_test(
+        slot_effects.weighted_variance,
+        slot_effects.effects,
+        fit.observed,
+        residuals,
+        known_slots,
+        reviewer_ids,
+        thresholds,
+        permutation_seed,
     )
-    if slot_noise is not None:
-        guard = thresholds.slot_history_guard
-        reviewer_dfs = slot_noise.noise.moderated_df
-        if guard == "screen-df" and slot_noise.screen_p_values is not None:
-            reviewer_dfs = _screened_dfs(slot_noise, thresholds.slot_history_screen_level)
-        history_test = slot_wald_test(
-            design,
-            fit.observed,
-            known_slots,
-            slot_noise.noise.moderated[fit.rows],
-            float(np.min(reviewer_dfs)) if guard == "smallest-df" else reviewer_dfs,
-            # the statistic's own Satterthwaite df (ADR 0059)
-            noise_groups=None if guard == "smallest-df" else fit.rows,
-            session_scale_floor=guard == "session-floor",
+
+
+def _history_slot_test(
+    fit: AdditiveFit,
+    slots: np.ndarray,
+    reviewer_ids: np.ndarray,
+    names: Sequence[str],
+    history: History,
+    thresholds: AuditThresholds,
+    permutation_seed: int,
+) -> PositionOutcome | None:
+    """The weighted Wald test against each reviewer's noise from its history, read as
+    ``slot_history_guard`` says (every slot known); None when it cannot run (a reviewer
+    without history, slots not identified), and the randomization test runs instead."""
+    slot_noise = slot_moderated_noise(fit, slots, names, _slot_thresholds(thresholds), history)
+    if slot_noise is None:
+        return None
+    guard = thresholds.slot_history_guard
+    reviewer_dfs = slot_noise.noise.moderated_df
+    if guard == "screen-df" and slot_noise.screen_p_values is not None:
+        reviewer_dfs = _screened_dfs(slot_noise, thresholds.slot_history_screen_level)
+    history_test = slot_wald_test(
+        fit.design,
+        fit.observed,
+        slots,
+        slot_noise.noise.moderated[fit.rows],
+        float(np.min(reviewer_dfs)) if guard == "smallest-df" else reviewer_dfs,
+        # the statistic's own Satterthwaite df (ADR 0059)
+        noise_groups=None if guard == "smallest-df" else fit.rows,
+        session_scale_floor=guard == "session-floor",
+    )
+    if history_test is not None and guard == "weighted-randomization":
+        history_test = _weighted_randomization(
+            history_test, fit, names, history, slots, reviewer_ids, thresholds, permutation_seed
         )
-        if history_test is not None and guard == "weighted-randomization":
-            history_test = _weighted_randomization(
-                history_test,
-                fit,
-                names,
-                history,
-                known_slots,
-                reviewer_ids,
-                thresholds,
-                permutation_seed,
-            )
-        if history_test is not None and guard == "larger-p":
-            history_test = _larger_p(
-                history_test, residuals, known_slots, reviewer_ids, thresholds, permutation_seed
-            )
-        if history_test is not None:
-            note = (
-                "slot effects tested against each reviewer's noise from its past sessions "
-                f"(weighted Wald test, F({history_test.numerator_df}, "
-                f"{history_test.denominator_df:.0f}), {_GUARD_NOTES[guard]}); the estimate is "
-                "this session's"
-            )
-            return _tested(
-                history_test.weighted_variance,
-                history_test.p_value,
-                history_test.effects,
-                fit.observed,
-                thresholds,
-                note,
-                "Wald",
-            )
+    if history_test is not None and guard == "larger-p":
+        history_test = _larger_p(
+            history_test, fit.residuals, slots, reviewer_ids, thresholds, permutation_seed
+        )
+    if history_test is None:
+        return None
+    note = (
+        "slot effects tested against each reviewer's noise from its past sessions "
+        f"(weighted Wald test, F({history_test.numerator_df}, "
+        f"{history_test.denominator_df:.0f}), {_GUARD_NOTES[guard]}); the estimate is "
+        "this session's"
+    )
+    return _tested(
+        history_test.weighted_variance,
+        history_test.p_value,
+        history_test.effects,
+        fit.observed,
+        thresholds,
+        note,
+        "Wald",
+    )
+
+
+def _randomization_slot_test(
+    weighted_variance: float,
+    effects: Mapping[int, float],
+    scored: np.ndarray,
+    residuals: np.ndarray,
+    known_slots: np.ndarray,
+    reviewer_ids: np.ndarray,
+    thresholds: AuditThresholds,
+    permutation_seed: int,
+) -> PositionOutcome:
+    """The joint slot effects' estimate with the randomization test's p-value (each
+    reviewer's display order re-drawn), or not tested when it cannot fire."""
     if randomization_cannot_fire(residuals, reviewer_ids, thresholds.significance_level):
         return PositionOutcome(
             note=(
@@ -221,23 +255,23 @@ def position_family(
     )
     if position is None:
         return PositionOutcome(note=_NO_SLOTS_NOTE)
-    return _tested(
-        slot_effects.weighted_variance,
-        position.p_value,
-        slot_effects.effects,
-        fit.observed,
-        thresholds,
-        None,
-    )
+    return _tested(weighted_variance, position.p_value, effects, scored, thresholds, None)
 
 
 def _slot_thresholds(thresholds: AuditThresholds) -> AuditThresholds:
-    """The thresholds the slot test's moderated noise reads: with the 'prior-cap' guard,
-    the history's prior df capped at ``slot_history_prior_df_max`` as well."""
-    if thresholds.slot_history_guard != "prior-cap":
-        return thresholds
-    cap = min(thresholds.history_prior_df_max, thresholds.slot_history_prior_df_max)
-    return thresholds.model_copy(update={"history_prior_df_max": cap})
+    """The thresholds the slot test's moderated noise reads: its own screen level with a
+    moved reviewer moderated toward the default prior (``slot_noise_drift_level``), and
+    with the 'prior-cap' guard the history's prior df capped at
+    ``slot_history_prior_df_max`` as well."""
+    update: dict[str, object] = {}
+    if thresholds.noise_drift_replacement != "default":
+        update["noise_drift_replacement"] = "default"
+    if thresholds.slot_noise_drift_level != thresholds.noise_drift_level:
+        update["noise_drift_level"] = thresholds.slot_noise_drift_level
+    if thresholds.slot_history_guard == "prior-cap":
+        cap = min(thresholds.history_prior_df_max, thresholds.slot_history_prior_df_max)
+        update["history_prior_df_max"] = cap
+    return thresholds.model_copy(update=update) if update else thresholds
 
 
 def _screened_dfs(slot_noise: ModeratedNoise, level: float) -> np.ndarray:

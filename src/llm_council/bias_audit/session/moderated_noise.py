@@ -2,7 +2,8 @@
 
 Chooses each fitted reviewer's prior (:mod:`~llm_council.bias_audit.session.noise_priors`),
 checks each history against the session's own noise and gives a reviewer whose noise
-moved the default prior instead (:mod:`llm_council.stats.reviewers.noise_drift`, ADR 0051),
+moved the default prior instead (:mod:`llm_council.stats.noise_drift`, ADR 0051), or,
+with ``noise_drift_replacement = "session-estimate"``, its own session noise (ADR 0070),
 moderates the fit's per-reviewer variances toward it
 (:mod:`llm_council.stats.sessions.moderated_session_tests`), turns the moderated self-preference
 tests into :class:`~llm_council.stats.sessions.session_tests.ContrastTest` with their Bonferroni
@@ -55,6 +56,9 @@ class ModeratedNoise:
     #: each reviewer's upper-tail p-value in the noise screen's last step (NaN: not
     #: screened; None: no screen ran), read by the slot test's guard (ADR 0059, amendment)
     screen_p_values: np.ndarray | None = None
+    #: each screened reviewer's Satterthwaite df of its session residual sum of squares
+    #: in the screen's last step (NaN: not screened; None: no screen ran)
+    screen_dfs: np.ndarray | None = None
 
 
 #: the priors, each reviewer's source, the moved reviewers and the council-wide move
@@ -64,7 +68,7 @@ Priors = tuple[
     list[str],
     dict[str, tuple[float, float]],
     tuple[float, float] | None,
-    np.ndarray | None,
+    NoiseDrift | None,
 ]
 
 
@@ -76,7 +80,11 @@ def _without_moved_history(
 ) -> Priors:
     """The priors with every reviewer whose session noise left its history given the
     default prior instead: its session variance moderated toward ``prior_noise_sd``
-    updated by the pooled variance, as without history.
+    updated by the pooled variance, as without history; or, with
+    ``noise_drift_replacement = "session-estimate"`` (ADR 0070), toward
+    :math:`\max(s_{0r}^2, \hat\sigma_r^2)` on the screen's session df :math:`\nu_r`,
+    :math:`\hat\sigma_r^2` its session variance with the others at their priors
+    (:func:`~llm_council.stats.noise_drift.reviewer_noise_given_others`, Rao 1970).
 
     First each reviewer, by the step-down of
     :func:`~llm_council.stats.reviewers.noise_drift.step_down_noise_drift` at ``noise_drift_level``;
@@ -96,9 +104,16 @@ def _without_moved_history(
     own, own_df = reviewer_residual_variances(fit)
     replacement, replacement_df = moderated_variances(own, own_df, default_variance, default_df)
     annihilator = np.eye(fit.observed.size) - (fit.design @ fit.covariance_unscaled) @ fit.design.T
+    estimate_replaces = thresholds.noise_drift_replacement == "session-estimate"
+    if estimate_replaces:
+        estimates = reviewer_noise_given_others(annihilator, fit.rows, fit.residuals, variances)
+        _, screen_dfs = residual_sum_of_squares_moments(annihilator, fit.rows, variances)
+        usable = tested & np.isfinite(estimates) & np.isfinite(screen_dfs)
+        replacement = np.where(usable, np.maximum(variances, estimates), replacement)
+        replacement_df = np.where(usable, screen_dfs, replacement_df)
     moved: dict[str, tuple[float, float]] = {}
     moved_indexes: list[int] = []
-    screen_p_values: np.ndarray | None = None
+    screen: NoiseDrift | None = None
     if thresholds.noise_drift_level > 0.0:
         drift = step_down_noise_drift(
             annihilator,
@@ -112,7 +127,7 @@ def _without_moved_history(
             alternative=thresholds.noise_drift_alternative,
         )
         moved_indexes = list(drift.moved)
-        screen_p_values = drift.p_values
+        screen = drift
         for index in drift.moved:
             moved[names[index]] = (float(drift.ratios[index]), float(drift.p_values[index]))
     council_moved: tuple[float, float] | None = None
@@ -129,11 +144,37 @@ def _without_moved_history(
             council_moved = (council.ratio, council.p_value)
             moved_indexes += np.flatnonzero(remaining).tolist()
     if not moved_indexes:
-        return variances, dfs, sources, {}, None, screen_p_values
+        return variances, dfs, sources, {}, None, screen
     variances, dfs, sources = variances.copy(), dfs.copy(), list(sources)
     for index in moved_indexes:
-        variances[index], dfs[index], sources[index] = default_variance, default_df, "default"
-    return variances, dfs, sources, moved, council_moved, screen_p_values
+        if estimate_replaces and tested[index]:
+            variances[index], dfs[index] = replacement[index], replacement_df[index]
+            sources[index] = "session"
+        else:
+            variances[index], dfs[index], sources[index] = default_variance, default_df, "default"
+    return variances, dfs, sources, moved, council_moved, screen
+
+
+def _packaged(
+    fit: AdditiveFit,
+    variances: np.ndarray,
+    dfs: np.ndarray,
+    sources: list[str],
+    moved: dict[str, tuple[float, float]],
+    council_moved: tuple[float, float] | None,
+    screen: NoiseDrift | None,
+) -> ModeratedNoise:
+    """The moderated noise of ``fit`` toward these priors, with the screen's findings."""
+    return ModeratedNoise(
+        variances,
+        dfs,
+        sources,
+        moderate(fit, variances, dfs),
+        moved,
+        council_moved,
+        None if screen is None else screen.p_values,
+        None if screen is None else screen.session_dfs,
+    )
 
 
 def moderated_noise(
@@ -150,9 +191,7 @@ def moderated_noise(
     variances, dfs, sources, moved, council_moved, screen = _without_moved_history(
         fit, names, thresholds, reviewer_priors(fit, names, thresholds, history)
     )
-    return ModeratedNoise(
-        variances, dfs, sources, moderate(fit, variances, dfs), moved, council_moved, screen
-    )
+    return _packaged(fit, variances, dfs, sources, moved, council_moved, screen)
 
 
 def slot_moderated_noise(
@@ -183,9 +222,7 @@ def slot_moderated_noise(
     variances, dfs, sources, moved, council_moved, screen = _without_moved_history(
         slot_fit, names, thresholds, priors
     )
-    return ModeratedNoise(
-        variances, dfs, sources, moderate(slot_fit, variances, dfs), moved, council_moved, screen
-    )
+    return _packaged(slot_fit, variances, dfs, sources, moved, council_moved, screen)
 
 
 def moderated_self_preference(
@@ -225,18 +262,28 @@ def moderation_note(priors: ModeratedNoise, residual_df: int) -> str:
         f"{residual_df} residual degree(s) of freedom in this session: each reviewer's noise "
         f"variance is moderated toward a prior (Smyth 2004; {described}: 'history' is the "
         "reviewer's past sessions, 'store' the store's other reviewers, 'default' "
-        "prior_noise_sd with the session's pooled variance); the estimates and the flags "
-        "come from this session's scores"
+        "prior_noise_sd with the session's pooled variance"
+        + (
+            ", 'session' the reviewer's own noise in this session, the others held at their "
+            "histories"
+            if "session" in counts
+            else ""
+        )
+        + "); the estimates and the flags come from this session's scores"
     )
     if priors.moved:
         moved = "; ".join(
             f"{name!r}: residual variance {ratio:.3g} times its history's, p = {p_value:.2g}"
             for name, (ratio, p_value) in priors.moved.items()
         )
+        instead = (
+            "toward its own noise in this session (at least its history's), on that estimate's df"
+            if "session" in priors.sources
+            else "toward the default prior instead, as a reviewer without history"
+        )
         note += (
             f". Noise unlike its history in this session ({moved}; variance-ratio test, "
-            "ADR 0051 and 0059): moderated toward the default prior instead, as a reviewer "
-            "without history"
+            f"ADR 0051 and 0059): moderated {instead}"
         )
     if priors.council_moved is not None:
         ratio, p_value = priors.council_moved
@@ -244,7 +291,11 @@ def moderation_note(priors: ModeratedNoise, residual_df: int) -> str:
         note += (
             f". {others.capitalize()} noise, together, is unlike their histories in this "
             f"session (residual variance {ratio:.3g} times the histories', p = {p_value:.2g}; "
-            "council-wide upper-tail variance-ratio test, ADR 0059): each is moderated toward "
-            "the default prior instead, as without history"
+            "council-wide upper-tail variance-ratio test, ADR 0059): each is moderated "
+            + (
+                "toward its own noise in this session instead (ADR 0070)"
+                if "session" in priors.sources
+                else "toward the default prior instead, as without history"
+            )
         )
     return note

@@ -41,6 +41,9 @@ NOISE_DRIFT_LEVEL = 0.2
 NOISE_DRIFT_COUNCIL_LEVEL = 0.0
 #: which side of the variance ratio the check tests (ADR 0059)
 NOISE_DRIFT_ALTERNATIVE: Literal["greater", "two-sided"] = "greater"
+#: what a reviewer whose noise left its history is moderated toward (issue 34 item 2)
+NoiseDriftReplacement = Literal["default", "session-estimate"]
+NOISE_DRIFT_REPLACEMENT: NoiseDriftReplacement = "default"
 #: the guards the slot test with history can take against a stale history (ADR 0059)
 SlotHistoryGuard = Literal[
     "none",
@@ -175,6 +178,27 @@ class AuditThresholds(BaseModel):
             "upper-tail level of the test of the reviewers the per-reviewer check kept, "
             "together, against their histories (ADR 0059); below it each is moderated "
             "toward the default prior. 0 (the default) turns it off"
+        ),
+    )
+    noise_drift_replacement: NoiseDriftReplacement = Field(
+        NOISE_DRIFT_REPLACEMENT,
+        description=(
+            "the prior of a reviewer whose session noise left its history: 'default' "
+            "(prior_noise_sd with the session's pooled variance, ADR 0051) or "
+            "'session-estimate' (its session variance with the others at their histories, "
+            "at least its history's, on the screen's session df)"
+        ),
+    )
+    slot_noise_drift_level: float = Field(
+        NOISE_DRIFT_LEVEL,
+        ge=0.0,
+        lt=1.0,
+        description=(
+            "level of the noise screen the slot test with history runs on its own fit "
+            "(ADR 0059's screen, upper tail; a moved reviewer is moderated toward the "
+            "default prior there, whatever noise_drift_replacement says: the slot test's "
+            "reference is F(k, the smallest reviewer df), and a reviewer on its session's "
+            "few df would set it)"
         ),
     )
     slot_history_guard: SlotHistoryGuard = Field(

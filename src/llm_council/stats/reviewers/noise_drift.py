@@ -101,6 +101,44 @@ def residual_sum_of_squares_moments(
     return expectations, dfs
 
 
+def reviewer_noise_given_others(
+    annihilator: ArrayLike, rows: ArrayLike, residuals: ArrayLike, variances: ArrayLike
+) -> FloatArray:
+    r"""Each reviewer's session noise variance, the others' held at ``variances``.
+
+    Within a session :math:`E\,RSS_r = \sum_{r'} A_{rr'}\sigma_{r'}^2` with
+    :math:`A_{rr'} = \sum_{i \in r} \sum_{j \in r'} M_{ij}^2` (Rao 1970, J. Amer.
+    Statist. Assoc. 65:161-172; :math:`M` the fit's annihilator). Solving that one
+    equation for :math:`\sigma_r^2` with the other reviewers' variances known gives the
+    unbiased moment estimate
+
+    .. math:: \hat\sigma_r^2 = \Bigl(RSS_r - \sum_{r' \ne r} A_{rr'} v_{r'}\Bigr) / A_{rr}.
+
+    :math:`RSS_r / d_r` would understate a judge gone noisy: part of its noise lands in
+    its neighbours' residuals (the fit's answer effects follow it), and its neighbours'
+    noise in its own. NaN for a reviewer with no residual information. May be negative
+    (a moment estimate); callers bound it.
+    """
+    matrix = np.asarray(annihilator, dtype=float)
+    row_of_cell = np.asarray(rows, dtype=np.intp)
+    residual = np.asarray(residuals, dtype=float)
+    variance = np.asarray(variances, dtype=float)
+    squares = matrix * matrix
+    # A[r, r'] = sum over r's cells i and r''s cells j of M_ij^2
+    by_cell = np.zeros((matrix.shape[0], variance.size))
+    for reviewer in range(variance.size):
+        by_cell[:, reviewer] = squares[:, row_of_cell == reviewer].sum(axis=1)
+    coefficients = np.zeros((variance.size, variance.size))
+    np.add.at(coefficients, row_of_cell, by_cell)
+    observed = np.bincount(row_of_cell, weights=residual**2, minlength=variance.size)
+    own = np.diag(coefficients).copy()
+    others = coefficients @ variance - own * variance
+    estimates = np.full(variance.size, np.nan)
+    usable = own > 1e-12
+    estimates[usable] = (observed[usable] - others[usable]) / own[usable]
+    return estimates
+
+
 @dataclass(frozen=True)
 class CouncilNoiseDrift:
     r"""The council-wide ratio :math:`\sum_{r \in T} RSS_r / E_0 \sum_{r \in T} RSS_r`,
