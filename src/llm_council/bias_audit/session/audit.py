@@ -54,7 +54,7 @@ from llm_council.bias_audit.session.session_risk import (
     session_risk,
 )
 from llm_council.bias_audit.session.thresholds import AuditThresholds, load_thresholds
-from llm_council.stats.session_test_batch import SessionTests, session_noise_aware_tests
+from llm_council.stats.sessions.session_test_batch import SessionTests, session_noise_aware_tests
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Chooses each fitted reviewer's prior (:mod:`~llm_council.bias_audit.session.noise_priors`),
 checks each history against the session's own noise and gives a reviewer whose noise
-moved the default prior instead (:mod:`llm_council.stats.noise_drift`, ADR 0051), or,
+moved the default prior instead (:mod:`llm_council.stats.reviewers.noise_drift`, ADR 0051), or,
 with ``noise_drift_replacement = "session-estimate"``, its own session noise (ADR 0070),
 moderates the fit's per-reviewer variances toward it
 (:mod:`llm_council.stats.sessions.moderated_session_tests`), turns the moderated self-preference
@@ -25,7 +25,13 @@ from llm_council.bias_audit.session.noise_priors import (
 from llm_council.bias_audit.session.thresholds import AuditThresholds
 from llm_council.stats.design.additive_model import AdditiveFit
 from llm_council.stats.reviewers.moderated_variance import moderated_variances
-from llm_council.stats.reviewers.noise_drift import council_noise_drift, step_down_noise_drift
+from llm_council.stats.reviewers.noise_drift import (
+    NoiseDrift,
+    council_noise_drift,
+    residual_sum_of_squares_moments,
+    reviewer_noise_given_others,
+    step_down_noise_drift,
+)
 from llm_council.stats.sessions.moderated_session_tests import (
     ReviewerVariances,
     moderate,
@@ -84,7 +90,7 @@ def _without_moved_history(
     ``noise_drift_replacement = "session-estimate"`` (ADR 0070), toward
     :math:`\max(s_{0r}^2, \hat\sigma_r^2)` on the screen's session df :math:`\nu_r`,
     :math:`\hat\sigma_r^2` its session variance with the others at their priors
-    (:func:`~llm_council.stats.noise_drift.reviewer_noise_given_others`, Rao 1970).
+    (:func:`~llm_council.stats.reviewers.noise_drift.reviewer_noise_given_others`, Rao 1970).
 
     First each reviewer, by the step-down of
     :func:`~llm_council.stats.reviewers.noise_drift.step_down_noise_drift` at ``noise_drift_level``;
