@@ -84,7 +84,7 @@ def _without_moved_history(
     thresholds: AuditThresholds,
     priors: tuple[np.ndarray, np.ndarray, list[str]],
 ) -> Priors:
-    """The priors with every reviewer whose session noise left its history given the
+    r"""The priors with every reviewer whose session noise left its history given the
     default prior instead: its session variance moderated toward ``prior_noise_sd``
     updated by the pooled variance, as without history; or, with
     ``noise_drift_replacement = "session-estimate"`` (ADR 0070), toward
