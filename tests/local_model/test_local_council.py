@@ -83,6 +83,27 @@ def test_llama_cpps_grammar_compiles_the_verdict_schema_we_send(local_server):
     assert LlamaGrammar.from_string(PAIRWISE_VERDICT_GRAMMAR, verbose=False) is not None
 
 
+def test_llama_cpps_server_reads_the_options_we_start_it_with(local_servers):
+    """Parsed by the server's own command line, as ``python -m llama_cpp.server`` does: an
+    option renamed upstream would fail here, not silently cost CPU (ADR 0065)."""
+    import argparse
+
+    from llama_cpp.server.cli import add_args_from_model, parse_model_from_args
+    from llama_cpp.server.settings import ModelSettings, Settings
+
+    for server in local_servers.values():
+        parser = argparse.ArgumentParser()
+        add_args_from_model(parser, Settings)
+        settings = parse_model_from_args(
+            ModelSettings, parser.parse_args(server.server_arguments())
+        )
+        assert settings.logits_all is False
+        assert settings.n_threads == settings.n_threads_batch == 1
+        assert settings.n_ctx == server.n_ctx and settings.chat_format == (
+            server.chat_format or settings.chat_format
+        )
+
+
 def family(spec: str) -> str:
     """The model family in a member's spec: ``openai:gemma3-270m`` -> ``gemma3``."""
     return spec.partition(":")[2].split("-")[0]

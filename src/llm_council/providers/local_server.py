@@ -144,6 +144,11 @@ class LocalServer:
             "1",
             "--n_threads_batch",
             "1",
+            # the server's default computes the logits of every prompt token, for ``logprobs``
+            # (which no member asks for): over Gemma's 262,144-token vocabulary that took 3-5
+            # of the 5-7 CPU seconds of a 520-token review prompt (ADR 0065, 27 Nov 2026 amendment)
+            "--logits_all",
+            "false",
             "--verbose",
             "false",
             *chat_format,
