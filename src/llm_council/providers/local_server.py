@@ -38,6 +38,7 @@ from llm_council.providers.local_model_files import (
     LocalModel,
     local_model_spec,
     model_file,
+    served_model_file,
 )
 
 __all__ = [
@@ -288,7 +289,7 @@ _servers_lock = threading.Lock()
 
 def shared_server(model: LocalModel) -> LocalServer:
     """The process's server for ``model`` (made once, started on first use, stopped at exit)."""
-    path = model_file(model)
+    path = served_model_file(model)
     with _servers_lock:
         server = _servers.get(path)
         if server is None:
