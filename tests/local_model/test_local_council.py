@@ -1,6 +1,6 @@
 """The local council live: two model families served by llama.cpp on 127.0.0.1 (ADRs 0041, 0065).
 
-A few audited sessions of ``config/local_council.toml`` (two SmolLM2-135M members, one
+A few audited sessions of ``config/local_council.toml`` (two SmolLM2-135M members, two
 Gemma 3 270M: real model text, verdicts on the structured channel, the audit's
 self-preference test run across the two families, records written and read back by
 ``bias-report``), then SmolLM2 as a pairwise judge: ``calibrate`` on a few of the shared
@@ -29,6 +29,7 @@ from llm_council.providers.json_object_schema import (
     json_object_schema,
     score_enum,
 )
+from llm_council.providers.local_server import LOCAL_MODELS, model_file
 from llm_council.results import CouncilResult
 
 REPO = Path(__file__).resolve().parents[2]
@@ -102,6 +103,21 @@ def test_llama_cpps_server_reads_the_options_we_start_it_with(local_servers):
         assert settings.n_ctx == server.n_ctx and settings.chat_format == (
             server.chat_format or settings.chat_format
         )
+
+
+def test_smollm2s_server_runs_the_q8_0_copy_of_its_q4_1_weights(local_servers):
+    """llama.cpp reads the file the SmolLM2 server loads as Q8_0, and the shipped one as
+    Q4_1 (``general.file_type`` 7 and 3: ``LLAMA_FTYPE_MOSTLY_Q8_0``, ``_Q4_1``)."""
+    from llama_cpp import Llama
+
+    served = local_servers["smollm2-135m"].path
+    shipped = model_file(LOCAL_MODELS["smollm2-135m"])
+    assert served != shipped and served.name.endswith(".q8_0.gguf"), served
+    for path, file_type in ((served, "7"), (shipped, "3")):
+        metadata = Llama(str(path), vocab_only=True, verbose=False).metadata
+        assert metadata.get("general.file_type") == file_type, (path, metadata)
+    # Gemma's Q4_K_M runs as shipped (its Q8_0 copy was no faster)
+    assert local_servers["gemma3-270m"].path == model_file(LOCAL_MODELS["gemma3-270m"])
 
 
 def family(spec: str) -> str:
