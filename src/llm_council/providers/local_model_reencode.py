@@ -149,6 +149,7 @@ def _write_atomically(path: Path, content: bytes) -> None:
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(content)
+        os.chmod(temporary, 0o644)  # other users of a shared folder read the stamp too
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):
