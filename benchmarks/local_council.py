@@ -153,6 +153,10 @@ def run(config_path: Path, n_sessions: int) -> dict[str, Any]:
                             for r in result.stage2
                             if not r.ok
                         ],
+                        # what the model wrote, for a failure's cause (model text, no secrets)
+                        "review_failure_texts": [
+                            (r.raw_text or "")[:400] for r in result.stage2 if not r.ok
+                        ],
                         "review_output_tokens": [r.output_tokens for r in result.stage2],
                         "answer_words": [len((a.text or "").split()) for a in result.stage1],
                         "synthesis_fallback": result.stage3.is_fallback,
