@@ -116,3 +116,14 @@ def test_only_known_types_are_made():
     # SmolLM2 ships Q4_1 and is served from a Q8_0 copy; Gemma's Q4_K_M runs as shipped
     assert LOCAL_MODELS["smollm2-135m"].reencode_to == "q8_0"
     assert LOCAL_MODELS["gemma3-270m"].reencode_to is None
+
+
+def test_a_folder_at_the_copys_name_serves_the_shipped_file(source, tmp_path, monkeypatch):
+    monkeypatch.setattr(local_model_reencode, "_REENCODE", FAKE_QUANTIZE)
+    folder = tmp_path / "models"
+    blocker = folder / local_model_reencode.reencoded_file_name(source, "q8_0")
+    blocker.mkdir(parents=True)
+    with capture_logs() as logs:
+        assert reencoded_model_file(source, "q8_0", folder) == source
+    assert [entry["event"] for entry in logs] == ["local_model_reencode_failed"]
+    assert sorted(p.name for p in folder.iterdir()) == [blocker.name]  # no temporary left
