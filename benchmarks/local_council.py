@@ -12,8 +12,9 @@ read by a middleware at the stage boundaries). Wall time depends on what else ru
 machine; CPU time much less, so both are printed, with the load average before and after.
 The critical path in CPU seconds is, per session, the sum over the three stages of the
 busier server's CPU in that stage: the servers run side by side, one thread each, so on two
-otherwise idle cores a session cannot take less wall time than that (an estimate, not a
-measurement: CPU time itself grows when other processes share the cores' caches).
+otherwise idle cores a session takes at least about that much wall time (an estimate, not
+a measurement: it leaves out the council's own work between calls, and CPU time can change
+when other processes share the cores' caches).
 Answers, parsed reviews and whether the audit's self-preference family was tested are
 counted, so a faster setting that breaks the council shows here.
 
