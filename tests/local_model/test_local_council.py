@@ -81,6 +81,9 @@ def test_llama_cpps_grammar_compiles_the_verdict_schema_we_send(local_server):
     # llama.cpp falls back to "any JSON" when a schema does not convert: this must not
     grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
     assert "Response D" in grammar._grammar
+    # the rationale: no quote, backslash or control character (its default string rule
+    # admits a raw newline, which json.loads rejects)
+    assert r'::= [^"\\\x00-\x1f]' in grammar._grammar, grammar._grammar
     assert LlamaGrammar.from_string(PAIRWISE_VERDICT_GRAMMAR, verbose=False) is not None
 
 
