@@ -1,6 +1,6 @@
 """Benchmark: the shipped local council's session and stage times (issue 35 item 3, ADR 0065).
 
-Runs audited sessions of ``config/local_council.toml`` (two SmolLM2-135M members, one
+Runs audited sessions of ``config/local_council.toml`` (two SmolLM2-135M members, two
 Gemma 3 270M, a SmolLM2 chairman; each model on its own llama.cpp server, one thread) in
 one process, as the real-model tests do: the first session starts the servers (and, the
 first time on a machine, joins Gemma's chunks), so it is reported on its own; the target
@@ -10,6 +10,11 @@ For each session: wall time of each stage (the council's own ``stage_durations_s
 the CPU seconds each server process spent in each stage (``/proc/PID/stat`` utime + stime,
 read by a middleware at the stage boundaries). Wall time depends on what else runs on the
 machine; CPU time much less, so both are printed, with the load average before and after.
+The critical path in CPU seconds is, per session, the sum over the three stages of the
+busier server's CPU in that stage: the servers run side by side, one thread each, so on two
+otherwise idle cores a session takes at least about that much wall time (an estimate, not
+a measurement: it leaves out the council's own work between calls, and CPU time can change
+when other processes share the cores' caches).
 Answers, parsed reviews and whether the audit's self-preference family was tested are
 counted, so a faster setting that breaks the council shows here.
 
@@ -111,6 +116,11 @@ class ServerCpu(Middleware):
         return result
 
 
+def critical_path_cpu_s(server_cpu_s: dict[str, dict[str, float]]) -> float:
+    """The sum over stages of the busier server's CPU seconds in that stage."""
+    return round(sum(max(stage.values(), default=0.0) for stage in server_cpu_s.values()), 2)
+
+
 def run(config_path: Path, n_sessions: int) -> dict[str, Any]:
     config = load_council_config(config_path)
     sampler = ServerCpu()
@@ -143,6 +153,10 @@ def run(config_path: Path, n_sessions: int) -> dict[str, Any]:
                             f"{r.reviewer}: {r.parse_error or r.error}"[:160]
                             for r in result.stage2
                             if not r.ok
+                        ],
+                        # what the model wrote, for a failure's cause (model text, no secrets)
+                        "review_failure_texts": [
+                            (r.raw_text or "")[:400] for r in result.stage2 if not r.ok
                         ],
                         "review_output_tokens": [r.output_tokens for r in result.stage2],
                         "answer_words": [len((a.text or "").split()) for a in result.stage1],
@@ -195,6 +209,14 @@ def summary(report: dict[str, Any]) -> str:
             [sum(s["server_cpu_s"].get(st, {}).get(model, 0.0) for st in STAGES) for s in warm]
         )
         lines.append(f"| CPU of the {model} server (s) | " + " | ".join(cells) + f" | {total} |")
+    lines.append(
+        "| critical path, CPU (s): the busier server per stage | "
+        + " | ".join(
+            str(median([max(s["server_cpu_s"].get(st, {}).values(), default=0.0) for s in warm]))
+            for st in STAGES
+        )
+        + f" | {median([critical_path_cpu_s(s['server_cpu_s']) for s in warm])} |"
+    )
     lines += [
         "",
         f"sessions whose wall <= 25 s: {sum(s['wall_s'] <= 25 for s in warm)} of {len(warm)}; "

@@ -1,6 +1,6 @@
 """The local council live: two model families served by llama.cpp on 127.0.0.1 (ADRs 0041, 0065).
 
-A few audited sessions of ``config/local_council.toml`` (two SmolLM2-135M members, one
+A few audited sessions of ``config/local_council.toml`` (two SmolLM2-135M members, two
 Gemma 3 270M: real model text, verdicts on the structured channel, the audit's
 self-preference test run across the two families, records written and read back by
 ``bias-report``), then SmolLM2 as a pairwise judge: ``calibrate`` on a few of the shared
@@ -29,6 +29,7 @@ from llm_council.providers.json_object_schema import (
     json_object_schema,
     score_enum,
 )
+from llm_council.providers.local_server import LOCAL_MODELS, model_file
 from llm_council.results import CouncilResult
 
 REPO = Path(__file__).resolve().parents[2]
@@ -80,7 +81,47 @@ def test_llama_cpps_grammar_compiles_the_verdict_schema_we_send(local_server):
     # llama.cpp falls back to "any JSON" when a schema does not convert: this must not
     grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
     assert "Response D" in grammar._grammar
+    # the rationale: no quote, backslash or control character (its default string rule
+    # admits a raw newline, which json.loads rejects)
+    assert r'::= [^"\\\x00-\x1f]' in grammar._grammar, grammar._grammar
     assert LlamaGrammar.from_string(PAIRWISE_VERDICT_GRAMMAR, verbose=False) is not None
+
+
+def test_llama_cpps_server_reads_the_options_we_start_it_with(local_servers):
+    """Parsed by the server's own command line, as ``python -m llama_cpp.server`` does: an
+    option renamed upstream would fail here, not silently cost CPU (ADR 0065)."""
+    import argparse
+
+    from llama_cpp.server.cli import add_args_from_model, parse_model_from_args
+    from llama_cpp.server.settings import ModelSettings, Settings
+
+    for server in local_servers.values():
+        parser = argparse.ArgumentParser()
+        add_args_from_model(parser, Settings)
+        settings = parse_model_from_args(
+            ModelSettings, parser.parse_args(server.server_arguments())
+        )
+        assert settings.logits_all is False
+        assert settings.n_threads == settings.n_threads_batch == 1
+        assert settings.n_ctx == server.n_ctx
+        assert settings.model == str(server.path)
+        if server.chat_format is not None:  # Gemma's: the file has no chat template
+            assert settings.chat_format == server.chat_format
+
+
+def test_smollm2s_server_runs_the_q8_0_copy_of_its_q4_1_weights(local_servers):
+    """llama.cpp reads the file the SmolLM2 server loads as Q8_0, and the shipped one as
+    Q4_1 (``general.file_type`` 7 and 3: ``LLAMA_FTYPE_MOSTLY_Q8_0``, ``_Q4_1``)."""
+    from llama_cpp import Llama
+
+    served = local_servers["smollm2-135m"].path
+    shipped = model_file(LOCAL_MODELS["smollm2-135m"])
+    assert served != shipped and served.name.endswith(".q8_0.gguf"), served
+    for path, file_type in ((served, "7"), (shipped, "3")):
+        metadata = Llama(str(path), vocab_only=True, verbose=False).metadata
+        assert metadata.get("general.file_type") == file_type, (path, metadata)
+    # Gemma's Q4_K_M runs as shipped (its Q8_0 copy was no faster)
+    assert local_servers["gemma3-270m"].path == model_file(LOCAL_MODELS["gemma3-270m"])
 
 
 def family(spec: str) -> str:

@@ -28,6 +28,7 @@ from llm_council.providers.json_object_schema import (
     PAIRWISE_VERDICT_GRAMMAR,
     RATIONALE_MAX_CHARS,
     json_object_schema,
+    rationale_schema,
     score_enum,
 )
 from llm_council.providers.registry import create_provider
@@ -58,7 +59,28 @@ def test_the_verdict_schema_becomes_enum_scores_without_a_ranking():
     assert scores["required"] == LABELS and scores["additionalProperties"] is False
     for label in LABELS:
         assert scores["properties"][label] == {"enum": list(range(1, 11))}
-    assert sent["properties"]["rationale"] == {"type": "string", "maxLength": RATIONALE_MAX_CHARS}
+    assert sent["properties"]["rationale"] == rationale_schema(RATIONALE_MAX_CHARS)
+    assert sent["properties"]["rationale"]["maxLength"] == RATIONALE_MAX_CHARS
+
+
+@given(st.text(max_size=70))
+def test_a_rationale_the_grammar_admits_is_a_valid_json_string_as_written(text):
+    """llama-cpp-python's own string rule let raw newlines through, which ``json.loads``
+    rejects ("Invalid control character"): the pattern admits only text that needs no
+    escape, at most the cap's characters long (RFC 8259, section 7)."""
+    pattern = re.compile(rationale_schema(60)["pattern"])
+    if pattern.fullmatch(text):
+        assert json.loads(f'"{text}"') == text and len(text) <= 60
+    else:
+        assert len(text) > 60 or any(c in '"\\' or ord(c) < 0x20 for c in text)
+
+
+def test_the_rationale_pattern_refuses_what_json_would():
+    pattern = re.compile(rationale_schema(20)["pattern"])
+    for bad in ("two\nlines", "a\ttab", 'a "quote"', "back\\slash", "x" * 21):
+        assert not pattern.fullmatch(bad), bad
+    for good in ("", "one or two sentences", "café, naïve \x7f"):
+        assert pattern.fullmatch(good), good
 
 
 def test_any_other_schema_is_sent_as_it_is():
@@ -230,7 +252,8 @@ def test_a_members_rationale_cap_reaches_the_grammars_schema(fake_vendor, no_ven
     )
     complete_once(provider, _review_request())
     schema = fake_vendor.requests[0].body["response_format"]["schema"]
-    assert schema["properties"]["rationale"] == {"type": "string", "maxLength": 60}
+    assert schema["properties"]["rationale"] == rationale_schema(60)
+    assert schema["properties"]["rationale"]["pattern"].endswith("{0,60}$")
 
 
 def test_a_review_gets_the_members_review_cap_and_an_answer_its_plain_cap(

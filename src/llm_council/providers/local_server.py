@@ -38,6 +38,7 @@ from llm_council.providers.local_model_files import (
     LocalModel,
     local_model_spec,
     model_file,
+    served_model_file,
 )
 
 __all__ = [
@@ -144,6 +145,11 @@ class LocalServer:
             "1",
             "--n_threads_batch",
             "1",
+            # the server's default computes the logits of every prompt token, for ``logprobs``
+            # (which no member asks for): over Gemma's 262,144-token vocabulary that took 3-5
+            # of the 5-7 CPU seconds of a 520-token review prompt (ADR 0065, 27 Nov 2026 amendment)
+            "--logits_all",
+            "false",
             "--verbose",
             "false",
             *chat_format,
@@ -283,7 +289,7 @@ _servers_lock = threading.Lock()
 
 def shared_server(model: LocalModel) -> LocalServer:
     """The process's server for ``model`` (made once, started on first use, stopped at exit)."""
-    path = model_file(model)
+    path = served_model_file(model)
     with _servers_lock:
         server = _servers.get(path)
         if server is None:
