@@ -20,6 +20,11 @@ _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 #: below this argument the Stirling series is reached by the recurrence Gamma(z+1) = z Gamma(z)
 _STIRLING_FROM = 10.0
 _EPSILON = 1e-16
+#: Lentz's stopping rule, |step - 1| <= machine epsilon (Numerical Recipes, 3rd ed., sec.
+#: 5.2 and 6.4, ``betacf``): a tighter bound can never be met when the step rounds to the
+#: float next above 1 (1 + 2.2e-16), which it does for a parameter near 0 (a t tail with
+#: 1e-10 degrees of freedom did not converge before)
+_LENTZ_EPSILON = float(np.finfo(float).eps)
 _TINY = 1e-300
 _MAX_TERMS = 100_000
 #: above this a or b the continued fraction with x near 1 loses about 1e-16 * max(a, b) of
@@ -141,7 +146,7 @@ def _beta_continued_fraction(a: FloatArray, b: FloatArray, x: FloatArray) -> Flo
         dd = 1.0 / dd
         step = dd * cc
         hh = hh * step
-        done = np.abs(step - 1.0) <= _EPSILON
+        done = np.abs(step - 1.0) <= _LENTZ_EPSILON
         result[active[done]] = hh[done]
         keep = ~done
         c[active], d[active], h[active] = cc, dd, hh
@@ -331,7 +336,7 @@ def _gamma_continued_fraction(a: FloatArray, x: FloatArray) -> FloatArray:
         d = 1.0 / d
         step = np.where(active, d * c, 1.0)
         h = h * step
-        active = active & (np.abs(step - 1.0) > _EPSILON)
+        active = active & (np.abs(step - 1.0) > _LENTZ_EPSILON)
         if not np.any(active):
             return h
     raise ArithmeticError("incomplete gamma: continued fraction did not converge")
