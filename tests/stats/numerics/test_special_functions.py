@@ -345,3 +345,33 @@ def test_tiny_degrees_of_freedom_converge_and_match_scipy() -> None:
         # absolute: near these df a tail is 1 - (a number within 1e-9 of 1), which no
         # method holds to relative accuracy; measured 1.3e-14 at most
         assert np.max(np.abs(got - expected)) < 1e-13, name
+
+
+def test_the_small_array_path_agrees_with_the_vector_path() -> None:
+    # arrays of at most SCALAR_PATH_AT_MOST entries take the Python-float path; the same
+    # arguments in one long array take numpy's: the continued fraction must agree bit for
+    # bit (the same IEEE operations in the same order), the Stirling remainder to the ulp
+    # of math.log against np.log
+    from llm_council.stats.numerics import incomplete_beta_gamma as kernels
+
+    rng = np.random.default_rng(7)
+    n = 4 * kernels.SCALAR_PATH_AT_MOST + 1
+    a = np.exp(rng.uniform(np.log(1e-12), np.log(4000.0), n))
+    b = np.exp(rng.uniform(np.log(1e-3), np.log(4000.0), n))
+    x = rng.uniform(0.0, 1.0, n)
+    x = np.minimum(x, 0.9 * (a + 1.0) / (a + b + 2.0))  # the fraction's own domain
+    whole = kernels._beta_continued_fraction(a, b, x)
+    pieces = np.concatenate(
+        [
+            kernels._beta_continued_fraction(a[i : i + 3], b[i : i + 3], x[i : i + 3])
+            for i in range(0, n, 3)
+        ]
+    )
+    assert np.array_equal(whole, pieces)
+    z = np.exp(rng.uniform(np.log(1e-12), np.log(1e6), n))
+    pieces = np.concatenate([kernels.stirling_error(z[i : i + 3]) for i in range(0, n, 3)])
+    assert np.max(np.abs(kernels.stirling_error(z) - pieces)) < 1e-14
+    # and the path a session takes gives scipy's tails
+    df, t = np.array([3.0, 7.5, 41.0]), np.array([-2.1, 0.4, 3.3])
+    assert max_relative_error(ours.stdtr(df, t), special.stdtr(df, t)) < REL_SCIPY
+    assert max_relative_error(ours.fdtrc(df, 40.0, t**2), special.fdtrc(df, 40.0, t**2)) < REL_SCIPY
