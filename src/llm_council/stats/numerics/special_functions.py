@@ -25,7 +25,13 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
+from llm_council.stats.numerics.float_tails import (
+    OutsideFloatPath,
+    f_cdf_pair_float,
+    t_cdf_float,
+)
 from llm_council.stats.numerics.incomplete_beta_gamma import (
+    SCALAR_PATH_AT_MOST,
     incomplete_beta_pair,
     incomplete_gamma_pair,
     log_gamma,
@@ -42,6 +48,7 @@ __all__ = [
     "chdtrc",
     "digamma",
     "fdtr",
+    "fdtr_both",
     "fdtrc",
     "log_ndtr",
     "ndtr",
@@ -55,6 +62,17 @@ __all__ = [
 NORMAL_DF = 1e20
 #: degrees of freedom below which the t's CDF is its limit 1/2 (subnormal df overflow)
 TINY_DF = 1e-300
+
+
+def _float_entries(*values: ArrayLike) -> tuple[tuple[int, ...], list[tuple[float, ...]]] | None:
+    """The arguments' broadcast shape and entries as float tuples, when they have at most
+    :data:`SCALAR_PATH_AT_MOST` entries (the float path of :mod:`.float_tails`); else None."""
+    if all(isinstance(value, (float, int, np.floating, np.integer)) for value in values):
+        return (), [tuple(float(value) for value in values)]
+    arrays = np.broadcast_arrays(*as_floats(*values))
+    if not 0 < arrays[0].size <= SCALAR_PATH_AT_MOST:
+        return None
+    return arrays[0].shape, list(zip(*(array.ravel().tolist() for array in arrays), strict=True))
 
 
 def _t_two_sided_tail(df: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -82,6 +100,14 @@ def stdtr(df: ArrayLike, t: ArrayLike) -> np.ndarray:
     :func:`~llm_council.stats.numerics.incomplete_beta_gamma.incomplete_beta_pair`; the normal
     past ``df`` = 1e20, the limit 1/2 below 1e-300.
     """
+    small = _float_entries(df, t)
+    if small is not None:
+        shape, entries = small
+        try:
+            values = [t_cdf_float(d, v, tiny_df=TINY_DF, normal_df=NORMAL_DF) for d, v in entries]
+            return scalar_or_array(np.array(values, dtype=float).reshape(shape))
+        except OutsideFloatPath:  # an edge or a limit: the numpy path below holds them all
+            pass
     df_values, t_values = np.broadcast_arrays(*as_floats(df, t))
     finite_df = (df_values >= TINY_DF) & (df_values <= NORMAL_DF)
     half_tail = 0.5 * _t_two_sided_tail(np.where(finite_df, df_values, 1.0), t_values)
@@ -203,7 +229,23 @@ def fdtrc(dfn: ArrayLike, dfd: ArrayLike, x: ArrayLike) -> np.ndarray:
     return scalar_or_array(_f_pair(dfn, dfd, x)[1])
 
 
+@quiet
+def fdtr_both(dfn: ArrayLike, dfd: ArrayLike, x: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`fdtr` and :func:`fdtrc` from one incomplete beta (a two-sided F test needs
+    both; each alone computes the pair and drops half)."""
+    lower, upper = _f_pair(dfn, dfd, x)
+    return scalar_or_array(lower), scalar_or_array(upper)
+
+
 def _f_pair(dfn: ArrayLike, dfd: ArrayLike, x: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    small = _float_entries(dfn, dfd, x)
+    if small is not None:
+        shape, entries = small
+        try:
+            pairs = np.array([f_cdf_pair_float(*entry) for entry in entries], dtype=float)
+            return pairs[:, 0].reshape(shape), pairs[:, 1].reshape(shape)
+        except OutsideFloatPath:  # an edge or a limit: the numpy path below holds them all
+            pass
     dfn_values, dfd_values, x_values = np.broadcast_arrays(*as_floats(dfn, dfd, x))
     finite = np.isfinite(dfn_values) & np.isfinite(dfd_values)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):

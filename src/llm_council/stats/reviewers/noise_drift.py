@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from llm_council.stats.numerics.special_functions import chdtr, chdtrc, fdtr, fdtrc
+from llm_council.stats.numerics.special_functions import chdtr, chdtrc, fdtr_both
 
 FloatArray = NDArray[np.float64]
 
@@ -53,8 +53,7 @@ def variance_ratio_p_value(
         lower = float(chdtr(numerator_df, numerator_df * ratio))
         upper = float(chdtrc(numerator_df, numerator_df * ratio))
     else:
-        lower = float(fdtr(numerator_df, denominator_df, ratio))
-        upper = float(fdtrc(numerator_df, denominator_df, ratio))
+        lower, upper = map(float, fdtr_both(numerator_df, denominator_df, ratio))
     if alternative == "greater":
         return upper
     return min(1.0, 2.0 * min(lower, upper))
