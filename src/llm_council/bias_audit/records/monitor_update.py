@@ -4,8 +4,9 @@ date, and an answer that is ``unavailable`` (with the reason) instead of an erro
 Settings: ``LLM_COUNCIL_MONITOR_DELTA0`` (points, default 0.5) and
 ``LLM_COUNCIL_MONITOR_ALPHA`` (default 0.05). A JSONL store whose state must be rebuilt
 from more than :data:`REBUILD_IN_SESSION_MAX_BYTES` is rebuilt in a background thread;
-that session's answer says so. A PostgreSQL store's monitor is folded from its records on
-each look (:mod:`.postgres_monitor`).
+that session's answer says so. A PostgreSQL store's state is folded by the writer in the
+session's transaction; the answer reads it, and rebuilds it from the records when it does
+not check (:mod:`.postgres_monitor`).
 """
 
 from __future__ import annotations
@@ -106,21 +107,21 @@ def monitor_after_session(
     return monitor_status(state)
 
 
-#: a PostgreSQL store keeps no monitor state, so the session's answer re-reads every record;
-#: past this many records (about 400 five-member sessions) the session answers
-#: ``unavailable`` and points at ``bias-watch``, which has the full limit
+#: a PostgreSQL state that does not check is rebuilt from every record; past this many
+#: records (about 400 five-member sessions) the session answers ``unavailable`` and points
+#: at ``bias-watch``, which has the full limit (and saves the rebuilt state)
 SESSION_POSTGRES_MAX_RECORDS = 10_000
 
 
 def _postgres_answer(url: str, settings: MonitorSettings) -> dict[str, Any]:
-    """A PostgreSQL store's monitor, folded from its records (no state is kept there); only
-    while the store is small enough to re-read in a session."""
+    """A PostgreSQL store's monitor: its saved state, or rebuilt and saved while the store
+    is small enough to re-read in a session."""
     try:
         from llm_council.bias_audit.records.postgres_monitor import postgres_monitor
     except ImportError as error:
         return monitor_unavailable(f"a PostgreSQL store needs the 'postgres' extra ({error.name})")
     try:
-        state = postgres_monitor(url, settings, max_records=SESSION_POSTGRES_MAX_RECORDS)
+        state = postgres_monitor(url, settings, max_records=SESSION_POSTGRES_MAX_RECORDS, save=True)
     except RecordError as error:
         return monitor_unavailable(
             f"{error}; run `llm-council bias-watch --store URL` (cron) for this store"
