@@ -133,12 +133,11 @@ def checked_state(
     store_id: str,
     settings: MonitorSettings,
 ) -> CheckedState | str:
-    """The state the row holds when it can be used as it is; else why not (``absent``,
-    ``stale``, ``damaged``, ``unsealed``, ``behind its log``, ``other settings``)."""
+    """The state the row holds when it can be used as it is; else why not, the row's own
+    fault first (``absent``, ``damaged``, ``unsealed``, ``behind its log``), then
+    ``other settings``, then ``stale`` (records changed without a fold)."""
     if row is None or row[0] is None:
         return "absent"
-    if stale:
-        return "stale"
     try:
         body = json.loads(row[0])
         key = sealing_key()
@@ -154,6 +153,8 @@ def checked_state(
         return "damaged"
     if state.settings != settings:
         return "other settings"
+    if stale:
+        return "stale"
     return CheckedState(state, last_seq or 0)
 
 

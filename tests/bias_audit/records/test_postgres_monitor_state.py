@@ -1,0 +1,424 @@
+"""The monitor's state in PostgreSQL (records/postgres_monitor_state.py, schema 8), attacked
+against a real server: every session folded exactly once, in the order the log records,
+the same numbers as the JSONL monitor of the sessions in that order; a writer killed before
+its commit folds nothing; two writer processes at once; a state row edited, deleted, copied
+from another store or holding a NaN is rebuilt (and the log says why); an importer's
+session, a read-only role, a store migrated from schema 7."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from structlog.testing import capture_logs
+
+from fakes.postgres_server import PostgresServer
+from fakes.postgres_sessions import count, scalar, write
+from llm_council.bias_audit.records.jsonl_store import append_records
+from llm_council.bias_audit.records.monitor_state import current_monitor, state_body
+from llm_council.bias_audit.records.schema import ReviewRecord, upgrade_record
+from llm_council.cli.app import main
+
+psycopg = pytest.importorskip("psycopg")
+postgres_monitor = pytest.importorskip("llm_council.bias_audit.records.postgres_monitor")
+postgres_schema = pytest.importorskip("llm_council.bias_audit.records.postgres_schema")
+postgres_store = pytest.importorskip("llm_council.bias_audit.records.postgres_store")
+
+TESTS = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(TESTS))
+from generators.independent_council import CouncilSpec, generate_sessions  # noqa: E402
+
+#: the fields of a state body that say where a JSONL file was read to, or list the folded
+#: sessions (a JSONL state holds their digests, a PostgreSQL store a table)
+_PLACE = ("inode", "offset", "fingerprint", "lines_read", "session_digests_sha256")
+SPEC = CouncilSpec(
+    n_members=4, noise_sds=[0.5, 0.8, 1.1, 1.5], leniency=[-2.0, 0, 0, 0], missing_score_rate=0.1
+)  # the writer processes below build the same one
+
+
+def sessions(
+    n: int, prefix: str, seed: int = 5, spec: CouncilSpec = SPEC
+) -> list[list[ReviewRecord]]:
+    """``n`` sessions of the independent generator (integer scores, missing cells), with
+    ids ``<prefix>000``, ``<prefix>001``, ..."""
+    return [
+        [
+            ReviewRecord.model_validate({**upgrade_record(raw), "session_id": f"{prefix}{i:03d}"})
+            for raw in session.records()
+        ]
+        for i, session in enumerate(generate_sessions(spec, n, seed=seed))
+    ]
+
+
+def fold_order(url: str) -> list[str]:
+    with psycopg.connect(url) as connection:
+        rows = connection.execute(
+            "SELECT session_id, fold_seq FROM bias_monitor_sessions ORDER BY fold_seq"
+        ).fetchall()
+    assert [seq for _, seq in rows] == list(range(1, len(rows) + 1))  # no gap, no repeat
+    return [session_id for session_id, _ in rows]
+
+
+def jsonl_body(folder: Path, by_id: dict[str, list[ReviewRecord]], order: list[str]) -> Any:
+    """The JSONL monitor of the same sessions appended in ``order``: an independent path."""
+    store = folder / f"{uuid.uuid4().hex[:8]}.jsonl"
+    for session_id in order:
+        append_records(store, by_id[session_id])
+    return _comparable(current_monitor(store, save=False))
+
+
+def _comparable(state: Any) -> dict[str, Any]:
+    return {key: value for key, value in state_body(state).items() if key not in _PLACE}
+
+
+def look(url: str, **options: Any) -> tuple[Any, list[dict[str, Any]]]:
+    """The monitor as a session's answer reads it (saving a rebuild), and what it logged."""
+    with capture_logs() as logs:
+        state = postgres_monitor.postgres_monitor(url, save=True, **options)
+    return state, [entry for entry in logs if entry["event"] == "bias_monitor_state_rebuilt"]
+
+
+def saved_body(url: str) -> Any:
+    return scalar(url, "SELECT body FROM bias_monitor_state")
+
+
+# -- the fold ------------------------------------------------------------------------------
+
+
+def test_each_session_is_folded_once_in_its_transaction_in_write_order(
+    store_url: str, tmp_path: Path
+) -> None:
+    written = sessions(12, "a")
+    out_of_scale = [r.model_copy(update={"score_value": 1e6}) for r in sessions(1, "x", 9)[0]]
+    assert write(store_url, *written, out_of_scale)[-1] == len(out_of_scale)
+    assert write(store_url, written[3]) == [0]  # a retry adds nothing and folds nothing
+    assert count(store_url, "SELECT count(*) FROM bias_monitor_marks") == 0
+    order = fold_order(store_url)
+    assert order == [records[0].session_id for records in written] + ["x000"]
+    state, rebuilt = look(store_url)
+    assert rebuilt == [] and state.n_sessions == 13  # read from the row, not the records
+    by_id = {records[0].session_id: records for records in [*written, out_of_scale]}
+    assert _comparable(state) == jsonl_body(tmp_path, by_id, order)
+
+
+WRITER = """
+import asyncio, sys
+sys.path.insert(0, {tests!r})
+from generators.independent_council import CouncilSpec, generate_sessions
+from llm_council.bias_audit.records.postgres_store import PostgresWriter
+from llm_council.bias_audit.records.schema import ReviewRecord, upgrade_record
+
+SPEC = CouncilSpec(**{spec!r})
+
+async def main():
+    store = PostgresWriter.for_url({url!r})
+    for i, session in enumerate(generate_sessions(SPEC, {n}, seed={seed})):
+        await store.write_session([
+            ReviewRecord.model_validate({{**upgrade_record(raw), "session_id": f"{prefix}{{i:03d}}"}})
+            for raw in session.records()
+        ])
+
+asyncio.run(main())
+"""
+_SPEC_FIELDS = {
+    "n_members": 4,
+    "noise_sds": [0.5, 0.8, 1.1, 1.5],
+    "leniency": [-2.0, 0, 0, 0],
+    "missing_score_rate": 0.1,
+}
+
+
+def _writer(url: str, n: int, prefix: str, seed: int) -> subprocess.Popen[bytes]:
+    code = WRITER.format(
+        tests=str(TESTS), spec=_SPEC_FIELDS, url=url, n=n, prefix=prefix, seed=seed
+    )
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+def test_two_writer_processes_at_once_fold_every_session_once(
+    store_url: str, tmp_path: Path
+) -> None:
+    processes = [_writer(store_url, 15, "p", 11), _writer(store_url, 15, "q", 12)]
+    for process in processes:
+        assert process.wait(timeout=300) == 0
+    by_id = {r[0].session_id: r for r in [*sessions(15, "p", 11), *sessions(15, "q", 12)]}
+    order = fold_order(store_url)
+    assert sorted(order) == sorted(by_id)  # 30 sessions, each once, seqs 1..30
+    assert count(store_url, "SELECT count(*) FROM bias_monitor_marks") == 0
+    state, rebuilt = look(store_url)
+    assert rebuilt == [] and state.n_sessions == 30
+    assert _comparable(state) == jsonl_body(tmp_path, by_id, order)
+
+
+def _waiting_for_a_lock(url: str, application: str) -> bool:
+    return bool(
+        scalar(
+            url,
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s "
+            "AND wait_event_type = 'Lock'",
+            (application,),
+        )
+    )
+
+
+def test_a_writer_killed_between_its_insert_and_commit_folds_nothing(
+    store_url: str, tmp_path: Path
+) -> None:
+    first = sessions(3, "k")
+    write(store_url, *first)
+    before = saved_body(store_url)
+    application = f"killed{uuid.uuid4().hex[:6]}"
+    blocker = psycopg.connect(store_url)
+    try:  # hold the state row: the writer inserts its records, then waits for the lock
+        blocker.execute("SELECT 1 FROM bias_monitor_state FOR UPDATE")
+        process = _writer(f"{store_url}?application_name={application}", 1, "dead", 3)
+        try:
+            deadline = time.monotonic() + 120
+            while not _waiting_for_a_lock(store_url, application):
+                assert time.monotonic() < deadline, "the writer never reached the state's lock"
+                assert process.poll() is None
+                time.sleep(0.01)
+            assert count(store_url, "SELECT count(*) FROM bias_sessions") == 3  # not committed
+        finally:
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+    finally:
+        blocker.rollback()
+        blocker.close()
+    deadline = time.monotonic() + 60
+    while scalar(
+        store_url,
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s",
+        (application,),
+    ):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert count(store_url, "SELECT count(*) FROM bias_sessions WHERE session_id LIKE 'dead%'") == 0
+    assert count(store_url, "SELECT count(*) FROM bias_monitor_marks") == 0
+    assert saved_body(store_url) == before
+    state, rebuilt = look(store_url)
+    assert rebuilt == [] and state.n_sessions == 3
+    more = sessions(2, "m", seed=8)
+    write(store_url, *more)
+    assert fold_order(store_url) == ["k000", "k001", "k002", "m000", "m001"]
+    by_id = {r[0].session_id: r for r in [*first, *more]}
+    assert _comparable(look(store_url)[0]) == jsonl_body(tmp_path, by_id, fold_order(store_url))
+
+
+# -- a state that does not check -----------------------------------------------------------
+
+
+def _garbage(url: str) -> None:
+    with psycopg.connect(url) as connection:
+        connection.execute("UPDATE bias_monitor_state SET body = '{\"monitor\": [1, 2'")
+
+
+def _nan(url: str) -> None:
+    body = json.loads(saved_body(url))
+    body["monitor"]["settings"]["delta0"] = float("nan")  # json writes NaN
+    with psycopg.connect(url) as connection:
+        connection.execute("UPDATE bias_monitor_state SET body = %s", (json.dumps(body),))
+
+
+def _deleted(url: str) -> None:
+    with psycopg.connect(url) as connection:
+        connection.execute("DELETE FROM bias_monitor_state")
+
+
+def _last_log_row_deleted(url: str) -> None:
+    with psycopg.connect(url) as connection:
+        connection.execute(
+            "DELETE FROM bias_monitor_sessions WHERE fold_seq = "
+            "(SELECT max(fold_seq) FROM bias_monitor_sessions)"
+        )
+
+
+def _edited_sums(url: str) -> None:
+    body = json.loads(saved_body(url))
+    body["monitor"]["n_sessions"] = 9
+    with psycopg.connect(url) as connection:
+        connection.execute("UPDATE bias_monitor_state SET body = %s", (json.dumps(body),))
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason", "keyed"),
+    [
+        (_garbage, "damaged", False),
+        (_nan, "damaged", False),
+        (_deleted, "absent", False),
+        (_last_log_row_deleted, "behind its log", False),
+        (_edited_sums, "unsealed", True),  # with the shared key, any edit of the body
+    ],
+)
+def test_a_damaged_state_is_rebuilt_saved_and_logged(
+    store_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    damage: Any,
+    reason: str,
+    keyed: bool,
+) -> None:
+    if keyed:
+        monkeypatch.setenv("LLM_COUNCIL_SUMMARY_KEY", "monitor-test-key")
+    written = sessions(8, "d")
+    write(store_url, *written)
+    order = fold_order(store_url)
+    damage(store_url)
+    write(store_url, sessions(1, "e", seed=6)[0])  # a writer finds the state unusable
+    assert count(store_url, "SELECT count(*) FROM bias_monitor_marks") == 1
+    state, rebuilt = look(store_url)
+    assert [(entry["reason"], entry["saved"]) for entry in rebuilt] == [(reason, True)]
+    assert state.n_sessions == 9
+    assert "secret" not in json.dumps(rebuilt, default=str)
+    new_order = fold_order(store_url)
+    # the log's order is kept; a session it lost is put back after those it kept
+    assert new_order[: len(order) - 1] == order[: len(order) - 1]
+    by_id = {r[0].session_id: r for r in [*written, sessions(1, "e", seed=6)[0]]}
+    assert _comparable(state) == jsonl_body(tmp_path, by_id, new_order)
+    assert count(store_url, "SELECT count(*) FROM bias_monitor_marks") == 0
+    assert look(store_url)[1] == []  # the rebuilt state checks: the next look reads it
+    write(store_url, sessions(1, "f", seed=7)[0])
+    assert count(store_url, "SELECT count(*) FROM bias_monitor_marks") == 0  # folded again
+
+
+def test_a_state_copied_from_another_store_is_not_used(
+    postgres_server: PostgresServer, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same sessions written to two stores: a state is bound to its store's id, so the
+    other store's row (sealed with the same key) does not verify here."""
+    monkeypatch.setenv("LLM_COUNCIL_SUMMARY_KEY", "monitor-test-key")
+    other = postgres_server.create_database(f"t_{uuid.uuid4().hex[:12]}")
+    postgres_schema.migrate_store(other)
+    written = sessions(5, "c")
+    write(store_url, *written[:4])
+    write(other, *written)
+    body, seal = (
+        scalar(other, f"SELECT {column} FROM bias_monitor_state") for column in ("body", "seal")
+    )
+    with psycopg.connect(store_url) as connection:
+        connection.execute("UPDATE bias_monitor_state SET body = %s, seal = %s", (body, seal))
+    with psycopg.connect(store_url) as connection:  # its log too, so only the seal can tell
+        connection.execute("DELETE FROM bias_monitor_sessions")
+        connection.execute(
+            "INSERT INTO bias_sessions (session_id, n_records) VALUES ('c004', 1)"
+        )  # a stand-in row for the log's foreign key (it makes a mark: removed below)
+        connection.execute(
+            "INSERT INTO bias_monitor_sessions SELECT session_id, row_number() OVER "
+            "(ORDER BY session_id) FROM bias_sessions"
+        )
+        connection.execute("DELETE FROM bias_monitor_marks")
+    state, rebuilt = look(store_url)
+    assert [entry["reason"] for entry in rebuilt] == ["unsealed"]
+    assert state.n_sessions == 4  # c004 here has 1 of its records: incomplete, left out
+
+
+def test_an_importers_session_is_folded_after_the_others_by_the_next_look(
+    store_url: str, tmp_path: Path
+) -> None:
+    written = sessions(4, "i")
+    write(store_url, *written[:3])
+    imported = written[3]
+    with psycopg.connect(store_url) as connection:  # another program: plain SQL, no fold
+        connection.execute(
+            "INSERT INTO bias_sessions (session_id, n_records, written_at) "
+            "VALUES (%s, %s, now() - interval '1 day')",
+            (imported[0].session_id, len(imported)),
+        )
+        columns = ", ".join(f'"{name}"' for name in postgres_store._WRITTEN_COLUMNS)
+        with connection.cursor().copy(f"COPY bias_records ({columns}) FROM STDIN") as copy:
+            for index, record in enumerate(imported):
+                copy.write_row(postgres_store._row(index, record, len(imported)))
+    state, rebuilt = look(store_url)
+    assert [entry["reason"] for entry in rebuilt] == ["stale"]
+    # written a day "earlier", but folded after the sessions the state already held
+    assert fold_order(store_url) == ["i000", "i001", "i002", "i003"]
+    by_id = {r[0].session_id: r for r in written}
+    assert _comparable(state) == jsonl_body(tmp_path, by_id, fold_order(store_url))
+
+
+# -- readers, settings, an old store --------------------------------------------------------
+
+
+def _reader(store_url: str) -> str:
+    name = f"reader_{uuid.uuid4().hex[:8]}"
+    database = store_url.rsplit("/", 1)[1]
+    with psycopg.connect(store_url, autocommit=True) as connection:
+        connection.execute(f"CREATE ROLE {name} LOGIN PASSWORD 'pw-{name}'")
+        connection.execute(f'GRANT CONNECT ON DATABASE "{database}" TO {name}')
+        connection.execute(
+            "GRANT SELECT ON llm_council_schema, llm_council_store, bias_sessions, "
+            "bias_records, bias_monitor_state, bias_monitor_sessions, bias_monitor_marks "
+            f"TO {name}"
+        )
+    prefix, rest = store_url.split("://", 1)
+    return f"{prefix}://{name}:pw-{name}@{rest.split('@', 1)[1]}"
+
+
+def test_a_read_only_role_reads_the_state_and_rebuilds_without_saving(
+    store_url: str,
+) -> None:
+    write(store_url, *sessions(5, "r"))
+    reader = _reader(store_url)
+    state, rebuilt = look(reader)
+    assert rebuilt == [] and state.n_sessions == 5
+    _garbage(store_url)
+    damaged = saved_body(store_url)
+    state, rebuilt = look(reader)
+    assert [(entry["reason"], entry["saved"]) for entry in rebuilt] == [("damaged", False)]
+    assert state.n_sessions == 5 and saved_body(store_url) == damaged
+
+
+def test_other_settings_are_computed_and_never_replace_the_state(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(store_url, *sessions(30, "w"))
+    body = saved_body(store_url)
+    with pytest.raises(SystemExit) as caught:
+        main(["bias-watch", "--store", store_url, "--delta0", "3", "--json"])
+    assert caught.value.code == 0  # a 2-point harsh judge is inside a 3-point null
+    answer = json.loads(capsys.readouterr().out)  # stdout holds the JSON alone
+    assert answer["delta0"] == 3 and answer["sessions"] == 30
+    assert saved_body(store_url) == body
+    with pytest.raises(SystemExit) as caught:
+        main(["bias-watch", "--store", store_url, "--json"])
+    assert caught.value.code == 1
+    assert json.loads(capsys.readouterr().out)["confirmed"] == ["judge-0"]
+
+
+def test_a_store_migrated_from_schema_7_is_rebuilt_in_written_order(
+    empty_database_url: str, tmp_path: Path
+) -> None:
+    async def to_seven() -> None:
+        async with await psycopg.AsyncConnection.connect(empty_database_url) as connection:
+            await postgres_schema.migrate(connection, target=7)
+
+    asyncio.run(to_seven())
+    written = sessions(6, "o")
+    columns = ", ".join(f'"{name}"' for name in postgres_store._WRITTEN_COLUMNS)
+    with psycopg.connect(empty_database_url) as connection:
+        for minute, records in enumerate(reversed(written)):  # written_at: newest first
+            connection.execute(
+                "INSERT INTO bias_sessions (session_id, n_records, written_at) "
+                "VALUES (%s, %s, '2026-11-27T10:00:00Z'::timestamptz + %s * interval '1 minute')",
+                (records[0].session_id, len(records), minute),
+            )
+            with connection.cursor().copy(f"COPY bias_records ({columns}) FROM STDIN") as copy:
+                for index, record in enumerate(records):
+                    copy.write_row(postgres_store._row(index, record, len(records)))
+    before, rebuilt = look(empty_database_url)
+    assert [(entry["reason"], entry["saved"]) for entry in rebuilt] == [("before schema 8", False)]
+    postgres_schema.migrate_store(empty_database_url)
+    state, rebuilt = look(empty_database_url)
+    assert [(entry["reason"], entry["saved"]) for entry in rebuilt] == [("absent", True)]
+    expected = [records[0].session_id for records in reversed(written)]
+    assert fold_order(empty_database_url) == expected
+    by_id = {r[0].session_id: r for r in written}
+    assert _comparable(state) == _comparable(before) == jsonl_body(tmp_path, by_id, expected)
