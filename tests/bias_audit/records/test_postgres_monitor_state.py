@@ -422,3 +422,17 @@ def test_a_store_migrated_from_schema_7_is_rebuilt_in_written_order(
     assert fold_order(empty_database_url) == expected
     by_id = {r[0].session_id: r for r in written}
     assert _comparable(state) == _comparable(before) == jsonl_body(tmp_path, by_id, expected)
+
+
+def test_a_look_keeps_its_connection_and_survives_the_server_closing_it(store_url: str) -> None:
+    write(store_url, *sessions(3, "n"))
+    assert look(store_url)[0].n_sessions == 3
+    with psycopg.connect(store_url) as connection:
+        ended = connection.execute(
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+            "AND backend_type = 'client backend'"
+        ).fetchone()
+    assert ended is not None and ended[0] >= 1  # the look's kept connection among them
+    state, rebuilt = look(store_url)  # the broken connection is replaced, once
+    assert rebuilt == [] and state.n_sessions == 3

@@ -19,12 +19,21 @@ with a :class:`~llm_council.errors.RecordError` instead of read inside a session
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 import structlog
-from psycopg import Connection, IsolationLevel
+from psycopg import Connection, IsolationLevel, OperationalError
 from psycopg import Error as DriverError
-from psycopg.errors import InsufficientPrivilege, ReadOnlySqlTransaction, SerializationFailure
+from psycopg.errors import (
+    InsufficientPrivilege,
+    ReadOnlySqlTransaction,
+    SerializationFailure,
+    UndefinedTable,
+)
+from psycopg.pq import TransactionStatus
 
 from llm_council.bias_audit.records.monitor_fold import MonitorState, SessionFolder
 from llm_council.bias_audit.records.postgres_connect import connect_options
@@ -36,7 +45,11 @@ from llm_council.bias_audit.records.postgres_monitor_state import (
     checked_state,
     encoded_row,
 )
-from llm_council.bias_audit.records.postgres_schema import stored_store_id, stored_version
+from llm_council.bias_audit.records.postgres_schema import (
+    SCHEMA_VERSION,
+    stored_store_id,
+    stored_version,
+)
 from llm_council.bias_audit.records.store_urls import redact_url
 from llm_council.errors import RecordError
 from llm_council.stats.monitor.anytime_monitor import MonitorSettings
@@ -192,11 +205,63 @@ def _rebuilt(
         return _folded_records(connection, query, settings).state, False
 
 
-def _saved(connection: Connection[Any], settings: MonitorSettings) -> CheckedState | str:
-    row = connection.execute(LOOKUP).fetchone()
-    if row is None:
-        return "absent"
-    return checked_state(row[:2], row[2], row[3], row[4], row[5] or "", settings)
+#: per process and store: one connection kept open between looks, so a session's answer
+#: does not pay for a new connection and its authentication (most of a look's time)
+_IDLE: dict[tuple[int, str], Connection[Any]] = {}
+
+
+@contextmanager
+def _look_connection(url: str, fresh: bool = False) -> Iterator[Connection[Any]]:
+    """A connection to ``url``: the one this process kept, or a new one; kept again when the
+    look ends cleanly outside a transaction (one per store; a concurrent look opens its own
+    and closes it), closed on any error."""
+    key = (os.getpid(), url)  # a forked child never shares its parent's connection
+    connection = None if fresh else _IDLE.pop(key, None)
+    if connection is None or connection.closed or connection.broken:
+        connection = Connection.connect(url, **connect_options(url))
+    try:
+        yield connection
+    except BaseException:
+        connection.close()
+        raise
+    idle = connection.info.transaction_status == TransactionStatus.IDLE
+    if not idle or _IDLE.setdefault(key, connection) is not connection:
+        connection.close()  # mid-transaction, or another look kept its own first
+
+
+def _saved(
+    connection: Connection[Any], url: str, settings: MonitorSettings
+) -> tuple[int | None, CheckedState | str]:
+    """The store's schema version and its saved state, or why the state cannot be used."""
+    try:
+        row = connection.execute(LOOKUP).fetchone()
+        connection.commit()
+    except UndefinedTable:  # a schema before 8, or none
+        connection.rollback()
+        version = stored_version(connection, url)
+        connection.commit()
+        return version, "before schema 8"
+    assert row is not None
+    if row[0] is None or row[0] > SCHEMA_VERSION:
+        version = stored_version(connection, url)  # raises for a newer schema
+        connection.commit()
+        return version, "before schema 8"
+    return int(row[0]), checked_state(row[1:3], row[3], row[4], row[5], row[6] or "", settings)
+
+
+def _look(
+    connection: Connection[Any], url: str, wanted: MonitorSettings, max_records: int, save: bool
+) -> tuple[MonitorState, str, bool]:
+    """The state, why it was rebuilt (``""``: it was not) and whether that was saved."""
+    version, found = _saved(connection, url, wanted)
+    if isinstance(found, CheckedState):
+        return found.state, "", False
+    if version is None or version < 3:
+        return MonitorState(settings=wanted), "", False  # no session yet, or before check_kind
+    _check_size(connection, url, max_records)
+    connection.commit()
+    state, saved = _rebuilt(connection, url, wanted, version, save)
+    return state, found, saved
 
 
 def postgres_monitor(
@@ -211,24 +276,15 @@ def postgres_monitor(
     check_url(url)
     wanted = settings or MonitorSettings()
     try:
-        with Connection.connect(url, **connect_options(url)) as connection:
-            version = stored_version(connection, url)
-            connection.commit()
-            if version is None or version < 3:
-                return MonitorState(settings=wanted)  # no session yet, or before check_kind
-            reason = "before schema 8"
-            if version >= MONITOR_SCHEMA_VERSION:
-                found = _saved(connection, wanted)
-                connection.commit()
-                if isinstance(found, CheckedState):
-                    return found.state
-                reason = found
-            _check_size(connection, url, max_records)
-            connection.commit()
-            state, saved = _rebuilt(connection, url, wanted, version, save)
+        try:
+            with _look_connection(url) as connection:
+                state, reason, saved = _look(connection, url, wanted, max_records, save)
+        except OperationalError:  # perhaps a kept connection the server has closed since
+            with _look_connection(url, fresh=True) as connection:
+                state, reason, saved = _look(connection, url, wanted, max_records, save)
     except DriverError as error:
         raise store_error(url, "cannot read the record store", error) from None
-    if reason != "other settings" and (state.n_sessions or reason != "absent"):
+    if reason and reason != "other settings" and (state.n_sessions or reason != "absent"):
         log.warning(
             "bias_monitor_state_rebuilt",
             store=redact_url(url),

@@ -68,13 +68,15 @@ MONITOR_SCHEMA_VERSION = 8
 STATE_KIND = "postgres-monitor-state"
 _DAMAGED = (ValueError, KeyError, TypeError, IndexError, AttributeError, OverflowError)
 
-#: the state and what it is checked against, in one statement (a reader's look)
-LOOKUP = """SELECT s.body, s.seal,
+#: the schema's version, the state and what it is checked against, in one statement (a
+#: reader's look; fails on a schema without the monitor's tables)
+LOOKUP = """SELECT v.version, s.body, s.seal,
     EXISTS (SELECT 1 FROM bias_monitor_marks),
     (SELECT fold_seq FROM bias_monitor_sessions ORDER BY fold_seq DESC LIMIT 1),
     (SELECT session_id FROM bias_monitor_sessions ORDER BY fold_seq DESC LIMIT 1),
     (SELECT min(store_id) FROM llm_council_store)
-  FROM bias_monitor_state s LIMIT 1"""
+  FROM (SELECT max(version) AS version FROM llm_council_schema) v
+  LEFT JOIN (SELECT body, seal FROM bias_monitor_state LIMIT 1) s ON true"""
 # the writer, in one statement: the row, locked, with the marks of other transactions and
 # the log's last session. After a wait for the lock the row is the newest version but the
 # subqueries see the statement's snapshot from before the wait; a log that looks behind
