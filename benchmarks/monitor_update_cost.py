@@ -308,6 +308,22 @@ def postgres_table(store_sizes: list[int], members: list[int], measured: int, se
         print("| " + " | ".join(row) + " |")
 
 
+def print_jsonl_table(rows: list[list[str]], base: bool) -> None:
+    load = os.getloadavg()[0]
+    print(f"monitor update per session, ms (load average {load:.1f} at the end)")
+    print()
+    column = "| base tree: median / p90 / mean (CPU median) " if base else ""
+    print(
+        "| members | store sessions "
+        + column
+        + "| wall, tail read: median / p90 / mean | wall, from memory "
+        "| CPU median, tail read | CPU median, from memory | sessions timed |"
+    )
+    print("|---|---|---|---|---|---|---|" + ("---|" if base else ""))
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--members", type=int, nargs="+", default=[3, 5, 9])
@@ -339,19 +355,8 @@ def main(argv: list[str] | None = None) -> None:
         if args.base is not None:
             row.insert(2, base_cell(args.base, members, store_sessions, args.sessions, args.seed))
         rows.append(row)
-    load = os.getloadavg()[0]
-    print(f"monitor update per session, ms (load average {load:.1f} at the end)")
-    print()
-    base = "| base tree: median / p90 / mean (CPU median) " if args.base is not None else ""
-    print(
-        "| members | store sessions "
-        + base
-        + "| wall, tail read: median / p90 / mean | wall, from memory "
-        "| CPU median, tail read | CPU median, from memory | sessions timed |"
-    )
-    print("|---|---|---|---|---|---|---|" + ("---|" if base else ""))
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
+    if rows:
+        print_jsonl_table(rows, base=args.base is not None)
     if args.postgres:
         postgres_table(args.postgres_stores, args.postgres_members, args.pg_sessions, args.seed)
 
