@@ -436,3 +436,54 @@ def test_a_look_keeps_its_connection_and_survives_the_server_closing_it(store_ur
     assert ended is not None and ended[0] >= 1  # the look's kept connection among them
     state, rebuilt = look(store_url)  # the broken connection is replaced, once
     assert rebuilt == [] and state.n_sessions == 3
+
+
+def test_a_look_without_save_writes_nothing_and_a_sessions_answer_saves(
+    store_url: str,
+) -> None:
+    from llm_council.bias_audit.records.monitor_update import monitor_after_session
+
+    write(store_url, *sessions(4, "s"))
+    _garbage(store_url)
+    damaged = saved_body(store_url)
+    # as the report's section reads it: rebuilt in memory, the row left as it was
+    assert postgres_monitor.postgres_monitor(store_url).n_sessions == 4
+    assert saved_body(store_url) == damaged
+    answer = monitor_after_session(store_url)  # a session's answer rebuilds and saves
+    assert answer["status"] == "ok" and answer["sessions"] == 4
+    assert saved_body(store_url) != damaged and look(store_url)[1] == []
+
+
+def test_hostile_session_ids_are_folded_and_logged_as_written(
+    store_url: str, tmp_path: Path
+) -> None:
+    ids = ["x'); DROP TABLE bias_monitor_state; --", "tab\there\nnewline", "\u202eevil", "é" * 300]
+    written = [
+        [record.model_copy(update={"session_id": session_id}) for record in records]
+        for session_id, records in zip(ids, sessions(len(ids), "h"), strict=True)
+    ]
+    write(store_url, *written)
+    assert fold_order(store_url) == ids
+    state, rebuilt = look(store_url)
+    assert rebuilt == []
+    assert _comparable(state) == jsonl_body(tmp_path, {r[0].session_id: r for r in written}, ids)
+
+
+def test_rebuilds_racing_two_writer_processes_lose_and_double_nothing(
+    store_url: str, tmp_path: Path
+) -> None:
+    processes = [_writer(store_url, 12, "u", 21), _writer(store_url, 12, "v", 22)]
+    rebuilds = 0
+    while any(process.poll() is None for process in processes):
+        _garbage(store_url)  # a damaged row: the next look rebuilds it under the row's lock
+        postgres_monitor.postgres_monitor(store_url, save=True)
+        rebuilds += 1
+    assert [process.wait(timeout=300) for process in processes] == [0, 0]
+    assert rebuilds >= 1
+    look(store_url)  # writers that met a damaged row left marks: one more rebuild
+    state, rebuilt = look(store_url)
+    assert rebuilt == [] and state.n_sessions == 24
+    by_id = {r[0].session_id: r for r in [*sessions(12, "u", 21), *sessions(12, "v", 22)]}
+    order = fold_order(store_url)
+    assert sorted(order) == sorted(by_id)
+    assert _comparable(state) == jsonl_body(tmp_path, by_id, order)
