@@ -80,9 +80,10 @@ LOOKUP = """SELECT v.version, s.body, s.seal,
 # the writer, in one statement: the row, locked, with the marks of other transactions and
 # the log's last session. After a wait for the lock the row is the newest version but the
 # subqueries see the statement's snapshot from before the wait; a log that looks behind
-# the row is then read again (:data:`_AFTER_LOCK`, a new snapshot in READ COMMITTED). A
-# mark committed during the wait is missed, as one committed just after the check would
-# be: it stays, and the next look rebuilds
+# the row, or marks a rebuild deleted during the wait, are then read again
+# (:data:`_AFTER_LOCK`, a new snapshot in READ COMMITTED). A mark committed during the
+# wait may be missed, as one committed just after the check would be: it stays, and the
+# next look rebuilds
 _LOCK = """SELECT s.body, s.seal,
     EXISTS (SELECT 1 FROM bias_monitor_marks WHERE xact_id <> pg_current_xact_id()),
     (SELECT fold_seq FROM bias_monitor_sessions ORDER BY fold_seq DESC LIMIT 1),
@@ -234,7 +235,7 @@ async def fold_monitor_session(
             row = await cursor.fetchone()
             log_tail = None if row is None else row[2:]
             checked = _checked(row, log_tail, store_id, given.settings)
-            if checked == "behind its log":  # perhaps only a lock waited for: read again
+            if checked in ("behind its log", "stale"):  # perhaps a lock waited for: again
                 cursor = await connection.execute(_AFTER_LOCK)
                 log_tail = await cursor.fetchone()
                 checked = _checked(row, log_tail, store_id, given.settings)
