@@ -487,3 +487,41 @@ def test_rebuilds_racing_two_writer_processes_lose_and_double_nothing(
     order = fold_order(store_url)
     assert sorted(order) == sorted(by_id)
     assert _comparable(state) == jsonl_body(tmp_path, by_id, order)
+
+
+def _packed_state(members: int = 3) -> Any:
+    """A state after a few sessions, folded by the JSONL path's fold (no server)."""
+    from llm_council.bias_audit.records.monitor_fold import MonitorState, fold_session_records
+    from llm_council.stats.monitor.anytime_monitor import MonitorSettings
+
+    state = MonitorState(settings=MonitorSettings())
+    for records in sessions(4, "z", spec=CouncilSpec(n_members=members)):
+        state = fold_session_records(state, records)
+    return state
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_a_non_finite_sum_is_never_written_nor_read_back(value: float) -> None:
+    import base64
+
+    import numpy as np
+
+    from llm_council.bias_audit.records import postgres_monitor_state as rows
+    from llm_council.stats.monitor.anytime_monitor import MonitorSettings
+
+    state = _packed_state()
+    body_text, seal = rows.encoded_row(state, 4, "z003", "store")
+    assert seal is None  # no shared key in the tests' environment: nothing sealed
+    checked = rows.checked_state((body_text, seal), False, 4, "z003", "store", MonitorSettings())
+    assert isinstance(checked, rows.CheckedState) and checked.state.n_sessions == 4
+    body = json.loads(body_text)
+    column = np.frombuffer(base64.b64decode(body["monitor"]["cells"]["precision"]), "<f8").copy()
+    column[0] = value
+    body["monitor"]["cells"]["precision"] = base64.b64encode(column.tobytes()).decode()
+    edited = (json.dumps(body), None)
+    assert rows.checked_state(edited, False, 4, "z003", "store", MonitorSettings()) == "damaged"
+    sums = state.sums
+    broken = type(state)(**{**state.__dict__, "sums": type(sums)(**{**sums.__dict__})})
+    broken.sums.precision[0, 0] = value
+    with pytest.raises(ValueError, match="not finite"):
+        rows.encoded_row(broken, 4, "z003", "store")
