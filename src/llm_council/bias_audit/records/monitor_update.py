@@ -11,9 +11,7 @@ not check (:mod:`.postgres_monitor`).
 
 from __future__ import annotations
 
-import math
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,15 @@ import structlog
 from llm_council.bias_audit.records.background_rebuild import rebuild_once_in_background
 from llm_council.bias_audit.records.monitor_append import appended_session
 from llm_council.bias_audit.records.monitor_sessions import MonitoredRecord
+from llm_council.bias_audit.records.monitor_settings import (  # re-exported: names kept
+    ALPHA_VARIABLE as ALPHA_VARIABLE,
+)
+from llm_council.bias_audit.records.monitor_settings import (
+    DELTA0_VARIABLE as DELTA0_VARIABLE,
+)
+from llm_council.bias_audit.records.monitor_settings import (
+    monitor_settings as monitor_settings,
+)
 from llm_council.bias_audit.records.monitor_state import (
     MonitorRebuilding,
     current_monitor,
@@ -32,43 +39,10 @@ from llm_council.bias_audit.records.store_urls import is_postgres_url
 from llm_council.errors import ConfigError, RecordError
 from llm_council.stats.monitor.anytime_monitor import MonitorSettings
 
-DELTA0_VARIABLE = "LLM_COUNCIL_MONITOR_DELTA0"
-ALPHA_VARIABLE = "LLM_COUNCIL_MONITOR_ALPHA"
 #: as for the reviewer profiles (ADR 0045): about 5 s of reading on this project's machine
 REBUILD_IN_SESSION_MAX_BYTES = 32 * 1024 * 1024
 
 log = structlog.get_logger("llm_council.bias_audit")
-
-
-def _number(environ: Mapping[str, str], name: str, default: float) -> float:
-    text = environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        raise ConfigError(f"{name}={text!r} is not a number") from None
-    if not math.isfinite(value):
-        raise ConfigError(f"{name}={text!r} is not a finite number")
-    return value
-
-
-def monitor_settings(
-    environ: Mapping[str, str] | None = None,
-    *,
-    delta0: float | None = None,
-    alpha: float | None = None,
-) -> MonitorSettings:
-    """The settings: explicit values, else the environment's, else the defaults; a bad
-    value is one :class:`ConfigError` naming it."""
-    env = os.environ if environ is None else environ
-    defaults = MonitorSettings()
-    chosen_delta0 = _number(env, DELTA0_VARIABLE, defaults.delta0) if delta0 is None else delta0
-    chosen_alpha = _number(env, ALPHA_VARIABLE, defaults.alpha) if alpha is None else alpha
-    try:
-        return MonitorSettings(delta0=chosen_delta0, alpha=chosen_alpha)
-    except ValueError as error:
-        raise ConfigError(str(error)) from None
 
 
 def monitor_after_session(

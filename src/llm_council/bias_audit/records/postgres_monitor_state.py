@@ -194,7 +194,7 @@ async def session_input(records: Sequence[MonitoredRecord]) -> SessionInput | No
     """The session's estimates, computed in a worker thread (numpy: off the event loop);
     ``None`` when they cannot be folded (a bad setting, non-finite estimates): the mark
     stays and the next look rebuilds."""
-    from llm_council.bias_audit.records.monitor_update import monitor_settings
+    from llm_council.bias_audit.records.monitor_settings import monitor_settings
 
     try:
         settings = monitor_settings()
