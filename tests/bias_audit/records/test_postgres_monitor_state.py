@@ -525,3 +525,20 @@ def test_a_non_finite_sum_is_never_written_nor_read_back(value: float) -> None:
     broken.sums.precision[0, 0] = value
     with pytest.raises(ValueError, match="not finite"):
         rows.encoded_row(broken, 4, "z003", "store")
+
+
+def test_store_rebuild_rebuilds_the_monitor_after_an_import(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(store_url, *sessions(3, "t"))
+    with psycopg.connect(store_url) as connection:  # an importer's statement: stale
+        connection.execute("UPDATE bias_sessions SET n_records = n_records WHERE false")
+    assert count(store_url, "SELECT count(*) FROM bias_monitor_marks") == 1
+    with pytest.raises(SystemExit) as caught:
+        main(["store-rebuild", "--store", store_url])
+    assert caught.value.code in (0, None)
+    err = capsys.readouterr().err
+    assert "the bias monitor from 3 session(s), saved" in err and ":***@" in err
+    assert count(store_url, "SELECT count(*) FROM bias_monitor_marks") == 0
+    state, rebuilt = look(store_url)
+    assert rebuilt == [] and state.n_sessions == 3

@@ -295,4 +295,23 @@ def postgres_monitor(
     return state
 
 
-__all__ = ["MAX_RECORDS", "REBUILD_ATTEMPTS", "postgres_monitor"]
+def rebuild_postgres_monitor(
+    url: str, settings: MonitorSettings | None = None
+) -> tuple[MonitorState, bool]:
+    """Rebuild the store's monitor state from its records now, whether or not the saved one
+    checks (``llm-council store-rebuild``, after an import), and save it when the role may;
+    the state and whether it was saved. A store before schema 8 is computed, not saved."""
+    check_url(url)
+    wanted = settings or MonitorSettings()
+    try:
+        with Connection.connect(url, **connect_options(url)) as connection:
+            version = stored_version(connection, url)
+            connection.commit()
+            if version is None or version < 3:
+                return MonitorState(settings=wanted), False
+            return _rebuilt(connection, url, wanted, version, save=True)
+    except DriverError as error:
+        raise store_error(url, "cannot rebuild the monitor", error) from None
+
+
+__all__ = ["MAX_RECORDS", "REBUILD_ATTEMPTS", "postgres_monitor", "rebuild_postgres_monitor"]
