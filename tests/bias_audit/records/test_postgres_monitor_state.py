@@ -542,3 +542,26 @@ def test_store_rebuild_rebuilds_the_monitor_after_an_import(
     assert count(store_url, "SELECT count(*) FROM bias_monitor_marks") == 0
     state, rebuilt = look(store_url)
     assert rebuilt == [] and state.n_sessions == 3
+
+
+def test_a_reader_with_the_grants_of_schema_7_is_told_what_to_grant(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(store_url, *sessions(2, "g"))
+    name = f"old_reader_{uuid.uuid4().hex[:8]}"
+    database = store_url.rsplit("/", 1)[1]
+    with psycopg.connect(store_url, autocommit=True) as connection:
+        connection.execute(f"CREATE ROLE {name} LOGIN PASSWORD 'pw-{name}'")
+        connection.execute(f'GRANT CONNECT ON DATABASE "{database}" TO {name}')
+        connection.execute(
+            "GRANT SELECT ON llm_council_schema, llm_council_store, bias_sessions, "
+            f"bias_records TO {name}"
+        )
+    prefix, rest = store_url.split("://", 1)
+    reader = f"{prefix}://{name}:pw-{name}@{rest.split('@', 1)[1]}"
+    with pytest.raises(SystemExit) as caught:
+        main(["bias-watch", "--store", reader])
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert "GRANT SELECT ON bias_monitor_state" in err and f"pw-{name}" not in err
+    assert err.strip().count("\n") == 0

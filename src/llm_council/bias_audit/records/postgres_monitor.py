@@ -241,6 +241,13 @@ def _saved(
         version = stored_version(connection, url)
         connection.commit()
         return version, "before schema 8"
+    except InsufficientPrivilege:  # grants from before schema 8
+        connection.rollback()
+        raise RecordError(
+            f"{redact_url(url)}: this role may not read the monitor's tables (schema 8): "
+            "GRANT SELECT ON bias_monitor_state, bias_monitor_sessions, bias_monitor_marks "
+            "(docs/production.md, Roles and grants)"
+        ) from None
     assert row is not None
     if row[0] is None or row[0] > SCHEMA_VERSION:
         version = stored_version(connection, url)  # raises for a newer schema
