@@ -565,3 +565,30 @@ def test_a_reader_with_the_grants_of_schema_7_is_told_what_to_grant(
     err = capsys.readouterr().err
     assert "GRANT SELECT ON bias_monitor_state" in err and f"pw-{name}" not in err
     assert err.strip().count("\n") == 0
+
+
+def test_audited_councils_answer_from_the_state_their_writers_folded(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole path: the middleware writes each session (folding it in the transaction)
+    and answers from the saved state; no look has to rebuild."""
+    from llm_council import run_full_council
+    from llm_council.config import CouncilConfig, CouncilMember
+
+    monkeypatch.setenv("LLM_COUNCIL_BIAS_AUDIT", "true")
+    monkeypatch.setenv("LLM_COUNCIL_BIAS_STORE", store_url)
+    config = CouncilConfig(
+        members=tuple(CouncilMember(name=f"m{i}", spec="simulated:unbiased") for i in range(3)),
+        chairman=CouncilMember(name="chair", spec="simulated:unbiased"),
+    )
+    answers = []
+    with capture_logs() as logs:
+        for seed in (1, 2, 3):
+            result = asyncio.run(run_full_council("q?", config=config, seed=seed))
+            answers.append(result.metadata["bias_audit"]["monitor"])
+    assert [answer["sessions"] for answer in answers] == [1, 2, 3]
+    assert all(answer["status"] == "ok" for answer in answers)
+    events = {entry["event"] for entry in logs}
+    assert "bias_monitor_state_rebuilt" not in events and "bias_monitor_not_folded" not in events
+    assert len(fold_order(store_url)) == 3
+    assert count(store_url, "SELECT count(*) FROM bias_monitor_marks") == 0
