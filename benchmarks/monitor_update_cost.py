@@ -25,14 +25,19 @@ generator (``tests/generators/independent_council.py``), honest noise SDs 0.5-1.
 in its own process right after each row (``current_monitor``, as that tree's middleware
 calls it), with half as many sessions timed.
 
-PostgreSQL (``--postgres``, when a server can be started here: ``tests/fakes``): a
-PostgreSQL store keeps no monitor state, so each look folds every record again
-(``postgres_monitor``); its cost per look is timed on a store of ``--store-sessions``
-5-member sessions, for comparison.
+PostgreSQL (``--postgres``, when a server can be started here: ``tests/fakes``), a second
+table: per store of ``--postgres-stores`` sessions (loaded by COPY, the state rebuilt once)
+and ``--postgres-members`` members, ``--pg-sessions`` sessions written through the store's
+writer (the monitor's fold in the session's transaction timed inside it), each followed by
+a look at the saved state (*after*: ``postgres_monitor``, connection included, as a
+session's answer and ``bias-watch`` read it) and, on every session at 100 and every 20th
+at 2,000, a look that folds every record again (*before*: the only look there was before
+the state table; same connection, query and fold), checked equal to the saved state.
 
     PYTHONPATH=src nice .venv/bin/python benchmarks/monitor_update_cost.py \\
         [--members 3 5 9] [--sessions 300] [--store-sessions 100] [--large 2000] \\
-        [--postgres] [--seed 1] [--base /tmp/monitor-before]
+        [--postgres [--postgres-stores 100 2000] [--postgres-members 3 5] [--pg-sessions 40]] \\
+        [--jsonl 0] [--seed 1] [--base /tmp/monitor-before]
 """
 
 from __future__ import annotations
@@ -164,50 +169,159 @@ def base_cell(base: Path, members: int, store_sessions: int, measured: int, seed
     return completed.stdout.strip().splitlines()[-1]
 
 
-def postgres_row(store_sessions: int, looks: int, seed: int, base: bool) -> list[str] | None:
-    """The cost of one look at a PostgreSQL store's monitor (every record folded again)."""
+def _copy_into(url: str, sessions: list[list[ReviewRecord]]) -> None:
+    """The store's earlier sessions in one transaction by COPY, as an importer writes them
+    (no fold: the state is rebuilt once after), ``written_at`` in their order."""
+    import psycopg
+
+    from llm_council.bias_audit.records import postgres_store
+
+    columns = ", ".join(f'"{name}"' for name in postgres_store._WRITTEN_COLUMNS)
+    with psycopg.connect(url) as connection:
+        for index, records in enumerate(sessions):
+            connection.execute(
+                "INSERT INTO bias_sessions (session_id, n_records, written_at) VALUES "
+                "(%s, %s, '2026-01-01T00:00:00Z'::timestamptz + %s * interval '1 second')",
+                (records[0].session_id, len(records), index),
+            )
+        with connection.cursor().copy(f"COPY bias_records ({columns}) FROM STDIN") as copy:
+            for records in sessions:
+                for index, record in enumerate(with_session_counts(records)):
+                    copy.write_row(postgres_store._row(index, record, len(records)))
+
+
+def _recomputed_look(url: str, settings: object) -> object:
+    """The look before the state table: connect, check the schema, fold every record (the
+    rebuild's query and fold, nothing saved, the saved state left alone)."""
+    from psycopg import Connection
+
+    from llm_council.bias_audit.records import postgres_monitor as monitor
+    from llm_council.bias_audit.records.postgres_connect import connect_options
+    from llm_council.bias_audit.records.postgres_schema import stored_version
+
+    with Connection.connect(url, **connect_options(url)) as connection:
+        version = stored_version(connection, url)
+        connection.commit()
+        monitor._check_size(connection, url, monitor.MAX_RECORDS)
+        connection.commit()
+        return monitor._rebuilt(connection, url, settings, version or 0, save=False)[0]
+
+
+def postgres_rows(
+    server: object, members: int, store_sessions: int, measured: int, seed: int
+) -> list[str]:
+    """One PostgreSQL store of ``store_sessions`` sessions, then ``measured`` sessions
+    written through the store's writer (its monitor fold timed inside the transaction),
+    each followed by a look at the saved state (after) and, on every ``stride``-th session,
+    a look that folds every record again (before: the only look there was)."""
+    import asyncio
+
+    from llm_council.bias_audit.records import postgres_monitor_state
+    from llm_council.bias_audit.records.monitor_fold import MonitorState
+    from llm_council.bias_audit.records.monitor_state import state_body
+    from llm_council.bias_audit.records.postgres_monitor import postgres_monitor
+    from llm_council.bias_audit.records.postgres_schema import migrate_store
+    from llm_council.bias_audit.records.stores import open_store
+    from llm_council.stats.monitor.anytime_monitor import MonitorSettings
+
+    url = server.create_database(f"cost_{members}_{store_sessions}")  # type: ignore[attr-defined]
+    migrate_store(url)
+    sessions = _sessions(members, store_sessions + measured, seed)
+    _copy_into(url, sessions[:store_sessions])
+    postgres_monitor(url, save=True)  # the state the writers fold into
+    folds: list[float] = []
+    original = postgres_monitor_state.fold_monitor_session
+
+    async def timed_fold(*args: object, **kwargs: object) -> str:
+        started = time.perf_counter()
+        outcome = await original(*args, **kwargs)  # type: ignore[arg-type]
+        folds.append(time.perf_counter() - started)
+        if outcome != "folded":
+            raise SystemExit(f"the writer did not fold: {outcome}")
+        return outcome
+
+    postgres_monitor_state.fold_monitor_session = timed_fold  # type: ignore[assignment]
+    writes: list[float] = []
+    after: list[float] = []
+    before: list[float] = []
+    stride = max(1, store_sessions // 100)  # a look of the old kind costs the whole store
+    settings = MonitorSettings()
+
+    async def run() -> None:
+        writer = open_store(url)
+        for index, records in enumerate(sessions[store_sessions:]):
+            started = time.perf_counter()
+            await writer.write_session(records)
+            writes.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            saved = await asyncio.to_thread(postgres_monitor, url, settings)
+            after.append(time.perf_counter() - started)
+            if index % stride == 0:
+                started = time.perf_counter()
+                recomputed = await asyncio.to_thread(_recomputed_look, url, settings)
+                before.append(time.perf_counter() - started)
+                assert isinstance(recomputed, MonitorState) and isinstance(saved, MonitorState)
+                if state_body(recomputed)["cells"] != state_body(saved)["cells"]:
+                    raise SystemExit("the saved state differs from the records' fold")
+        await writer.aclose()  # type: ignore[attr-defined]
+
+    try:
+        asyncio.run(run())
+    finally:
+        postgres_monitor_state.fold_monitor_session = original  # type: ignore[assignment]
+    return [
+        f"{members}",
+        f"{store_sessions:,}",
+        _summary(before),
+        _summary(after),
+        _summary(writes),
+        _summary(folds),
+        f"{len(before)} / {len(after)}",
+    ]
+
+
+def postgres_table(store_sizes: list[int], members: list[int], measured: int, seed: int) -> None:
+    """The PostgreSQL rows, printed as a table (a server started here, stopped after)."""
     from fakes.postgres_server import PostgresServer, unavailable_reason
 
     reason = unavailable_reason()
     if reason is not None:
         print(f"PostgreSQL not measured: {reason}", file=sys.stderr)
-        return None
-    import asyncio
-
-    from llm_council.bias_audit.records.postgres_monitor import postgres_monitor
-    from llm_council.bias_audit.records.postgres_schema import migrate_store
-    from llm_council.bias_audit.records.stores import open_store
-
+        return
     server = PostgresServer.start()
     try:
-        url = server.create_database("monitor_cost")
-        migrate_store(url)
-        sessions = _sessions(5, store_sessions, seed)
-
-        async def write() -> None:
-            writer = open_store(url)
-            for records in sessions:
-                await writer.write_session(records)
-            await writer.aclose()  # type: ignore[attr-defined]
-
-        asyncio.run(write())
-        samples = []
-        for _ in range(looks):
-            started = time.perf_counter()
-            postgres_monitor(url)
-            samples.append(time.perf_counter() - started)
+        rows = [
+            postgres_rows(server, m, size, measured, seed) for size in store_sizes for m in members
+        ]
     finally:
         server.stop()
-    return [
-        "5",
-        f"{store_sessions:,} (PostgreSQL)",
-        *(["-"] if base else []),
-        _summary(samples),
-        "-",
-        "-",
-        "-",
-        f"{looks} looks",
-    ]
+    print()
+    print(f"PostgreSQL, ms (load average {os.getloadavg()[0]:.1f} at the end)")
+    print()
+    print(
+        "| members | store sessions | look before: every record folded (median / p90 / "
+        "mean) | look after: the saved state | write_session, fold included | the fold in "
+        "the transaction | looks before / after |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+
+
+def print_jsonl_table(rows: list[list[str]], base: bool) -> None:
+    load = os.getloadavg()[0]
+    print(f"monitor update per session, ms (load average {load:.1f} at the end)")
+    print()
+    column = "| base tree: median / p90 / mean (CPU median) " if base else ""
+    print(
+        "| members | store sessions "
+        + column
+        + "| wall, tail read: median / p90 / mean | wall, from memory "
+        "| CPU median, tail read | CPU median, from memory | sessions timed |"
+    )
+    print("|---|---|---|---|---|---|---|" + ("---|" if base else ""))
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -217,6 +331,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--store-sessions", type=int, default=100)
     parser.add_argument("--large", type=int, default=2000, help="5 members; 0: no such row")
     parser.add_argument("--postgres", action="store_true")
+    parser.add_argument("--postgres-stores", type=int, nargs="+", default=[100, 2000])
+    parser.add_argument("--postgres-members", type=int, nargs="+", default=[3, 5])
+    parser.add_argument("--pg-sessions", type=int, default=40, help="written per PostgreSQL row")
+    parser.add_argument("--jsonl", type=int, default=1, help="0: the PostgreSQL table only")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--base", type=Path, help="a tree (checkout or git archive) with src/: its update too"
@@ -232,28 +350,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.large:
         sizes.append((5, args.large))
     rows = []
-    for members, store_sessions in sizes:
+    for members, store_sessions in sizes if args.jsonl else []:
         row = jsonl_row(members, store_sessions, args.sessions, args.seed)
         if args.base is not None:
             row.insert(2, base_cell(args.base, members, store_sessions, args.sessions, args.seed))
         rows.append(row)
+    if rows:
+        print_jsonl_table(rows, base=args.base is not None)
     if args.postgres:
-        row = postgres_row(args.store_sessions, 20, args.seed, args.base is not None)
-        if row is not None:
-            rows.append(row)
-    load = os.getloadavg()[0]
-    print(f"monitor update per session, ms (load average {load:.1f} at the end)")
-    print()
-    base = "| base tree: median / p90 / mean (CPU median) " if args.base is not None else ""
-    print(
-        "| members | store sessions "
-        + base
-        + "| wall, tail read: median / p90 / mean | wall, from memory "
-        "| CPU median, tail read | CPU median, from memory | sessions timed |"
-    )
-    print("|---|---|---|---|---|---|---|" + ("---|" if base else ""))
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
+        postgres_table(args.postgres_stores, args.postgres_members, args.pg_sessions, args.seed)
 
 
 if __name__ == "__main__":

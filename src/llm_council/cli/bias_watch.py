@@ -108,7 +108,9 @@ def bias_watch(
     from llm_council.bias_audit.records.monitor_update import monitor_settings
     from llm_council.bias_audit.records.store_urls import is_postgres_url, redact_url
     from llm_council.bias_audit.records.stores import store_spec
+    from llm_council.infra.log_setup import configure_logging
 
+    configure_logging(level="WARNING")  # stderr: stdout carries the status (and --json)
     spec = store if store is not None else store_spec()
     settings = monitor_settings(delta0=delta0, alpha=alpha)
     if is_postgres_url(spec):
@@ -119,7 +121,8 @@ def bias_watch(
                 f"--store: a PostgreSQL store needs the 'postgres' extra ({error.name})"
             ) from None
         try:
-            state = postgres_monitor(spec, settings)
+            # other settings than the saved state's: computed from the records, not saved
+            state = postgres_monitor(spec, settings, save=settings == monitor_settings())
         except RecordError as error:
             raise InputError(str(error)) from None
         location = redact_url(spec)

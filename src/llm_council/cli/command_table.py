@@ -47,7 +47,7 @@ COMMANDS: dict[str, CommandEntry] = {
     ),
     "store-rebuild": CommandEntry(
         "llm_council.cli.store_admin",
-        "Rebuild the PostgreSQL store's reviewer profiles from its records (after an import).",
+        "Rebuild the PostgreSQL store's reviewer profiles and monitor from its records (import).",
     ),
     "store-copy": CommandEntry(
         "llm_council.cli.store_admin",

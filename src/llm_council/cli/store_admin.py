@@ -60,7 +60,7 @@ def store_migrate(
 def store_rebuild(
     store: Annotated[str | None, typer.Option("--store", help=_STORE_HELP)] = None,
 ) -> None:
-    """Rebuild the PostgreSQL store's reviewer profiles from its records (after an import)."""
+    """Rebuild the PostgreSQL store's reviewer profiles and monitor from its records (import)."""
     from llm_council.bias_audit.records.postgres_profile_rebuild import (
         RebuildCounts,
         rebuild_current_store,
@@ -85,6 +85,23 @@ def store_rebuild(
             "or not finite",
             file=sys.stderr,
         )
+    _rebuild_monitor(url)
+
+
+def _rebuild_monitor(url: str) -> None:
+    """The anytime monitor's state too (ADR 0053): an import leaves it stale as well."""
+    from llm_council.bias_audit.records.monitor_settings import monitor_settings
+    from llm_council.bias_audit.records.postgres_monitor import rebuild_postgres_monitor
+    from llm_council.bias_audit.records.store_urls import redact_url
+
+    started = time.monotonic()
+    state, saved = rebuild_postgres_monitor(url, monitor_settings())
+    outcome = "saved" if saved else "computed, not saved (this role may not write it)"
+    print(
+        f"{redact_url(url)}: the bias monitor from {state.n_sessions} session(s), {outcome}, "
+        f"in {time.monotonic() - started:.1f} s",
+        file=sys.stderr,
+    )
 
 
 def store_copy(

@@ -9,7 +9,6 @@ made-up sums into ``bias_profile_deltas`` changed every replica's history, silen
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
 import time
@@ -19,9 +18,10 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
+from fakes.postgres_sessions import count as _count
+from fakes.postgres_sessions import write
 from llm_council.bias_audit import run_bias_audit
 from llm_council.bias_audit.records.schema import ReviewRecord
-from llm_council.bias_audit.records.stores import open_store
 from llm_council.errors import RecordError
 
 psycopg = pytest.importorskip("psycopg")
@@ -54,20 +54,6 @@ def _session(index: int, members: int = 4, harsh: int = 0) -> list[ReviewRecord]
         for reviewer in range(members)
         for candidate in range(members)
     ]
-
-
-def write(url: str, *sessions: list[ReviewRecord]) -> list[int]:
-    async def main() -> list[int]:
-        store = open_store(url)
-        return [await store.write_session(records) for records in sessions]
-
-    return asyncio.run(main())
-
-
-def _count(url: str, query: str) -> int:
-    with psycopg.connect(url) as connection:
-        row = connection.execute(query).fetchone()
-    return int(row[0])
 
 
 def _raw_record(url: str, session_id: str, **values: Any) -> None:

@@ -83,9 +83,9 @@ def test_store_migrate_creates_the_schema_once(
     postgres_store.PostgresWriter._by_url.clear()
     assert run_cli("store-migrate", "--store", url) == 0
     err = capsys.readouterr().err
-    assert "migrated from no schema to version 7" in err and ":***@" in err
+    assert "migrated from no schema to version 8" in err and ":***@" in err
     assert run_cli("store-migrate", "--store", url) == 0
-    assert "already at version 7" in capsys.readouterr().err
+    assert "already at version 8" in capsys.readouterr().err
     assert asyncio.run(open_store(url).write_session(_session(0))) == 9
 
 

@@ -1,5 +1,5 @@
 """The monitor of a PostgreSQL store (records/postgres_monitor.py), against a real server:
-folded from the records in written order, it equals the JSONL store's monitor."""
+folded by the writers (or rebuilt from the records), it equals the JSONL store's monitor."""
 
 from __future__ import annotations
 
@@ -24,8 +24,9 @@ postgres_monitor = pytest.importorskip("llm_council.bias_audit.records.postgres_
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from generators.independent_council import CouncilSpec, generate_sessions  # noqa: E402
 
-#: where the two stores may differ: which bytes of which file were read
-_STORE_POSITION = ("inode", "offset", "fingerprint", "lines_read")  # a JSONL file's place
+#: where the two stores may differ: which bytes of which file were read, and where the
+#: folded sessions are listed (a JSONL state holds their digests; PostgreSQL, a table)
+_STORE_POSITION = ("inode", "offset", "fingerprint", "lines_read", "session_digests_sha256")
 
 
 def _sessions(n: int) -> list[list[ReviewRecord]]:
@@ -66,9 +67,20 @@ def test_equals_the_jsonl_monitor_of_the_same_sessions(store_url: str, tmp_path:
     assert answer["status"] == "ok" and answer["sessions"] == 30
 
 
-def test_an_empty_database_and_a_size_limit(store_url: str) -> None:
+def _forget_state(url: str) -> None:
+    """The state row emptied, as a store migrated with sessions in it leaves it."""
+    import psycopg
+
+    with psycopg.connect(url) as connection:
+        connection.execute("UPDATE bias_monitor_state SET body = NULL")
+
+
+def test_an_empty_database_and_a_size_limit_on_rebuilds(store_url: str) -> None:
     assert postgres_monitor.postgres_monitor(store_url).n_sessions == 0
     _write(store_url, _sessions(2))
+    # the saved state is read whatever the store's size; only a rebuild reads the records
+    assert postgres_monitor.postgres_monitor(store_url, max_records=10).n_sessions == 2
+    _forget_state(store_url)
     with pytest.raises(RecordError, match="stops at 10"):
         postgres_monitor.postgres_monitor(store_url, max_records=10)
 
@@ -90,6 +102,7 @@ def test_a_large_store_is_left_to_bias_watch_in_the_session(
     from llm_council.bias_audit.records import monitor_update
 
     _write(store_url, _sessions(2))
+    _forget_state(store_url)
     monkeypatch.setattr(monitor_update, "SESSION_POSTGRES_MAX_RECORDS", 10)
     answer = monitor_after_session(store_url)
     assert answer["status"] == "unavailable"

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
+from fakes.postgres_sessions import fresh_profiles as _fresh
+from fakes.postgres_sessions import write
 from llm_council.bias_audit.records.schema import ReviewRecord
-from llm_council.bias_audit.records.stores import open_store
 
 psycopg = pytest.importorskip("psycopg")
 postgres_store = pytest.importorskip("llm_council.bias_audit.records.postgres_store")
@@ -57,14 +58,6 @@ def _session(index: int, members: int = 4) -> list[ReviewRecord]:
     ]
 
 
-def write(url: str, *sessions: list[ReviewRecord]) -> list[int]:
-    async def main() -> list[int]:
-        store = open_store(url)
-        return [await store.write_session(records) for records in sessions]
-
-    return asyncio.run(main())
-
-
 def _roles(store_url: str) -> dict[str, str]:
     """Create the documented roles (with unique names) and run the documented grants as
     written; return each role's URL."""
@@ -87,11 +80,6 @@ def _roles(store_url: str) -> dict[str, str]:
     prefix, rest = store_url.split("://", 1)
     host = rest.split("@", 1)[1]
     return {role: f"{prefix}://{name}:pw-{name}@{host}" for role, name in names.items()}
-
-
-def _fresh(url: str) -> Any:
-    with psycopg.connect(url) as connection:
-        return postgres_profiles.lookup_profiles_sync(connection)
 
 
 def _insert_as_importer(url: str, records: list[ReviewRecord], index: int | None = None) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from fakes.postgres_server import PostgresServer
-from llm_council.bias_audit.records.schema import ReviewRecord
+from fakes.postgres_sessions import write
 from llm_council.bias_audit.records.stores import open_store, redact_url
 from llm_council.errors import RecordError
 
@@ -43,14 +43,6 @@ def _load_benchmark() -> ModuleType:
 
 writers = _load_benchmark()
 session_records = writers.session_records
-
-
-def write(url: str, *sessions: list[ReviewRecord]) -> list[int]:
-    async def main() -> list[int]:
-        store = open_store(url)
-        return [await store.write_session(records) for records in sessions]
-
-    return asyncio.run(main())
 
 
 def stored_sessions(url: str) -> dict[str, tuple[int, int]]:
@@ -176,11 +168,11 @@ def test_schema_is_migrated_from_version_1(empty_database_url: str) -> None:
     # ...and the migration brings it to the current version, keeping the old row
     postgres_store.PostgresWriter._by_url.clear()
     assert postgres_schema.migrate_store(store_url) == 1
-    assert postgres_schema.migrate_store(store_url) == 7  # idempotent
+    assert postgres_schema.migrate_store(store_url) == 8  # idempotent
     assert write(store_url, session_records(5, 0, 2)) == [4]
     with psycopg.connect(store_url) as connection:
         versions = connection.execute("SELECT version FROM llm_council_schema").fetchall()
-    assert versions == [(postgres_store.SCHEMA_VERSION,)] and postgres_store.SCHEMA_VERSION == 7
+    assert versions == [(postgres_store.SCHEMA_VERSION,)] and postgres_store.SCHEMA_VERSION == 8
     table = postgres_store.fetch_arrow_table(store_url)
     assert table.column("session_id").to_pylist() == ["v1"] + ["w5-s0"] * 4
     assert table.column("session_n_records").to_pylist() == [None, 4, 4, 4, 4]
@@ -190,7 +182,7 @@ def test_a_newer_schema_is_refused_not_guessed(store_url: str) -> None:
     write(store_url, session_records(6, 0, 1))
     with psycopg.connect(store_url) as connection:
         connection.execute("UPDATE llm_council_schema SET version = 99")
-    with pytest.raises(RecordError, match=r"schema is version 99; this llm-council knows 1\.\.7"):
+    with pytest.raises(RecordError, match=r"schema is version 99; this llm-council knows 1\.\.8"):
         postgres_store.fetch_arrow_table(store_url)
     postgres_store.PostgresWriter._by_url.clear()  # a fresh process would migrate again
     with pytest.raises(RecordError, match="schema is version 99"):

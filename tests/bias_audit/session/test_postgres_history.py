@@ -16,6 +16,9 @@ from typing import Any
 import pytest
 
 from fakes.postgres_server import PostgresServer
+from fakes.postgres_sessions import count as _count
+from fakes.postgres_sessions import fresh_profiles as _fresh
+from fakes.postgres_sessions import write
 from llm_council.bias_audit import run_bias_audit
 from llm_council.bias_audit.records.jsonl_store import append_records
 from llm_council.bias_audit.records.reviewer_profiles import (
@@ -28,7 +31,7 @@ from llm_council.bias_audit.records.reviewer_profiles import (
     rebuild_profiles as rebuild_jsonl_profiles,
 )
 from llm_council.bias_audit.records.schema import ReviewRecord
-from llm_council.bias_audit.records.stores import open_store, redact_url
+from llm_council.bias_audit.records.stores import redact_url
 from llm_council.bias_audit.session.thresholds import AuditThresholds
 from llm_council.errors import RecordError
 
@@ -63,31 +66,12 @@ def _session_records(index: int, members: int = 4) -> list[ReviewRecord]:
     return [r.model_copy(update={"session_n_records": len(records)}) for r in records]
 
 
-def write(url: str, *sessions: list[ReviewRecord]) -> list[int]:
-    async def main() -> list[int]:
-        store = open_store(url)
-        return [await store.write_session(records) for records in sessions]
-
-    return asyncio.run(main())
-
-
 def _jsonl(folder: Path, sessions: list[list[ReviewRecord]]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     store = folder / "records.jsonl"
     for records in sessions:
         append_records(store, records)
     return store
-
-
-def _fresh(url: str) -> dict[str, ReviewerProfile] | None:
-    with psycopg.connect(url) as connection:
-        return postgres_profiles.lookup_profiles_sync(connection)
-
-
-def _count(url: str, query: str) -> int:
-    with psycopg.connect(url) as connection:
-        row = connection.execute(query).fetchone()
-    return int(row[0])
 
 
 def test_the_sums_equal_the_jsonl_sidecars_to_the_last_bit(store_url: str, tmp_path: Path) -> None:
@@ -255,9 +239,9 @@ def test_a_store_from_schema_4_is_rebuilt_after_its_migration(
     expected = rebuild_jsonl_profiles(_jsonl(tmp_path, sessions[:2]))
     # read from the records, without saving (no profile tables before the migration)
     assert profile_rebuild.load_postgres_profiles(store_url) == expected
-    postgres_schema.migrate_store(store_url)  # to 7: the summary starts "never built"
+    postgres_schema.migrate_store(store_url)  # to 8: the summary starts "never built"
     write(store_url, sessions[2])
-    assert _count(store_url, "SELECT max(version) FROM llm_council_schema") == 7
+    assert _count(store_url, "SELECT max(version) FROM llm_council_schema") == 8
     assert _fresh(store_url) is None
     rebuilt = profile_rebuild.load_postgres_profiles(store_url)
     assert rebuilt == rebuild_jsonl_profiles(_jsonl(tmp_path / "all", sessions))

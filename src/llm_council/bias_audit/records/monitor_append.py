@@ -76,7 +76,7 @@ def appended_session(records: Sequence[MonitoredRecord]) -> AppendedSession | No
     )
 
 
-def _finite_or_missing(estimates: SessionEstimates) -> bool:
+def finite_or_missing(estimates: SessionEstimates) -> bool:
     """No infinity in the estimates or their variances (NaN: no estimate), and every
     variance of an estimate positive: what the fold's sums can take."""
     values, variances = estimates.estimates, estimates.unit_variances
@@ -104,7 +104,7 @@ def fold_appended(
     (the caller reads it). Call under the store's writer lock."""
     if appended.digest in state.session_digests:
         return state if end == state.offset else None
-    if appended.estimates is not None and not _finite_or_missing(appended.estimates):
+    if appended.estimates is not None and not finite_or_missing(appended.estimates):
         return None  # never into the sums: the store's own lines decide
     length = end - state.offset
     if not 0 < length <= MAX_APPENDED_BYTES:
@@ -130,4 +130,4 @@ def fold_appended(
     )
 
 
-__all__ = ["AppendedSession", "appended_session", "fold_appended"]
+__all__ = ["AppendedSession", "appended_session", "finite_or_missing", "fold_appended"]

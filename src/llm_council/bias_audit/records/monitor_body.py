@@ -76,24 +76,35 @@ def _column(text: Any, shape: tuple[int, int], dtype: str) -> np.ndarray:
     return np.frombuffer(raw, dtype=dtype).reshape(shape).astype(dtype[1:])
 
 
-def state_from_body(body: Mapping[str, Any], digests_raw: bytes) -> MonitorState | None:
+def _digests(body: Mapping[str, Any], digests_raw: bytes | None) -> frozenset[bytes] | None:
+    """The digests after the body (``None`` when they do not match its hash or size);
+    without them (``digests_raw`` None: a PostgreSQL store lists its folded sessions in
+    a table), the empty set."""
+    if digests_raw is None:
+        return frozenset()
+    if hashlib.sha256(digests_raw).hexdigest() != body["session_digests_sha256"]:
+        return None
+    if len(digests_raw) % DIGEST_BYTES:
+        return None
+    digests = frozenset(
+        digests_raw[i : i + DIGEST_BYTES] for i in range(0, len(digests_raw), DIGEST_BYTES)
+    )  # a digest written twice makes the set shorter than n_sessions: refused
+    return digests if len(digests) == int(body["n_sessions"]) else None
+
+
+def state_from_body(body: Mapping[str, Any], digests_raw: bytes | None) -> MonitorState | None:
     """The state a verified body and the digests after it describe; ``None`` for any
-    inconsistency."""
+    inconsistency. ``digests_raw`` ``None``: the folded sessions are kept elsewhere (a
+    PostgreSQL store's ``bias_monitor_sessions``), and the state holds none."""
     try:
         if body.get("format") != FORMAT or body.get("version") != VERSION:
             return None
         if not all_finite(body):
             return None
-        if hashlib.sha256(digests_raw).hexdigest() != body["session_digests_sha256"]:
-            return None
+        digests = _digests(body, digests_raw)
         settings = MonitorSettings(**body["settings"])
-        if len(digests_raw) % DIGEST_BYTES:
-            return None
-        digests = frozenset(
-            digests_raw[i : i + DIGEST_BYTES] for i in range(0, len(digests_raw), DIGEST_BYTES)
-        )  # a digest written twice makes the set shorter than n_sessions: refused below
         n_sessions, offset = int(body["n_sessions"]), int(body["offset"])
-        if len(digests) != n_sessions or n_sessions < 0 or offset < 0:
+        if digests is None or n_sessions < 0 or offset < 0:
             return None
         names = tuple(str(name) for name in body["reviewers"])
         if len(set(names)) != len(names):
@@ -124,7 +135,7 @@ def state_from_body(body: Mapping[str, Any], digests_raw: bytes) -> MonitorState
             sums=sums,
             n_sessions=n_sessions,
             session_digests=digests,
-            digest_log=digests_raw,
+            digest_log=digests_raw or b"",
             inode=None if inode is None else int(inode),
             offset=offset,
             fingerprint=str(body["fingerprint"]),

@@ -79,10 +79,10 @@ def session_estimates(records: Sequence[MonitoredRecord]) -> SessionEstimates | 
         is_self[r, c] = record.is_self_review
     first = np.full(len(reviewers), -1, dtype=np.intp)
     for record in counting:
-        r = row.get(record.reviewer_id)
-        c = column.get(record.model_id)
-        if record.position == 0 and r is not None and c is not None:
-            first[r] = c
+        seen_by = row.get(record.reviewer_id)
+        seen = column.get(record.model_id)
+        if record.position == 0 and seen_by is not None and seen is not None:
+            first[seen_by] = seen
     own = np.full(len(reviewers), -1, dtype=np.intp)
     self_rows, self_cols = np.nonzero(is_self & ~np.isnan(table))
     own[self_rows] = self_cols

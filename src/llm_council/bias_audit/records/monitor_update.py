@@ -4,15 +4,14 @@ date, and an answer that is ``unavailable`` (with the reason) instead of an erro
 Settings: ``LLM_COUNCIL_MONITOR_DELTA0`` (points, default 0.5) and
 ``LLM_COUNCIL_MONITOR_ALPHA`` (default 0.05). A JSONL store whose state must be rebuilt
 from more than :data:`REBUILD_IN_SESSION_MAX_BYTES` is rebuilt in a background thread;
-that session's answer says so. A PostgreSQL store's monitor is folded from its records on
-each look (:mod:`.postgres_monitor`).
+that session's answer says so. A PostgreSQL store's state is folded by the writer in the
+session's transaction; the answer reads it, and rebuilds it from the records when it does
+not check (:mod:`.postgres_monitor`).
 """
 
 from __future__ import annotations
 
-import math
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,15 @@ import structlog
 from llm_council.bias_audit.records.background_rebuild import rebuild_once_in_background
 from llm_council.bias_audit.records.monitor_append import appended_session
 from llm_council.bias_audit.records.monitor_sessions import MonitoredRecord
+from llm_council.bias_audit.records.monitor_settings import (  # re-exported: names kept
+    ALPHA_VARIABLE as ALPHA_VARIABLE,
+)
+from llm_council.bias_audit.records.monitor_settings import (
+    DELTA0_VARIABLE as DELTA0_VARIABLE,
+)
+from llm_council.bias_audit.records.monitor_settings import (
+    monitor_settings as monitor_settings,
+)
 from llm_council.bias_audit.records.monitor_state import (
     MonitorRebuilding,
     current_monitor,
@@ -31,43 +39,10 @@ from llm_council.bias_audit.records.store_urls import is_postgres_url
 from llm_council.errors import ConfigError, RecordError
 from llm_council.stats.monitor.anytime_monitor import MonitorSettings
 
-DELTA0_VARIABLE = "LLM_COUNCIL_MONITOR_DELTA0"
-ALPHA_VARIABLE = "LLM_COUNCIL_MONITOR_ALPHA"
 #: as for the reviewer profiles (ADR 0045): about 5 s of reading on this project's machine
 REBUILD_IN_SESSION_MAX_BYTES = 32 * 1024 * 1024
 
 log = structlog.get_logger("llm_council.bias_audit")
-
-
-def _number(environ: Mapping[str, str], name: str, default: float) -> float:
-    text = environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        raise ConfigError(f"{name}={text!r} is not a number") from None
-    if not math.isfinite(value):
-        raise ConfigError(f"{name}={text!r} is not a finite number")
-    return value
-
-
-def monitor_settings(
-    environ: Mapping[str, str] | None = None,
-    *,
-    delta0: float | None = None,
-    alpha: float | None = None,
-) -> MonitorSettings:
-    """The settings: explicit values, else the environment's, else the defaults; a bad
-    value is one :class:`ConfigError` naming it."""
-    env = os.environ if environ is None else environ
-    defaults = MonitorSettings()
-    chosen_delta0 = _number(env, DELTA0_VARIABLE, defaults.delta0) if delta0 is None else delta0
-    chosen_alpha = _number(env, ALPHA_VARIABLE, defaults.alpha) if alpha is None else alpha
-    try:
-        return MonitorSettings(delta0=chosen_delta0, alpha=chosen_alpha)
-    except ValueError as error:
-        raise ConfigError(str(error)) from None
 
 
 def monitor_after_session(
@@ -106,21 +81,21 @@ def monitor_after_session(
     return monitor_status(state)
 
 
-#: a PostgreSQL store keeps no monitor state, so the session's answer re-reads every record;
-#: past this many records (about 400 five-member sessions) the session answers
-#: ``unavailable`` and points at ``bias-watch``, which has the full limit
+#: a PostgreSQL state that does not check is rebuilt from every record; past this many
+#: records (about 400 five-member sessions) the session answers ``unavailable`` and points
+#: at ``bias-watch``, which has the full limit (and saves the rebuilt state)
 SESSION_POSTGRES_MAX_RECORDS = 10_000
 
 
 def _postgres_answer(url: str, settings: MonitorSettings) -> dict[str, Any]:
-    """A PostgreSQL store's monitor, folded from its records (no state is kept there); only
-    while the store is small enough to re-read in a session."""
+    """A PostgreSQL store's monitor: its saved state, or rebuilt and saved while the store
+    is small enough to re-read in a session."""
     try:
         from llm_council.bias_audit.records.postgres_monitor import postgres_monitor
     except ImportError as error:
         return monitor_unavailable(f"a PostgreSQL store needs the 'postgres' extra ({error.name})")
     try:
-        state = postgres_monitor(url, settings, max_records=SESSION_POSTGRES_MAX_RECORDS)
+        state = postgres_monitor(url, settings, max_records=SESSION_POSTGRES_MAX_RECORDS, save=True)
     except RecordError as error:
         return monitor_unavailable(
             f"{error}; run `llm-council bias-watch --store URL` (cron) for this store"

@@ -165,6 +165,35 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CHECK (reviewer_fingerprint IS NULL OR (jsonb_typeof(reviewer_fingerprint) = 'object' "
         f"AND octet_length(reviewer_fingerprint::text) <= {MAX_FINGERPRINT_BYTES})) NOT VALID",
     ),
+    (  # 8: the anytime monitor's state, folded in each session's transaction (ADR 0053)
+        # one row: the sealed state (NULL: never built, rebuilt from the records on a look)
+        """CREATE TABLE bias_monitor_state (
+               singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+               body text,
+               seal text,
+               updated_at timestamptz)""",
+        "INSERT INTO bias_monitor_state DEFAULT VALUES",
+        # the fold order: which sessions the state holds, and in which order (written_at
+        # is not commit order; the fold is serialised by the state row's lock)
+        """CREATE TABLE bias_monitor_sessions (
+               session_id text PRIMARY KEY REFERENCES bias_sessions ON DELETE CASCADE,
+               fold_seq bigint NOT NULL UNIQUE CHECK (fold_seq >= 1))""",
+        # any change to the records marks the state stale unless the same transaction
+        # folds it (as bias_profile_deltas' markers; SECURITY DEFINER: an importer too)
+        "CREATE TABLE bias_monitor_marks (xact_id xid8 PRIMARY KEY)",
+        """CREATE FUNCTION bias_monitor_mark_stale() RETURNS trigger
+               LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+           BEGIN
+               EXECUTE format(
+                   'INSERT INTO %I.bias_monitor_marks (xact_id) VALUES (pg_current_xact_id()) '
+                   'ON CONFLICT DO NOTHING', TG_TABLE_SCHEMA);
+               RETURN NULL;
+           END $$""",
+        "CREATE TRIGGER bias_sessions_monitor AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE "
+        "ON bias_sessions FOR EACH STATEMENT EXECUTE FUNCTION bias_monitor_mark_stale()",
+        "CREATE TRIGGER bias_records_monitor AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE "
+        "ON bias_records FOR EACH STATEMENT EXECUTE FUNCTION bias_monitor_mark_stale()",
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

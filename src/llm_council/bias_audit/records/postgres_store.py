@@ -12,7 +12,8 @@ its version, read-only. Each session is checked before its transaction
 (:func:`check_session`: positions within ``n_candidates``, scores within the report's
 bound), as the schema's CHECK constraints and a trigger check each row. The same
 transaction folds the session into the reviewer profiles' sums, in a savepoint
-(:mod:`~llm_council.bias_audit.records.postgres_profiles`, ADR 0048).
+(:mod:`~llm_council.bias_audit.records.postgres_profiles`, ADR 0048), and then into the
+anytime monitor's state, in another (:mod:`.postgres_monitor_state`, ADR 0053).
 
 Reading (:func:`iter_arrow_batches`, :func:`arrow_batch_reader`,
 :func:`fetch_arrow_table`): :mod:`.postgres_reader`, re-exported here.
@@ -264,10 +265,12 @@ class PostgresWriter:
         self, pool: AsyncConnectionPool[Any], session_id: str, records: list[ReviewRecord]
     ) -> int:
         # imported here: the profiles pull numpy and scipy, which reading a store does not need
+        from llm_council.bias_audit.records import postgres_monitor_state as monitor
         from llm_council.bias_audit.records import postgres_profiles as profiles
 
         n_records = len(records)
         contribution = await profiles.session_contribution(records)
+        monitored = await monitor.session_input(records)
         pending: int | None = None
         written = 0
         async with pool.connection() as connection:
@@ -289,6 +292,10 @@ class PostgresWriter:
                 # in the same transaction, in a savepoint: a failed fold keeps the records
                 pending = await profiles.fold_session(
                     connection, self._url, contribution, session_id, self.store_id
+                )
+                # last: the monitor's row lock is held from here to the commit
+                await monitor.fold_monitor_session(
+                    connection, self._url, monitored, session_id, self.store_id
                 )
                 written = n_records
             if pending is not None and pending >= profiles.COMPACT_EVERY:
