@@ -213,6 +213,37 @@ def bradley_terry_session_bootstrap(
         )
         replicates[start : start + size] = fit.strength
         replicate_converged[start : start + size] = fit.converged
+    return percentile_strengths(estimate, replicates, replicate_converged, confidence)
+
+
+def percentile_strengths(
+    estimate: np.ndarray,
+    replicates: np.ndarray,
+    replicate_converged: np.ndarray,
+    confidence: float,
+) -> StrengthEstimates:
+    """Percentile intervals (order statistics, no interpolation) and bootstrap standard
+    errors from replicate strengths (Efron & Tibshirani 1993, ch. 13); a replicate whose
+    refit did not converge is left out and counted.
+
+    Parameters
+    ----------
+    estimate : ndarray, shape (K,)
+        The point strengths.
+    replicates : ndarray, shape (B, K)
+        The replicates' strengths (``-inf`` for an item that never won there).
+    replicate_converged : ndarray of bool, shape (B,)
+        Whether each replicate's refit converged.
+    confidence : float
+        Level of the intervals.
+
+    Returns
+    -------
+    StrengthEstimates
+        Each array shape (K,), and ``n_unconverged_resamples``.
+    """
+    k = estimate.shape[0]
+    n_resamples = replicates.shape[0]
     alpha = 1 - confidence
     # A refit that ran out of iterations is no estimate: its replicate is left out (and
     # counted), so an interval is taken over the converged replicates only.
