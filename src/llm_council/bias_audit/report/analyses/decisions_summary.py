@@ -107,9 +107,14 @@ def summarize_decisions(connection: duckdb.DuckDBPyConnection) -> DecisionsSumma
         "session": pairs // n_models,
         "model": pairs % n_models,
         "x": answer_x,
-        "rank_sum": np.bincount(answer[ranked], weights=other_rank[ranked], minlength=n_answers),
+        # float even when empty (bincount of nothing is integer)
+        "rank_sum": np.bincount(
+            answer[ranked], weights=other_rank[ranked], minlength=n_answers
+        ).astype(float),
         "rank_count": np.bincount(answer[ranked], minlength=n_answers).astype(np.int64),
-        "score_sum": np.bincount(answer[scored], weights=score[scored], minlength=n_answers),
+        "score_sum": np.bincount(answer[scored], weights=score[scored], minlength=n_answers).astype(
+            float
+        ),
         "score_count": np.bincount(answer[scored], minlength=n_answers).astype(np.int64),
     }
     sums = reviewer_effect_sums(
