@@ -45,14 +45,28 @@ ROWS_SQL = """
                CASE WHEN NOT is_self AND rank IS NOT NULL THEN row_number() OVER (
                    PARTITION BY session, reviewer, (NOT is_self AND rank IS NOT NULL)
                    ORDER BY rank, position) END AS other_rank
-        FROM records)
-    SELECT k.session, k.reviewer, k.model, k.position, k.score, k.is_self, k.other_rank, c.x
+        FROM records),
+    reviewer_codes AS (
+        SELECT reviewer, (row_number() OVER (ORDER BY reviewer) - 1)::INTEGER AS reviewer_code
+        FROM (SELECT DISTINCT reviewer FROM records)),
+    model_codes AS (
+        SELECT model, (row_number() OVER (ORDER BY model) - 1)::INTEGER AS model_code
+        FROM (SELECT DISTINCT model FROM records)),
+    session_codes AS (
+        SELECT session, (row_number() OVER (ORDER BY session) - 1)::INTEGER AS session_code
+        FROM (SELECT DISTINCT session FROM records))
+    SELECT s.session_code, rc.reviewer_code, mc.model_code,
+           k.position, k.score, k.is_self, k.other_rank, c.x
     FROM ranked k JOIN centred c USING (session, model)
+    JOIN reviewer_codes rc USING (reviewer) JOIN model_codes mc USING (model)
+    JOIN session_codes s USING (session)
 """
 
-#: per session: its id and first timestamp (seconds since the epoch; NULL when untimed)
+#: per session in the order of its code above: its id and first timestamp (seconds since
+#: the epoch; NULL when untimed)
 _SESSIONS_SQL = """
-    SELECT session, any_value(session_id), epoch(min(time)) FROM records GROUP BY session
+    SELECT any_value(session_id), epoch(min(time)) FROM records GROUP BY session
+    ORDER BY session
 """
 
 #: the per-answer arrays, the per-vote arrays and the per-session array, by name
@@ -74,22 +88,23 @@ class DecisionsSummary:
     n_finite_scores: int  # finite scores of any record (self-scores too)
 
 
-def _codes(values: np.ndarray) -> tuple[tuple[str, ...], np.ndarray]:
-    names, codes = np.unique(np.asarray(values, dtype=str), return_inverse=True)
-    return tuple(str(name) for name in names), codes.astype(np.int64)
+def _names(connection: duckdb.DuckDBPyConnection, column: str) -> tuple[str, ...]:
+    """The distinct values of ``records.<column>`` in code order (sorted)."""
+    query = f"SELECT DISTINCT {column} FROM records ORDER BY {column}"
+    return tuple(str(name) for (name,) in connection.execute(query).fetchall())
 
 
 def summarize_decisions(connection: duckdb.DuckDBPyConnection) -> DecisionsSummary:
     """The summary of every session in ``connection``'s ``records`` table."""
     fetched = connection.execute(ROWS_SQL).fetchnumpy()
     score = nullable_floats(fetched["score"])
-    reviewers, reviewer = _codes(fetched["reviewer"])
-    models, model = _codes(fetched["model"])
+    reviewers, models = _names(connection, "reviewer"), _names(connection, "model")
+    reviewer = np.asarray(fetched["reviewer_code"], dtype=np.int64)
+    model = np.asarray(fetched["model_code"], dtype=np.int64)
+    session = np.asarray(fetched["session_code"], dtype=np.int64)
     session_rows = connection.execute(_SESSIONS_SQL).fetchall()
-    local = {int(code): index for index, (code, _, _) in enumerate(session_rows)}
-    session_ids = tuple(str(row[1]) for row in session_rows)
-    seconds = np.array([np.nan if row[2] is None else float(row[2]) for row in session_rows])
-    session = np.array([local[int(code)] for code in fetched["session"].tolist()], dtype=np.int64)
+    session_ids = tuple(str(row[0]) for row in session_rows)
+    seconds = np.array([np.nan if row[1] is None else float(row[1]) for row in session_rows])
     position = np.asarray(fetched["position"], dtype=np.int64)
     is_self = np.asarray(fetched["is_self"], dtype=bool)
     x = nullable_floats(fetched["x"])
