@@ -129,9 +129,9 @@ def summarize_leaderboard(
         n_resamples=n_resamples,
         seed=seed,
         comparisons={
-            "session": session.astype(np.int64),
-            "item_a": np.asarray(pairs["item_a"], dtype=np.int64),
-            "item_b": np.asarray(pairs["item_b"], dtype=np.int64),
+            "session": session.astype(np.int32),
+            "item_a": np.asarray(pairs["item_a"], dtype=np.int32),
+            "item_b": np.asarray(pairs["item_b"], dtype=np.int32),
             "a_won": pairs["a_won"],
             "log_ratio": pairs["log_ratio"],
         },
@@ -170,20 +170,23 @@ def merge_leaderboard(saved: LeaderboardSummary, new: LeaderboardSummary) -> Lea
         resampled[:, code[:, None], code[None, :]] += part.resampled_wins
         score_sum[code] += part.score_sum
         score_count[code] += part.score_count
-        parts["session"].append(session_code[part.comparisons["session"]].astype(np.int64))
-        parts["item_a"].append(code[part.comparisons["item_a"]].astype(np.int64))
-        parts["item_b"].append(code[part.comparisons["item_b"]].astype(np.int64))
+        parts["session"].append(session_code[part.comparisons["session"]].astype(np.int32))
+        parts["item_a"].append(code[part.comparisons["item_a"]].astype(np.int32))
+        parts["item_b"].append(code[part.comparisons["item_b"]].astype(np.int32))
         parts["a_won"].append(part.comparisons["a_won"])
         parts["log_ratio"].append(part.comparisons["log_ratio"])
     joined = {name: np.concatenate(values) for name, values in parts.items()}
-    # two runs sorted by session: a stable sort merges them, each session's block whole
-    order = np.argsort(joined["session"], kind="stable")
+    if np.any(np.diff(joined["session"]) < 0):
+        # two runs sorted by session: a stable sort merges them, each session's block
+        # whole (not needed when the new sessions' ids all sort after the saved ones)
+        order = np.argsort(joined["session"], kind="stable")
+        joined = {name: values[order] for name, values in joined.items()}
     return LeaderboardSummary(
         models=models,
         session_ids=session_ids,
         n_resamples=saved.n_resamples,
         seed=saved.seed,
-        comparisons={name: values[order] for name, values in joined.items()},
+        comparisons=joined,
         total_wins=total,
         resampled_wins=resampled,
         score_sum=score_sum,
@@ -224,9 +227,9 @@ def leaderboard_from_payload(
     k = len(models)
     n = read.array("comparison_session", "i", (None,)).size
     comparisons = {
-        "session": read.codes("comparison_session", n, len(session_ids)),
-        "item_a": read.codes("comparison_item_a", n, k),
-        "item_b": read.codes("comparison_item_b", n, k),
+        "session": read.codes("comparison_session", n, len(session_ids)).astype(np.int32),
+        "item_a": read.codes("comparison_item_a", n, k).astype(np.int32),
+        "item_b": read.codes("comparison_item_b", n, k).astype(np.int32),
         "a_won": read.codes("comparison_a_won", n, 2).astype(np.int8),
         "log_ratio": read.finite("comparison_log_ratio", (n,)),
     }
