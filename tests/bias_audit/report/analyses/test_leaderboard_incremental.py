@@ -169,3 +169,16 @@ def test_no_comparison_and_unconnected_models_give_none(tmp_path: Path) -> None:
     summary = SECTION.summarize(connection_of(path))
     assert summary.comparisons["item_a"].size > 0
     assert SECTION.finish(summary) is None
+
+
+def test_sessions_numbered_against_id_order_give_the_same_summary(tmp_path: Path) -> None:
+    path = write_parts(STORES["rank-5-truncated"](), [], tmp_path)[-1]
+    expected = SECTION.summarize(connection_of(path))
+    connection = connection_of(path)
+    for table in ("records", "scored"):  # numbered backwards: the table's order, not the ids'
+        connection.execute(f"UPDATE {table} SET session = 100000 - session")
+    renumbered = SECTION.summarize(connection)
+    assert renumbered.session_ids == expected.session_ids
+    for field, values in expected.comparisons.items():
+        np.testing.assert_array_equal(renumbered.comparisons[field], values, err_msg=field)
+    np.testing.assert_array_equal(renumbered.resampled_wins, expected.resampled_wins)

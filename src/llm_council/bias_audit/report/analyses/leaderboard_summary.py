@@ -105,9 +105,17 @@ def summarize_leaderboard(
     raw_session = np.asarray(pairs["session"], dtype=np.int64)
     local_codes, session = np.unique(raw_session, return_inverse=True)
     ids = dict(connection.execute("SELECT DISTINCT session, session_id FROM records").fetchall())
-    session_ids = tuple(str(ids[int(code)]) for code in local_codes.tolist())
-    if list(session_ids) != sorted(session_ids):  # the load numbers sessions in id order
-        raise ValueError("leaderboard summary: sessions are not numbered in id order")
+    named = [str(ids[int(code)]) for code in local_codes.tolist()]
+    session_ids = tuple(sorted(named))
+    # codes in session-id order (the load numbers sessions so already; a table numbered
+    # otherwise is re-sorted, each session's comparisons kept in their order)
+    rank = np.empty(len(named), dtype=np.int64)
+    rank[np.argsort(np.array(named, dtype=str), kind="stable")] = np.arange(len(named))
+    session = rank[session]
+    if np.any(np.diff(session) < 0):
+        order = np.argsort(session, kind="stable")
+        session = session[order]
+        pairs = {name: values[order] for name, values in pairs.items()}
     winner = np.where(pairs["a_won"] == 1, pairs["item_a"], pairs["item_b"]).astype(np.int64)
     loser = np.where(pairs["a_won"] == 1, pairs["item_b"], pairs["item_a"]).astype(np.int64)
     n_sessions = len(session_ids)
