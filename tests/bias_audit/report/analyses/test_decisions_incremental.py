@@ -186,3 +186,26 @@ def test_a_store_without_scores_gives_none(tmp_path: Path) -> None:
     summary = DECISIONS.summarize(connection_of(path))
     assert summary.n_finite_scores == 0
     assert DECISIONS.finish(summary) is None
+
+
+def test_hostile_session_and_reviewer_names_merge_to_the_whole_store(tmp_path: Path) -> None:
+    hostile = ['a"b', "line\nbreak", "ü-ß", "💥", "'; DROP TABLE records; --", "x" * 300]
+    renamed = [
+        [
+            r
+            | {
+                "session_id": f"{hostile[index % len(hostile)]}|{index}",
+                "reviewer_id": hostile[int(r["reviewer_id"][-1])],
+                "model_id": hostile[int(r["model_id"][-1])],
+            }
+            for r in session
+        ]
+        for index, session in enumerate(STORES["independent-5-biased"]())
+    ]
+    n = len(renamed)
+    paths = write_parts(renamed, [range(0, n, 2), range(1, n, 2)], tmp_path)
+    first, second, whole = (DECISIONS.summarize(connection_of(path)) for path in paths)
+    meta, arrays = DECISIONS.to_payload(DECISIONS.merge(first, second))
+    merged = DECISIONS.from_payload(meta, arrays)
+    assert DECISIONS.finish(merged) == DECISIONS.finish(whole)
+    assert set(merged.reviewers) == set(hostile[:5])

@@ -182,3 +182,28 @@ def test_sessions_numbered_against_id_order_give_the_same_summary(tmp_path: Path
     for field, values in expected.comparisons.items():
         np.testing.assert_array_equal(renumbered.comparisons[field], values, err_msg=field)
     np.testing.assert_array_equal(renumbered.resampled_wins, expected.resampled_wins)
+
+
+_HOSTILE = ['a"b', "line\nbreak", "ü-ß", "💥", "'; DROP TABLE records; --", "x" * 300]
+
+
+def test_hostile_session_and_model_names_merge_to_the_whole_store(tmp_path: Path) -> None:
+    renamed = []
+    for index, session in enumerate(STORES["rank-4-integer-scores"]()):
+        tag = _HOSTILE[index % len(_HOSTILE)]
+        renamed.append(
+            [
+                r
+                | {
+                    "session_id": f"{tag}|{index}",
+                    "model_id": f"{tag}:{r['model_id']}" if index % 2 else r["model_id"],
+                    "reviewer_id": f"{tag}:{r['reviewer_id']}" if index % 2 else r["reviewer_id"],
+                }
+                for r in session
+            ]
+        )
+    n = len(renamed)
+    paths = write_parts(renamed, [range(0, n, 2), range(1, n, 2)], tmp_path)
+    first, second, whole = (SECTION.summarize(connection_of(path)) for path in paths)
+    meta, arrays = SECTION.to_payload(SECTION.merge(first, second))
+    assert _same(SECTION.finish(SECTION.from_payload(meta, arrays)), SECTION.finish(whole))

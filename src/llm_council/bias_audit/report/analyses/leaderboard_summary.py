@@ -239,7 +239,8 @@ def leaderboard_from_payload(
         "item_a": read.codes("comparison_item_a", n, k).astype(np.int32),
         "item_b": read.codes("comparison_item_b", n, k).astype(np.int32),
         "a_won": read.codes("comparison_a_won", n, 2).astype(np.int8),
-        "log_ratio": read.finite("comparison_log_ratio", (n,)),
+        # NaN where a length is missing (the controlled fit then reports NaN), never inf
+        "log_ratio": read.finite("comparison_log_ratio", (n,), nan_ok=True),
     }
     if n and np.any(np.diff(comparisons["session"]) < 0):
         raise read.fail("comparison_session", "is not sorted")
