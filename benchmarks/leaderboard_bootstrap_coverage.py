@@ -84,8 +84,8 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{args.stores} stores per row, {args.resamples} resamples, 95% intervals")
     print(
-        "| K | sessions | coverage multinomial | coverage Poisson | width multinomial | "
-        "width Poisson |"
+        "| K | sessions | coverage multinomial | coverage Poisson | median width multinomial | "
+        "median width Poisson |"
     )
     print("|---|---|---|---|---|---|")
     for k in (int(v) for v in args.members.split(",")):
