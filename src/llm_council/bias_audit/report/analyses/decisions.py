@@ -7,8 +7,13 @@ at once: raw as :func:`~llm_council.aggregate.aggregate_reviews` (mean rank amon
 others' answers, then mean score, then name) and debiased as
 :func:`~llm_council.debiased_aggregate.debiased_aggregate` (mean adjusted score, then the
 raw place, then name), with each reviewer's leniency, slot effects and length slope fitted
-on the whole window (:func:`~llm_council.stats.reviewers.reviewer_effects.fit_reviewer_effects`);
-the three rankings are :func:`~llm_council.stats.bias_effects.winner_changes.session_winners`.
+on the whole window: the least squares solution in closed form from within-answer sums
+that add across sessions
+(:func:`~llm_council.stats.reviewers.reviewer_effect_sums.effects_from_sums`; ADR 0074,
+which replaced backfitting to a tolerance). The section is computed from per-session
+summaries (:mod:`.decisions_summary`), so a saved summary merged with the new sessions'
+gives what a full run gives (:class:`DecisionsSection`); the three rankings are
+:func:`~llm_council.stats.bias_effects.winner_changes.session_winners`.
 ``tests/bias_audit/report/analyses/test_decisions.py`` checks the winners against those two
 functions applied session by session. It is a hindsight
 measure: a live session's adjustments come from the sessions before it only. The share of
