@@ -22,11 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from llm_council.stats.inference.poisson_weights import poisson_weights
-from llm_council.stats.ranking.bradley_terry import (
-    StrengthEstimates,
-    bradley_terry_mm,
-    percentile_strengths,
-)
+from llm_council.stats.ranking.bradley_terry import bradley_terry_mm
+from llm_council.stats.ranking.strength_estimates import StrengthEstimates, percentile_strengths
 
 __all__ = ["bradley_terry_from_tables", "poisson_resampled_tables"]
 
