@@ -234,7 +234,7 @@ def leaderboard_from_payload(
     n_resamples, seed = read.integer("n_resamples"), read.integer("seed")
     k = len(models)
     n = read.array("comparison_session", "i", (None,)).size
-    comparisons = {
+    comparisons: dict[str, np.ndarray] = {
         "session": read.codes("comparison_session", n, len(session_ids)).astype(np.int32),
         "item_a": read.codes("comparison_item_a", n, k).astype(np.int32),
         "item_b": read.codes("comparison_item_b", n, k).astype(np.int32),
