@@ -66,6 +66,9 @@ STORES = {
         5, 40, 5, order="session", judges=["first", "honest", "honest", "last", "honest"]
     ),
     "independent-4-constant-judge": lambda: _always_five(40),
+    "independent-3-all-constant": lambda: [
+        [r | {"score_value": 7.0} for r in session] for session in _independent(3, 30, 22)
+    ],
 }
 
 
@@ -84,6 +87,9 @@ def test_merged_parts_finish_to_the_whole_store(name: str, tmp_path: Path) -> No
     cold = DECISIONS.finish(whole)
     assert isinstance(cold, DecisionsAffected)
     assert cold.overall.n_sessions > 0
+    if name == "independent-3-all-constant":  # every score 7: nothing to adjust, all tied
+        assert cold.overall.n_changed_by_adjustments == 0
+        assert cold.overall.n_ties_broken == 0
     left = DECISIONS.merge(DECISIONS.merge(a, b), c)
     right = DECISIONS.merge(a, DECISIONS.merge(b, c))
     swapped = DECISIONS.merge(c, DECISIONS.merge(b, a))
