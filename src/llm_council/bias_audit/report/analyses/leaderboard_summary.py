@@ -81,7 +81,8 @@ def _ranked_pairs(connection: duckdb.DuckDBPyConnection) -> dict[str, np.ndarray
     first = np.concatenate(firsts) if firsts else np.zeros(0, dtype=np.int64)
     second = np.concatenate(seconds) if seconds else np.zeros(0, dtype=np.int64)
     del firsts, seconds, review
-    order = np.lexsort((second, first))
+    # by first row, then gap (= second row): a stable sort of the gaps' sorted runs
+    order = np.argsort(first, kind="stable")
     first, second = first[order], second[order]
     return {
         "session": session[first],
