@@ -78,3 +78,10 @@ def test_a_unit_keeps_its_weights_when_others_are_added_or_reordered() -> None:
     # another seed, other weights
     other = poisson_weights(unit_keys(ids[:10], seed=4), np.arange(20))
     assert not np.array_equal(alone, other)
+
+
+def test_any_integer_seed_gives_keys() -> None:
+    ids = ["a", "b"]
+    huge = unit_keys(ids, seed=10**80)  # longer than BLAKE2b's 64-byte key
+    assert huge.shape == (2,) and not np.array_equal(huge, unit_keys(ids, seed=10**80 + 1))
+    assert not np.array_equal(unit_keys(ids, seed=-1), unit_keys(ids, seed=1))

@@ -59,6 +59,8 @@ def unit_keys(unit_ids: Sequence[str], seed: int) -> np.ndarray:
     """A 64-bit key per unit id: BLAKE2b keyed with the seed (a different seed, other
     weights; the same id and seed, the same key in every process and release)."""
     secret = str(int(seed)).encode()
+    if len(secret) > hashlib.blake2b.MAX_KEY_SIZE:  # a seed of more than 64 digits
+        secret = hashlib.blake2b(secret, digest_size=hashlib.blake2b.MAX_KEY_SIZE).digest()
     return np.array(
         [
             int.from_bytes(
