@@ -150,6 +150,8 @@ def _broken(meta: dict[str, Any], arrays: dict[str, np.ndarray], how: str) -> No
         arrays["sums_cross"] = arrays["sums_cross"][:, :-1]
     elif how == "bad column":
         meta["sums_columns"] = [[0, 10**9]]
+    elif how == "huge position":
+        arrays["vote_position"] = arrays["vote_position"].astype(np.int64) + 2**40
     elif how == "negative count":
         arrays["answer_score_count"] = arrays["answer_score_count"] - 10
 
@@ -164,6 +166,7 @@ _FIELDS = {
     "wrong shape": "sums_cross",
     "bad column": "sums_columns",
     "negative count": "answer_score_count",
+    "huge position": "vote_position",
 }
 
 

@@ -72,6 +72,26 @@ _SESSIONS_SQL = """
 #: the per-answer arrays, the per-vote arrays and the per-session array, by name
 ANSWER_FIELDS = ("session", "model", "x", "rank_sum", "rank_count", "score_sum", "score_count")
 VOTE_FIELDS = ("answer", "reviewer", "position", "score")
+#: the integer fields' dtype: 32 bits halve the per-vote rows (a 10M-record store has
+#: about 8M votes); a merge that would pass 2**31 answers is refused
+_SMALL_INTEGERS = (
+    "session",
+    "model",
+    "rank_count",
+    "score_count",
+    "answer",
+    "reviewer",
+    "position",
+)
+_LIMIT = np.iinfo(np.int32).max
+
+
+def _compact(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The arrays with their integer fields as int32 (the checks above keep them in range)."""
+    return {
+        name: values.astype(np.int32) if name in _SMALL_INTEGERS else values
+        for name, values in arrays.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -140,13 +160,15 @@ def summarize_decisions(connection: duckdb.DuckDBPyConnection) -> DecisionsSumma
         models=models,
         session_ids=session_ids,
         session_seconds=seconds,
-        answers=answers,
-        votes={
-            "answer": answer[scored].astype(np.int64),
-            "reviewer": reviewer[scored],
-            "position": position[scored],
-            "score": score[scored],
-        },
+        answers=_compact(answers),
+        votes=_compact(
+            {
+                "answer": answer[scored],
+                "reviewer": reviewer[scored],
+                "position": position[scored],
+                "score": score[scored],
+            }
+        ),
         effect_sums=sums,
         n_finite_scores=int(np.isfinite(score).sum()),
     )
@@ -171,6 +193,9 @@ def merge_decisions(saved: DecisionsSummary, new: DecisionsSummary) -> Decisions
     answers: dict[str, list[np.ndarray]] = {name: [] for name in ANSWER_FIELDS}
     votes: dict[str, list[np.ndarray]] = {name: [] for name in VOTE_FIELDS}
     session_offset = answer_offset = 0
+    n_answers = saved.answers["session"].size + new.answers["session"].size
+    if max(n_answers, len(saved.session_ids) + len(new.session_ids)) > _LIMIT:
+        raise ValueError("decisions summary: more than 2**31 answers or sessions")
     for part in (saved, new):
         model_code = _recode(part.models, models) if part.models else np.zeros(0, np.int64)
         reviewer_code = (
@@ -191,8 +216,8 @@ def merge_decisions(saved: DecisionsSummary, new: DecisionsSummary) -> Decisions
         models=models,
         session_ids=saved.session_ids + new.session_ids,
         session_seconds=np.concatenate([saved.session_seconds, new.session_seconds]),
-        answers={name: np.concatenate(parts) for name, parts in answers.items()},
-        votes={name: np.concatenate(parts) for name, parts in votes.items()},
+        answers=_compact({name: np.concatenate(parts) for name, parts in answers.items()}),
+        votes=_compact({name: np.concatenate(parts) for name, parts in votes.items()}),
         effect_sums=saved.effect_sums.merged(new.effect_sums),
         n_finite_scores=saved.n_finite_scores + new.n_finite_scores,
     )
@@ -256,11 +281,22 @@ def decisions_from_payload(
         models=models,
         session_ids=session_ids,
         session_seconds=seconds,
-        answers=answers,
-        votes=votes,
+        answers=_compact(_within_int32(read, "answer", answers)),
+        votes=_compact(_within_int32(read, "vote", votes)),
         effect_sums=_sums_from_payload(read),
         n_finite_scores=read.integer("n_finite_scores"),
     )
+
+
+def _within_int32(
+    read: PayloadReader, prefix: str, arrays: dict[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """``arrays``, once every integer field is known to fit 32 bits."""
+    for name in _SMALL_INTEGERS:
+        values = arrays.get(name)
+        if values is not None and values.size and np.abs(values).max() > _LIMIT:
+            raise read.fail(f"{prefix}_{name}", "holds a number outside 32 bits")
+    return arrays
 
 
 def _sums_from_payload(read: PayloadReader) -> ReviewerEffectSums:
