@@ -14,6 +14,7 @@ from llm_council.stats.reviewers.reviewer_effect_sums import (
     LENGTH,
     ReviewerEffectSums,
     effects_from_sums,
+    least_squares_coefficients,
     reviewer_effect_sums,
 )
 from llm_council.stats.reviewers.reviewer_effects import ReviewerEffects, fit_reviewer_effects
@@ -172,3 +173,66 @@ def test_nothing_to_fit_gives_none() -> None:
         np.array([0, 1]), np.array([0, 1]), np.array([0, 0]), np.zeros(2), np.ones(2), ("a", "b")
     )
     assert empty.columns == () and effects_from_sums(empty) == [None, None]
+
+
+def _dense_least_squares_residuals(
+    d: dict[str, np.ndarray], fitted: list[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The additive model fitted directly: a dense design of one dummy per answer, then
+    per fitted reviewer one dummy per slot it saw and its length column, solved by
+    ``numpy.linalg.lstsq`` (SVD). Residuals are unique even where coefficients are not.
+    Rows as the sums keep them: answers with two or more scores."""
+    answer = d["answer"]
+    _, code, per = np.unique(answer, return_inverse=True, return_counts=True)
+    keep = per[code] >= 2
+    answer, reviewer, slot, x, y = (
+        d[name][keep] for name in ("answer", "reviewer", "slot", "x", "y")
+    )
+    _, answer_code = np.unique(answer, return_inverse=True)
+    columns = [(answer_code == a).astype(float) for a in range(answer_code.max() + 1)]
+    for r in fitted:
+        mine = reviewer == r
+        columns += [(mine & (slot == p)).astype(float) for p in np.unique(slot[mine])]
+        columns.append(np.where(mine, x, 0.0))
+    design = np.column_stack(columns)
+    solution, *_ = np.linalg.lstsq(design, y, rcond=None)
+    return y - design @ solution, reviewer
+
+
+@pytest.mark.parametrize(("n_members", "drop_last"), [(3, False), (5, False), (4, True)])
+def test_the_closed_form_residuals_are_the_dense_least_squares_residuals(
+    n_members: int, drop_last: bool
+) -> None:
+    d = _generated_arrays(n_members, 25, seed=40 + n_members)
+    if drop_last:  # the last judge below min_scores: held at zero, its scores still count
+        rows = np.flatnonzero((d["reviewer"] != n_members - 1) | (d["session"] < 2))
+        d = {key: value[rows] if key != "names" else value for key, value in d.items()}
+    sums = _sums(d, np.arange(d["y"].size))
+    fitted = [r for r in range(n_members) if sums.n_scores[r] >= 10]
+    assert len(fitted) == n_members - int(drop_last)
+    theta = least_squares_coefficients(sums, fitted)
+    # the closed form's residuals: y - X theta, centred within each answer
+    column = {(sums.reviewers[r], s): j for j, (r, s) in enumerate(sums.columns)}
+    names = [str(n) for n in d["names"]]
+    _, code, per = np.unique(d["answer"], return_inverse=True, return_counts=True)
+    keep = per[code] >= 2
+    reviewer, slot, x, y = (d[name][keep] for name in ("reviewer", "slot", "x", "y"))
+    fitted_part = np.array(
+        [
+            theta[column[(names[r], s)]] + theta[column[(names[r], LENGTH)]] * xi
+            for r, s, xi in zip(reviewer, slot, x, strict=True)
+        ]
+    )
+    _, answer_code = np.unique(d["answer"][keep], return_inverse=True)
+    z = y - fitted_part
+    means = np.bincount(answer_code, z) / np.bincount(answer_code)
+    closed_form = z - means[answer_code]
+    dense, dense_reviewer = _dense_least_squares_residuals(d, fitted)
+    np.testing.assert_allclose(closed_form, dense, atol=1e-9)
+    # and each reviewer's residual sum of squares from the sums, w' H_r w
+    weights = np.append(-theta, 1.0)
+    for r in range(n_members):
+        mine = dense_reviewer == r
+        assert float(weights @ sums.cross[r] @ weights) == pytest.approx(
+            float(dense[mine] @ dense[mine]), rel=1e-9, abs=1e-9
+        )

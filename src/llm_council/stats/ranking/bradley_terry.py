@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from llm_council.stats.numerics.distribution_functions import normal_ppf
+from llm_council.stats.ranking.strength_estimates import StrengthEstimates, percentile_strengths
 
 
 @dataclass(frozen=True)
@@ -129,17 +130,6 @@ def comparisons_connected(wins: ArrayLike) -> bool:
     return bool(reached.all())
 
 
-@dataclass(frozen=True)
-class StrengthEstimates:
-    """Centred log strengths with interval bounds (one entry per item)."""
-
-    strength: np.ndarray
-    ci_low: np.ndarray
-    ci_high: np.ndarray
-    standard_error: np.ndarray
-    n_unconverged_resamples: int = 0  # bootstrap refits left out: their MM never converged
-
-
 def bradley_terry_session_bootstrap(
     session_wins: ArrayLike,
     *,
@@ -213,30 +203,7 @@ def bradley_terry_session_bootstrap(
         )
         replicates[start : start + size] = fit.strength
         replicate_converged[start : start + size] = fit.converged
-    alpha = 1 - confidence
-    # A refit that ran out of iterations is no estimate: its replicate is left out (and
-    # counted), so an interval is taken over the converged replicates only.
-    replicates = replicates[replicate_converged]
-    # A replicate where a model never wins has strength -inf (no finite MLE); keep it, and
-    # take order statistics without interpolation so an infinite bound stays infinite.
-    finite = np.where(np.isfinite(replicates), replicates, np.nan)
-    # a column with fewer than 2 finite replicates has no spread: nan, without numpy's warning
-    enough = np.sum(~np.isnan(finite), axis=0) > 1
-    spread = np.full(k, np.nan)
-    if replicates.shape[0] > 1 and enough.any():
-        spread[enough] = np.nanstd(finite[:, enough], axis=0, ddof=1)
-    if replicates.shape[0] == 0:
-        bound_low = bound_high = np.full(k, np.nan)
-    else:
-        bound_low = np.quantile(replicates, alpha / 2, axis=0, method="inverted_cdf")
-        bound_high = np.quantile(replicates, 1 - alpha / 2, axis=0, method="inverted_cdf")
-    return StrengthEstimates(
-        strength=estimate,
-        ci_low=bound_low,
-        ci_high=bound_high,
-        standard_error=spread,
-        n_unconverged_resamples=int(n_resamples - replicates.shape[0]),
-    )
+    return percentile_strengths(estimate, replicates, replicate_converged, confidence)
 
 
 @dataclass(frozen=True)

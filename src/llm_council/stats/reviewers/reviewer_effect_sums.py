@@ -252,13 +252,8 @@ def effects_from_sums(
     if not fitted or sums.n_answers == 0:
         return [None] * n_reviewers
     owner = np.array([r for r, _ in sums.columns], dtype=np.intp)
-    in_fit = np.flatnonzero(np.isin(owner, fitted))
-    total = sums.cross.sum(axis=0)
-    normal = total[np.ix_(in_fit, in_fit)]
-    theta = _solve_semidefinite(normal, total[in_fit, -1])
-    weights = np.zeros(total.shape[0])
-    weights[in_fit] = -theta
-    weights[-1] = 1.0
+    theta = least_squares_coefficients(sums, fitted)
+    weights = np.append(-theta, 1.0)
     n_used = int(sums.n_scores[fitted].sum())
     inflation = n_used / max(n_used - sums.n_answers, 1)
     fits: list[ReviewerFit | None] = [None] * n_reviewers
@@ -280,6 +275,32 @@ def effects_from_sums(
             n_scores=int(sums.n_scores[r]),
         )
     return shrunk_effects(fits, sums.n_slots)
+
+
+def least_squares_coefficients(sums: ReviewerEffectSums, fitted: list[int]) -> np.ndarray:
+    """The reviewer coefficients of the module docstring's normal equations, one per
+    column of ``sums.columns`` (0 for the columns of reviewers not in ``fitted``): the
+    minimum-norm solution, so a direction the design does not identify (a shift or slope
+    every fitted reviewer shares, a disconnected group) is solved at zero.
+
+    Parameters
+    ----------
+    sums : ReviewerEffectSums
+        Sums over the sessions.
+    fitted : list of int
+        The reviewers whose effects are fitted (the others are held at zero).
+
+    Returns
+    -------
+    ndarray, shape (len(sums.columns),)
+        :math:`\\theta`.
+    """
+    owner = np.array([r for r, _ in sums.columns], dtype=np.intp)
+    in_fit = np.flatnonzero(np.isin(owner, fitted))
+    total = sums.cross.sum(axis=0)
+    theta = np.zeros(len(sums.columns))
+    theta[in_fit] = _solve_semidefinite(total[np.ix_(in_fit, in_fit)], total[in_fit, -1])
+    return theta
 
 
 def _column_order(column: tuple[int, int]) -> tuple[bool, int]:

@@ -7,8 +7,13 @@ at once: raw as :func:`~llm_council.aggregate.aggregate_reviews` (mean rank amon
 others' answers, then mean score, then name) and debiased as
 :func:`~llm_council.debiased_aggregate.debiased_aggregate` (mean adjusted score, then the
 raw place, then name), with each reviewer's leniency, slot effects and length slope fitted
-on the whole window (:func:`~llm_council.stats.reviewers.reviewer_effects.fit_reviewer_effects`);
-the three rankings are :func:`~llm_council.stats.bias_effects.winner_changes.session_winners`.
+on the whole window: the least squares solution in closed form from within-answer sums
+that add across sessions
+(:func:`~llm_council.stats.reviewers.reviewer_effect_sums.effects_from_sums`; ADR 0074,
+which replaced backfitting to a tolerance). The section is computed from per-session
+summaries (:mod:`.decisions_summary`), so a saved summary merged with the new sessions'
+gives what a full run gives (:class:`DecisionsSection`); the three rankings are
+:func:`~llm_council.stats.bias_effects.winner_changes.session_winners`.
 ``tests/bias_audit/report/analyses/test_decisions.py`` checks the winners against those two
 functions applied session by session. It is a hindsight
 measure: a live session's adjustments come from the sessions before it only. The share of
@@ -25,21 +30,30 @@ null simulated store of 400 sessions they were every one of the adjustments' cha
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import duckdb
 import numpy as np
 
+from llm_council.bias_audit.report.analyses.decisions_summary import (
+    DecisionsSummary,
+    decisions_from_payload,
+    decisions_payload,
+    merge_decisions,
+    summarize_decisions,
+)
 from llm_council.bias_audit.report.estimates import Interval
-from llm_council.bias_audit.report.load.tables import nullable_floats
 from llm_council.stats.bias_effects.winner_changes import (
     effect_adjusted_scores,
     group_mean,
     session_winners,
 )
 from llm_council.stats.inference.proportions import wilson_interval
-from llm_council.stats.reviewers.reviewer_effects import ReviewerEffects, fit_reviewer_effects
+from llm_council.stats.reviewers.reviewer_effect_sums import effects_from_sums
+from llm_council.stats.reviewers.reviewer_effects import ReviewerEffects
 
 #: mean scores closer than this are a tie
 _TIE = 1e-9
@@ -84,110 +98,107 @@ def _changes(week_start: str | None, changed: np.ndarray) -> WinnerChanges:
     return WinnerChanges(week_start, n, k, _share(k, n), k_adjusted, _share(k_adjusted, n), ties)
 
 
-#: one row per observational record: the others' rank of the answer in its review (the
-#: council's re-ranking without the reviewer's own answer, ties in display order) and the
-#: answer's log2 length centred on its session's answers
-_ROWS_SQL = """
-    WITH answers AS (
-        SELECT session, model, log2(greatest(any_value(chars), 1)) AS log2_chars
-        FROM records GROUP BY session, model),
-    centred AS (
-        SELECT session, model,
-               log2_chars - avg(log2_chars) OVER (PARTITION BY session) AS x
-        FROM answers),
-    ranked AS (
-        SELECT session, reviewer, model, position, score, is_self,
-               CASE WHEN NOT is_self AND rank IS NOT NULL THEN row_number() OVER (
-                   PARTITION BY session, reviewer, (NOT is_self AND rank IS NOT NULL)
-                   ORDER BY rank, position) END AS other_rank
-        FROM records)
-    SELECT k.session, k.reviewer, k.model, k.position, k.score, k.is_self, k.other_rank, c.x
-    FROM ranked k JOIN centred c USING (session, model)
-"""
+class DecisionsSection:
+    """Decisions affected as an :class:`~.incremental_section.IncrementalSection` (ADR 0074).
+
+    The reviewer effects come from the merged sums in closed form
+    (:func:`~llm_council.stats.reviewers.reviewer_effect_sums.effects_from_sums`) and every
+    session's winners are recomputed from the summary's per-answer rows.
+    """
+
+    name = "decisions_affected"
+    version = 1
+
+    def summarize(self, connection: duckdb.DuckDBPyConnection) -> DecisionsSummary:
+        """The summary of every session in ``connection``'s ``records`` table."""
+        return summarize_decisions(connection)
+
+    def merge(self, saved: DecisionsSummary, new: DecisionsSummary) -> DecisionsSummary:
+        """The summary of two disjoint sets of sessions."""
+        return merge_decisions(saved, new)
+
+    def finish(self, summary: DecisionsSummary) -> DecisionsAffected | None:
+        """The section; None when no session has a scored review."""
+        return finish_decisions(summary)
+
+    def to_payload(self, summary: DecisionsSummary) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """JSON-safe metadata and named arrays."""
+        return decisions_payload(summary)
+
+    def from_payload(
+        self, meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
+    ) -> DecisionsSummary:
+        """The summary back; ``ValueError`` names a malformed field."""
+        return decisions_from_payload(meta, arrays)
 
 
-def _fit(
-    rows: dict[str, np.ndarray], reviewer: np.ndarray, n_reviewers: int
-) -> list[ReviewerEffects | None]:
-    scored = np.isfinite(rows["score"]) & ~rows["is_self"]
-    _, answer = np.unique(
-        rows["session"].astype(np.int64) * (int(rows["model_code"].max()) + 1) + rows["model_code"],
-        return_inverse=True,
+DECISIONS = DecisionsSection()
+
+
+def _effects_by_code(summary: DecisionsSummary) -> list[ReviewerEffects | None]:
+    """The closed-form effects, one per ``summary.reviewers`` code."""
+    sums = summary.effect_sums
+    by_name = dict(zip(sums.reviewers, effects_from_sums(sums), strict=True))
+    return [by_name.get(name) for name in summary.reviewers]
+
+
+def finish_decisions(summary: DecisionsSummary) -> DecisionsAffected | None:
+    """The section from a summary of all sessions; None when no record has a score."""
+    if summary.n_finite_scores == 0:
+        return None
+    effects = _effects_by_code(summary)
+    answers, votes = summary.answers, summary.votes
+    n_answers = answers["session"].size
+    adjusted = effect_adjusted_scores(
+        effects,
+        votes["reviewer"],
+        votes["position"],
+        answers["x"][votes["answer"]],
+        votes["score"],
     )
-    return fit_reviewer_effects(
-        answer[scored],
-        reviewer[scored],
-        rows["position"][scored],
-        rows["x"][scored],
-        rows["score"][scored],
-        n_reviewers,
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_rank = np.where(
+            answers["rank_count"] > 0,
+            answers["rank_sum"] / np.maximum(answers["rank_count"], 1),
+            np.nan,
+        )
+        mean_score = np.where(
+            answers["score_count"] > 0,
+            answers["score_sum"] / np.maximum(answers["score_count"], 1),
+            np.nan,
+        )
+    winners = session_winners(
+        answers["session"],
+        answers["model"],  # codes are in name order: the last tie-break
+        mean_rank,
+        mean_score,
+        group_mean(votes["answer"], adjusted, n_answers),
+        _TIE,
+    )
+    sessions, changed = winners.sessions, winners.changed
+    seconds = summary.session_seconds[sessions]
+    return DecisionsAffected(
+        overall=_changes(None, changed),
+        weekly=_weekly(summary.session_seconds, seconds, changed),
+        n_untimed_sessions=int(np.isnan(seconds).sum()),
+        n_adjusted_reviewers=sum(effect is not None for effect in effects),
     )
 
 
 def decisions_affected(connection: duckdb.DuckDBPyConnection) -> DecisionsAffected | None:
     """The section from the ``records`` table; None when no session has a scored review."""
-    fetched = connection.execute(_ROWS_SQL).fetchnumpy()
-    score = nullable_floats(fetched["score"])
-    if not np.isfinite(score).any():
-        return None
-    reviewer_names, reviewer = np.unique(
-        np.asarray(fetched["reviewer"], dtype=str), return_inverse=True
-    )
-    model_names, model = np.unique(np.asarray(fetched["model"], dtype=str), return_inverse=True)
-    rows = {
-        "session": np.asarray(fetched["session"], dtype=np.int64),
-        "model_code": model,
-        "position": np.asarray(fetched["position"], dtype=np.intp),
-        "score": score,
-        "is_self": np.asarray(fetched["is_self"], dtype=bool),
-        "x": nullable_floats(fetched["x"]),
-    }
-    other_rank = nullable_floats(fetched["other_rank"])
-    del fetched
-    effects = _fit(rows, reviewer, len(reviewer_names))
-    adjusted = effect_adjusted_scores(effects, reviewer, rows["position"], rows["x"], score)
-    # one entry per (session, model): the candidates of that session
-    n_models = len(model_names)
-    pairs, pair = np.unique(rows["session"] * n_models + model, return_inverse=True)
-    votes = ~rows["is_self"]
-    winners = session_winners(
-        pairs // n_models,
-        pairs % n_models,  # codes are in name order: the last tie-break
-        group_mean(pair, np.where(votes, other_rank, np.nan), pairs.size),
-        group_mean(pair, np.where(votes, score, np.nan), pairs.size),
-        group_mean(pair, np.where(votes, adjusted, np.nan), pairs.size),
-        _TIE,
-    )
-    sessions, changed = winners.sessions, winners.changed
-    return DecisionsAffected(
-        overall=_changes(None, changed),
-        weekly=_weekly(connection, sessions, changed),
-        n_untimed_sessions=_n_untimed(connection, sessions),
-        n_adjusted_reviewers=sum(effect is not None for effect in effects),
-    )
-
-
-def _session_seconds(connection: duckdb.DuckDBPyConnection) -> dict[int, float]:
-    rows = connection.execute(
-        "SELECT session, epoch(min(time)) FROM records WHERE time IS NOT NULL GROUP BY session"
-    ).fetchall()
-    return {int(session): float(seconds) for session, seconds in rows}
-
-
-def _n_untimed(connection: duckdb.DuckDBPyConnection, sessions: np.ndarray) -> int:
-    timed = _session_seconds(connection)
-    return int(sum(int(s) not in timed for s in sessions.tolist()))
+    return DECISIONS.finish(DECISIONS.summarize(connection))
 
 
 def _weekly(
-    connection: duckdb.DuckDBPyConnection, sessions: np.ndarray, changed: np.ndarray
+    all_seconds: np.ndarray, seconds: np.ndarray, changed: np.ndarray
 ) -> list[WinnerChanges]:
-    """Weeks counted from the first timed session (like the drift section)."""
-    timed = _session_seconds(connection)
-    if not timed:
+    """Weeks counted from the first timed session of all (like the drift section);
+    ``seconds`` is each ranked session's first timestamp (NaN: untimed, in no week)."""
+    timed = all_seconds[np.isfinite(all_seconds)]
+    if timed.size == 0:
         return []
-    start = min(timed.values())
-    seconds = np.array([timed.get(int(s), np.nan) for s in sessions.tolist()])
+    start = float(timed.min())
     known = np.isfinite(seconds)
     week = ((seconds[known] - start) // 604800).astype(np.int64)
     first_day = datetime.fromtimestamp(start, UTC)

@@ -1,0 +1,48 @@
+"""Stores split into parts by session, loaded into their own connections, for the tests of
+sections computed from merged per-session summaries (ADR 0074)."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from llm_council.bias_audit.report.load.loading import load_store
+from llm_council.bias_audit.report.load.tables import create_analysis_tables
+
+
+def varied_lengths(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records with each answer's length drawn from its (session, model) (a generator
+    whose answers are all one length gives the length fits nothing to fit)."""
+    out = []
+    for record in records:
+        seed = zlib.crc32(f"{record['session_id']}|{record['model_id']}".encode())
+        words = 20 + seed % 400
+        out.append(record | {"response_length_words": words, "response_length_chars": 6 * words})
+    return out
+
+
+def write_parts(
+    sessions: Sequence[Sequence[dict[str, Any]]], parts: Sequence[Sequence[int]], directory: Path
+) -> list[Path]:
+    """One JSONL store per part (a list of session indices), plus the whole store last."""
+    paths = []
+    for number, part in enumerate([*parts, range(len(sessions))]):
+        path = directory / f"part-{number}.jsonl"
+        with path.open("w", encoding="utf-8") as handle:
+            for index in part:
+                for record in sessions[index]:
+                    handle.write(json.dumps(record) + "\n")
+        paths.append(path)
+    return paths
+
+
+def connection_of(path: Path) -> duckdb.DuckDBPyConnection:
+    """The store's analysis tables, as the report builds them."""
+    connection = load_store(str(path)).connection
+    create_analysis_tables(connection)
+    return connection
