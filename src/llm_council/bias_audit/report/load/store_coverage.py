@@ -1,0 +1,107 @@
+"""What part of a store a saved summary describes, and whether the store still extends it.
+
+A JSONL store is append-only: the summary records the file's device and inode, its size
+when read and the SHA-256 of the (up to) 64 KiB before that size. The store extends it
+when it is still that file, at least that long, with those bytes in place. A Parquet
+store's partition files are written once: the summary records each file (path under the
+store, size, modification time), and the store extends it when every one is still there
+unchanged. Anything else (a store replaced, truncated, rewritten, re-compacted) does not
+extend it, and the summaries are rebuilt. Like ADR 0052's summaries, only the tail of
+the prefix is hashed: an edit deep inside an append-only file is not looked for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from llm_council.bias_audit.report.load.record_sources import list_partitions
+
+#: how much of a JSONL prefix's end is hashed
+TAIL_BYTES = 64 * 1024
+
+
+def _tail_digest(descriptor: int, size: int) -> str:
+    start = max(0, size - TAIL_BYTES)
+    block = os.pread(descriptor, size - start, start)
+    if len(block) != size - start:
+        raise OSError("the store shrank while it was read")
+    return "sha256:" + hashlib.sha256(block).hexdigest()
+
+
+def _jsonl_coverage(path: Path) -> dict[str, Any]:
+    descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        status = os.fstat(descriptor)
+        return {
+            "kind": "jsonl",
+            "device": status.st_dev,
+            "inode": status.st_ino,
+            "size": status.st_size,
+            "tail": _tail_digest(descriptor, status.st_size),
+        }
+    finally:
+        os.close(descriptor)
+
+
+def _parquet_files(root: Path) -> list[list[Any]]:
+    files = []
+    for partition in list_partitions(root):
+        for file in partition.files():
+            status = file.stat()
+            files.append([file.relative_to(root).as_posix(), status.st_size, status.st_mtime_ns])
+    return files
+
+
+def store_coverage(store: str | Path) -> dict[str, Any] | None:
+    """The store's coverage as JSON-safe values; ``None`` for a store that has none
+    (PostgreSQL, anything but a regular file or a directory) or cannot be read."""
+    path = Path(os.path.realpath(store))
+    try:
+        if path.is_dir():
+            return {"kind": "parquet", "files": _parquet_files(path)}
+        if path.is_file():
+            return _jsonl_coverage(path)
+    except OSError:
+        return None
+    return None
+
+
+def extends(saved: Any, store: str | Path) -> bool:
+    """Does ``store`` now hold everything ``saved`` (a :func:`store_coverage`) described?"""
+    if not isinstance(saved, dict):
+        return False
+    path = Path(os.path.realpath(store))
+    try:
+        if saved.get("kind") == "jsonl" and path.is_file():
+            return _jsonl_extends(saved, path)
+        if saved.get("kind") == "parquet" and path.is_dir():
+            files = saved.get("files")
+            if not isinstance(files, list):
+                return False
+            now = {name: [size, mtime] for name, size, mtime in _parquet_files(path)}
+            return all(
+                isinstance(entry, list) and len(entry) == 3 and now.get(entry[0]) == entry[1:]
+                for entry in files
+            )
+    except (OSError, ValueError):
+        return False
+    return False
+
+
+def _jsonl_extends(saved: dict[str, Any], path: Path) -> bool:
+    size = saved.get("size")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        return False
+    descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        status = os.fstat(descriptor)
+        if (status.st_dev, status.st_ino) != (saved.get("device"), saved.get("inode")):
+            return False
+        if status.st_size < size:
+            return False
+        return _tail_digest(descriptor, size) == saved.get("tail")
+    finally:
+        os.close(descriptor)
