@@ -5,8 +5,10 @@ Kept in one object so the report model and the renderers each gain one field / o
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any
 
 import duckdb
 
@@ -54,13 +56,16 @@ def submit_bias_families(
     significance_level: float = 0.05,
     seed: int = 0,
     level_fixed: frozenset[str] = frozenset(),
+    computed: Mapping[str, Future[Any]] | None = None,
 ) -> Callable[[], BiasFamilies]:
     """Start every family on ``runner``; the returned function waits for them all.
 
     The families are submitted costliest first, so two workers finish close together.
     ``level_fixed`` names the reviewers whose level the scale fixes (rank points, a
-    forced-choice scale): anchoring is not identified for them.
+    forced-choice scale): anchoring is not identified for them. ``computed``: families
+    already started as incremental sections, by section name (ADR 0073).
     """
+    done = dict(computed or {})
     size = runner.connection.execute(
         """SELECT count(DISTINCT session) * (SELECT count(*) FROM reviewers)
                   * (SELECT count(*) FROM models) FROM records"""
@@ -76,11 +81,15 @@ def submit_bias_families(
         ]
     )
     style = runner.submit(style_mimicry, significance_level)
-    amplified = runner.submit(amplification, significance_level, seed=seed) if dense_ok else None
+    amplified = (
+        (done.get("amplification") or runner.submit(amplification, significance_level, seed=seed))
+        if dense_ok
+        else None
+    )
     anchoring = runner.submit(anchoring_by_reviewer, significance_level, level_fixed)
-    parse_outcomes = runner.submit(parse_outcomes_by_reviewer)
+    parse_outcomes = done.get("parse_outcomes") or runner.submit(parse_outcomes_by_reviewer)
     favoured = runner.submit(favouritism, significance_level) if dense_ok else None
-    drift = runner.submit(drift_by_reviewer, significance_level, seed=seed)
+    drift = done.get("drift") or runner.submit(drift_by_reviewer, significance_level, seed=seed)
     reasoning = runner.submit(reasoning_by_reviewer, significance_level)
 
     def collect() -> BiasFamilies:
