@@ -11,10 +11,15 @@ from typing import Any
 
 import duckdb
 
+from llm_council.bias_audit.report.analyses.amplification import AmplificationSection
 from llm_council.bias_audit.report.analyses.causal_checks import CausalChecks, causal_checks
 from llm_council.bias_audit.report.analyses.decisions import DecisionsAffected, decisions_affected
 from llm_council.bias_audit.report.analyses.drift import DriftSection
-from llm_council.bias_audit.report.analyses.families import BiasFamilies, submit_bias_families
+from llm_council.bias_audit.report.analyses.families import (
+    BiasFamilies,
+    dense_tables_fit,
+    submit_bias_families,
+)
 from llm_council.bias_audit.report.analyses.fingerprints import (
     FingerprintHistory,
     fingerprint_history,
@@ -121,10 +126,14 @@ def _read_store(
 
 
 def _incremental_sections(
-    significance_level: float, seed: int
+    connection: duckdb.DuckDBPyConnection, significance_level: float, seed: int
 ) -> list[IncrementalSection[Any, Any]]:
-    """The sections computed from per-session summaries (ADR 0073), in submission order."""
-    return [DriftSection(significance_level, seed), PARSE_OUTCOMES, LENGTH]
+    """The sections computed from per-session summaries (ADR 0073), in submission order
+    (amplification only where its dense tables are allowed: :func:`dense_tables_fit`)."""
+    sections: list[IncrementalSection[Any, Any]] = []
+    if dense_tables_fit(connection):
+        sections.append(AmplificationSection(significance_level, seed))
+    return [*sections, DriftSection(significance_level, seed), PARSE_OUTCOMES, LENGTH]
 
 
 def _run_sections(
@@ -294,7 +303,7 @@ def build_report(
         step("pairing reviewers on the same answers")
         create_analysis_tables(connection)
         parallel = store.n_records <= PARALLEL_MAX_RECORDS
-        summarized = _incremental_sections(significance_level, seed)
+        summarized = _incremental_sections(connection, significance_level, seed)
         plan = plan_incremental(
             connection,
             store_path,

@@ -51,6 +51,21 @@ class BiasFamilies:
     notes: list[str] = field(default_factory=list)  # families skipped, and why
 
 
+def dense_table_cells(connection: duckdb.DuckDBPyConnection) -> int:
+    """Cells of the dense (sessions x reviewers x models) tables of favouritism and
+    amplification."""
+    size = connection.execute(
+        """SELECT count(DISTINCT session) * (SELECT count(*) FROM reviewers)
+                  * (SELECT count(*) FROM models) FROM records"""
+    ).fetchone()
+    return int(size[0]) if size and size[0] is not None else 0
+
+
+def dense_tables_fit(connection: duckdb.DuckDBPyConnection) -> bool:
+    """Are the dense tables within :data:`MAX_TABLE_CELLS`?"""
+    return dense_table_cells(connection) <= MAX_TABLE_CELLS
+
+
 def submit_bias_families(
     runner: SectionRunner,
     significance_level: float = 0.05,
@@ -66,11 +81,7 @@ def submit_bias_families(
     already started as incremental sections, by section name (ADR 0073).
     """
     done = dict(computed or {})
-    size = runner.connection.execute(
-        """SELECT count(DISTINCT session) * (SELECT count(*) FROM reviewers)
-                  * (SELECT count(*) FROM models) FROM records"""
-    ).fetchone()
-    cells = int(size[0]) if size and size[0] is not None else 0
+    cells = dense_table_cells(runner.connection)
     dense_ok = cells <= MAX_TABLE_CELLS
     notes = (
         []

@@ -29,7 +29,10 @@ import duckdb
 import numpy as np
 import structlog
 
-from llm_council.bias_audit.report.analyses.incremental_section import IncrementalSection
+from llm_council.bias_audit.report.analyses.incremental_section import (
+    IncrementalSection,
+    SummaryNotMergeable,
+)
 from llm_council.bias_audit.report.analyses.section_runner import SectionRunner
 from llm_council.bias_audit.report.load.analysis_database import ANALYSIS_DATABASE
 from llm_council.bias_audit.report.load.session_summaries import (
@@ -193,7 +196,11 @@ def _run_section(
     elif new is None:
         merged = saved
     else:
-        merged = section.merge(saved, new)
+        try:
+            merged = section.merge(saved, new)
+        except SummaryNotMergeable as error:
+            log.info("report_section_recomputed", section=section.name, reason=str(error))
+            merged = _summarize_in(connection, "main", section)
     return section.finish(merged), merged
 
 

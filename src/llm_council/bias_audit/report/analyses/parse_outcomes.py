@@ -192,7 +192,7 @@ def _outcomes(summary: ParseOutcomesSummary) -> list[ReviewerParseOutcomes]:
         key = status if known else None
         counts[key] = counts.get(key, 0) + 1
     starts = group_starts(summary.pair_reviewer)
-    ends = np.r_[starts[1:], summary.pair_reviewer.size]
+    ends = np.append(starts[1:], summary.pair_reviewer.size) if starts.size else starts
     pairs = {
         str(summary.pair_reviewer[start]): (
             summary.discordant[start:end].astype(float),
