@@ -6,15 +6,16 @@ already decided which sessions exist: ``records`` holds exactly the sessions a f
 keeps. A saved file (:mod:`~llm_council.bias_audit.report.load.session_summaries`) is
 used when it verifies, was made with the same settings and section versions, its store
 still extends what it covered (:mod:`~llm_council.bias_audit.report.load.store_coverage`),
-and every session it folded is still in ``records`` with the same number of records.
+and every session it folded is still in ``records`` with the same records (their count
+and a digest of their content).
 Then the sessions not folded are the new ones: they are copied into a schema of their
 own (``fresh``, same table names), each section summarizes them there, and the summary
 is merged with the saved one. Otherwise every section summarizes every session (a cold
 run). Either way ``finish`` makes the result and the merged summaries are saved, covering
 all sessions of ``records``. A session that was incomplete or being written when the
 file was saved was not in ``records`` then, so it was not folded: it is new the first
-time it is complete. A folded session that changed (dropped, more or fewer records)
-makes the whole file be rebuilt.
+time it is complete. A folded session that changed (dropped, more, fewer or other
+records) makes the whole file be rebuilt.
 """
 
 from __future__ import annotations
@@ -65,24 +66,44 @@ class IncrementalPlan:
     schema: str | None  # where the sessions to summarize are; None: nothing to summarize
     saved: SessionSummaries | None
     session_ids: np.ndarray  # every session of ``records``, sorted
-    session_records: np.ndarray
+    session_records: np.ndarray  # (sessions, 2) uint64: record count, content digest
     coverage: dict[str, Any] | None
     settings: dict[str, Any]
     n_new: int
 
 
+#: the columns of ``records`` a session's content digest covers (everything an analysis reads)
+_DIGESTED = (
+    "reviewer, model, position, n_candidates, words, chars, score, rank, rationale_chars, "
+    "review_status, is_self, scale_low, scale_high, time, similarity, fingerprint"
+)
+
+
 def _current_sessions(connection: duckdb.DuckDBPyConnection) -> tuple[np.ndarray, np.ndarray]:
-    """Every session's id and record count, sorted by id; and their dense indices."""
+    """(per session sorted by id: dense index, record count, content digest; the ids).
+
+    The digest is the sum modulo 2**64 of DuckDB's 64-bit ``hash`` of each record's
+    analysed fields: the same records in any order give the same digest, and a record
+    changed, added or removed changes it except with probability about 2**-64. DuckDB's
+    hash may change between its versions; the saved settings name the version.
+    """
     rows = connection.execute(
-        """SELECT n.session, n.session_id, c.n_records FROM session_names n
-           JOIN (SELECT session, count(*) AS n_records FROM records GROUP BY session) c
-           USING (session)"""
+        f"""SELECT n.session, n.session_id, c.n_records, c.digest FROM session_names n
+            JOIN (SELECT session, count(*) AS n_records,
+                         (sum(hash({_DIGESTED})) % 18446744073709551616)::UBIGINT AS digest
+                  FROM records GROUP BY session) c
+            USING (session)"""
     ).fetchnumpy()
     ids = np.asarray(rows["session_id"], dtype=str)
     order = np.argsort(ids, kind="stable")
-    counts = np.asarray(rows["n_records"], dtype=np.int64)[order]
-    sessions = np.asarray(rows["session"], dtype=np.int64)[order]
-    return np.column_stack([sessions, counts]), ids[order]
+    table = np.column_stack(
+        [
+            np.asarray(rows["session"], dtype=np.uint64)[order],
+            np.asarray(rows["n_records"], dtype=np.uint64)[order],
+            np.asarray(rows["digest"], dtype=np.uint64)[order],
+        ]
+    )
+    return table, ids[order]
 
 
 def _unusable(
@@ -106,7 +127,7 @@ def _unusable(
     if not found.all():
         return "a summarized session is no longer in the store's records"
     if np.any(counts[at] != saved.session_records):
-        return "a summarized session's records changed"
+        return "a summarized session's records changed (count or content)"
     return None
 
 
@@ -119,7 +140,7 @@ def plan_incremental(
 ) -> IncrementalPlan:
     """Decide what to summarize; with new sessions, build the ``fresh`` schema."""
     index_and_count, ids = _current_sessions(connection)
-    counts = index_and_count[:, 1]
+    counts = index_and_count[:, 1:]
     coverage = store_coverage(store) if enabled else None
     plan: dict[str, Any] = {
         "session_ids": ids,
@@ -139,7 +160,7 @@ def plan_incremental(
         return IncrementalPlan("cold", str(why), "main", None, n_new=ids.size, **plan)
     is_new = np.ones(ids.size, dtype=bool)
     is_new[np.searchsorted(ids, saved.session_ids)] = False
-    new_sessions = index_and_count[is_new, 0]
+    new_sessions = index_and_count[is_new, 0].astype(np.int64)
     if new_sessions.size:
         _fresh_tables(connection, new_sessions)
     schema = FRESH_SCHEMA if new_sessions.size else None

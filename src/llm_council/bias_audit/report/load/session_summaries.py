@@ -67,8 +67,9 @@ class SavedSection:
 
 @dataclass(frozen=True)
 class SessionSummaries:
-    """What the file holds: the folded sessions (sorted ids and their record counts),
-    the store's coverage, the settings and each section's summary."""
+    """What the file holds: the folded sessions (sorted ids; per session its record count
+    and a digest of its records' content, as uint64 pairs), the store's coverage, the
+    settings and each section's summary."""
 
     coverage: dict[str, Any]
     settings: dict[str, Any]
@@ -132,7 +133,7 @@ def decode_summaries(store: str | Path, content: bytes) -> SessionSummaries:
             raise ValueError("settings is not an object")
         session_ids = arrays.pop(_SESSION_IDS)
         session_records = arrays.pop(_SESSION_RECORDS)
-        if session_ids.shape != session_records.shape or session_ids.ndim != 1:
+        if session_ids.ndim != 1 or session_records.shape != (session_ids.size, 2):
             raise ValueError("the folded sessions' ids and counts differ in shape")
         sections = {
             name: _saved_section(name, entry, arrays) for name, entry in sections_meta.items()

@@ -3,11 +3,14 @@
 A JSONL store is append-only: the summary records the file's device and inode, its size
 when read and the SHA-256 of the (up to) 64 KiB before that size. The store extends it
 when it is still that file, at least that long, with those bytes in place. A Parquet
-store's partition files are written once: the summary records each file (path under the
-store, size, modification time), and the store extends it when every one is still there
-unchanged. Anything else (a store replaced, truncated, rewritten, re-compacted) does not
-extend it, and the summaries are rebuilt. Like ADR 0052's summaries, only the tail of
-the prefix is hashed: an edit deep inside an append-only file is not looked for.
+store's day file is rewritten when ``bias-compact`` adds sessions to its day (the old
+sessions kept as they were), so there the summary records the partition files' paths
+under the store, and the store extends it while every one is still there. Anything else
+(a store replaced, truncated, rewritten; a partition file removed) does not extend it,
+and the summaries are rebuilt. Only the tail of a JSONL prefix is hashed, as in ADR
+0052; an edit elsewhere, and any edit of a Parquet file, is caught by the per-session
+content digests the report checks (:mod:`~llm_council.bias_audit.report.analyses.
+incremental_runner`).
 """
 
 from __future__ import annotations
@@ -46,12 +49,11 @@ def _jsonl_coverage(path: Path) -> dict[str, Any]:
         os.close(descriptor)
 
 
-def _parquet_files(root: Path) -> list[list[Any]]:
+def _parquet_files(root: Path) -> list[str]:
     files = []
     for partition in list_partitions(root):
         for file in partition.files():
-            status = file.stat()
-            files.append([file.relative_to(root).as_posix(), status.st_size, status.st_mtime_ns])
+            files.append(file.relative_to(root).as_posix())
     return files
 
 
@@ -79,13 +81,9 @@ def extends(saved: Any, store: str | Path) -> bool:
             return _jsonl_extends(saved, path)
         if saved.get("kind") == "parquet" and path.is_dir():
             files = saved.get("files")
-            if not isinstance(files, list):
+            if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
                 return False
-            now = {name: [size, mtime] for name, size, mtime in _parquet_files(path)}
-            return all(
-                isinstance(entry, list) and len(entry) == 3 and now.get(entry[0]) == entry[1:]
-                for entry in files
-            )
+            return set(files) <= set(_parquet_files(path))
     except (OSError, ValueError):
         return False
     return False
