@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +42,18 @@ from llm_council.bias_audit.report.load.session_summaries import (
     read_summaries,
     write_summaries,
 )
-from llm_council.bias_audit.report.load.store_coverage import extends, store_coverage
+from llm_council.bias_audit.report.load.store_coverage import (
+    extends,
+    recent_session_ids,
+    store_coverage,
+)
 
 log = structlog.get_logger("llm_council.bias_audit")
 
-#: the schema holding the new sessions' copies of the analysis tables
+#: the schema holding the sessions folded now (copies of, or views over, the analysis tables)
 FRESH_SCHEMA = "fresh"
+#: the schema holding the new sessions held back (not folded: still possibly being written)
+HELD_SCHEMA = "held"
 _COPIED_TABLES = ("records", "scored", "session_names")
 _SHARED_TABLES = ("reviewers", "models")
 
@@ -58,18 +64,21 @@ class IncrementalPlan:
 
     ``how``: ``"incremental"`` (a verified file; ``n_new`` sessions summarized),
     ``"cold"`` (every session summarized; ``reason`` says why nothing saved was used) or
-    ``"off"`` (no summary file for this report: every session, nothing saved).
+    ``"off"`` (no summary file for this report: every session, nothing saved). Sessions
+    held back are summarized every run and merged into the result, never saved.
     """
 
     how: str
     reason: str
-    schema: str | None  # where the sessions to summarize are; None: nothing to summarize
+    schema: str | None  # where the sessions to fold now are; None: none
+    held_schema: str | None  # where the sessions held back are; None: none
     saved: SessionSummaries | None
-    session_ids: np.ndarray  # every session of ``records``, sorted
+    session_ids: np.ndarray  # the sessions the saved file will hold, sorted
     session_records: np.ndarray  # (sessions, 2) uint64: record count, content digest
     coverage: dict[str, Any] | None
     settings: dict[str, Any]
-    n_new: int
+    n_new: int  # sessions folded now
+    n_held: int = 0
 
 
 #: the columns of ``records`` a session's content digest covers (everything an analysis reads)
@@ -138,52 +147,93 @@ def plan_incremental(
     *,
     enabled: bool,
 ) -> IncrementalPlan:
-    """Decide what to summarize; with new sessions, build the ``fresh`` schema."""
+    """Decide what to summarize, and build the schemas of the sessions to fold now and of
+    the sessions held back (new, but in the store's last 64 KiB: :func:`recent_session_ids`).
+    """
     index_and_count, ids = _current_sessions(connection)
-    counts = index_and_count[:, 1:]
     coverage = store_coverage(store) if enabled else None
-    plan: dict[str, Any] = {
-        "session_ids": ids,
-        "session_records": counts,
-        "coverage": coverage,
-        "settings": dict(settings),
-    }
     if coverage is None:
         reason = "disabled" if not enabled else "the store keeps no summary file"
-        return IncrementalPlan("off", reason, "main", None, n_new=ids.size, **plan)
+        return _plan("off", reason, None, index_and_count, ids, np.ones(ids.size, bool), None)
     saved = read_summaries(store)
     why = "no verified summary file" if saved is None else None
     if saved is not None:
-        why = _unusable(saved, settings, store, ids, counts)
+        why = _unusable(saved, settings, store, ids, index_and_count[:, 1:])
+    is_new = np.ones(ids.size, dtype=bool)
     if saved is None or why is not None:
         log.info("report_sessions_rebuilt", store=str(store), reason=why)
-        return IncrementalPlan("cold", str(why), "main", None, n_new=ids.size, **plan)
-    is_new = np.ones(ids.size, dtype=bool)
-    is_new[np.searchsorted(ids, saved.session_ids)] = False
-    new_sessions = index_and_count[is_new, 0].astype(np.int64)
-    if new_sessions.size:
-        _fresh_tables(connection, new_sessions)
-    schema = FRESH_SCHEMA if new_sessions.size else None
-    return IncrementalPlan("incremental", "", schema, saved, n_new=int(new_sessions.size), **plan)
+        saved, how = None, "cold"
+    else:
+        is_new[np.searchsorted(ids, saved.session_ids)] = False
+        how = "incremental"
+    held = is_new & np.isin(ids, np.asarray(sorted(recent_session_ids(store)), dtype=str))
+    plan = _plan(how, str(why or ""), saved, index_and_count, ids, is_new & ~held, held)
+    plan = replace(plan, coverage=coverage, settings=dict(settings))
+    sessions = index_and_count[:, 0].astype(np.int64)
+    if plan.schema == FRESH_SCHEMA:
+        if saved is None:  # everything but the held sessions: views, not copies
+            _session_tables(connection, FRESH_SCHEMA, sessions[held], keep=False)
+        else:
+            _session_tables(connection, FRESH_SCHEMA, sessions[is_new & ~held], keep=True)
+    if plan.held_schema is not None:
+        _session_tables(connection, HELD_SCHEMA, sessions[held], keep=True)
+    return plan
 
 
-def _fresh_tables(connection: duckdb.DuckDBPyConnection, sessions: np.ndarray) -> None:
-    """The analysis tables restricted to ``sessions``, in the ``fresh`` schema."""
+def _plan(
+    how: str,
+    reason: str,
+    saved: SessionSummaries | None,
+    index_and_count: np.ndarray,
+    ids: np.ndarray,
+    fold: np.ndarray,
+    held: np.ndarray | None,
+) -> IncrementalPlan:
+    """The plan: fold the sessions marked ``fold`` (with the saved ones), hold ``held``."""
+    folded = fold.copy()
+    if saved is not None:
+        folded[np.searchsorted(ids, saved.session_ids)] = True
+    n_held = int(held.sum()) if held is not None else 0
+    if how == "off" or (saved is None and n_held == 0):
+        schema: str | None = "main"
+    else:
+        schema = FRESH_SCHEMA if fold.any() else None
+    return IncrementalPlan(
+        how=how,
+        reason=reason,
+        schema=schema,
+        held_schema=HELD_SCHEMA if n_held else None,
+        saved=saved,
+        session_ids=ids[folded],
+        session_records=index_and_count[folded, 1:],
+        coverage=None,
+        settings={},
+        n_new=int(fold.sum()),
+        n_held=n_held,
+    )
+
+
+def _session_tables(
+    connection: duckdb.DuckDBPyConnection, schema: str, sessions: np.ndarray, *, keep: bool
+) -> None:
+    """The analysis tables in ``schema``: copies of the rows of ``sessions`` (``keep``), or
+    views of every other row."""
     main = f"{ANALYSIS_DATABASE}.main"
-    fresh = f"{ANALYSIS_DATABASE}.{FRESH_SCHEMA}"
-    connection.execute(f"DROP SCHEMA IF EXISTS {fresh} CASCADE")
-    connection.execute(f"CREATE SCHEMA {fresh}")
+    target = f"{ANALYSIS_DATABASE}.{schema}"
+    connection.execute(f"DROP SCHEMA IF EXISTS {target} CASCADE")
+    connection.execute(f"CREATE SCHEMA {target}")
     connection.execute(
-        f"CREATE TABLE {fresh}.new_session AS SELECT unnest(?::INTEGER[]) AS session",
+        f"CREATE TABLE {target}.chosen_session AS SELECT unnest(?::INTEGER[]) AS session",
         [sessions.tolist()],
     )
+    chosen = f"session {'IN' if keep else 'NOT IN'} (SELECT session FROM {target}.chosen_session)"
     for table in _COPIED_TABLES:
+        kind = "TABLE" if keep else "VIEW"
         connection.execute(
-            f"""CREATE TABLE {fresh}.{table} AS SELECT * FROM {main}.{table}
-                WHERE session IN (SELECT session FROM {fresh}.new_session)"""
+            f"CREATE {kind} {target}.{table} AS SELECT * FROM {main}.{table} WHERE {chosen}"
         )
     for table in _SHARED_TABLES:
-        connection.execute(f"CREATE VIEW {fresh}.{table} AS SELECT * FROM {main}.{table}")
+        connection.execute(f"CREATE VIEW {target}.{table} AS SELECT * FROM {main}.{table}")
 
 
 def _summarize_in(
@@ -199,12 +249,19 @@ def _summarize_in(
         connection.execute(f"USE {ANALYSIS_DATABASE}")
 
 
+def _merged(section: IncrementalSection[Any, Any], first: Any, second: Any) -> Any:
+    """The merge of two summaries either of which may be missing (``None``)."""
+    if first is None or second is None:
+        return second if first is None else first
+    return section.merge(first, second)
+
+
 def _run_section(
     connection: duckdb.DuckDBPyConnection,
     section: IncrementalSection[Any, Any],
     plan: IncrementalPlan,
 ) -> tuple[Any, Any]:
-    """(the section's result, its summary of every session)."""
+    """(the section's result, its summary of the sessions to save)."""
     saved_section = plan.saved.sections.get(section.name) if plan.saved is not None else None
     saved = (
         section.from_payload(saved_section.meta, saved_section.arrays)
@@ -212,17 +269,19 @@ def _run_section(
         else None
     )
     new = _summarize_in(connection, plan.schema, section) if plan.schema is not None else None
-    if saved is None:
-        merged = new
-    elif new is None:
-        merged = saved
-    else:
-        try:
-            merged = section.merge(saved, new)
-        except SummaryNotMergeable as error:
-            log.info("report_section_recomputed", section=section.name, reason=str(error))
-            merged = _summarize_in(connection, "main", section)
-    return section.finish(merged), merged
+    held = (
+        _summarize_in(connection, plan.held_schema, section)
+        if plan.held_schema is not None
+        else None
+    )
+    try:
+        folded = _merged(section, saved, new)
+        every = _merged(section, folded, held)
+    except SummaryNotMergeable as error:
+        log.info("report_section_recomputed", section=section.name, reason=str(error))
+        # the saved summary is dropped: this run saves none for the section (rebuilt next run)
+        return section.finish(_summarize_in(connection, "main", section)), None
+    return section.finish(every), folded
 
 
 class _ResultOf(Future[Any]):
@@ -252,7 +311,10 @@ def submit_incremental(
             return False  # nothing new folded: the file already says this
         saved_sections = {}
         for section in sections:
-            meta, arrays = section.to_payload(outcomes[section.name].result()[1])
+            folded = outcomes[section.name].result()[1]
+            if folded is None:
+                return False  # a section could not merge, or nothing was folded yet
+            meta, arrays = section.to_payload(folded)
             saved_sections[section.name] = SavedSection(section.version, meta, arrays)
         summaries = SessionSummaries(
             plan.coverage, plan.settings, plan.session_ids, plan.session_records, saved_sections

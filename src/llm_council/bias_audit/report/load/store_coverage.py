@@ -16,6 +16,7 @@ incremental_runner`).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -103,3 +104,39 @@ def _jsonl_extends(saved: dict[str, Any], path: Path) -> bool:
         return _tail_digest(descriptor, size) == saved.get("tail")
     finally:
         os.close(descriptor)
+
+
+def recent_session_ids(store: str | Path) -> set[str]:
+    """The ``session_id`` of every line in a JSONL store's last :data:`TAIL_BYTES`.
+
+    A session there may still be being written: a version-1 session carries no count of
+    its lines, so a snapshot that cut it looks complete. The report does not fold these
+    sessions into the saved summaries (it computes them each run until they are older),
+    so their later lines never contradict a saved summary. Lines that do not parse, and
+    a Parquet store (whose compaction writes whole sessions), give nothing.
+    """
+    path = Path(os.path.realpath(store))
+    if not path.is_file():
+        return set()
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            size = os.fstat(descriptor).st_size
+            start = max(0, size - TAIL_BYTES)
+            block = os.pread(descriptor, size - start, start)
+        finally:
+            os.close(descriptor)
+    except OSError:
+        return set()
+    lines = block.split(b"\n")
+    if start > 0:
+        lines = lines[1:]  # the first may begin before the window
+    found: set[str] = set()
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(record, dict) and record.get("session_id") is not None:
+            found.add(str(record["session_id"]))
+    return found
