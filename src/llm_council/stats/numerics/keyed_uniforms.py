@@ -73,7 +73,7 @@ class KeyedUniforms:
             raise ValueError(f"draw shape {size} does not match rows {self._starts.shape}")
         draw = np.arange(self._drawn, self._drawn + draws, dtype=np.uint64)
         self._drawn += draws
-        counter = draw.reshape(-1, *[1] * len(rows), 1) * np.uint64(CELLS_PER_DRAW)
-        counter = counter + np.arange(1, cells + 1, dtype=np.uint64)
+        first = draw.reshape(-1, *[1] * len(rows), 1) * np.uint64(CELLS_PER_DRAW)
+        counter: np.ndarray = first + np.arange(1, cells + 1, dtype=np.uint64)
         state = self._starts[None, ..., None] + counter * _GAMMA
         return (splitmix64(state) >> np.uint64(11)).astype(np.float64) * 2.0**-53

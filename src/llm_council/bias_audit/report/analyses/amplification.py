@@ -217,7 +217,8 @@ class AmplificationSection:
             raise ValueError(f"amplification summary: no array {missing[0]!r}")
         if len({arrays[name].shape for name in names}) != 1:
             raise ValueError("amplification summary: arrays of different lengths")
-        return AmplificationSummary(*(arrays[name] for name in names), shared)
+        ids, agreement, p_value, suspect = (arrays[name] for name in names)
+        return AmplificationSummary(ids, agreement, p_value, suspect, shared)
 
 
 def _amplification(
