@@ -74,6 +74,7 @@ from llm_council.bias_audit.report.model import (
 )
 from llm_council.bias_audit.report.report_verdicts import decide_findings
 from llm_council.errors import ConfigError, RecordError
+from llm_council.infra.log_setup import ensure_default_logging
 
 #: how many times :func:`build_report` calls ``on_step`` (the CLI's progress bar total)
 REPORT_STEPS = 7
@@ -287,6 +288,7 @@ def build_report(
     """
     if error_rate not in ERROR_RATES:
         raise ConfigError(f"unknown error rate {error_rate!r} (expected fwer or fdr)")
+    ensure_default_logging()  # the summary file's log lines: stderr, never a JSON stdout
     step = on_step or (lambda _name: None)
     step("reading records")
     store = _read_store(

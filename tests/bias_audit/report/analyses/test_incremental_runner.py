@@ -35,6 +35,8 @@ def _report(store: Path, **options: object) -> str:
 
 def _incremental(store: Path) -> tuple[str, list[str]]:
     """The report using the summary file, and why it was rebuilt (empty: it was merged)."""
+    # an earlier report set the library's default (warnings only); capture every level
+    structlog.reset_defaults()
     with structlog.testing.capture_logs() as logs:
         text = _report(store)
     return text, [str(entry.get("reason")) for entry in logs if entry["event"] == REBUILT]

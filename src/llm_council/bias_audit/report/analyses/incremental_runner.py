@@ -40,6 +40,7 @@ from llm_council.bias_audit.report.load.session_summaries import (
     SavedSection,
     SessionSummaries,
     read_summaries,
+    summaries_path,
     write_summaries,
 )
 from llm_council.bias_audit.report.load.store_coverage import (
@@ -161,7 +162,9 @@ def plan_incremental(
         why = _unusable(saved, settings, store, ids, index_and_count[:, 1:])
     is_new = np.ones(ids.size, dtype=bool)
     if saved is None or why is not None:
-        log.info("report_sessions_rebuilt", store=str(store), reason=why)
+        # a first run is routine; a file that exists but cannot be used is worth a warning
+        emit = log.info if saved is None and not summaries_path(store).exists() else log.warning
+        emit("report_sessions_rebuilt", store=str(store), reason=why)
         saved, how = None, "cold"
     else:
         is_new[np.searchsorted(ids, saved.session_ids)] = False
