@@ -215,6 +215,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--formats", default="jsonl,parquet")
+    parser.add_argument("--growths", default="1,10", help="percent growths to measure")
     parser.add_argument("--report-child", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--steps-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -241,7 +242,8 @@ def main() -> None:
             lines, [n_sessions, n_sessions + n_sessions // 100, n_sessions + n_sessions // 10]
         )
         for kind in args.formats.split(","):
-            for grown, label in ((one, "+1%"), (ten, "+10%")):
+            growths = {"1": (one, "+1%"), "10": (ten, "+10%")}
+            for grown, label in (growths[g] for g in args.growths.split(",")):
                 for row in _scenario(kind, scratch, lines, base, grown, label):
                     print(row, flush=True)
     print(f"# load average after: {os.getloadavg()[0]:.1f}")

@@ -179,18 +179,27 @@ class ParseOutcomesSection:
         return ParseOutcomesSummary(**{field: arrays[field] for field in fields})
 
 
+def _status_counts(summary: ParseOutcomesSummary) -> dict[str, dict[str | None, int]]:
+    """Per reviewer, reviews by status (``None``: unknown), counted over distinct codes."""
+    reviewers, reviewer_code = np.unique(summary.review_reviewer, return_inverse=True)
+    statuses, status_code = np.unique(summary.review_status, return_inverse=True)
+    n_status = max(statuses.size, 1)
+    key = (reviewer_code.reshape(-1) * n_status + status_code.reshape(-1)) * 2
+    key += summary.status_known.astype(np.int64)
+    combos, counts = np.unique(key, return_counts=True)
+    found: dict[str, dict[str | None, int]] = {}
+    for combo, count in zip(combos.tolist(), counts.tolist(), strict=True):
+        pair, known = divmod(combo, 2)
+        reviewer, status = divmod(pair, n_status)
+        by_status = found.setdefault(str(reviewers[reviewer]), {})
+        name = str(statuses[status]) if known else None
+        by_status[name] = by_status.get(name, 0) + int(count)
+    return found
+
+
 def _outcomes(summary: ParseOutcomesSummary) -> list[ReviewerParseOutcomes]:
     """Every reviewer's outcomes from the summary of every session."""
-    statuses: dict[str, dict[str | None, int]] = {}
-    for reviewer, status, known in zip(
-        summary.review_reviewer.tolist(),
-        summary.review_status.tolist(),
-        summary.status_known.tolist(),
-        strict=True,
-    ):
-        counts = statuses.setdefault(reviewer, {})
-        key = status if known else None
-        counts[key] = counts.get(key, 0) + 1
+    statuses = _status_counts(summary)
     starts = group_starts(summary.pair_reviewer)
     ends = np.append(starts[1:], summary.pair_reviewer.size) if starts.size else starts
     pairs = {

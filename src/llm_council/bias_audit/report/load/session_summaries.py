@@ -46,7 +46,7 @@ log = structlog.get_logger("llm_council.bias_audit")
 
 SEAL_KIND = "report-sessions"
 #: the file's layout version; a file of another is rebuilt
-FILE_FORMAT = 1
+FILE_FORMAT = 2
 SUFFIX = ".report-sessions"
 #: the largest file read (10M records of a 5-member council need about 150 MB)
 MAX_FILE_BYTES = 512 * 1024 * 1024

@@ -4,8 +4,10 @@ A section's summary (:mod:`~llm_council.bias_audit.report.analyses.incremental_s
 is JSON metadata plus named arrays. The arrays travel as raw little-endian bytes after the
 file's sealed JSON line; the JSON lists each one (name, kind, shape, offset, length) and
 the SHA-256 of all the bytes, so the seal covers them. Only a few kinds are accepted
-(floats, integers, booleans and UTF-8 strings); strings travel as their UTF-8 bytes plus
-an array of end offsets, so an id with a newline or a NUL survives unchanged.
+(floats, integers, booleans and UTF-8 strings). A string array travels dictionary-coded:
+its distinct strings as UTF-8 bytes with their end offsets (an id with a newline or a NUL
+survives unchanged), then one code per element, so a session id repeated once per
+reviewer is encoded and decoded once, not once per row.
 """
 
 from __future__ import annotations
@@ -31,10 +33,20 @@ def _kind_of(values: np.ndarray) -> str:
     return kinds[values.dtype.kind]
 
 
-def _string_bytes(values: np.ndarray) -> bytes:
-    encoded = [str(value).encode("utf-8") for value in values.ravel().tolist()]
+def _string_bytes(values: np.ndarray) -> tuple[bytes, int]:
+    """(the dictionary-coded bytes of ``values``, how many distinct strings)."""
+    flat = values.ravel()
+    if flat.dtype.kind == "O":
+        flat = np.asarray([str(value) for value in flat.tolist()], dtype=str)
+    distinct, codes = np.unique(flat, return_inverse=True)
+    encoded = [str(value).encode("utf-8") for value in distinct.tolist()]
     ends = np.cumsum([len(item) for item in encoded], dtype=np.int64)
-    return ends.astype("<i8").tobytes() + b"".join(encoded)
+    raw = (
+        ends.astype("<i8").tobytes()
+        + b"".join(encoded)
+        + np.asarray(codes, dtype="<i8").reshape(-1).tobytes()
+    )
+    return raw, int(distinct.size)
 
 
 def encode_arrays(arrays: Mapping[str, np.ndarray]) -> tuple[list[dict[str, Any]], bytes]:
@@ -45,19 +57,15 @@ def encode_arrays(arrays: Mapping[str, np.ndarray]) -> tuple[list[dict[str, Any]
     for name in sorted(arrays):
         values = np.asarray(arrays[name])
         kind = _kind_of(values)
+        entry: dict[str, Any] = {"name": name, "kind": kind}
         if kind == STRING_KIND:
-            raw = _string_bytes(values)
+            raw, entry["distinct"] = _string_bytes(values)
         else:
             raw = np.ascontiguousarray(values, dtype=NUMERIC_KINDS[kind]).tobytes()
-        directory.append(
-            {
-                "name": name,
-                "kind": kind,
-                "shape": [int(size) for size in values.shape],
-                "offset": offset,
-                "length": len(raw),
-            }
+        entry.update(
+            {"shape": [int(size) for size in values.shape], "offset": offset, "length": len(raw)}
         )
+        directory.append(entry)
         chunks.append(raw)
         offset += len(raw)
     return directory, b"".join(chunks)
@@ -68,14 +76,21 @@ def digest(raw: bytes) -> str:
     return "sha256:" + hashlib.sha256(raw).hexdigest()
 
 
-def _decode_strings(raw: bytes, count: int, where: str) -> np.ndarray:
-    if len(raw) < 8 * count:
-        raise ValueError(f"{where}: string offsets truncated")
-    ends = np.frombuffer(raw, dtype="<i8", count=count)
-    text = raw[8 * count :]
-    if count and (np.any(np.diff(ends) < 0) or ends[0] < 0 or int(ends[-1]) != len(text)):
+def _decode_strings(raw: bytes, count: int, distinct: Any, where: str) -> np.ndarray:
+    if not isinstance(distinct, int) or isinstance(distinct, bool) or distinct < 0:
+        raise ValueError(f"{where}: bad count of distinct strings")
+    if len(raw) < 8 * (distinct + count):
+        raise ValueError(f"{where}: strings truncated")
+    ends = np.frombuffer(raw, dtype="<i8", count=distinct)
+    text = raw[8 * distinct : len(raw) - 8 * count]
+    codes = np.frombuffer(raw, dtype="<i8", count=count, offset=len(raw) - 8 * count)
+    if distinct and (np.any(np.diff(ends) < 0) or ends[0] < 0 or int(ends[-1]) != len(text)):
         raise ValueError(f"{where}: string offsets do not match the bytes")
-    starts = np.r_[0, ends[:-1]] if count else ends
+    if not distinct and text:
+        raise ValueError(f"{where}: string offsets do not match the bytes")
+    if count and (distinct == 0 or codes.min() < 0 or codes.max() >= distinct):
+        raise ValueError(f"{where}: a string code is out of range")
+    starts = np.r_[0, ends[:-1]] if distinct else ends
     try:
         items = [
             text[int(start) : int(end)].decode("utf-8")
@@ -83,7 +98,8 @@ def _decode_strings(raw: bytes, count: int, where: str) -> np.ndarray:
         ]
     except UnicodeDecodeError:
         raise ValueError(f"{where}: a string is not UTF-8") from None
-    return np.asarray(items, dtype=str) if items else np.zeros(0, dtype=str)
+    table = np.asarray(items, dtype=str) if items else np.zeros(0, dtype=str)
+    return table[codes] if count else np.zeros(0, dtype=str)
 
 
 def decode_arrays(directory: Any, raw: bytes) -> dict[str, np.ndarray]:
@@ -111,7 +127,7 @@ def decode_arrays(directory: Any, raw: bytes) -> dict[str, np.ndarray]:
             raise ValueError(f"{where}: past the end of the file")
         chunk = raw[offset : offset + length]
         if kind == STRING_KIND:
-            values = _decode_strings(chunk, count, where)
+            values = _decode_strings(chunk, count, entry.get("distinct"), where)
         else:
             dtype = np.dtype(NUMERIC_KINDS[kind])
             if length != count * dtype.itemsize:
