@@ -2,27 +2,42 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
+from llm_council.bias_audit.report.analyses.amplification import AmplificationSection
 from llm_council.bias_audit.report.analyses.causal_checks import CausalChecks, causal_checks
 from llm_council.bias_audit.report.analyses.decisions import DecisionsAffected, decisions_affected
-from llm_council.bias_audit.report.analyses.families import BiasFamilies, submit_bias_families
+from llm_council.bias_audit.report.analyses.drift import DriftSection
+from llm_council.bias_audit.report.analyses.families import (
+    BiasFamilies,
+    dense_tables_fit,
+    submit_bias_families,
+)
 from llm_council.bias_audit.report.analyses.fingerprints import (
     FingerprintHistory,
     fingerprint_history,
 )
+from llm_council.bias_audit.report.analyses.incremental_runner import (
+    plan_incremental,
+    section_settings,
+    submit_incremental,
+)
+from llm_council.bias_audit.report.analyses.incremental_section import IncrementalSection
 from llm_council.bias_audit.report.analyses.joint import JointFit, fit_joint_model
 from llm_council.bias_audit.report.analyses.leaderboard import (
     build_leaderboard,
     with_adjusted_means,
 )
-from llm_council.bias_audit.report.analyses.length import pooled_length_bias
+from llm_council.bias_audit.report.analyses.length import LENGTH
 from llm_council.bias_audit.report.analyses.monitor import monitor_section
+from llm_council.bias_audit.report.analyses.parse_outcomes import PARSE_OUTCOMES
 from llm_council.bias_audit.report.analyses.position import position_bias
 from llm_council.bias_audit.report.analyses.reliability import (
     CouncilReliability,
@@ -59,6 +74,7 @@ from llm_council.bias_audit.report.model import (
 )
 from llm_council.bias_audit.report.report_verdicts import decide_findings
 from llm_council.errors import ConfigError, RecordError
+from llm_council.infra.log_setup import ensure_default_logging
 
 #: how many times :func:`build_report` calls ``on_step`` (the CLI's progress bar total)
 REPORT_STEPS = 7
@@ -110,6 +126,17 @@ def _read_store(
     return store
 
 
+def _incremental_sections(
+    connection: duckdb.DuckDBPyConnection, significance_level: float, seed: int
+) -> list[IncrementalSection[Any, Any]]:
+    """The sections computed from per-session summaries (ADR 0073), in submission order
+    (amplification only where its dense tables are allowed: :func:`dense_tables_fit`)."""
+    sections: list[IncrementalSection[Any, Any]] = []
+    if dense_tables_fit(connection):
+        sections.append(AmplificationSection(significance_level, seed))
+    return [*sections, DriftSection(significance_level, seed), PARSE_OUTCOMES, LENGTH]
+
+
 def _run_sections(
     runner: SectionRunner,
     connection: duckdb.DuckDBPyConnection,
@@ -118,12 +145,13 @@ def _run_sections(
     significance_level: float,
     n_resamples: int,
     seed: int,
+    incremental: Mapping[str, Future[Any]],
 ) -> _Sections:
     """Submit every analysis to ``runner``, costliest first, and collect them in step order.
 
     With two workers (:mod:`.section_runner`) the queue drains evenly; on a large store
     they run one at a time, each when its result is asked for below, so the progress steps
-    name what is running.
+    name what is running. ``incremental``: the incremental sections, already submitted.
     """
     board_future = runner.submit(build_leaderboard, n_resamples=n_resamples, seed=seed)
     step("profiling reviewers")
@@ -139,9 +167,9 @@ def _run_sections(
     position_future = runner.submit(position_bias, significance_level)
     level_fixed = frozenset([p.reviewer for p in profiles] if forced_choice else rank_reviewers)
     collect_families = submit_bias_families(
-        runner, significance_level, seed=seed, level_fixed=level_fixed
+        runner, significance_level, seed=seed, level_fixed=level_fixed, computed=incremental
     )
-    length_future = runner.submit(pooled_length_bias)
+    length_future = incremental["length"]
     causal_future = runner.submit(causal_checks)  # ADR 0024: the live checks, if any
     decisions_future = runner.submit(decisions_affected)  # ADR 0046
     reliability_future = runner.submit(  # ADR 0062: descriptive, not a finding
@@ -240,6 +268,7 @@ def build_report(
     memory_limit: str = DEFAULT_MEMORY_LIMIT,
     reproducible: bool = False,
     error_rate: str = "fwer",
+    session_summaries: bool = True,
 ) -> BiasReport:
     """Analyse every readable record in ``store_path`` (optionally only those since ``since``).
 
@@ -252,9 +281,14 @@ def build_report(
     records, about a third at 10M (ADR 0037).
     ``error_rate`` is the one promise every finding is made under (ADR 0054): ``fwer``
     (family-wise over the whole report) or ``fdr`` (Benjamini-Yekutieli false discovery rate).
+    ``session_summaries``: the incremental sections read and update the summary file beside
+    a JSONL or Parquet store (``<store>.report-sessions``, ADR 0073); ``False`` computes
+    them from every record and leaves the file alone. A report with ``--since``/``--until``
+    or on Spark or PostgreSQL never uses the file.
     """
     if error_rate not in ERROR_RATES:
         raise ConfigError(f"unknown error rate {error_rate!r} (expected fwer or fdr)")
+    ensure_default_logging()  # the summary file's log lines: stderr, never a JSON stdout
     step = on_step or (lambda _name: None)
     step("reading records")
     store = _read_store(
@@ -271,7 +305,15 @@ def build_report(
         step("pairing reviewers on the same answers")
         create_analysis_tables(connection)
         parallel = store.n_records <= PARALLEL_MAX_RECORDS
+        summarized = _incremental_sections(connection, significance_level, seed)
+        plan = plan_incremental(
+            connection,
+            store_path,
+            section_settings(summarized, significance_level=significance_level, seed=seed),
+            enabled=session_summaries and engine == "duckdb" and since is None and until is None,
+        )
         with SectionRunner(connection, parallel=parallel, one_blas_thread=reproducible) as runner:
+            incremental, save_summaries = submit_incremental(runner, plan, summarized)
             sections = _run_sections(
                 runner,
                 connection,
@@ -279,7 +321,9 @@ def build_report(
                 significance_level=significance_level,
                 n_resamples=n_resamples,
                 seed=seed,
+                incremental=incremental,
             )
+        save_summaries(store_path)
         report = _assemble_report(
             store_path,
             store,

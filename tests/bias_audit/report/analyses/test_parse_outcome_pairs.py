@@ -1,10 +1,24 @@
-"""Score/rank mismatch pair counts (parse_outcomes._pair_counts) against hand counts."""
+"""Score/rank mismatch pair counts (parse_outcomes._pairs) against hand counts."""
 
 from __future__ import annotations
 
 import duckdb
+import numpy as np
 
-from llm_council.bias_audit.report.analyses.parse_outcomes import _pair_counts
+from llm_council.bias_audit.report.analyses.parse_outcomes import _pairs
+
+
+def _pair_counts(connection: duckdb.DuckDBPyConnection) -> dict[str, tuple[np.ndarray, ...]]:
+    """Per reviewer, in session-id order: (discordant, comparable) pairs per session."""
+    reviewer, session, discordant, comparable = _pairs(connection)
+    order = np.lexsort((session, reviewer))
+    return {
+        name: (
+            discordant[order][reviewer[order] == name],
+            comparable[order][reviewer[order] == name],
+        )
+        for name in sorted(set(reviewer.tolist()))
+    }
 
 
 def _connection(rows: list[tuple[int, int, float, int | None]]) -> duckdb.DuckDBPyConnection:
@@ -17,6 +31,10 @@ def _connection(rows: list[tuple[int, int, float, int | None]]) -> duckdb.DuckDB
     connection.execute(
         "CREATE TABLE reviewers AS SELECT * FROM (VALUES (0, 'r0'), (1, 'r1')) "
         "AS t(reviewer_index, reviewer)"
+    )
+    connection.execute(
+        "CREATE TABLE session_names AS SELECT DISTINCT session, 's' || session AS session_id "
+        "FROM scored"
     )
     return connection
 

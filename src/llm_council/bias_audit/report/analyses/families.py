@@ -5,8 +5,10 @@ Kept in one object so the report model and the renderers each gain one field / o
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any
 
 import duckdb
 
@@ -49,23 +51,37 @@ class BiasFamilies:
     notes: list[str] = field(default_factory=list)  # families skipped, and why
 
 
+def dense_table_cells(connection: duckdb.DuckDBPyConnection) -> int:
+    """Cells of the dense (sessions x reviewers x models) tables of favouritism and
+    amplification."""
+    size = connection.execute(
+        """SELECT count(DISTINCT session) * (SELECT count(*) FROM reviewers)
+                  * (SELECT count(*) FROM models) FROM records"""
+    ).fetchone()
+    return int(size[0]) if size and size[0] is not None else 0
+
+
+def dense_tables_fit(connection: duckdb.DuckDBPyConnection) -> bool:
+    """Are the dense tables within :data:`MAX_TABLE_CELLS`?"""
+    return dense_table_cells(connection) <= MAX_TABLE_CELLS
+
+
 def submit_bias_families(
     runner: SectionRunner,
     significance_level: float = 0.05,
     seed: int = 0,
     level_fixed: frozenset[str] = frozenset(),
+    computed: Mapping[str, Future[Any]] | None = None,
 ) -> Callable[[], BiasFamilies]:
     """Start every family on ``runner``; the returned function waits for them all.
 
     The families are submitted costliest first, so two workers finish close together.
     ``level_fixed`` names the reviewers whose level the scale fixes (rank points, a
-    forced-choice scale): anchoring is not identified for them.
+    forced-choice scale): anchoring is not identified for them. ``computed``: families
+    already started as incremental sections, by section name (ADR 0073).
     """
-    size = runner.connection.execute(
-        """SELECT count(DISTINCT session) * (SELECT count(*) FROM reviewers)
-                  * (SELECT count(*) FROM models) FROM records"""
-    ).fetchone()
-    cells = int(size[0]) if size and size[0] is not None else 0
+    done = dict(computed or {})
+    cells = dense_table_cells(runner.connection)
     dense_ok = cells <= MAX_TABLE_CELLS
     notes = (
         []
@@ -76,11 +92,15 @@ def submit_bias_families(
         ]
     )
     style = runner.submit(style_mimicry, significance_level)
-    amplified = runner.submit(amplification, significance_level, seed=seed) if dense_ok else None
+    amplified = (
+        (done.get("amplification") or runner.submit(amplification, significance_level, seed=seed))
+        if dense_ok
+        else None
+    )
     anchoring = runner.submit(anchoring_by_reviewer, significance_level, level_fixed)
-    parse_outcomes = runner.submit(parse_outcomes_by_reviewer)
+    parse_outcomes = done.get("parse_outcomes") or runner.submit(parse_outcomes_by_reviewer)
     favoured = runner.submit(favouritism, significance_level) if dense_ok else None
-    drift = runner.submit(drift_by_reviewer, significance_level, seed=seed)
+    drift = done.get("drift") or runner.submit(drift_by_reviewer, significance_level, seed=seed)
     reasoning = runner.submit(reasoning_by_reviewer, significance_level)
 
     def collect() -> BiasFamilies:

@@ -20,6 +20,13 @@ import duckdb
 import numpy as np
 
 Summary = TypeVar("Summary")
+
+
+class SummaryNotMergeable(ValueError):
+    """Two summaries that cannot be merged exactly (a setting chosen for the whole store
+    differs between them): the section is summarized again over every session."""
+
+
 Result = TypeVar("Result", covariant=True)
 
 
@@ -43,7 +50,8 @@ class IncrementalSection(Protocol[Summary, Result]):
         ...
 
     def merge(self, saved: Summary, new: Summary) -> Summary:
-        """The summary of the union of two disjoint sets of sessions."""
+        """The summary of the union of two disjoint sets of sessions; raises
+        :class:`SummaryNotMergeable` when no exact merge exists."""
         ...
 
     def finish(self, summary: Summary) -> Result:

@@ -29,7 +29,8 @@ __all__ = [
 
 
 def create_analysis_tables(connection: duckdb.DuckDBPyConnection) -> None:
-    """Create ``reviewers``, ``models`` and ``scored`` from ``records`` (compressed if large)."""
+    """Create ``reviewers``, ``models``, ``session_names`` and ``scored`` from ``records``
+    (compressed if large)."""
     connection.execute(
         """CREATE TABLE reviewers AS
            SELECT reviewer, (row_number() OVER (ORDER BY reviewer) - 1)::INTEGER AS reviewer_index
@@ -39,6 +40,11 @@ def create_analysis_tables(connection: duckdb.DuckDBPyConnection) -> None:
         """CREATE TABLE models AS
            SELECT model, (row_number() OVER (ORDER BY model) - 1)::INTEGER AS model_index
            FROM (SELECT DISTINCT model FROM records)"""
+    )
+    # each load's dense session index and the session's id, for summaries kept across loads
+    connection.execute(
+        """CREATE TABLE session_names AS
+           SELECT session, any_value(session_id) AS session_id FROM records GROUP BY session"""
     )
     connection.execute(
         """CREATE TABLE scored AS

@@ -1,0 +1,339 @@
+"""Run the incremental sections: summarize the new sessions, merge the saved summaries, finish.
+
+The report loads every record as before (the other sections need them all), so the
+session rules (incomplete sessions, duplicates, bad scores, ``session_n_records``) have
+already decided which sessions exist: ``records`` holds exactly the sessions a full read
+keeps. A saved file (:mod:`~llm_council.bias_audit.report.load.session_summaries`) is
+used when it verifies, was made with the same settings and section versions, its store
+still extends what it covered (:mod:`~llm_council.bias_audit.report.load.store_coverage`),
+and every session it folded is still in ``records`` with the same records (their count
+and a digest of their content).
+Then the sessions not folded are the new ones: they are copied into a schema of their
+own (``fresh``, same table names), each section summarizes them there, and the summary
+is merged with the saved one. Otherwise every section summarizes every session (a cold
+run). Either way ``finish`` makes the result and the merged summaries are saved, covering
+all sessions of ``records``. A session that was incomplete or being written when the
+file was saved was not in ``records`` then, so it was not folded: it is new the first
+time it is complete. A folded session that changed (dropped, more, fewer or other
+records) makes the whole file be rebuilt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+import structlog
+
+from llm_council.bias_audit.report.analyses.incremental_section import (
+    IncrementalSection,
+    SummaryNotMergeable,
+)
+from llm_council.bias_audit.report.analyses.section_runner import SectionRunner
+from llm_council.bias_audit.report.load.analysis_database import ANALYSIS_DATABASE
+from llm_council.bias_audit.report.load.session_summaries import (
+    SavedSection,
+    SessionSummaries,
+    read_summaries,
+    summaries_path,
+    write_summaries,
+)
+from llm_council.bias_audit.report.load.store_coverage import (
+    extends,
+    recent_session_ids,
+    store_coverage,
+)
+
+log = structlog.get_logger("llm_council.bias_audit")
+
+#: the schema holding the sessions folded now (copies of, or views over, the analysis tables)
+FRESH_SCHEMA = "fresh"
+#: the schema holding the new sessions held back (not folded: still possibly being written)
+HELD_SCHEMA = "held"
+_COPIED_TABLES = ("records", "scored", "session_names")
+_SHARED_TABLES = ("reviewers", "models")
+
+
+@dataclass(frozen=True)
+class IncrementalPlan:
+    """Which sessions each incremental section summarizes now, and what it merges with.
+
+    ``how``: ``"incremental"`` (a verified file; ``n_new`` sessions summarized),
+    ``"cold"`` (every session summarized; ``reason`` says why nothing saved was used) or
+    ``"off"`` (no summary file for this report: every session, nothing saved). Sessions
+    held back are summarized every run and merged into the result, never saved.
+    """
+
+    how: str
+    reason: str
+    schema: str | None  # where the sessions to fold now are; None: none
+    held_schema: str | None  # where the sessions held back are; None: none
+    saved: SessionSummaries | None
+    session_ids: np.ndarray  # the sessions the saved file will hold, sorted
+    session_records: np.ndarray  # (sessions, 2) uint64: record count, content digest
+    coverage: dict[str, Any] | None
+    settings: dict[str, Any]
+    n_new: int  # sessions folded now
+    n_held: int = 0
+
+
+#: the columns of ``records`` a session's content digest covers (everything an analysis reads)
+_DIGESTED = (
+    "reviewer, model, position, n_candidates, words, chars, score, rank, rationale_chars, "
+    "review_status, is_self, scale_low, scale_high, time, similarity, fingerprint"
+)
+
+
+def _current_sessions(connection: duckdb.DuckDBPyConnection) -> tuple[np.ndarray, np.ndarray]:
+    """(per session sorted by id: dense index, record count, content digest; the ids).
+
+    The digest is the sum modulo 2**64 of DuckDB's 64-bit ``hash`` of each record's
+    analysed fields: the same records in any order give the same digest, and a record
+    changed, added or removed changes it except with probability about 2**-64. DuckDB's
+    hash may change between its versions; the saved settings name the version.
+    """
+    rows = connection.execute(
+        f"""SELECT n.session, n.session_id, c.n_records, c.digest FROM session_names n
+            JOIN (SELECT session, count(*) AS n_records,
+                         (sum(hash({_DIGESTED})) % 18446744073709551616)::UBIGINT AS digest
+                  FROM records GROUP BY session) c
+            USING (session)"""
+    ).fetchnumpy()
+    ids = np.asarray(rows["session_id"], dtype=str)
+    order = np.argsort(ids, kind="stable")
+    table = np.column_stack(
+        [
+            np.asarray(rows["session"], dtype=np.uint64)[order],
+            np.asarray(rows["n_records"], dtype=np.uint64)[order],
+            np.asarray(rows["digest"], dtype=np.uint64)[order],
+        ]
+    )
+    return table, ids[order]
+
+
+def _unusable(
+    saved: SessionSummaries,
+    settings: Mapping[str, Any],
+    store: str | Path,
+    ids: np.ndarray,
+    counts: np.ndarray,
+) -> str | None:
+    """Why the saved summaries cannot be merged with the current records (None: they can)."""
+    if saved.settings != dict(settings):
+        return "made with other settings or section versions"
+    if not extends(saved.coverage, store):
+        return "the store no longer extends what was summarized (replaced, shrunk or rewritten)"
+    folded = saved.session_ids
+    if folded.size and np.any(folded[1:] <= folded[:-1]):
+        return "the folded sessions are not sorted and distinct"
+    at = np.searchsorted(ids, folded)
+    found = at < ids.size
+    found[found] = ids[at[found]] == folded[found]
+    if not found.all():
+        return "a summarized session is no longer in the store's records"
+    if np.any(counts[at] != saved.session_records):
+        return "a summarized session's records changed (count or content)"
+    return None
+
+
+def plan_incremental(
+    connection: duckdb.DuckDBPyConnection,
+    store: str | Path,
+    settings: Mapping[str, Any],
+    *,
+    enabled: bool,
+) -> IncrementalPlan:
+    """Decide what to summarize, and build the schemas of the sessions to fold now and of
+    the sessions held back (new, but in the store's last 64 KiB: :func:`recent_session_ids`).
+    """
+    index_and_count, ids = _current_sessions(connection)
+    coverage = store_coverage(store) if enabled else None
+    if coverage is None:
+        reason = "disabled" if not enabled else "the store keeps no summary file"
+        return _plan("off", reason, None, index_and_count, ids, np.ones(ids.size, bool), None)
+    saved = read_summaries(store)
+    why = "no verified summary file" if saved is None else None
+    if saved is not None:
+        why = _unusable(saved, settings, store, ids, index_and_count[:, 1:])
+    is_new = np.ones(ids.size, dtype=bool)
+    if saved is None or why is not None:
+        # a first run is routine; a file that exists but cannot be used is worth a warning
+        emit = log.info if saved is None and not summaries_path(store).exists() else log.warning
+        emit("report_sessions_rebuilt", store=str(store), reason=why)
+        saved, how = None, "cold"
+    else:
+        is_new[np.searchsorted(ids, saved.session_ids)] = False
+        how = "incremental"
+    held = is_new & np.isin(ids, np.asarray(sorted(recent_session_ids(store)), dtype=str))
+    plan = _plan(how, str(why or ""), saved, index_and_count, ids, is_new & ~held, held)
+    plan = replace(plan, coverage=coverage, settings=dict(settings))
+    sessions = index_and_count[:, 0].astype(np.int64)
+    if plan.schema == FRESH_SCHEMA:
+        if saved is None:  # everything but the held sessions: views, not copies
+            _session_tables(connection, FRESH_SCHEMA, sessions[held], keep=False)
+        else:
+            _session_tables(connection, FRESH_SCHEMA, sessions[is_new & ~held], keep=True)
+    if plan.held_schema is not None:
+        _session_tables(connection, HELD_SCHEMA, sessions[held], keep=True)
+    return plan
+
+
+def _plan(
+    how: str,
+    reason: str,
+    saved: SessionSummaries | None,
+    index_and_count: np.ndarray,
+    ids: np.ndarray,
+    fold: np.ndarray,
+    held: np.ndarray | None,
+) -> IncrementalPlan:
+    """The plan: fold the sessions marked ``fold`` (with the saved ones), hold ``held``."""
+    folded = fold.copy()
+    if saved is not None:
+        folded[np.searchsorted(ids, saved.session_ids)] = True
+    n_held = int(held.sum()) if held is not None else 0
+    if how == "off" or (saved is None and n_held == 0):
+        schema: str | None = "main"
+    else:
+        schema = FRESH_SCHEMA if fold.any() else None
+    return IncrementalPlan(
+        how=how,
+        reason=reason,
+        schema=schema,
+        held_schema=HELD_SCHEMA if n_held else None,
+        saved=saved,
+        session_ids=ids[folded],
+        session_records=index_and_count[folded, 1:],
+        coverage=None,
+        settings={},
+        n_new=int(fold.sum()),
+        n_held=n_held,
+    )
+
+
+def _session_tables(
+    connection: duckdb.DuckDBPyConnection, schema: str, sessions: np.ndarray, *, keep: bool
+) -> None:
+    """The analysis tables in ``schema``: copies of the rows of ``sessions`` (``keep``), or
+    views of every other row."""
+    main = f"{ANALYSIS_DATABASE}.main"
+    target = f"{ANALYSIS_DATABASE}.{schema}"
+    connection.execute(f"DROP SCHEMA IF EXISTS {target} CASCADE")
+    connection.execute(f"CREATE SCHEMA {target}")
+    connection.execute(
+        f"CREATE TABLE {target}.chosen_session AS SELECT unnest(?::INTEGER[]) AS session",
+        [sessions.tolist()],
+    )
+    chosen = f"session {'IN' if keep else 'NOT IN'} (SELECT session FROM {target}.chosen_session)"
+    for table in _COPIED_TABLES:
+        kind = "TABLE" if keep else "VIEW"
+        connection.execute(
+            f"CREATE {kind} {target}.{table} AS SELECT * FROM {main}.{table} WHERE {chosen}"
+        )
+    for table in _SHARED_TABLES:
+        connection.execute(f"CREATE VIEW {target}.{table} AS SELECT * FROM {main}.{table}")
+
+
+def _summarize_in(
+    connection: duckdb.DuckDBPyConnection, schema: str, section: IncrementalSection[Any, Any]
+) -> Any:
+    """``section.summarize`` over the tables of ``schema`` (the connection's schema restored)."""
+    if schema == "main":
+        return section.summarize(connection)
+    connection.execute(f"USE {ANALYSIS_DATABASE}.{schema}")
+    try:
+        return section.summarize(connection)
+    finally:
+        connection.execute(f"USE {ANALYSIS_DATABASE}")
+
+
+def _merged(section: IncrementalSection[Any, Any], first: Any, second: Any) -> Any:
+    """The merge of two summaries either of which may be missing (``None``)."""
+    if first is None or second is None:
+        return second if first is None else first
+    return section.merge(first, second)
+
+
+def _run_section(
+    connection: duckdb.DuckDBPyConnection,
+    section: IncrementalSection[Any, Any],
+    plan: IncrementalPlan,
+) -> tuple[Any, Any]:
+    """(the section's result, its summary of the sessions to save)."""
+    saved_section = plan.saved.sections.get(section.name) if plan.saved is not None else None
+    saved = (
+        section.from_payload(saved_section.meta, saved_section.arrays)
+        if saved_section is not None
+        else None
+    )
+    new = _summarize_in(connection, plan.schema, section) if plan.schema is not None else None
+    held = (
+        _summarize_in(connection, plan.held_schema, section)
+        if plan.held_schema is not None
+        else None
+    )
+    try:
+        folded = _merged(section, saved, new)
+        every = _merged(section, folded, held)
+    except SummaryNotMergeable as error:
+        log.info("report_section_recomputed", section=section.name, reason=str(error))
+        # the saved summary is dropped: this run saves none for the section (rebuilt next run)
+        return section.finish(_summarize_in(connection, "main", section)), None
+    return section.finish(every), folded
+
+
+class _ResultOf(Future[Any]):
+    """The section's result from a future of (result, summary)."""
+
+    def __init__(self, outcome: Future[tuple[Any, Any]]) -> None:
+        super().__init__()
+        self._outcome = outcome
+
+    def result(self, timeout: float | None = None) -> Any:
+        return self._outcome.result(timeout)[0]
+
+
+def submit_incremental(
+    runner: SectionRunner,
+    plan: IncrementalPlan,
+    sections: Sequence[IncrementalSection[Any, Any]],
+) -> tuple[dict[str, Future[Any]], Callable[[str | Path], bool]]:
+    """Start every section on ``runner``: each section's result as a future, and a function
+    that saves the merged summaries beside the store (returns whether it wrote the file)."""
+    outcomes = {section.name: runner.submit(_run_section, section, plan) for section in sections}
+
+    def save(store: str | Path) -> bool:
+        if plan.coverage is None:
+            return False
+        if plan.how == "incremental" and plan.n_new == 0:
+            return False  # nothing new folded: the file already says this
+        saved_sections = {}
+        for section in sections:
+            folded = outcomes[section.name].result()[1]
+            if folded is None:
+                return False  # a section could not merge, or nothing was folded yet
+            meta, arrays = section.to_payload(folded)
+            saved_sections[section.name] = SavedSection(section.version, meta, arrays)
+        summaries = SessionSummaries(
+            plan.coverage, plan.settings, plan.session_ids, plan.session_records, saved_sections
+        )
+        return write_summaries(store, summaries)
+
+    return {name: _ResultOf(outcome) for name, outcome in outcomes.items()}, save
+
+
+def section_settings(
+    sections: Sequence[IncrementalSection[Any, Any]], **settings: Any
+) -> dict[str, Any]:
+    """The settings a saved file must match: the report's, DuckDB's version (its ``hash``
+    orders the length plot's points) and each section's version."""
+    return {
+        **settings,
+        "duckdb": duckdb.__version__,
+        "sections": {section.name: section.version for section in sections},
+    }

@@ -1,0 +1,191 @@
+"""The incremental report's summary file: sealed, verified on its bytes, never through a
+symlink, written 0600, and nothing written where the store's directory is read-only."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from llm_council.bias_audit.records.summary_files import SummaryUnverifiable
+from llm_council.bias_audit.report.load.session_summaries import (
+    SavedSection,
+    SessionSummaries,
+    decode_summaries,
+    encode_summaries,
+    read_summaries,
+    summaries_path,
+    write_summaries,
+)
+from llm_council.bias_audit.report.load.summary_payload import decode_arrays, encode_arrays
+
+HOSTILE_IDS = ["s\n1", "s\x002", "s\u202e3", "é", "", "s'; DROP TABLE records; --"]
+
+
+def _summaries() -> SessionSummaries:
+    ids = np.asarray(sorted(HOSTILE_IDS), dtype=str)
+    records = np.column_stack([np.arange(1, ids.size + 1), np.arange(ids.size) * 7]).astype(
+        np.uint64
+    )
+    section = SavedSection(
+        3,
+        {"shared_order": True, "note": "x"},
+        {
+            "session_id": ids,
+            "value": np.asarray([0.1, -np.inf, np.nan, 1e308, -0.0, 5.0]),
+            "flag": np.asarray([True, False, True, False, True, False]),
+            "cell": np.asarray([["a", "b"], ["c", "d"]], dtype=str),
+            "empty": np.zeros(0),
+        },
+    )
+    return SessionSummaries(
+        {"kind": "jsonl", "size": 10}, {"seed": 0}, ids, records, {"length": section}
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    path = tmp_path / "store.jsonl"
+    path.write_text("{}\n", encoding="utf-8")
+    return path
+
+
+def test_arrays_round_trip_bit_for_bit_with_hostile_strings() -> None:
+    arrays = _summaries().sections["length"].arrays
+    directory, raw = encode_arrays(arrays)
+    back = decode_arrays(directory, raw)
+    assert back.keys() == arrays.keys()
+    for name, values in arrays.items():
+        assert back[name].shape == values.shape
+        if values.dtype.kind == "f":
+            assert back[name].tobytes() == values.tobytes()  # NaN, -0.0 and infinities kept
+        else:
+            assert back[name].tolist() == values.tolist()
+
+
+def test_the_file_round_trips_and_is_written_0600(store: Path) -> None:
+    assert write_summaries(store, _summaries())
+    path = summaries_path(store)
+    assert path.name == "store.jsonl.report-sessions"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    back = read_summaries(store)
+    assert back is not None
+    assert back.session_ids.tolist() == sorted(HOSTILE_IDS)
+    assert back.session_records.tolist() == _summaries().session_records.tolist()
+    section = back.sections["length"]
+    assert (section.version, section.meta) == (3, {"shared_order": True, "note": "x"})
+    assert section.arrays["cell"].tolist() == [["a", "b"], ["c", "d"]]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda raw: raw[:-1],  # truncated arrays
+        lambda raw: raw[: raw.index(b"\n")],  # only the JSON line
+        lambda raw: raw.replace(b'"seed":0', b'"seed":1'),  # an edited setting
+        lambda raw: raw[:-8] + b"\x00" * 8,  # edited array bytes
+        lambda raw: b"",
+        lambda raw: b"not json at all",
+    ],
+    ids=["truncated", "json-only", "edited-json", "edited-arrays", "empty", "garbage"],
+)
+def test_a_damaged_file_does_not_verify(store: Path, damage: object) -> None:
+    assert write_summaries(store, _summaries())
+    path = summaries_path(store)
+    path.write_bytes(damage(path.read_bytes()))  # type: ignore[operator]
+    assert read_summaries(store) is None
+    with pytest.raises(SummaryUnverifiable):
+        decode_summaries(store, path.read_bytes())
+
+
+def test_another_stores_file_does_not_verify(tmp_path: Path, store: Path) -> None:
+    other = tmp_path / "other.jsonl"
+    other.write_text("{}\n", encoding="utf-8")
+    assert write_summaries(other, _summaries())
+    summaries_path(store).write_bytes(summaries_path(other).read_bytes())
+    assert read_summaries(store) is None
+
+
+def test_a_symlinked_file_is_not_read_and_its_target_never_written(
+    tmp_path: Path, store: Path
+) -> None:
+    target = tmp_path / "elsewhere"
+    content = encode_summaries(store, _summaries())
+    assert content is not None
+    target.write_bytes(content)
+    summaries_path(store).symlink_to(target)
+    assert read_summaries(store) is None  # a valid file, but behind a symlink
+    assert write_summaries(store, _summaries())
+    assert not summaries_path(store).is_symlink()
+    assert target.read_bytes() == content  # the link was replaced, its target untouched
+
+
+def test_a_store_reached_through_a_symlink_shares_the_file(tmp_path: Path, store: Path) -> None:
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(store)
+    assert summaries_path(link) == summaries_path(store)
+    assert write_summaries(link, _summaries())
+    assert read_summaries(store) is not None
+
+
+def test_without_a_key_nothing_is_written(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("llm_council.bias_audit.records.summary_seal.summary_key", lambda: None)
+    assert not write_summaries(store, _summaries())
+    assert not summaries_path(store).exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_a_read_only_directory_gets_nothing_written(tmp_path: Path) -> None:
+    directory = tmp_path / "ro"
+    directory.mkdir()
+    store = directory / "store.jsonl"
+    store.write_text("{}\n", encoding="utf-8")
+    directory.chmod(0o555)
+    try:
+        assert not write_summaries(store, _summaries())
+        assert sorted(os.listdir(directory)) == ["store.jsonl"]
+    finally:
+        directory.chmod(0o755)
+
+
+def test_an_unwritable_summary_path_gets_nothing_written(store: Path) -> None:
+    # where the file should go stands a directory: the write fails, nothing half-written
+    summaries_path(store).mkdir()
+    with pytest.raises(OSError):
+        write_summaries(store, _summaries())
+    assert [p.name for p in store.parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"name": "x", "kind": "pickle", "shape": [1], "offset": 0, "length": 8},
+        {"name": "x", "kind": "f8", "shape": [2], "offset": 0, "length": 8},
+        {"name": "x", "kind": "f8", "shape": [1], "offset": 4, "length": 8},
+        {"name": "x", "kind": "f8", "shape": [-1], "offset": 0, "length": 8},
+        {"name": "x", "kind": "f8", "shape": [1 << 40], "offset": 0, "length": 8},
+        {"name": "x", "kind": "str", "shape": [2], "offset": 0, "length": 8},
+        "not an object",
+    ],
+)
+def test_a_directory_that_does_not_describe_the_bytes_is_refused(entry: object) -> None:
+    with pytest.raises(ValueError, match="array|entry"):
+        decode_arrays([entry], b"\x00" * 8)
+
+
+def test_a_read_only_file_system_gets_nothing_written(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As root a chmod does not stop a write; a read-only mount answers EROFS."""
+    import errno
+    import tempfile
+
+    def read_only(*args: object, **kwargs: object) -> tuple[int, str]:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)
+    assert not write_summaries(store, _summaries())
+    assert not summaries_path(store).exists()
