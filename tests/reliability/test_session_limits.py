@@ -53,7 +53,7 @@ def test_trickling_member_is_degraded_at_the_session_deadline() -> None:
     # deadline clock starts with the session (before stage 1's own clock, a few ms later:
     # CI once read stage 1 as 2.9973 s), so "never before" is checked on the session's
     # duration, and stage 1 only within a second of the cut.
-    assert 3.0 <= metadata["duration_s"], metadata["duration_s"]
+    assert metadata["duration_s"] >= 3.0, metadata["duration_s"]
     assert 2.0 <= metadata["stage_durations_s"]["stage1"] < 60, metadata["stage_durations_s"]
     assert metadata["duration_s"] < 60 and elapsed < 90, (metadata["duration_s"], elapsed)
     slow = next(a for a in stage1 if a.member == "slow")
