@@ -1,8 +1,8 @@
 """How ``calibrate`` and ``probe`` get their verdicts: the recorded ones, or a judge called live.
 
-The command-line options of a live judge travel as one frozen :class:`JudgeCallOptions`, and
-what the report computes from the verdicts as one :class:`StudyOptions`, instead of the same
-ten keywords passed from function to function.
+The command-line options of a live judge travel as one frozen :class:`JudgeCallOptions`
+(``calibrate`` and ``probe`` build it the same way), and what the report computes from the
+verdicts as one :class:`StudyOptions`.
 """
 
 from __future__ import annotations
