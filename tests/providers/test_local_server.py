@@ -20,7 +20,6 @@ from llm_council.errors import ConfigError, MissingDependencyError, ProviderErro
 from llm_council.providers import local_server
 from llm_council.providers.local_server import READY_TIMEOUT_ENV, LocalModel, LocalServer
 
-
 #: how long a stand-in server may take to answer: only a hang-catcher (it takes well under a
 #: second idle; a cold Python start on a loaded machine can take several)
 READY_S = 120
