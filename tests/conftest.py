@@ -118,6 +118,8 @@ def _isolated_environment(
 
 
 CHROMIUM = "/usr/bin/chromium"
+#: how long a browser test waits for the browser or a page (ms): only a hang-catcher
+BROWSER_WAIT_MS = 180_000
 # headless as root on a machine with no network beyond the package registries
 CHROMIUM_ARGS = (
     "--no-sandbox",
@@ -151,5 +153,14 @@ def make_simulated_config() -> Callable[..., CouncilConfig]:
 
 @pytest.fixture
 def chromium_launch_options(chromium_path: str) -> dict[str, Any]:
-    """Keyword arguments for Playwright's ``chromium.launch`` on Debian's chromium."""
-    return {"executable_path": chromium_path, "args": list(CHROMIUM_ARGS), "headless": True}
+    """Keyword arguments for Playwright's ``chromium.launch`` on Debian's chromium.
+
+    The launch may take :data:`BROWSER_WAIT_MS` (Playwright's default is 30 s): a browser
+    starting on a loaded 2-core machine is slow, not broken; the wait only catches a hang.
+    """
+    return {
+        "executable_path": chromium_path,
+        "args": list(CHROMIUM_ARGS),
+        "headless": True,
+        "timeout": BROWSER_WAIT_MS,
+    }

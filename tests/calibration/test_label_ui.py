@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from conftest import BROWSER_WAIT_MS
 from llm_council.calibration.label_store import left_side
 from llm_council.calibration.label_ui import start_in_thread
 from llm_council.calibration.pairs import Pair, read_pairs
@@ -126,6 +127,7 @@ def test_label_pairs_in_headless_chromium(
         browser = playwright.chromium.launch(**chromium_launch_options)
         try:
             page = browser.new_page()
+            page.set_default_timeout(BROWSER_WAIT_MS)  # waits only catch a hang, never load
             page.goto(base + "/")
             page.wait_for_selector("text=0 / 3 labelled")
             left_text = page.inner_text("#left")

@@ -24,6 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SUPERUSER = "llm_council"
+#: seconds ``pg_ctl start`` may wait for the server: only a hang-catcher
+START_WAIT_S = 300
+#: ports tried when the probed free port is taken before the server binds it
+PORT_ATTEMPTS = 3
 
 
 def _bin_dir() -> Path | None:
@@ -81,9 +85,9 @@ class PostgresServer:
     def _command(user: pwd.struct_passwd | None, argv: list[str]) -> list[str]:
         return ["runuser", "-u", user.pw_name, "--", *argv] if user is not None else argv
 
-    def _run(self, argv: list[str]) -> None:
+    def _run(self, argv: list[str], timeout_s: float = 600) -> None:
         result = subprocess.run(
-            self._command(self._user, argv), capture_output=True, text=True, timeout=120
+            self._command(self._user, argv), capture_output=True, text=True, timeout=timeout_s
         )
         if result.returncode != 0:
             log = self.directory / "server.log"
@@ -122,27 +126,45 @@ class PostgresServer:
                 "--no-sync",
             ]
         )
+        for attempt in range(PORT_ATTEMPTS):
+            try:
+                server._start(bin_dir)
+                break
+            except RuntimeError as failed:
+                # the free port was taken between the probe and the server's bind (another
+                # test's server or client): try a fresh one; any other failure is raised
+                if "already in use" not in str(failed) or attempt == PORT_ATTEMPTS - 1:
+                    raise
+                server.port = _free_port()
+        server._watch_parent(bin_dir)
+        return server
+
+    def _start(self, bin_dir: Path) -> None:
+        """``pg_ctl start`` on :attr:`port`, with a fresh log (its tail is quoted on failure).
+
+        The wait is long: it only ever catches a hang, never a slow start on a loaded machine.
+        """
+        (self.directory / "server.log").unlink(missing_ok=True)
         options = (
-            f"-p {server.port} -k {directory} -c listen_addresses=127.0.0.1 "
+            f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 "
             "-c fsync=off -c max_connections=120 -c shared_buffers=32MB"
         )
-        server._run(
+        self._run(
             [
                 str(bin_dir / "pg_ctl"),
                 "-D",
-                str(data),
+                str(self.directory / "data"),
                 "-l",
-                str(directory / "server.log"),
+                str(self.directory / "server.log"),
                 "-o",
                 options,
                 "-w",
                 "-t",
-                "60",
+                str(START_WAIT_S),
                 "start",
-            ]
+            ],
+            timeout_s=START_WAIT_S + 60,
         )
-        server._watch_parent(bin_dir)
-        return server
 
     def _watch_parent(self, bin_dir: Path) -> None:
         """Stop the server if this process dies without ``stop()`` (a killed test run)."""

@@ -15,6 +15,7 @@ from llm_council.errors import MissingDependencyError
 from llm_council.providers.local_server import (
     LOCAL_MODELS,
     LocalServer,
+    ready_timeout_s,
     require_server_package,
     shared_server,
     stop_shared_servers,
@@ -24,6 +25,8 @@ REQUIRE_ENV = "LLM_COUNCIL_REQUIRE_LOCAL_MODEL"
 MODEL_NAME = "smollm2-135m"
 #: the shipped local council's two model families (ADR 0065)
 COUNCIL_MODELS = ("smollm2-135m", "gemma3-270m")
+#: how long the fixture waits for each llama.cpp server to answer
+SERVER_READY_S = 600.0
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -44,7 +47,9 @@ def local_servers() -> Iterator[dict[str, LocalServer]]:
             pytest.fail(f"the local models are required here ({REQUIRE_ENV}=1) but: {missing}")
         pytest.skip(f"the local extra is not installed: {missing}")
     for server in servers.values():
-        server.ensure_running()
+        # the product's 60 s default is for a person waiting; here the wait only catches a
+        # hang (two models loading while the rest of the suite runs on 2 cores)
+        server.ensure_running(timeout_s=max(ready_timeout_s(), SERVER_READY_S))
     yield servers
     stop_shared_servers()
 

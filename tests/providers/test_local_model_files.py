@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.machinery
+import os
 import re
 import sys
 import types
@@ -72,7 +73,12 @@ def test_the_chunks_are_joined_once_into_a_verified_file(tmp_path, monkeypatch):
 def test_a_damaged_or_truncated_file_is_joined_again(tmp_path, monkeypatch):
     model, _ = _chunk_package(tmp_path, monkeypatch)
     target = joined_model_file(model, tmp_path / "models")
+    joined_ns = target.stat().st_mtime_ns
     target.write_bytes(WHOLE[:-1] + b"X")  # same size, other bytes: the stamp no longer fits
+    # ... because damage comes later than the join: on a file system with coarse timestamps
+    # (one kernel tick, ~4 ms, before Linux 6.13) a rewrite this soon after the join could
+    # keep its mtime, and the stamp (size and mtime) is then trusted by design
+    os.utime(target, ns=(joined_ns + 10**9, joined_ns + 10**9))
     assert joined_model_file(model, tmp_path / "models").read_bytes() == WHOLE
     target.write_bytes(WHOLE[:100])
     assert joined_model_file(model, tmp_path / "models").read_bytes() == WHOLE

@@ -158,10 +158,12 @@ def test_empty_answer_is_not_retried(vendor, fake_vendor):
 
 
 def test_refused_connection_is_retryable(vendor, no_vendor_env, canary_key):
-    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+    # a port held bound but never listened on: connecting is refused, and no other process
+    # can take the port meanwhile (a port closed before the call could be reused by then)
+    with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         closed_port_url = f"http://127.0.0.1:{probe.getsockname()[1]}"
-    error = _complete_error(_provider(vendor, closed_port_url))
+        error = _complete_error(_provider(vendor, closed_port_url))
 
     assert error.retryable
     # nothing listens: "timed out" would send the user looking for a slow server (the SDKs'

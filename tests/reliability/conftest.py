@@ -105,7 +105,9 @@ def module_openai_fake() -> Iterator[FakeOpenAIServer]:
     yield from _serve()
 
 
-FAST_RETRY = RetryPolicy(max_attempts=3, timeout_s=0.5, initial_backoff_s=0.01, max_backoff_s=0.02)
+# 2 s per attempt: a loopback call takes milliseconds, but a first SDK call on a loaded
+# machine can take a few hundred (0.5 s let a slow healthy call be retried, miscounting attempts)
+FAST_RETRY = RetryPolicy(max_attempts=3, timeout_s=2.0, initial_backoff_s=0.01, max_backoff_s=0.02)
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from llm_council.errors import CouncilError
 from llm_council.results import CouncilResult
 
 MEMBERS = ("m1", "m2", "m3")
-HANG_S = 3.0  # longer than the 0.5 s per-attempt timeout of FAST_RETRY
+HANG_S = 30.0  # far past FAST_RETRY's 2 s per-attempt timeout (released when the fake stops)
 
 
 def _error(status: int, message: str) -> dict[str, Any]:
@@ -72,7 +72,7 @@ FAULT_CASES = [
         (HANG, HANG, HANG),
         "answer_failed",
         3,
-        "no answer within 0.5 s",
+        "no answer within 2 s",
     ),
     FaultCase(
         "500 on every attempt",

@@ -97,7 +97,7 @@ def test_writer_killed_mid_run_loses_no_complete_line_and_the_next_writer_is_cle
     code = WRITER_LOOP.format(benchmarks=str(BENCHMARK.parent), path=str(path))
     process = subprocess.Popen([sys.executable, "-c", code])
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # a hang-catcher: the writer needs about a second
         while (not path.exists() or path.stat().st_size < 300_000) and time.monotonic() < deadline:
             time.sleep(0.01)
     finally:

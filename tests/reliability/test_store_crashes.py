@@ -88,7 +88,7 @@ def _kill_repeatedly(path: Path, members: int, kills: int, seed: int) -> int:
             victim.start()
             start = path.stat().st_size if path.exists() else 0
             target = start + rng.randint(1, 3 * session_bytes)
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 60  # a hang-catcher: both writers append at once
             while time.monotonic() < deadline:
                 if path.exists() and path.stat().st_size >= target:
                     break

@@ -1,4 +1,4 @@
-"""The ``calibrate`` command's options as typer annotations, so its signature reads as a list."""
+"""The ``calibrate`` and ``probe`` options as typer annotations, so signatures read as lists."""
 
 from __future__ import annotations
 
@@ -79,4 +79,17 @@ BaselineOption = Annotated[
 ]
 DriftAlphaOption = Annotated[
     float, typer.Option(help="--canary: the drift test's level (exit 6 below it)")
+]
+ModelOption = Annotated[
+    str | None, typer.Option("--model", "-m", help="judge spec, e.g. openai:gpt-4o")
+]
+OptionsOption = Annotated[
+    list[str] | None,
+    typer.Option("--option", "-o", help="provider option KEY=VALUE (VALUE parsed as JSON)"),
+]
+SarifOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--sarif", help="also write the gate and checklist as SARIF 2.1.0 (code scanning)"
+    ),
 ]

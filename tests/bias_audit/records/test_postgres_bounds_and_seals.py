@@ -165,7 +165,7 @@ def test_the_urls_connect_timeout_is_honoured(silent_host: int) -> None:
         with pytest.raises(RecordError) as raised:
             attempt()
         elapsed = time.monotonic() - started
-        assert 1.5 <= elapsed < 6, elapsed  # 2 s, not the 10 s default
+        assert 1.5 <= elapsed < 9, elapsed  # 2 s, not the 10 s default (7 s for load)
         assert "Silent-Pa55" not in str(raised.value)
 
 
