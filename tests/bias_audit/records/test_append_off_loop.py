@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -23,8 +22,7 @@ from llm_council.bias_audit.records.jsonl_store import read_records
 from llm_council.config import CouncilConfig, CouncilMember
 from llm_council.middleware import Middleware, SessionCompleted
 
-HOLD_S = 0.5
-TICK_S = 0.01
+TICKS = 5  # loop turns that must pass while the append waits for the held lock
 
 
 class _Capture(Middleware):
@@ -45,29 +43,31 @@ def _council() -> CouncilConfig:
     )
 
 
-def _hold_lock(lock_file: str, acquired: threading.Event) -> None:
+def _hold_lock(lock_file: str, acquired: threading.Event, release: threading.Event) -> None:
+    """Hold the store's lock until the test releases it (60 s at most: a hang-catcher)."""
     with FileLock(lock_file):
         acquired.set()
-        time.sleep(HOLD_S)
+        release.wait(60)
 
 
-async def _append_while_ticking(event: SessionCompleted) -> tuple[int, float, int]:
+async def _append_while_ticking(
+    event: SessionCompleted, release: threading.Event
+) -> tuple[int, bool, int]:
+    """Start the append, turn the loop :data:`TICKS` times while the lock is held, then
+    release it: the ticks passed, whether the append was still waiting, and its records.
+
+    Synchronised on events, not on a hold time: an append blocking the loop would hold it
+    until the 60 s hang-catcher, and then be done before any tick.
+    """
+    append = asyncio.create_task(BiasAuditMiddleware().on_session_end(event))
     ticks = 0
-    stop = asyncio.Event()
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while not stop.is_set():
-            await asyncio.sleep(TICK_S)
-            ticks += 1
-
-    task = asyncio.create_task(ticker())
-    started = time.perf_counter()
-    audit = await BiasAuditMiddleware().on_session_end(event)
-    waited = time.perf_counter() - started
-    stop.set()
-    await task
-    return ticks, waited, int(audit["records_written"])
+    while ticks < TICKS and not append.done():
+        await asyncio.sleep(0.01)
+        ticks += 1
+    still_waiting = not append.done()
+    release.set()
+    audit = await append
+    return ticks, still_waiting, int(audit["records_written"])
 
 
 def test_a_blocked_append_leaves_the_event_loop_running(
@@ -78,15 +78,15 @@ def test_a_blocked_append_leaves_the_event_loop_running(
     capture = _Capture()
     asyncio.run(run_full_council("q", config=_council(), seed=3, middleware=[capture]))
     assert capture.event is not None
-    acquired = threading.Event()
+    acquired, release = threading.Event(), threading.Event()
     holder = threading.Thread(
-        target=_hold_lock, args=(str(store.absolute()) + ".lock", acquired), daemon=True
+        target=_hold_lock, args=(str(store.absolute()) + ".lock", acquired, release), daemon=True
     )
     holder.start()
-    assert acquired.wait(10)
-    ticks, waited, written = asyncio.run(_append_while_ticking(capture.event))
+    assert acquired.wait(60)
+    ticks, still_waiting, written = asyncio.run(_append_while_ticking(capture.event, release))
     holder.join()
     assert written == 25 and len(list(read_records(store))) == 25
     # the append waited for the lock, and the loop kept ticking meanwhile (0 if blocked)
-    assert waited >= HOLD_S * 0.5
-    assert ticks >= 5, f"the event loop ticked only {ticks} times while the append waited"
+    assert still_waiting, "the append finished while another process held the lock"
+    assert ticks == TICKS, f"the event loop ticked only {ticks} times while the append waited"

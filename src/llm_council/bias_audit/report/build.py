@@ -13,7 +13,7 @@ import duckdb
 
 from llm_council.bias_audit.report.analyses.amplification import AmplificationSection
 from llm_council.bias_audit.report.analyses.causal_checks import CausalChecks, causal_checks
-from llm_council.bias_audit.report.analyses.decisions import DecisionsAffected, decisions_affected
+from llm_council.bias_audit.report.analyses.decisions import DECISIONS, DecisionsAffected
 from llm_council.bias_audit.report.analyses.drift import DriftSection
 from llm_council.bias_audit.report.analyses.families import (
     BiasFamilies,
@@ -32,7 +32,7 @@ from llm_council.bias_audit.report.analyses.incremental_runner import (
 from llm_council.bias_audit.report.analyses.incremental_section import IncrementalSection
 from llm_council.bias_audit.report.analyses.joint import JointFit, fit_joint_model
 from llm_council.bias_audit.report.analyses.leaderboard import (
-    build_leaderboard,
+    LeaderboardSection,
     with_adjusted_means,
 )
 from llm_council.bias_audit.report.analyses.length import LENGTH
@@ -127,11 +127,15 @@ def _read_store(
 
 
 def _incremental_sections(
-    connection: duckdb.DuckDBPyConnection, significance_level: float, seed: int
+    connection: duckdb.DuckDBPyConnection, significance_level: float, seed: int, n_resamples: int
 ) -> list[IncrementalSection[Any, Any]]:
-    """The sections computed from per-session summaries (ADR 0073), in submission order
-    (amplification only where its dense tables are allowed: :func:`dense_tables_fit`)."""
-    sections: list[IncrementalSection[Any, Any]] = []
+    """The sections computed from per-session summaries (ADRs 0073, 0074), in submission
+    order, costliest first (amplification only where its dense tables are allowed:
+    :func:`dense_tables_fit`)."""
+    sections: list[IncrementalSection[Any, Any]] = [
+        DECISIONS,  # ADR 0046
+        LeaderboardSection(n_resamples=n_resamples, seed=seed),
+    ]
     if dense_tables_fit(connection):
         sections.append(AmplificationSection(significance_level, seed))
     return [*sections, DriftSection(significance_level, seed), PARSE_OUTCOMES, LENGTH]
@@ -153,7 +157,7 @@ def _run_sections(
     they run one at a time, each when its result is asked for below, so the progress steps
     name what is running. ``incremental``: the incremental sections, already submitted.
     """
-    board_future = runner.submit(build_leaderboard, n_resamples=n_resamples, seed=seed)
+    board_future = incremental["leaderboard"]
     step("profiling reviewers")
     # both need it: ask once (rank points or a forced-choice scale)
     rank_reviewers = rank_point_reviewers(connection)
@@ -171,7 +175,7 @@ def _run_sections(
     )
     length_future = incremental["length"]
     causal_future = runner.submit(causal_checks)  # ADR 0024: the live checks, if any
-    decisions_future = runner.submit(decisions_affected)  # ADR 0046
+    decisions_future = incremental["decisions_affected"]  # ADR 0046
     reliability_future = runner.submit(  # ADR 0062: descriptive, not a finding
         council_reliability, rank_reviewers, n_resamples=n_resamples, seed=seed
     )
@@ -305,11 +309,14 @@ def build_report(
         step("pairing reviewers on the same answers")
         create_analysis_tables(connection)
         parallel = store.n_records <= PARALLEL_MAX_RECORDS
-        summarized = _incremental_sections(connection, significance_level, seed)
+        summarized = _incremental_sections(connection, significance_level, seed, n_resamples)
+        settings = section_settings(
+            summarized, significance_level=significance_level, seed=seed, n_resamples=n_resamples
+        )
         plan = plan_incremental(
             connection,
             store_path,
-            section_settings(summarized, significance_level=significance_level, seed=seed),
+            settings,
             enabled=session_summaries and engine == "duckdb" and since is None and until is None,
         )
         with SectionRunner(connection, parallel=parallel, one_blas_thread=reproducible) as runner:

@@ -266,11 +266,15 @@ def _run_section(
 ) -> tuple[Any, Any]:
     """(the section's result, its summary of the sessions to save)."""
     saved_section = plan.saved.sections.get(section.name) if plan.saved is not None else None
-    saved = (
-        section.from_payload(saved_section.meta, saved_section.arrays)
-        if saved_section is not None
-        else None
-    )
+    try:
+        saved = (
+            section.from_payload(saved_section.meta, saved_section.arrays)
+            if saved_section is not None
+            else None
+        )
+    except ValueError as error:  # sealed, yet not this section's payload: never trusted
+        log.warning("report_section_recomputed", section=section.name, reason=str(error))
+        return section.finish(_summarize_in(connection, "main", section)), None
     new = _summarize_in(connection, plan.schema, section) if plan.schema is not None else None
     held = (
         _summarize_in(connection, plan.held_schema, section)
