@@ -303,6 +303,26 @@ def test_without_a_key_nothing_is_written_and_the_answer_is_still_computed(
     summary_seal._file_key.cache_clear()
 
 
+def test_a_state_whose_sums_are_not_finite_is_never_written(tmp_path: Path) -> None:
+    # the packed columns are base64, which the seal's finiteness check cannot see into: a
+    # state with an infinite sum would be written, then refused on every read (rebuilt on
+    # every look); write_state refuses it and leaves the previous file as it was
+    from dataclasses import replace
+
+    store = tmp_path / "s.jsonl"
+    for records in _sessions(3, seed=9):
+        append_records(store, records)
+    state = current_monitor(store)
+    before = state_path(store).read_bytes()
+    for field in ("precision", "peak_log_e"):
+        values = getattr(state.sums, field).copy()
+        values.flat[0] = np.inf if field == "precision" else np.nan
+        broken = replace(state, sums=replace(state.sums, **{field: values}))
+        assert write_state(store, broken) is False, field
+        assert state_path(store).read_bytes() == before
+    assert write_state(store, state) is True
+
+
 def test_degenerate_judges(tmp_path: Path) -> None:
     # judge-3 gives every answer the same score; judge-2 "always A": 10 to the answer it
     # sees first and 4 to the rest. Nothing crashes; always-A is a first-slot preference.

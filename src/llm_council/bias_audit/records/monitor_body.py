@@ -92,6 +92,17 @@ def _digests(body: Mapping[str, Any], digests_raw: bytes | None) -> frozenset[by
     return digests if len(digests) == int(body["n_sessions"]) else None
 
 
+def sums_read_back(state: MonitorState) -> bool:
+    """Whether ``state``'s sums pass :func:`state_from_body`'s finiteness checks: the packed
+    columns are base64 text, which ``all_finite`` cannot see into, so a writer checks
+    this first and never writes a state that would not read back (it would be rebuilt on
+    every look)."""
+    sums = state.sums
+    peaks = sums.peak_log_e
+    finite = all(np.isfinite(getattr(sums, key)).all() for key in SUM_FIELDS)
+    return finite and not (np.isnan(peaks).any() or (peaks == np.inf).any())
+
+
 def state_from_body(body: Mapping[str, Any], digests_raw: bytes | None) -> MonitorState | None:
     """The state a verified body and the digests after it describe; ``None`` for any
     inconsistency. ``digests_raw`` ``None``: the folded sessions are kept elsewhere (a

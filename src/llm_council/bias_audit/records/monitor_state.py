@@ -35,7 +35,11 @@ from llm_council.bias_audit.records.monitor_append import (
     AppendedSession,
     fold_appended,
 )
-from llm_council.bias_audit.records.monitor_body import state_body, state_from_body
+from llm_council.bias_audit.records.monitor_body import (
+    state_body,
+    state_from_body,
+    sums_read_back,
+)
 from llm_council.bias_audit.records.monitor_fold import MonitorState, fold_range
 from llm_council.bias_audit.records.store_lock import store_lock_file, store_write_lock
 from llm_council.bias_audit.records.summary_seal import sealed_json, summary_key, unsealed_json
@@ -130,11 +134,14 @@ def temporary_path(store: Path) -> Path:
 def write_state(store: Path, state: MonitorState) -> bool:
     """Write the sealed state 0600 (a temporary file renamed into place; call under the
     store's writer lock); ``False`` when no sealing key is available (nothing is written:
-    an unsealed file would not verify).
+    an unsealed file would not verify) or the sums are not finite (they would not read
+    back).
 
     No ``fsync``: the state is a cache of the records, checked by its seal and the
     store's fingerprint on every read, so a state lost or torn by a crash is rebuilt
     (ADR 0053, amendment). The body is encoded once (:func:`sealed_json`)."""
+    if not sums_read_back(state):
+        return False  # it would not read back: the next look rebuilds from the records
     key = summary_key()
     sealed = sealed_json(SEAL_KIND, os.path.realpath(store), state_body(state), resolved=True)
     if sealed is None:

@@ -35,15 +35,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-import numpy as np
 import structlog
 from psycopg import AsyncConnection
 from psycopg import Error as DriverError
 
 from llm_council.bias_audit.records.monitor_append import finite_or_missing
-from llm_council.bias_audit.records.monitor_body import state_body, state_from_body
+from llm_council.bias_audit.records.monitor_body import (
+    state_body,
+    state_from_body,
+    sums_read_back,
+)
 from llm_council.bias_audit.records.monitor_fold import (
-    SUM_FIELDS,
     MonitorState,
     fold_estimates,
     session_digest,
@@ -131,13 +133,7 @@ def encoded_row(
 ) -> tuple[str, str | None]:
     """``(body as JSON text, seal or None without a key)``; ``ValueError`` for a state
     whose sums are not finite (never written: it would not read back)."""
-    sums = state.sums
-    peaks = sums.peak_log_e
-    # the packed columns are base64 text, which all_finite cannot see into: the same
-    # checks as state_from_body's, so a written row always reads back
-    if not all(np.isfinite(getattr(sums, name)).all() for name in SUM_FIELDS) or (
-        np.isnan(peaks).any() or (peaks == np.inf).any()
-    ):
+    if not sums_read_back(state):  # a written row always reads back
         raise ValueError("the monitor's sums are not finite")
     body = state_row(state, last_seq, last_session)
     if not all_finite(body):
