@@ -226,7 +226,8 @@ class AuditThresholds(BaseModel):
             "level gamma; its p-values enter scaled by significance_level / gamma (never "
             "above 1). None (the default): gamma = significance_level, and the session's "
             "error rate is the session-only path's whatever the history holds; a larger "
-            "gamma keeps more power and bounds that rate by gamma only (ADR 0071)"
+            "gamma keeps more power and bounds that rate by gamma only (ADR 0071); the slot "
+            "test's leg (the randomization test) stays at significance_level"
         ),
     )
     slot_history_guard: SlotHistoryGuard = Field(
