@@ -214,3 +214,24 @@ def test_integer_ties_a_constant_judge_and_missing_cells_keep_finite_p_values() 
             assert 0.0 <= value <= 1.0
         for value in audit.reviewer_offset_p_values.values():
             assert value is None or 0.0 <= value <= 1.0
+
+
+def test_scores_that_fit_exactly_leave_nothing_to_check_the_history_with() -> None:
+    # a session whose scores are exactly additive has no residual noise: the session-only
+    # path cannot test leniency or self-preference, so with the check the history gives
+    # them no support either ("not tested", never p = 1 read as "low" evidence)
+    rng = np.random.default_rng(1)
+    spec = CouncilSpec(n_members=4, noise_sds=[1.0] * 4)
+    history = _history(spec, 30, rng)
+    table = _table(spec, rng)
+    rows, columns = table.scores.shape
+    exact = np.add.outer(np.arange(rows, dtype=float), np.arange(columns, dtype=float)) + 3.0
+    exact[np.isnan(table.scores)] = np.nan
+    audit = audit_score_table(
+        dataclasses.replace(table, scores=exact), AuditThresholds(), history=history
+    )
+    assert "leniency" not in audit.risk_tests_run
+    assert "self_preference" not in audit.risk_tests_run
+    assert audit.harsh_reviewers == [] and audit.generous_reviewers == []
+    unchecked = audit_score_table(dataclasses.replace(table, scores=exact), OFF, history=history)
+    assert "leniency" in unchecked.risk_tests_run
