@@ -5,7 +5,9 @@ The orchestrator: fit the session's additive model once
 position, leniency, self-preference: one module each, each returning a frozen outcome),
 decide the risk flags under one error rate for the session
 (:mod:`~llm_council.bias_audit.session.session_risk`), and flatten everything into the
-result once. Self-reviews are left out of the length, position and leniency statistics
+result once. With history, the risk families are checked against the session-only path
+(:mod:`~llm_council.bias_audit.session.history_check`, ADR 0071). Self-reviews are left
+out of the length, position and leniency statistics
 (a reviewer's view of its own answer is a different question) and used only for
 self-preference.
 """
@@ -152,7 +154,7 @@ def _run_families(
     position = position_family(
         table,
         model,
-        _position_thresholds(thresholds, paths),
+        _position_thresholds(thresholds),
         permutation_seed,
         fitted_names,
         history,
@@ -233,13 +235,15 @@ def _at_session_levels(
     return dataclasses.replace(outcomes, leniency=leniency)
 
 
-def _position_thresholds(thresholds: AuditThresholds, paths: _Paths) -> AuditThresholds:
+def _position_thresholds(thresholds: AuditThresholds) -> AuditThresholds:
     """The slot test's thresholds: under the session-only check (ADR 0071) the slot test
     with history takes the larger of its p-value and the randomization test's (the
     ``"larger-p"`` guard, ADR 0059's amendment), unless its guard is valid whatever the
     history holds already (``"larger-p"``, ``"weighted-randomization"``)."""
     exact = thresholds.slot_history_guard in ("larger-p", "weighted-randomization")
-    if not paths.checked or exact:
+    # on whenever the check is (not only when the main fit's priors came from the store):
+    # the slot test reads its own slot-adjusted histories
+    if thresholds.history_session_check != "intersection-union" or exact:
         return thresholds
     return thresholds.model_copy(update={"slot_history_guard": "larger-p"})
 
