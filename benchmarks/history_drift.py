@@ -70,12 +70,18 @@ N_HISTORY = 30
 #: distinct histories per cell (``--history-pool``; session i reads history i % pool)
 HISTORY_POOL = 100
 BEFORE = AuditThresholds(
-    history_prior_df_max=math.inf, noise_drift_level=0.0, noise_drift_council_level=0.0
+    history_prior_df_max=math.inf,
+    noise_drift_level=0.0,
+    noise_drift_council_level=0.0,
+    history_session_check="off",
 )
 AFTER = AuditThresholds()
 #: ADR 0051's check (two-sided at 0.2, no council-wide test) with today's other code
 ADR_0051 = AuditThresholds(
-    noise_drift_level=0.2, noise_drift_alternative="two-sided", noise_drift_council_level=0.0
+    noise_drift_level=0.2,
+    noise_drift_alternative="two-sided",
+    noise_drift_council_level=0.0,
+    history_session_check="off",
 )
 MODES: dict[str, AuditThresholds] = {"before": BEFORE, "after": AFTER}
 #: (history_prior_df_max, noise_drift_level, noise_drift_alternative,
@@ -471,11 +477,12 @@ def audit_cost(seed: int, repeats: int = 1000) -> str:
 
 
 #: the slot test's guards against a stale history (ADR 0059, amendment), and the code
-#: before ADR 0059 (ADR 0051's two-sided check, the smallest reviewer df)
+#: before ADR 0059 (ADR 0051's two-sided check, the smallest reviewer df); like every
+#: variant of earlier rounds, without ADR 0071's session-only check
 GUARD_MODES: dict[str, AuditThresholds] = {
     "before ADR 0059": ADR_0051.model_copy(update={"slot_history_guard": "smallest-df"}),
     **{
-        f"guard {guard}": AuditThresholds(slot_history_guard=guard)
+        f"guard {guard}": AuditThresholds(slot_history_guard=guard, history_session_check="off")
         for guard in (
             "session-floor",
             "smallest-df",
@@ -486,13 +493,17 @@ GUARD_MODES: dict[str, AuditThresholds] = {
     },
     **{
         f"guard screen-df {level:g}": AuditThresholds(
-            slot_history_guard="screen-df", slot_history_screen_level=level
+            slot_history_guard="screen-df",
+            slot_history_screen_level=level,
+            history_session_check="off",
         )
         for level in (0.35, 0.8)
     },
     **{
         f"guard prior-cap {cap:g}": AuditThresholds(
-            slot_history_guard="prior-cap", slot_history_prior_df_max=cap
+            slot_history_guard="prior-cap",
+            slot_history_prior_df_max=cap,
+            history_session_check="off",
         )
         for cap in (2.0, 4.0, 6.0)
     },
@@ -506,6 +517,7 @@ REPLACEMENT_MODES: dict[str, AuditThresholds] = {
         noise_drift_level=level,
         noise_drift_replacement=replacement,  # type: ignore[arg-type]
         noise_drift_council_level=council,
+        history_session_check="off",
     )
     for replacement in ("default", "session-estimate")
     for level in (0.2, 0.35, 0.5)
@@ -513,14 +525,32 @@ REPLACEMENT_MODES: dict[str, AuditThresholds] = {
 }
 
 
+#: ADR 0071: the session-only check of the history's flags ("after" is the default, the
+#: intersection-union test at the session's level), off (ADR 0070's default), and looser
+#: session-only legs at level gamma
+CHECK_MODES: dict[str, AuditThresholds] = {
+    "check off": AuditThresholds(history_session_check="off"),
+    **{
+        f"check {gamma:g}": AuditThresholds(history_session_check_level=gamma)
+        for gamma in (0.1, 0.2, 0.5)
+    },
+    "check off, session-estimate 0.5": AuditThresholds(
+        history_session_check="off",
+        noise_drift_level=0.5,
+        noise_drift_replacement="session-estimate",
+    ),
+}
+
+
 def variant_modes() -> dict[str, AuditThresholds]:
-    modes = dict(MODES) | GUARD_MODES | REPLACEMENT_MODES
+    modes = dict(MODES) | CHECK_MODES | GUARD_MODES | REPLACEMENT_MODES
     for cap, level, alternative, council in VARIANTS:
         modes[f"cap {cap:g}, {alternative} {level:g}, council {council:g}"] = AuditThresholds(
             history_prior_df_max=cap,
             noise_drift_level=level,
             noise_drift_alternative=alternative,  # type: ignore[arg-type]
             noise_drift_council_level=council,
+            history_session_check="off",
         )
     return modes
 

@@ -51,18 +51,25 @@ N_HISTORY = 30
 
 #: issue 34 item 2's follow-up: a moved reviewer moderated toward its own session
 #: estimate (``noise_drift_replacement``) at a higher screen level, with the default guard
+#: (ADR 0070, without ADR 0071's check), and ADR 0071's defaults
 REPLACEMENT_MODES: dict[str, AuditThresholds] = {
     f"session-estimate {level:g}": AuditThresholds(
-        noise_drift_level=level, noise_drift_replacement="session-estimate"
+        noise_drift_level=level,
+        noise_drift_replacement="session-estimate",
+        history_session_check="off",
     )
     for level in (0.2, 0.35, 0.5)
 } | {
-    "default 0.5": AuditThresholds(noise_drift_level=0.5),
+    "default 0.5": AuditThresholds(noise_drift_level=0.5, history_session_check="off"),
     "session-estimate 0.5, slot 0.5": AuditThresholds(
         noise_drift_level=0.5,
         noise_drift_replacement="session-estimate",
         slot_noise_drift_level=0.5,
+        history_session_check="off",
     ),
+    # ADR 0071: today's defaults (the session-only check) and a looser session-only leg
+    "defaults": AuditThresholds(),
+    "check 0.2": AuditThresholds(history_session_check_level=0.2),
 }
 #: a judge 1 point harsh (the issue's "harsh -1.0"), beside the slow test's cells
 POWER = POWER | {
@@ -74,10 +81,12 @@ POWER = POWER | {
 
 
 def _thresholds(mode: str) -> AuditThresholds:
-    """A guard by name ("screen-df 0.35", "prior-cap 4"), or a replacement mode."""
+    """A guard by name ("screen-df 0.35", "prior-cap 4"), without ADR 0071's session-only
+    check (which would make every guard "larger-p"), or a replacement mode."""
     if mode in REPLACEMENT_MODES:
         return REPLACEMENT_MODES[mode]
     return AuditThresholds(
+        history_session_check="off",
         slot_history_guard=mode.split()[0],  # type: ignore[arg-type]
         slot_history_screen_level=float(mode.split()[1]) if mode.startswith("screen-df ") else 0.5,
         slot_history_prior_df_max=float(mode.split()[1]) if mode.startswith("prior-cap ") else 4.0,

@@ -53,10 +53,10 @@ def test_key_cells_at_small_n() -> None:
     assert bench.rate([named(a) for a in results["after, no history"]]) >= 0.9
     assert bench.rate([named(a) for a in results["before"]]) <= 0.75
     # with 30 sessions of history, a 2-point harsh judge at 5 members (90-96% at 200 before
-    # ADR 0050/0051; here 17 of 25 with both: the risk families share the session's 5% and
-    # the history's df is capped at 10)
+    # ADR 0050/0051; 17 of 25 here with both; 4 of 25 since ADR 0071: a flag needs the
+    # session-only path's evidence too, whatever the history says)
     results = bench.audits(bench.independent_draw(5, leniency=[-2.0, 0, 0, 0, 0]), 25, 30, seed=4)
-    assert bench.rate([named(a) for a in results["after, 30 sessions"]]) >= 0.6
+    assert bench.rate([named(a) for a in results["after, 30 sessions"]]) >= 0.08
     # honest judges, noise SD 0.5-1.5: few flags of any kind (1.5-5% at 200 sessions)
     results = bench.audits(bench.independent_draw(5), 40, 30, seed=5)
     for mode in ("after, no history", "after, 30 sessions"):

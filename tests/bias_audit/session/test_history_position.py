@@ -24,6 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from generators.independent_council import CouncilSpec, generate_session  # noqa: E402
 
 SDS = [0.5, 0.75, 1.0, 1.25, 1.5]
+#: the thresholds without ADR 0071's session-only check, under which the slot guards act
+UNCHECKED = AuditThresholds(history_session_check="off")
 
 
 def _cells(session, *, with_slots: bool) -> list:  # type: ignore[no-untyped-def]
@@ -89,18 +91,29 @@ def test_with_history_the_slot_test_is_weighted_and_finds_a_strong_slot_effect()
     history = _history(spec, 30, 3, with_slots=True)
     rng = np.random.default_rng(4)
     flagged = 0
+    flagged_checked = 0
     for _ in range(20):
         session = generate_session(spec, rng)
         table = score_table_from_mappings(
             session.stage1_responses, session.stage2_scores, session.position_mapping
         )
-        audit = audit_score_table(table, AuditThresholds(), history=history)
+        audit = audit_score_table(table, UNCHECKED, history=history)
         assert "weighted Wald test" in audit.indicator_only["position"]
         flagged += bool(audit.position_bias_detected)
+        # the default checks the history's slot test against the randomization test
+        # (ADR 0071): the larger of the two p-values, never below the session-only one
+        checked = audit_score_table(table, AuditThresholds(), history=history)
+        alone = audit_score_table(table, AuditThresholds())
+        assert "larger of its p-value and the randomization" in checked.indicator_only["position"]
+        assert checked.position_score_p_value is not None
+        assert alone.position_score_p_value is not None
+        assert checked.position_score_p_value >= alone.position_score_p_value
+        flagged_checked += bool(checked.position_bias_detected)
     # +3 on slot A at 5 members: about 85% of sessions before ADR 0050/0051; 11 of these 20
     # with both (the position family gets its Holm share of the session's 5%, and the
-    # Wald test's df falls with the history's df cap)
+    # Wald test's df falls with the history's df cap), without ADR 0071's check
     assert flagged >= 10
+    assert 1 <= flagged_checked <= flagged
     # without history the randomization test runs, as before
     audit = audit_score_table(table, AuditThresholds())
     assert "weighted Wald" not in audit.indicator_only.get("position", "")
@@ -123,19 +136,23 @@ def test_the_slot_guards_never_lower_the_slot_tests_p_value() -> None:
             session.stage1_responses, session.stage2_scores, session.position_mapping
         )
         default = audit_score_table(
-            table, AuditThresholds(slot_history_guard="none"), history=history
+            table, UNCHECKED.model_copy(update={"slot_history_guard": "none"}), history=history
         )
         if default.position_score_p_value is None:
             continue
         compared += 1
         for guard in guards:
             guarded = audit_score_table(
-                table, AuditThresholds(slot_history_guard=guard), history=history
+                table,
+                UNCHECKED.model_copy(update={"slot_history_guard": guard}),
+                history=history,
             )
             assert guarded.position_score_p_value is not None
             assert guarded.position_score_p_value >= default.position_score_p_value - 1e-12
         smallest = audit_score_table(
-            table, AuditThresholds(slot_history_guard="smallest-df"), history=history
+            table,
+            UNCHECKED.model_copy(update={"slot_history_guard": "smallest-df"}),
+            history=history,
         )
         assert "smallest reviewer df" in smallest.indicator_only["position"]
     assert compared >= 6
@@ -164,6 +181,7 @@ def test_every_slot_guard_runs_and_says_which_it_is() -> None:
         thresholds = AuditThresholds(
             slot_history_guard=guard,  # type: ignore[arg-type]
             history_prior_df_max=float("inf") if guard == "screen-df" else 10.0,
+            history_session_check="off",  # the check makes every guard "larger-p"
         )
         audit = audit_score_table(table, thresholds, history=history)
         assert audit.position_score_p_value is not None, guard

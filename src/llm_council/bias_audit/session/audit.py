@@ -5,7 +5,9 @@ The orchestrator: fit the session's additive model once
 position, leniency, self-preference: one module each, each returning a frozen outcome),
 decide the risk flags under one error rate for the session
 (:mod:`~llm_council.bias_audit.session.session_risk`), and flatten everything into the
-result once. Self-reviews are left out of the length, position and leniency statistics
+result once. With history, the risk families are checked against the session-only path
+(:mod:`~llm_council.bias_audit.session.history_check`, ADR 0071). Self-reviews are left
+out of the length, position and leniency statistics
 (a reviewer's view of its own answer is a different question) and used only for
 self-preference.
 """
@@ -32,6 +34,13 @@ from llm_council.bias_audit.session.family_position import PositionOutcome, posi
 from llm_council.bias_audit.session.family_self_preference import (
     SelfPreferenceOutcome,
     self_preference_family,
+)
+from llm_council.bias_audit.session.history_check import (
+    HISTORY_CHECK_NOTE,
+    checked_leniency,
+    checked_self_preference,
+    history_checked,
+    session_scale,
 )
 from llm_council.bias_audit.session.history_exclusion import history_without_session
 from llm_council.bias_audit.session.moderated_noise import ModeratedNoise, moderated_noise
@@ -70,6 +79,16 @@ class _FamilyOutcomes:
     shared_order: bool
 
 
+@dataclasses.dataclass(frozen=True)
+class _Paths:
+    """The moderated noise the families read: with the history, and the session-only
+    path's that checks it (None: no check, ADR 0071)."""
+
+    priors: ModeratedNoise | None
+    session_priors: ModeratedNoise | None = None
+    checked: bool = False
+
+
 def audit_score_table(
     table: ScoreTable,
     thresholds: AuditThresholds,
@@ -95,8 +114,12 @@ def audit_score_table(
     reviewers = reviewers_note(model, thresholds, priors)
     if reviewers is not None:
         notes["reviewers"] = reviewers
+    paths = _Paths(priors)
+    if model.fit is not None and history_checked(thresholds, history, priors):
+        paths = _Paths(priors, moderated_noise(model.fit, fitted_names, thresholds, {}), True)
+        notes["history_check"] = HISTORY_CHECK_NOTE
     outcomes = _run_families(
-        table, model, thresholds, priors, permutation_seed, fitted_names, history, notes
+        table, model, thresholds, paths, permutation_seed, fitted_names, history, notes
     )
     risk = session_risk(
         family_gates(
@@ -108,7 +131,7 @@ def audit_score_table(
         ),
         thresholds.significance_level,
     )
-    outcomes = _at_session_levels(table, model, thresholds, priors, outcomes, risk, notes)
+    outcomes = _at_session_levels(table, model, thresholds, paths, outcomes, risk, notes)
     return _flattened(table, model, thresholds, outcomes, risk, notes)
 
 
@@ -116,16 +139,26 @@ def _run_families(
     table: ScoreTable,
     model: SessionModel,
     thresholds: AuditThresholds,
-    priors: ModeratedNoise | None,
+    paths: _Paths,
     permutation_seed: int,
     fitted_names: list[str],
     history: History,
     notes: dict[str, str],
 ) -> _FamilyOutcomes:
-    """Each family's outcome (leniency at its first step only), notes added to ``notes``."""
+    """Each family's outcome (leniency at its first step only), notes added to ``notes``;
+    with the session-only check (ADR 0071) leniency and self-preference run on both paths
+    and are combined (the position family checks itself: the randomization test)."""
+    priors = paths.priors
     length = length_family(table, model, thresholds)
     notes["length"] = length.note
-    position = position_family(table, model, thresholds, permutation_seed, fitted_names, history)
+    position = position_family(
+        table,
+        model,
+        _position_thresholds(thresholds),
+        permutation_seed,
+        fitted_names,
+        history,
+    )
     if position.note is not None:
         notes["position"] = position.note
     own_reviews = self_reviews(table, model)
@@ -138,15 +171,27 @@ def _run_families(
     )
     rank_only = is_rank_only(table)
     # level 0: the step-down's first step only, which gives the family's gate p-value
-    leniency = leniency_family(
-        table, model, thresholds, batch, priors, level=0.0, rank_only=rank_only
-    )
+    leniency = _leniency(table, model, thresholds, batch, paths, 0.0, rank_only)
     if leniency.note is not None:
         notes["leniency"] = leniency.note
     shared_order = has_one_shared_order(table) and len(own_reviews.rows) > 0
     self_preference = self_preference_family(
         table, model, thresholds, own_reviews, batch, priors, confounded=shared_order
     )
+    if paths.checked:
+        self_preference = checked_self_preference(
+            self_preference,
+            self_preference_family(
+                table,
+                model,
+                thresholds,
+                own_reviews,
+                None,
+                paths.session_priors,
+                confounded=shared_order,
+            ),
+            session_scale(thresholds),
+        )
     if shared_order:
         notes["confounded_with_slot"] = CONFOUNDED_WITH_SLOT_NOTE
     elif self_preference.note is not None:
@@ -160,7 +205,7 @@ def _at_session_levels(
     table: ScoreTable,
     model: SessionModel,
     thresholds: AuditThresholds,
-    priors: ModeratedNoise | None,
+    paths: _Paths,
     outcomes: _FamilyOutcomes,
     risk: SessionRisk,
     notes: dict[str, str],
@@ -170,9 +215,7 @@ def _at_session_levels(
     leniency = outcomes.leniency
     if risk.level("leniency") > 0.0:
         leniency = dataclasses.replace(
-            leniency_family(
-                table, model, thresholds, outcomes.batch, priors, level=risk.level("leniency")
-            ),
+            _leniency(table, model, thresholds, outcomes.batch, paths, risk.level("leniency")),
             gate_p_value=leniency.gate_p_value,
         )
     self_preference = outcomes.self_preference
@@ -190,6 +233,42 @@ def _at_session_levels(
     if pooled_note is not None:
         notes["pooled_self_preference"] = pooled_note
     return dataclasses.replace(outcomes, leniency=leniency)
+
+
+def _position_thresholds(thresholds: AuditThresholds) -> AuditThresholds:
+    """The slot test's thresholds: under the session-only check (ADR 0071) the slot test
+    with history takes the larger of its p-value and the randomization test's (the
+    ``"larger-p"`` guard, ADR 0059's amendment), unless its guard is valid whatever the
+    history holds already (``"larger-p"``, ``"weighted-randomization"``)."""
+    exact = thresholds.slot_history_guard in ("larger-p", "weighted-randomization")
+    # on whenever the check is (not only when the main fit's priors came from the store):
+    # the slot test reads its own slot-adjusted histories
+    if thresholds.history_session_check != "intersection-union" or exact:
+        return thresholds
+    return thresholds.model_copy(update={"slot_history_guard": "larger-p"})
+
+
+def _leniency(
+    table: ScoreTable,
+    model: SessionModel,
+    thresholds: AuditThresholds,
+    batch: SessionTests | None,
+    paths: _Paths,
+    level: float,
+    rank_only: bool = False,
+) -> LeniencyOutcome:
+    """The leniency step-down at ``level`` with the history, checked against the
+    session-only path's step-down at the same level when the check is on (ADR 0071)."""
+    outcome = leniency_family(
+        table, model, thresholds, batch, paths.priors, level=level, rank_only=rank_only
+    )
+    if not paths.checked or rank_only:
+        return outcome
+    scale = session_scale(thresholds)
+    session = leniency_family(
+        table, model, thresholds, None, paths.session_priors, level=min(1.0, level / scale)
+    )
+    return checked_leniency(outcome, session, thresholds.reviewer_offset_floor, scale)
 
 
 def _flattened(

@@ -58,6 +58,10 @@ SlotHistoryGuard = Literal[
 #: guards measured it cut the false flags under a stale history most while keeping slot
 #: power near ADR 0051's
 SLOT_HISTORY_GUARD: SlotHistoryGuard = "smallest-df"
+#: how the session's risk flags guard against a history written under other noise (ADR
+#: 0071): "intersection-union" flags a family only when the session-only path flags it too
+HistorySessionCheck = Literal["off", "intersection-union"]
+HISTORY_SESSION_CHECK: HistorySessionCheck = "intersection-union"
 
 #: the packaged thresholds file, as errors name it
 PACKAGED_FILE = "default_config/thresholds.toml"
@@ -199,6 +203,31 @@ class AuditThresholds(BaseModel):
             "default prior there, whatever noise_drift_replacement says: the slot test's "
             "reference is F(k, the smallest reviewer df), and a reviewer on its session's "
             "few df would set it)"
+        ),
+    )
+    history_session_check: HistorySessionCheck = Field(
+        HISTORY_SESSION_CHECK,
+        description=(
+            "how the risk flags guard against a history written under other noise (ADR "
+            "0071): 'intersection-union' (the default) gives each risk family the larger of "
+            "its p-value with history and without it (the session-only path: the default "
+            "prior, the randomization slot test), and names a reviewer only when both name "
+            "it, so the session's error rate is the session-only path's whatever the "
+            "history holds; 'off': the history's p-values alone (more power when the "
+            "history is right, false flags when a judge's noise changed)"
+        ),
+    )
+    history_session_check_level: float | None = Field(
+        None,
+        gt=0.0,
+        lt=1.0,
+        description=(
+            "with history_session_check 'intersection-union': the session-only path's "
+            "level gamma; its p-values enter scaled by significance_level / gamma (never "
+            "above 1). None (the default): gamma = significance_level, and the session's "
+            "error rate is the session-only path's whatever the history holds; a larger "
+            "gamma keeps more power and bounds that rate by gamma only (ADR 0071); the slot "
+            "test's leg (the randomization test) stays at significance_level"
         ),
     )
     slot_history_guard: SlotHistoryGuard = Field(
