@@ -67,6 +67,9 @@ def test_bad_shapes_few_clusters_and_a_singular_covariance() -> None:
         edge_slot_wald(np.zeros(5), np.eye(4), 10)
     few = edge_slot_wald(np.ones(4), np.eye(4), 2)  # C <= 2: no denominator df
     assert math.isnan(few.p_value)
+    # a non-finite effect or covariance is untested (NaN p), never an exception
+    assert math.isnan(edge_slot_wald(np.array([np.nan, 0, 0, 0]), np.eye(4), 10).p_value)
+    assert math.isnan(edge_slot_wald(np.ones(4), np.full((4, 4), np.inf), 10).p_value)
     # a slot A that never varied: its variance is 0, the 2 x 2 covariance is singular
     covariance = np.diag([0.0, 1.0, 1.0, 1.0, 0.0])
     assert edge_slot_wald(np.array([1.0, 0, 0, 0, -1.0]), covariance, 20).singular

@@ -62,7 +62,8 @@ def edge_slot_wald(
     Returns
     -------
     WaldResult
-        F, its df (2, C - 2), the p-value, and whether the 2 x 2 covariance was singular.
+        F, its df (2, C - 2), the p-value, and whether the 2 x 2 covariance was singular;
+        F and p NaN (untested) when an effect or a covariance entry is not finite.
     """
     effects = np.asarray(slot_effects, dtype=float).ravel()
     covariance = np.asarray(slot_covariance, dtype=float)
@@ -71,6 +72,10 @@ def edge_slot_wald(
             f"slot covariance has shape {covariance.shape}, expected {(effects.size,) * 2}"
         )
     edges = edge_slot_contrasts(effects.size)
+    if not (np.isfinite(effects).all() and np.isfinite(covariance).all()):
+        # untested (NaN p), not an error: the SVD behind the rank check cannot take NaN
+        nan = float("nan")
+        return WaldResult(nan, 2, max(n_clusters - 2, 0), nan, False)
     return wald_test(edges @ effects, edges @ covariance @ edges.T, n_clusters)
 
 
