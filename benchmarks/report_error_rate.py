@@ -79,6 +79,8 @@ def child(paths: list[str]) -> None:
                 "self_preference_sided": (
                     "one" if hasattr(hypotheses, "upper_one_sided_p") else "two"
                 ),
+                # ADR 0072 made the length hypothesis one-sided (verbosity)
+                "length_sided": "one" if hasattr(hypotheses, "LENGTH_BIAS") else "two",
                 "fwer": [[f.family, f.subject, f.bias] for f in report.findings],
                 "fdr": [[f.family, f.subject, f.bias] for f in fdr.findings],
                 "n_tests": len(report.hypotheses),
@@ -205,6 +207,12 @@ POWER_CELLS = (
             False, slot_effects=lambda n: [[1.0] + [0.0] * (n - 1)] + [[0.0] * n] * (n - 1)
         ),
         lambda f: f[0] == "position" and f[1] == "judge-0",
+    ),
+    # what the edge test of ADR 0072 costs: a bias of a middle slot (C of A-E)
+    PlantedBias(
+        "council slot C +0.5 (every reviewer; a middle slot)",
+        independent(False, slot_effects=lambda n: [[0.0, 0.0, 0.5] + [0.0] * (n - 3)] * n),
+        lambda f: f[0] in ("position", "council position") and f[1] == "council",
     ),
 )
 

@@ -21,31 +21,43 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report_error_rate import NULL_GENERATORS, POWER_CELLS, _rate  # noqa: E402
 
 
-def entered_p(row: list[Any], sided: str) -> float:
-    """The p a dumped hypothesis enters this tree's procedure with.
-
-    A tree before ADR 0060 dumped self-preference's two-sided t p; this tree enters the
-    upper one-sided p of the same t test, which is exactly that p halved when the estimate
-    is positive and 1 - p/2 otherwise (``upper_one_sided_p``). A row dumped without its
-    estimate enters with p/2, never above its one-sided p, so a replayed null rate is then
-    an upper bound (the table marks those cells). Replayed with a tree before ADR 0060 (to check
-    the replay against the recorded findings), the p is left as it was dumped.
-    """
+def one_sided_here() -> set[str]:
+    """The families this tree enters one-sided: self-preference since ADR 0060, length
+    (verbosity) since ADR 0072."""
     from llm_council.bias_audit.report import hypotheses
 
+    families = set()
+    if hasattr(hypotheses, "upper_one_sided_p"):
+        families.add("self-preference")
+    if hasattr(hypotheses, "LENGTH_BIAS"):
+        families.add("length")
+    return families
+
+
+def entered_p(row: list[Any], sided: dict[str, str]) -> float:
+    """The p a dumped hypothesis enters this tree's procedure with.
+
+    ``sided`` says how the recording tree entered each family ("one" or "two"; a tree
+    before ADR 0060 dumped self-preference's two-sided t p, one before ADR 0072 the length
+    test's two-sided p). Where this tree enters a family one-sided and the dump is
+    two-sided, the p becomes the upper one-sided p of the same test: exactly that p halved
+    when the estimate is positive and 1 - p/2 otherwise (``upper_one_sided_p``). A row
+    dumped without its estimate enters with p/2, never above its one-sided p, so a replayed
+    null rate is then an upper bound (the table marks those cells). Replayed with a tree
+    that enters the family two-sided, the p is left as it was dumped.
+    """
     family, p = row[0], float(row[3])
-    if family != "self-preference" or sided == "one":
+    if family not in one_sided_here() or sided.get(family, "two") == "one":
         return p
-    if not hasattr(hypotheses, "upper_one_sided_p"):  # replaying with a tree before 0060
-        return p
-    upper_one_sided_p = hypotheses.upper_one_sided_p
+    from llm_council.bias_audit.report.hypotheses import upper_one_sided_p
+
     if len(row) < 6:  # dumped without its estimate: p/2 <= the one-sided p either way
         return p / 2
     return upper_one_sided_p(p, float(row[5]))
 
 
 def replay_findings(
-    tested: list[list[Any]], error_rate: str, sided: str = "two"
+    tested: list[list[Any]], error_rate: str, sided: dict[str, str] | None = None
 ) -> list[list[str]]:
     """The findings this tree's procedure makes of one report's dumped hypotheses.
 
@@ -60,7 +72,9 @@ def replay_findings(
     nan = float("nan")
     hypotheses = [
         Hypothesis(
-            Finding(row[1], row[2], row[0], nan, nan, nan, "", entered_p(row, sided), nan, "", ""),
+            Finding(
+                row[1], row[2], row[0], nan, nan, nan, "", entered_p(row, sided or {}), nan, "", ""
+            ),
             ("replay", index),
             "blocked" if row[4] else None,
         )
@@ -74,8 +88,12 @@ def replay_findings(
     ]
 
 
-def _sided(result: dict[str, Any]) -> str:
-    return str(result.get("self_preference_sided", "two"))
+def _sided(result: dict[str, Any]) -> dict[str, str]:
+    """How the recording tree entered each family that is one-sided in some tree."""
+    return {
+        "self-preference": str(result.get("self_preference_sided", "two")),
+        "length": str(result.get("length_sided", "two")),
+    }
 
 
 def replay_tables(folder: Path) -> list[str]:
@@ -94,7 +112,7 @@ def replay_tables(folder: Path) -> list[str]:
         )
     for (g, members, sessions), results in sorted(null_counts.items()):
         bound = any(
-            _sided(r) == "two" and len(row) < 6
+            _sided(r)["self-preference"] == "two" and len(row) < 6
             for r in results
             for row in r["tested"]
             if row[0] == "self-preference"

@@ -386,3 +386,29 @@ def test_the_weights_move_the_level_to_the_primary_families() -> None:
     assert adjusted(p)[5] == pytest.approx(0.016 * 23.75 / 7) and adjusted(p)[5] > 0.05
     p[5], p[30] = 0.9, 0.05 * 0.25 / 23.75 / 25 * 0.99  # one favouritism cell just inside
     assert adjusted(p)[30] < 0.05
+
+
+@pytest.mark.parametrize("verbosity", [1.5, -1.5])
+def test_length_enters_one_sided(tmp_path: Path, verbosity: float) -> None:
+    """ADR 0072: the length hypothesis is verbosity, H0 "longer answers score no higher",
+    its p the upper tail of the section's pooled t test (p/2 for a positive estimate,
+    1 - p/2 otherwise). A council that scores shorter answers higher is shown in the length
+    section with its own two-sided p and is never a finding."""
+    from llm_council.bias_audit.report.hypotheses import LENGTH_BIAS
+
+    path = tmp_path / "length.jsonl"
+    spec = CouncilSpec(n_members=4, verbosity=[verbosity] * 4)
+    write_store(path, generate_sessions(spec, 30, seed=11))
+    report = build_report(path, n_resamples=20)
+    assert report.length is not None
+    pooled = report.length.pooled
+    assert pooled.p_value < 1e-3 and np.sign(pooled.estimate) == np.sign(verbosity)
+    (length,) = [t for t in report.hypotheses if t.family == "length"]
+    assert length.bias == LENGTH_BIAS
+    if verbosity > 0:
+        assert length.p_value == pytest.approx(pooled.p_value / 2)
+        assert length.finding
+    else:
+        assert length.p_value == pytest.approx(1 - pooled.p_value / 2)
+        assert length.p_value > 0.99 and not length.finding
+        assert not any(f.family == "length" for f in report.findings)

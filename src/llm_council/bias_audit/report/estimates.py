@@ -82,7 +82,7 @@ class SlotProfile:
     subject: str  # "council" or the reviewer id
     n_sessions: int
     slot_effect: list[Interval]  # per slot: points vs this scope's average slot (centred score)
-    test_statistic: float  # cluster-robust Wald F that every slot equals the last
+    test_statistic: float  # cluster-robust Wald F: all slots equal, or the edges (4+ slots)
     test_df: tuple[int, int]
     test_p_value: float
     adjusted_p_value: float  # Holm over reviewers (the council's is its own p)

@@ -30,6 +30,10 @@ CAUSAL_TESTS = (
 )
 
 
+#: the length family's one hypothesis: verbosity, tested one-sided (ADR 0072)
+LENGTH_BIAS = "length: longer answers score higher"
+
+
 @dataclass(frozen=True)
 class Hypothesis:
     """A tested hypothesis before the procedure (``p_adjusted`` NaN) and where it lives."""
@@ -133,16 +137,18 @@ def _core_hypotheses(report: BiasReport) -> list[Hypothesis]:
             )
     length = report.length
     if length is not None:
-        direction = "longer" if length.pooled.estimate > 0 else "shorter"
+        # one-sided (ADR 0072): the bias is verbosity, longer answers scoring higher; a
+        # council that scores shorter answers higher is shown in its section, never a finding
         found.append(
             Hypothesis(
                 _tested(
                     "council",
-                    f"length: {direction} answers score higher",
+                    LENGTH_BIAS,
                     "length",
                     length.pooled,
-                    "within-session r",
+                    "within-session r (one-sided test)",
                     "section-length",
+                    upper_one_sided_p(length.pooled.p_value, length.pooled.estimate),
                 ),
                 ("length", 0),
             )

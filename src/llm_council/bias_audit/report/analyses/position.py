@@ -22,9 +22,12 @@ Identification is checked before anything is estimated: within each reviewer's s
 the slot columns must not lie in the span of the candidate columns (a fixed order, where
 one model always sits at slot A, cannot tell slot from model). Tests: a cluster-robust
 Wald test (sessions as clusters, Hotelling-type small-sample F, see
-:func:`llm_council.stats.design.joint_model.wald_test`) that every slot equals the last, per scope;
-per-reviewer tests are flagged at a Holm-controlled family-wise 5%. The direction comes
-from the within-session slope of the centred score on the slot index.
+:func:`llm_council.stats.design.joint_model.wald_test`), per scope: with 4 or more slots,
+that the first and the last slot each equal the mean of the others (primacy and recency,
+:mod:`llm_council.stats.slots.edge_slots`, ADR 0072); with 2 or 3 slots, that every slot
+equals the last (the same test there). The report-wide procedure decides the findings;
+the Holm values across reviewers are kept for reference. The direction comes from the
+within-session slope of the centred score on the slot index.
 
 Where the Wald covariance is singular, the Wald p-value is replaced by a randomization
 test over the display orders (:mod:`llm_council.stats.slots.slot_randomization`): a judge that
@@ -46,6 +49,7 @@ from llm_council.bias_audit.report.load.tables import dense_codes
 from llm_council.stats.design.joint_model import ClusteredOlsFit, demean_within_groups
 from llm_council.stats.inference.multiplicity import holm_adjusted
 from llm_council.stats.inference.pooling import mean_interval_from_moments
+from llm_council.stats.slots.edge_slots import centred_slot_means, edge_slot_wald
 from llm_council.stats.slots.slot_across_sessions import fit_centred_slots, slots_identified
 from llm_council.stats.slots.slot_profiles import (
     SlotEffects,
@@ -83,6 +87,30 @@ def _randomized(profile: SlotProfile, cells: RandomizationCells, n_slots: int) -
             "test_p_value": float(test.p_value),
             "adjusted_p_value": float(test.p_value),
             "test_method": "randomization",
+        }
+    )
+
+
+#: from this many slots on, a scope's test is the edge test (ADR 0072); with 3 it is the same
+#: test as the omnibus one, with 2 there is one contrast
+EDGE_TEST_FROM_SLOTS = 4
+
+
+def _edge_tested(
+    profile: SlotProfile, effects: np.ndarray, covariance: np.ndarray, n_clusters: int
+) -> SlotProfile:
+    """``profile`` with its omnibus Wald test replaced by the edge test (first and last slot
+    against the others, :mod:`llm_council.stats.slots.edge_slots`; ADR 0072)."""
+    if effects.size < EDGE_TEST_FROM_SLOTS:
+        return profile
+    test = edge_slot_wald(effects, covariance, n_clusters)
+    return SlotProfile(
+        **{
+            **profile.__dict__,
+            "test_statistic": test.f_statistic,
+            "test_df": (test.df_numerator, test.df_denominator),
+            "test_p_value": test.p_value,
+            "adjusted_p_value": test.p_value,
         }
     )
 
@@ -143,7 +171,9 @@ def _across_sessions_profile(
     profile = _profile(subject, n_sessions, effects, "across sessions")
     if effects.wald_singular:
         return _randomized(profile, (session, group, model, slot, centred), n_slots)
-    return profile
+    if n_slots < EDGE_TEST_FROM_SLOTS:
+        return profile
+    return _edge_tested(profile, *centred_slot_means(cluster, slot, centred, n_slots))
 
 
 def _within_profile(
@@ -159,11 +189,15 @@ def _within_profile(
 
     ``cells`` gives the scope's cells for the randomization test, asked for only when the
     Wald covariance is singular."""
-    effects = slot_effects(fit, scope_contrasts(reviewers, n_reviewers, n_slots))
+    contrasts = scope_contrasts(reviewers, n_reviewers, n_slots)
+    effects = slot_effects(fit, contrasts)
     if effects is None:
         return None
     profile = _profile(subject, n_sessions, effects, "within answers")
-    return _randomized(profile, cells(), n_slots) if effects.wald_singular else profile
+    if effects.wald_singular:
+        return _randomized(profile, cells(), n_slots)
+    centred_covariance = contrasts @ fit.covariance @ contrasts.T
+    return _edge_tested(profile, effects.estimates, centred_covariance, fit.n_clusters)
 
 
 def _n_distinct_sorted(values: np.ndarray) -> int:

@@ -83,14 +83,16 @@ details summary { cursor: pointer; font-weight: 600; margin-top: 8px; }
 METHOD_NOTES = (
     "Findings: one multiplicity procedure over every test in the report (family-wise 5% by "
     "default: Holm across families weighted toward the primary ones, Holm within each; or "
-    "--error-rate fdr); self-preference is tested one-sided; the dashboard "
+    "--error-rate fdr); self-preference and length (longer scores higher) are tested "
+    "one-sided; the dashboard "
     "adds no test of its own. Holm p-values in the sections are within one family, for "
     "reference.",
     "Every interval is 95% and clusters by session (a session is one unit, not its records).",
     "Leniency: mean paired deviation from the reference reviewers on the same answers; "
     "reference chosen by a Holm step-down at 5%; harsh/generous when a finding.",
-    "Position: cluster-robust Wald test that every slot scores alike, per reviewer, "
-    "flagged when a finding; trend = points per slot later (< 0: primacy).",
+    "Position: cluster-robust Wald test, per reviewer and council-wide, that the first "
+    "and the last slot score like the others (with 2-3 slots: that every slot scores "
+    "alike), flagged when a finding; trend = points per slot later (< 0: primacy).",
     "Length: pooled within-session correlation of ln(words) with score; verbosity per "
     "reviewer from the joint model (answer fixed effects), no flag of its own.",
     "Self-preference: the joint model's self-review term (t test, same df as its "
