@@ -4,6 +4,7 @@ session-id order), payloads round-trip, malformed payloads are refused by field.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,27 @@ def test_the_payload_round_trips(tmp_path: Path) -> None:
     for key, value in arrays.items():
         np.testing.assert_array_equal(again_arrays[key], value)
     assert _same(SECTION.finish(back), SECTION.finish(merged))
+
+
+def test_a_cold_summary_round_trips_through_the_files_bytes(tmp_path: Path) -> None:
+    # summaries straight from summarize, written as the summary file writes them and read
+    # back. A store without rankings has no comparison, and numpy's bincount of nothing
+    # is an integer table: it was written as int64, refused on reading (doubles
+    # expected), and the report then recomputed the leaderboard and never saved the file
+    from llm_council.bias_audit.report.load.summary_payload import decode_arrays, encode_arrays
+
+    unranked = [
+        [r | {"rank": None} for r in session] for session in _ranked(3, 4, 9, order="reviewer")
+    ]
+    (tmp_path / "ranked").mkdir()
+    (cold, _, _), _ = _summaries("rank-5-truncated", tmp_path / "ranked")
+    empty = SECTION.summarize(connection_of(write_parts(unranked, [], tmp_path)[-1]))
+    assert empty.comparisons["item_a"].size == 0
+    for summary in (cold, empty):
+        meta, arrays = SECTION.to_payload(summary)
+        directory, raw = encode_arrays(arrays)
+        back = SECTION.from_payload(json.loads(json.dumps(meta)), decode_arrays(directory, raw))
+        assert _same(SECTION.finish(back), SECTION.finish(summary))
 
 
 _BREAKS = {

@@ -215,9 +215,11 @@ def leaderboard_payload(
     }
     arrays = {f"comparison_{name}": summary.comparisons[name] for name in COMPARISON_FIELDS}
     arrays |= {
-        "total_wins": summary.total_wins,
-        "resampled_wins": summary.resampled_wins,
-        "score_sum": summary.score_sum,
+        # counts as doubles whatever the summary holds (a cold summary's tables are integer
+        # sums, a merged one's doubles): the reader takes one kind (exact below 2^53)
+        "total_wins": np.asarray(summary.total_wins, dtype=float),
+        "resampled_wins": np.asarray(summary.resampled_wins, dtype=float),
+        "score_sum": np.asarray(summary.score_sum, dtype=float),
         "score_count": summary.score_count,
     }
     return meta, arrays
