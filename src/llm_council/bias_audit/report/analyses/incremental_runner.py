@@ -32,7 +32,9 @@ import structlog
 
 from llm_council.bias_audit.report.analyses.incremental_section import (
     IncrementalSection,
+    PendingFinish,
     SummaryNotMergeable,
+    needs_inputs,
 )
 from llm_council.bias_audit.report.analyses.section_runner import SectionRunner
 from llm_council.bias_audit.report.load.analysis_database import ANALYSIS_DATABASE
@@ -259,12 +261,23 @@ def _merged(section: IncrementalSection[Any, Any], first: Any, second: Any) -> A
     return section.merge(first, second)
 
 
+def _finisher(section: IncrementalSection[Any, Any]) -> Callable[[Any], Any]:
+    """How the section's merged summary becomes its result on the worker: ``finish``, or,
+    for a section that needs other sections' results, a :class:`PendingFinish` the report
+    calls with them."""
+    if needs_inputs(section):
+        return lambda summary: PendingFinish(section, summary)  # type: ignore[arg-type]
+    return section.finish
+
+
 def _run_section(
     connection: duckdb.DuckDBPyConnection,
     section: IncrementalSection[Any, Any],
     plan: IncrementalPlan,
 ) -> tuple[Any, Any]:
-    """(the section's result, its summary of the sessions to save)."""
+    """(the section's result, its summary of the sessions to save); a dependent section's
+    result is a :class:`PendingFinish` (:func:`_finisher`)."""
+    finish = _finisher(section)
     saved_section = plan.saved.sections.get(section.name) if plan.saved is not None else None
     try:
         saved = (
@@ -274,7 +287,7 @@ def _run_section(
         )
     except ValueError as error:  # sealed, yet not this section's payload: never trusted
         log.warning("report_section_recomputed", section=section.name, reason=str(error))
-        return section.finish(_summarize_in(connection, "main", section)), None
+        return finish(_summarize_in(connection, "main", section)), None
     new = _summarize_in(connection, plan.schema, section) if plan.schema is not None else None
     held = (
         _summarize_in(connection, plan.held_schema, section)
@@ -287,8 +300,8 @@ def _run_section(
     except SummaryNotMergeable as error:
         log.info("report_section_recomputed", section=section.name, reason=str(error))
         # the saved summary is dropped: this run saves none for the section (rebuilt next run)
-        return section.finish(_summarize_in(connection, "main", section)), None
-    return section.finish(every), folded
+        return finish(_summarize_in(connection, "main", section)), None
+    return finish(every), folded
 
 
 class _ResultOf(Future[Any]):

@@ -66,3 +66,41 @@ class IncrementalSection(Protocol[Summary, Result]):
         """The summary back from :meth:`to_payload`'s output; raises ``ValueError`` naming
         the field when it is malformed (a summary that cannot be read is rebuilt)."""
         ...
+
+
+class DependentSection(IncrementalSection[Summary, Result], Protocol):
+    """An incremental section whose ``finish`` needs results of other sections (the joint
+    model needs the profiles' leniency reference, anchoring the reviewers whose level the
+    scale fixes). Its summary must not depend on them: ``summarize`` and ``merge`` run on
+    the section workers as for any section, and the report calls ``finish(summary,
+    **inputs)`` once the inputs are known (:class:`PendingFinish`).
+
+    A section declares itself dependent with ``needs_inputs = True``.
+    """
+
+    needs_inputs: bool
+
+    def finish(self, summary: Summary, **inputs: Any) -> Result:  # type: ignore[override]
+        """The section's result from the summary of all sessions and the named inputs."""
+        ...
+
+
+class PendingFinish:
+    """A dependent section's merged summary, waiting for its inputs: call it with them
+    (``pending(reference=...)``) to get the section's result. Calling it twice with the
+    same inputs finishes twice (no caching: the inputs may differ)."""
+
+    def __init__(self, section: DependentSection[Any, Any], summary: Any) -> None:
+        self.section = section
+        self.summary = summary
+
+    def __call__(self, **inputs: Any) -> Any:
+        return self.section.finish(self.summary, **inputs)
+
+    def __repr__(self) -> str:
+        return f"PendingFinish({self.section.name!r})"
+
+
+def needs_inputs(section: IncrementalSection[Any, Any]) -> bool:
+    """Whether ``section`` is a :class:`DependentSection` (finished by the report later)."""
+    return bool(getattr(section, "needs_inputs", False))
