@@ -91,9 +91,8 @@ def steps_child(store: str) -> None:
     from llm_council.bias_audit.report.analyses.incremental_runner import (
         _run_section,
         plan_incremental,
-        section_settings,
     )
-    from llm_council.bias_audit.report.build import _incremental_sections
+    from llm_council.bias_audit.report.build import incremental_sections_and_settings
     from llm_council.bias_audit.report.load.loading import load_store
     from llm_council.bias_audit.report.load.tables import create_analysis_tables
 
@@ -107,8 +106,8 @@ def steps_child(store: str) -> None:
 
     connection = timed("load: read and check records", lambda: load_store(store).connection)
     timed("load: analysis tables", lambda: create_analysis_tables(connection))
-    sections = _incremental_sections(connection, 0.05, 0)
-    settings = section_settings(sections, significance_level=0.05, seed=0)
+    # the report's defaults, as report_child runs it: the file it saved verifies
+    sections, settings = incremental_sections_and_settings(connection)
     plan = timed(
         "plan: read, verify, check folded sessions",
         lambda: plan_incremental(connection, store, settings, enabled=True),
@@ -204,7 +203,7 @@ def _scenario(
         f"|   steps, CPU s ({steps['how']}; {n_fresh:.0f} sessions folded, {n_held:.0f} held "
         "back): "
         + "; ".join(f"{name} {value[1]:.2f}" for name, value in timings.items())
-        + f". The four sections: {incremental_cpu:.2f} incremental against {full_cpu:.2f} "
+        + f". The incremental sections: {incremental_cpu:.2f} incremental against {full_cpu:.2f} "
         f"from every record, {full_cpu / cold[1]:.1%} of the full recompute's CPU |"
     )
     rows.append(f"|   {verdict} |")

@@ -141,6 +141,22 @@ def _incremental_sections(
     return [*sections, DriftSection(significance_level, seed), PARSE_OUTCOMES, LENGTH]
 
 
+def incremental_sections_and_settings(
+    connection: duckdb.DuckDBPyConnection,
+    *,
+    significance_level: float = 0.05,
+    seed: int = 0,
+    n_resamples: int = 200,
+) -> tuple[list[IncrementalSection[Any, Any]], dict[str, Any]]:
+    """The incremental sections of a report with these options (defaults: the report's),
+    and the settings a saved summary file must match to be merged with them."""
+    sections = _incremental_sections(connection, significance_level, seed, n_resamples)
+    settings = section_settings(
+        sections, significance_level=significance_level, seed=seed, n_resamples=n_resamples
+    )
+    return sections, settings
+
+
 def _run_sections(
     runner: SectionRunner,
     connection: duckdb.DuckDBPyConnection,
@@ -309,9 +325,8 @@ def build_report(
         step("pairing reviewers on the same answers")
         create_analysis_tables(connection)
         parallel = store.n_records <= PARALLEL_MAX_RECORDS
-        summarized = _incremental_sections(connection, significance_level, seed, n_resamples)
-        settings = section_settings(
-            summarized, significance_level=significance_level, seed=seed, n_resamples=n_resamples
+        summarized, settings = incremental_sections_and_settings(
+            connection, significance_level=significance_level, seed=seed, n_resamples=n_resamples
         )
         plan = plan_incremental(
             connection,
