@@ -37,8 +37,10 @@ from llm_council.bias_audit.report.analyses.incremental_section import (
     needs_inputs,
 )
 from llm_council.bias_audit.report.analyses.section_runner import SectionRunner
+from llm_council.bias_audit.report.analyses.summary_keeper import SummaryKeeper
 from llm_council.bias_audit.report.load.analysis_database import ANALYSIS_DATABASE
 from llm_council.bias_audit.report.load.session_summaries import (
+    MAX_FILE_BYTES,
     SavedSection,
     SessionSummaries,
     read_summaries,
@@ -304,15 +306,17 @@ def _run_section(
     return finish(every), folded
 
 
-class _ResultOf(Future[Any]):
-    """The section's result from a future of (result, summary)."""
-
-    def __init__(self, outcome: Future[tuple[Any, Any]]) -> None:
-        super().__init__()
-        self._outcome = outcome
-
-    def result(self, timeout: float | None = None) -> Any:
-        return self._outcome.result(timeout)[0]
+def _run_and_keep(
+    connection: duckdb.DuckDBPyConnection,
+    section: IncrementalSection[Any, Any],
+    plan: IncrementalPlan,
+    keeper: SummaryKeeper,
+) -> Any:
+    """The section's result; its folded summary goes to ``keeper`` (kept for the file, or
+    dropped at once when there will be no file or the file would be too large)."""
+    result, folded = _run_section(connection, section, plan)
+    keeper.keep(section, folded)
+    return result
 
 
 def submit_incremental(
@@ -322,18 +326,21 @@ def submit_incremental(
 ) -> tuple[dict[str, Future[Any]], Callable[[str | Path], bool]]:
     """Start every section on ``runner``: each section's result as a future, and a function
     that saves the merged summaries beside the store (returns whether it wrote the file)."""
-    outcomes = {section.name: runner.submit(_run_section, section, plan) for section in sections}
+    nothing_new = plan.how == "incremental" and plan.n_new == 0
+    keeper = SummaryKeeper(MAX_FILE_BYTES, saving=plan.coverage is not None and not nothing_new)
+    results = {
+        section.name: runner.submit(_run_and_keep, section, plan, keeper) for section in sections
+    }
 
     def save(store: str | Path) -> bool:
-        if plan.coverage is None:
-            return False
-        if plan.how == "incremental" and plan.n_new == 0:
-            return False  # nothing new folded: the file already says this
+        if not keeper.saving:
+            return False  # no file for this store, or nothing new folded: the file says this
         saved_sections = {}
         for section in sections:
-            folded = outcomes[section.name].result()[1]
+            results[section.name].result()  # every section finished (or raised)
+            folded = keeper.kept(section.name)
             if folded is None:
-                return False  # a section could not merge, or nothing was folded yet
+                return False  # a section could not merge, nothing folded yet, or too large
             meta, arrays = section.to_payload(folded)
             saved_sections[section.name] = SavedSection(section.version, meta, arrays)
         summaries = SessionSummaries(
@@ -341,7 +348,7 @@ def submit_incremental(
         )
         return write_summaries(store, summaries)
 
-    return {name: _ResultOf(outcome) for name, outcome in outcomes.items()}, save
+    return results, save
 
 
 def section_settings(
