@@ -20,6 +20,7 @@ from llm_council.bias_audit.report.analyses.families import (
     dense_tables_fit,
     submit_bias_families,
 )
+from llm_council.bias_audit.report.analyses.favouritism import FavouritismSection
 from llm_council.bias_audit.report.analyses.fingerprints import (
     FingerprintHistory,
     fingerprint_history,
@@ -138,6 +139,7 @@ def _incremental_sections(
     ]
     if dense_tables_fit(connection):
         sections.append(AmplificationSection(significance_level, seed))
+        sections.append(FavouritismSection(significance_level))  # ADR 0078
     return [*sections, DriftSection(significance_level, seed), PARSE_OUTCOMES, LENGTH]
 
 

@@ -99,7 +99,11 @@ def submit_bias_families(
     )
     anchoring = runner.submit(anchoring_by_reviewer, significance_level, level_fixed)
     parse_outcomes = done.get("parse_outcomes") or runner.submit(parse_outcomes_by_reviewer)
-    favoured = runner.submit(favouritism, significance_level) if dense_ok else None
+    favoured = (
+        (done.get("favouritism") or runner.submit(favouritism, significance_level))
+        if dense_ok
+        else None
+    )
     drift = done.get("drift") or runner.submit(drift_by_reviewer, significance_level, seed=seed)
     reasoning = runner.submit(reasoning_by_reviewer, significance_level)
 
