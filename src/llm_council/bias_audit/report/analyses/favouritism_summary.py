@@ -23,6 +23,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from llm_council.bias_audit.report.analyses.incremental_section import SummaryNotMergeable
 from llm_council.bias_audit.report.analyses.payload_fields import PayloadReader
 from llm_council.bias_audit.report.analyses.session_rows import session_ids_of
 from llm_council.bias_audit.report.load.tables import dense_codes, nullable_floats
@@ -175,6 +176,9 @@ def merge_favouritism(saved: FavouritismSummary, new: FavouritismSummary) -> Fav
     first, second = _widened(saved, reviewers, models), _widened(new, reviewers, models)
     ids = np.concatenate([first.session_id, second.session_id])
     order = np.argsort(ids, kind="stable")
+    repeated = ids[order][1:][ids[order][1:] == ids[order][:-1]]
+    if repeated.size:
+        raise SummaryNotMergeable(f"favouritism: session {str(repeated[0])!r} is in both summaries")
     lengths = (
         first.length_controlled
         and second.length_controlled
