@@ -1,5 +1,5 @@
-"""Favouritism from per-session residuals (ADR 0078) against an independent least-squares
-fit, the full-table implementation, and itself on split session sets (bit for bit)."""
+"""Favouritism from one projection of each session (ADR 0078) against an independent
+least-squares fit and the full-table implementation."""
 
 from __future__ import annotations
 
@@ -102,21 +102,10 @@ def test_degenerate_judges_give_the_full_implementations_numbers() -> None:
     assert np.array_equal(matrix.flagged, favouritism_matrix(scores, log_words=log_words).flagged)
 
 
-def test_a_sessions_residuals_do_not_depend_on_the_sessions_beside_it() -> None:
-    """The summary of two session sets concatenated is, bit for bit, the summary of their
-    union: each session has its own product, whatever patterns its chunk holds."""
-    scores, log_words = _council(5, 60, seed=4, missing=0.08)
-    whole = two_way_residuals(scores, log_words)
-    for cut in (1, 17, 59):
-        parts = np.concatenate(
-            [
-                two_way_residuals(scores[:cut], log_words[:cut]),
-                two_way_residuals(scores[cut:], log_words[cut:]),
-            ]
-        )
-        assert np.array_equal(parts, whole)
-    # and the projection's unobserved cells are exact zeros (the payload check relies on it)
-    assert np.all(whole[~np.isfinite(scores)] == 0.0)
+def test_unobserved_cells_hold_exact_zeros() -> None:
+    scores, log_words = _council(5, 30, seed=4, missing=0.08)
+    residuals = two_way_residuals(scores, log_words)
+    assert np.all(residuals[~np.isfinite(scores)] == 0.0)
 
 
 def test_a_session_without_any_score_adds_a_session_and_nothing_else() -> None:

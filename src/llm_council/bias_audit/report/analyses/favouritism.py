@@ -45,6 +45,7 @@ from llm_council.stats.bias_effects.favouritism import FavouritismMatrix, mutual
 from llm_council.stats.bias_effects.favouritism_residuals import (
     effects_from_residuals,
     matrix_from_session_effects,
+    two_way_residuals,
 )
 from llm_council.stats.design.row_patterns import row_patterns
 
@@ -99,8 +100,8 @@ def _modal_pattern(observed: np.ndarray) -> np.ndarray:
 
 
 class FavouritismSection:
-    """:func:`favouritism` as an incremental section (ADR 0078): per-session two-way
-    residuals (:mod:`.favouritism_summary`), the slopes and the matrix fitted at finish."""
+    """:func:`favouritism` as an incremental section (ADR 0078): each session's table
+    (:mod:`.favouritism_summary`), the slopes and the matrix fitted at finish."""
 
     name = "favouritism"
     version = 1
@@ -152,12 +153,13 @@ def _finished(summary: FavouritismSummary, significance_level: float) -> Favouri
     reviewers, models = list(summary.reviewers), list(summary.models)
     if summary.session_id.size == 0 or len(reviewers) < 2 or len(models) < 2:
         return None
-    per_session = effects_from_residuals(summary.residuals, summary.observed)[1]
+    observed = np.isfinite(summary.scores)
+    lengths = summary.log_words if summary.length_controlled else None
+    residuals = two_way_residuals(summary.scores, lengths)
+    per_session = effects_from_residuals(residuals, observed)[1]
+    del residuals
     matrix = matrix_from_session_effects(
-        per_session,
-        summary.observed,
-        significance_level,
-        length_controlled=summary.length_controlled,
+        per_session, observed, significance_level, length_controlled=lengths is not None
     )
     # a reviewer's own model: the first model it reviewed as its own
     own_model = {
@@ -219,5 +221,5 @@ def _assembled(
         mutual_blocs=[[reviewers[i] for i in bloc] for bloc in blocs],
         significance_level=significance_level,
         length_controlled=matrix.length_controlled,
-        design_pattern=_modal_pattern(summary.observed).tolist(),
+        design_pattern=_modal_pattern(np.isfinite(summary.scores)).tolist(),
     )

@@ -1,17 +1,16 @@
-"""The favouritism section's per-session summary: two-way residuals, merged by concatenation.
+"""The favouritism section's per-session summary: each session's reviewer x model table.
 
-Per session (sorted by id) its pattern of observed reviewer x model cells and the two-way
-residuals of the score and of each reviewer's ln(words) covariate
-(:func:`~llm_council.stats.bias_effects.favouritism_residuals.two_way_residuals`): the
-slopes and the three-way fit are finished from the rows of every session, so merging is a
-concatenation and the finished matrix is the one a full computation gives (ADR 0078).
-Per (reviewer, model) pair: whether any of its scores was a self-review, and the sessions,
-lowest and highest display slot at which the reviewer scored the model (a pair seen at one
-slot in two or more sessions is confounded with the slot, ADR 0040).
+Per session (sorted by id) its scores (NaN where unobserved) and the ln(words) of each
+scored answer: the slopes, the three-way fit and the matrix are finished from the rows of
+every session (:mod:`~llm_council.stats.bias_effects.favouritism_residuals`), so merging is
+a concatenation and the finished matrix is the one a full computation gives (ADR 0078:
+why sums of fixed size cannot hold the slopes' linearisation). Two float64 per scored
+cell. Per (reviewer, model) pair: whether any of its scores was a self-review, and the
+sessions, lowest and highest display slot at which the reviewer scored the model (a pair
+seen at one slot in two or more sessions is confounded with the slot, ADR 0040).
 
 Reviewers and models are named: a summary saved before a new reviewer or model appeared
-is widened (its rows get unobserved cells and zero covariates there, which leave each
-session's residuals as they were).
+is widened (unobserved cells there).
 """
 
 from __future__ import annotations
@@ -27,28 +26,25 @@ from llm_council.bias_audit.report.analyses.incremental_section import SummaryNo
 from llm_council.bias_audit.report.analyses.payload_fields import PayloadReader
 from llm_council.bias_audit.report.analyses.session_rows import session_ids_of
 from llm_council.bias_audit.report.load.tables import dense_codes, nullable_floats
-from llm_council.stats.bias_effects.favouritism_residuals import two_way_residuals
 
 #: past this many floats in the length-control design (sessions x reviewers x models x
 #: reviewers, about 8 bytes each) the matrix is fitted without it and its captions drop
 #: "length-controlled"; the default five-member council reaches it at 400,000 sessions
 LENGTH_CONTROL_MAX_FLOATS = 50_000_000
-#: sessions projected at once while summarizing (bounds the design's memory)
-_SESSIONS_PER_BLOCK = 20_000
 #: the slot bounds of a pair never seen at a display slot
 _NO_SLOT_LOW, _NO_SLOT_HIGH = np.iinfo(np.int64).max, -1
 
 
 @dataclass(frozen=True)
 class FavouritismSummary:
-    """Sessions sorted by id; ``residuals`` is (sessions, reviewers, models, k), k = 1 + the
-    reviewers while length-controlled (:data:`LENGTH_CONTROL_MAX_FLOATS`), else 1."""
+    """Sessions sorted by id, each with its (reviewers, models) table of scores and
+    ln(words); the pair tables are (reviewers, models)."""
 
     reviewers: tuple[str, ...]
     models: tuple[str, ...]
     session_id: np.ndarray
-    observed: np.ndarray  # bool (sessions, reviewers, models)
-    residuals: np.ndarray
+    scores: np.ndarray  # (sessions, reviewers, models), NaN where unobserved
+    log_words: np.ndarray  # ln(max(words, 1)) of each scored answer, 0 where unobserved
     self_pairs: np.ndarray  # bool (reviewers, models): some score of the pair was a self-review
     slot_sessions: np.ndarray  # int (reviewers, models): sessions with the pair at a slot
     slot_low: np.ndarray  # lowest display slot of the pair (int64 max: none)
@@ -56,11 +52,10 @@ class FavouritismSummary:
 
     @property
     def length_controlled(self) -> bool:
-        return self.residuals.shape[-1] == 1 + len(self.reviewers)
-
-
-def _length_fits(n_sessions: int, n_reviewers: int, n_models: int) -> bool:
-    return n_sessions * n_reviewers * n_models * n_reviewers <= LENGTH_CONTROL_MAX_FLOATS
+        """Whether the finished matrix is length-controlled: while its design
+        (sessions x reviewers x models x reviewers floats) is within the cap."""
+        n_sessions, n_reviewers, n_models = self.scores.shape
+        return n_sessions * n_reviewers * n_models * n_reviewers <= LENGTH_CONTROL_MAX_FLOATS
 
 
 def _names(connection: duckdb.DuckDBPyConnection, table: str) -> tuple[str, ...]:
@@ -111,20 +106,12 @@ def summarize_favouritism(connection: duckdb.DuckDBPyConnection) -> FavouritismS
     del rows, cell, session
     ids = session_ids_of(connection, codes)
     order = np.argsort(ids, kind="stable")
-    scores, log_words = scores[order], log_words[order]
-    keep = 1 + n_reviewers if _length_fits(n_sessions, n_reviewers, n_models) else 1
-    residuals = np.zeros((n_sessions, n_reviewers, n_models, keep))
-    for first in range(0, n_sessions, _SESSIONS_PER_BLOCK):
-        block = slice(first, first + _SESSIONS_PER_BLOCK)
-        # always projected with every covariate, so a session's score residual is the same
-        # bits whether its summary keeps the covariates or not
-        residuals[block] = two_way_residuals(scores[block], log_words[block])[..., :keep]
     return FavouritismSummary(
         reviewers,
         models,
         ids[order],
-        np.isfinite(scores),
-        residuals,
+        scores[order],
+        log_words[order],
         *_pair_tables(connection, n_reviewers, n_models),
     )
 
@@ -140,15 +127,10 @@ def _widened(
     grid = np.ix_(rows, columns)
     n_sessions = summary.session_id.size
     shape = (len(reviewers), len(models))
-    observed = np.zeros((n_sessions, *shape), dtype=bool)
-    observed[(slice(None), *grid)] = summary.observed
-    lengths = summary.length_controlled
-    residuals = np.zeros((n_sessions, *shape, 1 + len(reviewers) if lengths else 1))
-    target = residuals[:, rows][:, :, columns]
-    target[..., 0] = summary.residuals[..., 0]
-    if lengths:  # reviewer j's covariate column moves with it
-        target[..., 1 + rows] = summary.residuals[..., 1:]
-    residuals[(slice(None), *grid)] = target
+    scores = np.full((n_sessions, *shape), np.nan)
+    scores[(slice(None), *grid)] = summary.scores
+    log_words = np.zeros((n_sessions, *shape))
+    log_words[(slice(None), *grid)] = summary.log_words
 
     def pairs(values: np.ndarray, fill: Any) -> np.ndarray:
         wide = np.full(shape, fill, dtype=values.dtype)
@@ -159,8 +141,8 @@ def _widened(
         reviewers,
         models,
         summary.session_id,
-        observed,
-        residuals,
+        scores,
+        log_words,
         pairs(summary.self_pairs, False),
         pairs(summary.slot_sessions, 0),
         pairs(summary.slot_low, _NO_SLOT_LOW),
@@ -170,7 +152,7 @@ def _widened(
 
 def merge_favouritism(saved: FavouritismSummary, new: FavouritismSummary) -> FavouritismSummary:
     """The summary of the union of two disjoint sets of sessions (rows concatenated and
-    sorted by id; covariates dropped once the length-control design would pass its cap)."""
+    sorted by id)."""
     reviewers = tuple(sorted(set(saved.reviewers) | set(new.reviewers)))
     models = tuple(sorted(set(saved.models) | set(new.models)))
     first, second = _widened(saved, reviewers, models), _widened(new, reviewers, models)
@@ -179,19 +161,12 @@ def merge_favouritism(saved: FavouritismSummary, new: FavouritismSummary) -> Fav
     repeated = ids[order][1:][ids[order][1:] == ids[order][:-1]]
     if repeated.size:
         raise SummaryNotMergeable(f"favouritism: session {str(repeated[0])!r} is in both summaries")
-    lengths = (
-        first.length_controlled
-        and second.length_controlled
-        and _length_fits(ids.size, len(reviewers), len(models))
-    )
-    keep = 1 + len(reviewers) if lengths else 1
-    residuals = np.concatenate([first.residuals[..., :keep], second.residuals[..., :keep]])
     return FavouritismSummary(
         reviewers,
         models,
         ids[order],
-        np.concatenate([first.observed, second.observed])[order],
-        residuals[order],
+        np.concatenate([first.scores, second.scores])[order],
+        np.concatenate([first.log_words, second.log_words])[order],
         first.self_pairs | second.self_pairs,
         first.slot_sessions + second.slot_sessions,
         np.minimum(first.slot_low, second.slot_low),
@@ -201,8 +176,8 @@ def merge_favouritism(saved: FavouritismSummary, new: FavouritismSummary) -> Fav
 
 _ARRAYS = (
     "session_id",
-    "observed",
-    "residuals",
+    "scores",
+    "log_words",
     "self_pairs",
     "slot_sessions",
     "slot_low",
@@ -232,22 +207,16 @@ def favouritism_from_payload(
     if ids.size > 1 and not bool(np.all(ids[1:] > ids[:-1])):
         raise read.fail("session_id", "is not sorted and distinct")
     n_sessions, shape = ids.size, (len(reviewers), len(models))
-    observed = read.array("observed", "b", (n_sessions, *shape))
-    width = arrays.get("residuals")
-    k = width.shape[-1] if isinstance(width, np.ndarray) and width.ndim == 4 else 1
-    if k not in (1, 1 + len(reviewers)):
-        raise read.fail("residuals", f"has {k} columns, expected 1 or {1 + len(reviewers)}")
-    residuals = read.finite("residuals", (n_sessions, *shape, k))
-    if np.any(residuals[~observed] != 0.0):
-        raise read.fail("residuals", "is non-zero on an unobserved cell")
+    scores = read.finite("scores", (n_sessions, *shape), nan_ok=True)
+    log_words = read.finite("log_words", (n_sessions, *shape))
     low = read.array("slot_low", "i", shape)
     high = read.array("slot_high", "i", shape)
     return FavouritismSummary(
         reviewers,
         models,
         ids,
-        observed,
-        residuals,
+        scores,
+        log_words,
         read.array("self_pairs", "b", shape),
         read.counts("slot_sessions", shape),
         low,
