@@ -40,6 +40,7 @@ from llm_council.bias_audit.report.analyses.length import LENGTH
 from llm_council.bias_audit.report.analyses.monitor import monitor_section
 from llm_council.bias_audit.report.analyses.parse_outcomes import PARSE_OUTCOMES
 from llm_council.bias_audit.report.analyses.position import position_bias
+from llm_council.bias_audit.report.analyses.reasoning import ReasoningSection
 from llm_council.bias_audit.report.analyses.reliability import (
     CouncilReliability,
     council_reliability,
@@ -140,6 +141,7 @@ def _incremental_sections(
     if dense_tables_fit(connection):
         sections.append(AmplificationSection(significance_level, seed))
         sections.append(FavouritismSection(significance_level))  # ADR 0078
+    sections.append(ReasoningSection(significance_level))  # ADR 0078
     return [*sections, DriftSection(significance_level, seed), PARSE_OUTCOMES, LENGTH]
 
 

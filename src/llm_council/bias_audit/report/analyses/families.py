@@ -105,7 +105,7 @@ def submit_bias_families(
         else None
     )
     drift = done.get("drift") or runner.submit(drift_by_reviewer, significance_level, seed=seed)
-    reasoning = runner.submit(reasoning_by_reviewer, significance_level)
+    reasoning = done.get("reasoning") or runner.submit(reasoning_by_reviewer, significance_level)
 
     def collect() -> BiasFamilies:
         return BiasFamilies(
