@@ -217,3 +217,50 @@ def test_a_store_without_scores_gives_none(tmp_path: Path) -> None:
     sessions = [[r | {"score_value": None} for r in session] for session in _independent(3, 4, 9)]
     path = write_parts(sessions, [], tmp_path)[-1]
     assert SECTION.finish(SECTION.summarize(connection_of(path))) is None
+
+
+@pytest.mark.parametrize("section", ["favouritism", "reasoning"])
+def test_a_malformed_saved_summary_is_recomputed_by_the_report(
+    section: str, tmp_path: Path
+) -> None:
+    """A sealed file whose section payload does not read (a bug, or another format) is
+    never trusted: the report logs it, computes the section from every record, and equals
+    the cold report."""
+    import dataclasses
+    import json as json_module
+
+    import structlog
+
+    from llm_council.bias_audit.report import build_report
+    from llm_council.bias_audit.report.load.session_summaries import (
+        SavedSection,
+        read_summaries,
+        write_summaries,
+    )
+
+    sessions = STORES["independent-3-missing"]()
+    store = tmp_path / "store.jsonl"
+    lines = [json_module.dumps(record) + "\n" for session in sessions for record in session]
+    store.write_text("".join(lines[: len(lines) // 2]), encoding="utf-8")
+
+    def report(**options: Any) -> str:
+        built = build_report(store, n_resamples=10, seed=1, reproducible=True, **options)
+        data = built.to_dict()
+        data.pop("generated_at")
+        return json_module.dumps(data, sort_keys=True, allow_nan=True)
+
+    report()
+    saved = read_summaries(store)
+    assert saved is not None and section in saved.sections
+    broken = dict(saved.sections[section].arrays)
+    broken.pop(next(iter(broken)))  # one array gone
+    sections = {**saved.sections, section: SavedSection(1, saved.sections[section].meta, broken)}
+    assert write_summaries(store, dataclasses.replace(saved, sections=sections))
+    with store.open("a", encoding="utf-8") as handle:
+        handle.write("".join(lines[len(lines) // 2 :]))
+    structlog.reset_defaults()
+    with structlog.testing.capture_logs() as logs:
+        incremental = report()
+    recomputed = [entry for entry in logs if entry["event"] == "report_section_recomputed"]
+    assert [entry["section"] for entry in recomputed] == [section]
+    assert incremental == report(session_summaries=False)
