@@ -12,6 +12,7 @@ from typing import Any
 import duckdb
 
 from llm_council.bias_audit.report.analyses.amplification import AmplificationSection
+from llm_council.bias_audit.report.analyses.anchoring import AnchoringSection
 from llm_council.bias_audit.report.analyses.causal_checks import CausalChecks, causal_checks
 from llm_council.bias_audit.report.analyses.decisions import DECISIONS, DecisionsAffected
 from llm_council.bias_audit.report.analyses.drift import DriftSection
@@ -142,6 +143,7 @@ def _incremental_sections(
         sections.append(AmplificationSection(significance_level, seed))
         sections.append(FavouritismSection(significance_level))  # ADR 0078
     sections.append(ReasoningSection(significance_level))  # ADR 0078
+    sections.append(AnchoringSection(significance_level))  # ADR 0078: finished with level_fixed
     return [*sections, DriftSection(significance_level, seed), PARSE_OUTCOMES, LENGTH]
 
 

@@ -219,7 +219,7 @@ def test_a_store_without_scores_gives_none(tmp_path: Path) -> None:
     assert SECTION.finish(SECTION.summarize(connection_of(path))) is None
 
 
-@pytest.mark.parametrize("section", ["favouritism", "reasoning"])
+@pytest.mark.parametrize("section", ["favouritism", "reasoning", "anchoring"])
 def test_a_malformed_saved_summary_is_recomputed_by_the_report(
     section: str, tmp_path: Path
 ) -> None:

@@ -97,7 +97,11 @@ def submit_bias_families(
         if dense_ok
         else None
     )
-    anchoring = runner.submit(anchoring_by_reviewer, significance_level, level_fixed)
+    # incremental: a PendingFinish (the summary merged), finished here with level_fixed
+    pending_anchoring = done.get("anchoring")
+    anchoring = pending_anchoring or runner.submit(
+        anchoring_by_reviewer, significance_level, level_fixed
+    )
     parse_outcomes = done.get("parse_outcomes") or runner.submit(parse_outcomes_by_reviewer)
     favoured = (
         (done.get("favouritism") or runner.submit(favouritism, significance_level))
@@ -109,7 +113,11 @@ def submit_bias_families(
 
     def collect() -> BiasFamilies:
         return BiasFamilies(
-            anchoring=anchoring.result(),
+            anchoring=(
+                anchoring.result()(level_fixed=level_fixed)
+                if pending_anchoring
+                else anchoring.result()
+            ),
             favouritism=favoured.result() if favoured else None,
             drift=drift.result(),
             amplification=amplified.result() if amplified else None,
