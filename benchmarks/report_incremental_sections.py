@@ -1,5 +1,5 @@
 """Sections from merged per-session summaries: decisions affected and the leaderboard
-(ADR 0074), favouritism and reasoning-chain bias (ADR 0078).
+(ADR 0074), favouritism, reasoning-chain bias and anchoring (ADR 0078).
 
     .venv/bin/python benchmarks/report_incremental_sections.py --store /tmp/store.jsonl
     .venv/bin/python benchmarks/report_incremental_sections.py --store /tmp/store.jsonl \
@@ -79,6 +79,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _sections(n_resamples: int) -> dict[str, Any]:
+    from llm_council.bias_audit.report.analyses.anchoring import AnchoringSection
     from llm_council.bias_audit.report.analyses.decisions import DECISIONS
     from llm_council.bias_audit.report.analyses.favouritism import FavouritismSection
     from llm_council.bias_audit.report.analyses.leaderboard import LeaderboardSection
@@ -89,6 +90,7 @@ def _sections(n_resamples: int) -> dict[str, Any]:
         "leaderboard": LeaderboardSection(n_resamples=n_resamples, seed=0),
         "favouritism": FavouritismSection(0.05),
         "reasoning": ReasoningSection(0.05),
+        "anchoring": AnchoringSection(0.05),  # finished with no level-fixed reviewer
     }
 
 
@@ -135,6 +137,7 @@ def measure(
 
 def old_child(store: str, n_resamples: int, chosen: list[str] | None = None) -> None:
     """The sections of the source tree on ``sys.path`` (from every record), CPU seconds."""
+    from llm_council.bias_audit.report.analyses.anchoring import anchoring_by_reviewer
     from llm_council.bias_audit.report.analyses.decisions import decisions_affected
     from llm_council.bias_audit.report.analyses.favouritism import favouritism
     from llm_council.bias_audit.report.analyses.leaderboard import build_leaderboard
@@ -146,6 +149,7 @@ def old_child(store: str, n_resamples: int, chosen: list[str] | None = None) -> 
         "leaderboard": lambda: build_leaderboard(connection, n_resamples=n_resamples),
         "favouritism": lambda: favouritism(connection),
         "reasoning": lambda: reasoning_by_reviewer(connection),
+        "anchoring": lambda: anchoring_by_reviewer(connection),
     }
     timings = {name: _cpu(run)[0] for name, run in runs.items() if chosen is None or name in chosen}
     print(json.dumps(timings))

@@ -64,18 +64,22 @@ class ReasoningSummary:
 def _summarize(connection: duckdb.DuckDBPyConnection) -> ReasoningSummary:
     """Per-session sums from the ``scored`` and ``records`` tables, rows in a fixed order."""
     rows = connection.execute(
-        """SELECT s.reviewer, s.session, s.deviation, r.rationale_chars
+        """SELECT s.reviewer_index, s.session, s.deviation, r.rationale_chars
            FROM scored s JOIN records r USING (session, reviewer, model)
            WHERE NOT s.is_self AND s.deviation IS NOT NULL AND r.rationale_chars > 0
-           ORDER BY s.reviewer, s.session, s.model"""
+           ORDER BY s.reviewer_index, s.session, s.model_index"""
     ).fetchnumpy()
     if len(rows["session"]) == 0:
         none = np.zeros(0, dtype=np.int64)
         return ReasoningSummary(
             (), none, np.zeros(0, dtype=str), np.zeros((0, 5)), none, none, none
         )
-    names = np.asarray(rows["reviewer"], dtype=object).astype(str)
-    reviewers, reviewer = np.unique(names, return_inverse=True)
+    name_of = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
+    present, index = np.unique(np.asarray(rows["reviewer_index"], np.int64), return_inverse=True)
+    names = np.asarray([str(name_of[int(code)]) for code in present], dtype=str)
+    by_name = np.argsort(names, kind="stable")
+    reviewers = names[by_name]
+    reviewer = np.argsort(by_name)[index.reshape(-1)]  # codes into the sorted names
     session = np.asarray(rows["session"], dtype=np.int64)
     x = np.log2(np.asarray(rows["rationale_chars"], dtype=float))
     y = np.asarray(rows["deviation"], dtype=float)
@@ -85,16 +89,16 @@ def _summarize(connection: duckdb.DuckDBPyConnection) -> ReasoningSummary:
     ids = session_ids_of(connection, session[starts])
     order = np.lexsort((ids, reviewer[starts]))
     chars = np.asarray(rows["rationale_chars"], dtype=np.int64)
-    length_key, length_count = np.unique(
-        np.stack([reviewer, chars], axis=1).reshape(-1, 2), axis=0, return_counts=True
-    )
+    # one integer key per (reviewer, length): a 1-D unique, sorted as the pairs are
+    span = int(chars.max()) + 1
+    length_key, length_count = np.unique(reviewer * span + chars, return_counts=True)
     return ReasoningSummary(
         tuple(reviewers.tolist()),
         reviewer[starts][order],
         ids[order],
         sums[order],
-        length_key[:, 0],
-        length_key[:, 1],
+        length_key // span,
+        length_key % span,
         length_count.astype(np.int64),
     )
 
