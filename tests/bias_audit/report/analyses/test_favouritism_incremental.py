@@ -264,3 +264,34 @@ def test_a_malformed_saved_summary_is_recomputed_by_the_report(
     recomputed = [entry for entry in logs if entry["event"] == "report_section_recomputed"]
     assert [entry["section"] for entry in recomputed] == [section]
     assert incremental == report(session_summaries=False)
+
+
+def test_hostile_session_reviewer_and_model_names_merge_to_the_whole_store(
+    tmp_path: Path,
+) -> None:
+    """Quotes, newlines, non-ASCII, SQL and long names: sorted the same way by every part,
+    so favouritism and anchoring merged from two parts are the whole store's."""
+    from llm_council.bias_audit.report.analyses.anchoring import AnchoringSection
+
+    hostile = ['a"b', "line\nbreak", "ü-ß", "💥", "'; DROP TABLE records; --", "x" * 300]
+    renamed = [
+        [
+            r
+            | {
+                "session_id": f"{hostile[index % len(hostile)]}|{index}",
+                "reviewer_id": hostile[int(r["reviewer_id"][-1])],
+                "model_id": hostile[int(r["model_id"][-1])],
+            }
+            for r in session
+        ]
+        for index, session in enumerate(STORES["independent-5-biased"]())
+    ]
+    n = len(renamed)
+    paths = write_parts(renamed, [range(0, n, 2), range(1, n, 2)], tmp_path)
+    connections = [connection_of(path) for path in paths]
+    for section in (SECTION, AnchoringSection(0.05)):
+        first, second, whole = (section.summarize(connection) for connection in connections)
+        meta, arrays = section.to_payload(section.merge(first, second))
+        merged = section.from_payload(meta, arrays)
+        assert repr(section.finish(merged)) == repr(section.finish(whole))
+        assert set(merged.reviewers) == set(hostile[:5])

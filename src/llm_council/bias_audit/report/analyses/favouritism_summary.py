@@ -58,21 +58,30 @@ class FavouritismSummary:
         return n_sessions * n_reviewers * n_models * n_reviewers <= LENGTH_CONTROL_MAX_FLOATS
 
 
-def _names(connection: duckdb.DuckDBPyConnection, table: str) -> tuple[str, ...]:
+def _names(connection: duckdb.DuckDBPyConnection, table: str) -> tuple[tuple[str, ...], np.ndarray]:
+    """The table's names sorted (as merges sort them), and each index's place among them."""
     column = "reviewer" if table == "reviewers" else "model"
-    rows = connection.execute(f"SELECT {column} FROM {table} ORDER BY 1").fetchall()
-    return tuple(str(name) for (name,) in rows)
+    rows = connection.execute(f"SELECT {column}_index, {column} FROM {table}").fetchall()
+    names = tuple(sorted(str(name) for _, name in rows))
+    place = {name: at for at, name in enumerate(names)}
+    size = max((int(index) for index, _ in rows), default=-1) + 1
+    position = np.zeros(size, dtype=np.int64)
+    for index, name in rows:
+        position[int(index)] = place[str(name)]
+    return names, position
 
 
 def _pair_tables(
-    connection: duckdb.DuckDBPyConnection, n_reviewers: int, n_models: int
+    connection: duckdb.DuckDBPyConnection, row_of: np.ndarray, column_of: np.ndarray
 ) -> tuple[np.ndarray, ...]:
-    """(self_pairs, slot_sessions, slot_low, slot_high) of the ``scored`` rows."""
+    """(self_pairs, slot_sessions, slot_low, slot_high) of the ``scored`` rows, on the
+    sorted names (``row_of``/``column_of``: each reviewer/model index's place)."""
+    n_reviewers, n_models = int(row_of.max(initial=-1)) + 1, int(column_of.max(initial=-1)) + 1
     self_pairs = np.zeros((n_reviewers, n_models), dtype=bool)
     for reviewer, model in connection.execute(
         "SELECT DISTINCT reviewer_index, model_index FROM scored WHERE is_self"
     ).fetchall():
-        self_pairs[int(reviewer), int(model)] = True
+        self_pairs[row_of[int(reviewer)], column_of[int(model)]] = True
     slot_sessions = np.zeros((n_reviewers, n_models), dtype=np.int64)
     slot_low = np.full((n_reviewers, n_models), _NO_SLOT_LOW, dtype=np.int64)
     slot_high = np.full((n_reviewers, n_models), _NO_SLOT_HIGH, dtype=np.int64)
@@ -81,14 +90,17 @@ def _pair_tables(
                   max(position)
            FROM scored WHERE position >= 0 GROUP BY reviewer_index, model_index"""
     ).fetchall():
-        at = (int(reviewer), int(model))
+        at = (row_of[int(reviewer)], column_of[int(model)])
         slot_sessions[at], slot_low[at], slot_high[at] = int(sessions), int(low), int(high)
     return self_pairs, slot_sessions, slot_low, slot_high
 
 
 def summarize_favouritism(connection: duckdb.DuckDBPyConnection) -> FavouritismSummary:
     """The summary of every session of ``connection``'s ``scored`` table."""
-    reviewers, models = _names(connection, "reviewers"), _names(connection, "models")
+    (reviewers, row_of), (models, column_of) = (
+        _names(connection, "reviewers"),
+        _names(connection, "models"),
+    )
     n_reviewers, n_models = len(reviewers), len(models)
     rows = connection.execute(
         "SELECT session, reviewer_index, model_index, score, "
@@ -98,12 +110,12 @@ def summarize_favouritism(connection: duckdb.DuckDBPyConnection) -> FavouritismS
     n_sessions = int(codes.size)
     scores = np.full((n_sessions, n_reviewers, n_models), np.nan)
     log_words = np.zeros((n_sessions, n_reviewers, n_models))
-    cell = (
-        session * n_reviewers + np.asarray(rows["reviewer_index"], dtype=np.int64)
-    ) * n_models + np.asarray(rows["model_index"], dtype=np.int64)
+    row = row_of[np.asarray(rows["reviewer_index"], dtype=np.int64)]
+    column = column_of[np.asarray(rows["model_index"], dtype=np.int64)]
+    cell = (session * n_reviewers + row) * n_models + column
     scores.ravel()[cell] = nullable_floats(rows["score"])
     log_words.ravel()[cell] = np.asarray(rows["log_words"], dtype=float)
-    del rows, cell, session
+    del rows, cell, session, row, column
     ids = session_ids_of(connection, codes)
     order = np.argsort(ids, kind="stable")
     return FavouritismSummary(
@@ -112,7 +124,7 @@ def summarize_favouritism(connection: duckdb.DuckDBPyConnection) -> FavouritismS
         ids[order],
         scores[order],
         log_words[order],
-        *_pair_tables(connection, n_reviewers, n_models),
+        *_pair_tables(connection, row_of, column_of),
     )
 
 
