@@ -33,6 +33,9 @@ Two numbers per reviewer, both pooled over its reviews with sessions as clusters
   previous definition, x = the mean of r's own earlier scores, fired on every reviewer of
   pairwise forced-choice data (r near -0.7) and on drifting judges (see
   ``benchmarks/anchoring_confounds.py``).
+
+The report computes both from per-session summaries (:class:`AnchoringSection`, ADR 0078),
+finished once the reviewers whose level the scale fixes are known.
 """
 
 from __future__ import annotations

@@ -22,6 +22,9 @@ holds the trace the larger flags predict are marked ``spillover`` and listed apa
 Where a reviewer saw a model at one display slot in every session (a fixed order, as in
 karpathy's council), favouring the model and favouring the slot give the same scores: the
 cell is marked ``confounded_with_slot`` and is never flagged (issue 23, ADR 0040).
+
+The report computes it from per-session summaries (:class:`FavouritismSection`, ADR 0078):
+each session's table is kept, and the slopes and the matrix are fitted from all of them.
 """
 
 from __future__ import annotations

@@ -13,6 +13,8 @@ shared by every score of a review), the p-values are Holm-adjusted across review
 a reviewer is flagged when its adjusted p is below the significance level. Reviewers whose
 records carry no rationale length (older lines, or a council without rationales) are
 omitted. The null false-positive rate and power are measured in ``docs/bias-report.md``.
+
+The report computes it from per-session sums (:class:`ReasoningSection`, ADR 0078).
 """
 
 from __future__ import annotations
