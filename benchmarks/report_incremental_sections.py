@@ -1,4 +1,5 @@
-"""Decisions affected and the leaderboard from merged per-session summaries (ADR 0074).
+"""Sections from merged per-session summaries: decisions affected and the leaderboard
+(ADR 0074), favouritism, reasoning-chain bias and anchoring (ADR 0078).
 
     .venv/bin/python benchmarks/report_incremental_sections.py --store /tmp/store.jsonl
     .venv/bin/python benchmarks/report_incremental_sections.py --store /tmp/store.jsonl \
@@ -14,7 +15,7 @@ process (DuckDB's threads included) for:
   (summarized beforehand, untimed; read back through ``to_payload``/``from_payload``,
   timed) and ``finish``; the result must equal the cold one (checked, bit for bit);
 - **old**: with ``--old-src``, the section function of that source tree on the whole
-  store, in a child process.
+  store, in a child process (each section that tree has).
 """
 
 from __future__ import annotations
@@ -78,13 +79,26 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _sections(n_resamples: int) -> dict[str, Any]:
+    from llm_council.bias_audit.report.analyses.anchoring import AnchoringSection
     from llm_council.bias_audit.report.analyses.decisions import DECISIONS
+    from llm_council.bias_audit.report.analyses.favouritism import FavouritismSection
     from llm_council.bias_audit.report.analyses.leaderboard import LeaderboardSection
+    from llm_council.bias_audit.report.analyses.reasoning import ReasoningSection
 
     return {
         "decisions": DECISIONS,
         "leaderboard": LeaderboardSection(n_resamples=n_resamples, seed=0),
+        "favouritism": FavouritismSection(0.05),
+        "reasoning": ReasoningSection(0.05),
+        "anchoring": AnchoringSection(0.05),  # finished with no level-fixed reviewer
     }
+
+
+def _plain(result: Any) -> Any:
+    """A section's result as dicts (a list of per-reviewer dataclasses as a list)."""
+    if isinstance(result, list):
+        return [asdict(item) for item in result]
+    return asdict(result) if result is not None else None
 
 
 def _measure_section(section: Any, whole: Any, saved_part: Any, new_part: Any) -> dict[str, Any]:
@@ -102,32 +116,42 @@ def _measure_section(section: Any, whole: Any, saved_part: Any, new_part: Any) -
         "summarize_new": new_s,
         "merge": merge_s,
         "finish": merged_finish_s,
-        "equal": _same(asdict(cold), asdict(incremental)),
+        "equal": _same(_plain(cold), _plain(incremental)),
         "saved_arrays_mb": sum(a.nbytes for a in arrays.values()) / 1e6,
     }
 
 
-def measure(store: Path, share: float, n_resamples: int) -> list[dict[str, Any]]:
-    """The cold and +new timings of both sections (module docstring)."""
+def measure(
+    store: Path, share: float, n_resamples: int, chosen: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """The cold and +new timings of the sections (module docstring)."""
     with tempfile.TemporaryDirectory() as scratch:
         saved_path, new_path = _split(store, share, Path(scratch))
         whole, saved_part, new_part = (_connection(p) for p in (store, saved_path, new_path))
         return [
             {"section": name, **_measure_section(section, whole, saved_part, new_part)}
             for name, section in _sections(n_resamples).items()
+            if chosen is None or name in chosen
         ]
 
 
-def old_child(store: str, n_resamples: int) -> None:
-    """The sections of the source tree on ``sys.path`` (before ADR 0074), CPU seconds."""
+def old_child(store: str, n_resamples: int, chosen: list[str] | None = None) -> None:
+    """The sections of the source tree on ``sys.path`` (from every record), CPU seconds."""
+    from llm_council.bias_audit.report.analyses.anchoring import anchoring_by_reviewer
     from llm_council.bias_audit.report.analyses.decisions import decisions_affected
+    from llm_council.bias_audit.report.analyses.favouritism import favouritism
     from llm_council.bias_audit.report.analyses.leaderboard import build_leaderboard
+    from llm_council.bias_audit.report.analyses.reasoning import reasoning_by_reviewer
 
     connection = _connection(Path(store))
-    timings = {
-        "decisions": _cpu(lambda: decisions_affected(connection))[0],
-        "leaderboard": _cpu(lambda: build_leaderboard(connection, n_resamples=n_resamples))[0],
+    runs = {
+        "decisions": lambda: decisions_affected(connection),
+        "leaderboard": lambda: build_leaderboard(connection, n_resamples=n_resamples),
+        "favouritism": lambda: favouritism(connection),
+        "reasoning": lambda: reasoning_by_reviewer(connection),
+        "anchoring": lambda: anchoring_by_reviewer(connection),
     }
+    timings = {name: _cpu(run)[0] for name, run in runs.items() if chosen is None or name in chosen}
     print(json.dumps(timings))
 
 
@@ -136,11 +160,15 @@ def main() -> None:
     parser.add_argument("--store", help="a JSONL store")
     parser.add_argument("--new-share", type=float, default=0.01)
     parser.add_argument("--resamples", type=int, default=200)
-    parser.add_argument("--old-src", help="a source tree of the sections before ADR 0074")
+    parser.add_argument("--old-src", help="a source tree of the sections before ADRs 0074/0078")
+    parser.add_argument(
+        "--sections", help="comma-separated sections to measure (default: all of them)"
+    )
     parser.add_argument("--old-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    chosen = args.sections.split(",") if args.sections else None
     if args.old_child:
-        old_child(args.old_child, args.resamples)
+        old_child(args.old_child, args.resamples, chosen)
         return
     if not args.store:
         parser.error("--store is required")
@@ -155,6 +183,7 @@ def main() -> None:
                 args.store,
                 "--resamples",
                 str(args.resamples),
+                *(["--sections", args.sections] if args.sections else []),
             ],
             env={**os.environ, "PYTHONPATH": args.old_src},
             check=True,
@@ -162,7 +191,7 @@ def main() -> None:
             text=True,
         ).stdout
         old = json.loads(out.strip().splitlines()[-1])
-    rows = measure(Path(args.store), args.new_share, args.resamples)
+    rows = measure(Path(args.store), args.new_share, args.resamples, chosen)
     print(f"store {args.store}, new share {args.new_share}, load average {load}")
     print(
         "| section | old full (CPU s) | cold: summarize + finish | +new: read saved + "

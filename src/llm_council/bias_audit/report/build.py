@@ -12,6 +12,7 @@ from typing import Any
 import duckdb
 
 from llm_council.bias_audit.report.analyses.amplification import AmplificationSection
+from llm_council.bias_audit.report.analyses.anchoring import AnchoringSection
 from llm_council.bias_audit.report.analyses.causal_checks import CausalChecks, causal_checks
 from llm_council.bias_audit.report.analyses.decisions import DECISIONS, DecisionsAffected
 from llm_council.bias_audit.report.analyses.drift import DriftSection
@@ -20,6 +21,7 @@ from llm_council.bias_audit.report.analyses.families import (
     dense_tables_fit,
     submit_bias_families,
 )
+from llm_council.bias_audit.report.analyses.favouritism import FavouritismSection
 from llm_council.bias_audit.report.analyses.fingerprints import (
     FingerprintHistory,
     fingerprint_history,
@@ -39,6 +41,7 @@ from llm_council.bias_audit.report.analyses.length import LENGTH
 from llm_council.bias_audit.report.analyses.monitor import monitor_section
 from llm_council.bias_audit.report.analyses.parse_outcomes import PARSE_OUTCOMES
 from llm_council.bias_audit.report.analyses.position import position_bias
+from llm_council.bias_audit.report.analyses.reasoning import ReasoningSection
 from llm_council.bias_audit.report.analyses.reliability import (
     CouncilReliability,
     council_reliability,
@@ -138,6 +141,9 @@ def _incremental_sections(
     ]
     if dense_tables_fit(connection):
         sections.append(AmplificationSection(significance_level, seed))
+        sections.append(FavouritismSection(significance_level))  # ADR 0078
+    sections.append(ReasoningSection(significance_level))  # ADR 0078
+    sections.append(AnchoringSection(significance_level))  # ADR 0078: finished with level_fixed
     return [*sections, DriftSection(significance_level, seed), PARSE_OUTCOMES, LENGTH]
 
 

@@ -77,9 +77,22 @@ def cluster_jackknife_slope(
     )
     per_cluster = np.zeros((n_clusters, 5))
     np.add.at(per_cluster, index, terms)
-    total = per_cluster.sum(axis=0)
+    return jackknife_slope_from_cluster_sums(per_cluster, confidence)
+
+
+def jackknife_slope_from_cluster_sums(
+    per_cluster: ArrayLike, confidence: float = 0.95
+) -> IntervalEstimate:
+    """:func:`cluster_jackknife_slope` from each cluster's sums ``(n, Sx, Sy, Sxx, Sxy)``
+    (one row per cluster): the statistic needs nothing else, so the sums of disjoint
+    sets of clusters, concatenated, give the slope of their union."""
+    sums = np.asarray(per_cluster, dtype=float).reshape(-1, 5)
+    n_clusters = sums.shape[0]
+    if n_clusters < 3:
+        return _nan(n_clusters)
+    total = sums.sum(axis=0)
     slope = float(_slope_from_sums(total))
-    leave_out = _slope_from_sums(total[None, :] - per_cluster)
+    leave_out = _slope_from_sums(total[None, :] - sums)
     if not np.isfinite(slope) or not np.all(np.isfinite(leave_out)):
         return _nan(n_clusters)
     se = float(np.sqrt((n_clusters - 1) / n_clusters * np.sum((leave_out - leave_out.mean()) ** 2)))

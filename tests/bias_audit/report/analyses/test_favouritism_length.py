@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_council.bias_audit.report.analyses import favouritism as favouritism_module
+from llm_council.bias_audit.report.analyses import favouritism_summary as favouritism_module
 from llm_council.bias_audit.report.analyses.families import BiasFamilies
 from llm_council.bias_audit.report.analyses.favouritism import (
     Favouritism,

@@ -33,28 +33,34 @@ Two numbers per reviewer, both pooled over its reviews with sessions as clusters
   previous definition, x = the mean of r's own earlier scores, fired on every reviewer of
   pairwise forced-choice data (r near -0.7) and on drifting judges (see
   ``benchmarks/anchoring_confounds.py``).
+
+The report computes both from per-session summaries (:class:`AnchoringSection`, ADR 0078),
+finished once the reviewers whose level the scale fixes are known.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import numpy as np
 
-from llm_council.bias_audit.report.estimates import Interval
-from llm_council.bias_audit.report.load.tables import dense_codes, nullable_floats
-from llm_council.stats.bias_effects.anchoring import (
-    cluster_jackknife_correlation,
-    earlier_minus_rest_mean,
-    running_mean_deviation,
+from llm_council.bias_audit.report.analyses.anchoring_summary import (
+    MAX_SLOTS as MAX_SLOTS,  # where amplification reads it
 )
+from llm_council.bias_audit.report.analyses.anchoring_summary import (
+    AnchoringSummary,
+    anchoring_from_payload,
+    anchoring_payload,
+    merge_anchoring,
+    summarize_anchoring,
+)
+from llm_council.bias_audit.report.estimates import Interval
+from llm_council.stats.bias_effects.anchoring import cluster_jackknife_correlation
 from llm_council.stats.inference.multiplicity import holm_adjusted
 from llm_council.stats.inference.pooling import IntervalEstimate
-
-#: display slots at or beyond this (or beyond n_candidates) are malformed records: left out,
-#: so one corrupt line cannot make the per-review arrays huge
-MAX_SLOTS = 256
 
 #: sessions with informative cells (2+ usable answers in one slot) the conditional test
 #: needs: the delete-one-session jackknife of a correlation over few sessions rejected far
@@ -105,59 +111,6 @@ def _reviews_by_reviewer(review_reviewer: np.ndarray) -> list[tuple[int, slice]]
     ]
 
 
-@dataclass(frozen=True)
-class _ReviewTables:
-    """The ``scored`` rows as ``[review, slot]`` tables, one review per (reviewer, session)."""
-
-    in_order: np.ndarray  # the reviewer's score at each slot
-    paired: np.ndarray  # its paired deviation there (NaN on its own answer)
-    consensus: np.ndarray  # the other judges' mean on the answer at that slot
-    review_reviewer: np.ndarray  # reviewer index of each review
-    review_session: np.ndarray  # session of each review
-    names: dict[int, str]  # reviewer index -> reviewer
-
-    @property
-    def n_slots(self) -> int:
-        return int(self.in_order.shape[1])
-
-
-def _review_tables(connection: duckdb.DuckDBPyConnection) -> _ReviewTables | None:
-    """Read the scored rows shown at a slot below :data:`MAX_SLOTS`; None without any.
-
-    The per-record arrays live only here: the caller keeps the smaller tables.
-    """
-    rows = connection.execute(
-        f"""SELECT s.reviewer_index, s.session, s.position, s.score, s.deviation, s.is_self
-           FROM scored s
-           WHERE s.position >= 0 AND s.position < least(s.n_candidates, {MAX_SLOTS})"""
-    ).fetchnumpy()
-    names = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
-    if len(rows["session"]) == 0:
-        return None
-    reviewer = np.asarray(rows["reviewer_index"], dtype=np.int64)
-    session = np.asarray(rows["session"], dtype=np.int64)
-    position = np.asarray(rows["position"], dtype=np.int64)
-    score = nullable_floats(rows["score"])
-    deviation = nullable_floats(rows["deviation"])
-    is_self = np.asarray(rows["is_self"], dtype=bool)
-    n_slots = int(position.max()) + 1
-    review_key = reviewer * (int(session.max()) + 1) + session
-    _, review = dense_codes(review_key)  # in (reviewer, session) order, like the sorted keys
-    n_reviews = int(review.max()) + 1
-    in_order = np.full((n_reviews, n_slots), np.nan)
-    paired = np.full((n_reviews, n_slots), np.nan)
-    consensus = np.full((n_reviews, n_slots), np.nan)
-    cell = review * n_slots + position  # flat (review, slot) index, shared by the tables
-    in_order.ravel()[cell] = score
-    paired.ravel()[cell] = np.where(is_self, np.nan, deviation)
-    consensus.ravel()[cell] = score - deviation  # the others' mean on that answer
-    review_reviewer = np.zeros(n_reviews, dtype=np.int64)
-    review_session = np.zeros(n_reviews, dtype=np.int64)
-    review_reviewer[review] = reviewer
-    review_session[review] = session
-    return _ReviewTables(in_order, paired, consensus, review_reviewer, review_session, names)
-
-
 def _conditional_correlation(
     earlier: np.ndarray,
     paired: np.ndarray,
@@ -201,42 +154,29 @@ def _conditional_correlation(
     return conditional
 
 
-def anchoring_by_reviewer(
-    connection: duckdb.DuckDBPyConnection,
-    significance_level: float = 0.05,
-    level_fixed: frozenset[str] = frozenset(),
+def _finished(
+    summary: AnchoringSummary, significance_level: float, level_fixed: frozenset[str]
 ) -> list[ReviewerAnchoring]:
-    """Both anchoring correlations per reviewer from the ``scored`` table.
-
-    A reviewer none of whose reviews has two usable answers (three answers a review, or
-    two) is not identified. ``level_fixed`` reviewers (rank points, or every reviewer on
-    a forced-choice scale) are not identified either: each of their scores in a review is
-    fixed by the others (the points add up to one total), so the paired deviation is tied
-    to the consensus by construction. On rank-only null councils (3 members, fixed
-    order, 100 sessions) the conditional test gave p < 0.001 in 3.3% of tests (ADR 0054).
-    """
-    tables = _review_tables(connection)
-    if tables is None:
+    """Both correlations per reviewer from the merged reviews (:func:`anchoring_by_reviewer`)."""
+    if summary.review_reviewer.size == 0:
         return []
-    n_slots = tables.n_slots
-    slot = np.broadcast_to(np.arange(n_slots, dtype=float), tables.in_order.shape)
-    running = running_mean_deviation(tables.in_order)
-    earlier = earlier_minus_rest_mean(tables.consensus)
+    n_slots = summary.running.shape[1]
+    slot = np.broadcast_to(np.arange(n_slots, dtype=float), summary.running.shape)
     results = []
-    for r, mine in _reviews_by_reviewer(tables.review_reviewer):
+    for r, mine in _reviews_by_reviewer(summary.review_reviewer):
         # one review per (reviewer, session): the reviewer's sessions are its reviews
         n_sessions = mine.stop - mine.start
-        clusters = np.broadcast_to(tables.review_session[mine][:, None], (n_sessions, n_slots))
-        design = cluster_jackknife_correlation(slot[mine], running[mine], clusters)
-        usable = np.isfinite(earlier[mine]) & np.isfinite(tables.paired[mine])
+        clusters = np.broadcast_to(np.arange(n_sessions)[:, None], (n_sessions, n_slots))
+        design = cluster_jackknife_correlation(slot[mine], summary.running[mine], clusters)
+        usable = np.isfinite(summary.earlier[mine]) & np.isfinite(summary.paired[mine])
         # one usable answer a review at most (three answers shown: only the middle slot
         # has earlier answers and later ones) is not identified: there the conditional
         # test rejected far too often on null councils (simulator, 3 members, 30
         # sessions: 5 of 120 tests below p = 0.0014; ADR 0054)
-        name = tables.names[r]
+        name = summary.reviewers[r]
         identified = bool(usable.sum(axis=1).max(initial=0) >= 2) and name not in level_fixed
         conditional = _conditional_correlation(
-            earlier[mine], tables.paired[mine], slot[mine], clusters, identified
+            summary.earlier[mine], summary.paired[mine], slot[mine], clusters, identified
         )
         results.append((name, n_sessions, design, conditional, identified))
     holm = holm_adjusted([c.p_value for _, _, _, c, _ in results])
@@ -254,3 +194,54 @@ def anchoring_by_reviewer(
             results, holm, strict=True
         )
     ]
+
+
+class AnchoringSection:
+    """:func:`anchoring_by_reviewer` as an incremental section whose finish needs the
+    reviewers whose level the scale fixes (``level_fixed``, known after the profiles):
+    a :class:`~.incremental_section.DependentSection` (ADR 0078)."""
+
+    name = "anchoring"
+    version = 1
+    needs_inputs = True
+
+    def __init__(self, significance_level: float = 0.05) -> None:
+        self.significance_level = significance_level
+
+    def summarize(self, connection: duckdb.DuckDBPyConnection) -> AnchoringSummary:
+        return summarize_anchoring(connection)
+
+    def merge(self, saved: AnchoringSummary, new: AnchoringSummary) -> AnchoringSummary:
+        return merge_anchoring(saved, new)
+
+    def finish(
+        self, summary: AnchoringSummary, *, level_fixed: frozenset[str] = frozenset()
+    ) -> list[ReviewerAnchoring]:
+        return _finished(summary, self.significance_level, level_fixed)
+
+    def to_payload(self, summary: AnchoringSummary) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        return anchoring_payload(summary)
+
+    def from_payload(
+        self, meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
+    ) -> AnchoringSummary:
+        return anchoring_from_payload(meta, arrays)
+
+
+def anchoring_by_reviewer(
+    connection: duckdb.DuckDBPyConnection,
+    significance_level: float = 0.05,
+    level_fixed: frozenset[str] = frozenset(),
+) -> list[ReviewerAnchoring]:
+    """Both anchoring correlations per reviewer from the ``scored`` table (every session of
+    ``connection``: :class:`AnchoringSection` with nothing saved).
+
+    A reviewer none of whose reviews has two usable answers (three answers a review, or
+    two) is not identified. ``level_fixed`` reviewers (rank points, or every reviewer on
+    a forced-choice scale) are not identified either: each of their scores in a review is
+    fixed by the others (the points add up to one total), so the paired deviation is tied
+    to the consensus by construction. On rank-only null councils (3 members, fixed
+    order, 100 sessions) the conditional test gave p < 0.001 in 3.3% of tests (ADR 0054).
+    """
+    section = AnchoringSection(significance_level)
+    return section.finish(section.summarize(connection), level_fixed=level_fixed)

@@ -97,15 +97,27 @@ def submit_bias_families(
         if dense_ok
         else None
     )
-    anchoring = runner.submit(anchoring_by_reviewer, significance_level, level_fixed)
+    # incremental: a PendingFinish (the summary merged), finished here with level_fixed
+    pending_anchoring = done.get("anchoring")
+    anchoring = pending_anchoring or runner.submit(
+        anchoring_by_reviewer, significance_level, level_fixed
+    )
     parse_outcomes = done.get("parse_outcomes") or runner.submit(parse_outcomes_by_reviewer)
-    favoured = runner.submit(favouritism, significance_level) if dense_ok else None
+    favoured = (
+        (done.get("favouritism") or runner.submit(favouritism, significance_level))
+        if dense_ok
+        else None
+    )
     drift = done.get("drift") or runner.submit(drift_by_reviewer, significance_level, seed=seed)
-    reasoning = runner.submit(reasoning_by_reviewer, significance_level)
+    reasoning = done.get("reasoning") or runner.submit(reasoning_by_reviewer, significance_level)
 
     def collect() -> BiasFamilies:
         return BiasFamilies(
-            anchoring=anchoring.result(),
+            anchoring=(
+                anchoring.result()(level_fixed=level_fixed)
+                if pending_anchoring
+                else anchoring.result()
+            ),
             favouritism=favoured.result() if favoured else None,
             drift=drift.result(),
             amplification=amplified.result() if amplified else None,

@@ -22,28 +22,35 @@ holds the trace the larger flags predict are marked ``spillover`` and listed apa
 Where a reviewer saw a model at one display slot in every session (a fixed order, as in
 karpathy's council), favouring the model and favouring the slot give the same scores: the
 cell is marked ``confounded_with_slot`` and is never flagged (issue 23, ADR 0040).
+
+The report computes it from per-session summaries (:class:`FavouritismSection`, ADR 0078):
+each session's table is kept, and the slopes and the matrix are fitted from all of them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import duckdb
 import numpy as np
 
-from llm_council.bias_audit.report.estimates import Interval
-from llm_council.bias_audit.report.load.tables import (
-    dense_codes,
-    fixed_slot_pairs,
-    nullable_floats,
+from llm_council.bias_audit.report.analyses.favouritism_summary import (
+    FavouritismSummary,
+    favouritism_from_payload,
+    favouritism_payload,
+    merge_favouritism,
+    summarize_favouritism,
 )
-from llm_council.stats.bias_effects.favouritism import favouritism_matrix, mutual_blocs
+from llm_council.bias_audit.report.estimates import Interval
+from llm_council.stats.bias_effects.favouritism import FavouritismMatrix, mutual_blocs
+from llm_council.stats.bias_effects.favouritism_residuals import (
+    effects_from_residuals,
+    matrix_from_session_effects,
+    two_way_residuals,
+)
 from llm_council.stats.design.row_patterns import row_patterns
-
-#: past this many floats in the length-control design (reviewers x sessions x reviewers x
-#: models, about 8 bytes each) the matrix is fitted without it and its captions drop
-#: "length-controlled"; the default five-member council reaches it at 400,000 sessions
-LENGTH_CONTROL_MAX_FLOATS = 50_000_000
 
 #: the multiplicity correction applied to the matrix, named in every rendering
 CORRECTION = "Holm over all tested cells (holm_p, for reference); flags: the report-wide procedure"
@@ -87,55 +94,97 @@ class Favouritism:
         return [c for c in self.cells if c.flagged and not c.spillover and not c.is_self]
 
 
-def _modal_pattern(table: np.ndarray) -> np.ndarray:
+def _modal_pattern(observed: np.ndarray) -> np.ndarray:
     """The most common reviewers x models pattern of observed cells over sessions (the one
-    :func:`~llm_council.stats.bias_effects.favouritism.favouritism_matrix` computes spill-over
-    for)."""
-    observed = np.isfinite(table)
+    :func:`~llm_council.stats.bias_effects.favouritism_residuals.matrix_from_session_effects`
+    computes spill-over for)."""
     grouped = row_patterns(observed.reshape(observed.shape[0], -1))
     return grouped.patterns[int(np.argmax(grouped.counts))].reshape(observed.shape[1:])
+
+
+class FavouritismSection:
+    """:func:`favouritism` as an incremental section (ADR 0078): each session's table
+    (:mod:`.favouritism_summary`), the slopes and the matrix fitted at finish."""
+
+    name = "favouritism"
+    version = 1
+
+    def __init__(self, significance_level: float = 0.05) -> None:
+        self.significance_level = significance_level
+
+    def summarize(self, connection: duckdb.DuckDBPyConnection) -> FavouritismSummary:
+        return summarize_favouritism(connection)
+
+    def merge(self, saved: FavouritismSummary, new: FavouritismSummary) -> FavouritismSummary:
+        return merge_favouritism(saved, new)
+
+    def finish(self, summary: FavouritismSummary) -> Favouritism | None:
+        return _finished(summary, self.significance_level)
+
+    def to_payload(
+        self, summary: FavouritismSummary
+    ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        return favouritism_payload(summary)
+
+    def from_payload(
+        self, meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
+    ) -> FavouritismSummary:
+        return favouritism_from_payload(meta, arrays)
 
 
 def favouritism(
     connection: duckdb.DuckDBPyConnection, significance_level: float = 0.05
 ) -> Favouritism | None:
-    """The favouritism matrix from the ``scored`` table (None when nothing is testable)."""
-    rows = connection.execute(
-        "SELECT session, reviewer_index, model_index, score, "
-        "ln(greatest(words, 1)) AS log_words FROM scored"
-    ).fetchnumpy()
-    reviewers = [
-        name
-        for (name,) in connection.execute("SELECT reviewer FROM reviewers ORDER BY 1").fetchall()
-    ]
-    models = [
-        name for (name,) in connection.execute("SELECT model FROM models ORDER BY 1").fetchall()
-    ]
-    if len(rows["session"]) == 0 or len(reviewers) < 2 or len(models) < 2:
+    """The favouritism matrix from the ``scored`` table (None when nothing is testable): every
+    session of ``connection``, :class:`FavouritismSection` with nothing saved."""
+    section = FavouritismSection(significance_level)
+    return section.finish(section.summarize(connection))
+
+
+def _fixed_slots(summary: FavouritismSummary) -> dict[tuple[str, str], int]:
+    """``{(reviewer, model): slot}`` for each pair scored in two or more sessions, always
+    at that one display slot (as :func:`~..load.tables.fixed_slot_pairs` finds them)."""
+    fixed = (summary.slot_sessions >= 2) & (summary.slot_low == summary.slot_high)
+    return {
+        (summary.reviewers[r], summary.models[m]): int(summary.slot_low[r, m])
+        for r, m in zip(*np.nonzero(fixed), strict=True)
+    }
+
+
+def _finished(summary: FavouritismSummary, significance_level: float) -> Favouritism | None:
+    """The section's result from the summary of every session."""
+    reviewers, models = list(summary.reviewers), list(summary.models)
+    if summary.session_id.size == 0 or len(reviewers) < 2 or len(models) < 2:
         return None
-    _, session = dense_codes(np.asarray(rows["session"], dtype=np.int64))
-    reviewer_index = np.asarray(rows["reviewer_index"], dtype=np.int64)
-    model_index = np.asarray(rows["model_index"], dtype=np.int64)
-    table = np.full((int(session.max()) + 1, len(reviewers), len(models)), np.nan)
-    # flat (session, reviewer, model) index, shared by both tables
-    cell = (session * len(reviewers) + reviewer_index) * len(models) + model_index
-    table.ravel()[cell] = nullable_floats(rows["score"])
-    log_words: np.ndarray | None = None
-    if table.size * len(reviewers) <= LENGTH_CONTROL_MAX_FLOATS:
-        log_words = np.zeros_like(table)
-        log_words.ravel()[cell] = np.asarray(rows["log_words"], dtype=float)
-    # the per-record columns are in the dense tables now: not held through the fit
-    del rows, cell, session, reviewer_index, model_index
-    matrix = favouritism_matrix(table, significance_level, log_words=log_words)
-    own_model = dict(
-        connection.execute(
-            "SELECT DISTINCT reviewer_index, model_index FROM scored WHERE is_self"
-        ).fetchall()
+    observed = np.isfinite(summary.scores)
+    lengths = summary.log_words if summary.length_controlled else None
+    residuals = two_way_residuals(summary.scores, lengths)
+    per_session = effects_from_residuals(residuals, observed)[1]
+    del residuals
+    matrix = matrix_from_session_effects(
+        per_session, observed, significance_level, length_controlled=lengths is not None
     )
-    fixed = fixed_slot_pairs(connection)
+    # a reviewer's own model: the first model it reviewed as its own
+    own_model = {
+        int(r): int(np.argmax(row)) for r, row in enumerate(summary.self_pairs) if row.any()
+    }
+    fixed = _fixed_slots(summary)
     confounded = np.array(
         [[(reviewer, model) in fixed for model in models] for reviewer in reviewers], dtype=bool
     )
+    return _assembled(matrix, summary, own_model, fixed, confounded, significance_level)
+
+
+def _assembled(
+    matrix: FavouritismMatrix,
+    summary: FavouritismSummary,
+    own_model: dict[int, int],
+    fixed: dict[tuple[str, str], int],
+    confounded: np.ndarray,
+    significance_level: float,
+) -> Favouritism | None:
+    """The section from the fitted matrix: cells, spill-over, slot confounding and blocs."""
+    reviewers, models = list(summary.reviewers), list(summary.models)
     cells = []
     for r, reviewer in enumerate(reviewers):
         for m, model in enumerate(models):
@@ -175,5 +224,5 @@ def favouritism(
         mutual_blocs=[[reviewers[i] for i in bloc] for bloc in blocs],
         significance_level=significance_level,
         length_controlled=matrix.length_controlled,
-        design_pattern=_modal_pattern(table).tolist(),
+        design_pattern=_modal_pattern(np.isfinite(summary.scores)).tolist(),
     )
