@@ -88,10 +88,11 @@ def _identity(status: os.stat_result, key: bytes | None) -> tuple[Any, ...]:
     )
 
 
-def read_state(store: Path) -> MonitorState | None:
+def read_state(store: Path, *, resolved: str | None = None) -> MonitorState | None:
     """The state file's content when it is a regular file (not a symlink) whose seal
     verifies for this store; ``None`` otherwise. A file this process verified or wrote,
-    unchanged since (one ``lstat``), is not read again."""
+    unchanged since (one ``lstat``), is not read again. ``resolved``: the store's resolved
+    path when the caller has it."""
     target = state_path(store)
     cache_key = str(target.absolute())
     key = summary_key()
@@ -103,7 +104,8 @@ def read_state(store: Path) -> MonitorState | None:
         except OSError:
             return None
     try:
-        descriptor = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # O_NONBLOCK: a FIFO planted at the path would block the open until a writer came
+        descriptor = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
     try:
@@ -117,7 +119,8 @@ def read_state(store: Path) -> MonitorState | None:
     finally:
         os.close(descriptor)
     sealed, newline, digests_raw = raw.partition(b"\n")  # JSON text holds no raw newline
-    body = unsealed_json(SEAL_KIND, os.path.realpath(store), sealed, resolved=True)
+    store_name = resolved if resolved is not None else os.path.realpath(store)
+    body = unsealed_json(SEAL_KIND, store_name, sealed, resolved=True)
     state = None if body is None or not newline else state_from_body(body, digests_raw)
     if state is not None:
         _VERIFIED[cache_key] = (_identity(status, key), state)
@@ -131,23 +134,76 @@ def temporary_path(store: Path) -> Path:
     return target.with_name(target.name + ".tmp")
 
 
-def write_state(store: Path, state: MonitorState) -> bool:
-    """Write the sealed state 0600 (a temporary file renamed into place; call under the
-    store's writer lock); ``False`` when no sealing key is available (nothing is written:
-    an unsealed file would not verify) or the sums are not finite (they would not read
-    back).
+def write_state(store: Path, state: MonitorState, *, resolved: str | None = None) -> bool:
+    """Write the sealed state 0600 (call under the store's writer lock); ``False`` when no
+    sealing key is available (nothing is written: an unsealed file would not verify) or
+    the sums are not finite (they would not read back). ``resolved``: the store's
+    resolved path when the caller has it (the lock file is named after it).
 
-    No ``fsync``: the state is a cache of the records, checked by its seal and the
-    store's fingerprint on every read, so a state lost or torn by a crash is rebuilt
-    (ADR 0053, amendment). The body is encoded once (:func:`sealed_json`)."""
+    The file this process's kind of writer left (regular, one link, ours, 0600) is
+    overwritten in place; anything else at the path is replaced by a new file
+    (:func:`_replace_file`). No ``fsync``: the state is a cache of the records, checked by
+    its seal and the store's fingerprint on every read, so a state lost or torn by a crash
+    is rebuilt (ADR 0053, amendment; ADR 0080). The body is encoded once
+    (:func:`sealed_json`)."""
     if not sums_read_back(state):
         return False  # it would not read back: the next look rebuilds from the records
     key = summary_key()
-    sealed = sealed_json(SEAL_KIND, os.path.realpath(store), state_body(state), resolved=True)
+    store_name = resolved if resolved is not None else os.path.realpath(store)
+    sealed = sealed_json(SEAL_KIND, store_name, state_body(state), resolved=True)
     if sealed is None:
         return False
     payload = sealed + b"\n" + state.digest_log
     target = state_path(store)
+    cache_key = str(target.absolute())
+    _VERIFIED.pop(cache_key, None)  # whatever happens below, the old identity is stale
+    status = _overwrite_own_file(target, payload)
+    if status is None:
+        status = _replace_file(store, target, payload)
+    _VERIFIED[cache_key] = (_identity(status, key), state)
+    return True
+
+
+def _overwrite_own_file(target: Path, payload: bytes) -> os.stat_result | None:
+    """``payload`` written over ``target`` in place, its status after; ``None`` (nothing
+    written) unless ``target`` is a regular file with one link, owned by this user, mode
+    0600: what :func:`_replace_file` creates.
+
+    In place, not a new file renamed over the old one: ext4 flushes a file renamed
+    *over* another, and the unlink + rename that avoids it is six system calls (about 20
+    us hot, a fifth of the write; ADR 0080). A write cut short (a crash, a full disk)
+    leaves bytes of two states, which fail the seal or the digests' SHA-256 and are
+    rebuilt, as a torn new file would be. ``O_NOFOLLOW``: a symlink is never followed;
+    ``O_NONBLOCK``: a FIFO planted there fails to open instead of blocking."""
+    flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        descriptor = os.open(target, flags)
+    except OSError:
+        return None
+    try:
+        status = os.fstat(descriptor)
+        if (
+            not stat.S_ISREG(status.st_mode)
+            or status.st_nlink != 1
+            or status.st_uid != os.geteuid()
+            or stat.S_IMODE(status.st_mode) != 0o600
+        ):
+            return None
+        view = memoryview(payload)
+        written = 0
+        while written < len(payload):
+            written += os.pwrite(descriptor, view[written:], written)
+        if status.st_size > len(payload):
+            os.ftruncate(descriptor, len(payload))
+        return os.fstat(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _replace_file(store: Path, target: Path, payload: bytes) -> os.stat_result:
+    """``payload`` as a new 0600 file at ``target`` (a temporary file renamed into place);
+    whatever was there (an older writer's file, a symlink, a FIFO) is removed, never
+    followed or written through."""
     temporary = temporary_path(store)
     temporary.unlink(missing_ok=True)  # a killed writer's, or a symlink: never followed
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -168,11 +224,7 @@ def write_state(store: Path, state: MonitorState) -> bool:
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
-    _VERIFIED[str(target.absolute())] = (
-        _identity(os.stat(target, follow_symlinks=False), key),
-        state,
-    )
-    return True
+    return os.stat(target, follow_symlinks=False)
 
 
 # -- bringing it up to date -------------------------------------------------------------
@@ -235,13 +287,14 @@ def _update(
     settings: MonitorSettings,
     max_read_bytes: int | None,
     appended: AppendedSession | None,
+    resolved: str | None = None,
 ) -> MonitorUpdate:
     handle = _open_store(store)
     if handle is None:
         return MonitorUpdate(MonitorState(settings=settings), False, "unchanged")
     with handle:
         end = os.fstat(handle.fileno()).st_size
-        state = read_state(store)
+        state = read_state(store, resolved=resolved)
         rebuilt = not _usable(state, settings, handle)
         if not rebuilt and state is not None and appended is not None:
             folded = fold_appended(state, handle, end, appended)
@@ -296,12 +349,15 @@ def update_monitor(
     when the tail is exactly its lines, else read), with how the state was brought up."""
     wanted = settings or MonitorSettings()
     lock_file = _lock_file(store)
+    # the resolved store the lock is named after (``<resolved>.lock``): the seal binds
+    # the state to it, and resolving it once saves two ``realpath`` calls an update
+    resolved = lock_file.removesuffix(".lock")
     try:
         with store_write_lock(lock_file, LOCK_TIMEOUT_S, lambda: FileLock(lock_file)):
-            update = _update(store, wanted, max_read_bytes, appended)
+            update = _update(store, wanted, max_read_bytes, appended, resolved)
             if save and update.changed:
                 with contextlib.suppress(OSError):  # left stale or missing: rebuilt next time
-                    write_state(store, update.state)
+                    write_state(store, update.state, resolved=resolved)
     except Timeout as error:
         raise RecordError(
             f"{store}: could not lock the record store within {LOCK_TIMEOUT_S:g} s"
@@ -309,7 +365,7 @@ def update_monitor(
     except (PermissionError, OSError) as error:
         if not _read_only(error) or not os.path.exists(store):
             raise RecordError(f"{store}: monitor state: {error.strerror or error}") from error
-        update = _update(store, wanted, max_read_bytes, appended)
+        update = _update(store, wanted, max_read_bytes, appended, resolved)
     return update
 
 
