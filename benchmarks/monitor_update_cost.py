@@ -25,6 +25,13 @@ generator (``tests/generators/independent_council.py``), honest noise SDs 0.5-1.
 in its own process right after each row (``current_monitor``, as that tree's middleware
 calls it), with half as many sessions timed.
 
+``--versus TREE`` (ADR 0080) instead compares the two trees *interleaved*: one child
+process per tree (``--serve``, its ``src`` first on the path), each on its own copy of the
+same store (``--store-sessions`` earlier sessions; a ``--large`` row at 9 members), the
+same sessions appended and folded from memory (the middleware's path) one at a time in
+ABBA order, so both see the same load; wall and CPU medians and 90th percentiles per
+tree, the ratios this / base, and the load average before and after.
+
 PostgreSQL (``--postgres``, when a server can be started here: ``tests/fakes``), a second
 table: per store of ``--postgres-stores`` sessions (loaded by COPY, the state rebuilt once)
 and ``--postgres-members`` members, ``--pg-sessions`` sessions written through the store's
@@ -38,6 +45,9 @@ the state table; same connection, query and fold), checked equal to the saved st
         [--members 3 5 9] [--sessions 300] [--store-sessions 100] [--large 2000] \\
         [--postgres [--postgres-stores 100 2000] [--postgres-members 3 5] [--pg-sessions 40]] \\
         [--jsonl 0] [--seed 1] [--base /tmp/monitor-before]
+    git -C /work/main archive HEAD src | tar -x -C /tmp/mon-base   # (an empty directory)
+    PYTHONPATH=src nice .venv/bin/python benchmarks/monitor_update_cost.py \\
+        --versus /tmp/mon-base [--members 3 5 9] [--sessions 300] [--large 2000]
 """
 
 from __future__ import annotations
@@ -179,9 +189,10 @@ class _Stepper:
         os.environ.setdefault(
             "LLM_COUNCIL_SUMMARY_KEY_FILE", str(Path(self.directory.name) / "key")
         )
-        self.sessions = _sessions(members, store_sessions + measured, seed)[store_sessions:]
+        sessions = _sessions(members, store_sessions + measured, seed)
+        self.sessions = sessions[store_sessions:]
         self.store = Path(self.directory.name) / "records.jsonl"
-        _prefill(self.store, _sessions(members, store_sessions + measured, seed)[:store_sessions])
+        _prefill(self.store, sessions[:store_sessions])
         current_monitor(self.store)
 
     def step(self, index: int) -> str:
