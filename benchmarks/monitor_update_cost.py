@@ -25,12 +25,13 @@ generator (``tests/generators/independent_council.py``), honest noise SDs 0.5-1.
 in its own process right after each row (``current_monitor``, as that tree's middleware
 calls it), with half as many sessions timed.
 
-``--versus TREE`` (ADR 0080) instead compares the two trees *interleaved*: one child
-process per tree (``--serve``, its ``src`` first on the path), each on its own copy of the
-same store (``--store-sessions`` earlier sessions; a ``--large`` row at 9 members), the
-same sessions appended and folded from memory (the middleware's path) one at a time in
-ABBA order, so both see the same load; wall and CPU medians and 90th percentiles per
-tree, the ratios this / base, and the load average before and after.
+``--versus TREE`` (ADR 0053, fourth amendment) instead compares the two trees
+*interleaved*: one child process per tree (``--serve``, its ``src`` first on the path),
+each on its own copy of the same store (``--store-sessions`` earlier sessions; a
+``--large`` row at 9 members), the same sessions appended and folded from memory (the
+middleware's path) one at a time in ABBA order, so both see the same load; wall and CPU
+medians and 90th percentiles per tree, the ratios this / base, and the load average
+before and after.
 
 PostgreSQL (``--postgres``, when a server can be started here: ``tests/fakes``), a second
 table: per store of ``--postgres-stores`` sessions (loaded by COPY, the state rebuilt once)

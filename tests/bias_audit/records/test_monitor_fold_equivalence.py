@@ -1,4 +1,4 @@
-"""The faster fold (ADR 0080) against the fold before it (``monitor_fold_before_0080``, a
+"""The faster fold (ADR 0053, fourth amendment) against the fold before it (``monitor_fold_before_speedup``, a
 frozen copy): the same streams folded by both give the same e-process values, the same
 confirmations, the same confidence sequences and the same sealed body, session by session.
 
@@ -37,7 +37,7 @@ from llm_council.stats.monitor.anytime_monitor import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bias_audit.records import monitor_fold_before_0080 as before  # noqa: E402
+from bias_audit.records import monitor_fold_before_speedup as before  # noqa: E402
 from generators.independent_council import CouncilSpec, generate_sessions  # noqa: E402
 
 Session = list[ReviewRecord]

@@ -420,7 +420,7 @@ def test_a_failed_write_leaves_no_partial_file_and_the_next_call_recovers(
 def test_a_write_in_place_cut_short_is_refused_and_rebuilt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The in-place write (ADR 0080) stopped half-way by a full disk leaves bytes of two
+    """The in-place write (ADR 0053, fourth amendment) stopped half-way by a full disk leaves bytes of two
     states: neither this process's cache nor a fresh read trusts them."""
     store = tmp_path / "s.jsonl"
     sessions = _sessions(4, seed=13)
@@ -553,7 +553,7 @@ def test_concurrent_writers_and_monitors_agree_with_a_rebuild(tmp_path: Path) ->
 def test_a_hard_link_or_a_fifo_at_the_state_path_is_replaced_not_written_through(
     tmp_path: Path,
 ) -> None:
-    """The in-place write (ADR 0080) writes only the file a replacing write leaves: a
+    """The in-place write (ADR 0053, fourth amendment) writes only the file a replacing write leaves: a
     second name for it (a hard link planted beside) keeps its bytes, and a FIFO does not
     block the writer."""
     store = tmp_path / "s.jsonl"

@@ -58,7 +58,8 @@ def session_estimates(records: Sequence[MonitoredRecord]) -> SessionEstimates | 
 
     One pass over the records into dicts (the last record of a cell wins, as the table's
     assignment did), then one fancy-indexed assignment: a 9-member session has 81 records,
-    and per-record numpy item assignments were a third of the estimates' cost (ADR 0080).
+    and per-record numpy item assignments were a third of the estimates' cost (ADR 0053,
+    fourth amendment).
     """
     scored: dict[tuple[str, str], tuple[float, bool]] = {}
     seen_first: list[tuple[str, str]] = []  # (reviewer, answer) at position 0, counting

@@ -144,7 +144,7 @@ def write_state(store: Path, state: MonitorState, *, resolved: str | None = None
     overwritten in place; anything else at the path is replaced by a new file
     (:func:`_replace_file`). No ``fsync``: the state is a cache of the records, checked by
     its seal and the store's fingerprint on every read, so a state lost or torn by a crash
-    is rebuilt (ADR 0053, amendment; ADR 0080). The body is encoded once
+    is rebuilt (ADR 0053, amendments). The body is encoded once
     (:func:`sealed_json`)."""
     if not sums_read_back(state):
         return False  # it would not read back: the next look rebuilds from the records
@@ -171,10 +171,10 @@ def _overwrite_own_file(target: Path, payload: bytes) -> os.stat_result | None:
 
     In place, not a new file renamed over the old one: ext4 flushes a file renamed
     *over* another, and the unlink + rename that avoids it is six system calls (about 20
-    us hot, a fifth of the write; ADR 0080). A write cut short (a crash, a full disk)
-    leaves bytes of two states, which fail the seal or the digests' SHA-256 and are
-    rebuilt, as a torn new file would be. ``O_NOFOLLOW``: a symlink is never followed;
-    ``O_NONBLOCK``: a FIFO planted there fails to open instead of blocking."""
+    us hot, a fifth of the write; ADR 0053, fourth amendment). A write cut short (a
+    crash, a full disk) leaves bytes of two states, which fail the seal or the digests'
+    SHA-256 and are rebuilt, as a torn new file would be. ``O_NOFOLLOW``: a symlink is
+    never followed; ``O_NONBLOCK``: a FIFO planted there fails to open instead of blocking."""
     flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
         descriptor = os.open(target, flags)

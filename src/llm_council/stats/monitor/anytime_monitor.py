@@ -229,7 +229,7 @@ def log_e_values(
     a = (1.0 + prior_scale * v)[..., None]
     # both sides in one call: elementwise, so the same numbers as two calls, with one
     # log_ndtr call fewer per session; filled in place (``np.stack`` cost as much as the
-    # two subtractions, ADR 0080)
+    # two subtractions, ADR 0053, fourth amendment)
     margin = delta0 * v
     excess = np.empty((*np.broadcast_shapes(q.shape, v.shape), 2))
     np.subtract(q, margin, out=excess[..., 0])
@@ -385,7 +385,7 @@ def learnt_noise_variance(sums: MonitorSums, settings: MonitorSettings) -> Float
     and :math:`\\nu = n - 1` (Smyth 2004's moderation, applied twice).
     """
     # masked divisions (``where=``) instead of ``np.where`` around ``np.errstate``: the same
-    # quotients where they are taken, half the array calls (ADR 0080)
+    # quotients where they are taken, half the array calls (ADR 0053, fourth amendment)
     has = sums.inv_k_sum > 0
     mean_term = np.divide(
         sums.x_over_k_sum**2, sums.inv_k_sum, out=np.zeros_like(sums.inv_k_sum), where=has

@@ -1,4 +1,4 @@
-"""The monitor's fold as it was before ADR 0080 (commit 4632563), frozen for the equivalence
+"""The monitor's fold as it was before ADR 0053's fourth amendment (commit 4632563), frozen for the equivalence
 test: the e-process values, confirmations and sums of the faster fold must equal these.
 
 Copied verbatim from ``stats/monitor/anytime_monitor.py`` (the fold and its helpers),
