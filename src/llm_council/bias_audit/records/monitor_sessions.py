@@ -96,9 +96,13 @@ def session_estimates(records: Sequence[MonitoredRecord]) -> SessionEstimates | 
     for reviewer, candidate in seen_first:  # in order: the last scored pair wins
         if reviewer in row and candidate in column:
             first[row[reviewer]] = column[candidate]
-    own = np.full(len(reviewers), -1, dtype=np.intp)
-    self_rows, self_cols = np.nonzero(is_self)  # every cell of the table is scored
-    own[self_rows] = self_cols
+    # each reviewer's own answer: the last self-review cell in row-major order (the
+    # largest column), as ``own[np.nonzero(is_self)[0]] = ...`` chose it
+    own_columns = [-1] * len(reviewers)
+    for r, c, (_, is_own) in zip(rows, columns, scored.values(), strict=True):
+        if is_own and c > own_columns[r]:
+            own_columns[r] = c
+    own = np.array(own_columns, dtype=np.intp)
     fit_mask = ~np.isnan(table) & ~is_self
     design = effect_design(fit_mask, own)
     if design is None:
