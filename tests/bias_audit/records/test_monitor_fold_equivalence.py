@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -207,3 +208,56 @@ def test_the_saved_state_after_appends_equals_the_old_fold(tmp_path: Path, membe
     assert saved is not None
     assert saved.n_sessions == len(sessions)
     _assert_same(old, saved, "the saved state")
+
+
+@dataclass(frozen=True)
+class _Row:
+    """A record as a PostgreSQL row gives it (the monitor's fields only, no validation)."""
+
+    session_id: str
+    reviewer_id: str
+    model_id: str
+    position: int
+    score_value: float | None
+    is_self_review: bool = False
+    check_kind: str | None = None
+    session_n_records: int | None = None
+    score_scale: tuple[float, float] = (1.0, 10.0)
+
+
+def _hostile_session(seed: int) -> list[_Row]:
+    """A 4-member session with what validation would refuse: scores outside their scale,
+    NaN and infinite scores, a reversed and a NaN scale, a cell given twice, two records at
+    position 0 for one reviewer (the second of an unscored answer), a check record."""
+    rng = np.random.default_rng(seed)
+    members = [f"m{i}" for i in range(4)]
+    rows = []
+    for r, reviewer in enumerate(members):
+        for position, c in enumerate(rng.permutation(4)):
+            score = float(rng.integers(1, 11))
+            rows.append(_Row("s", reviewer, members[c], position, score, is_self_review=(r == c)))
+    rows += [
+        _Row("s", "m0", "m1", 2, 1e300),  # outside its scale: not a score
+        _Row("s", "m1", "m2", 3, float("nan")),
+        _Row("s", "m2", "m3", 3, float("inf")),
+        _Row("s", "m3", "m0", 1, 7.0, score_scale=(10.0, 1.0)),  # reversed: still 1-10
+        _Row("s", "m3", "m1", 1, 5.0, score_scale=(float("nan"), 10.0)),
+        _Row("s", "m1", "m3", 2, 4.0),  # the same cell again: the last one counts
+        _Row("s", "m2", "m9", 0, None),  # position 0 of an answer nobody scored
+        _Row("s", "m0", "m2", 0, 9.0, check_kind="padding"),  # a check: not counted
+    ]
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_hostile_rows_give_the_same_estimates_as_before(seed: int) -> None:
+    rows = _hostile_session(seed)
+    order = np.random.default_rng(seed + 100).permutation(len(rows))
+    shuffled = [rows[i] for i in order]  # which record comes last matters: same rule
+    for records in (rows, shuffled):
+        old = before.session_estimates(records)
+        new = session_estimates(records)
+        assert old is not None and new is not None  # the session identifies the model
+        assert new.reviewers == old.reviewers
+        np.testing.assert_array_equal(new.estimates, old.estimates)
+        np.testing.assert_array_equal(new.unit_variances, old.unit_variances)
