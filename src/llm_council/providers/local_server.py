@@ -29,6 +29,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import weakref
 from pathlib import Path
 
 from llm_council.errors import ConfigError, MissingDependencyError, ProviderError
@@ -149,6 +150,8 @@ class LocalServer:
         if port is None and _CAN_HAND_OVER:
             self._reservation = reserve_loopback_port()
             port = int(self._reservation.getsockname()[1])
+            # a server object dropped unstarted gives its port back (closing twice is a no-op)
+            weakref.finalize(self, self._reservation.close)
         self.port = free_loopback_port() if port is None else port
         self._process: subprocess.Popen[bytes] | None = None
         # the server's output, kept for error messages; open as long as the server object
