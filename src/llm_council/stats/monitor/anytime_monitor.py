@@ -85,6 +85,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from llm_council.stats.monitor.learnt_noise_rows import learnt_noise_rows
 from llm_council.stats.numerics.special_functions import log_ndtr
 
 FloatArray = NDArray[np.float64]
@@ -382,8 +383,23 @@ def learnt_noise_variance(sums: MonitorSums, settings: MonitorSettings) -> Float
     into the reviewer's scale :math:`\\pi^2 = (d_1\\tau_0^2 + \\sum_b RSS_b)/(d_1 + \\sum_b
     \\nu_b)`, and each cell is moderated toward it,
     :math:`\\tilde\\tau^2 = (d_0\\pi^2 + RSS)/(d_0 + \\nu)`, with :math:`RSS = (n-1)\\hat\\tau^2`
-    and :math:`\\nu = n - 1` (Smyth 2004's moderation, applied twice).
+    and :math:`\\nu = n - 1` (Smyth 2004's moderation, applied twice). One session's table
+    (two axes) goes through :func:`.learnt_noise_rows`, the same numbers in Python floats.
     """
+    if sums.n.ndim == 2 and sums.n.shape[-1] > 0:
+        return np.array(
+            learnt_noise_rows(
+                sums.n.tolist(),
+                sums.inv_k_sum.tolist(),
+                sums.x_over_k_sum.tolist(),
+                sums.x2_over_k_sum.tolist(),
+                prior_df=settings.prior_noise_df,
+                prior_variance=settings.prior_noise_sd**2,
+                pooled_prior_df=settings.pooled_prior_df,
+                floor=MIN_NOISE_VARIANCE,
+            ),
+            dtype=float,
+        ).reshape(sums.n.shape)
     # masked divisions (``where=``) instead of ``np.where`` around ``np.errstate``: the same
     # quotients where they are taken, half the array calls (ADR 0053, fourth amendment)
     has = sums.inv_k_sum > 0
