@@ -231,10 +231,14 @@ def test_the_port_is_held_from_construction_so_another_process_cannot_take_it(tm
 
 
 def test_the_same_port_is_reserved_again_after_a_stop(tmp_path):
+    """Even while the stopped server's connections are in TIME_WAIT (``http.server``
+    closes each connection itself, so the server's side of it waits there)."""
     server = StandInServer(_serving_dir(tmp_path))
     port = server.port
     try:
         server.ensure_running(timeout_s=READY_S)
+        with urllib.request.urlopen(f"{server.base_url}/models", timeout=5) as response:
+            assert response.status == 200
         server.stop()
         server.ensure_running(timeout_s=READY_S)
         assert server.port == port and server.ready

@@ -77,18 +77,26 @@ def require_server_package() -> None:
 
 #: whether a bound socket can be handed to the server process (``pass_fds``: POSIX only)
 _CAN_HAND_OVER = os.name == "posix"
+#: connections the reserved socket queues before the server accepts them (the server's
+#: own listen() then sets its backlog)
+_RESERVED_BACKLOG = 16
 
 
 def reserve_loopback_port(port: int = 0) -> socket.socket:
-    """A TCP socket bound to 127.0.0.1:``port`` (0: a free one), held until the server
-    process inherits it: no other process can take the port in between.
+    """A TCP socket bound to 127.0.0.1:``port`` (0: a free one) and listening, held until
+    the server process inherits it: no other process can take the port in between.
 
-    Not ``SO_REUSEADDR``: on Linux two sockets may share a port while neither listens
-    when *both* set it (uvicorn's does), so the reservation must not. Raises
+    Listening is what excludes everyone: on Linux a socket with ``SO_REUSEADDR`` may bind
+    a port another socket holds bound but not listening when both set it (uvicorn's
+    does), never one with a listener. ``SO_REUSEADDR`` itself lets a restart re-reserve
+    its port while the last server's connections are in ``TIME_WAIT``. A connection that
+    arrives before the server runs waits in the backlog for it. Raises
     :class:`ProviderError` naming the port when it is taken."""
     reservation = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
+        reservation.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         reservation.bind(("127.0.0.1", port))
+        reservation.listen(_RESERVED_BACKLOG)
     except OSError as error:
         reservation.close()
         raise ProviderError(
