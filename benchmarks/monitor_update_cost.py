@@ -25,6 +25,14 @@ generator (``tests/generators/independent_council.py``), honest noise SDs 0.5-1.
 in its own process right after each row (``current_monitor``, as that tree's middleware
 calls it), with half as many sessions timed.
 
+``--versus TREE`` (ADR 0053, fourth amendment) instead compares the two trees
+*interleaved*: one child process per tree (``--serve``, its ``src`` first on the path),
+each on its own copy of the same store (``--store-sessions`` earlier sessions; a
+``--large`` row at 9 members), the same sessions appended and folded from memory (the
+middleware's path) one at a time in ABBA order, so both see the same load; wall and CPU
+medians and 90th percentiles per tree, the ratios this / base, and the load average
+before and after.
+
 PostgreSQL (``--postgres``, when a server can be started here: ``tests/fakes``), a second
 table: per store of ``--postgres-stores`` sessions (loaded by COPY, the state rebuilt once)
 and ``--postgres-members`` members, ``--pg-sessions`` sessions written through the store's
@@ -38,6 +46,9 @@ the state table; same connection, query and fold), checked equal to the saved st
         [--members 3 5 9] [--sessions 300] [--store-sessions 100] [--large 2000] \\
         [--postgres [--postgres-stores 100 2000] [--postgres-members 3 5] [--pg-sessions 40]] \\
         [--jsonl 0] [--seed 1] [--base /tmp/monitor-before]
+    git -C /work/main archive HEAD src | tar -x -C /tmp/mon-base   # (an empty directory)
+    PYTHONPATH=src nice .venv/bin/python benchmarks/monitor_update_cost.py \\
+        --versus /tmp/mon-base [--members 3 5 9] [--sessions 300] [--large 2000]
 """
 
 from __future__ import annotations
@@ -167,6 +178,133 @@ def base_cell(base: Path, members: int, store_sessions: int, measured: int, seed
         check=True,
     )
     return completed.stdout.strip().splitlines()[-1]
+
+
+class _Stepper:
+    """One tree's side of ``--versus``: a store of ``store_sessions`` earlier sessions,
+    then each measured session appended and folded from memory on request (the
+    middleware's path), answering ``wall cpu path`` (seconds)."""
+
+    def __init__(self, members: int, store_sessions: int, measured: int, seed: int) -> None:
+        self.directory = tempfile.TemporaryDirectory()
+        os.environ.setdefault(
+            "LLM_COUNCIL_SUMMARY_KEY_FILE", str(Path(self.directory.name) / "key")
+        )
+        sessions = _sessions(members, store_sessions + measured, seed)
+        self.sessions = sessions[store_sessions:]
+        self.store = Path(self.directory.name) / "records.jsonl"
+        _prefill(self.store, sessions[:store_sessions])
+        current_monitor(self.store)
+
+    def step(self, index: int) -> str:
+        from llm_council.bias_audit.records.monitor_append import appended_session
+        from llm_council.bias_audit.records.monitor_state import update_monitor
+
+        records = self.sessions[index]
+        append_records(self.store, records)
+        started, started_cpu = time.perf_counter(), time.thread_time()
+        update = update_monitor(self.store, appended=appended_session(records))
+        cpu = time.thread_time() - started_cpu
+        return f"{time.perf_counter() - started!r} {cpu!r} {update.path}"
+
+
+def serve() -> None:
+    """``--serve``: read ``init M S N SEED`` and ``step I`` lines, answer one line each."""
+    stepper: _Stepper | None = None
+    for line in sys.stdin:
+        command, *numbers = line.split()
+        if command == "init":
+            stepper = _Stepper(*(int(value) for value in numbers))
+            print("ready", flush=True)
+        elif command == "step" and stepper is not None:
+            print(stepper.step(int(numbers[0])), flush=True)
+
+
+class _Side:
+    """A ``--serve`` child running one tree's ``src``."""
+
+    def __init__(self, tree: Path) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--serve"],
+            env={**os.environ, "PYTHONPATH": str(tree / "src")},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def ask(self, line: str) -> str:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline().strip()
+        if not answer:
+            raise SystemExit(f"a --serve child stopped on {line!r}")
+        return answer
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+def versus_row(
+    base: Path, members: int, store_sessions: int, measured: int, seed: int
+) -> list[str]:
+    """The base tree and this one, one process each on its own copy of the same store and
+    sessions, stepped in ABBA order (each session appended and folded from memory by one,
+    then the other); medians and 90th percentiles of wall and CPU, and the ratios."""
+    sides = {"base": _Side(base), "this": _Side(ROOT)}
+    wall: dict[str, list[float]] = {name: [] for name in sides}
+    cpu: dict[str, list[float]] = {name: [] for name in sides}
+    try:
+        for side in sides.values():
+            side.ask(f"init {members} {store_sessions} {measured} {seed}")
+        for index in range(measured):
+            order = ("base", "this") if index % 2 == 0 else ("this", "base")
+            for name in order:
+                seconds, cpu_seconds, path = sides[name].ask(f"step {index}").split()
+                if path != "memory":
+                    raise SystemExit(f"{name}: the update took the {path!r} path")
+                wall[name].append(float(seconds))
+                cpu[name].append(float(cpu_seconds))
+    finally:
+        for side in sides.values():
+            side.close()
+
+    def cell(samples: list[float]) -> str:
+        ms = np.asarray(samples) * 1e3
+        return f"{np.median(ms):.3f} / {np.quantile(ms, 0.9):.3f}"
+
+    def ratio(values: dict[str, list[float]]) -> str:
+        return f"{np.median(values['this']) / np.median(values['base']):.2f}"
+
+    return [
+        f"{members}",
+        f"{store_sessions:,}",
+        cell(wall["base"]),
+        cell(wall["this"]),
+        ratio(wall),
+        cell(cpu["base"]),
+        cell(cpu["this"]),
+        ratio(cpu),
+        f"{measured}",
+    ]
+
+
+def print_versus_table(rows: list[list[str]], base: Path, load_before: float) -> None:
+    print(
+        f"monitor update from memory, base tree {base} against this tree, ms "
+        f"(load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after)"
+    )
+    print()
+    print(
+        "| members | store sessions | base wall median / p90 | this wall median / p90 | "
+        "wall ratio | base CPU median / p90 | this CPU median / p90 | CPU ratio | "
+        "sessions each |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
 
 
 def _copy_into(url: str, sessions: list[list[ReviewRecord]]) -> None:
@@ -339,10 +477,29 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--base", type=Path, help="a tree (checkout or git archive) with src/: its update too"
     )
+    parser.add_argument(
+        "--versus",
+        type=Path,
+        help="a tree with src/: its update and this tree's, interleaved session by session",
+    )
     parser.add_argument("--base-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.serve:
+        serve()
+        return
     if args.base_child:
         print(base_child_row(args.members[0], args.store_sessions, args.sessions, args.seed))
+        return
+    if args.versus is not None:
+        if not (args.versus / "src").is_dir():
+            raise SystemExit(f"--versus {args.versus}: expected a tree with src/")
+        load_before = os.getloadavg()[0]
+        sizes = [(m, args.store_sessions) for m in args.members]
+        if args.large:
+            sizes.append((9, args.large))
+        rows = [versus_row(args.versus, m, n, args.sessions, args.seed) for m, n in sizes]
+        print_versus_table(rows, args.versus, load_before)
         return
     if args.base is not None and not (args.base / "src").is_dir():
         raise SystemExit(f"--base {args.base}: expected a tree with src/")

@@ -4,9 +4,11 @@ dies or never answers, stopping, and the child ending when its parent is killed.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -30,8 +32,10 @@ class StandInServer(LocalServer):
 
     server_module = "http.server"
 
-    def __init__(self, directory: Path, extra: list[str] | None = None) -> None:
-        super().__init__(directory / "model.gguf", n_ctx=512)
+    def __init__(
+        self, directory: Path, extra: list[str] | None = None, port: int | None = None
+    ) -> None:
+        super().__init__(directory / "model.gguf", n_ctx=512, port=port)
         self.directory = directory
         self.extra = extra or []
 
@@ -168,3 +172,98 @@ def test_a_bad_ready_timeout_is_a_config_error_quoting_it(monkeypatch, value):
 def test_the_ready_timeout_can_be_raised_for_a_slow_machine(monkeypatch):
     monkeypatch.setenv(READY_TIMEOUT_ENV, "240")
     assert local_server.ready_timeout_s() == 240.0
+
+
+def _take(port: int) -> socket.socket | None:
+    """A fake other process's server: bind 127.0.0.1:port as uvicorn does (with
+    ``SO_REUSEADDR``) and listen; the socket, or None when the port could not be taken."""
+    thief = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    thief.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        thief.bind(("127.0.0.1", port))
+    except OSError as error:
+        thief.close()
+        assert error.errno == errno.EADDRINUSE
+        return None
+    thief.listen()
+    return thief
+
+
+def test_a_probed_free_port_can_be_taken_before_it_is_used():
+    """The race the reservation closes: a port probed free and closed is anyone's."""
+    thief = _take(local_server.free_loopback_port())
+    assert thief is not None
+    thief.close()
+
+
+def test_the_port_is_held_from_construction_so_another_process_cannot_take_it(tmp_path):
+    """A fake that keeps trying to take the server's port, from the moment the port is
+    known until the server answers: it never gets it, and the server that answers is ours
+    (it serves this test's directory)."""
+    directory = _serving_dir(tmp_path)
+    (directory / "v1" / "models").write_text('{"data": [{"id": "ours"}]}')
+    server = StandInServer(directory)
+    taken: list[socket.socket] = []
+    done = threading.Event()
+
+    def keep_trying() -> None:
+        while not done.is_set():
+            thief = _take(server.port)
+            if thief is not None:
+                taken.append(thief)
+                return
+            time.sleep(0.005)
+
+    thief_thread = threading.Thread(target=keep_trying)
+    thief_thread.start()
+    try:
+        time.sleep(0.1)  # the window the probe used to leave open
+        server.ensure_running(timeout_s=READY_S)
+        with urllib.request.urlopen(f"{server.base_url}/models", timeout=5) as response:
+            assert b'"ours"' in response.read()
+    finally:
+        done.set()
+        thief_thread.join(10)
+        for thief in taken:
+            thief.close()
+        server.stop()
+    assert taken == []
+
+
+def test_the_same_port_is_reserved_again_after_a_stop(tmp_path):
+    """Even while the stopped server's connections are in TIME_WAIT (``http.server``
+    closes each connection itself, so the server's side of it waits there)."""
+    server = StandInServer(_serving_dir(tmp_path))
+    port = server.port
+    try:
+        server.ensure_running(timeout_s=READY_S)
+        with urllib.request.urlopen(f"{server.base_url}/models", timeout=5) as response:
+            assert response.status == 200
+        server.stop()
+        server.ensure_running(timeout_s=READY_S)
+        assert server.port == port and server.ready
+    finally:
+        server.stop()
+
+
+def test_a_port_taken_while_stopped_or_given_explicitly_is_one_clear_error(tmp_path):
+    directory = _serving_dir(tmp_path)
+    server = StandInServer(directory)
+    server.stop()  # never started: the reservation is given back
+    thief = _take(server.port)
+    assert thief is not None
+    try:
+        message = rf"port 127.0.0.1:{server.port} is in use by another process"
+        with pytest.raises(ProviderError, match=message):
+            server.ensure_running(timeout_s=READY_S)
+        explicit = StandInServer(directory, port=server.port)
+        with pytest.raises(ProviderError, match=message):
+            explicit.ensure_running(timeout_s=READY_S)
+        assert not explicit.running
+    finally:
+        thief.close()
+    server.ensure_running(timeout_s=READY_S)  # free again: it starts
+    try:
+        assert server.ready
+    finally:
+        server.stop()

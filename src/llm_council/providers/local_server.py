@@ -29,6 +29,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import weakref
 from pathlib import Path
 
 from llm_council.errors import ConfigError, MissingDependencyError, ProviderError
@@ -74,8 +75,43 @@ def require_server_package() -> None:
         )
 
 
+#: whether a bound socket can be handed to the server process (``pass_fds``: POSIX only)
+_CAN_HAND_OVER = os.name == "posix"
+#: connections the reserved socket queues before the server accepts them (the server's
+#: own listen() then sets its backlog)
+_RESERVED_BACKLOG = 16
+
+
+def reserve_loopback_port(port: int = 0) -> socket.socket:
+    """A TCP socket bound to 127.0.0.1:``port`` (0: a free one) and listening, held until
+    the server process inherits it: no other process can take the port in between.
+
+    Listening is what excludes everyone: on Linux a socket with ``SO_REUSEADDR`` may bind
+    a port another socket holds bound but not listening when both set it (uvicorn's
+    does), never one with a listener. ``SO_REUSEADDR`` itself lets a restart re-reserve
+    its port while the last server's connections are in ``TIME_WAIT``. A connection that
+    arrives before the server runs waits in the backlog for it. Raises
+    :class:`ProviderError` naming the port when it is taken."""
+    reservation = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        reservation.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        reservation.bind(("127.0.0.1", port))
+        reservation.listen(_RESERVED_BACKLOG)
+    except OSError as error:
+        reservation.close()
+        raise ProviderError(
+            f"the local model server's port 127.0.0.1:{port} is in use by another process "
+            f"({error.strerror or error})",
+            provider="openai",
+        ) from None
+    reservation.set_inheritable(False)  # handed over explicitly (pass_fds), to one child
+    return reservation
+
+
 def free_loopback_port() -> int:
-    """A TCP port nothing listens on at 127.0.0.1 now (the server binds it a moment later)."""
+    """A TCP port nothing listens on at 127.0.0.1 now. Racy (another process can bind it
+    before the caller does): :class:`LocalServer` holds a :func:`reserve_loopback_port`
+    socket instead; kept for callers that only need a number (a port to refuse on)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
@@ -100,6 +136,13 @@ class LocalServer:
     Its port is chosen when the object is made, so members can be configured with the base
     URL before the server runs; :meth:`ensure_running` starts it at most once (thread-safe,
     blocking: call it from a worker thread), and :meth:`stop` ends it.
+
+    The port is *held* from then on, not only probed: a socket bound to it
+    (:func:`reserve_loopback_port`) is inherited by the server process, whose first bind
+    of 127.0.0.1:port takes that socket over (:data:`_WATCHED_SERVER`). Probing a free
+    port and closing it let another process bind it before the server did; the server
+    then failed to start, or, worse, another server on that port answered the readiness
+    check (ADR 0080). An explicit ``port`` is reserved when the server starts.
     """
 
     def __init__(
@@ -109,6 +152,14 @@ class LocalServer:
         self.n_ctx = n_ctx
         #: llama.cpp's chat format name; None: the chat template stored in the model file
         self.chat_format = chat_format
+        #: the bound socket the server inherits (see the class docstring); None when
+        #: handed over, or for an explicit port until the server starts
+        self._reservation: socket.socket | None = None
+        if port is None and _CAN_HAND_OVER:
+            self._reservation = reserve_loopback_port()
+            port = int(self._reservation.getsockname()[1])
+            # a server object dropped unstarted gives its port back (closing twice is a no-op)
+            weakref.finalize(self, self._reservation.close)
         self.port = free_loopback_port() if port is None else port
         self._process: subprocess.Popen[bytes] | None = None
         # the server's output, kept for error messages; open as long as the server object
@@ -155,14 +206,18 @@ class LocalServer:
             *chat_format,
         ]
 
-    def command(self) -> list[str]:
+    def command(self, inherited_fd: int = -1) -> list[str]:
         """The server's command line, run under :data:`_WATCHED_SERVER` so it ends with this
-        process even when this one is killed (and no ``atexit`` runs)."""
+        process even when this one is killed (and no ``atexit`` runs); ``inherited_fd``:
+        the reserved socket's descriptor in the child (-1: none), which its bind of
+        127.0.0.1:port takes over."""
         return [
             sys.executable,
             "-c",
             _WATCHED_SERVER,
             str(os.getpid()),
+            str(inherited_fd),
+            str(self.port),
             self.server_module,
             *self.server_arguments(),
         ]
@@ -188,14 +243,26 @@ class LocalServer:
                 raise
 
     def _start(self) -> None:
-        self._process = subprocess.Popen(
-            self.command(),
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            # its own process group, so a Ctrl-C at the terminal reaches us, not it first
-            start_new_session=True,
-        )
+        """Start the server process with the reserved socket (reserved now when the port was
+        explicit, or after a :meth:`stop`: the same port, or a :class:`ProviderError`);
+        this process's copy is closed once the child holds its own."""
+        reservation, self._reservation = self._reservation, None
+        if reservation is None and _CAN_HAND_OVER:
+            reservation = reserve_loopback_port(self.port)
+        try:
+            handed = () if reservation is None else (reservation.fileno(),)
+            self._process = subprocess.Popen(
+                self.command(handed[0] if handed else -1),
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                # its own process group, so a Ctrl-C at the terminal reaches us, not it first
+                start_new_session=True,
+                pass_fds=handed,
+            )
+        finally:
+            if reservation is not None:
+                reservation.close()
 
     def _wait_ready(self, timeout_s: float) -> None:
         process = self._process
@@ -257,6 +324,9 @@ class LocalServer:
     def _terminate(self) -> None:
         process, self._process = self._process, None
         self._ready = False
+        reservation, self._reservation = self._reservation, None
+        if reservation is not None:  # never started: the port is given back
+            reservation.close()
         if process is None or process.poll() is not None:
             return
         process.terminate()
@@ -267,19 +337,39 @@ class LocalServer:
             process.wait(_STOP_GRACE_S)
 
 
-# The child's entry: a daemon thread ends it as soon as its parent (this process) is gone,
-# then the server module runs as ``python -m MODULE`` would. Plain code, not a
-# module of ours, so the child needs nothing but llama-cpp-python on its path.
+# The child's entry: a daemon thread ends it as soon as its parent (this process) is gone;
+# the first bind of a TCP socket to 127.0.0.1:PORT takes over the inherited, already bound
+# socket instead (``dup2`` onto the new socket's descriptor: uvicorn's asyncio server and
+# ``http.server`` then listen on it as on their own), so the port was never free between
+# the parent's reservation and the server; then the server module runs as ``python -m
+# MODULE`` would. Plain code, not a module of ours, so the child needs nothing but
+# llama-cpp-python on its path. argv: parent pid, inherited fd (-1: none), port, module.
 _WATCHED_SERVER = """
-import os, runpy, sys, threading, time
-parent = int(sys.argv[1])
+import os, runpy, socket, sys, threading, time
+parent, inherited, port = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 def watch():
     while os.getppid() == parent:
         time.sleep(0.5)
     os._exit(0)
 threading.Thread(target=watch, daemon=True).start()
-module = sys.argv[2]
-sys.argv = [module, *sys.argv[3:]]
+if inherited >= 0:
+    plain_bind = socket.socket.bind
+    def bind(self, address):
+        global inherited
+        if (
+            inherited >= 0
+            and self.family == socket.AF_INET
+            and self.type == socket.SOCK_STREAM
+            and tuple(address)[:2] == ("127.0.0.1", port)
+        ):
+            os.dup2(inherited, self.fileno(), inheritable=False)
+            os.close(inherited)
+            inherited = -1
+            return None
+        return plain_bind(self, address)
+    socket.socket.bind = bind
+module = sys.argv[4]
+sys.argv = [module, *sys.argv[5:]]
 runpy.run_module(module, run_name="__main__", alter_sys=True)
 """
 

@@ -180,19 +180,25 @@ def test_the_temporary_file_has_one_name_and_a_symlink_there_is_not_followed(
     tmp_path: Path,
 ) -> None:
     store = tmp_path / "s.jsonl"
-    sessions = _sessions(3, seed=25)
+    sessions = _sessions(4, seed=25)
     append_records(store, sessions[0])
     current_monitor(store)
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me")
-    temporary_path(store).symlink_to(victim)  # planted where the next write goes
+    temporary_path(store).symlink_to(victim)  # planted where a replacing write goes
     append_records(store, sessions[1])
-    assert current_monitor(store).n_sessions == 2
-    assert victim.read_text() == "keep me" and not temporary_path(store).exists()
-    # a killed writer's leftover is replaced by the next write, not accumulated
-    temporary_path(store).write_bytes(b"half a state")
+    assert current_monitor(store).n_sessions == 2  # written in place: no temporary file
+    assert victim.read_text() == "keep me"
+    state_path(store).chmod(0o644)  # not the file this writer leaves: replaced, not written
     append_records(store, sessions[2])
     assert current_monitor(store).n_sessions == 3
+    assert victim.read_text() == "keep me" and not temporary_path(store).exists()
+    assert stat.S_IMODE(state_path(store).stat().st_mode) == 0o600
+    # a killed writer's leftover is replaced by the next replacing write, not accumulated
+    temporary_path(store).write_bytes(b"half a state")
+    state_path(store).unlink()
+    append_records(store, sessions[3])
+    assert current_monitor(store).n_sessions == 4
     assert not temporary_path(store).exists() and read_state(store) is not None
 
 
@@ -395,6 +401,7 @@ def test_a_failed_write_leaves_no_partial_file_and_the_next_call_recovers(
     for records in _sessions(2, seed=13):
         append_records(store, records)
     current_monitor(store)
+    state_path(store).unlink()  # the next write makes a new file: the rename path
 
     def refuse(*args: object) -> None:
         raise OSError(28, "No space left on device")
@@ -404,10 +411,39 @@ def test_a_failed_write_leaves_no_partial_file_and_the_next_call_recovers(
         patched.setattr(os, "rename", refuse)
         answered = current_monitor(store)  # the file is a cache: the answer still comes
     assert answered.n_sessions == 3
-    # no temporary file and no half-written state: the old file was removed before the
-    # rename, so the next call rebuilds from the records
+    # no temporary file and no half-written state: the next call rebuilds from the records
     assert not list(tmp_path.glob("*.monitor.json.*")) and read_state(store) is None
     _same(current_monitor(store), answered)
+    assert read_state(store) is not None
+
+
+def test_a_write_in_place_cut_short_is_refused_and_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The in-place write (ADR 0053, fourth amendment) stopped half-way by a full disk leaves bytes of two
+    states: neither this process's cache nor a fresh read trusts them."""
+    store = tmp_path / "s.jsonl"
+    sessions = _sessions(4, seed=13)
+    for records in sessions[:2]:
+        append_records(store, records)
+    current_monitor(store)
+    before = state_path(store).read_bytes()
+    real_pwrite = os.pwrite
+
+    def half_then_full(descriptor: int, data: bytes, offset: int) -> int:
+        if offset == 0:
+            return real_pwrite(descriptor, bytes(data[: len(data) // 2]), 0)
+        raise OSError(28, "No space left on device")
+
+    append_records(store, sessions[2])
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "pwrite", half_then_full)
+        answered = current_monitor(store)
+    assert answered.n_sessions == 3
+    torn = state_path(store).read_bytes()
+    assert torn != before and len(torn) >= len(before)  # half new, half old bytes
+    assert read_state(store) is None  # the seal refuses the mixture
+    _same(current_monitor(store), answered)  # rebuilt from the records
     assert read_state(store) is not None
 
 
@@ -512,3 +548,28 @@ def test_concurrent_writers_and_monitors_agree_with_a_rebuild(tmp_path: Path) ->
     assert online.n_sessions == 30
     state_path(store).unlink()
     _same(current_monitor(store), online)
+
+
+def test_a_hard_link_or_a_fifo_at_the_state_path_is_replaced_not_written_through(
+    tmp_path: Path,
+) -> None:
+    """The in-place write (ADR 0053, fourth amendment) writes only the file a replacing write leaves: a
+    second name for it (a hard link planted beside) keeps its bytes, and a FIFO does not
+    block the writer."""
+    store = tmp_path / "s.jsonl"
+    sessions = _sessions(3, seed=31)
+    append_records(store, sessions[0])
+    current_monitor(store)
+    other_name = tmp_path / "elsewhere"
+    os.link(state_path(store), other_name)
+    kept = other_name.read_bytes()
+    append_records(store, sessions[1])
+    assert current_monitor(store).n_sessions == 2
+    assert other_name.read_bytes() == kept  # replaced, not written through the link
+    assert os.stat(state_path(store)).st_nlink == 1
+    state_path(store).unlink()
+    os.mkfifo(state_path(store), 0o600)
+    append_records(store, sessions[2])
+    assert current_monitor(store).n_sessions == 3  # no reader on the FIFO: not blocked
+    assert stat.S_ISREG(os.lstat(state_path(store)).st_mode)
+    assert read_state(store) is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -245,3 +246,40 @@ def test_monte_carlo_inside_the_null_is_rarer_and_outside_is_found() -> None:
     # drift 0.5 a session, unit noise: log E ~ S^2 / 2V - log(rho V)/2 reaches log 20 near
     # n = 30; every stream crosses within 200
     assert (outside > 0).all() and 15 <= float(np.median(outside)) <= 50
+
+
+def test_the_learnt_noise_of_one_table_in_python_floats_equals_the_array_path_bit_for_bit() -> None:
+    """``learnt_noise_rows`` (one session's table, ADR 0053 fourth amendment) against the
+    array formula on a batch axis, which keeps the numpy path: random sums with empty cells,
+    cells of one session (no df), zero residuals and varied settings."""
+    rng = np.random.default_rng(2026)
+    for trial in range(300):
+        shape = (int(rng.integers(1, 10)), 3)
+        n = rng.integers(0, 40, size=shape) * (rng.random(shape) > 0.2)
+        inv_k = np.where(n > 0, rng.random(shape) * n * 2.0, 0.0)
+        x_over_k = np.where(n > 0, rng.normal(0, 3, shape) * inv_k, 0.0)
+        spread = np.where(rng.random(shape) > 0.1, rng.random(shape) * 5.0, 0.0)
+        x2_over_k = np.where(n > 0, x_over_k**2 / np.where(inv_k > 0, inv_k, 1.0) + spread * n, 0.0)
+        sums = replace(
+            MonitorSums.empty(shape),
+            n=n.astype(np.int64),
+            inv_k_sum=inv_k,
+            x_over_k_sum=x_over_k,
+            x2_over_k_sum=x2_over_k,
+        )
+        settings = MonitorSettings(
+            prior_noise_df=float(rng.choice([0.0, 2.0, 3.5])),
+            prior_noise_sd=float(rng.uniform(0.2, 2.0)),
+            pooled_prior_df=float(rng.choice([0.0, 1.0, 12.0])),
+        )
+        batched = replace(
+            sums,
+            **{
+                name: getattr(sums, name)[None]
+                for name in ("n", "inv_k_sum", "x_over_k_sum", "x2_over_k_sum")
+            },
+        )
+        by_rows = learnt_noise_variance(sums, settings)
+        by_arrays = learnt_noise_variance(batched, settings)[0]
+        assert by_rows.shape == shape
+        np.testing.assert_array_equal(by_rows, by_arrays, err_msg=f"trial {trial}")

@@ -83,11 +83,15 @@ def _grow(state: MonitorState, names: tuple[str, ...]) -> MonitorState:
 def fold_estimates(state: MonitorState, session: SessionEstimates) -> MonitorState:
     """``state`` after one session's estimates (new reviewers get a row)."""
     grown = _grow(state, session.reviewers)
-    rows = np.array([grown.reviewers.index(name) for name in session.reviewers], dtype=np.intp)
-    estimates = np.full((len(grown.reviewers), len(BIASES)), np.nan)
-    variances = np.full_like(estimates, np.nan)
-    estimates[rows] = session.estimates
-    variances[rows] = session.unit_variances
+    if grown.reviewers == session.reviewers:  # the usual case: no rows to scatter into
+        estimates, variances = session.estimates, session.unit_variances
+    else:
+        index = {name: row for row, name in enumerate(grown.reviewers)}
+        rows = np.array([index[name] for name in session.reviewers], dtype=np.intp)
+        estimates = np.full((len(grown.reviewers), len(BIASES)), np.nan)
+        variances = np.full_like(estimates, np.nan)
+        estimates[rows] = session.estimates
+        variances[rows] = session.unit_variances
     sums = fold_session(grown.sums, estimates, variances, grown.settings)
     return replace(grown, sums=sums)
 

@@ -54,38 +54,55 @@ class SessionEstimates:
 
 def session_estimates(records: Sequence[MonitoredRecord]) -> SessionEstimates | None:
     """The session's estimates, or ``None`` when its scores do not identify the additive
-    model (fewer than 2 reviewers or candidates, too few scored cells)."""
-    counting = [record for record in records if record.check_kind is None]
-    # a score outside its own scale is not a score (a store written elsewhere could hold
-    # 1e300, whose square would overflow the monitor's sums)
-    scored = [
-        record
-        for record in counting
-        if record.score_value is not None
-        and min(record.score_scale) <= record.score_value <= max(record.score_scale)
-    ]
-    reviewers = sorted({record.reviewer_id for record in scored})
-    candidates = sorted({record.model_id for record in scored})
+    model (fewer than 2 reviewers or candidates, too few scored cells).
+
+    One pass over the records into dicts (the last record of a cell wins, as the table's
+    assignment did), then one fancy-indexed assignment: a 9-member session has 81 records,
+    and per-record numpy item assignments were a third of the estimates' cost (ADR 0053,
+    fourth amendment).
+    """
+    scored: dict[tuple[str, str], tuple[float, bool]] = {}
+    seen_first: list[tuple[str, str]] = []  # (reviewer, answer) at position 0, counting
+    for record in records:
+        if record.check_kind is not None:
+            continue
+        if record.position == 0:
+            seen_first.append((record.reviewer_id, record.model_id))
+        value = record.score_value
+        # a score outside its own scale is not a score (a store written elsewhere could
+        # hold 1e300, whose square would overflow the monitor's sums)
+        if value is None:
+            continue
+        low, high = record.score_scale
+        # min() and max() of the pair, inline (two builtin calls a record were a sixth of
+        # the estimates' cost at 9 members); the same results, NaN included
+        if (high if high < low else low) <= value <= (high if high > low else low):
+            cell = (record.reviewer_id, record.model_id)
+            scored[cell] = (value, record.is_self_review)
+    reviewers = sorted({reviewer for reviewer, _ in scored})
+    candidates = sorted({candidate for _, candidate in scored})
     if len(reviewers) < 2 or len(candidates) < 2:
         return None
     row = {name: index for index, name in enumerate(reviewers)}
     column = {name: index for index, name in enumerate(candidates)}
     shape = (len(reviewers), len(candidates))
+    rows = [row[reviewer] for reviewer, _ in scored]
+    columns = [column[candidate] for _, candidate in scored]
     table = np.full(shape, np.nan)
+    table[rows, columns] = [value for value, _ in scored.values()]
     is_self = np.zeros(shape, dtype=bool)
-    for record in scored:
-        r, c = row[record.reviewer_id], column[record.model_id]
-        table[r, c] = record.score_value
-        is_self[r, c] = record.is_self_review
+    is_self[rows, columns] = [own for _, own in scored.values()]
     first = np.full(len(reviewers), -1, dtype=np.intp)
-    for record in counting:
-        seen_by = row.get(record.reviewer_id)
-        seen = column.get(record.model_id)
-        if record.position == 0 and seen_by is not None and seen is not None:
-            first[seen_by] = seen
-    own = np.full(len(reviewers), -1, dtype=np.intp)
-    self_rows, self_cols = np.nonzero(is_self & ~np.isnan(table))
-    own[self_rows] = self_cols
+    for reviewer, candidate in seen_first:  # in order: the last scored pair wins
+        if reviewer in row and candidate in column:
+            first[row[reviewer]] = column[candidate]
+    # each reviewer's own answer: the last self-review cell in row-major order (the
+    # largest column), as ``own[np.nonzero(is_self)[0]] = ...`` chose it
+    own_columns = [-1] * len(reviewers)
+    for r, c, (_, is_own) in zip(rows, columns, scored.values(), strict=True):
+        if is_own and c > own_columns[r]:
+            own_columns[r] = c
+    own = np.array(own_columns, dtype=np.intp)
     fit_mask = ~np.isnan(table) & ~is_self
     design = effect_design(fit_mask, own)
     if design is None:

@@ -20,7 +20,9 @@ exactly.
 from __future__ import annotations
 
 import contextlib
+import enum
 import errno
+import functools
 import hashlib
 import os
 import stat
@@ -41,18 +43,38 @@ from llm_council.bias_audit.records.monitor_body import (
     sums_read_back,
 )
 from llm_council.bias_audit.records.monitor_fold import MonitorState, fold_range
+from llm_council.bias_audit.records.monitor_state_file import overwrite_own_file, replace_file
 from llm_council.bias_audit.records.store_lock import store_lock_file, store_write_lock
 from llm_council.bias_audit.records.summary_seal import sealed_json, summary_key, unsealed_json
 from llm_council.errors import RecordError
 from llm_council.stats.monitor.anytime_monitor import MonitorSettings
 
 SEAL_KIND = "monitor"
+
+
+class _Unset(enum.Enum):
+    """The sealing key not looked up yet (``None`` is a key's absence, so not a default)."""
+
+    KEY = 0
+
+
+#: the keyword default of ``key``: look the sealing key up (:func:`summary_key`)
+LOOK_UP = _Unset.KEY
 LOCK_TIMEOUT_S = 30.0
 
 
 def state_path(store: Path) -> Path:
     """``<store>.monitor.json``."""
     return store.with_name(store.name + ".monitor.json")
+
+
+@functools.lru_cache(maxsize=64)
+def _state_names(store_text: str, cwd: str) -> tuple[Path, str]:
+    """The state file's path and its absolute name (the key of :data:`_VERIFIED`), for a
+    store named ``store_text`` seen from ``cwd``: path arithmetic done once per store,
+    not three times an update."""
+    target = state_path(Path(store_text))
+    return target, str(Path(cwd) / target)
 
 
 def _lock_file(store: Path) -> str:
@@ -88,13 +110,17 @@ def _identity(status: os.stat_result, key: bytes | None) -> tuple[Any, ...]:
     )
 
 
-def read_state(store: Path) -> MonitorState | None:
+def read_state(
+    store: Path, *, resolved: str | None = None, key: bytes | None | _Unset = LOOK_UP
+) -> MonitorState | None:
     """The state file's content when it is a regular file (not a symlink) whose seal
     verifies for this store; ``None`` otherwise. A file this process verified or wrote,
-    unchanged since (one ``lstat``), is not read again."""
-    target = state_path(store)
-    cache_key = str(target.absolute())
-    key = summary_key()
+    unchanged since (one ``lstat``), is not read again. ``resolved`` and ``key``: the
+    store's resolved path and the sealing key when the caller has them (an update looks
+    each up once)."""
+    target, cache_key = _state_names(os.fspath(store), os.getcwd())
+    if key is LOOK_UP:
+        key = summary_key()
     cached = _VERIFIED.get(cache_key)
     if cached is not None:
         try:
@@ -103,7 +129,8 @@ def read_state(store: Path) -> MonitorState | None:
         except OSError:
             return None
     try:
-        descriptor = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # O_NONBLOCK: a FIFO planted at the path would block the open until a writer came
+        descriptor = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
     try:
@@ -117,7 +144,8 @@ def read_state(store: Path) -> MonitorState | None:
     finally:
         os.close(descriptor)
     sealed, newline, digests_raw = raw.partition(b"\n")  # JSON text holds no raw newline
-    body = unsealed_json(SEAL_KIND, os.path.realpath(store), sealed, resolved=True)
+    store_name = resolved if resolved is not None else os.path.realpath(store)
+    body = unsealed_json(SEAL_KIND, store_name, sealed, resolved=True)
     state = None if body is None or not newline else state_from_body(body, digests_raw)
     if state is not None:
         _VERIFIED[cache_key] = (_identity(status, key), state)
@@ -131,47 +159,39 @@ def temporary_path(store: Path) -> Path:
     return target.with_name(target.name + ".tmp")
 
 
-def write_state(store: Path, state: MonitorState) -> bool:
-    """Write the sealed state 0600 (a temporary file renamed into place; call under the
-    store's writer lock); ``False`` when no sealing key is available (nothing is written:
-    an unsealed file would not verify) or the sums are not finite (they would not read
-    back).
+def write_state(
+    store: Path,
+    state: MonitorState,
+    *,
+    resolved: str | None = None,
+    key: bytes | None | _Unset = LOOK_UP,
+) -> bool:
+    """Write the sealed state 0600 (call under the store's writer lock); ``False`` when no
+    sealing key is available (nothing is written: an unsealed file would not verify) or
+    the sums are not finite (they would not read back). ``resolved`` and ``key``: as for
+    :func:`read_state`.
 
-    No ``fsync``: the state is a cache of the records, checked by its seal and the
-    store's fingerprint on every read, so a state lost or torn by a crash is rebuilt
-    (ADR 0053, amendment). The body is encoded once (:func:`sealed_json`)."""
+    The file this process's kind of writer left (regular, one link, ours, 0600) is
+    overwritten in place; anything else at the path is replaced by a new file
+    (:mod:`.monitor_state_file`). No ``fsync``: the state is a cache of the records, checked by
+    its seal and the store's fingerprint on every read, so a state lost or torn by a crash
+    is rebuilt (ADR 0053, amendments). The body is encoded once
+    (:func:`sealed_json`)."""
     if not sums_read_back(state):
         return False  # it would not read back: the next look rebuilds from the records
-    key = summary_key()
-    sealed = sealed_json(SEAL_KIND, os.path.realpath(store), state_body(state), resolved=True)
+    if key is LOOK_UP:
+        key = summary_key()
+    store_name = resolved if resolved is not None else os.path.realpath(store)
+    sealed = sealed_json(SEAL_KIND, store_name, state_body(state), resolved=True)
     if sealed is None:
         return False
     payload = sealed + b"\n" + state.digest_log
-    target = state_path(store)
-    temporary = temporary_path(store)
-    temporary.unlink(missing_ok=True)  # a killed writer's, or a symlink: never followed
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    descriptor = os.open(temporary, flags, 0o600)
-    try:
-        try:
-            view = memoryview(payload)
-            while view:
-                view = view[os.write(descriptor, view) :]
-        finally:
-            os.close(descriptor)
-        # unlink, then rename: ext4 flushes a file renamed *over* another (about 4 ms a
-        # session here, 0.03 ms this way). Every reader of the state holds the writer lock
-        # that the caller holds, so none sees the moment without a file; a crash in it
-        # leaves no state, which is rebuilt. A symlink there is removed, never followed.
-        target.unlink(missing_ok=True)
-        os.rename(temporary, target)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    _VERIFIED[str(target.absolute())] = (
-        _identity(os.stat(target, follow_symlinks=False), key),
-        state,
-    )
+    target, cache_key = _state_names(os.fspath(store), os.getcwd())
+    _VERIFIED.pop(cache_key, None)  # whatever happens below, the old identity is stale
+    status = overwrite_own_file(target, payload)
+    if status is None:
+        status = replace_file(target, temporary_path(store), payload)
+    _VERIFIED[cache_key] = (_identity(status, key), state)
     return True
 
 
@@ -235,13 +255,15 @@ def _update(
     settings: MonitorSettings,
     max_read_bytes: int | None,
     appended: AppendedSession | None,
+    resolved: str | None = None,
+    key: bytes | None | _Unset = LOOK_UP,
 ) -> MonitorUpdate:
     handle = _open_store(store)
     if handle is None:
         return MonitorUpdate(MonitorState(settings=settings), False, "unchanged")
     with handle:
         end = os.fstat(handle.fileno()).st_size
-        state = read_state(store)
+        state = read_state(store, resolved=resolved, key=key)
         rebuilt = not _usable(state, settings, handle)
         if not rebuilt and state is not None and appended is not None:
             folded = fold_appended(state, handle, end, appended)
@@ -295,13 +317,17 @@ def update_monitor(
     """:func:`current_monitor` after this process appended ``appended`` (folded from memory
     when the tail is exactly its lines, else read), with how the state was brought up."""
     wanted = settings or MonitorSettings()
+    key = summary_key()  # once an update (it reads the environment and a key file)
     lock_file = _lock_file(store)
+    # the resolved store the lock is named after (``<resolved>.lock``): the seal binds
+    # the state to it, and resolving it once saves two ``realpath`` calls an update
+    resolved = lock_file.removesuffix(".lock")
     try:
         with store_write_lock(lock_file, LOCK_TIMEOUT_S, lambda: FileLock(lock_file)):
-            update = _update(store, wanted, max_read_bytes, appended)
+            update = _update(store, wanted, max_read_bytes, appended, resolved, key)
             if save and update.changed:
                 with contextlib.suppress(OSError):  # left stale or missing: rebuilt next time
-                    write_state(store, update.state)
+                    write_state(store, update.state, resolved=resolved, key=key)
     except Timeout as error:
         raise RecordError(
             f"{store}: could not lock the record store within {LOCK_TIMEOUT_S:g} s"
@@ -309,7 +335,7 @@ def update_monitor(
     except (PermissionError, OSError) as error:
         if not _read_only(error) or not os.path.exists(store):
             raise RecordError(f"{store}: monitor state: {error.strerror or error}") from error
-        update = _update(store, wanted, max_read_bytes, appended)
+        update = _update(store, wanted, max_read_bytes, appended, resolved, key)
     return update
 
 
