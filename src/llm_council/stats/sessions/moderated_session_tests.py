@@ -12,6 +12,7 @@ Pure functions: arrays in, frozen dataclasses out.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from llm_council.stats.design.additive_model import AdditiveFit
 from llm_council.stats.design.design_cache import fit_additive_two_way_cached
+from llm_council.stats.numerics.identity_memo import IdentityMemo
 from llm_council.stats.reviewers.moderated_variance import (
     ModeratedTests,
     moderated_t_tests,
@@ -26,6 +28,52 @@ from llm_council.stats.reviewers.moderated_variance import (
 )
 
 FloatArray = NDArray[np.float64]
+
+#: design-only products (the residual df shares, the annihilator) of the designs last
+#: seen, keyed by the identity of the fit's read-only design arrays: a council's sessions
+#: share one design per pattern of observed cells (``design_cache``), and a session asks
+#: for its fits' products once for the history path and again for the session-only path
+#: (ADR 0075)
+_DESIGN_PRODUCTS: IdentityMemo[FloatArray] = IdentityMemo(32)
+
+
+def _design_product(fit: AdditiveFit, name: str, compute: Callable[[], FloatArray]) -> FloatArray:
+    """``compute()``, memoized when the fit's design arrays are read-only (so their
+    contents cannot change under the memo), returned read-only either way."""
+    arrays = (fit.design, fit.covariance_unscaled, fit.rows)
+    if any(array.flags.writeable for array in arrays):
+        product = compute()
+        product.flags.writeable = False
+        return product
+
+    def computed() -> FloatArray:
+        product = compute()
+        product.flags.writeable = False
+        return product
+
+    return _DESIGN_PRODUCTS.get(arrays, (name, fit.n_reviewers), computed)
+
+
+def residual_df_shares(fit: AdditiveFit) -> FloatArray:
+    r"""Each reviewer's residual df share :math:`d_r = \sum_{i \in r} M_{ii}` (0 where
+    it is at rounding level), read-only; depends on the design only."""
+
+    def compute() -> FloatArray:
+        leverage = np.einsum("ij,ij->i", fit.design @ fit.covariance_unscaled, fit.design)
+        shares = np.bincount(fit.rows, weights=1.0 - leverage, minlength=fit.n_reviewers)
+        return np.asarray(np.where(shares > 1e-9, shares, 0.0), dtype=np.float64)
+
+    return _design_product(fit, "df shares", compute)
+
+
+def fit_annihilator(fit: AdditiveFit) -> FloatArray:
+    r"""The fit's residual-maker :math:`M = I - X(X^TX)^{-1}X^T`, read-only; depends on
+    the design only."""
+    return _design_product(
+        fit,
+        "annihilator",
+        lambda: np.eye(fit.observed.size) - (fit.design @ fit.covariance_unscaled) @ fit.design.T,
+    )
 
 
 @dataclass(frozen=True)
@@ -64,9 +112,7 @@ def reviewer_residual_variances(fit: AdditiveFit) -> tuple[FloatArray, FloatArra
     dfs : ndarray, shape (R,)
         Its residual df share d_r.
     """
-    leverage = np.einsum("ij,ij->i", fit.design @ fit.covariance_unscaled, fit.design)
-    shares = np.bincount(fit.rows, weights=1.0 - leverage, minlength=fit.n_reviewers)
-    dfs: FloatArray = np.asarray(np.where(shares > 1e-9, shares, 0.0), dtype=np.float64)
+    dfs = residual_df_shares(fit)
     sums = np.bincount(fit.rows, weights=fit.residuals**2, minlength=fit.n_reviewers)
     with np.errstate(invalid="ignore", divide="ignore"):
         variances = np.asarray(np.where(dfs > 0.0, sums / dfs, np.nan), dtype=np.float64)
@@ -90,7 +136,7 @@ def reviewer_noise_expectation(fit: AdditiveFit) -> FloatArray:
     ndarray, shape (R, R)
         The matrix A.
     """
-    annihilator = np.eye(fit.observed.size) - (fit.design @ fit.covariance_unscaled) @ fit.design.T
+    annihilator = fit_annihilator(fit)
     groups = np.zeros((fit.observed.size, fit.n_reviewers))
     groups[np.arange(fit.observed.size), fit.rows] = 1.0
     return np.asarray(groups.T @ (annihilator**2) @ groups, dtype=np.float64)
