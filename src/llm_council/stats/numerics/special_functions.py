@@ -55,6 +55,7 @@ __all__ = [
     "ndtri",
     "polygamma",
     "stdtr",
+    "stdtr_floats",
     "stdtrit",
 ]
 
@@ -92,6 +93,20 @@ def _t_two_sided_tail(df: np.ndarray, t: np.ndarray) -> np.ndarray:
 
 
 @quiet
+def stdtr_floats(dfs: list[float], ts: list[float]) -> list[float] | None:
+    """:func:`stdtr` of float entries on the float path only (the same values :func:`stdtr`
+    gives for them), or None when an entry lies outside it (then call :func:`stdtr`)."""
+    if not 0 < len(ts) <= SCALAR_PATH_AT_MOST:
+        return None  # stdtr takes its numpy path for these
+    try:
+        return [
+            t_cdf_float(d, v, tiny_df=TINY_DF, normal_df=NORMAL_DF)
+            for d, v in zip(dfs, ts, strict=True)
+        ]
+    except OutsideFloatPath:
+        return None
+
+
 def stdtr(df: ArrayLike, t: ArrayLike) -> np.ndarray:
     r"""Student t CDF :math:`P(T_{df} \le t)`; ``df = inf`` is the normal CDF.
 
