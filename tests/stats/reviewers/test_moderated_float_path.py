@@ -145,3 +145,19 @@ def test_division_follows_numpy() -> None:
                     numerator,
                     denominator,
                 )
+
+
+def test_stdtr_floats_is_stdtr_on_its_path_and_none_off_it() -> None:
+    from llm_council.stats.numerics.special_functions import (
+        SCALAR_PATH_AT_MOST,
+        stdtr,
+        stdtr_floats,
+    )
+
+    dfs, ts = [0.7, 3.0, 12.5, 400.0], [-2.5, 0.3, -0.01, 4.0]
+    assert stdtr_floats(dfs, ts) == np.asarray(stdtr(np.array(dfs), np.array(ts))).tolist()
+    assert stdtr_floats([3.0], [math.nan]) is None  # an edge: stdtr's numpy path
+    assert stdtr_floats([3.0], [0.0]) is None
+    assert stdtr_floats([], []) is None
+    many = [1.0] * (SCALAR_PATH_AT_MOST + 1)
+    assert stdtr_floats(many, many) is None
