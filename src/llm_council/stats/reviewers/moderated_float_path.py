@@ -58,6 +58,8 @@ def _entries(values: object, size: int | None) -> list[float] | None:
             return None
         if size is not None and values.size != size:
             return None
+        if values.dtype == np.float64:
+            return values.tolist()  # Python floats already
         return [float(value) for value in values.tolist()]
     if isinstance(values, float | int) and not isinstance(values, bool) and size is not None:
         return [float(values)] * size
