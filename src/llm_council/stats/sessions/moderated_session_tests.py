@@ -306,32 +306,6 @@ def moderated_self_preference_tests(
     )
 
 
-#: the step-down's offset tests by fit and priors: its first step is the same at the
-#: family's gate (level 0) and at the level the session's procedure gives it (ADR 0075)
-_OFFSET_TESTS: IdentityMemo[ModeratedTests] = IdentityMemo(4)
-
-
-def _first_or_computed_offset_tests(
-    fit: AdditiveFit, prior_variance: FloatArray, prior_df: FloatArray
-) -> ModeratedTests:
-    """:func:`moderated_offset_tests` of ``fit`` moderated toward these priors, memoized by
-    the fit's identity and the bytes of everything the tests read."""
-    contents = (
-        prior_variance.tobytes(),
-        prior_df.tobytes(),
-        fit.residuals.tobytes(),
-        fit.coefficients.tobytes(),
-    )
-
-    def computed() -> ModeratedTests:
-        tests = moderated_offset_tests(fit, moderate(fit, prior_variance, prior_df))
-        for array in (tests.estimates, tests.standard_errors, tests.dfs, tests.p_values):
-            array.flags.writeable = False
-        return tests
-
-    return _OFFSET_TESTS.get((fit,), contents, computed)
-
-
 @dataclass(frozen=True)
 class OffsetVerdict:
     """One reviewer's offset as last tested by :func:`step_down_moderated_offsets`."""
@@ -401,7 +375,8 @@ def step_down_moderated_offsets(
             fit = fit_additive_two_way_cached(sub_table[:, ~np.all(np.isnan(sub_table), axis=0)])
         if fit is None:
             break
-        tests = _first_or_computed_offset_tests(fit, prior_variance[remaining], prior_df[remaining])
+        noise = moderate(fit, prior_variance[remaining], prior_df[remaining])
+        tests = moderated_offset_tests(fit, noise)
         factor = len(remaining)
         adjusted = np.minimum(1.0, tests.p_values * factor)
         for local, index in enumerate(remaining):
