@@ -124,3 +124,31 @@ def test_the_golden_sessions_exercise_every_flag_path_and_note() -> None:
         elif name.split("-")[1] != "3":
             assert checked, name
     assert notes["history_check"] > 1000
+
+
+def test_audits_in_threads_equal_the_golden_ones() -> None:
+    """The memos are shared by every thread (ADR 0075): four threads auditing sessions of
+    two cells at once, interleaved, each still gets the saved result."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    golden = _golden()
+    chosen = [
+        cell
+        for cell in cells()
+        if cell.name in ("independent-5-history-biased", "simulator-9-history-missing")
+    ]
+    jobs = [
+        (cell.name, index, table, history)
+        for cell in chosen
+        for index, table, history in cell_sessions(cell)
+        if index < 12
+    ]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(
+            pool.map(lambda job: audit_json(job[2], job[3], job[1]), jobs[::2] + jobs[1::2])
+        )
+    problems: list[str] = []
+    for (name, index, _, _), result in zip(jobs[::2] + jobs[1::2], results, strict=True):
+        problems += _differences(f"{name}#{index}", golden[(name, index)], result)
+    assert len(results) == 24
+    assert not problems, "\n".join(problems[:20])
