@@ -55,3 +55,16 @@ def test_a_caller_cannot_change_the_shared_slot_fit() -> None:
         shared.residuals[0] = 99.0
     with pytest.raises(ValueError, match="read-only"):
         shared.design[0, 0] = 99.0
+
+
+def test_a_fit_changed_in_place_is_refitted() -> None:
+    """The memo keys on the fit's identity and on its scores' and residuals' bytes."""
+    fit, slots = _fit_and_slots()
+    first = with_slot_effects(fit, slots)
+    changed = fit.observed.copy()
+    changed[0] += 1.0
+    fit.observed[:] = changed  # a caller writing into the fit (none does)
+    fit.residuals[0] += 1.0
+    second = with_slot_effects(fit, slots)
+    assert second is not first
+    assert not np.array_equal(second.coefficients, first.coefficients)

@@ -153,8 +153,10 @@ def _prediction_model(
     identified with residual df to spare, and every self-review sat at a fitted slot;
     else the two-way fit. Computed once for the session's ``table``, ``model`` and
     ``self_reviews`` objects."""
+    # the arrays it reads in the key too: a table changed in place cannot reuse the old one
+    key = (table.scores.tobytes(), table.positions.tobytes(), model.active_scores.tobytes())
     return _PREDICTIONS.get(
-        (table, model, self_reviews), None, lambda: _predicted_from(table, model, self_reviews)
+        (table, model, self_reviews), key, lambda: _predicted_from(table, model, self_reviews)
     )
 
 

@@ -52,7 +52,10 @@ def with_slot_effects(fit: AdditiveFit, display_indexes: ArrayLike) -> AdditiveF
         itself.
     """
     slots = np.asarray(display_indexes, dtype=np.intp)
-    return _SLOT_FITS.get((fit,), (slots.shape, slots.tobytes()), lambda: _refit(fit, slots))
+    # the fit's observed scores and residuals in the key too: an array changed in place
+    # after a first call cannot return the old slot fit
+    key = (slots.shape, slots.tobytes(), fit.observed.tobytes(), fit.residuals.tobytes())
+    return _SLOT_FITS.get((fit,), key, lambda: _refit(fit, slots))
 
 
 def _refit(fit: AdditiveFit, slots: np.ndarray) -> AdditiveFit:
