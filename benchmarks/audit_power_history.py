@@ -17,10 +17,14 @@ noise SDs spread evenly from 0.5 to 1.5 points across the council. Null cells gi
 rate at which each flag fires (target: <= 5% + 2 binomial SE); power cells the rate at
 which the bias is named: judge 0 harsh by 4 or 2 points (judge 0 named harsh), every
 judge +1.5 on its own answer (self-preference flag), every judge +2 on the answer shown
-first (position flag). Also the audit's cost per session at 5 members with history.
+first (position flag). Also the audit's cost per session at 5 members with history;
+``--cost-trees`` measures only the cost, source trees side by side in one run
+(``benchmarks/audit_cost_trees.py``: 3, 5 and 9 members, seeds 1 and 2, interleaved).
 
     PYTHONPATH=src .venv/bin/python benchmarks/audit_power_history.py [--sessions 200]
         [--seed 1] [--history 30] [--sizes 3 4 5 7 9]
+    PYTHONPATH=src .venv/bin/python benchmarks/audit_power_history.py \
+        --cost-trees /tmp/cost-base . [--cost-sizes 3 5 9] [--cost-sessions 1000]
 """
 
 from __future__ import annotations
@@ -296,7 +300,22 @@ def main() -> int:
     parser.add_argument("--missing", type=float, default=0.0, help="missing-cell rate")
     parser.add_argument("--skip-null", action="store_true")
     parser.add_argument("--prior-sd", type=float, default=None, help="prior_noise_sd to use")
+    parser.add_argument(
+        "--cost-trees",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="only the cost, these source trees side by side (benchmarks/audit_cost_trees.py)",
+    )
+    parser.add_argument("--cost-sizes", type=int, nargs="+", default=[3, 5, 9])
+    parser.add_argument("--cost-seeds", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--cost-sessions", type=int, default=1000)
     args = parser.parse_args()
+    if args.cost_trees:
+        from audit_cost_trees import table as trees_table
+
+        print(trees_table(args.cost_trees, args.cost_sizes, args.cost_seeds, args.cost_sessions))
+        return 0
     global MISSING_SCORE_RATE, AFTER
     MISSING_SCORE_RATE = args.missing
     if args.prior_sd is not None:

@@ -32,6 +32,7 @@ from llm_council.bias_audit.session.session_model import (
 )
 from llm_council.bias_audit.session.thresholds import AuditThresholds
 from llm_council.stats.design.additive_model import AdditiveFit
+from llm_council.stats.numerics.identity_memo import IdentityMemo
 from llm_council.stats.reviewers.reviewer_noise import estimate_reviewer_noise
 from llm_council.stats.sessions.moderated_session_tests import moderate
 from llm_council.stats.sessions.session_test_batch import SessionTests
@@ -140,12 +141,29 @@ class _PredictionModel:
     slot_adjusted: bool
 
 
+#: the history path and ADR 0071's session-only path predict the same session's
+#: self-reviews from the same model (ADR 0075)
+_PREDICTIONS: IdentityMemo[_PredictionModel] = IdentityMemo(2)
+
+
 def _prediction_model(
     table: ScoreTable, model: SessionModel, self_reviews: SelfReviews
 ) -> _PredictionModel:
     """The model with slot effects when every fitted cell's slot is known, the slots are
     identified with residual df to spare, and every self-review sat at a fitted slot;
-    else the two-way fit."""
+    else the two-way fit. Computed once for the session's ``table``, ``model`` and
+    ``self_reviews`` objects."""
+    # the arrays it reads in the key too: a table changed in place cannot reuse the old one
+    key = (table.scores.tobytes(), table.positions.tobytes(), model.active_scores.tobytes())
+    return _PREDICTIONS.get(
+        (table, model, self_reviews), key, lambda: _predicted_from(table, model, self_reviews)
+    )
+
+
+def _predicted_from(
+    table: ScoreTable, model: SessionModel, self_reviews: SelfReviews
+) -> _PredictionModel:
+    """:func:`_prediction_model`, computed."""
     fit = model.fit
     assert fit is not None
     two_way = _PredictionModel(fit, None, False)
@@ -163,6 +181,7 @@ def _prediction_model(
     rows = slot_adjusted_cell_rows(fit, slot_fit, fit_slots, cells, cell_slots)
     if rows is None:
         return two_way
+    rows.flags.writeable = False  # shared by both paths
     return _PredictionModel(slot_fit, rows, True)
 
 

@@ -34,6 +34,7 @@ from llm_council.stats.reviewers.noise_drift import (
 )
 from llm_council.stats.sessions.moderated_session_tests import (
     ReviewerVariances,
+    fit_annihilator,
     moderate,
     moderated_self_preference_tests,
     reviewer_residual_variances,
@@ -109,7 +110,7 @@ def _without_moved_history(
     )
     own, own_df = reviewer_residual_variances(fit)
     replacement, replacement_df = moderated_variances(own, own_df, default_variance, default_df)
-    annihilator = np.eye(fit.observed.size) - (fit.design @ fit.covariance_unscaled) @ fit.design.T
+    annihilator = fit_annihilator(fit)
     estimate_replaces = thresholds.noise_drift_replacement == "session-estimate"
     if estimate_replaces:
         estimates = reviewer_noise_given_others(annihilator, fit.rows, fit.residuals, variances)

@@ -55,6 +55,7 @@ __all__ = [
     "ndtri",
     "polygamma",
     "stdtr",
+    "stdtr_floats",
     "stdtrit",
 ]
 
@@ -91,14 +92,29 @@ def _t_two_sided_tail(df: np.ndarray, t: np.ndarray) -> np.ndarray:
     return incomplete_beta_pair(df / 2.0, 0.5, x, y, log_x)[0]
 
 
-@quiet
+def stdtr_floats(dfs: list[float], ts: list[float]) -> list[float] | None:
+    """:func:`stdtr` of float entries on the float path only (the same values :func:`stdtr`
+    gives for them), or None when an entry lies outside it (then call :func:`stdtr`)."""
+    if not 0 < len(ts) <= SCALAR_PATH_AT_MOST:
+        return None  # stdtr takes its numpy path for these
+    try:
+        return [
+            t_cdf_float(d, v, tiny_df=TINY_DF, normal_df=NORMAL_DF)
+            for d, v in zip(dfs, ts, strict=True)
+        ]
+    except OutsideFloatPath:
+        return None
+
+
 def stdtr(df: ArrayLike, t: ArrayLike) -> np.ndarray:
     r"""Student t CDF :math:`P(T_{df} \le t)`; ``df = inf`` is the normal CDF.
 
     :math:`\tfrac12 I_{df/(df+t^2)}(df/2, \tfrac12)` for :math:`t < 0` and one minus that for
     :math:`t > 0` (A&S 26.7.1; Cephes ``stdtr``), the incomplete beta by
     :func:`~llm_council.stats.numerics.incomplete_beta_gamma.incomplete_beta_pair`; the normal
-    past ``df`` = 1e20, the limit 1/2 below 1e-300.
+    past ``df`` = 1e20, the limit 1/2 below 1e-300. A few entries inside the ordinary domain
+    take the float path (:mod:`.float_tails`), which raises no numpy warning and so needs no
+    ``errstate``; the rest the numpy path.
     """
     small = _float_entries(df, t)
     if small is not None:
@@ -108,6 +124,12 @@ def stdtr(df: ArrayLike, t: ArrayLike) -> np.ndarray:
             return scalar_or_array(np.array(values, dtype=float).reshape(shape))
         except OutsideFloatPath:  # an edge or a limit: the numpy path below holds them all
             pass
+    return _stdtr_numpy(df, t)
+
+
+@quiet
+def _stdtr_numpy(df: ArrayLike, t: ArrayLike) -> np.ndarray:
+    """:func:`stdtr`'s numpy path: every edge and limit."""
     df_values, t_values = np.broadcast_arrays(*as_floats(df, t))
     finite_df = (df_values >= TINY_DF) & (df_values <= NORMAL_DF)
     half_tail = 0.5 * _t_two_sided_tail(np.where(finite_df, df_values, 1.0), t_values)
@@ -229,10 +251,22 @@ def fdtrc(dfn: ArrayLike, dfd: ArrayLike, x: ArrayLike) -> np.ndarray:
     return scalar_or_array(_f_pair(dfn, dfd, x)[1])
 
 
-@quiet
 def fdtr_both(dfn: ArrayLike, dfd: ArrayLike, x: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """:func:`fdtr` and :func:`fdtrc` from one incomplete beta (a two-sided F test needs
-    both; each alone computes the pair and drops half)."""
+    both; each alone computes the pair and drops half). Scalars inside the ordinary
+    domain take the float path without ``errstate`` (it raises no numpy warning)."""
+    if all(isinstance(value, float | int) for value in (dfn, dfd, x)):
+        try:
+            lower, upper = f_cdf_pair_float(float(dfn), float(dfd), float(x))
+            return np.float64(lower), np.float64(upper)
+        except OutsideFloatPath:  # an edge or a limit: the numpy path holds them all
+            pass
+    return _fdtr_both_numpy(dfn, dfd, x)
+
+
+@quiet
+def _fdtr_both_numpy(dfn: ArrayLike, dfd: ArrayLike, x: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`fdtr_both` through :func:`_f_pair` (its float path for small arrays)."""
     lower, upper = _f_pair(dfn, dfd, x)
     return scalar_or_array(lower), scalar_or_array(upper)
 

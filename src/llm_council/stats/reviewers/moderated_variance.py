@@ -29,6 +29,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from llm_council.stats.numerics.special_functions import digamma, polygamma, stdtr
+from llm_council.stats.reviewers.moderated_float_path import (
+    moderated_t_tests_floats,
+    moderated_variances_floats,
+)
 
 FloatArray = NDArray[np.float64]
 
@@ -133,6 +137,9 @@ def moderated_variances(
     dfs : ndarray, shape (G,)
         Their df, prior df plus residual df.
     """
+    floats = moderated_variances_floats(variances, dfs, prior_variances, prior_dfs)
+    if floats is not None:  # a few entries: the same steps without numpy's overhead
+        return floats
     variance = np.asarray(variances, dtype=float)
     df = np.asarray(dfs, dtype=float)
     prior_variance = np.broadcast_to(np.asarray(prior_variances, dtype=float), variance.shape)
@@ -182,6 +189,9 @@ def moderated_t_tests(
     weights = np.asarray(reviewer_weights, dtype=float)
     variance = np.asarray(variances, dtype=float)
     df = np.asarray(dfs, dtype=float)
+    floats = moderated_t_tests_floats(estimate, weights, variance, df, one_sided=one_sided)
+    if floats is not None:  # a few entries: the same steps without numpy's overhead
+        return ModeratedTests(estimate, *floats)
     parts = weights * variance[:, None]
     total = parts.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from llm_council.stats.numerics.identity_memo import IdentityMemo
 from llm_council.stats.numerics.special_functions import chdtr, chdtrc, fdtr_both
 
 FloatArray = NDArray[np.float64]
@@ -46,10 +47,11 @@ def variance_ratio_p_value(
     """
     if alternative not in ("two-sided", "greater"):
         raise ValueError(f"alternative must be 'two-sided' or 'greater', not {alternative!r}")
-    usable = np.isfinite(ratio) and ratio >= 0.0 and numerator_df > 0.0 and denominator_df > 0.0
+    # math's checks on the floats the callers pass (numpy's on a scalar cost a microsecond)
+    usable = math.isfinite(ratio) and ratio >= 0.0 and numerator_df > 0.0 and denominator_df > 0.0
     if not usable:  # NaN df compare False, so they land here too
         return float("nan")
-    if np.isinf(denominator_df):
+    if math.isinf(denominator_df):
         lower = float(chdtr(numerator_df, numerator_df * ratio))
         upper = float(chdtrc(numerator_df, numerator_df * ratio))
     else:
@@ -57,6 +59,32 @@ def variance_ratio_p_value(
     if alternative == "greater":
         return upper
     return min(1.0, 2.0 * min(lower, upper))
+
+
+#: each reviewer's columns of a read-only annihilator (the same in every step of a screen,
+#: and for a council's designs in every session; ADR 0075)
+_REVIEWER_COLUMNS: IdentityMemo[list[FloatArray]] = IdentityMemo(16)
+
+
+def _reviewer_columns(
+    annihilator: FloatArray, rows: np.ndarray, n_reviewers: int
+) -> list[FloatArray]:
+    """``annihilator[:, rows == r]`` for each reviewer r, memoized when both arrays are
+    read-only (their contents cannot change under the memo)."""
+
+    def computed() -> list[FloatArray]:
+        return [annihilator[:, rows == reviewer] for reviewer in range(n_reviewers)]
+
+    if annihilator.flags.writeable or rows.flags.writeable:
+        return computed()
+
+    def read_only() -> list[FloatArray]:
+        blocks = computed()
+        for block in blocks:
+            block.flags.writeable = False
+        return blocks
+
+    return _REVIEWER_COLUMNS.get((annihilator, rows), n_reviewers, read_only)
 
 
 def residual_sum_of_squares_moments(
@@ -87,8 +115,9 @@ def residual_sum_of_squares_moments(
     cell_variance = variance[row_of_cell] / scale
     expectations = np.zeros(variance.size)
     dfs = np.full(variance.size, np.nan)
-    for reviewer in range(variance.size):
-        columns = annihilator_matrix[:, row_of_cell == reviewer]
+    for reviewer, columns in enumerate(
+        _reviewer_columns(annihilator_matrix, row_of_cell, variance.size)
+    ):
         if columns.size == 0:
             continue
         spread = columns.T @ (cell_variance[:, None] * columns)

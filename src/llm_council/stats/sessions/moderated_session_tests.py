@@ -12,6 +12,7 @@ Pure functions: arrays in, frozen dataclasses out.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from llm_council.stats.design.additive_model import AdditiveFit
 from llm_council.stats.design.design_cache import fit_additive_two_way_cached
+from llm_council.stats.numerics.identity_memo import IdentityMemo
 from llm_council.stats.reviewers.moderated_variance import (
     ModeratedTests,
     moderated_t_tests,
@@ -26,6 +28,56 @@ from llm_council.stats.reviewers.moderated_variance import (
 )
 
 FloatArray = NDArray[np.float64]
+
+#: design-only products (the residual df shares, the annihilator) of the designs last
+#: seen, keyed by the identity of the fit's read-only design arrays: a council's sessions
+#: share one design per pattern of observed cells (``design_cache``), and a session asks
+#: for its fits' products once for the history path and again for the session-only path
+#: (ADR 0075)
+_DESIGN_PRODUCTS: IdentityMemo[FloatArray] = IdentityMemo(32)
+
+
+def _design_product(
+    fit: AdditiveFit, key: Hashable, compute: Callable[[], FloatArray]
+) -> FloatArray:
+    """``compute()``, memoized by ``key`` when the fit's design arrays are read-only (so
+    their contents cannot change under the memo), returned read-only either way."""
+
+    def computed() -> FloatArray:
+        product = compute()
+        product.flags.writeable = False
+        return product
+
+    arrays = (fit.design, fit.covariance_unscaled, fit.rows)
+    if any(array.flags.writeable for array in arrays):
+        return computed()
+    return _DESIGN_PRODUCTS.get(arrays, (key, fit.n_reviewers), computed)
+
+
+#: each fit's per-reviewer residual variances, keyed by the fit and its residuals' bytes
+_RESIDUAL_VARIANCES: IdentityMemo[tuple[FloatArray, FloatArray]] = IdentityMemo(8)
+
+
+def residual_df_shares(fit: AdditiveFit) -> FloatArray:
+    r"""Each reviewer's residual df share :math:`d_r = \sum_{i \in r} M_{ii}` (0 where
+    it is at rounding level), read-only; depends on the design only."""
+
+    def compute() -> FloatArray:
+        leverage = np.einsum("ij,ij->i", fit.design @ fit.covariance_unscaled, fit.design)
+        shares = np.bincount(fit.rows, weights=1.0 - leverage, minlength=fit.n_reviewers)
+        return np.asarray(np.where(shares > 1e-9, shares, 0.0), dtype=np.float64)
+
+    return _design_product(fit, "df shares", compute)
+
+
+def fit_annihilator(fit: AdditiveFit) -> FloatArray:
+    r"""The fit's residual-maker :math:`M = I - X(X^TX)^{-1}X^T`, read-only; depends on
+    the design only."""
+    return _design_product(
+        fit,
+        "annihilator",
+        lambda: np.eye(fit.observed.size) - (fit.design @ fit.covariance_unscaled) @ fit.design.T,
+    )
 
 
 @dataclass(frozen=True)
@@ -60,16 +112,22 @@ def reviewer_residual_variances(fit: AdditiveFit) -> tuple[FloatArray, FloatArra
     Returns
     -------
     variances : ndarray, shape (R,)
-        Each reviewer's s_r^2 (NaN where d_r is 0).
+        Each reviewer's s_r^2 (NaN where d_r is 0), read-only.
     dfs : ndarray, shape (R,)
-        Its residual df share d_r.
+        Its residual df share d_r, read-only.
     """
-    leverage = np.einsum("ij,ij->i", fit.design @ fit.covariance_unscaled, fit.design)
-    shares = np.bincount(fit.rows, weights=1.0 - leverage, minlength=fit.n_reviewers)
-    dfs: FloatArray = np.asarray(np.where(shares > 1e-9, shares, 0.0), dtype=np.float64)
+    return _RESIDUAL_VARIANCES.get(
+        (fit,), fit.residuals.tobytes(), lambda: _residual_variances(fit)
+    )
+
+
+def _residual_variances(fit: AdditiveFit) -> tuple[FloatArray, FloatArray]:
+    """:func:`reviewer_residual_variances`, computed."""
+    dfs = residual_df_shares(fit)
     sums = np.bincount(fit.rows, weights=fit.residuals**2, minlength=fit.n_reviewers)
     with np.errstate(invalid="ignore", divide="ignore"):
         variances = np.asarray(np.where(dfs > 0.0, sums / dfs, np.nan), dtype=np.float64)
+    variances.flags.writeable = False
     return variances, dfs
 
 
@@ -90,7 +148,7 @@ def reviewer_noise_expectation(fit: AdditiveFit) -> FloatArray:
     ndarray, shape (R, R)
         The matrix A.
     """
-    annihilator = np.eye(fit.observed.size) - (fit.design @ fit.covariance_unscaled) @ fit.design.T
+    annihilator = fit_annihilator(fit)
     groups = np.zeros((fit.observed.size, fit.n_reviewers))
     groups[np.arange(fit.observed.size), fit.rows] = 1.0
     return np.asarray(groups.T @ (annihilator**2) @ groups, dtype=np.float64)
@@ -174,8 +232,10 @@ def moderated_offset_tests(fit: AdditiveFit, noise: ReviewerVariances) -> Modera
     \hat\alpha_{r'}`, two-sided, with :math:`\operatorname{Var}\hat L_r = \sum_i w_i^2
     \tilde s^2_{g(i)}`, :math:`w = X(X^TX)^{-1}c_r` (Searle 1987, sec. 5.5) and
     Welch-Satterthwaite df over the moderated variances (unadjusted p-values)."""
-    contrasts = _offset_contrasts(fit.n_reviewers, fit.design.shape[1])
-    weights = _reviewer_weights(fit, contrasts)
+    contrasts = _design_product(
+        fit, "offset contrasts", lambda: _offset_contrasts(fit.n_reviewers, fit.design.shape[1])
+    )
+    weights = _design_product(fit, "offset weights", lambda: _reviewer_weights(fit, contrasts))
     return moderated_t_tests(
         contrasts @ fit.coefficients, weights, noise.moderated, noise.moderated_df, one_sided=False
     )
@@ -227,7 +287,9 @@ def moderated_self_preference_tests(
         for index, (reviewer, candidate, _) in enumerate(self_cells):
             cells[index] = fit.cell_vector(reviewer, candidate)
     owners = np.array([reviewer for reviewer, _, _ in self_cells], dtype=np.intp)
-    single = _reviewer_weights(fit, cells)
+    single = _design_product(
+        fit, ("self-review weights", cells.tobytes()), lambda: _reviewer_weights(fit, cells)
+    ).copy()
     single[owners, np.arange(n_self)] += 1.0
     cell_variances = noise.moderated @ single
     usable = np.isfinite(cell_variances) & (cell_variances > 0.0)

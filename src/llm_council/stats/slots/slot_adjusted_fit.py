@@ -21,7 +21,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from llm_council.stats.design.additive_model import AdditiveFit
+from llm_council.stats.numerics.identity_memo import IdentityMemo
 from llm_council.stats.slots.position_tests import joint_slot_effects
+
+#: a session asks for its slot fit three times (the slot test's noise, and the
+#: self-preference prediction on the history and session-only paths, ADR 0075)
+_SLOT_FITS: IdentityMemo[AdditiveFit] = IdentityMemo(4)
 
 
 def with_slot_effects(fit: AdditiveFit, display_indexes: ArrayLike) -> AdditiveFit:
@@ -42,9 +47,19 @@ def with_slot_effects(fit: AdditiveFit, display_indexes: ArrayLike) -> AdditiveF
     Returns
     -------
     AdditiveFit
-        The fit with slot columns appended, or ``fit`` itself.
+        The fit with slot columns appended (its new arrays read-only: the same object is
+        returned to every caller that asks with the same ``fit`` and slots), or ``fit``
+        itself.
     """
     slots = np.asarray(display_indexes, dtype=np.intp)
+    # the fit's observed scores and residuals in the key too: an array changed in place
+    # after a first call cannot return the old slot fit
+    key = (slots.shape, slots.tobytes(), fit.observed.tobytes(), fit.residuals.tobytes())
+    return _SLOT_FITS.get((fit,), key, lambda: _refit(fit, slots))
+
+
+def _refit(fit: AdditiveFit, slots: np.ndarray) -> AdditiveFit:
+    """:func:`with_slot_effects` computed (``slots``: an intp array)."""
     if slots.shape != fit.observed.shape or slots.size == 0 or int(slots.min()) < 0:
         return fit
     if joint_slot_effects(fit.design, fit.residuals, slots, fit.covariance_unscaled) is None:
@@ -58,6 +73,8 @@ def with_slot_effects(fit: AdditiveFit, display_indexes: ArrayLike) -> AdditiveF
     covariance_unscaled = np.linalg.inv(design.T @ design)
     coefficients = covariance_unscaled @ (design.T @ fit.observed)
     residuals = fit.observed - design @ coefficients
+    for array in (design, covariance_unscaled, coefficients, residuals):
+        array.flags.writeable = False
     return dataclasses.replace(
         fit,
         design=design,
