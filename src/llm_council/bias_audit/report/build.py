@@ -47,12 +47,12 @@ from llm_council.bias_audit.report.analyses.reviewers import (
     leniency_fixed_by_the_scale,
     material_leniency,
     reviewer_profiles,
-    self_preferences,
 )
 from llm_council.bias_audit.report.analyses.section_runner import (
     PARALLEL_MAX_RECORDS,
     SectionRunner,
 )
+from llm_council.bias_audit.report.analyses.self_preference import self_preferences
 from llm_council.bias_audit.report.finding import ERROR_RATES
 from llm_council.bias_audit.report.load.loading import (
     DEFAULT_MEMORY_LIMIT,
