@@ -30,7 +30,8 @@ from llm_council.bias_audit.report.analyses.incremental_runner import (
     submit_incremental,
 )
 from llm_council.bias_audit.report.analyses.incremental_section import IncrementalSection
-from llm_council.bias_audit.report.analyses.joint import JointFit, fit_joint_model
+from llm_council.bias_audit.report.analyses.joint import JointFit
+from llm_council.bias_audit.report.analyses.joint_summary import JOINT_MODEL
 from llm_council.bias_audit.report.analyses.leaderboard import (
     LeaderboardSection,
     with_adjusted_means,
@@ -135,6 +136,7 @@ def _incremental_sections(
     sections: list[IncrementalSection[Any, Any]] = [
         DECISIONS,  # ADR 0046
         LeaderboardSection(n_resamples=n_resamples, seed=seed),
+        JOINT_MODEL,  # ADR 0077: finished below with the profiles' reference
     ]
     if dense_tables_fit(connection):
         sections.append(AmplificationSection(significance_level, seed))
@@ -167,7 +169,6 @@ def _run_sections(
     )
     # the joint model's leniencies are centred on the profiles' robust reference
     reference = [p.reviewer for p in profiles if p.in_leniency_reference]
-    joint_future = runner.submit(fit_joint_model, reference, forced_choice=forced_choice)
     position_future = runner.submit(position_bias, significance_level)
     level_fixed = frozenset([p.reviewer for p in profiles] if forced_choice else rank_reviewers)
     collect_families = submit_bias_families(
@@ -184,7 +185,7 @@ def _run_sections(
     length = length_future.result()
     position = position_future.result()
     step("fitting the joint model")
-    joint = joint_future.result()
+    joint = incremental["joint_model"].result()(reference=reference, forced_choice=forced_choice)
     self_preference = self_preferences(
         connection,
         joint.model.effects if joint else [],
