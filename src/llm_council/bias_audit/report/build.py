@@ -53,7 +53,7 @@ from llm_council.bias_audit.report.analyses.section_runner import (
     PARALLEL_MAX_RECORDS,
     SectionRunner,
 )
-from llm_council.bias_audit.report.analyses.self_preference import self_preferences
+from llm_council.bias_audit.report.analyses.self_preference import SELF_PREFERENCE
 from llm_council.bias_audit.report.finding import ERROR_RATES
 from llm_council.bias_audit.report.load.loading import (
     DEFAULT_MEMORY_LIMIT,
@@ -137,6 +137,7 @@ def _incremental_sections(
         DECISIONS,  # ADR 0046
         LeaderboardSection(n_resamples=n_resamples, seed=seed),
         JOINT_MODEL,  # ADR 0077: finished below with the profiles' reference
+        SELF_PREFERENCE,  # ADR 0077: finished below with the joint model's effects
     ]
     if dense_tables_fit(connection):
         sections.append(AmplificationSection(significance_level, seed))
@@ -186,10 +187,9 @@ def _run_sections(
     position = position_future.result()
     step("fitting the joint model")
     joint = incremental["joint_model"].result()(reference=reference, forced_choice=forced_choice)
-    self_preference = self_preferences(
-        connection,
-        joint.model.effects if joint else [],
-        joint.model.n_sessions if joint else 0,
+    self_preference = incremental["self_preference"].result()(
+        joint_effects=joint.model.effects if joint else [],
+        n_joint_sessions=joint.model.n_sessions if joint else 0,
     )
     step("anchoring, favouritism, drift")
     families = collect_families()

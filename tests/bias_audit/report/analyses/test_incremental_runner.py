@@ -330,27 +330,30 @@ def test_the_report_comparison_allows_rounding_only_where_documented() -> None:
             assert_same_report(report, same)
 
 
-def test_a_malformed_saved_joint_model_is_recomputed_and_equals_the_cold_report(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("section", "field"), [("joint_model", "gram"), ("self_preference", "moments")]
+)
+def test_a_malformed_saved_section_is_recomputed_and_equals_the_cold_report(
+    section: str, field: str, tmp_path: Path
 ) -> None:
-    """A sealed file whose joint-model payload is not one (ADR 0077): that section is
+    """A sealed file whose payload of one section is not one (ADR 0077): that section is
     summarized again over every session, the others merge, the report is the cold one."""
     lines = STORES["independent-4-missing"](tmp_path)
     store = tmp_path / "store.jsonl"
     store.write_bytes(b"".join(lines[: len(lines) // 2]))
     _incremental(store)
     saved = read_summaries(store)
-    assert saved is not None and "joint_model" in saved.sections
-    joint = saved.sections["joint_model"]
-    arrays = dict(joint.arrays)
-    arrays["gram"] = arrays["gram"][:, :-1]
-    sections = {**saved.sections, "joint_model": replace(joint, arrays=arrays)}
+    assert saved is not None and section in saved.sections
+    payload = saved.sections[section]
+    arrays = dict(payload.arrays)
+    arrays[field] = arrays[field][:, :-1]
+    sections = {**saved.sections, section: replace(payload, arrays=arrays)}
     assert write_summaries(store, replace(saved, sections=sections))
     _append(store, lines[len(lines) // 2 :])
     structlog.reset_defaults()
     with structlog.testing.capture_logs() as logs:
         incremental = _report(store)
     recomputed = [entry for entry in logs if entry["event"] == "report_section_recomputed"]
-    assert [entry["section"] for entry in recomputed] == ["joint_model"]
-    assert "'gram'" in recomputed[0]["reason"]
+    assert [entry["section"] for entry in recomputed] == [section]
+    assert repr(field) in recomputed[0]["reason"]
     assert_same_report(incremental, _cold(store))
