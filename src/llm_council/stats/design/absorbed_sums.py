@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import sparse
+from scipy.linalg import blas
 
 from llm_council.stats.design.identifiability import RELATIVE_TOLERANCE, gram_null_space
 from llm_council.stats.design.joint_model import ClusteredOlsFit, group_sum_matrix
@@ -159,6 +160,23 @@ def _chunks(cluster_starts: np.ndarray, n_rows: int) -> list[tuple[int, int]]:
     return chunks
 
 
+def _cluster_products(
+    x_demeaned: np.ndarray, y_demeaned: np.ndarray, bounds: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each cluster's ``B_g`` and ``a_g`` (rows ``bounds[g]:bounds[g + 1]``), one batched
+    product per cluster size (a council's sessions are mostly of a few sizes)."""
+    sizes = np.diff(bounds)
+    n_clusters, k = sizes.size, x_demeaned.shape[1]
+    grams, scores = np.empty((n_clusters, k, k)), np.empty((n_clusters, k))
+    for size in np.unique(sizes):
+        of_size = np.flatnonzero(sizes == size)
+        rows = bounds[of_size][:, None] + np.arange(size)
+        block = x_demeaned[rows]  # (clusters, size, k)
+        grams[of_size] = np.matmul(block.transpose(0, 2, 1), block)
+        scores[of_size] = np.matmul(block.transpose(0, 2, 1), y_demeaned[rows][:, :, None])[:, :, 0]
+    return grams, scores
+
+
 def absorbed_cluster_sums(
     design: ArrayLike | sparse.spmatrix,
     response: ArrayLike,
@@ -216,18 +234,16 @@ def absorbed_cluster_sums(
         y_demeaned = y_chunk - (np.bincount(local, weights=y_chunk) / counts)[local]
         total["response_squares"] += float(y_demeaned @ y_demeaned)
         bounds = np.r_[starts[first:last], row_stop] - row_start
-        grams = np.empty((last - first, k, k))
-        scores = np.empty((last - first, k))
-        for index in range(last - first):
-            block = x_demeaned[bounds[index] : bounds[index + 1]]
-            grams[index] = block.T @ block
-            scores[index] = block.T @ y_demeaned[bounds[index] : bounds[index + 1]]
+        grams, scores = _cluster_products(x_demeaned, y_demeaned, bounds)
         halves = grams[:, rows, columns]
         total["gram"] += grams.sum(axis=0)
         total["cross"] += scores.sum(axis=0)
         total["score_outer"] += scores.T @ scores
         total["gram_score"] += halves.T @ scores
-        total["gram_outer"] += halves.T @ halves
+        # Q is symmetric: its upper triangle only (BLAS syrk, half the work of a product)
+        total["gram_outer"] += blas.dsyrk(1.0, halves, trans=1, lower=0)
+    upper = np.triu(total["gram_outer"])
+    total["gram_outer"] = upper + np.triu(upper, 1).T
     total.update(n_observations=n, n_groups=n_groups, n_clusters=int(starts.size))
     return AbsorbedClusterSums(**total)
 
