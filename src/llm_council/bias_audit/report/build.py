@@ -54,6 +54,7 @@ from llm_council.bias_audit.report.analyses.section_runner import (
     SectionRunner,
 )
 from llm_council.bias_audit.report.analyses.self_preference import SELF_PREFERENCE
+from llm_council.bias_audit.report.analyses.style_mimicry_summary import StyleMimicrySection
 from llm_council.bias_audit.report.finding import ERROR_RATES
 from llm_council.bias_audit.report.load.loading import (
     DEFAULT_MEMORY_LIMIT,
@@ -138,6 +139,7 @@ def _incremental_sections(
         LeaderboardSection(n_resamples=n_resamples, seed=seed),
         JOINT_MODEL,  # ADR 0077: finished below with the profiles' reference
         SELF_PREFERENCE,  # ADR 0077: finished below with the joint model's effects
+        StyleMimicrySection(significance_level),  # ADR 0077
     ]
     if dense_tables_fit(connection):
         sections.append(AmplificationSection(significance_level, seed))

@@ -19,6 +19,7 @@ from generators.independent_council import CouncilSpec, generate_sessions, write
 from generators.rank_council import RankCouncilSpec
 from generators.rank_council import generate_sessions as rank_sessions
 from generators.rank_council import write_store as write_rank_store
+from generators.style_similarity import StyleSpec, add_similarity, write_styled_store
 from llm_council.bias_audit.report import build_report
 from llm_council.bias_audit.report.load.parquet_compaction import compact_store
 from llm_council.bias_audit.report.load.session_summaries import (
@@ -54,15 +55,15 @@ def _cold(store: Path) -> str:
 
 #: sections whose merged sums equal a full recompute up to rounding only (ADR 0077): their
 #: numbers may differ from the cold report's in the last digits, nothing else may
-_ROUNDED_SECTIONS = ("joint", "self_preference")
-_ROUNDED_FAMILIES = ("self-preference",)
+_ROUNDED_SECTIONS = ("joint", "self_preference", "style_mimicry")
+_ROUNDED_FAMILIES = ("self-preference", "style mimicry")
 _ROUNDED_FIELDS = ("adjusted_mean_score",)  # the leaderboard's view of the joint model
 ROUNDING = 1e-8
 
 
 def _rounded(path: tuple[object, ...], holder: object) -> bool:
     return (
-        (bool(path) and path[0] in _ROUNDED_SECTIONS)
+        any(key in _ROUNDED_SECTIONS for key in path)
         or (isinstance(holder, dict) and holder.get("family") in _ROUNDED_FAMILIES)
         or (bool(path) and path[-1] in _ROUNDED_FIELDS)
     )
@@ -128,6 +129,17 @@ def _degenerate_lines(tmp_path: Path) -> list[bytes]:
     return lines
 
 
+def _styled_lines(tmp_path: Path) -> list[bytes]:
+    """5 members with a similarity column, judge-0 mimicking (style mimicry, ADR 0077)."""
+    path = tmp_path / "source.jsonl"
+    spec = CouncilSpec(n_members=5, missing_score_rate=0.05)
+    styled = add_similarity(
+        generate_sessions(spec, 48, 13), StyleSpec(mimicry=[3.0, 0, 0, 0, 0]), seed=14
+    )
+    write_styled_store(path, styled)
+    return path.read_bytes().splitlines(keepends=True)
+
+
 STORES: dict[str, Callable[[Path], list[bytes]]] = {
     "independent-4-missing": lambda p: _independent_lines(
         p, 4, missing_score_rate=0.1, missing_review_rate=0.1, slot_effects=[[0.8, 0, 0, 0]] * 4
@@ -135,6 +147,7 @@ STORES: dict[str, Callable[[Path], list[bytes]]] = {
     "independent-9-shared-order": lambda p: _independent_lines(p, 9, shared_order=True),
     "rank-points": _rank_lines,
     "degenerate-judges": _degenerate_lines,
+    "independent-5-styled": _styled_lines,
 }
 
 
