@@ -82,12 +82,14 @@ def _sections(n_resamples: int) -> dict[str, Any]:
     from llm_council.bias_audit.report.analyses.joint_summary import JOINT_MODEL
     from llm_council.bias_audit.report.analyses.leaderboard import LeaderboardSection
     from llm_council.bias_audit.report.analyses.self_preference import SELF_PREFERENCE
+    from llm_council.bias_audit.report.analyses.style_mimicry_summary import StyleMimicrySection
 
     return {
         "decisions": DECISIONS,
         "leaderboard": LeaderboardSection(n_resamples=n_resamples, seed=0),
         "joint model": JOINT_MODEL,  # ADR 0077
         "self-preference": SELF_PREFERENCE,  # ADR 0077
+        "style mimicry": StyleMimicrySection(0.05),  # ADR 0077
     }
 
 
@@ -194,6 +196,9 @@ def old_child(store: str, n_resamples: int) -> None:
     timings["joint model"] = _cpu(lambda: joint.fit_joint_model(connection, **_old_joint(inputs)))[
         0
     ]
+    from llm_council.bias_audit.report.analyses.style_mimicry import style_mimicry
+
+    timings["style mimicry"] = _cpu(lambda: style_mimicry(connection, 0.05))[0]
     self_preferences = getattr(reviewers, "self_preferences", None)  # moved by ADR 0077
     if self_preferences is not None:
         timings["self-preference"] = _cpu(
@@ -260,7 +265,7 @@ def main() -> None:
             f"{row['relative_difference']:.1e} | {row['saved_arrays_mb']:.1f} |"
         )
     # the joint model and self-preference: equal up to rounding (ADR 0077), the rest exactly
-    rounded = ("joint model", "self-preference")
+    rounded = ("joint model", "self-preference", "style mimicry")
     if not all(
         row["equal"] or (row["section"] in rounded and row["relative_difference"] <= 1e-8)
         for row in rows

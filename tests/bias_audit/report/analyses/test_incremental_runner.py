@@ -344,14 +344,15 @@ def test_the_report_comparison_allows_rounding_only_where_documented() -> None:
 
 
 @pytest.mark.parametrize(
-    ("section", "field"), [("joint_model", "gram"), ("self_preference", "moments")]
+    ("section", "field"),
+    [("joint_model", "gram"), ("self_preference", "moments"), ("style_mimicry", "products")],
 )
 def test_a_malformed_saved_section_is_recomputed_and_equals_the_cold_report(
     section: str, field: str, tmp_path: Path
 ) -> None:
     """A sealed file whose payload of one section is not one (ADR 0077): that section is
     summarized again over every session, the others merge, the report is the cold one."""
-    lines = STORES["independent-4-missing"](tmp_path)
+    lines = STORES["independent-5-styled"](tmp_path)
     store = tmp_path / "store.jsonl"
     store.write_bytes(b"".join(lines[: len(lines) // 2]))
     _incremental(store)
