@@ -200,7 +200,7 @@ def absorbed_cluster_sums(
     -------
     AbsorbedClusterSums
     """
-    x: Any = design.tocsr() if sparse.issparse(design) else np.asarray(design, dtype=float)
+    x: Any = sparse.csr_matrix(design) if sparse.issparse(design) else np.asarray(design, float)
     y = np.asarray(response, dtype=float)
     groups = np.asarray(group_index, dtype=np.int64)
     clusters = np.asarray(cluster_index, dtype=np.int64)

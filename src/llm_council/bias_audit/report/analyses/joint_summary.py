@@ -296,9 +296,15 @@ def joint_summary_from_payload(
         if not np.isfinite(array).all():
             raise ValueError(f"joint model summary: {field!r} holds a non-finite number")
     sums = AbsorbedClusterSums(
-        **{name: _count_field(meta, name) for name in _COUNTS},
-        **{name: arrays[name] for name in _SUM_ARRAYS},
+        n_observations=_count_field(meta, "n_observations"),
+        n_groups=_count_field(meta, "n_groups"),
+        n_clusters=_count_field(meta, "n_clusters"),
+        gram=arrays["gram"],
+        cross=arrays["cross"],
         response_squares=float(arrays["response_squares"][0]),
+        score_outer=arrays["score_outer"],
+        gram_score=arrays["gram_score"],
+        gram_outer=arrays["gram_outer"],
     )
     return JointSummary(
         reviewers,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import duckdb
 import numpy as np
+from numpy.typing import ArrayLike
 
 from llm_council.bias_audit.report.estimates import Interval
 from llm_council.bias_audit.report.load.tables import nullable_floats
@@ -153,7 +154,9 @@ def style_mimicry(
         return None
     n_reviewers = max(names) + 1
     reviewer, session = columns["reviewer"], columns["session"]
-    fit = mimicry_slopes_of_columns(columns, n_reviewers)
+    inputs: dict[str, ArrayLike] = dict(columns)
+    del columns  # the fit empties ``inputs``: its columns are held nowhere else
+    fit = mimicry_slopes_of_columns(inputs, n_reviewers)
     return mimicry_result(
         fit,
         [names[index] for index in range(n_reviewers)],

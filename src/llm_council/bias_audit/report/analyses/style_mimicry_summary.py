@@ -16,6 +16,7 @@ from typing import Any
 
 import duckdb
 import numpy as np
+from numpy.typing import ArrayLike
 
 from llm_council.bias_audit.report.analyses.session_rows import session_ids_of, sorted_by_session
 from llm_council.bias_audit.report.analyses.style_mimicry import (
@@ -106,7 +107,9 @@ class StyleMimicrySection:
         reviewer, session = columns["reviewer"], columns["session"]
         scores = np.bincount(reviewer, minlength=n_reviewers).astype(float)
         counts = np.array([0.0, session.size, np.count_nonzero(np.diff(session)) + 1])
-        products = mimicry_session_products(columns, n_reviewers)
+        inputs: dict[str, ArrayLike] = dict(columns)
+        del columns  # emptied by the reduction: its columns are held nowhere else
+        products = mimicry_session_products(inputs, n_reviewers)
         counts[0] = products.n_rows
         per_reviewer = np.column_stack(
             [
