@@ -1,4 +1,6 @@
-"""Decisions affected and the leaderboard from merged per-session summaries (ADR 0074).
+"""Sections from merged per-session summaries: decisions, leaderboard (ADR 0074); joint
+model, self-preference, style mimicry (ADR 0077; equal to cold up to rounding, the
+largest relative difference is printed).
 
     .venv/bin/python benchmarks/report_incremental_sections.py --store /tmp/store.jsonl
     .venv/bin/python benchmarks/report_incremental_sections.py --store /tmp/store.jsonl \

@@ -198,3 +198,31 @@ def test_a_malformed_payload_raises_naming_the_field(field: str, tmp_path: Path)
     _broken(field, meta, arrays)
     with pytest.raises(ValueError, match=repr(field)):
         JOINT_MODEL.from_payload(meta, arrays)
+
+
+def test_hostile_reviewer_and_model_names_merge_to_the_full_fit(tmp_path: Path) -> None:
+    """Names that sort differently as bytes and as text in some collations, with quotes,
+    newlines and non-ASCII: the codes follow DuckDB's order and the merge keeps it."""
+    hostile = {
+        "judge-0": 'Zeta "quoted"\n',
+        "judge-1": "ärger'; DROP TABLE x",
+        "judge-2": "a b",
+        "judge-3": "Ω",
+    }
+    sessions = _independent(4, 24, 12)
+    for session in sessions:
+        for record in session:
+            for field in ("reviewer_id", "model_id"):
+                if record.get(field) in hostile:
+                    record[field] = hostile[record[field]]
+    n = len(sessions)
+    paths = write_parts(sessions, [range(0, n, 2), range(1, n, 2)], tmp_path)
+    first, second, whole = (JOINT_MODEL.summarize(connection_of(path)) for path in paths)
+    assert set(whole.reviewers) >= set(hostile.values())
+    full = fit_joint_model(connection_of(paths[-1]), None, forced_choice=False)
+    assert full is not None
+    for merged in (JOINT_MODEL.merge(first, second), JOINT_MODEL.merge(second, first)):
+        assert merged.reviewers == whole.reviewers
+        _assert_close(JOINT_MODEL.finish(merged, reference=None, forced_choice=False), full)
+    meta, arrays = JOINT_MODEL.to_payload(whole)
+    assert JOINT_MODEL.from_payload(meta, arrays).reviewers == whole.reviewers
