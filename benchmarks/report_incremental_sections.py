@@ -1,5 +1,7 @@
 """Sections from merged per-session summaries: decisions affected and the leaderboard
-(ADR 0074), favouritism, reasoning-chain bias and anchoring (ADR 0078).
+(ADR 0074); joint model, self-preference, style mimicry (ADR 0077; equal to cold up to
+rounding, the largest relative difference is printed); favouritism, reasoning-chain bias
+and anchoring (ADR 0078).
 
     .venv/bin/python benchmarks/report_incremental_sections.py --store /tmp/store.jsonl
     .venv/bin/python benchmarks/report_incremental_sections.py --store /tmp/store.jsonl \
@@ -82,8 +84,11 @@ def _sections(n_resamples: int) -> dict[str, Any]:
     from llm_council.bias_audit.report.analyses.anchoring import AnchoringSection
     from llm_council.bias_audit.report.analyses.decisions import DECISIONS
     from llm_council.bias_audit.report.analyses.favouritism import FavouritismSection
+    from llm_council.bias_audit.report.analyses.joint_summary import JOINT_MODEL
     from llm_council.bias_audit.report.analyses.leaderboard import LeaderboardSection
     from llm_council.bias_audit.report.analyses.reasoning import ReasoningSection
+    from llm_council.bias_audit.report.analyses.self_preference import SELF_PREFERENCE
+    from llm_council.bias_audit.report.analyses.style_mimicry_summary import StyleMimicrySection
 
     return {
         "decisions": DECISIONS,
@@ -91,24 +96,71 @@ def _sections(n_resamples: int) -> dict[str, Any]:
         "favouritism": FavouritismSection(0.05),
         "reasoning": ReasoningSection(0.05),
         "anchoring": AnchoringSection(0.05),  # finished with no level-fixed reviewer
+        "joint model": JOINT_MODEL,  # ADR 0077
+        "self-preference": SELF_PREFERENCE,  # ADR 0077
+        "style mimicry": StyleMimicrySection(0.05),  # ADR 0077
     }
 
 
-def _plain(result: Any) -> Any:
-    """A section's result as dicts (a list of per-reviewer dataclasses as a list)."""
-    if isinstance(result, list):
-        return [asdict(item) for item in result]
-    return asdict(result) if result is not None else None
+def _dependent_inputs(whole: Any) -> dict[str, dict[str, Any]]:
+    """The inputs build.py gives the dependent sections, from the whole store (untimed)."""
+    from llm_council.bias_audit.report.analyses.joint import fit_joint_model
+    from llm_council.bias_audit.report.analyses.reviewers import (
+        leniency_fixed_by_the_scale,
+        reviewer_profiles,
+    )
+    from llm_council.bias_audit.report.load.tables import rank_point_reviewers
+
+    rank = rank_point_reviewers(whole)
+    forced = leniency_fixed_by_the_scale(whole, rank)
+    profiles = reviewer_profiles(whole, forced_choice=forced, rank_reviewers=rank)
+    reference = [p.reviewer for p in profiles if p.in_leniency_reference]
+    joint = fit_joint_model(whole, reference, forced_choice=forced)
+    return {
+        "joint model": {"reference": reference, "forced_choice": forced},
+        "self-preference": {
+            "joint_effects": joint.model.effects if joint else [],
+            "n_joint_sessions": joint.model.n_sessions if joint else 0,
+        },
+    }
 
 
-def _measure_section(section: Any, whole: Any, saved_part: Any, new_part: Any) -> dict[str, Any]:
+def _largest_relative_difference(a: Any, b: Any) -> float:
+    """The largest |a - b| / max(|b|, 1e-300) over paired floats; inf where other than
+    floats differ (the joint model's sums are equal up to rounding only, ADR 0077)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            return math.inf
+        return max((_largest_relative_difference(a[k], b[k]) for k in a), default=0.0)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        if len(a) != len(b):
+            return math.inf
+        pairs = zip(a, b, strict=True)
+        return max((_largest_relative_difference(x, y) for x, y in pairs), default=0.0)
+    if isinstance(a, float) and isinstance(b, float):
+        if (math.isnan(a) and math.isnan(b)) or a == b:
+            return 0.0
+        return abs(a - b) / max(abs(b), 1e-300)
+    return 0.0 if a == b else math.inf
+
+
+def _measure_section(
+    section: Any, whole: Any, saved_part: Any, new_part: Any, inputs: dict[str, Any]
+) -> dict[str, Any]:
     summarize_s, cold_summary = _cpu(lambda: section.summarize(whole))
-    finish_s, cold = _cpu(lambda: section.finish(cold_summary))
+    finish_s, cold = _cpu(lambda: section.finish(cold_summary, **inputs))
     meta, arrays = section.to_payload(section.summarize(saved_part))
     read_s, saved = _cpu(lambda: section.from_payload(meta, arrays))
     new_s, new = _cpu(lambda: section.summarize(new_part))
     merge_s, merged = _cpu(lambda: section.merge(saved, new))
-    merged_finish_s, incremental = _cpu(lambda: section.finish(merged))
+    merged_finish_s, incremental = _cpu(lambda: section.finish(merged, **inputs))
+    cold_fields = asdict(cold) if hasattr(cold, "__dataclass_fields__") else cold
+    incremental_fields = (
+        asdict(incremental) if hasattr(incremental, "__dataclass_fields__") else incremental
+    )
+    if isinstance(cold_fields, list):
+        cold_fields = [asdict(item) for item in cold_fields]
+        incremental_fields = [asdict(item) for item in incremental_fields]
     return {
         "cold_summarize": summarize_s,
         "cold_finish": finish_s,
@@ -116,7 +168,8 @@ def _measure_section(section: Any, whole: Any, saved_part: Any, new_part: Any) -
         "summarize_new": new_s,
         "merge": merge_s,
         "finish": merged_finish_s,
-        "equal": _same(_plain(cold), _plain(incremental)),
+        "equal": _same(cold_fields, incremental_fields),
+        "relative_difference": _largest_relative_difference(incremental_fields, cold_fields),
         "saved_arrays_mb": sum(a.nbytes for a in arrays.values()) / 1e6,
     }
 
@@ -128,8 +181,12 @@ def measure(
     with tempfile.TemporaryDirectory() as scratch:
         saved_path, new_path = _split(store, share, Path(scratch))
         whole, saved_part, new_part = (_connection(p) for p in (store, saved_path, new_path))
+        inputs = _dependent_inputs(whole)
         return [
-            {"section": name, **_measure_section(section, whole, saved_part, new_part)}
+            {
+                "section": name,
+                **_measure_section(section, whole, saved_part, new_part, inputs.get(name, {})),
+            }
             for name, section in _sections(n_resamples).items()
             if chosen is None or name in chosen
         ]
@@ -152,7 +209,32 @@ def old_child(store: str, n_resamples: int, chosen: list[str] | None = None) -> 
         "anchoring": lambda: anchoring_by_reviewer(connection),
     }
     timings = {name: _cpu(run)[0] for name, run in runs.items() if chosen is None or name in chosen}
+    inputs = _dependent_inputs(connection)
+    from llm_council.bias_audit.report.analyses import joint, reviewers
+
+    if chosen is None or "joint model" in chosen:
+        timings["joint model"] = _cpu(
+            lambda: joint.fit_joint_model(connection, **_old_joint(inputs))
+        )[0]
+    from llm_council.bias_audit.report.analyses.style_mimicry import style_mimicry
+
+    if chosen is None or "style mimicry" in chosen:
+        timings["style mimicry"] = _cpu(lambda: style_mimicry(connection, 0.05))[0]
+    self_preferences = getattr(reviewers, "self_preferences", None)  # moved by ADR 0077
+    if self_preferences is not None and (chosen is None or "self-preference" in chosen):
+        timings["self-preference"] = _cpu(
+            lambda: self_preferences(
+                connection,
+                inputs["self-preference"]["joint_effects"],
+                inputs["self-preference"]["n_joint_sessions"],
+            )
+        )[0]
     print(json.dumps(timings))
+
+
+def _old_joint(inputs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    joint = inputs["joint model"]
+    return {"leniency_reference": joint["reference"], "forced_choice": joint["forced_choice"]}
 
 
 def main() -> None:
@@ -195,9 +277,10 @@ def main() -> None:
     print(f"store {args.store}, new share {args.new_share}, load average {load}")
     print(
         "| section | old full (CPU s) | cold: summarize + finish | +new: read saved + "
-        "summarize new + merge + finish | equal to cold | saved arrays (MB) |"
+        "summarize new + merge + finish | equal to cold | largest relative difference | "
+        "saved arrays (MB) |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for row in rows:
         incremental = row["read_saved"] + row["summarize_new"] + row["merge"] + row["finish"]
         print(
@@ -205,9 +288,14 @@ def main() -> None:
             f"{row['cold_summarize']:.2f} + {row['cold_finish']:.2f} | "
             f"{row['read_saved']:.3f} + {row['summarize_new']:.3f} + {row['merge']:.3f} + "
             f"{row['finish']:.3f} = {incremental:.2f} | {row['equal']} | "
-            f"{row['saved_arrays_mb']:.1f} |"
+            f"{row['relative_difference']:.1e} | {row['saved_arrays_mb']:.1f} |"
         )
-    if not all(row["equal"] for row in rows):
+    # the joint model and self-preference: equal up to rounding (ADR 0077), the rest exactly
+    rounded = ("joint model", "self-preference", "style mimicry")
+    if not all(
+        row["equal"] or (row["section"] in rounded and row["relative_difference"] <= 1e-8)
+        for row in rows
+    ):
         raise SystemExit("an incremental result differs from the cold one")
 
 

@@ -265,8 +265,8 @@ def sections_child(store: str) -> None:
         leniency_fixed_by_the_scale,
         material_leniency,
         reviewer_profiles,
-        self_preferences,
     )
+    from llm_council.bias_audit.report.analyses.self_preference import self_preferences
     from llm_council.bias_audit.report.load.loading import load_store
     from llm_council.bias_audit.report.load.tables import (
         create_analysis_tables,

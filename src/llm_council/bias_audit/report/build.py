@@ -32,7 +32,8 @@ from llm_council.bias_audit.report.analyses.incremental_runner import (
     submit_incremental,
 )
 from llm_council.bias_audit.report.analyses.incremental_section import IncrementalSection
-from llm_council.bias_audit.report.analyses.joint import JointFit, fit_joint_model
+from llm_council.bias_audit.report.analyses.joint import JointFit
+from llm_council.bias_audit.report.analyses.joint_summary import JOINT_MODEL
 from llm_council.bias_audit.report.analyses.leaderboard import (
     LeaderboardSection,
     with_adjusted_means,
@@ -50,12 +51,13 @@ from llm_council.bias_audit.report.analyses.reviewers import (
     leniency_fixed_by_the_scale,
     material_leniency,
     reviewer_profiles,
-    self_preferences,
 )
 from llm_council.bias_audit.report.analyses.section_runner import (
     PARALLEL_MAX_RECORDS,
     SectionRunner,
 )
+from llm_council.bias_audit.report.analyses.self_preference import SELF_PREFERENCE
+from llm_council.bias_audit.report.analyses.style_mimicry_summary import StyleMimicrySection
 from llm_council.bias_audit.report.finding import ERROR_RATES
 from llm_council.bias_audit.report.load.loading import (
     DEFAULT_MEMORY_LIMIT,
@@ -138,6 +140,9 @@ def _incremental_sections(
     sections: list[IncrementalSection[Any, Any]] = [
         DECISIONS,  # ADR 0046
         LeaderboardSection(n_resamples=n_resamples, seed=seed),
+        JOINT_MODEL,  # ADR 0077: finished below with the profiles' reference
+        SELF_PREFERENCE,  # ADR 0077: finished below with the joint model's effects
+        StyleMimicrySection(significance_level),  # ADR 0077
     ]
     if dense_tables_fit(connection):
         sections.append(AmplificationSection(significance_level, seed))
@@ -189,7 +194,6 @@ def _run_sections(
     )
     # the joint model's leniencies are centred on the profiles' robust reference
     reference = [p.reviewer for p in profiles if p.in_leniency_reference]
-    joint_future = runner.submit(fit_joint_model, reference, forced_choice=forced_choice)
     position_future = runner.submit(position_bias, significance_level)
     level_fixed = frozenset([p.reviewer for p in profiles] if forced_choice else rank_reviewers)
     collect_families = submit_bias_families(
@@ -206,11 +210,10 @@ def _run_sections(
     length = length_future.result()
     position = position_future.result()
     step("fitting the joint model")
-    joint = joint_future.result()
-    self_preference = self_preferences(
-        connection,
-        joint.model.effects if joint else [],
-        joint.model.n_sessions if joint else 0,
+    joint = incremental["joint_model"].result()(reference=reference, forced_choice=forced_choice)
+    self_preference = incremental["self_preference"].result()(
+        joint_effects=joint.model.effects if joint else [],
+        n_joint_sessions=joint.model.n_sessions if joint else 0,
     )
     step("anchoring, favouritism, drift")
     families = collect_families()

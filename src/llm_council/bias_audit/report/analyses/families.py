@@ -91,7 +91,7 @@ def submit_bias_families(
             f"cells exceeds {MAX_TABLE_CELLS} (narrow the window with --since/--until)"
         ]
     )
-    style = runner.submit(style_mimicry, significance_level)
+    style = done.get("style_mimicry") or runner.submit(style_mimicry, significance_level)
     amplified = (
         (done.get("amplification") or runner.submit(amplification, significance_level, seed=seed))
         if dense_ok

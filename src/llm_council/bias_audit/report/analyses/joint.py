@@ -45,7 +45,7 @@ class JointFit:
     adjusted_mean_by_model: dict[str, float]
 
 
-def _records_by_answer(
+def records_by_answer(
     connection: duckdb.DuckDBPyConnection, n_models: int
 ) -> dict[str, np.ndarray]:
     """Every scored record's model inputs as typed arrays, rows ordered by answer id
@@ -75,7 +75,7 @@ def _records_by_answer(
     return records
 
 
-def _joint_effects(
+def joint_effects(
     fit: ClusteredOlsFit,
     blocks: list[tuple[str, list[str], int]],
     leniency_reference: Collection[str] | None,
@@ -117,7 +117,7 @@ def _joint_effects(
     return effects, position_slice
 
 
-def _position_wald(fit: ClusteredOlsFit, position_slice: slice) -> tuple[float, float]:
+def position_wald(fit: ClusteredOlsFit, position_slice: slice) -> tuple[float, float]:
     """(F, p) of all slots equal to slot A; NaN when the covariance is singular.
 
     A singular covariance hides a slot effect that never varied (issue 23): no p-value
@@ -133,7 +133,7 @@ def _position_wald(fit: ClusteredOlsFit, position_slice: slice) -> tuple[float, 
     return wald.f_statistic, wald.p_value
 
 
-def _names(connection: duckdb.DuckDBPyConnection, table: str, column: str) -> list[str]:
+def table_names(connection: duckdb.DuckDBPyConnection, table: str, column: str) -> list[str]:
     """The ``column`` of ``table`` (reviewers or models) in index order."""
     return [
         name
@@ -143,7 +143,7 @@ def _names(connection: duckdb.DuckDBPyConnection, table: str, column: str) -> li
     ]
 
 
-def _design_blocks(
+def design_blocks(
     reviewer_names: list[str], n_slots: int, self_reviewers: np.ndarray
 ) -> list[tuple[str, list[str], int]]:
     """The joint model's term groups: ``(group, term names, columns)``, those identified."""
@@ -197,9 +197,9 @@ def fit_joint_model(
     every other reviewer's leniency; verbosities are centred on all reviewers.
     ``forced_choice`` is :func:`scores_sum_to_a_constant` when the caller has it already.
     """
-    reviewer_names = _names(connection, "reviewers", "reviewer")
-    model_names = _names(connection, "models", "model")
-    records = _records_by_answer(connection, len(model_names))
+    reviewer_names = table_names(connection, "reviewers", "reviewer")
+    model_names = table_names(connection, "models", "model")
+    records = records_by_answer(connection, len(model_names))
     answer, score = records["answer"], records["score"]
     if score.size < 3:
         return None
@@ -213,7 +213,7 @@ def fit_joint_model(
     # The design is filled by index (no dense dummy temporaries): a million rows x 17
     # columns built by broadcasting comparisons costs more than the whole fit.
     self_reviewers = np.flatnonzero(np.bincount(reviewer[is_self > 0], minlength=n_reviewers))
-    blocks = _design_blocks(reviewer_names, int(position.max()) + 1, self_reviewers)
+    blocks = design_blocks(reviewer_names, int(position.max()) + 1, self_reviewers)
     if not blocks:
         return None
     raw_design = block_design(
@@ -238,11 +238,11 @@ def fit_joint_model(
 
     if forced_choice is None:
         forced_choice = scores_sum_to_a_constant(connection)
-    effects, position_slice = _joint_effects(fit, blocks, leniency_reference, forced_choice)
+    effects, position_slice = joint_effects(fit, blocks, leniency_reference, forced_choice)
     position_identified = position_slice.stop > position_slice.start and all(
         effect.identified for effect in effects if effect.group == "position"
     )
-    wald_f, wald_p = _position_wald(fit, position_slice) if position_identified else (nan, nan)
+    wald_f, wald_p = position_wald(fit, position_slice) if position_identified else (nan, nan)
     adjusted, n_answers, residual_sd = _adjusted_view(fit, score, raw_design, answer, model_names)
     return JointFit(
         model=JointModel(

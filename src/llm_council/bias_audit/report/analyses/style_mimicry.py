@@ -11,14 +11,19 @@ similarity and never enter."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import duckdb
 import numpy as np
+from numpy.typing import ArrayLike
 
 from llm_council.bias_audit.report.estimates import Interval
 from llm_council.bias_audit.report.load.tables import nullable_floats
-from llm_council.stats.bias_effects.style_mimicry import mimicry_slopes_of_columns
+from llm_council.stats.bias_effects.style_mimicry import (
+    MimicrySlopes,
+    mimicry_slopes_of_columns,
+)
 from llm_council.stats.inference.multiplicity import holm_adjusted
 
 #: what the method is called in every rendering
@@ -55,10 +60,11 @@ class StyleMimicry:
     method: str = METHOD
 
 
-def style_mimicry(
-    connection: duckdb.DuckDBPyConnection, significance_level: float = 0.05
-) -> StyleMimicry | None:
-    """Per-reviewer mimicry slopes from ``records`` (None when no record has a similarity)."""
+def mimicry_rows(
+    connection: duckdb.DuckDBPyConnection,
+) -> tuple[dict[int, str], dict[str, np.ndarray] | None]:
+    """The reviewers' names by index, and the fit's columns (sorted by session; None when
+    no record has a similarity): score, similarity, log_words, reviewer, answer, session."""
     names = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
     model_names = [
         model
@@ -81,8 +87,7 @@ def style_mimicry(
         [[names[index] for index in sorted(names)], model_names],
     ).fetchnumpy()
     if len(rows["session"]) == 0:
-        return None
-    n_reviewers = max(names) + 1
+        return names, None
     # The fit reads each session as one slice and would sort copies of all its inputs
     # while these are held; sorting each column as it is copied holds one column extra.
     fetched_session = np.asarray(rows["session"], dtype=np.int64)
@@ -102,10 +107,19 @@ def style_mimicry(
         "answer": answer,
         "session": session,
     }
-    del rows, by_session, answer  # the fetched columns, now copied: not held through the fit
-    fit = mimicry_slopes_of_columns(columns, n_reviewers)
-    scores_per_reviewer = np.bincount(reviewer, minlength=n_reviewers)
-    present = [index for index in range(n_reviewers) if scores_per_reviewer[index] > 0]
+    return names, columns
+
+
+def mimicry_result(
+    fit: MimicrySlopes,
+    names: Sequence[str],
+    scores_per_reviewer: np.ndarray,
+    n_scores: int,
+    n_sessions: int,
+    significance_level: float,
+) -> StyleMimicry:
+    """The section's result from the fit: Holm across the reviewers with a score."""
+    present = [index for index in range(len(names)) if scores_per_reviewer[index] > 0]
     holm = holm_adjusted([fit.slopes[index].p_value for index in present])
     items = []
     for index, adjusted in zip(present, holm, strict=True):
@@ -125,7 +139,29 @@ def style_mimicry(
         )
     return StyleMimicry(
         reviewers=items,
-        n_scores_with_similarity=int(session.size),
-        n_sessions=int(np.count_nonzero(np.diff(session))) + 1,  # session is sorted
+        n_scores_with_similarity=n_scores,
+        n_sessions=n_sessions,
         significance_level=significance_level,
+    )
+
+
+def style_mimicry(
+    connection: duckdb.DuckDBPyConnection, significance_level: float = 0.05
+) -> StyleMimicry | None:
+    """Per-reviewer mimicry slopes from ``records`` (None when no record has a similarity)."""
+    names, columns = mimicry_rows(connection)
+    if columns is None:
+        return None
+    n_reviewers = max(names) + 1
+    reviewer, session = columns["reviewer"], columns["session"]
+    inputs: dict[str, ArrayLike] = dict(columns)
+    del columns  # the fit empties ``inputs``: its columns are held nowhere else
+    fit = mimicry_slopes_of_columns(inputs, n_reviewers)
+    return mimicry_result(
+        fit,
+        [names[index] for index in range(n_reviewers)],
+        np.bincount(reviewer, minlength=n_reviewers),
+        int(session.size),
+        int(np.count_nonzero(np.diff(session))) + 1,  # session is sorted
+        significance_level,
     )
