@@ -14,6 +14,7 @@ import pytest
 import structlog
 
 from generators.independent_council import CouncilSpec, generate_sessions, write_store
+from golden_compare import golden_differences
 from llm_council.bias_audit.report import build_report
 from llm_council.bias_audit.report.analyses import incremental_runner
 from llm_council.bias_audit.report.analyses.summary_keeper import SummaryKeeper, payload_bytes
@@ -92,7 +93,10 @@ def test_a_store_whose_summaries_are_too_large_saves_no_file_and_reports_the_sam
         text = _canonical(store)
     assert not summaries_path(store).exists()
     assert [e["event"] for e in logs].count("report_sessions_not_saved") == 1
-    assert text == _canonical(store, session_summaries=False)
+    # equal to the report without a file; the sessions held back (the store's last 64 KiB)
+    # are summarized apart and merged, so the joint model's sums round differently (ADR 0077)
+    cold = _canonical(store, session_summaries=False)
+    assert golden_differences(json.loads(cold), json.loads(text), "report", 1e-8) == []
     monkeypatch.undo()
     _canonical(store)  # the real limit: the file is written
     assert summaries_path(store).exists()
