@@ -1,4 +1,5 @@
-"""Decisions affected and the leaderboard from merged per-session summaries (ADR 0074).
+"""Decisions affected, the leaderboard (ADR 0074) and the reviewer profiles (ADR 0079) from
+merged per-session summaries.
 
     .venv/bin/python benchmarks/report_incremental_sections.py --store /tmp/store.jsonl
     .venv/bin/python benchmarks/report_incremental_sections.py --store /tmp/store.jsonl \
@@ -14,7 +15,9 @@ process (DuckDB's threads included) for:
   (summarized beforehand, untimed; read back through ``to_payload``/``from_payload``,
   timed) and ``finish``; the result must equal the cold one (checked, bit for bit);
 - **old**: with ``--old-src``, the section function of that source tree on the whole
-  store, in a child process.
+  store, in a child process (the profiles: ``rank_point_reviewers``,
+  ``leniency_fixed_by_the_scale``, ``reviewer_profiles`` and ``material_leniency``, the
+  calls the report made before ADR 0079).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-_SECTIONS = ("decisions", "leaderboard")
+_SECTIONS = ("decisions", "leaderboard", "reviewer_profiles")
 
 
 def _split(store: Path, share: float, directory: Path) -> tuple[Path, Path]:
@@ -80,10 +83,12 @@ def _same(a: Any, b: Any) -> bool:
 def _sections(n_resamples: int) -> dict[str, Any]:
     from llm_council.bias_audit.report.analyses.decisions import DECISIONS
     from llm_council.bias_audit.report.analyses.leaderboard import LeaderboardSection
+    from llm_council.bias_audit.report.analyses.reviewers import REVIEWER_PROFILES
 
     return {
         "decisions": DECISIONS,
         "leaderboard": LeaderboardSection(n_resamples=n_resamples, seed=0),
+        "reviewer_profiles": REVIEWER_PROFILES,
     }
 
 
@@ -107,26 +112,38 @@ def _measure_section(section: Any, whole: Any, saved_part: Any, new_part: Any) -
     }
 
 
-def measure(store: Path, share: float, n_resamples: int) -> list[dict[str, Any]]:
-    """The cold and +new timings of both sections (module docstring)."""
+def measure(
+    store: Path, share: float, n_resamples: int, names: tuple[str, ...] = _SECTIONS
+) -> list[dict[str, Any]]:
+    """The cold and +new timings of the sections ``names`` (module docstring)."""
     with tempfile.TemporaryDirectory() as scratch:
         saved_path, new_path = _split(store, share, Path(scratch))
         whole, saved_part, new_part = (_connection(p) for p in (store, saved_path, new_path))
         return [
             {"section": name, **_measure_section(section, whole, saved_part, new_part)}
             for name, section in _sections(n_resamples).items()
+            if name in names
         ]
 
 
 def old_child(store: str, n_resamples: int) -> None:
     """The sections of the source tree on ``sys.path`` (before ADR 0074), CPU seconds."""
+    from llm_council.bias_audit.report.analyses import reviewers
     from llm_council.bias_audit.report.analyses.decisions import decisions_affected
     from llm_council.bias_audit.report.analyses.leaderboard import build_leaderboard
+    from llm_council.bias_audit.report.load.tables import rank_point_reviewers
+
+    def profiles() -> object:
+        ranks = rank_point_reviewers(connection)
+        forced = reviewers.leniency_fixed_by_the_scale(connection, ranks)
+        reviewers.material_leniency(connection)
+        return reviewers.reviewer_profiles(connection, forced_choice=forced, rank_reviewers=ranks)
 
     connection = _connection(Path(store))
     timings = {
         "decisions": _cpu(lambda: decisions_affected(connection))[0],
         "leaderboard": _cpu(lambda: build_leaderboard(connection, n_resamples=n_resamples))[0],
+        "reviewer_profiles": _cpu(profiles)[0],
     }
     print(json.dumps(timings))
 
@@ -138,6 +155,7 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=200)
     parser.add_argument("--old-src", help="a source tree of the sections before ADR 0074")
     parser.add_argument("--old-child", help=argparse.SUPPRESS)
+    parser.add_argument("--sections", default=",".join(_SECTIONS), help="comma-separated")
     args = parser.parse_args()
     if args.old_child:
         old_child(args.old_child, args.resamples)
@@ -162,7 +180,9 @@ def main() -> None:
             text=True,
         ).stdout
         old = json.loads(out.strip().splitlines()[-1])
-    rows = measure(Path(args.store), args.new_share, args.resamples)
+    rows = measure(
+        Path(args.store), args.new_share, args.resamples, tuple(args.sections.split(","))
+    )
     print(f"store {args.store}, new share {args.new_share}, load average {load}")
     print(
         "| section | old full (CPU s) | cold: summarize + finish | +new: read saved + "

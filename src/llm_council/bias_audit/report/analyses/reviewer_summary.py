@@ -20,6 +20,7 @@ import duckdb
 import numpy as np
 
 from llm_council.bias_audit.report.analyses.payload_fields import PayloadReader
+from llm_council.bias_audit.report.analyses.session_rows import group_starts
 from llm_council.bias_audit.report.load.tables import (
     _RANK_POINT_REVIEW,
     dense_codes,
@@ -73,23 +74,91 @@ def _grouped_double_double(values: np.ndarray, group: np.ndarray, n_groups: int)
     return out
 
 
-def _per_reviewer(
+def _scored_rows(connection: duckdb.DuckDBPyConnection, names: list[str]) -> dict[str, np.ndarray]:
+    """Every scored cell as arrays (reviewer as its position in ``names``, the model as
+    its rank among the models' names: numbers that do not depend on the load)."""
+    rows = connection.execute(
+        """SELECT rv.reviewer, s.session, m.model, s.score, ln(greatest(s.words, 1)) AS x,
+                  s.is_self
+           FROM scored s JOIN reviewers rv USING (reviewer_index)
+           JOIN models m USING (model_index)"""
+    ).fetchnumpy()
+    position = {name: index for index, name in enumerate(names)}
+    model_names, model = np.unique(np.asarray(rows["model"], dtype=str), return_inverse=True)
+    return {
+        "reviewer": np.array([position[str(name)] for name in rows["reviewer"]], dtype=np.int64),
+        "session": np.asarray(rows["session"], dtype=np.int64),
+        "model": model.astype(np.int64).reshape(-1),
+        "score": np.asarray(rows["score"], dtype=float),
+        "x": nullable_floats(rows["x"]),
+        "is_self": np.asarray(rows["is_self"], dtype=bool),
+    }
+
+
+def _group_moments(
+    reviewer: np.ndarray, session: np.ndarray, *values: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """Per (reviewer, session) group: its keys, size, means and centred (co)moments of
+    ``values`` (one or two columns), summed in a canonical order (keys, then the values
+    themselves), so a group gives the same bits whichever load it came from."""
+    order = np.lexsort((*values[::-1], session, reviewer))
+    reviewer, session = reviewer[order], session[order]
+    columns = [column[order] for column in values]
+    starts = group_starts(reviewer, session)
+    n = np.diff(np.r_[starts, reviewer.size]).astype(float)
+    each = np.repeat(np.arange(starts.size), n.astype(np.int64))
+    means = [np.add.reduceat(column, starts) / n if starts.size else n for column in columns]
+    centred = [column - mean[each] for column, mean in zip(columns, means, strict=True)]
+    products = [
+        np.add.reduceat(c * d, starts) if starts.size else n for c in centred for d in centred
+    ]
+    return reviewer[starts], session[starts], n, means, products
+
+
+def _grouped_double_double(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
+    """``(n_groups, 2, ...)``: per group, the double-double sum (hi, lo) of its rows."""
+    out = np.zeros((n_groups, 2, *values.shape[1:]))
+    order = np.argsort(group, kind="stable")
+    bounds = np.searchsorted(group[order], np.arange(n_groups + 1))
+    for index in range(n_groups):
+        rows = values[order[bounds[index] : bounds[index + 1]]]
+        out[index, 0], out[index, 1] = double_double_sum(rows)
+    return out
+
+
+def _review_counts(
     connection: duckdb.DuckDBPyConnection,
-) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-    """Names, counts, sums and the sums' low parts, from one row per review."""
+) -> tuple[list[str], dict[str, np.ndarray]]:
+    """One row per review (reviewer, session) of integer counts and the rank-point test."""
     reviews = connection.execute(
-        f"""SELECT reviewer, count(score) AS n_scores, count(*) AS n_records,
-                   sum(score) AS score_sum, var_samp(score) AS score_variance,
+        f"""SELECT reviewer, session, count(score) AS n_scores, count(*) AS n_records,
                    CASE WHEN {_RANK_POINT_REVIEW} THEN 1 ELSE 0 END AS rank_points
             FROM records GROUP BY reviewer, session"""
     ).fetchnumpy()
     names, reviewer = np.unique(np.asarray(reviews["reviewer"], dtype=str), return_inverse=True)
-    n = names.size
-    n_scores = np.asarray(reviews["n_scores"], dtype=np.int64)
-    n_records = np.asarray(reviews["n_records"], dtype=np.int64)
-    score_sum = np.nan_to_num(nullable_floats(reviews["score_sum"]))
-    variance = nullable_floats(reviews["score_variance"])
-    rank_points = np.asarray(reviews["rank_points"], dtype=np.int64)
+    return [str(name) for name in names], {
+        "reviewer": reviewer.astype(np.int64).reshape(-1),
+        "session": np.asarray(reviews["session"], dtype=np.int64),
+        "n_scores": np.asarray(reviews["n_scores"], dtype=np.int64),
+        "n_records": np.asarray(reviews["n_records"], dtype=np.int64),
+        "rank_points": np.asarray(reviews["rank_points"], dtype=np.int64),
+    }
+
+
+def _per_reviewer(
+    reviews: dict[str, np.ndarray], cells: dict[str, np.ndarray], n: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Counts, sums and the sums' low parts per reviewer, from the reviews' counts and the
+    scored cells' per-review score sums and sample variances (NaN below two scores, as
+    DuckDB's ``var_samp``)."""
+    keys, key_sessions, size, (mean,), (sxx,) = _group_moments(
+        cells["reviewer"], cells["session"], cells["score"]
+    )
+    score_sum = mean * size
+    with np.errstate(invalid="ignore", divide="ignore"):
+        variance = np.where(size >= 2, sxx / (size - 1), np.nan)
+    reviewer = reviews["reviewer"]
+    n_scores, n_records = reviews["n_scores"], reviews["n_records"]
     scored, complete = n_scores > 0, (n_scores == n_records) & (n_records >= 2)
 
     def per(values: np.ndarray) -> np.ndarray:
@@ -102,56 +171,51 @@ def _per_reviewer(
             per(scored),
             per(n_scores),
             per(n_records),
-            per(np.isfinite(variance)),
-            per(scored & (rank_points == 0)),
+            np.bincount(keys, weights=np.isfinite(variance), minlength=n).astype(np.int64),
+            per(scored & (reviews["rank_points"] == 0)),
             max_scores,
             per(complete),
         ]
     ).reshape(-1, len(REVIEW_COUNTS))
+    # each complete review's total, found among the scored groups by (reviewer, session)
+    width = int(max(key_sessions.max(initial=0), reviews["session"].max(initial=0))) + 1
+    group_key = keys * width + key_sessions
+    wanted = reviewer[complete] * width + reviews["session"][complete]
+    totals = score_sum[np.searchsorted(group_key, wanted)] if wanted.size else np.zeros(0)
     low, high = np.full(n, np.nan), np.full(n, np.nan)
-    np.fmin.at(low, reviewer[complete], score_sum[complete])
-    np.fmax.at(high, reviewer[complete], score_sum[complete])
-    moments = _grouped_double_double(
-        np.column_stack([score_sum, np.nan_to_num(variance)]), reviewer, n
-    )
+    np.fmin.at(low, reviewer[complete], totals)
+    np.fmax.at(high, reviewer[complete], totals)
+    moments = _grouped_double_double(np.column_stack([score_sum, np.nan_to_num(variance)]), keys, n)
     sums = np.column_stack([moments[:, 0], low, high]).reshape(-1, len(REVIEW_SUMS))
-    return [str(name) for name in names], counts, sums, moments[:, 1]
+    return counts, sums, moments[:, 1]
 
 
-def _length_sums(
-    connection: duckdb.DuckDBPyConnection, names: list[str]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each reviewer's Fisher-z sums (hi, lo) of its per-session log-length/score
-    correlations."""
-    rows = connection.execute(
-        """SELECT rv.reviewer, corr(score, ln(greatest(words, 1))) AS r, count(*) AS n
-           FROM scored s JOIN reviewers rv USING (reviewer_index) WHERE NOT is_self
-           GROUP BY rv.reviewer, s.session HAVING count(*) >= 3"""
-    ).fetchnumpy()
-    position = {name: index for index, name in enumerate(names)}
-    reviewer = np.array([position[str(name)] for name in rows["reviewer"]], dtype=np.int64)
-    r, n = nullable_floats(rows["r"]), np.asarray(rows["n"], dtype=float)
-    usable = np.isfinite(r)
-    terms = fisher_z_terms(r[usable], n[usable])
-    sums = _grouped_double_double(terms, reviewer[usable], len(names))
+def _length_sums(cells: dict[str, np.ndarray], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each reviewer's Fisher-z sums (hi, lo) of its per-session correlations of score
+    with ln(words), over its non-self cells of sessions with three or more (DuckDB's
+    ``corr``: NaN where either variance is zero)."""
+    other = ~cells["is_self"]
+    keys, _, size, _, (sxx, sxy, _, syy) = _group_moments(
+        cells["reviewer"][other], cells["session"][other], cells["x"][other], cells["score"][other]
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.where((sxx > 0) & (syy > 0), sxy / np.sqrt(sxx * syy), np.nan)
+    usable = (size >= 3) & np.isfinite(r)
+    terms = fisher_z_terms(r[usable], size[usable])
+    sums = _grouped_double_double(terms, keys[usable], n)
     return sums[:, 0], sums[:, 1]
 
 
-def _pair_sums(connection: duckdb.DuckDBPyConnection, names: list[str]) -> PairDeviationSums:
-    """The pair-deviation sums of every session, built a chunk of sessions at a time."""
-    rows = connection.execute(
-        """SELECT s.session, rv.reviewer, s.model_index, s.score
-           FROM scored s JOIN reviewers rv USING (reviewer_index) WHERE NOT s.is_self"""
-    ).fetchnumpy()
-    n_reviewers = len(names)
+def _pair_sums(cells: dict[str, np.ndarray], n_reviewers: int) -> PairDeviationSums:
+    """The pair-deviation sums of every session, built a chunk of sessions at a time
+    (answers in the order of the models' names)."""
     total = PairDeviationSums.empty(n_reviewers)
-    position = {name: index for index, name in enumerate(names)}
-    reviewer = np.array([position[str(name)] for name in rows["reviewer"]], dtype=np.int64)
-    if reviewer.size == 0:
+    other = ~cells["is_self"]
+    if not other.any():
         return total
-    _, session = dense_codes(np.asarray(rows["session"], dtype=np.int64))
-    model = np.asarray(rows["model_index"], dtype=np.int64)
-    score = np.asarray(rows["score"], dtype=float)
+    _, session = dense_codes(cells["session"][other])
+    reviewer, model = cells["reviewer"][other], cells["model"][other]
+    score = cells["score"][other]
     n_models = int(model.max()) + 1
     per_session = n_reviewers * n_reviewers * max(n_reviewers, n_models)
     chunk = max(1, _CUBE_CELLS // per_session)
@@ -163,16 +227,23 @@ def _pair_sums(connection: duckdb.DuckDBPyConnection, names: list[str]) -> PairD
         range(0, n_sessions, chunk), zip(bounds[:-1], bounds[1:], strict=False), strict=False
     ):
         size = min(chunk, n_sessions - low)
-        cube = np.full((size, n_reviewers, n_models), np.nan)
-        cube[session[start:stop] - low, reviewer[start:stop], model[start:stop]] = score[start:stop]
-        total = total + pair_deviation_sums(cube)
+        # a reviewer id that scored one answer twice (two members under one id): its mean
+        cell = (session[start:stop] - low, reviewer[start:stop], model[start:stop])
+        sums = np.zeros((size, n_reviewers, n_models))
+        counts = np.zeros((size, n_reviewers, n_models))
+        np.add.at(sums, cell, score[start:stop])
+        np.add.at(counts, cell, 1.0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            total = total + pair_deviation_sums(sums / np.where(counts > 0, counts, np.nan))
     return total
 
 
 def summarize_reviewers(connection: duckdb.DuckDBPyConnection) -> ReviewerSummary:
     """The summary of every session in ``connection``'s tables."""
-    names, counts, sums, sums_lo = _per_reviewer(connection)
-    length_sums, length_sums_lo = _length_sums(connection, names)
+    names, reviews = _review_counts(connection)
+    cells = _scored_rows(connection, names)
+    counts, sums, sums_lo = _per_reviewer(reviews, cells, len(names))
+    length_sums, length_sums_lo = _length_sums(cells, len(names))
     ranges = connection.execute(
         """SELECT scale_high - scale_low AS scale_range, count(*) FROM records
            WHERE score IS NOT NULL AND scale_high - scale_low IS NOT NULL
@@ -183,7 +254,7 @@ def summarize_reviewers(connection: duckdb.DuckDBPyConnection) -> ReviewerSummar
         counts=counts,
         sums=sums,
         length_sums=length_sums,
-        pairs=_pair_sums(connection, names),
+        pairs=_pair_sums(cells, len(names)),
         scale_ranges=np.array([float(row[0]) for row in ranges], dtype=float),
         scale_range_counts=np.array([int(row[1]) for row in ranges], dtype=np.int64),
         sums_lo=sums_lo,
