@@ -74,21 +74,36 @@ def _grouped_double_double(values: np.ndarray, group: np.ndarray, n_groups: int)
     return out
 
 
+def _name_ranks(
+    connection: duckdb.DuckDBPyConnection, table: str, names: list[str] | None
+) -> np.ndarray:
+    """Per dense index of ``table`` (reviewers or models): the name's position in
+    ``names``, or its rank among the table's names (numbers that do not depend on the load)."""
+    column = table[:-1]
+    rows = connection.execute(f"SELECT {column}_index, {column} FROM {table}").fetchall()
+    lookup = np.zeros(max((int(row[0]) for row in rows), default=-1) + 1, dtype=np.int64)
+    if names is None:
+        names = sorted(str(row[1]) for row in rows)
+    position = {name: index for index, name in enumerate(names)}
+    for index, name in rows:
+        lookup[int(index)] = position[str(name)]
+    return lookup
+
+
 def _scored_rows(connection: duckdb.DuckDBPyConnection, names: list[str]) -> dict[str, np.ndarray]:
     """Every scored cell as arrays (reviewer as its position in ``names``, the model as
     its rank among the models' names: numbers that do not depend on the load)."""
     rows = connection.execute(
-        """SELECT rv.reviewer, s.session, m.model, s.score, ln(greatest(s.words, 1)) AS x,
-                  s.is_self
-           FROM scored s JOIN reviewers rv USING (reviewer_index)
-           JOIN models m USING (model_index)"""
+        """SELECT reviewer_index, session, model_index, score,
+                  ln(greatest(words, 1)) AS x, is_self
+           FROM scored"""
     ).fetchnumpy()
-    position = {name: index for index, name in enumerate(names)}
-    model_names, model = np.unique(np.asarray(rows["model"], dtype=str), return_inverse=True)
+    reviewers = _name_ranks(connection, "reviewers", names)
+    models = _name_ranks(connection, "models", None)
     return {
-        "reviewer": np.array([position[str(name)] for name in rows["reviewer"]], dtype=np.int64),
+        "reviewer": reviewers[np.asarray(rows["reviewer_index"], dtype=np.int64)],
         "session": np.asarray(rows["session"], dtype=np.int64),
-        "model": model.astype(np.int64).reshape(-1),
+        "model": models[np.asarray(rows["model_index"], dtype=np.int64)],
         "score": np.asarray(rows["score"], dtype=float),
         "x": nullable_floats(rows["x"]),
         "is_self": np.asarray(rows["is_self"], dtype=bool),
@@ -131,13 +146,21 @@ def _review_counts(
 ) -> tuple[list[str], dict[str, np.ndarray]]:
     """One row per review (reviewer, session) of integer counts and the rank-point test."""
     reviews = connection.execute(
-        f"""SELECT reviewer, session, count(score) AS n_scores, count(*) AS n_records,
-                   CASE WHEN {_RANK_POINT_REVIEW} THEN 1 ELSE 0 END AS rank_points
-            FROM records GROUP BY reviewer, session"""
+        f"""WITH per_review AS (
+                SELECT reviewer, session, count(score) AS n_scores, count(*) AS n_records,
+                       CASE WHEN {_RANK_POINT_REVIEW} THEN 1 ELSE 0 END AS rank_points
+                FROM records GROUP BY reviewer, session)
+            SELECT rv.reviewer_index, p.session, p.n_scores, p.n_records, p.rank_points
+            FROM per_review p JOIN reviewers rv USING (reviewer)"""
     ).fetchnumpy()
-    names, reviewer = np.unique(np.asarray(reviews["reviewer"], dtype=str), return_inverse=True)
-    return [str(name) for name in names], {
-        "reviewer": reviewer.astype(np.int64).reshape(-1),
+    names = sorted(
+        str(row[0]) for row in connection.execute("SELECT reviewer FROM reviewers").fetchall()
+    )
+    reviewer = _name_ranks(connection, "reviewers", names)[
+        np.asarray(reviews["reviewer_index"], dtype=np.int64)
+    ]
+    return names, {
+        "reviewer": reviewer,
         "session": np.asarray(reviews["session"], dtype=np.int64),
         "n_scores": np.asarray(reviews["n_scores"], dtype=np.int64),
         "n_records": np.asarray(reviews["n_records"], dtype=np.int64),
