@@ -189,3 +189,43 @@ def test_new_reviewers_in_a_later_part_are_aligned_by_name(tmp_path: Path) -> No
     merged = SECTION.merge(b, a)
     assert merged.reviewers == whole.reviewers and len(merged.reviewers) == 7
     assert _same(SECTION.finish(merged), SECTION.finish(whole))
+
+
+@pytest.mark.parametrize("field", ["pair_cross", "reviewers", "counts"])
+def test_the_runner_recomputes_a_malformed_saved_summary(field: str, tmp_path: Path) -> None:
+    from llm_council.bias_audit.report.analyses.incremental_runner import (
+        IncrementalPlan,
+        _run_section,
+    )
+    from llm_council.bias_audit.report.load.session_summaries import (
+        SavedSection,
+        SessionSummaries,
+    )
+
+    (a, _, _), whole = _summaries("independent-3-harsh", tmp_path)
+    meta, arrays = SECTION.to_payload(a)
+    meta, arrays = dict(meta), dict(arrays)
+    _BREAKS[field](meta, arrays)
+    saved = SessionSummaries(
+        coverage={},
+        settings={},
+        session_ids=np.array([], dtype=str),
+        session_records=np.zeros((0, 2), dtype=np.uint64),
+        sections={SECTION.name: SavedSection(SECTION.version, meta, arrays)},
+    )
+    plan = IncrementalPlan(
+        how="incremental",
+        reason="",
+        schema=None,
+        held_schema=None,
+        saved=saved,
+        session_ids=np.array([], dtype=str),
+        session_records=np.zeros((0, 2), dtype=np.uint64),
+        coverage=None,
+        settings={},
+        n_new=0,
+    )
+    path = tmp_path / "part-3.jsonl"  # the whole store, written by _summaries
+    result, folded = _run_section(connection_of(path), SECTION, plan)
+    assert folded is None  # nothing saved from a summary that could not be read
+    assert _same(result, SECTION.finish(whole))
