@@ -1,7 +1,7 @@
 """Sections from merged per-session summaries: decisions affected and the leaderboard
-(ADR 0074); joint model, self-preference, style mimicry (ADR 0077; equal to cold up to
-rounding, the largest relative difference is printed); favouritism, reasoning-chain bias
-and anchoring (ADR 0078).
+(ADR 0074); the reviewer profiles (ADR 0079); joint model, self-preference, style
+mimicry (ADR 0077; equal to cold up to rounding, the largest relative difference is
+printed); favouritism, reasoning-chain bias and anchoring (ADR 0078).
 
     .venv/bin/python benchmarks/report_incremental_sections.py --store /tmp/store.jsonl
     .venv/bin/python benchmarks/report_incremental_sections.py --store /tmp/store.jsonl \
@@ -33,8 +33,6 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
-
-_SECTIONS = ("decisions", "leaderboard")
 
 
 def _split(store: Path, share: float, directory: Path) -> tuple[Path, Path]:
@@ -87,6 +85,7 @@ def _sections(n_resamples: int) -> dict[str, Any]:
     from llm_council.bias_audit.report.analyses.joint_summary import JOINT_MODEL
     from llm_council.bias_audit.report.analyses.leaderboard import LeaderboardSection
     from llm_council.bias_audit.report.analyses.reasoning import ReasoningSection
+    from llm_council.bias_audit.report.analyses.reviewers import REVIEWER_PROFILES
     from llm_council.bias_audit.report.analyses.self_preference import SELF_PREFERENCE
     from llm_council.bias_audit.report.analyses.style_mimicry_summary import StyleMimicrySection
 
@@ -99,6 +98,7 @@ def _sections(n_resamples: int) -> dict[str, Any]:
         "joint model": JOINT_MODEL,  # ADR 0077
         "self-preference": SELF_PREFERENCE,  # ADR 0077
         "style mimicry": StyleMimicrySection(0.05),  # ADR 0077
+        "reviewer_profiles": REVIEWER_PROFILES,  # ADR 0079
     }
 
 
@@ -194,14 +194,23 @@ def measure(
 
 def old_child(store: str, n_resamples: int, chosen: list[str] | None = None) -> None:
     """The sections of the source tree on ``sys.path`` (from every record), CPU seconds."""
+    from llm_council.bias_audit.report.analyses import reviewers
     from llm_council.bias_audit.report.analyses.anchoring import anchoring_by_reviewer
     from llm_council.bias_audit.report.analyses.decisions import decisions_affected
     from llm_council.bias_audit.report.analyses.favouritism import favouritism
     from llm_council.bias_audit.report.analyses.leaderboard import build_leaderboard
     from llm_council.bias_audit.report.analyses.reasoning import reasoning_by_reviewer
+    from llm_council.bias_audit.report.load.tables import rank_point_reviewers
+
+    def profiles() -> object:  # the calls the report made before ADR 0079
+        ranks = rank_point_reviewers(connection)
+        forced = reviewers.leniency_fixed_by_the_scale(connection, ranks)
+        reviewers.material_leniency(connection)
+        return reviewers.reviewer_profiles(connection, forced_choice=forced, rank_reviewers=ranks)
 
     connection = _connection(Path(store))
     runs = {
+        "reviewer_profiles": profiles,
         "decisions": lambda: decisions_affected(connection),
         "leaderboard": lambda: build_leaderboard(connection, n_resamples=n_resamples),
         "favouritism": lambda: favouritism(connection),
@@ -210,7 +219,7 @@ def old_child(store: str, n_resamples: int, chosen: list[str] | None = None) -> 
     }
     timings = {name: _cpu(run)[0] for name, run in runs.items() if chosen is None or name in chosen}
     inputs = _dependent_inputs(connection)
-    from llm_council.bias_audit.report.analyses import joint, reviewers
+    from llm_council.bias_audit.report.analyses import joint
 
     if chosen is None or "joint model" in chosen:
         timings["joint model"] = _cpu(

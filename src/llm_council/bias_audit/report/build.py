@@ -48,9 +48,8 @@ from llm_council.bias_audit.report.analyses.reliability import (
     council_reliability,
 )
 from llm_council.bias_audit.report.analyses.reviewers import (
-    leniency_fixed_by_the_scale,
-    material_leniency,
-    reviewer_profiles,
+    REVIEWER_PROFILES,
+    ProfiledReviewers,
 )
 from llm_council.bias_audit.report.analyses.section_runner import (
     PARALLEL_MAX_RECORDS,
@@ -65,16 +64,12 @@ from llm_council.bias_audit.report.load.loading import (
     load_store,
     parse_since,
 )
-from llm_council.bias_audit.report.load.tables import (
-    create_analysis_tables,
-    rank_point_reviewers,
-)
+from llm_council.bias_audit.report.load.tables import create_analysis_tables
 from llm_council.bias_audit.report.model import (
     BiasReport,
     Leaderboard,
     LengthBias,
     PositionBias,
-    ReviewerProfile,
     SelfPreference,
 )
 from llm_council.bias_audit.report.report_verdicts import decide_findings
@@ -89,7 +84,7 @@ REPORT_STEPS = 7
 class _Sections:
     """Every analysis of the report, as the section runner returned them."""
 
-    profiles: list[ReviewerProfile]
+    profiles: ProfiledReviewers
     length: LengthBias | None
     position: PositionBias | None
     joint: JointFit | None
@@ -138,6 +133,7 @@ def _incremental_sections(
     order, costliest first (amplification only where its dense tables are allowed:
     :func:`dense_tables_fit`)."""
     sections: list[IncrementalSection[Any, Any]] = [
+        REVIEWER_PROFILES,  # first: the joint model and anchoring wait for it (ADR 0079)
         DECISIONS,  # ADR 0046
         LeaderboardSection(n_resamples=n_resamples, seed=seed),
         JOINT_MODEL,  # ADR 0077: finished below with the profiles' reference
@@ -186,16 +182,12 @@ def _run_sections(
     """
     board_future = incremental["leaderboard"]
     step("profiling reviewers")
-    # both need it: ask once (rank points or a forced-choice scale)
-    rank_reviewers = rank_point_reviewers(connection)
-    forced_choice = leniency_fixed_by_the_scale(connection, rank_reviewers)
-    profiles = reviewer_profiles(
-        connection, forced_choice=forced_choice, rank_reviewers=rank_reviewers
-    )
+    profiled: ProfiledReviewers = incremental["reviewer_profiles"].result()  # ADR 0079
+    rank_reviewers, forced_choice = set(profiled.rank_reviewers), profiled.forced_choice
     # the joint model's leniencies are centred on the profiles' robust reference
-    reference = [p.reviewer for p in profiles if p.in_leniency_reference]
+    reference = profiled.reference
     position_future = runner.submit(position_bias, significance_level)
-    level_fixed = frozenset([p.reviewer for p in profiles] if forced_choice else rank_reviewers)
+    level_fixed = profiled.level_fixed
     collect_families = submit_bias_families(
         runner, significance_level, seed=seed, level_fixed=level_fixed, computed=incremental
     )
@@ -219,7 +211,7 @@ def _run_sections(
     families = collect_families()
     step("leaderboard (bootstrap over sessions)")
     return _Sections(
-        profiles=profiles,
+        profiles=profiled,
         length=length,
         position=position,
         joint=joint,
@@ -263,7 +255,7 @@ def _assemble_report(
         n_reviewers=int(counts[0]),
         n_models=int(counts[1]),
         warnings=list(store.warnings),
-        profiles=sections.profiles,
+        profiles=sections.profiles.profiles,
         length=sections.length,
         position=sections.position,
         self_preference=sections.self_preference,
@@ -276,7 +268,7 @@ def _assemble_report(
         until=until,
         families=sections.families,
         decisions=sections.decisions,
-        material_leniency=material_leniency(connection),
+        material_leniency=sections.profiles.material_leniency,
         reliability=sections.reliability,
         fingerprints=sections.fingerprints,
         monitor=monitor_section(store_path),  # ADR 0053: reads the state, writes nothing

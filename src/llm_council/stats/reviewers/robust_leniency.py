@@ -28,6 +28,7 @@ the forward search / step-down of robust statistics (Hampel et al. 1986, ch. 1).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,13 +123,31 @@ def step_down_leniency(
         Each reviewer's deviation estimate with its interval, Holm-adjusted p-value,
         ``flagged`` and ``in_reference``.
     """
+    args = (answer_index, session_index, reviewer_index, score, is_self)
+    return step_down(
+        lambda reference: _estimates(paired_deviation_by_session(*args, reference)),
+        n_reviewers,
+        alpha,
+    )
+
+
+def step_down(
+    estimates_against: Callable[[np.ndarray], list[IntervalEstimate]],
+    n_reviewers: int,
+    alpha: float = 0.05,
+) -> list[ReviewerLeniency]:
+    """The Holm step-down of the module docstring, for any leniency estimator.
+
+    ``estimates_against(reference)`` gives every reviewer's leniency against the reviewers
+    of the boolean mask ``reference`` (itself excluded); the per-session means here,
+    per reviewer-pair sums in :mod:`.pairwise_leniency`.
+    """
     reference = np.ones(n_reviewers, dtype=bool)
     flagged = np.zeros(n_reviewers, dtype=bool)
     adjusted_at_decision = np.full(n_reviewers, np.nan)
     max_removed = (n_reviewers - 1) // 2
-    args = (answer_index, session_index, reviewer_index, score, is_self)
     while True:
-        estimates = _estimates(paired_deviation_by_session(*args, reference))
+        estimates = estimates_against(reference)
         p_members = np.array(
             [estimates[r].p_value if reference[r] else np.nan for r in range(n_reviewers)]
         )
