@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from bias_audit.report.analyses.split_stores import connection_of, varied_lengths, write_parts
+from golden_compare import golden_differences
 from llm_council.bias_audit.report.analyses import favouritism_summary
 from llm_council.bias_audit.report.analyses.favouritism import (
     Favouritism,
@@ -263,7 +264,9 @@ def test_a_malformed_saved_summary_is_recomputed_by_the_report(
         incremental = report()
     recomputed = [entry for entry in logs if entry["event"] == "report_section_recomputed"]
     assert [entry["section"] for entry in recomputed] == [section]
-    assert incremental == report(session_summaries=False)
+    # equal to the report without the file up to the joint model's rounding (ADR 0077)
+    cold = json_module.loads(report(session_summaries=False))
+    assert golden_differences(cold, json_module.loads(incremental), "report", 1e-8) == []
 
 
 def test_hostile_session_reviewer_and_model_names_merge_to_the_whole_store(
