@@ -119,3 +119,40 @@ def test_three_slots_keep_one_council_hypothesis(tmp_path: Path) -> None:
     assert report.position is not None
     assert math.isnan(report.position.council.all_slots_p_value)
     assert sum(h.family == "council position" for h in report.hypotheses) <= 1
+
+
+@pytest.mark.parametrize("shared_order", [False, True])
+def test_nine_members_integer_scores_and_missing_cells(tmp_path: Path, shared_order: bool) -> None:
+    # 9 slots, 5% missing scores, integer 1-10 scores; a shared order goes to the
+    # across-sessions fit, whose omnibus p is kept the same way
+    path = tmp_path / "nine.jsonl"
+    spec = CouncilSpec(n_members=9, missing_score_rate=0.05, shared_order=shared_order)
+    write_store(path, generate_sessions(spec, 10, seed=9))
+    report = build_report(path, n_resamples=20)
+    assert report.position is not None
+    council = report.position.council
+    tests = [h for h in report.hypotheses if h.family == "council position"]
+    assert len(tests) == 2 and 0.0 <= council.all_slots_p_value <= 1.0
+    assert tests[1].p_value == council.all_slots_p_value
+    assert all(t.p_adjusted >= t.p_value for t in tests)
+    assert council.flagged == any(t.finding for t in tests)
+
+
+def test_an_always_a_judge_is_found_and_the_council_test_stays_valid(tmp_path: Path) -> None:
+    # rank-only, 5 members, one judge always ranks the answer at slot A first (a singular
+    # slot covariance for that judge: its randomization test); the council keeps a Wald fit
+    from generators.rank_council import RankCouncilSpec
+    from generators.rank_council import generate_sessions as rank_sessions
+    from generators.rank_council import write_store as write_rank_store
+
+    path = tmp_path / "first.jsonl"
+    spec = RankCouncilSpec(n_members=5, order="reviewer", judges=["first"] + ["honest"] * 4)
+    write_rank_store(path, rank_sessions(spec, 30, seed=4))
+    report = build_report(path, n_resamples=20)
+    assert report.position is not None
+    assert any(f.family == "position" and f.subject == "vendor/model-0" for f in report.findings)
+    council = report.position.council
+    if council.test_method == "randomization":
+        assert math.isnan(council.all_slots_p_value)
+    else:
+        assert 0.0 <= council.all_slots_p_value <= 1.0
