@@ -95,6 +95,10 @@ class SlotProfile:
     # singular (a deterministic slot effect): test_statistic is then the between-slot
     # variance of the centred scores (points^2) and test_df (slots - 1, 0); issue 23
     test_method: str = "wald"
+    # the all-slots-equal Wald p where the test above is the edge test (4+ slots, ADR 0076):
+    # the council's second position hypothesis; NaN where the two tests are one (2-3 slots,
+    # a randomization test) or the scope is untested
+    all_slots_p_value: float = float("nan")
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from llm_council.bias_audit.report.analyses.causal_checks import CausalChecks, CheckEstimate
 from llm_council.bias_audit.report.analyses.families import BiasFamilies
 from llm_council.bias_audit.report.analyses.position import direction_if_rejected
-from llm_council.bias_audit.report.estimates import Interval
+from llm_council.bias_audit.report.estimates import Interval, SlotProfile
 from llm_council.bias_audit.report.finding import Finding
 from llm_council.bias_audit.report.fingerprint_hypotheses import fingerprint_findings
 from llm_council.bias_audit.report.model import BiasReport
@@ -83,6 +83,28 @@ def _tested(
     )
 
 
+#: the council position family's second hypothesis from 4 slots on (ADR 0076)
+ALL_SLOTS_BIAS = "position: a slot differs (all slots tested)"
+
+
+def _council_all_slots(council: SlotProfile) -> Hypothesis:
+    """The council's all-slots-equal test beside its edge test (4+ slots, ADR 0076): Holm
+    within the council position family gives each half the family's share first. Its p is
+    NaN (so it is not listed) where the edge test is already the all-slots test."""
+    return Hypothesis(
+        _tested(
+            council.subject,
+            ALL_SLOTS_BIAS,
+            "council position",
+            council.trend,
+            "points per slot later (Wald test: every slot equal)",
+            "section-position",
+            council.all_slots_p_value,
+        ),
+        ("position-council-all", 0),
+    )
+
+
 def _core_hypotheses(report: BiasReport) -> list[Hypothesis]:
     """Leniency, position, length and self-preference (the core sections)."""
     found: list[Hypothesis] = []
@@ -135,6 +157,8 @@ def _core_hypotheses(report: BiasReport) -> list[Hypothesis]:
                     (key, index),
                 )
             )
+        if position.council.identified:
+            found.append(_council_all_slots(position.council))
     length = report.length
     if length is not None:
         # one-sided (ADR 0072): the bias is verbosity, longer answers scoring higher; a

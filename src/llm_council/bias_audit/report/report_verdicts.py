@@ -194,7 +194,11 @@ def _core_verdicts(report: BiasReport, verdict: Callable[[Locator], bool]) -> di
     if position is not None:
         position = dataclasses.replace(
             position,
-            council=with_verdict(position.council, verdict(("position-council", 0))),
+            council=with_verdict(
+                position.council,
+                # either of the council's tests (the edges, every slot: ADR 0076)
+                verdict(("position-council", 0)) or verdict(("position-council-all", 0)),
+            ),
             per_reviewer=[
                 with_verdict(profile, verdict(("position", i)))
                 for i, profile in enumerate(position.per_reviewer)

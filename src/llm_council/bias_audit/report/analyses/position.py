@@ -111,6 +111,7 @@ def _edge_tested(
             "test_df": (test.df_numerator, test.df_denominator),
             "test_p_value": test.p_value,
             "adjusted_p_value": test.p_value,
+            "all_slots_p_value": profile.test_p_value,  # the omnibus Wald p (ADR 0076)
         }
     )
 
