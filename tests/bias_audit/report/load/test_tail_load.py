@@ -22,6 +22,7 @@ from generators.rank_council import RankCouncilSpec
 from generators.rank_council import generate_sessions as rank_sessions
 from generators.rank_council import write_store as write_rank_store
 from llm_council.bias_audit.report.load.loading import load_store
+from llm_council.bias_audit.report.load.parquet_compaction import compact_store
 from llm_council.bias_audit.report.load.session_summaries import read_summaries, summaries_path
 
 REFUSED = "report_tail_load_refused"
@@ -276,3 +277,46 @@ def test_a_symlinked_store_reads_its_target_s_tail(tmp_path: Path) -> None:
     assert summaries_path(link) == summaries_path(target)
     _append(target, lines[len(lines) // 2 :])
     assert _assert_equals_full_load(link)
+
+
+def test_parquet_reads_only_new_day_files_and_a_rewritten_day_forces_a_cold_run(
+    tmp_path: Path,
+) -> None:
+    """``bias-compact`` adds a day's file for a new day (the tail load reads it alone) and
+    rewrites a day's file that gains sessions (a cold run)."""
+    sessions = generate_sessions(CouncilSpec(n_members=3, missing_score_rate=0.1), 96, 11)
+    jsonl, parquet = tmp_path / "store.jsonl", tmp_path / "parquet"
+    used = []
+    for n_sessions in (48, 72, 84):  # one session an hour: days 1-2, day 3, half of day 4
+        write_store(jsonl, sessions[:n_sessions])
+        compact_store(jsonl, parquet)
+        used.append(_assert_equals_full_load(parquet))
+    assert used == [False, True, True]
+    write_store(jsonl, sessions[:90])  # day 4 gains sessions: its file is rewritten
+    compact_store(jsonl, parquet)
+    used_tail, refusals = _refusals(lambda: _assert_equals_full_load(parquet))
+    assert used_tail is False
+    assert refusals[0].endswith("was removed or rewritten")
+    saved = read_summaries(parquet)
+    assert saved is not None and saved.resume is not None
+    assert len(saved.resume.files) == 4
+
+
+def test_a_parquet_file_edited_with_its_size_and_time_kept_forces_a_cold_run(
+    tmp_path: Path,
+) -> None:
+    sessions = generate_sessions(CouncilSpec(n_members=3), 48, 11)
+    jsonl, parquet = tmp_path / "store.jsonl", tmp_path / "parquet"
+    write_store(jsonl, sessions)
+    compact_store(jsonl, parquet)
+    run_all_incremental(parquet)
+    part = sorted(parquet.glob("date=*/part-0.parquet"))[0]
+    status = part.stat()
+    raw = bytearray(part.read_bytes())
+    raw[len(raw) // 2] ^= 0x01
+    part.write_bytes(bytes(raw))
+    os.utime(part, ns=(status.st_atime_ns, status.st_mtime_ns))
+    loaded, refusals = _refusals(lambda: load(parquet, tail=True))
+    loaded[0].connection.close()  # type: ignore[index]
+    assert loaded[1] is False  # type: ignore[index]
+    assert refusals[0].endswith("was removed or rewritten")
