@@ -20,7 +20,7 @@ records) makes the whole file be rebuilt.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -37,8 +37,13 @@ from llm_council.bias_audit.report.analyses.incremental_section import (
     needs_inputs,
 )
 from llm_council.bias_audit.report.analyses.section_runner import SectionRunner
+from llm_council.bias_audit.report.analyses.tail_plan import (
+    checked_resume,
+    held_ids,
+    tail_load_allowed,
+)
 from llm_council.bias_audit.report.load.analysis_database import ANALYSIS_DATABASE
-from llm_council.bias_audit.report.load.next_resume import NextResume, next_resume_point
+from llm_council.bias_audit.report.load.next_resume import next_resume_point
 from llm_council.bias_audit.report.load.resume_point import ReadExtent, ResumePoint
 from llm_council.bias_audit.report.load.session_summaries import (
     SavedSection,
@@ -49,7 +54,6 @@ from llm_council.bias_audit.report.load.session_summaries import (
 )
 from llm_council.bias_audit.report.load.store_coverage import (
     extends,
-    recent_session_ids,
     store_coverage,
 )
 from llm_council.bias_audit.report.load.tail_load import TailRefused
@@ -184,10 +188,10 @@ def plan_incremental(
         is_new[np.searchsorted(ids, saved.session_ids)] = False
         how = "incremental"
     following = next_resume_point(connection, store, extent) if extent is not None else None
-    held = is_new & np.isin(ids, _held_ids(store, following))
+    held = is_new & np.isin(ids, held_ids(store, following))
     plan = _plan(how, str(why or ""), saved, index_and_count, ids, is_new & ~held, held)
     plan = replace(plan, coverage=coverage, settings=dict(settings))
-    plan = replace(plan, resume=_checked_resume(following, plan))
+    plan = replace(plan, resume=checked_resume(following, plan.session_ids, plan.session_records))
     sessions = index_and_count[:, 0].astype(np.int64)
     if plan.schema == FRESH_SCHEMA:
         if saved is None:  # everything but the held sessions: views, not copies
@@ -197,27 +201,6 @@ def plan_incremental(
     if plan.held_schema is not None:
         _session_tables(connection, HELD_SCHEMA, sessions[held], keep=True)
     return plan
-
-
-def _held_ids(store: str | Path, following: NextResume | None) -> np.ndarray:
-    """The sessions held back: those after the next resume point, or (without one) those
-    with a line in the store's last 64 KiB."""
-    if following is not None:
-        return following.held_session_ids
-    return np.asarray(sorted(recent_session_ids(store)), dtype=str)
-
-
-def _checked_resume(following: NextResume | None, plan: IncrementalPlan) -> ResumePoint | None:
-    """The next resume point when its prefix holds exactly the sessions and records the
-    plan folds (else none is saved: the next run loads every record)."""
-    if following is None:
-        return None
-    counts = following.point.counts
-    n_records = int(plan.session_records[:, 0].sum()) if plan.session_ids.size else 0
-    if (counts.n_sessions, counts.n_records) != (plan.session_ids.size, n_records):
-        log.warning("report_resume_point_dropped", reason="the prefix's counts differ")
-        return None
-    return following.point
 
 
 def tail_plan(
@@ -235,7 +218,7 @@ def tail_plan(
         raise TailRefused("the summary file was made with other section versions")
     index_and_count, ids = _current_sessions(connection)
     following = next_resume_point(connection, store, extent)
-    held = np.isin(ids, _held_ids(store, following))
+    held = np.isin(ids, held_ids(store, following))
     fold = ~held
     all_ids = np.concatenate([saved.session_ids.astype(str), ids[fold]])
     all_records = np.concatenate([saved.session_records, index_and_count[fold, 1:]])
@@ -258,7 +241,7 @@ def tail_plan(
         _session_tables(connection, FRESH_SCHEMA, sessions[fold], keep=True)
     if plan.held_schema is not None:
         _session_tables(connection, HELD_SCHEMA, sessions[held], keep=True)
-    return replace(plan, resume=_checked_resume(following, plan))
+    return replace(plan, resume=checked_resume(following, plan.session_ids, plan.session_records))
 
 
 def _plan(
@@ -437,9 +420,4 @@ def section_settings(
     }
 
 
-def tail_load_allowed(computed_from_every_record: Collection[str], *, enabled: bool) -> bool:
-    """May the report read only the store's tail (ADR 0081)? Only when the summary file is
-    in use (``enabled``: summaries on, DuckDB, no ``--since``/``--until``) and no part of
-    the report is computed from every record (``computed_from_every_record`` is empty):
-    a tail load's ``records`` holds only the sessions not yet folded."""
-    return enabled and not computed_from_every_record
+__all__ = ["IncrementalPlan", "plan_incremental", "submit_incremental", "tail_load_allowed"]
