@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import cast
 
 from llm_council.bias_audit.report.load.raw_records import RecordCounts
 from llm_council.bias_audit.report.load.record_sources import list_partitions
@@ -87,11 +88,9 @@ def read_extent(
         return None
     if path.is_dir():
         try:
-            files = parquet_part_files(path, before)  # type: ignore[arg-type]
+            files = parquet_part_files(path, cast(tuple[tuple[str, int, int], ...], before))
         except OSError:
             return None
         return ReadExtent("parquet", counts, files=files)
-    ((device, inode),) = before  # type: ignore[misc]
-    return ReadExtent(
-        "jsonl", counts, torn=torn, start=0, end=size, device=int(device), inode=int(inode)
-    )
+    device, inode = cast(tuple[int, int], before[0])
+    return ReadExtent("jsonl", counts, torn=torn, start=0, end=size, device=device, inode=inode)
