@@ -92,13 +92,14 @@ def _parse_into_raw_lines(
         raise RecordError(f"cannot read bias-audit store {label!r}: {first_line}") from None
 
 
-def _copy_prefix(descriptor: int, length: int, target: int) -> int:
-    """Copy bytes ``[0, length)`` of ``descriptor`` to ``target`` (in the kernel if it can).
+def _copy_prefix(descriptor: int, length: int, target: int, start: int = 0) -> int:
+    """Copy bytes ``[start, length)`` of ``descriptor`` to ``target`` (in the kernel if it
+    can).
 
-    Returns how many bytes were copied: fewer than ``length`` only if the store was
-    truncated meanwhile (a writer rolling back a failed append).
+    Returns the offset reached: less than ``length`` only if the store was truncated
+    meanwhile (a writer rolling back a failed append).
     """
-    offset = 0
+    offset = start
     try:
         while offset < length:
             copied = os.copy_file_range(descriptor, target, length - offset, offset)
@@ -109,7 +110,7 @@ def _copy_prefix(descriptor: int, length: int, target: int) -> int:
     except (AttributeError, OSError):
         os.ftruncate(target, 0)
         os.lseek(target, 0, os.SEEK_SET)
-    offset = 0
+    offset = start
     while offset < length:
         block = os.pread(descriptor, min(_COPY_BLOCK, length - offset), offset)
         if not block:
@@ -149,3 +150,44 @@ def read_jsonl_snapshot(
             copied = _copy_prefix(descriptor, complete_end, copy.fileno())
             _parse_into_raw_lines(connection, copy.name, columns, str(path))
     return JsonlSnapshot(False, copied, True)
+
+
+def read_jsonl_range(
+    connection: duckdb.DuckDBPyConnection,
+    descriptor: int,
+    start: int,
+    columns: dict[str, str],
+    label: str,
+    end: int | None = None,
+) -> JsonlSnapshot:
+    """Parse bytes ``[start, end)`` (``end`` None: the end of the file) of the open store
+    into ``raw_lines``, through a private copy (the tail load, ADR 0081; ``start`` is the
+    start of a line).
+
+    As :func:`read_jsonl_snapshot`: when the file did not change while it was copied, a
+    last line without its newline is read (and reported torn if it does not parse);
+    when a writer appended meanwhile, only whole lines are read. ``snapshot_bytes`` is
+    the offset in the store where the read ended. A given ``end`` is read as it is
+    (bytes a reader saw before: they no longer change).
+    """
+    if end is not None:
+        with tempfile.NamedTemporaryFile(prefix="llm-council-tail-", suffix=".jsonl") as copy:
+            reached = _copy_prefix(descriptor, end, copy.fileno(), start) if end > start else end
+            if reached != end:
+                raise RecordError(f"bias-audit store {label!r} shrank while it was read")
+            _parse_into_raw_lines(connection, copy.name, columns, label)
+        return JsonlSnapshot(complete_prefix_end(descriptor, end) < end, end, False)
+    before = os.fstat(descriptor)
+    size = before.st_size
+    with tempfile.NamedTemporaryFile(prefix="llm-council-tail-", suffix=".jsonl") as copy:
+        reached = _copy_prefix(descriptor, size, copy.fileno(), start) if size > start else start
+        after = os.fstat(descriptor)
+        unchanged = (after.st_size, after.st_mtime_ns) == (size, before.st_mtime_ns)
+        complete_end = complete_prefix_end(descriptor, min(size, reached))
+        if unchanged and reached == size:
+            _parse_into_raw_lines(connection, copy.name, columns, label)
+            return JsonlSnapshot(complete_end < size, size, False)
+        end = max(start, complete_end)
+        os.ftruncate(copy.fileno(), end - start)
+        _parse_into_raw_lines(connection, copy.name, columns, label)
+    return JsonlSnapshot(False, end, True)

@@ -30,6 +30,7 @@ from llm_council.bias_audit.report.analyses.incremental_runner import (
     plan_incremental,
     section_settings,
     submit_incremental,
+    tail_load_allowed,
 )
 from llm_council.bias_audit.report.analyses.incremental_section import IncrementalSection
 from llm_council.bias_audit.report.analyses.joint import JointFit
@@ -64,7 +65,10 @@ from llm_council.bias_audit.report.load.loading import (
     load_store,
     parse_since,
 )
-from llm_council.bias_audit.report.load.tables import create_analysis_tables
+from llm_council.bias_audit.report.load.tables import (
+    create_analysis_tables,
+)
+from llm_council.bias_audit.report.load.tail_load import load_tail, tail_options
 from llm_council.bias_audit.report.model import (
     BiasReport,
     Leaderboard,
@@ -78,6 +82,18 @@ from llm_council.infra.log_setup import ensure_default_logging
 
 #: how many times :func:`build_report` calls ``on_step`` (the CLI's progress bar total)
 REPORT_STEPS = 7
+#: the parts of the report still computed from every record: while any is, every run loads
+#: the whole store; once none is, a re-run reads only the store's tail (ADR 0081). Each
+#: section made incremental leaves this list (it must then take its numbers from merged
+#: summaries only, as must the reviewer and model counts of ``_assemble_report``).
+COMPUTED_FROM_EVERY_RECORD = (
+    "position",
+    "causal checks",
+    "reliability",
+    "fingerprints",
+    "the reviewer and model counts (_assemble_report)",
+    "amplification and favouritism's dense-table gate (dense_tables_fit)",
+)
 
 
 @dataclass(frozen=True)
@@ -106,11 +122,24 @@ def _read_store(
     engine: str,
     memory_limit: str,
     reproducible: bool,
+    tail_options: dict[str, object] | None = None,
 ) -> LoadedStore:
-    """The records in the window; a store without any usable one is a :class:`RecordError`."""
+    """The records in the window; a store without any usable one is a :class:`RecordError`.
+
+    ``tail_options`` (the report's options; None: the gate is closed): read only the
+    store's tail when its summary file allows it, else every record (ADR 0081)."""
     cutoff = parse_since(since) if since else None
     end = parse_since(until, option="--until") if until else None
-    store = load_store(
+    tail = None
+    if tail_options is not None:
+        tail = load_tail(
+            store_path,
+            tail_options,
+            threads=threads,
+            memory_limit=memory_limit,
+            reproducible=reproducible,
+        )
+    store = tail or load_store(
         store_path,
         since=cutoff,
         since_label=since,
@@ -119,6 +148,7 @@ def _read_store(
         until=end,
         memory_limit=memory_limit,
         reproducible=reproducible,
+        keep_extent=tail_options is not None,
     )
     if store.n_records == 0:
         detail = (f" since {since}" if since else "") + (f" until {until}" if until else "")
@@ -312,6 +342,8 @@ def build_report(
     ensure_default_logging()  # the summary file's log lines: stderr, never a JSON stdout
     step = on_step or (lambda _name: None)
     step("reading records")
+    uses_file = session_summaries and engine == "duckdb" and since is None and until is None
+    tail = tail_load_allowed(COMPUTED_FROM_EVERY_RECORD, enabled=uses_file)
     store = _read_store(
         store_path,
         since=since,
@@ -320,6 +352,7 @@ def build_report(
         engine=engine,
         memory_limit=memory_limit,
         reproducible=reproducible,
+        tail_options=tail_options(significance_level, seed, n_resamples) if tail else None,
     )
     connection = store.connection
     try:
@@ -333,7 +366,8 @@ def build_report(
             connection,
             store_path,
             settings,
-            enabled=session_summaries and engine == "duckdb" and since is None and until is None,
+            enabled=uses_file,
+            extent=store.extent,
         )
         with SectionRunner(connection, parallel=parallel, one_blas_thread=reproducible) as runner:
             incremental, save_summaries = submit_incremental(runner, plan, summarized)

@@ -38,7 +38,14 @@ from llm_council.bias_audit.report.analyses.incremental_section import (
 )
 from llm_council.bias_audit.report.analyses.section_runner import SectionRunner
 from llm_council.bias_audit.report.analyses.summary_keeper import SummaryKeeper
+from llm_council.bias_audit.report.analyses.tail_plan import (
+    checked_resume,
+    held_ids,
+    tail_load_allowed,
+)
 from llm_council.bias_audit.report.load.analysis_database import ANALYSIS_DATABASE
+from llm_council.bias_audit.report.load.next_resume import next_resume_point
+from llm_council.bias_audit.report.load.resume_point import ReadExtent, ResumePoint
 from llm_council.bias_audit.report.load.session_summaries import (
     MAX_FILE_BYTES,
     SavedSection,
@@ -49,9 +56,9 @@ from llm_council.bias_audit.report.load.session_summaries import (
 )
 from llm_council.bias_audit.report.load.store_coverage import (
     extends,
-    recent_session_ids,
     store_coverage,
 )
+from llm_council.bias_audit.report.load.tail_load import TailRefused
 
 log = structlog.get_logger("llm_council.bias_audit")
 
@@ -84,6 +91,7 @@ class IncrementalPlan:
     settings: dict[str, Any]
     n_new: int  # sessions folded now
     n_held: int = 0
+    resume: ResumePoint | None = None  # saved with the file: where a tail load resumes
 
 
 #: the columns of ``records`` a session's content digest covers (everything an analysis reads)
@@ -151,15 +159,23 @@ def plan_incremental(
     settings: Mapping[str, Any],
     *,
     enabled: bool,
+    extent: ReadExtent | None = None,
 ) -> IncrementalPlan:
     """Decide what to summarize, and build the schemas of the sessions to fold now and of
     the sessions held back (new, but in the store's last 64 KiB: :func:`recent_session_ids`).
+
+    ``extent`` (ADR 0081; only when every section of the report is incremental): what the
+    load read. The plan then also places the next resume point (the held sessions are
+    those after it), and a tail load's sessions are merged with the summaries the tail
+    load verified.
     """
     index_and_count, ids = _current_sessions(connection)
     coverage = store_coverage(store) if enabled else None
     if coverage is None:
         reason = "disabled" if not enabled else "the store keeps no summary file"
         return _plan("off", reason, None, index_and_count, ids, np.ones(ids.size, bool), None)
+    if extent is not None and extent.base is not None:
+        return tail_plan(connection, store, settings, extent, coverage)
     saved = read_summaries(store)
     why = "no verified summary file" if saved is None else None
     if saved is not None:
@@ -173,9 +189,11 @@ def plan_incremental(
     else:
         is_new[np.searchsorted(ids, saved.session_ids)] = False
         how = "incremental"
-    held = is_new & np.isin(ids, np.asarray(sorted(recent_session_ids(store)), dtype=str))
+    following = next_resume_point(connection, store, extent) if extent is not None else None
+    held = is_new & np.isin(ids, held_ids(store, following))
     plan = _plan(how, str(why or ""), saved, index_and_count, ids, is_new & ~held, held)
     plan = replace(plan, coverage=coverage, settings=dict(settings))
+    plan = replace(plan, resume=checked_resume(following, plan.session_ids, plan.session_records))
     sessions = index_and_count[:, 0].astype(np.int64)
     if plan.schema == FRESH_SCHEMA:
         if saved is None:  # everything but the held sessions: views, not copies
@@ -185,6 +203,47 @@ def plan_incremental(
     if plan.held_schema is not None:
         _session_tables(connection, HELD_SCHEMA, sessions[held], keep=True)
     return plan
+
+
+def tail_plan(
+    connection: duckdb.DuckDBPyConnection,
+    store: str | Path,
+    settings: Mapping[str, Any],
+    extent: ReadExtent,
+    coverage: dict[str, Any],
+) -> IncrementalPlan:
+    """The plan after a tail load: ``records`` holds only sessions the saved file has not
+    folded (the tail load refused any other), so every one is new; the saved summaries
+    were verified by the tail load (the prefix's digest, not the records)."""
+    saved = extent.base_summaries
+    if saved.settings != dict(settings):
+        raise TailRefused("the summary file was made with other section versions")
+    index_and_count, ids = _current_sessions(connection)
+    following = next_resume_point(connection, store, extent)
+    held = np.isin(ids, held_ids(store, following))
+    fold = ~held
+    all_ids = np.concatenate([saved.session_ids.astype(str), ids[fold]])
+    all_records = np.concatenate([saved.session_records, index_and_count[fold, 1:]])
+    order = np.argsort(all_ids, kind="stable")
+    sessions = index_and_count[:, 0].astype(np.int64)
+    plan = IncrementalPlan(
+        how="incremental",
+        reason="",
+        schema=FRESH_SCHEMA if fold.any() else None,
+        held_schema=HELD_SCHEMA if held.any() else None,
+        saved=saved,
+        session_ids=all_ids[order],
+        session_records=all_records[order],
+        coverage=coverage,
+        settings=dict(settings),
+        n_new=int(fold.sum()),
+        n_held=int(held.sum()),
+    )
+    if plan.schema is not None:
+        _session_tables(connection, FRESH_SCHEMA, sessions[fold], keep=True)
+    if plan.held_schema is not None:
+        _session_tables(connection, HELD_SCHEMA, sessions[held], keep=True)
+    return replace(plan, resume=checked_resume(following, plan.session_ids, plan.session_records))
 
 
 def _plan(
@@ -344,7 +403,12 @@ def submit_incremental(
             meta, arrays = section.to_payload(folded)
             saved_sections[section.name] = SavedSection(section.version, meta, arrays)
         summaries = SessionSummaries(
-            plan.coverage, plan.settings, plan.session_ids, plan.session_records, saved_sections
+            plan.coverage,
+            plan.settings,
+            plan.session_ids,
+            plan.session_records,
+            saved_sections,
+            plan.resume,
         )
         return write_summaries(store, summaries)
 
@@ -361,3 +425,6 @@ def section_settings(
         "duckdb": duckdb.__version__,
         "sections": {section.name: section.version for section in sections},
     }
+
+
+__all__ = ["IncrementalPlan", "plan_incremental", "submit_incremental", "tail_load_allowed"]

@@ -40,6 +40,8 @@ from llm_council.bias_audit.report.load.record_sources import (
     read_postgres,
     redact_url,
 )
+from llm_council.bias_audit.report.load.resume_point import ReadExtent
+from llm_council.bias_audit.report.load.source_identity import read_extent, source_identity
 from llm_council.errors import ConfigError, InputError, RecordError
 
 ENGINES = ("duckdb", "spark")
@@ -66,6 +68,8 @@ class LoadedStore:
     n_incomplete_sessions: int = 0
     n_incomplete_records: int = 0
     read_while_appending: bool = False
+    #: what was read, for the tail load's next resume point (ADR 0081); None: not kept
+    extent: ReadExtent | None = None
 
 
 def parse_since(value: str, *, now: datetime | None = None, option: str = "--since") -> datetime:
@@ -87,7 +91,7 @@ def parse_since(value: str, *, now: datetime | None = None, option: str = "--sin
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def _new_connection(threads: int | None, memory_limit: str) -> duckdb.DuckDBPyConnection:
+def new_report_connection(threads: int | None, memory_limit: str) -> duckdb.DuckDBPyConnection:
     connection = duckdb.connect()
     # row order carries no meaning here; not preserving it lets the parallel reader skip a merge
     connection.execute("SET preserve_insertion_order = false")
@@ -116,7 +120,7 @@ def _sql_text(value: str) -> str:
     return value.replace("'", "''")
 
 
-def _warnings(label: str, counts: RecordCounts, torn: bool) -> tuple[int, list[str]]:
+def load_warnings(label: str, counts: RecordCounts, torn: bool) -> tuple[int, list[str]]:
     """The number of unreadable lines and the report's warnings about what was skipped.
 
     Every source gives one row per line, a line it could not read being a row with a
@@ -175,8 +179,13 @@ def load_store(
     until: datetime | None = None,
     memory_limit: str = DEFAULT_MEMORY_LIMIT,
     reproducible: bool = False,
+    keep_extent: bool = False,
 ) -> LoadedStore:
     """Read ``store`` into DuckDB and build the ``records`` table the analyses query.
+
+    ``keep_extent``: also keep what was read (:class:`~.resume_point.ReadExtent`, and the
+    ``loaded_sessions`` table) for the tail load's next resume point (ADR 0081); only a
+    JSONL file or a Parquet directory read by DuckDB has one.
 
     ``memory_limit`` caps DuckDB's memory (a DuckDB size such as ``1GB``); beyond it the
     tables spill to a private temporary directory, removed when the connection closes.
@@ -218,26 +227,33 @@ def load_store(
         assert path is not None
         from llm_council.bias_audit.report.load.spark_engine import spark_records
 
-        connection = _new_connection(threads, memory_limit)
+        connection = new_report_connection(threads, memory_limit)
         try:
             counts = spark_records(connection, path, since=since, until=until)
             compress_large_tables(connection)
         except BaseException:
             connection.close()
             raise
-        torn, appending = False, False
+        torn, appending, before = False, False, None
     else:
-        connection = _new_connection(threads, memory_limit)
+        connection = new_report_connection(threads, memory_limit)
+        keep = keep_extent and path is not None and since is None and until is None
         try:
-            torn, appending = _read_raw_lines(connection, location, path, since)
-            counts = build_records(connection, since=since, until=until, ordered=reproducible)
+            before = source_identity(path) if keep and path is not None else None
+            torn, appending, size = _read_raw_lines(connection, location, path, since)
+            counts = build_records(
+                connection, since=since, until=until, ordered=reproducible, keep_sessions=keep
+            )
             compress_large_tables(connection)
             if reproducible:
                 connection.execute("SET threads TO 1")
         except BaseException:
             connection.close()
             raise
-    n_unreadable, warnings = _warnings(label, counts, torn)
+    n_unreadable, warnings = load_warnings(label, counts, torn)
+    extent = None
+    if engine == "duckdb" and before is not None and path is not None:
+        extent = read_extent(path, before, counts, torn, size)
     return LoadedStore(
         connection=connection,
         path=label,
@@ -251,6 +267,7 @@ def load_store(
         n_incomplete_sessions=counts.n_incomplete_sessions,
         n_incomplete_records=counts.n_incomplete_records,
         read_while_appending=appending,
+        extent=extent,
     )
 
 
@@ -259,17 +276,18 @@ def _read_raw_lines(
     location: str,
     path: Path | None,
     since: datetime | None,
-) -> tuple[bool, bool]:
-    """Fill ``raw_lines`` from the store; returns (torn last line, read while appending)."""
+) -> tuple[bool, bool, int]:
+    """Fill ``raw_lines`` from the store; returns (torn last line, read while appending,
+    the JSONL bytes read)."""
     if path is None:
         read_postgres(connection, location, since)
-        return False, False
+        return False, False, 0
     if path.is_dir():
         read_parquet_directory(connection, path, since)
-        return False, False
+        return False, False, 0
     if not path.is_file():
         raise RecordError(
             f"bias-audit store {str(path)!r} is not a regular file or a Parquet directory"
         )
     snapshot = read_jsonl_snapshot(connection, path, REPORT_COLUMNS)
-    return snapshot.ends_mid_line, snapshot.read_while_appending
+    return snapshot.ends_mid_line, snapshot.read_while_appending, snapshot.snapshot_bytes

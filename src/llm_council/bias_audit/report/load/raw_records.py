@@ -298,15 +298,31 @@ def drop_raw_lines(connection: duckdb.DuckDBPyConnection) -> None:
     connection.execute(f"DROP {'VIEW' if row and row[0] else 'TABLE'} raw_lines")
 
 
+#: per session id, its usable lines as read (before repeated sessions are pooled once):
+#: a session's lines on both sides of a resume offset are found by comparing these counts
+LOADED_SESSIONS = "loaded_sessions"
+
+
+def create_loaded_sessions(connection: duckdb.DuckDBPyConnection) -> None:
+    """``loaded_sessions(session_id, n_lines)`` over the usable lines of ``raw_lines``."""
+    connection.execute(
+        f"""CREATE OR REPLACE TABLE {LOADED_SESSIONS} AS
+            SELECT session_id, count(*) AS n_lines FROM raw_lines
+            WHERE {KNOWN_VERSION} AND {VALID_LINE} GROUP BY session_id"""
+    )
+
+
 def build_records(
     connection: duckdb.DuckDBPyConnection,
     *,
     since: datetime | None,
     until: datetime | None = None,
     ordered: bool = False,
+    keep_sessions: bool = False,
 ) -> RecordCounts:
     """Create ``records`` (the analyses' table) from ``raw_lines``, then drop ``raw_lines``
-    (``ordered``: :func:`create_records_table`)."""
+    (``ordered``: :func:`create_records_table`; ``keep_sessions``: also keep
+    :data:`LOADED_SESSIONS`, for the tail load of ADR 0081)."""
     counts = connection.execute(
         f"""SELECT count(*),
                    count(*) FILTER (WHERE schema_version IS NOT NULL AND {VALID_LINE}),
@@ -316,6 +332,8 @@ def build_records(
     ).fetchone()
     assert counts is not None
     n_rows, n_valid, n_unknown_version = (int(value) for value in counts)
+    if keep_sessions:
+        create_loaded_sessions(connection)
     n_duplicate_records, n_duplicate_sessions = drop_duplicate_records(connection)
     create_session_check(connection, "raw_lines")
     n_incomplete_sessions, n_incomplete_records = incomplete_counts(connection)

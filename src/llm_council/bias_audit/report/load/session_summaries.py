@@ -36,6 +36,7 @@ from llm_council.bias_audit.records.summary_files import (
     write_summary_atomically,
 )
 from llm_council.bias_audit.records.summary_seal import sealed_json, unsealed_json
+from llm_council.bias_audit.report.load.resume_point import ResumePoint
 from llm_council.bias_audit.report.load.summary_payload import (
     decode_arrays,
     digest,
@@ -46,7 +47,7 @@ log = structlog.get_logger("llm_council.bias_audit")
 
 SEAL_KIND = "report-sessions"
 #: the file's layout version; a file of another is rebuilt
-FILE_FORMAT = 2
+FILE_FORMAT = 3  # 3: the resume point (ADR 0081)
 SUFFIX = ".report-sessions"
 #: the largest file read (10M records of a 5-member council need about 150 MB)
 MAX_FILE_BYTES = 512 * 1024 * 1024
@@ -54,6 +55,7 @@ LOCK_TIMEOUT_S = 30.0
 #: the arrays every file holds, beside the sections' own
 _SESSION_IDS = "folded/session_id"
 _SESSION_RECORDS = "folded/n_records"
+_OTHER_PREFIX_IDS = "folded/prefix_other_session_ids"
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,8 @@ class SessionSummaries:
     session_ids: np.ndarray
     session_records: np.ndarray
     sections: dict[str, SavedSection] = field(default_factory=dict)
+    #: where a tail load may resume reading the store (ADR 0081); None: a full load
+    resume: ResumePoint | None = None
 
 
 def summaries_path(store: str | Path) -> Path:
@@ -90,6 +94,8 @@ def encode_summaries(store: str | Path, summaries: SessionSummaries) -> bytes | 
         _SESSION_IDS: summaries.session_ids,
         _SESSION_RECORDS: summaries.session_records,
     }
+    if summaries.resume is not None:
+        arrays[_OTHER_PREFIX_IDS] = summaries.resume.other_session_ids
     sections_meta: dict[str, Any] = {}
     for name, section in summaries.sections.items():
         if "/" in name:
@@ -103,6 +109,7 @@ def encode_summaries(store: str | Path, summaries: SessionSummaries) -> bytes | 
         "coverage": summaries.coverage,
         "settings": summaries.settings,
         "sections": sections_meta,
+        "resume": None if summaries.resume is None else summaries.resume.to_json(),
         "arrays": directory,
         "arrays_digest": digest(raw),
     }
@@ -135,12 +142,18 @@ def decode_summaries(store: str | Path, content: bytes) -> SessionSummaries:
         session_records = arrays.pop(_SESSION_RECORDS)
         if session_ids.ndim != 1 or session_records.shape != (session_ids.size, 2):
             raise ValueError("the folded sessions' ids and counts differ in shape")
+        other_ids = arrays.pop(_OTHER_PREFIX_IDS, None)
+        resume = None
+        if body.get("resume") is not None:
+            if other_ids is None:
+                raise ValueError("resume: no ids of the prefix's other sessions")
+            resume = ResumePoint.from_json(body["resume"], other_ids)
         sections = {
             name: _saved_section(name, entry, arrays) for name, entry in sections_meta.items()
         }
     except (KeyError, ValueError) as error:
         raise SummaryUnverifiable(f"malformed: {error}") from None
-    return SessionSummaries(coverage, settings, session_ids, session_records, sections)
+    return SessionSummaries(coverage, settings, session_ids, session_records, sections, resume)
 
 
 def _saved_section(name: str, entry: Any, arrays: Mapping[str, np.ndarray]) -> SavedSection:
