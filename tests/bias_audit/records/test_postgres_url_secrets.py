@@ -161,6 +161,18 @@ def test_no_password_of_printable_characters_shows_anywhere(
     postgres_store.PostgresWriter._by_url.clear()
 
 
+@pytest.mark.parametrize("password", ["00000 =  ", "  lead  spaces  ", "abc  def   ghi"])
+def test_a_password_with_runs_of_spaces_never_shows_in_the_url_check(password: str) -> None:
+    # libpq quotes the raw part it refuses; the one-line message collapsed its spaces, and
+    # the collapsed password was not blanked (found by Hypothesis: "00000 =  ")
+    url = f"postgresql://llm_council:{password}@127.0.0.1:5432/postgres"
+    with pytest.raises(RecordError) as raised:
+        postgres_errors.check_url(url)
+    message = str(raised.value)
+    for piece in (password, password.strip(), " ".join(password.split())):
+        assert piece not in message, message
+
+
 def test_redaction_needs_no_url_parser() -> None:
     # urlsplit raised on these (an unclosed "[", a port out of range) or showed the rest
     assert redact_url("postgresql://u:pw@[::1/db") == "postgresql://u:***@[::1/db"

@@ -18,9 +18,17 @@ from llm_council.errors import RecordError
 def scrub_message(message: str, url: str) -> str:
     """A driver message on one line, with the URL's password (as written, percent-decoded
     and as libpq read it) and any ``password=`` value blanked out."""
-    line = " ".join(message.split()).replace(url, redact_url(url))
-    for secret in url_secrets(url):
+    secrets = sorted(url_secrets(url), key=len, reverse=True)
+    line = message.replace(url, redact_url(url))
+    for secret in secrets:
         line = line.replace(secret, MASK)
+    line = " ".join(line.split())
+    # libpq quotes the URL's parts raw, so a password with runs of spaces showed once the
+    # line's whitespace was collapsed ("00000 =  " became "00000 = "): blank that form too
+    for secret in secrets:
+        collapsed = " ".join(secret.split())
+        if collapsed:
+            line = line.replace(collapsed, MASK)
     return line
 
 
