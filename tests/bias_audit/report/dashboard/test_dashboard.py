@@ -30,6 +30,16 @@ def biased_report(biased_store: Path) -> BiasReport:
     return build_report(biased_store, n_resamples=20)
 
 
+def _council_findings(report: BiasReport) -> int:
+    """The council position family's findings: from 4 slots on it tests the edges and all
+    slots (ADR 0076), so one flagged council can give two; it gives one at least exactly
+    when the council's position verdict is flagged."""
+    assert report.position is not None
+    found = sum(h.finding for h in report.hypotheses if h.family == "council position")
+    assert (found >= 1) == bool(report.position.council.flagged)
+    return found
+
+
 def _bias_counts(report: BiasReport) -> dict[str, int]:
     """How many flags each estimator raised, read straight from the report's fields."""
     position = report.position
@@ -37,7 +47,7 @@ def _bias_counts(report: BiasReport) -> dict[str, int]:
     favour = report.families.favouritism
     return {
         "leniency": sum(p.leniency_label in ("harsh", "generous") for p in report.profiles),
-        "position": sum(p.flagged for p in position.per_reviewer) + int(position.council.flagged),
+        "position": sum(p.flagged for p in position.per_reviewer) + _council_findings(report),
         "self-preference": sum(s.detected for s in report.self_preference)
         + (sum(c.flagged and c.is_self and not c.spillover for c in favour.cells) if favour else 0),
         "anchoring": sum(a.detected for a in report.families.anchoring),

@@ -98,3 +98,15 @@ def test_distinct_labels_never_collide() -> None:
     assert len(set(labels)) == 3
     assert all(len(label) <= 26 for label in labels)
     assert ellipsize_middle("abcdefghij", 5) == "ab\u2026ij"
+
+
+def test_a_numpy_number_is_written_as_a_plain_number() -> None:
+    # numpy 2's repr of a scalar is "np.float64(5.5)": a CSV cell must read as a number
+    import numpy as np
+
+    from llm_council.bias_audit.report.render.csv_cells import cell_text
+
+    assert cell_text(np.float64(5.5)) == "5.5"
+    assert cell_text(np.float64(-0.1)) == "-0.1"
+    assert cell_text(np.int64(7)) == "7"
+    assert cell_text(np.float64("nan")) == ""

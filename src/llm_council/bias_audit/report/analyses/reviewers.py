@@ -207,7 +207,7 @@ def _profile(
         n_sessions=n_sessions,
         n_scores=n_scores,
         n_missing_scores=int(_column(summary, "records")[index]) - n_scores,
-        mean_score=summary.sums[index, 0] / n_scores if n_scores else nan,
+        mean_score=float(summary.sums[index, 0] / n_scores) if n_scores else nan,
         leniency=Interval.from_estimate(estimate),
         leniency_z=float(z),
         leniency_label=(
@@ -219,7 +219,11 @@ def _profile(
         ),
         leniency_p_holm=robust.adjusted_p_value if robust else nan,
         in_leniency_reference=(
-            robust.in_reference if robust else not leniency_identified or not identified_here
+            # a rank-point reviewer among scorers is outside the reference (its level is
+            # the ranking's, not the judge's); without any identified leniency, all are in
+            robust.in_reference
+            if robust
+            else not leniency_identified or reviewer not in rank_reviewers
         ),
         spread=spread,
         spread_ratio=float(ratio),

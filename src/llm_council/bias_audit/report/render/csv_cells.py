@@ -11,10 +11,11 @@ CsvRow = tuple[str, str, str, str, str, str, str, str]
 
 
 def cell_text(value: float | int | None) -> str:
-    """A number as CSV text: full precision (``repr``); empty for None, NaN or infinity."""
+    """A number as CSV text: full precision (``repr`` of a Python float, so a numpy scalar
+    reads ``5.5``, never ``np.float64(5.5)``); empty for None, NaN or infinity."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return ""
-    return repr(value) if isinstance(value, float) else str(value)
+    return repr(float(value)) if isinstance(value, float) else str(value)
 
 
 def interval_row(section: str, subject: str, metric: str, value: Interval, n: int | None) -> CsvRow:
