@@ -397,11 +397,10 @@ def submit_incremental(
         saved_sections = {}
         for section in sections:
             results[section.name].result()  # every section finished (or raised)
-            folded = keeper.kept(section.name)
-            if folded is None:
+            payload = keeper.kept(section.name)
+            if payload is None:
                 return False  # a section could not merge, nothing folded yet, or too large
-            meta, arrays = section.to_payload(folded)
-            saved_sections[section.name] = SavedSection(section.version, meta, arrays)
+            saved_sections[section.name] = SavedSection(section.version, *payload)
         summaries = SessionSummaries(
             plan.coverage,
             plan.settings,

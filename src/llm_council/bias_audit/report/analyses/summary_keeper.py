@@ -44,7 +44,7 @@ def payload_bytes(meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> 
 
 
 class SummaryKeeper:
-    """The folded summaries to save, by section name, up to ``limit`` bytes in all.
+    """The folded summaries' payloads to save, by section name, up to ``limit`` bytes in all.
 
     ``keep`` is called from the section workers (thread-safe). Once the total passes
     ``limit`` every kept summary is dropped and ``too_large`` is set for good.
@@ -59,10 +59,12 @@ class SummaryKeeper:
         self._lock = threading.Lock()
 
     def keep(self, section: IncrementalSection[Any, Any], folded: Any) -> None:
-        """Keep ``folded`` (``None``: the section has nothing to save) while it fits."""
+        """Keep ``folded``'s payload (``None``: the section has nothing to save) while it
+        fits; the payload is what the file needs, so it is made once, here."""
         if not self.saving:
             return
-        size = 0 if folded is None else payload_bytes(*section.to_payload(folded))
+        payload = None if folded is None else section.to_payload(folded)
+        size = 0 if payload is None else payload_bytes(*payload)
         with self._lock:
             if self.too_large:
                 return
@@ -76,9 +78,10 @@ class SummaryKeeper:
                     "the largest summary file read back",
                 )
                 return
-            self._kept[section.name] = folded
+            if payload is not None:
+                self._kept[section.name] = payload
 
-    def kept(self, name: str) -> Any:
-        """The kept summary of section ``name`` (``None``: none kept)."""
+    def kept(self, name: str) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+        """The kept payload (meta, arrays) of section ``name`` (``None``: none kept)."""
         with self._lock:
             return self._kept.get(name)
