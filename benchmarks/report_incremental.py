@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -221,6 +222,27 @@ def _scenario(
     return rows
 
 
+def print_growth_rows(
+    n_sessions: int, formats: str, growths: str, scenario: Callable[..., list[str]]
+) -> None:
+    """Write a store of about 1.1 ``n_sessions`` sessions, then for each format and growth
+    print ``scenario(kind, scratch, lines, base, grown, label)``'s table rows: the store's
+    first ``n_sessions`` sessions summarized, grown by 1% or 10% of them."""
+    with tempfile.TemporaryDirectory() as scratch_name:
+        scratch = Path(scratch_name)
+        source = scratch / "source.jsonl"
+        _write_store(source, math.ceil(n_sessions * 1.1) + 1)
+        lines = source.read_bytes().splitlines(keepends=True)
+        base, one, ten = _session_prefixes(
+            lines, [n_sessions, n_sessions + n_sessions // 100, n_sessions + n_sessions // 10]
+        )
+        for kind in formats.split(","):
+            by_growth = {"1": (one, "+1%"), "10": (ten, "+10%")}
+            for grown, label in (by_growth[g] for g in growths.split(",")):
+                for row in scenario(kind, scratch, lines, base, grown, label):
+                    print(row, flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000)
@@ -243,19 +265,7 @@ def main() -> None:
           "(peak) | full recompute wall / CPU s (peak) | floor on new records wall / CPU s | "
           "target s | incremental / target |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
-    with tempfile.TemporaryDirectory() as scratch_name:
-        scratch = Path(scratch_name)
-        source = scratch / "source.jsonl"
-        _write_store(source, math.ceil(n_sessions * 1.1) + 1)
-        lines = source.read_bytes().splitlines(keepends=True)
-        base, one, ten = _session_prefixes(
-            lines, [n_sessions, n_sessions + n_sessions // 100, n_sessions + n_sessions // 10]
-        )
-        for kind in args.formats.split(","):
-            growths = {"1": (one, "+1%"), "10": (ten, "+10%")}
-            for grown, label in (growths[g] for g in args.growths.split(",")):
-                for row in _scenario(kind, scratch, lines, base, grown, label):
-                    print(row, flush=True)
+    print_growth_rows(n_sessions, args.formats, args.growths, _scenario)
     print(f"# load average after: {os.getloadavg()[0]:.1f}")
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
 import shutil
@@ -40,7 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from report_incremental import RECORDS_PER_SESSION, _session_prefixes, _write_store  # noqa: E402
+from report_incremental import RECORDS_PER_SESSION, print_growth_rows  # noqa: E402
 from report_scale import PYTHON, _measure  # noqa: E402
 
 OPTIONS = {"significance_level": 0.05, "seed": 0, "n_resamples": 200}
@@ -234,7 +233,9 @@ def main() -> None:
     if args.hash_child:
         hash_child(*args.hash_child)
         return
-    os.environ.setdefault("LLM_COUNCIL_SUMMARY_KEY_FILE", tempfile.mktemp(suffix=".key"))
+    # a key file in a private directory (never a predictable name in the shared temp dir)
+    key_dir = tempfile.mkdtemp(prefix="tail-load-key-")
+    os.environ.setdefault("LLM_COUNCIL_SUMMARY_KEY_FILE", os.path.join(key_dir, "summary.key"))
     n_sessions = args.records // RECORDS_PER_SESSION
     print(
         f"# {args.records:,} records, load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} cores"
@@ -243,19 +244,7 @@ def main() -> None:
           "(peak) | full child: wall / CPU s (peak) | floor on new "
           "records wall / CPU s | target s | prefix SHA-256 CPU s |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
-    with tempfile.TemporaryDirectory() as scratch_name:
-        scratch = Path(scratch_name)
-        source = scratch / "source.jsonl"
-        _write_store(source, math.ceil(n_sessions * 1.1) + 1)
-        lines = source.read_bytes().splitlines(keepends=True)
-        base, one, ten = _session_prefixes(
-            lines, [n_sessions, n_sessions + n_sessions // 100, n_sessions + n_sessions // 10]
-        )
-        for kind in args.formats.split(","):
-            growths = {"1": (one, "+1%"), "10": (ten, "+10%")}
-            for grown, label in (growths[g] for g in args.growths.split(",")):
-                for row in _scenario(kind, scratch, lines, base, grown, label):
-                    print(row, flush=True)
+    print_growth_rows(n_sessions, args.formats, args.growths, _scenario)
     print(f"# load average after: {os.getloadavg()[0]:.1f}")
 
 
