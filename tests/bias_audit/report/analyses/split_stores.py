@@ -11,6 +11,7 @@ from typing import Any
 
 import duckdb
 
+from generators import independent_council, rank_council
 from llm_council.bias_audit.report.load.loading import load_store
 from llm_council.bias_audit.report.load.tables import create_analysis_tables
 
@@ -46,3 +47,21 @@ def connection_of(path: Path) -> duckdb.DuckDBPyConnection:
     connection = load_store(str(path)).connection
     create_analysis_tables(connection)
     return connection
+
+
+def independent_sessions(
+    n_members: int, n_sessions: int, seed: int, **spec: Any
+) -> list[list[dict[str, Any]]]:
+    """Sessions of the independent generator (integer scores), as record lists."""
+    council = independent_council.CouncilSpec(n_members=n_members, **spec)
+    sessions = independent_council.generate_sessions(council, n_sessions, seed)
+    return [session.records() for session in sessions]
+
+
+def ranked_sessions(
+    n_members: int, n_sessions: int, seed: int, **spec: Any
+) -> list[list[dict[str, Any]]]:
+    """Sessions of the rank-only generator, with varied answer lengths, as record lists."""
+    council = rank_council.RankCouncilSpec(n_members=n_members, **spec)
+    sessions = rank_council.generate_sessions(council, n_sessions, seed)
+    return [varied_lengths(session.records()) for session in sessions]

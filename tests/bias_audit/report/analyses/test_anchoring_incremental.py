@@ -5,14 +5,18 @@ are refused by field."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from bias_audit.report.analyses.split_stores import connection_of, varied_lengths, write_parts
+from bias_audit.report.analyses.split_stores import (
+    connection_of,
+    independent_sessions,
+    ranked_sessions,
+    write_parts,
+)
 from llm_council.bias_audit.report.analyses.anchoring import (
     AnchoringSection,
     anchoring_by_reviewer,
@@ -23,38 +27,23 @@ from llm_council.bias_audit.report.analyses.incremental_section import (
     needs_inputs,
 )
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-from generators import independent_council, rank_council  # noqa: E402
-
 SECTION = AnchoringSection(0.05)
 
 
-def _independent(n_members: int, n_sessions: int, seed: int, **spec: Any) -> list[list[dict]]:
-    council = independent_council.CouncilSpec(n_members=n_members, **spec)
-    sessions = independent_council.generate_sessions(council, n_sessions, seed)
-    return [session.records() for session in sessions]
-
-
-def _ranked(n_members: int, n_sessions: int, seed: int, **spec: Any) -> list[list[dict]]:
-    council = rank_council.RankCouncilSpec(n_members=n_members, **spec)
-    sessions = rank_council.generate_sessions(council, n_sessions, seed)
-    return [varied_lengths(session.records()) for session in sessions]
-
-
 STORES = {
-    "independent-3-missing": lambda: _independent(
+    "independent-3-missing": lambda: independent_sessions(
         3, 45, 1, missing_score_rate=0.1, missing_review_rate=0.1
     ),
-    "independent-5-slot-effects": lambda: _independent(
+    "independent-5-slot-effects": lambda: independent_sessions(
         5, 40, 2, slot_effects=[[1.0, 0.5, 0, 0, 0]] * 5, missing_score_rate=0.05
     ),
-    "independent-9-shared-order": lambda: _independent(
+    "independent-9-shared-order": lambda: independent_sessions(
         9, 24, 3, shared_order=True, missing_review_rate=0.2, self_review=False
     ),
-    "rank-4-integer-scores": lambda: _ranked(4, 45, 4, scores=True, order="reviewer"),
+    "rank-4-integer-scores": lambda: ranked_sessions(4, 45, 4, scores=True, order="reviewer"),
     "independent-4-constant-judge": lambda: [
         [r | {"score_value": 5.0} if r["reviewer_id"] == "judge-0" else r for r in session]
-        for session in _independent(4, 40, 21, missing_score_rate=0.05)
+        for session in independent_sessions(4, 40, 21, missing_score_rate=0.05)
     ],
 }
 
@@ -96,10 +85,10 @@ def test_the_connection_entry_point_is_summarize_then_finish(tmp_path: Path) -> 
 
 def test_sessions_with_more_answers_widen_the_saved_summary(tmp_path: Path) -> None:
     """A 3-member council's sessions, then 5-member ones: slots 3 and 4 appear later."""
-    three = _independent(3, 30, 5)
+    three = independent_sessions(3, 30, 5)
     five = [
         [r | {"session_id": f"z-{r['session_id']}"} for r in session]
-        for session in _independent(5, 30, 6)
+        for session in independent_sessions(5, 30, 6)
     ]
     paths = write_parts([*three, *five], [range(30), range(30, 60)], tmp_path)
     first, second, whole = (SECTION.summarize(connection_of(path)) for path in paths)
@@ -165,7 +154,9 @@ def test_summaries_sharing_a_session_do_not_merge(tmp_path: Path) -> None:
 
 
 def test_a_store_without_scores_gives_no_reviewer(tmp_path: Path) -> None:
-    sessions = [[r | {"score_value": None} for r in session] for session in _independent(3, 4, 9)]
+    sessions = [
+        [r | {"score_value": None} for r in session] for session in independent_sessions(3, 4, 9)
+    ]
     path = write_parts(sessions, [], tmp_path)[-1]
     empty = SECTION.summarize(connection_of(path))
     assert SECTION.finish(empty) == []

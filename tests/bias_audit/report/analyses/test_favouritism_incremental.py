@@ -6,14 +6,18 @@ does."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from bias_audit.report.analyses.split_stores import connection_of, varied_lengths, write_parts
+from bias_audit.report.analyses.split_stores import (
+    connection_of,
+    independent_sessions,
+    ranked_sessions,
+    write_parts,
+)
 from golden_compare import golden_differences
 from llm_council.bias_audit.report.analyses import favouritism_summary
 from llm_council.bias_audit.report.analyses.favouritism import (
@@ -24,29 +28,14 @@ from llm_council.bias_audit.report.analyses.favouritism import (
 from llm_council.bias_audit.report.analyses.favouritism_summary import FavouritismSummary
 from llm_council.bias_audit.report.analyses.incremental_section import SummaryNotMergeable
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
-from generators import independent_council, rank_council  # noqa: E402
-
 SECTION = FavouritismSection(0.05)
 
 
-def _independent(n_members: int, n_sessions: int, seed: int, **spec: Any) -> list[list[dict]]:
-    council = independent_council.CouncilSpec(n_members=n_members, **spec)
-    sessions = independent_council.generate_sessions(council, n_sessions, seed)
-    return [session.records() for session in sessions]
-
-
-def _ranked(n_members: int, n_sessions: int, seed: int, **spec: Any) -> list[list[dict]]:
-    council = rank_council.RankCouncilSpec(n_members=n_members, **spec)
-    sessions = rank_council.generate_sessions(council, n_sessions, seed)
-    return [varied_lengths(session.records()) for session in sessions]
-
-
 STORES = {
-    "independent-3-missing": lambda: _independent(
+    "independent-3-missing": lambda: independent_sessions(
         3, 45, 1, missing_score_rate=0.1, missing_review_rate=0.1, leniency=[-1.0, 0.0, 0.5]
     ),
-    "independent-5-biased": lambda: _independent(
+    "independent-5-biased": lambda: independent_sessions(
         5,
         40,
         2,
@@ -55,13 +44,13 @@ STORES = {
         verbosity=[0.8, 0, 0, 0, 0],
         quality_length_correlation=0.3,
     ),
-    "independent-9-shared-order": lambda: _independent(
+    "independent-9-shared-order": lambda: independent_sessions(
         9, 24, 3, shared_order=True, missing_review_rate=0.2, self_review=False
     ),
-    "rank-4-integer-scores": lambda: _ranked(4, 45, 4, scores=True, order="reviewer"),
+    "rank-4-integer-scores": lambda: ranked_sessions(4, 45, 4, scores=True, order="reviewer"),
     "independent-4-constant-judge": lambda: [
         [r | {"score_value": 5.0} if r["reviewer_id"] == "judge-0" else r for r in session]
-        for session in _independent(4, 40, 21, missing_score_rate=0.05)
+        for session in independent_sessions(4, 40, 21, missing_score_rate=0.05)
     ],
 }
 
@@ -178,10 +167,10 @@ def test_summaries_sharing_a_session_do_not_merge(tmp_path: Path) -> None:
 def test_a_new_reviewer_and_model_widen_the_saved_summary(tmp_path: Path) -> None:
     """Sessions of a 3-member council, then sessions where a fourth member joins: the saved
     summary is widened (unobserved cells), and the matrix is the whole store's."""
-    three = _independent(3, 24, 5)
+    three = independent_sessions(3, 24, 5)
     four = [
         [r | {"session_id": f"z-{r['session_id']}"} for r in session]
-        for session in _independent(4, 24, 6)
+        for session in independent_sessions(4, 24, 6)
     ]
     paths = write_parts([*three, *four], [range(24), range(24, 48)], tmp_path)
     first, second, whole = (SECTION.summarize(connection_of(path)) for path in paths)
@@ -215,7 +204,9 @@ def test_outgrowing_the_length_cap_drops_the_control_as_a_cold_run_does(
 
 
 def test_a_store_without_scores_gives_none(tmp_path: Path) -> None:
-    sessions = [[r | {"score_value": None} for r in session] for session in _independent(3, 4, 9)]
+    sessions = [
+        [r | {"score_value": None} for r in session] for session in independent_sessions(3, 4, 9)
+    ]
     path = write_parts(sessions, [], tmp_path)[-1]
     assert SECTION.finish(SECTION.summarize(connection_of(path))) is None
 
