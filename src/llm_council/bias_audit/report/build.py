@@ -13,7 +13,8 @@ import duckdb
 
 from llm_council.bias_audit.report.analyses.amplification import AmplificationSection
 from llm_council.bias_audit.report.analyses.anchoring import AnchoringSection
-from llm_council.bias_audit.report.analyses.causal_checks import CausalChecks, causal_checks
+from llm_council.bias_audit.report.analyses.causal_checks import CausalChecks
+from llm_council.bias_audit.report.analyses.causal_checks_summary import CausalChecksSection
 from llm_council.bias_audit.report.analyses.decisions import DECISIONS, DecisionsAffected
 from llm_council.bias_audit.report.analyses.drift import DriftSection
 from llm_council.bias_audit.report.analyses.families import (
@@ -47,6 +48,11 @@ from llm_council.bias_audit.report.analyses.reasoning import ReasoningSection
 from llm_council.bias_audit.report.analyses.reliability import (
     CouncilReliability,
     council_reliability,
+)
+from llm_council.bias_audit.report.analyses.report_counts import (
+    REPORT_COUNTS,
+    StoreCounts,
+    saved_counts,
 )
 from llm_council.bias_audit.report.analyses.reviewers import (
     REVIEWER_PROFILES,
@@ -88,11 +94,8 @@ REPORT_STEPS = 7
 #: summaries only, as must the reviewer and model counts of ``_assemble_report``).
 COMPUTED_FROM_EVERY_RECORD = (
     "position",
-    "causal checks",
     "reliability",
     "fingerprints",
-    "the reviewer and model counts (_assemble_report)",
-    "amplification and favouritism's dense-table gate (dense_tables_fit)",
 )
 
 
@@ -108,6 +111,7 @@ class _Sections:
     families: BiasFamilies
     board: Leaderboard | None
     causal: CausalChecks | None
+    counts: StoreCounts  # the header's reviewers and models, the dense tables' size
     decisions: DecisionsAffected | None
     reliability: CouncilReliability
     fingerprints: FingerprintHistory | None
@@ -157,11 +161,15 @@ def _read_store(
 
 
 def _incremental_sections(
-    connection: duckdb.DuckDBPyConnection, significance_level: float, seed: int, n_resamples: int
+    connection: duckdb.DuckDBPyConnection,
+    significance_level: float,
+    seed: int,
+    n_resamples: int,
+    base_counts: StoreCounts | None = None,
 ) -> list[IncrementalSection[Any, Any]]:
     """The sections computed from per-session summaries (ADRs 0073, 0074), in submission
     order, costliest first (amplification only where its dense tables are allowed:
-    :func:`dense_tables_fit`)."""
+    :func:`dense_tables_fit`, counting the sessions a tail load skipped, ``base_counts``)."""
     sections: list[IncrementalSection[Any, Any]] = [
         REVIEWER_PROFILES,  # first: the joint model and anchoring wait for it (ADR 0079)
         DECISIONS,  # ADR 0046
@@ -170,12 +178,19 @@ def _incremental_sections(
         SELF_PREFERENCE,  # ADR 0077: finished below with the joint model's effects
         StyleMimicrySection(significance_level),  # ADR 0077
     ]
-    if dense_tables_fit(connection):
+    if dense_tables_fit(connection, base_counts):
         sections.append(AmplificationSection(significance_level, seed))
         sections.append(FavouritismSection(significance_level))  # ADR 0078
     sections.append(ReasoningSection(significance_level))  # ADR 0078
     sections.append(AnchoringSection(significance_level))  # ADR 0078: finished with level_fixed
-    return [*sections, DriftSection(significance_level, seed), PARSE_OUTCOMES, LENGTH]
+    sections.append(CausalChecksSection(seed))  # ADRs 0024, 0085
+    return [
+        *sections,
+        DriftSection(significance_level, seed),
+        PARSE_OUTCOMES,
+        LENGTH,
+        REPORT_COUNTS,
+    ]
 
 
 def incremental_sections_and_settings(
@@ -184,10 +199,12 @@ def incremental_sections_and_settings(
     significance_level: float = 0.05,
     seed: int = 0,
     n_resamples: int = 200,
+    base_counts: StoreCounts | None = None,
 ) -> tuple[list[IncrementalSection[Any, Any]], dict[str, Any]]:
     """The incremental sections of a report with these options (defaults: the report's),
-    and the settings a saved summary file must match to be merged with them."""
-    sections = _incremental_sections(connection, significance_level, seed, n_resamples)
+    and the settings a saved summary file must match to be merged with them
+    (``base_counts``: :func:`_incremental_sections`)."""
+    sections = _incremental_sections(connection, significance_level, seed, n_resamples, base_counts)
     settings = section_settings(
         sections, significance_level=significance_level, seed=seed, n_resamples=n_resamples
     )
@@ -218,11 +235,17 @@ def _run_sections(
     reference = profiled.reference
     position_future = runner.submit(position_bias, significance_level)
     level_fixed = profiled.level_fixed
+    counts: StoreCounts = incremental["report_counts"].result()  # ADR 0085
     collect_families = submit_bias_families(
-        runner, significance_level, seed=seed, level_fixed=level_fixed, computed=incremental
+        runner,
+        significance_level,
+        seed=seed,
+        level_fixed=level_fixed,
+        computed=incremental,
+        dense_cells=counts.dense_cells,
     )
     length_future = incremental["length"]
-    causal_future = runner.submit(causal_checks)  # ADR 0024: the live checks, if any
+    causal_future = incremental["causal_checks"]  # ADRs 0024, 0085: the live checks, if any
     decisions_future = incremental["decisions_affected"]  # ADR 0046
     reliability_future = runner.submit(  # ADR 0062: descriptive, not a finding
         council_reliability, rank_reviewers, n_resamples=n_resamples, seed=seed
@@ -249,6 +272,7 @@ def _run_sections(
         families=families,
         board=board_future.result(),
         causal=causal_future.result(),
+        counts=counts,
         decisions=decisions_future.result(),
         reliability=reliability_future.result(),
         fingerprints=fingerprints_future.result(),
@@ -265,11 +289,6 @@ def _assemble_report(
     significance_level: float,
 ) -> BiasReport:
     """The report from the sections and the store's counts (findings not yet decided)."""
-    connection = store.connection
-    counts = connection.execute(
-        "SELECT (SELECT count(*) FROM reviewers), (SELECT count(*) FROM models)"
-    ).fetchone()
-    assert counts is not None
     joint, board = sections.joint, sections.board
     leaderboard = (
         with_adjusted_means(board, joint.adjusted_mean_by_model if joint else {})
@@ -282,8 +301,8 @@ def _assemble_report(
         since=since,
         n_records=store.n_records,
         n_sessions=store.n_sessions,
-        n_reviewers=int(counts[0]),
-        n_models=int(counts[1]),
+        n_reviewers=len(sections.counts.reviewers),  # merged summaries (ADR 0085)
+        n_models=len(sections.counts.models),
         warnings=list(store.warnings),
         profiles=sections.profiles.profiles,
         length=sections.length,
@@ -359,8 +378,13 @@ def build_report(
         step("pairing reviewers on the same answers")
         create_analysis_tables(connection)
         parallel = store.n_records <= PARALLEL_MAX_RECORDS
+        base = store.extent.base_summaries if store.extent is not None else None
         summarized, settings = incremental_sections_and_settings(
-            connection, significance_level=significance_level, seed=seed, n_resamples=n_resamples
+            connection,
+            significance_level=significance_level,
+            seed=seed,
+            n_resamples=n_resamples,
+            base_counts=saved_counts(base),  # a tail load's skipped sessions (ADR 0085)
         )
         plan = plan_incremental(
             connection,

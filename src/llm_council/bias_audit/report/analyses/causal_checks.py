@@ -7,10 +7,10 @@ within-reviewer, within-answer differences, so answer quality cancels and the ef
 causal rather than inferred from who happened to see what. Every interval is
 session-clustered (a session contributes one check per reviewer at most).
 
-The statistics are pure functions over arrays (:func:`slot_effect`,
+The statistics here are pure functions over a reviewer's pairs (:func:`slot_effect`,
 :func:`repeat_stability`, :func:`padding_effect`, which also measures the identity
-check); :func:`causal_checks` reads the pairs
-from the report's DuckDB tables and applies them per reviewer.
+check); the report finishes the same estimates from per-session sums
+(:mod:`.causal_checks_summary`, ADR 0085), which these pair-level functions check.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import duckdb
 import numpy as np
 
 from llm_council.stats.numerics.distribution_functions import t_ppf, t_sf
@@ -77,9 +76,9 @@ class CausalChecks:
     min_sessions: int = MIN_CHECK_SESSIONS
 
 
-def _t_interval(
-    estimate: float, se: float, df: int, n_sessions: int, n_pairs: int
-) -> CheckEstimate:
+def t_interval(estimate: float, se: float, df: int, n_sessions: int, n_pairs: int) -> CheckEstimate:
+    """The estimate with its 95% t interval and two-sided p on ``df`` degrees of freedom
+    (NaN interval and p when the standard error is not a positive number)."""
     if not (df > 0 and se > 0 and math.isfinite(se)):
         nan = float("nan")
         return CheckEstimate(estimate, nan, nan, nan, n_sessions, n_pairs)
@@ -104,7 +103,7 @@ def _clustered_mean(values: np.ndarray, sessions: np.ndarray) -> CheckEstimate:
     mean = float(values.mean())
     sums = np.bincount(cluster, weights=values - mean, minlength=g)
     se = math.sqrt(g / (g - 1) * float(np.sum(sums**2))) / n if g > 1 else float("nan")
-    return _t_interval(mean, se, g - 1, g, n)
+    return t_interval(mean, se, g - 1, g, n)
 
 
 def slot_effect(
@@ -138,7 +137,7 @@ def slot_effect(
     residual = y - beta * x
     scores = np.bincount(cluster, weights=x * residual, minlength=g)
     se = math.sqrt(g / (g - 1) * float(np.sum(scores**2))) / sxx if g > 1 else float("nan")
-    return _t_interval(beta, se, g - 1, g, int(x.size))
+    return t_interval(beta, se, g - 1, g, int(x.size))
 
 
 def icc_one_way(first: np.ndarray, second: np.ndarray) -> float:
@@ -200,121 +199,3 @@ def padding_effect(
     (one value per session, so it is already session-clustered).
     """
     return _clustered_mean(treated_change - control_change, sessions)
-
-
-#: the live checks (ADR 0024): a second review order (ADR 0046) is stored as a check
-#: review but is not one, and this section leaves it out
-_LIVE_CHECKS = "check_kind <> 'second_order'"
-
-_PAIRS_SQL = """
-    SELECT c.check_kind AS kind, c.reviewer_id AS reviewer, c.session_id,
-           r.position AS original_position, c.position AS check_position,
-           r.score AS original_score, c.score_value AS check_score,
-           coalesce(c.check_treated, false) AS treated,
-           r.words AS original_words, c.response_length_words AS check_words
-    FROM check_records c
-    JOIN records r ON r.session_id = c.session_id AND r.reviewer = c.reviewer_id
-                  AND r.model = c.model_id
-    WHERE r.score IS NOT NULL AND c.score_value IS NOT NULL AND c.check_kind <> 'second_order'
-    ORDER BY reviewer, kind, c.session_id, r.position
-"""
-
-
-def _treatment_arrays(
-    rows: list[tuple[object, ...]],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """Per session: the changed answer's score change, the others' mean change, and the
-    log word ratio of the changed answer (padding and identity checks)."""
-    by_session: dict[str, dict[str, list[float]]] = {}
-    for row in rows:
-        session, treated = str(row[2]), bool(row[7])
-        entry = by_session.setdefault(session, {"treated": [], "control": [], "ratio": []})
-        change = float(row[6]) - float(row[5])  # type: ignore[arg-type]
-        entry["treated" if treated else "control"].append(change)
-        if treated:
-            entry["ratio"].append(math.log(max(int(row[9]), 1) / max(int(row[8]), 1)))  # type: ignore[call-overload]
-    usable = {s: e for s, e in by_session.items() if e["treated"] and e["control"]}
-    treated_change = np.array([e["treated"][0] for e in usable.values()])
-    control_change = np.array([float(np.mean(e["control"])) for e in usable.values()])
-    ratios = [e["ratio"][0] for e in usable.values()]
-    mean_ratio = float(np.mean(ratios)) if ratios else math.nan
-    return treated_change, control_change, np.array(list(usable)), mean_ratio
-
-
-def causal_checks(connection: duckdb.DuckDBPyConnection) -> CausalChecks | None:
-    """The section from the ``check_records`` and ``records`` tables; None without checks."""
-    tables = {row[0] for row in connection.execute("SHOW TABLES").fetchall()}
-    if "check_records" not in tables:
-        return None
-    count = connection.execute(
-        f"SELECT count(*) FROM check_records WHERE {_LIVE_CHECKS}"
-    ).fetchone()
-    if count is None or int(count[0]) == 0:
-        return None
-    rows = connection.execute(_PAIRS_SQL).fetchall()
-    reviewers = sorted(
-        {
-            str(row[0])
-            for row in connection.execute(
-                f"SELECT reviewer_id FROM check_records WHERE {_LIVE_CHECKS}"
-            ).fetchall()
-        }
-    )
-    results = []
-    for reviewer in reviewers:
-        mine = [row for row in rows if row[1] == reviewer]
-        results.append(_reviewer_checks(reviewer, mine))
-    return CausalChecks(reviewers=results, n_check_reviews=_n_check_reviews(connection))
-
-
-def _n_check_reviews(connection: duckdb.DuckDBPyConnection) -> int:
-    row = connection.execute(
-        "SELECT count(*) FROM (SELECT DISTINCT session_id, reviewer_id FROM check_records"
-        f" WHERE {_LIVE_CHECKS})"
-    ).fetchone()
-    return int(row[0]) if row else 0
-
-
-def _reviewer_checks(reviewer: str, rows: list[tuple[object, ...]]) -> ReviewerCausalChecks:
-    def of_kind(kind: str) -> list[tuple[object, ...]]:
-        return [row for row in rows if row[0] == kind]
-
-    def column(chosen: list[tuple[object, ...]], index: int) -> np.ndarray:
-        return np.array([float(row[index]) for row in chosen])  # type: ignore[arg-type]
-
-    reshuffle, repeat, padding = of_kind("reshuffle"), of_kind("repeat"), of_kind("padding")
-    identity = of_kind("identity")
-    n_reshuffle = len({row[2] for row in reshuffle})
-    slot = None
-    if n_reshuffle >= MIN_CHECK_SESSIONS:
-        slot = slot_effect(
-            column(reshuffle, 4) - column(reshuffle, 3),
-            column(reshuffle, 6) - column(reshuffle, 5),
-            np.array([str(row[2]) for row in reshuffle]),
-        )
-    n_repeat = len({row[2] for row in repeat})
-    stability = None
-    if n_repeat >= MIN_CHECK_SESSIONS:
-        stability = repeat_stability(
-            column(repeat, 5), column(repeat, 6), np.array([str(row[2]) for row in repeat])
-        )
-    treated, control, sessions, log_ratio = _treatment_arrays(padding)
-    pad = None
-    if sessions.size >= MIN_CHECK_SESSIONS:
-        pad = padding_effect(treated, control, sessions)
-    signed, signed_control, signed_sessions, _ = _treatment_arrays(identity)
-    self_recognition = None
-    if signed_sessions.size >= MIN_CHECK_SESSIONS:
-        self_recognition = padding_effect(signed, signed_control, signed_sessions)
-    return ReviewerCausalChecks(
-        reviewer=reviewer,
-        reshuffle_sessions=n_reshuffle,
-        slot_effect=slot,
-        repeat_sessions=n_repeat,
-        repeat=stability,
-        padding_sessions=int(sessions.size),
-        padding_effect=pad,
-        padding_log_word_ratio=log_ratio,
-        identity_sessions=int(signed_sessions.size),
-        identity_effect=self_recognition,
-    )

@@ -27,6 +27,11 @@ from llm_council.bias_audit.report.analyses.reasoning import (
     ReviewerReasoning,
     reasoning_by_reviewer,
 )
+from llm_council.bias_audit.report.analyses.report_counts import (
+    StoreCounts,
+    merge_counts,
+    summarize_counts,
+)
 from llm_council.bias_audit.report.analyses.section_runner import SectionRunner
 from llm_council.bias_audit.report.analyses.style_mimicry import StyleMimicry, style_mimicry
 
@@ -51,9 +56,14 @@ class BiasFamilies:
     notes: list[str] = field(default_factory=list)  # families skipped, and why
 
 
-def dense_table_cells(connection: duckdb.DuckDBPyConnection) -> int:
+def dense_table_cells(
+    connection: duckdb.DuckDBPyConnection, base: StoreCounts | None = None
+) -> int:
     """Cells of the dense (sessions x reviewers x models) tables of favouritism and
-    amplification."""
+    amplification: of ``records``, or with ``base`` (the counts of the sessions a tail
+    load skipped, ADR 0085) of those and ``records`` together, which a full load would hold."""
+    if base is not None:
+        return merge_counts(base, summarize_counts(connection)).dense_cells
     size = connection.execute(
         """SELECT count(DISTINCT session) * (SELECT count(*) FROM reviewers)
                   * (SELECT count(*) FROM models) FROM records"""
@@ -61,9 +71,11 @@ def dense_table_cells(connection: duckdb.DuckDBPyConnection) -> int:
     return int(size[0]) if size and size[0] is not None else 0
 
 
-def dense_tables_fit(connection: duckdb.DuckDBPyConnection) -> bool:
-    """Are the dense tables within :data:`MAX_TABLE_CELLS`?"""
-    return dense_table_cells(connection) <= MAX_TABLE_CELLS
+def dense_tables_fit(
+    connection: duckdb.DuckDBPyConnection, base: StoreCounts | None = None
+) -> bool:
+    """Are the dense tables within :data:`MAX_TABLE_CELLS`? (``base``: :func:`dense_table_cells`)"""
+    return dense_table_cells(connection, base) <= MAX_TABLE_CELLS
 
 
 def submit_bias_families(
@@ -72,16 +84,19 @@ def submit_bias_families(
     seed: int = 0,
     level_fixed: frozenset[str] = frozenset(),
     computed: Mapping[str, Future[Any]] | None = None,
+    dense_cells: int | None = None,
 ) -> Callable[[], BiasFamilies]:
     """Start every family on ``runner``; the returned function waits for them all.
 
     The families are submitted costliest first, so two workers finish close together.
     ``level_fixed`` names the reviewers whose level the scale fixes (rank points, a
     forced-choice scale): anchoring is not identified for them. ``computed``: families
-    already started as incremental sections, by section name (ADR 0073).
+    already started as incremental sections, by section name (ADR 0073). ``dense_cells``:
+    the dense tables' size the report decided on (:func:`dense_table_cells`; None: of the
+    runner's ``records``).
     """
     done = dict(computed or {})
-    cells = dense_table_cells(runner.connection)
+    cells = dense_table_cells(runner.connection) if dense_cells is None else dense_cells
     dense_ok = cells <= MAX_TABLE_CELLS
     notes = (
         []

@@ -293,13 +293,31 @@ def _session_tables(
         [sessions.tolist()],
     )
     chosen = f"session {'IN' if keep else 'NOT IN'} (SELECT session FROM {target}.chosen_session)"
+    kind = "TABLE" if keep else "VIEW"
     for table in _COPIED_TABLES:
-        kind = "TABLE" if keep else "VIEW"
         connection.execute(
             f"CREATE {kind} {target}.{table} AS SELECT * FROM {main}.{table} WHERE {chosen}"
         )
     for table in _SHARED_TABLES:
         connection.execute(f"CREATE VIEW {target}.{table} AS SELECT * FROM {main}.{table}")
+    if _has_table(connection, main, "check_records"):
+        # keyed by session id, not by the load's index; without its own copy a query in
+        # ``schema`` would read main's, every session's check reviews (ADR 0085)
+        connection.execute(
+            f"""CREATE {kind} {target}.check_records AS SELECT * FROM {main}.check_records
+                WHERE session_id IN (SELECT session_id FROM {target}.session_names)"""
+        )
+
+
+def _has_table(connection: duckdb.DuckDBPyConnection, schema: str, table: str) -> bool:
+    """Does ``schema`` (``database.schema``) hold ``table``?"""
+    database, name = schema.split(".")
+    row = connection.execute(
+        """SELECT count(*) FROM duckdb_tables()
+           WHERE database_name = ? AND schema_name = ? AND table_name = ?""",
+        [database, name, table],
+    ).fetchone()
+    return bool(row and row[0])
 
 
 def _summarize_in(
