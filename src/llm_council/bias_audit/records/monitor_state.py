@@ -257,7 +257,6 @@ def _update(
     appended: AppendedSession | None,
     resolved: str | None = None,
     key: bytes | None | _Unset = LOOK_UP,
-    saved: MonitorState | None = None,
 ) -> MonitorUpdate:
     handle = _open_store(store)
     if handle is None:
@@ -266,11 +265,6 @@ def _update(
         end = os.fstat(handle.fileno()).st_size
         state = read_state(store, resolved=resolved, key=key)
         rebuilt = not _usable(state, settings, handle)
-        covers_more = (
-            rebuilt or state is None or (saved is not None and saved.offset > state.offset)
-        )
-        if saved is not None and covers_more and _usable(saved, settings, handle):
-            state, rebuilt = saved, False  # the report's own copy covers more (ADR 0087)
         if not rebuilt and state is not None and appended is not None:
             folded = fold_appended(state, handle, end, appended)
             if folded is not None:
@@ -292,15 +286,6 @@ def _update(
     changed = rebuilt or state.offset != start
     how = "rebuilt" if rebuilt else "read" if changed else "unchanged"
     return MonitorUpdate(state, changed, how)
-
-
-def report_state(
-    store: Path, settings: MonitorSettings, saved: MonitorState | None
-) -> MonitorState:
-    """The state at the store's end, read only (nothing written, no lock): folded on from
-    whichever usable state covers more, ``<store>.monitor.json``'s or ``saved`` (the
-    report's copy in its summary file, ADR 0087), else from the first byte."""
-    return _update(store, settings, None, None, saved=saved).state
 
 
 def current_monitor(

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_council.bias_audit.records.monitor_fold import MonitorState
-from llm_council.bias_audit.records.monitor_state import report_state
+from llm_council.bias_audit.records.monitor_report_fold import report_states
 from llm_council.bias_audit.records.monitor_status import monitor_status
 from llm_council.bias_audit.records.monitor_update import monitor_settings
 from llm_council.bias_audit.records.store_urls import is_postgres_url
@@ -110,19 +110,19 @@ def section_from_state(state: MonitorState) -> MonitorSection:
 
 def _read_state(
     store: str | Path, settings: MonitorSettings, saved: MonitorState | None
-) -> tuple[MonitorState, bool]:
-    """The state at the store's end, and whether it may be saved in the summary file
-    (a JSONL store's only: a PostgreSQL store keeps its own)."""
+) -> tuple[MonitorState, MonitorState | None]:
+    """The state at the store's end, and the state the summary file may keep (a JSONL
+    store's only: a PostgreSQL store keeps its own)."""
     if is_postgres_url(store):
         from llm_council.bias_audit.records.postgres_monitor import postgres_monitor
 
-        return postgres_monitor(str(store), settings), False
+        return postgres_monitor(str(store), settings), None
     path = Path(store).expanduser()
     if path.is_dir():
         raise RecordError(
             f"{path}: the monitor reads a JSONL or PostgreSQL store, not a Parquet directory"
         )
-    return report_state(path, settings, saved), True  # read only: the caller writes nothing
+    return report_states(path, settings, saved)  # read only: the caller writes nothing
 
 
 def report_monitor(
@@ -135,8 +135,8 @@ def report_monitor(
     reason on a bad setting, a Parquet directory or an unreadable store."""
     try:
         settings = monitor_settings()
-        state, keep = _read_state(store, settings, saved)
-        return section_from_state(state), state if keep else None
+        state, kept = _read_state(store, settings, saved)
+        return section_from_state(state), kept
     except ImportError as error:
         reason = f"a PostgreSQL store needs the 'postgres' extra ({error.name})"
         return MonitorSection(status="unavailable", reason=reason), None
