@@ -188,3 +188,20 @@ def test_a_malformed_saved_state_is_refolded_never_raised() -> None:
     for entry in bad:
         assert saved_monitor_state({MONITOR_ENTRY: entry}) is None
     assert saved_monitor_state(None) is None and monitor_entry(None) == {}
+
+
+def test_a_summary_file_cut_by_a_killed_write_refolds(
+    tmp_path: Path, fold_starts: list[int]
+) -> None:
+    store = tmp_path / "s.jsonl"
+    sessions = _sessions(4, 16)
+    _append(store, sessions[:12])  # past the 64 KiB the report holds back
+    _monitor(store)
+    path = summaries_path(store)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # torn
+    _append(store, sessions[12:])
+    fold_starts.clear()
+    assert _monitor(store) == _monitor(store, session_summaries=False)
+    assert fold_starts[0] == 0  # the torn file's state was not trusted
+    saved = saved_monitor_state(read_summaries(store).sections)  # type: ignore[union-attr]
+    assert saved is not None and saved.n_sessions == 15  # rewritten: all but the last
