@@ -243,6 +243,79 @@ def print_growth_rows(
                     print(row, flush=True)
 
 
+def monitor_child(store: str) -> None:
+    """The monitor section's CPU s alone, as the report computes it (read only): on this
+    code from the state the summary file kept (ADR 0087), on older code from the records
+    and ``<store>.monitor.json`` (the file is read first, untimed: the plan reads it too)."""
+    from llm_council.bias_audit.report.analyses import monitor
+
+    if hasattr(monitor, "report_monitor"):
+        from llm_council.bias_audit.report.analyses.monitor_summary import saved_monitor_state
+        from llm_council.bias_audit.report.load.session_summaries import read_summaries
+
+        saved = read_summaries(store)
+        state = saved_monitor_state(saved.sections if saved is not None else None)
+        cpu = time.process_time()
+        sessions = monitor.report_monitor(store, state)[0].sessions
+    else:
+        cpu = time.process_time()
+        sessions = monitor.monitor_section(store).sessions
+    print(json.dumps({"cpu": time.process_time() - cpu, "sessions": sessions}))
+
+
+def _split_at_session(source: Path, fraction: float, base: Path, rest: Path) -> None:
+    """``base``: ``source``'s lines up to the first session boundary past ``fraction`` of
+    its bytes; ``rest``: the lines after it."""
+    with source.open("rb") as handle:
+        handle.seek(int(source.stat().st_size * fraction))
+        handle.readline()  # to a line start
+        previous = None
+        while True:
+            at, line = handle.tell(), handle.readline()
+            session = json.loads(line)["session_id"]
+            if previous is not None and session != previous:
+                break
+            previous = session
+    with source.open("rb") as handle, base.open("wb") as out:
+        remaining = at
+        while remaining:
+            chunk = handle.read(min(remaining, 1 << 24))
+            out.write(chunk)
+            remaining -= len(chunk)
+        rest.write_bytes(handle.read())
+
+
+def monitor_before_after(source: Path, before_src: Path, scratch: Path, growth: float) -> None:
+    """The whole report and its monitor at ``source``'s size, cold and after ``growth``
+    percent more records, on the code at ``before_src`` (e.g. /work/main/src) and on this
+    tree's, side by side (every store a copy without ``<store>.monitor.json``)."""
+    this_src = Path(__file__).resolve().parents[1] / "src"
+    rest = scratch / "rest.jsonl"
+    print(f"# load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} cores")
+    print("| code | step | report wall / CPU s (peak MB) | monitor CPU s | monitor sessions |")
+    print("|---|---|---|---|---|")
+    for label, src in (("before", before_src), ("after", this_src)):
+        os.environ["PYTHONPATH"] = str(src)
+        store = scratch / f"{label}.jsonl"
+        _split_at_session(source, 1 - growth / 100, store, rest)
+        for step in ("cold", f"+{growth:g}%"):
+            if step != "cold":
+                with store.open("ab") as out:
+                    out.write(rest.read_bytes())
+            *_, text = _measure([PYTHON, __file__, "--monitor-child", str(store)])
+            monitor_run = json.loads(text)
+            out_json = scratch / f"{label}-{step}.json"
+            wall, cpu, peak = _run(
+                [PYTHON, __file__, "--report-child", str(store), str(out_json), "on"]
+            )
+            print(
+                f"| {label} | {step} | {wall:.1f} / {cpu:.1f} ({peak:.0f}) | "
+                f"{monitor_run['cpu']:.2f} | {monitor_run['sessions']} |"
+            )
+        store.unlink()
+    print(f"# load average after: {os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000)
@@ -250,7 +323,20 @@ def main() -> None:
     parser.add_argument("--growths", default="1,10", help="percent growths to measure")
     parser.add_argument("--report-child", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--steps-child", help=argparse.SUPPRESS)
+    parser.add_argument("--monitor-child", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--monitor-before", nargs=3, metavar=("STORE", "BEFORE_SRC", "SCRATCH"),
+        help="the monitor before/after (ADR 0087): a JSONL store (read only), the older "
+        "code's src directory, a scratch directory",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.monitor_child:
+        monitor_child(args.monitor_child)
+        return
+    if args.monitor_before:
+        store, before, scratch = (Path(value) for value in args.monitor_before)
+        monitor_before_after(store, before, scratch, float(args.growths.split(",")[0]))
+        return
     if args.report_child:
         report_child(*args.report_child)
         return

@@ -41,7 +41,11 @@ from llm_council.bias_audit.report.analyses.leaderboard import (
     with_adjusted_means,
 )
 from llm_council.bias_audit.report.analyses.length import LENGTH
-from llm_council.bias_audit.report.analyses.monitor import monitor_section
+from llm_council.bias_audit.report.analyses.monitor import MonitorSection, report_monitor
+from llm_council.bias_audit.report.analyses.monitor_summary import (
+    monitor_entry,
+    saved_monitor_state,
+)
 from llm_council.bias_audit.report.analyses.parse_outcomes import PARSE_OUTCOMES
 from llm_council.bias_audit.report.analyses.position import position_bias
 from llm_council.bias_audit.report.analyses.reasoning import ReasoningSection
@@ -287,6 +291,7 @@ def _assemble_report(
     since: str | None,
     until: str | None,
     significance_level: float,
+    monitor: MonitorSection,
 ) -> BiasReport:
     """The report from the sections and the store's counts (findings not yet decided)."""
     joint, board = sections.joint, sections.board
@@ -320,7 +325,7 @@ def _assemble_report(
         material_leniency=sections.profiles.material_leniency,
         reliability=sections.reliability,
         fingerprints=sections.fingerprints,
-        monitor=monitor_section(store_path),  # ADR 0053: reads the state, writes nothing
+        monitor=monitor,
     )
 
 
@@ -404,7 +409,12 @@ def build_report(
                 seed=seed,
                 incremental=incremental,
             )
-        save_summaries(store_path)
+        # ADR 0053: the monitor writes nothing of its own; its state rides in the summary
+        # file, saved only when the report saves that file (ADR 0087)
+        monitor, monitor_state = report_monitor(
+            store_path, saved_monitor_state(plan.saved.sections if plan.saved else None)
+        )
+        save_summaries(store_path, monitor_entry(monitor_state))
         report = _assemble_report(
             store_path,
             store,
@@ -412,6 +422,7 @@ def build_report(
             since=since,
             until=until,
             significance_level=significance_level,
+            monitor=monitor,
         )
     finally:
         connection.close()

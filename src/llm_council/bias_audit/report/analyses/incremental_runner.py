@@ -400,7 +400,7 @@ def submit_incremental(
     runner: SectionRunner,
     plan: IncrementalPlan,
     sections: Sequence[IncrementalSection[Any, Any]],
-) -> tuple[dict[str, Future[Any]], Callable[[str | Path], bool]]:
+) -> tuple[dict[str, Future[Any]], Callable[..., bool]]:
     """Start every section on ``runner``: each section's result as a future, and a function
     that saves the merged summaries beside the store (returns whether it wrote the file)."""
     nothing_new = plan.how == "incremental" and plan.n_new == 0
@@ -409,10 +409,11 @@ def submit_incremental(
         section.name: runner.submit(_run_and_keep, section, plan, keeper) for section in sections
     }
 
-    def save(store: str | Path) -> bool:
+    def save(store: str | Path, extra: Mapping[str, SavedSection] | None = None) -> bool:
+        """``extra``: entries saved beside the sections (the monitor's state, ADR 0087)."""
         if not keeper.saving:
             return False  # no file for this store, or nothing new folded: the file says this
-        saved_sections = {}
+        saved_sections = dict(extra or {})
         for section in sections:
             results[section.name].result()  # every section finished (or raised)
             payload = keeper.kept(section.name)

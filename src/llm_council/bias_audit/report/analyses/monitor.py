@@ -3,7 +3,10 @@
 Read, never written: a JSONL store's sealed state (``<store>.monitor.json``) is verified
 and brought up to the store's end in memory (rebuilt from the records in memory when it is
 missing, forged, stale or for other settings); nothing is written beside the store, not
-even a lock file. A PostgreSQL store is folded from its records, as ``bias-watch`` does.
+even a lock file. The report keeps its own copy of the folded state in its summary file
+(ADR 0087: :mod:`.monitor_summary`), saved only when the report saves that file, and
+continues the fold from whichever of the two covers more. A PostgreSQL store is folded
+from its records, as ``bias-watch`` does.
 The settings are the middleware's (``LLM_COUNCIL_MONITOR_DELTA0``/``_ALPHA``), so the
 section shows the monitor the sessions answered with.
 
@@ -21,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_council.bias_audit.records.monitor_fold import MonitorState
-from llm_council.bias_audit.records.monitor_state import updated_state
+from llm_council.bias_audit.records.monitor_report_fold import report_states
 from llm_council.bias_audit.records.monitor_status import monitor_status
 from llm_council.bias_audit.records.monitor_update import monitor_settings
 from llm_council.bias_audit.records.store_urls import is_postgres_url
@@ -105,33 +108,51 @@ def section_from_state(state: MonitorState) -> MonitorSection:
     )
 
 
-def _read_state(store: str | Path, settings: MonitorSettings) -> MonitorState:
+def _read_state(
+    store: str | Path, settings: MonitorSettings, saved: MonitorState | None
+) -> tuple[MonitorState, MonitorState | None]:
+    """The state at the store's end, and the state the summary file may keep (a JSONL
+    store's only: a PostgreSQL store keeps its own)."""
     if is_postgres_url(store):
         from llm_council.bias_audit.records.postgres_monitor import postgres_monitor
 
-        return postgres_monitor(str(store), settings)
+        return postgres_monitor(str(store), settings), None
     path = Path(store).expanduser()
     if path.is_dir():
         raise RecordError(
             f"{path}: the monitor reads a JSONL or PostgreSQL store, not a Parquet directory"
         )
-    state, _ = updated_state(path, settings)  # read only: the caller writes nothing
-    return state
+    return report_states(path, settings, saved)  # read only: the caller writes nothing
+
+
+def report_monitor(
+    store: str | Path, saved: MonitorState | None = None
+) -> tuple[MonitorSection, MonitorState | None]:
+    """The section for ``store`` (a JSONL path or a PostgreSQL URL), and the folded state
+    the report may keep in its summary file (``None``: nothing to keep). ``saved``: the
+    state the summary file kept (ADR 0087), used when it still matches the store and
+    covers more than ``<store>.monitor.json``. The section is ``unavailable`` with the
+    reason on a bad setting, a Parquet directory or an unreadable store."""
+    try:
+        settings = monitor_settings()
+        state, kept = _read_state(store, settings, saved)
+        return section_from_state(state), kept
+    except ImportError as error:
+        reason = f"a PostgreSQL store needs the 'postgres' extra ({error.name})"
+        return MonitorSection(status="unavailable", reason=reason), None
+    except (ConfigError, RecordError) as error:
+        return MonitorSection(status="unavailable", reason=str(error).splitlines()[0]), None
 
 
 def monitor_section(store: str | Path) -> MonitorSection:
-    """The section for ``store`` (a JSONL path or a PostgreSQL URL); ``unavailable`` with
-    the reason on a bad setting, a Parquet directory or an unreadable store."""
-    try:
-        settings = monitor_settings()
-        return section_from_state(_read_state(store, settings))
-    except ImportError as error:
-        return MonitorSection(
-            status="unavailable",
-            reason=f"a PostgreSQL store needs the 'postgres' extra ({error.name})",
-        )
-    except (ConfigError, RecordError) as error:
-        return MonitorSection(status="unavailable", reason=str(error).splitlines()[0])
+    """The section for ``store`` from its records and ``<store>.monitor.json`` alone."""
+    return report_monitor(store)[0]
 
 
-__all__ = ["GUARANTEE_NOTE", "MonitorRow", "MonitorSection", "monitor_section"]
+__all__ = [
+    "GUARANTEE_NOTE",
+    "MonitorRow",
+    "MonitorSection",
+    "monitor_section",
+    "report_monitor",
+]
