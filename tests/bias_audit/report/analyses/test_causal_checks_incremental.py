@@ -187,6 +187,7 @@ def test_three_compactions_into_parquet_equal_the_cold_report(tmp_path: Path) ->
         cold = _cold(parquet)
         assert _causal_and_header(incremental) == _causal_and_header(cold)
         assert_same_report(incremental, cold)
+    assert json.loads(incremental)["causal_checks"] is not None  # compaction kept the checks
 
 
 @pytest.mark.parametrize(
