@@ -1,7 +1,8 @@
 """Sections from merged per-session summaries: decisions affected and the leaderboard
 (ADR 0074); the reviewer profiles (ADR 0079); joint model, self-preference, style
 mimicry (ADR 0077; equal to cold up to rounding, the largest relative difference is
-printed); favouritism, reasoning-chain bias and anchoring (ADR 0078).
+printed); favouritism, reasoning-chain bias and anchoring (ADR 0078); the causal checks
+and the header's counts with the dense-table gate (ADR 0085).
 
     .venv/bin/python benchmarks/report_incremental_sections.py --store /tmp/store.jsonl
     .venv/bin/python benchmarks/report_incremental_sections.py --store /tmp/store.jsonl \
@@ -80,11 +81,13 @@ def _same(a: Any, b: Any) -> bool:
 
 def _sections(n_resamples: int) -> dict[str, Any]:
     from llm_council.bias_audit.report.analyses.anchoring import AnchoringSection
+    from llm_council.bias_audit.report.analyses.causal_checks_summary import CausalChecksSection
     from llm_council.bias_audit.report.analyses.decisions import DECISIONS
     from llm_council.bias_audit.report.analyses.favouritism import FavouritismSection
     from llm_council.bias_audit.report.analyses.joint_summary import JOINT_MODEL
     from llm_council.bias_audit.report.analyses.leaderboard import LeaderboardSection
     from llm_council.bias_audit.report.analyses.reasoning import ReasoningSection
+    from llm_council.bias_audit.report.analyses.report_counts import REPORT_COUNTS
     from llm_council.bias_audit.report.analyses.reviewers import REVIEWER_PROFILES
     from llm_council.bias_audit.report.analyses.self_preference import SELF_PREFERENCE
     from llm_council.bias_audit.report.analyses.style_mimicry_summary import StyleMimicrySection
@@ -99,6 +102,8 @@ def _sections(n_resamples: int) -> dict[str, Any]:
         "self-preference": SELF_PREFERENCE,  # ADR 0077
         "style mimicry": StyleMimicrySection(0.05),  # ADR 0077
         "reviewer_profiles": REVIEWER_PROFILES,  # ADR 0079
+        "causal checks": CausalChecksSection(seed=0),  # ADR 0085
+        "report counts": REPORT_COUNTS,  # ADR 0085: the header's counts, the dense gate
     }
 
 
@@ -238,7 +243,30 @@ def old_child(store: str, n_resamples: int, chosen: list[str] | None = None) -> 
                 inputs["self-preference"]["n_joint_sessions"],
             )
         )[0]
+    timings.update(_old_checks_and_counts(connection, chosen))
     print(json.dumps(timings))
+
+
+def _old_checks_and_counts(connection: Any, chosen: list[str] | None) -> dict[str, float]:
+    """The causal checks and the header's counts as the report computed them before ADR
+    0085 (every record; the pair-level section function, where that tree has it)."""
+    from llm_council.bias_audit.report.analyses import causal_checks
+
+    timings = {}
+    pair_level = getattr(causal_checks, "causal_checks", None)
+    if pair_level is not None and (chosen is None or "causal checks" in chosen):
+        timings["causal checks"] = _cpu(lambda: pair_level(connection))[0]
+    if chosen is None or "report counts" in chosen:
+        from llm_council.bias_audit.report.analyses.families import dense_table_cells
+
+        def counts() -> object:
+            header = connection.execute(
+                "SELECT (SELECT count(*) FROM reviewers), (SELECT count(*) FROM models)"
+            ).fetchone()
+            return header, dense_table_cells(connection)
+
+        timings["report counts"] = _cpu(counts)[0]
+    return timings
 
 
 def _old_joint(inputs: dict[str, dict[str, Any]]) -> dict[str, Any]:
