@@ -17,6 +17,7 @@ from llm_council.bias_audit.report.analyses.incremental_runner import (
     plan_incremental,
     submit_incremental,
 )
+from llm_council.bias_audit.report.analyses.report_counts import saved_counts
 from llm_council.bias_audit.report.analyses.section_runner import SectionRunner
 from llm_council.bias_audit.report.build import incremental_sections_and_settings
 from llm_council.bias_audit.report.load.loading import LoadedStore, load_store
@@ -68,8 +69,9 @@ def run_all_incremental(store: Path, *, tail: bool = True) -> TailRun:
     connection = loaded.connection
     try:
         create_analysis_tables(connection)
+        base = loaded.extent.base_summaries if loaded.extent is not None else None
         sections, settings = incremental_sections_and_settings(
-            connection, seed=SEED, n_resamples=RESAMPLES
+            connection, seed=SEED, n_resamples=RESAMPLES, base_counts=saved_counts(base)
         )
         plan = plan_incremental(connection, store, settings, enabled=True, extent=loaded.extent)
         with SectionRunner(connection, parallel=False, one_blas_thread=True) as runner:

@@ -146,9 +146,15 @@ def icc_one_way(first: np.ndarray, second: np.ndarray) -> float:
     .. math:: \\mathrm{ICC} = \\frac{MS_B - MS_W}{MS_B + MS_W},\\quad
        MS_B = \\frac{2\\sum_i(\\bar y_i-\\bar y)^2}{n-1},\\quad
        MS_W = \\frac{\\sum_i\\sum_k (y_{ik}-\\bar y_i)^2}{n}
+
+    NaN when both are zero (every score the same) or with fewer than two pairs.
     """
     pairs = np.column_stack([first, second])
     n = pairs.shape[0]
+    if n < 2 or np.all(pairs == pairs[0, 0]):
+        # one number throughout: both mean squares are zero (the mean of 0.1s need not be
+        # 0.1 in floating point, which would make a rounding error's ICC of 1)
+        return float("nan")
     row_means = pairs.mean(axis=1)
     ms_between = 2.0 * float(np.sum((row_means - pairs.mean()) ** 2)) / (n - 1)
     ms_within = float(np.sum((pairs - row_means[:, None]) ** 2)) / n
