@@ -22,10 +22,8 @@ from llm_council.bias_audit.report.analyses.families import (
     submit_bias_families,
 )
 from llm_council.bias_audit.report.analyses.favouritism import FavouritismSection
-from llm_council.bias_audit.report.analyses.fingerprints import (
-    FingerprintHistory,
-    fingerprint_history,
-)
+from llm_council.bias_audit.report.analyses.fingerprints import FingerprintHistory
+from llm_council.bias_audit.report.analyses.fingerprints_summary import FINGERPRINTS
 from llm_council.bias_audit.report.analyses.incremental_runner import (
     plan_incremental,
     section_settings,
@@ -90,7 +88,6 @@ COMPUTED_FROM_EVERY_RECORD = (
     "position",
     "causal checks",
     "reliability",
-    "fingerprints",
     "the reviewer and model counts (_assemble_report)",
     "amplification and favouritism's dense-table gate (dense_tables_fit)",
 )
@@ -175,6 +172,7 @@ def _incremental_sections(
         sections.append(FavouritismSection(significance_level))  # ADR 0078
     sections.append(ReasoningSection(significance_level))  # ADR 0078
     sections.append(AnchoringSection(significance_level))  # ADR 0078: finished with level_fixed
+    sections.append(FINGERPRINTS)  # ADR 0086
     return [*sections, DriftSection(significance_level, seed), PARSE_OUTCOMES, LENGTH]
 
 
@@ -227,7 +225,7 @@ def _run_sections(
     reliability_future = runner.submit(  # ADR 0062: descriptive, not a finding
         council_reliability, rank_reviewers, n_resamples=n_resamples, seed=seed
     )
-    fingerprints_future = runner.submit(fingerprint_history)  # ADR 0062
+    fingerprints_future = incremental["fingerprints"]  # ADR 0062, 0086
     step("length and position")
     length = length_future.result()
     position = position_future.result()
