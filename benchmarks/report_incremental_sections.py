@@ -1,7 +1,8 @@
 """Sections from merged per-session summaries: decisions affected and the leaderboard
 (ADR 0074); the reviewer profiles (ADR 0079); joint model, self-preference, style
 mimicry (ADR 0077; equal to cold up to rounding, the largest relative difference is
-printed); favouritism, reasoning-chain bias and anchoring (ADR 0078).
+printed); favouritism, reasoning-chain bias and anchoring (ADR 0078); the fingerprint
+history (ADR 0086).
 
     .venv/bin/python benchmarks/report_incremental_sections.py --store /tmp/store.jsonl
     .venv/bin/python benchmarks/report_incremental_sections.py --store /tmp/store.jsonl \
@@ -82,6 +83,7 @@ def _sections(n_resamples: int) -> dict[str, Any]:
     from llm_council.bias_audit.report.analyses.anchoring import AnchoringSection
     from llm_council.bias_audit.report.analyses.decisions import DECISIONS
     from llm_council.bias_audit.report.analyses.favouritism import FavouritismSection
+    from llm_council.bias_audit.report.analyses.fingerprints_summary import FINGERPRINTS
     from llm_council.bias_audit.report.analyses.joint_summary import JOINT_MODEL
     from llm_council.bias_audit.report.analyses.leaderboard import LeaderboardSection
     from llm_council.bias_audit.report.analyses.reasoning import ReasoningSection
@@ -99,6 +101,7 @@ def _sections(n_resamples: int) -> dict[str, Any]:
         "self-preference": SELF_PREFERENCE,  # ADR 0077
         "style mimicry": StyleMimicrySection(0.05),  # ADR 0077
         "reviewer_profiles": REVIEWER_PROFILES,  # ADR 0079
+        "fingerprints": FINGERPRINTS,  # ADR 0086 (None on a store without fingerprints)
     }
 
 
@@ -123,6 +126,11 @@ def _dependent_inputs(whole: Any) -> dict[str, dict[str, Any]]:
             "n_joint_sessions": joint.model.n_sessions if joint else 0,
         },
     }
+
+
+def _needs_inputs(chosen: list[str] | None) -> bool:
+    """Whether a chosen section is finished with the whole store's inputs (a joint fit)."""
+    return chosen is None or bool({"joint model", "self-preference"} & set(chosen))
 
 
 def _largest_relative_difference(a: Any, b: Any) -> float:
@@ -181,7 +189,7 @@ def measure(
     with tempfile.TemporaryDirectory() as scratch:
         saved_path, new_path = _split(store, share, Path(scratch))
         whole, saved_part, new_part = (_connection(p) for p in (store, saved_path, new_path))
-        inputs = _dependent_inputs(whole)
+        inputs = _dependent_inputs(whole) if _needs_inputs(chosen) else {}
         return [
             {
                 "section": name,
@@ -198,6 +206,7 @@ def old_child(store: str, n_resamples: int, chosen: list[str] | None = None) -> 
     from llm_council.bias_audit.report.analyses.anchoring import anchoring_by_reviewer
     from llm_council.bias_audit.report.analyses.decisions import decisions_affected
     from llm_council.bias_audit.report.analyses.favouritism import favouritism
+    from llm_council.bias_audit.report.analyses.fingerprints import fingerprint_history
     from llm_council.bias_audit.report.analyses.leaderboard import build_leaderboard
     from llm_council.bias_audit.report.analyses.reasoning import reasoning_by_reviewer
     from llm_council.bias_audit.report.load.tables import rank_point_reviewers
@@ -216,9 +225,10 @@ def old_child(store: str, n_resamples: int, chosen: list[str] | None = None) -> 
         "favouritism": lambda: favouritism(connection),
         "reasoning": lambda: reasoning_by_reviewer(connection),
         "anchoring": lambda: anchoring_by_reviewer(connection),
+        "fingerprints": lambda: fingerprint_history(connection),
     }
     timings = {name: _cpu(run)[0] for name, run in runs.items() if chosen is None or name in chosen}
-    inputs = _dependent_inputs(connection)
+    inputs = _dependent_inputs(connection) if _needs_inputs(chosen) else {}
     from llm_council.bias_audit.report.analyses import joint
 
     if chosen is None or "joint model" in chosen:
