@@ -42,10 +42,8 @@ from llm_council.bias_audit.report.analyses.monitor import monitor_section
 from llm_council.bias_audit.report.analyses.parse_outcomes import PARSE_OUTCOMES
 from llm_council.bias_audit.report.analyses.position import position_bias
 from llm_council.bias_audit.report.analyses.reasoning import ReasoningSection
-from llm_council.bias_audit.report.analyses.reliability import (
-    CouncilReliability,
-    council_reliability,
-)
+from llm_council.bias_audit.report.analyses.reliability import CouncilReliability
+from llm_council.bias_audit.report.analyses.reliability_summary import ReliabilitySection
 from llm_council.bias_audit.report.analyses.reviewers import (
     REVIEWER_PROFILES,
     ProfiledReviewers,
@@ -87,7 +85,6 @@ REPORT_STEPS = 7
 COMPUTED_FROM_EVERY_RECORD = (
     "position",
     "causal checks",
-    "reliability",
     "the reviewer and model counts (_assemble_report)",
     "amplification and favouritism's dense-table gate (dense_tables_fit)",
 )
@@ -172,6 +169,7 @@ def _incremental_sections(
         sections.append(FavouritismSection(significance_level))  # ADR 0078
     sections.append(ReasoningSection(significance_level))  # ADR 0078
     sections.append(AnchoringSection(significance_level))  # ADR 0078: finished with level_fixed
+    sections.append(ReliabilitySection(n_resamples=n_resamples, seed=seed))  # ADR 0086
     sections.append(FINGERPRINTS)  # ADR 0086
     return [*sections, DriftSection(significance_level, seed), PARSE_OUTCOMES, LENGTH]
 
@@ -222,9 +220,7 @@ def _run_sections(
     length_future = incremental["length"]
     causal_future = runner.submit(causal_checks)  # ADR 0024: the live checks, if any
     decisions_future = incremental["decisions_affected"]  # ADR 0046
-    reliability_future = runner.submit(  # ADR 0062: descriptive, not a finding
-        council_reliability, rank_reviewers, n_resamples=n_resamples, seed=seed
-    )
+    reliability_pending = incremental["reliability"]  # ADR 0062, 0086: descriptive
     fingerprints_future = incremental["fingerprints"]  # ADR 0062, 0086
     step("length and position")
     length = length_future.result()
@@ -248,7 +244,7 @@ def _run_sections(
         board=board_future.result(),
         causal=causal_future.result(),
         decisions=decisions_future.result(),
-        reliability=reliability_future.result(),
+        reliability=reliability_pending.result()(rank_reviewers=rank_reviewers),
         fingerprints=fingerprints_future.result(),
     )
 
