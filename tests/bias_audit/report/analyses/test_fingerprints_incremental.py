@@ -6,11 +6,13 @@ report over three appends equals the cold one; malformed payloads are refused by
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+import structlog
 
 from bias_audit.report.analyses.split_stores import connection_of, write_parts
 from bias_audit.report.analyses.test_incremental_runner import assert_same_report
@@ -23,6 +25,7 @@ from llm_council.bias_audit.report.analyses.fingerprints_summary import (
     FingerprintSummary,
 )
 from llm_council.bias_audit.report.load.parquet_compaction import compact_store
+from llm_council.bias_audit.report.load.session_summaries import read_summaries, write_summaries
 
 SECTION = FINGERPRINTS
 
@@ -181,3 +184,31 @@ def test_three_out_of_order_appends_equal_the_cold_report(tmp_path: Path) -> Non
         )
         compact_store(batch, parquet)
         assert_same_report(_report(parquet), _report(parquet, session_summaries=False))
+
+
+@pytest.mark.parametrize(
+    ("section", "field"), [("fingerprints", "n"), ("reliability", "cell_score")]
+)
+def test_a_malformed_saved_section_is_recomputed(section: str, field: str, tmp_path: Path) -> None:
+    """A sealed file whose payload of one of these sections is cut short: that section is
+    summarized again over every session, and the report is the cold one."""
+    sessions = _store(tmp_path, "3-members-shift")
+    store = tmp_path / "store.jsonl"
+    lines = [json.dumps(r) + "\n" for session in sessions for r in session]
+    store.write_text("".join(lines[: len(lines) // 2]), encoding="utf-8")
+    _report(store)
+    saved = read_summaries(store)
+    assert saved is not None and section in saved.sections
+    payload = saved.sections[section]
+    arrays = {**payload.arrays, field: payload.arrays[field][:-1]}
+    sections = {**saved.sections, section: replace(payload, arrays=arrays)}
+    assert write_summaries(store, replace(saved, sections=sections))
+    with store.open("a", encoding="utf-8") as handle:
+        handle.writelines(lines[len(lines) // 2 :])
+    structlog.reset_defaults()
+    with structlog.testing.capture_logs() as logs:
+        incremental = _report(store)
+    recomputed = [entry for entry in logs if entry["event"] == "report_section_recomputed"]
+    assert [entry["section"] for entry in recomputed] == [section]
+    assert repr(field) in recomputed[0]["reason"]
+    assert_same_report(incremental, _report(store, session_summaries=False))
