@@ -2,7 +2,8 @@
 (ADR 0074); the reviewer profiles (ADR 0079); joint model, self-preference, style
 mimicry (ADR 0077; equal to cold up to rounding, the largest relative difference is
 printed); favouritism, reasoning-chain bias and anchoring (ADR 0078); the causal checks
-and the header's counts with the dense-table gate (ADR 0085).
+and the header's counts with the dense-table gate (ADR 0085); the fingerprint history and
+the council's reliability (ADR 0086).
 
     .venv/bin/python benchmarks/report_incremental_sections.py --store /tmp/store.jsonl
     .venv/bin/python benchmarks/report_incremental_sections.py --store /tmp/store.jsonl \
@@ -84,9 +85,11 @@ def _sections(n_resamples: int) -> dict[str, Any]:
     from llm_council.bias_audit.report.analyses.causal_checks_summary import CausalChecksSection
     from llm_council.bias_audit.report.analyses.decisions import DECISIONS
     from llm_council.bias_audit.report.analyses.favouritism import FavouritismSection
+    from llm_council.bias_audit.report.analyses.fingerprints_summary import FINGERPRINTS
     from llm_council.bias_audit.report.analyses.joint_summary import JOINT_MODEL
     from llm_council.bias_audit.report.analyses.leaderboard import LeaderboardSection
     from llm_council.bias_audit.report.analyses.reasoning import ReasoningSection
+    from llm_council.bias_audit.report.analyses.reliability_summary import ReliabilitySection
     from llm_council.bias_audit.report.analyses.report_counts import REPORT_COUNTS
     from llm_council.bias_audit.report.analyses.reviewers import REVIEWER_PROFILES
     from llm_council.bias_audit.report.analyses.self_preference import SELF_PREFERENCE
@@ -104,6 +107,8 @@ def _sections(n_resamples: int) -> dict[str, Any]:
         "reviewer_profiles": REVIEWER_PROFILES,  # ADR 0079
         "causal checks": CausalChecksSection(seed=0),  # ADR 0085
         "report counts": REPORT_COUNTS,  # ADR 0085: the header's counts, the dense gate
+        "fingerprints": FINGERPRINTS,  # ADR 0086 (None on a store without fingerprints)
+        "reliability": ReliabilitySection(n_resamples=n_resamples, seed=0),  # ADR 0086
     }
 
 
@@ -128,6 +133,18 @@ def _dependent_inputs(whole: Any) -> dict[str, dict[str, Any]]:
             "n_joint_sessions": joint.model.n_sessions if joint else 0,
         },
     }
+
+
+def _rank_reviewers(connection: Any) -> Any:
+    """The reviewers whose every review is rank points (the reliability's input)."""
+    from llm_council.bias_audit.report.load.tables import rank_point_reviewers
+
+    return rank_point_reviewers(connection)
+
+
+def _needs_inputs(chosen: list[str] | None) -> bool:
+    """Whether a chosen section is finished with the whole store's inputs (a joint fit)."""
+    return chosen is None or bool({"joint model", "self-preference"} & set(chosen))
 
 
 def _largest_relative_difference(a: Any, b: Any) -> float:
@@ -186,7 +203,8 @@ def measure(
     with tempfile.TemporaryDirectory() as scratch:
         saved_path, new_path = _split(store, share, Path(scratch))
         whole, saved_part, new_part = (_connection(p) for p in (store, saved_path, new_path))
-        inputs = _dependent_inputs(whole)
+        inputs = _dependent_inputs(whole) if _needs_inputs(chosen) else {}
+        inputs["reliability"] = {"rank_reviewers": _rank_reviewers(whole)}
         return [
             {
                 "section": name,
@@ -203,8 +221,10 @@ def old_child(store: str, n_resamples: int, chosen: list[str] | None = None) -> 
     from llm_council.bias_audit.report.analyses.anchoring import anchoring_by_reviewer
     from llm_council.bias_audit.report.analyses.decisions import decisions_affected
     from llm_council.bias_audit.report.analyses.favouritism import favouritism
+    from llm_council.bias_audit.report.analyses.fingerprints import fingerprint_history
     from llm_council.bias_audit.report.analyses.leaderboard import build_leaderboard
     from llm_council.bias_audit.report.analyses.reasoning import reasoning_by_reviewer
+    from llm_council.bias_audit.report.analyses.reliability import council_reliability
     from llm_council.bias_audit.report.load.tables import rank_point_reviewers
 
     def profiles() -> object:  # the calls the report made before ADR 0079
@@ -221,9 +241,13 @@ def old_child(store: str, n_resamples: int, chosen: list[str] | None = None) -> 
         "favouritism": lambda: favouritism(connection),
         "reasoning": lambda: reasoning_by_reviewer(connection),
         "anchoring": lambda: anchoring_by_reviewer(connection),
+        "fingerprints": lambda: fingerprint_history(connection),
+        "reliability": lambda: council_reliability(
+            connection, _rank_reviewers(connection), n_resamples=n_resamples, seed=0
+        ),
     }
     timings = {name: _cpu(run)[0] for name, run in runs.items() if chosen is None or name in chosen}
-    inputs = _dependent_inputs(connection)
+    inputs = _dependent_inputs(connection) if _needs_inputs(chosen) else {}
     from llm_council.bias_audit.report.analyses import joint
 
     if chosen is None or "joint model" in chosen:

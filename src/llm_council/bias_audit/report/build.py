@@ -23,10 +23,8 @@ from llm_council.bias_audit.report.analyses.families import (
     submit_bias_families,
 )
 from llm_council.bias_audit.report.analyses.favouritism import FavouritismSection
-from llm_council.bias_audit.report.analyses.fingerprints import (
-    FingerprintHistory,
-    fingerprint_history,
-)
+from llm_council.bias_audit.report.analyses.fingerprints import FingerprintHistory
+from llm_council.bias_audit.report.analyses.fingerprints_summary import FINGERPRINTS
 from llm_council.bias_audit.report.analyses.incremental_runner import (
     plan_incremental,
     section_settings,
@@ -49,10 +47,8 @@ from llm_council.bias_audit.report.analyses.monitor_summary import (
 from llm_council.bias_audit.report.analyses.parse_outcomes import PARSE_OUTCOMES
 from llm_council.bias_audit.report.analyses.position import position_bias
 from llm_council.bias_audit.report.analyses.reasoning import ReasoningSection
-from llm_council.bias_audit.report.analyses.reliability import (
-    CouncilReliability,
-    council_reliability,
-)
+from llm_council.bias_audit.report.analyses.reliability import CouncilReliability
+from llm_council.bias_audit.report.analyses.reliability_summary import ReliabilitySection
 from llm_council.bias_audit.report.analyses.report_counts import (
     REPORT_COUNTS,
     StoreCounts,
@@ -98,8 +94,6 @@ REPORT_STEPS = 7
 #: summaries only, as must the reviewer and model counts of ``_assemble_report``).
 COMPUTED_FROM_EVERY_RECORD = (
     "position",
-    "reliability",
-    "fingerprints",
 )
 
 
@@ -188,6 +182,8 @@ def _incremental_sections(
     sections.append(ReasoningSection(significance_level))  # ADR 0078
     sections.append(AnchoringSection(significance_level))  # ADR 0078: finished with level_fixed
     sections.append(CausalChecksSection(seed))  # ADRs 0024, 0085
+    sections.append(ReliabilitySection(n_resamples=n_resamples, seed=seed))  # ADR 0086
+    sections.append(FINGERPRINTS)  # ADR 0086
     return [
         *sections,
         DriftSection(significance_level, seed),
@@ -251,10 +247,8 @@ def _run_sections(
     length_future = incremental["length"]
     causal_future = incremental["causal_checks"]  # ADRs 0024, 0085: the live checks, if any
     decisions_future = incremental["decisions_affected"]  # ADR 0046
-    reliability_future = runner.submit(  # ADR 0062: descriptive, not a finding
-        council_reliability, rank_reviewers, n_resamples=n_resamples, seed=seed
-    )
-    fingerprints_future = runner.submit(fingerprint_history)  # ADR 0062
+    reliability_pending = incremental["reliability"]  # ADR 0062, 0086: descriptive
+    fingerprints_future = incremental["fingerprints"]  # ADR 0062, 0086
     step("length and position")
     length = length_future.result()
     position = position_future.result()
@@ -278,7 +272,7 @@ def _run_sections(
         causal=causal_future.result(),
         counts=counts,
         decisions=decisions_future.result(),
-        reliability=reliability_future.result(),
+        reliability=reliability_pending.result()(rank_reviewers=rank_reviewers),
         fingerprints=fingerprints_future.result(),
     )
 

@@ -142,22 +142,22 @@ def _t_interval(mean: float, se: float, df: float, level: float = 0.95) -> Inter
 
 def _valid_fingerprints(
     connection: duckdb.DuckDBPyConnection,
-) -> tuple[dict[int, dict[str, Any]], int]:
-    """Each stored fingerprint key's validated fingerprint, and how many failed."""
+) -> tuple[dict[int, dict[str, Any]], list[int]]:
+    """Each stored fingerprint key's validated fingerprint, and the keys that failed."""
     exists = connection.execute(
         "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'reviewer_fingerprints'"
     ).fetchone()
     if not exists or not exists[0]:
-        return {}, 0
+        return {}, []
     valid: dict[int, dict[str, Any]] = {}
-    invalid = 0
+    invalid: list[int] = []
     for key, text in connection.execute(
         "SELECT fingerprint, fingerprint_text FROM reviewer_fingerprints"
     ).fetchall():
         try:
             parsed = ReviewerFingerprint.model_validate(json.loads(text))
         except (ValueError, ValidationError, RecursionError):
-            invalid += 1
+            invalid.append(int(key))
             continue
         fingerprint = parsed.model_dump(mode="json")
         fingerprint["scale"] = list(fingerprint["scale"])
@@ -207,36 +207,41 @@ def _change(index: int, before: _Built, after: _Built) -> SegmentChange:
     return SegmentChange(index, components, _t_interval(difference, se, df), df)
 
 
-def fingerprint_history(connection: duckdb.DuckDBPyConnection) -> FingerprintHistory | None:
-    """The section from ``records`` and ``scored``; ``None`` when no record has a
-    fingerprint (an older store: nothing to split on)."""
+#: one (reviewer, session) row: session index, session id, time, fingerprint identity (its
+#: canonical text, "null" without a valid one), paired deviations and their sum
+SessionRow = tuple[int, Any, Any, str, int, float]
+
+#: each (reviewer, session)'s first time, fingerprint and paired deviations, in the order
+#: a reviewer's history is read (time, then session id; no time last)
+SESSION_ROWS_SQL = """WITH deviations AS (
+       SELECT reviewer, session, count(*) AS n, sum(deviation) AS total FROM scored
+       WHERE NOT is_self AND deviation IS NOT NULL GROUP BY reviewer, session)
+   SELECT r.reviewer, r.session, any_value(r.session_id), min(r.time)::VARCHAR,
+          mode(r.fingerprint), coalesce(any_value(d.n), 0),
+          coalesce(any_value(d.total), 0.0), epoch_us(min(r.time))
+   FROM records r LEFT JOIN deviations d USING (reviewer, session)
+   GROUP BY r.reviewer, r.session
+   ORDER BY r.reviewer, min(r.time) NULLS LAST, r.session"""
+
+
+def canonical_fingerprints(
+    connection: duckdb.DuckDBPyConnection,
+) -> tuple[dict[int, str], list[int]]:
+    """Each stored key's canonical text (two texts of one fingerprint in another key order
+    are one), and the keys of the stored fingerprints that failed validation."""
     valid, invalid = _valid_fingerprints(connection)
-    if not valid and not invalid:
-        return None
-    sessions = connection.execute(
-        """WITH deviations AS (
-               SELECT reviewer, session, count(*) AS n, sum(deviation) AS total FROM scored
-               WHERE NOT is_self AND deviation IS NOT NULL GROUP BY reviewer, session)
-           SELECT r.reviewer, r.session, any_value(r.session_id), min(r.time)::VARCHAR,
-                  mode(r.fingerprint), coalesce(any_value(d.n), 0),
-                  coalesce(any_value(d.total), 0.0)
-           FROM records r LEFT JOIN deviations d USING (reviewer, session)
-           GROUP BY r.reviewer, r.session
-           ORDER BY r.reviewer, min(r.time) NULLS LAST, r.session"""
-    ).fetchall()
-    # one canonical text per stored key: two texts of one fingerprint (another key order)
-    # are one segment, and an invalid one reads as unrecorded ("null")
     canonical = {key: json.dumps(value, sort_keys=True) for key, value in valid.items()}
-    by_reviewer: dict[str, list[tuple[Any, ...]]] = {}
-    for reviewer, session, session_id, time, key, n, total in sessions:
-        identity = "null" if key is None else canonical.get(int(key), "null")
-        by_reviewer.setdefault(str(reviewer), []).append(
-            (int(session), session_id, time, identity, n, total)
-        )
+    return canonical, invalid
+
+
+def history_from_rows(
+    by_reviewer: dict[str, list[SessionRow]], n_invalid: int
+) -> FingerprintHistory:
+    """The section from each reviewer's session rows in time order (:data:`SessionRow`)."""
     reviewers = []
     with_fingerprints = single = 0
     for reviewer, rows in sorted(by_reviewer.items()):
-        runs: list[list[tuple[Any, ...]]] = []
+        runs: list[list[SessionRow]] = []
         for row in rows:
             if runs and runs[-1][-1][3] == row[3]:
                 runs[-1].append(row)
@@ -260,5 +265,23 @@ def fingerprint_history(connection: duckdb.DuckDBPyConnection) -> FingerprintHis
         reviewers=reviewers,
         n_reviewers_with_fingerprints=with_fingerprints,
         n_reviewers_single_fingerprint=single,
-        n_invalid_fingerprints=invalid,
+        n_invalid_fingerprints=n_invalid,
     )
+
+
+def fingerprint_history(connection: duckdb.DuckDBPyConnection) -> FingerprintHistory | None:
+    """The section from ``records`` and ``scored``; ``None`` when no record has a
+    fingerprint (an older store: nothing to split on)."""
+    canonical, invalid = canonical_fingerprints(connection)
+    if not canonical and not invalid:
+        return None
+    by_reviewer: dict[str, list[SessionRow]] = {}
+    for reviewer, session, session_id, time, key, n, total, _ in connection.execute(
+        SESSION_ROWS_SQL
+    ).fetchall():
+        # an invalid fingerprint reads as unrecorded ("null")
+        identity = "null" if key is None else canonical.get(int(key), "null")
+        by_reviewer.setdefault(str(reviewer), []).append(
+            (int(session), session_id, time, identity, n, total)
+        )
+    return history_from_rows(by_reviewer, len(invalid))

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -130,18 +131,52 @@ def council_alpha(
             ORDER BY unit, rater, score""",
         [rank_list, *scale],
     ).fetchnumpy()
-    units = np.asarray(columns["unit"], dtype=np.int64)
-    raters = np.asarray(columns["rater"], dtype=np.int64)
-    sessions = np.asarray(columns["session_code"], dtype=np.int64)
+    return alpha_from_ratings(
+        AlphaRatings(
+            unit=np.asarray(columns["unit"], dtype=np.int64),
+            rater=np.asarray(columns["rater"], dtype=np.int64),
+            session=np.asarray(columns["session_code"], dtype=np.int64),
+            reviewer=np.asarray(columns["reviewer"], dtype=object),
+            score=np.asarray(columns["score"], dtype=float),
+        ),
+        scale,
+        other,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+
+
+@dataclass(frozen=True)
+class AlphaRatings:
+    """The ratings alpha reads, one per scored non-self record on the chosen scale, sorted
+    by (unit, rater, score): dense unit codes in (session, model) order, dense session
+    codes, dense rater codes in reviewer order, the reviewer's name and the score."""
+
+    unit: np.ndarray
+    rater: np.ndarray
+    session: np.ndarray
+    reviewer: np.ndarray
+    score: np.ndarray
+
+
+def alpha_from_ratings(
+    ratings: AlphaRatings,
+    scale: tuple[float, float],
+    other: int,
+    *,
+    n_resamples: int,
+    seed: int,
+) -> tuple[list[str], list[CouncilAlpha], int, int, int, int, tuple[float, float] | None, int]:
+    """:func:`council_alpha`'s result from its ratings (also the incremental section's)."""
+    units, raters, sessions = ratings.unit, ratings.rater, ratings.session
     group_of_unit = np.zeros(int(units.max()) + 1, dtype=np.int64)
     group_of_unit[units] = sessions
-    names = np.asarray(columns["reviewer"], dtype=object)
+    names = ratings.reviewer
     reviewers = [""] * (int(raters.max()) + 1)
     for code, index in zip(*np.unique(raters, return_index=True), strict=True):
         reviewers[int(code)] = str(names[index])
-    values = np.asarray(columns["score"], dtype=float)
+    score_values = ratings.score
     n_sessions = int(sessions.max()) + 1
-    score_values = values
     alphas: list[CouncilAlpha] = []
     estimate = None
     for metric in METRICS:
@@ -188,6 +223,14 @@ def reviewer_resolution(
         """SELECT reviewer, scale_low, scale_high, score, count(*) FROM records
            WHERE score IS NOT NULL GROUP BY ALL ORDER BY reviewer, scale_low, scale_high, score"""
     ).fetchall()
+    return resolution_from_counts(rows, rank_reviewers)
+
+
+def resolution_from_counts(
+    rows: list[tuple[Any, ...]], rank_reviewers: frozenset[str] | set[str]
+) -> list[ReviewerResolution]:
+    """:func:`reviewer_resolution` from its (reviewer, scale low, high, score, count) rows,
+    sorted by all but the count."""
     by_reviewer: dict[str, dict[tuple[float, float], list[tuple[float, int]]]] = {}
     for reviewer, low, high, score, count in rows:
         if reviewer in rank_reviewers:
