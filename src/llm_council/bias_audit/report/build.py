@@ -91,10 +91,9 @@ REPORT_STEPS = 7
 #: the parts of the report still computed from every record: while any is, every run loads
 #: the whole store; once none is, a re-run reads only the store's tail (ADR 0081). Each
 #: section made incremental leaves this list (it must then take its numbers from merged
-#: summaries only, as must the reviewer and model counts of ``_assemble_report``).
-COMPUTED_FROM_EVERY_RECORD = (
-    "position",
-)
+#: summaries only). Before it empties, a tail load must fall back to a full load where a
+#: saved section cannot be read or the section list changed (ADRs 0085, 0086 name both).
+COMPUTED_FROM_EVERY_RECORD = ("position",)
 
 
 @dataclass(frozen=True)
