@@ -88,3 +88,39 @@ def test_a_malformed_payload_is_refused_naming_the_field(field: str, tmp_path: P
         SECTION.from_payload(meta, broken)
     with pytest.raises(ValueError, match=repr(field)):
         SECTION.from_payload(meta, {k: v for k, v in arrays.items() if k != field})
+
+
+def test_the_name_tables_are_in_python_order_and_the_codes_point_into_them() -> None:
+    """The summary's codes come from DuckDB (byte order of UTF-8 = Python's code point
+    order); names that sort differently by case, accents or width must land where Python's
+    ``sorted`` puts them, and each code must name its own row's value."""
+    import duckdb
+
+    names = ["judge-Z", "judge-a", "judge-é", "judge-日本", "judge-1", "JUDGE"]
+    rows = []
+    for s, session in enumerate(["s-b", "s-A", "s-ä"]):
+        for r, reviewer in enumerate(names):
+            for m, model in enumerate(["m-é", "m-B", "m-a"]):
+                rows.append((session, model, reviewer, 1.0, 10.0, float(1 + (s + r + m) % 10)))
+    connection = duckdb.connect()
+    connection.execute(
+        """CREATE TABLE records (session_id VARCHAR, model VARCHAR, reviewer VARCHAR,
+           scale_low DOUBLE, scale_high DOUBLE, score DOUBLE, is_self BOOLEAN)"""
+    )
+    connection.executemany(
+        "INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, false)", [list(row) for row in rows]
+    )
+    summary = ReliabilitySection(n_resamples=10, seed=0).summarize(connection)
+    assert list(summary.reviewers) == sorted(names)
+    assert list(summary.sessions) == sorted(["s-b", "s-A", "s-ä"])
+    assert list(summary.models) == sorted(["m-é", "m-B", "m-a"])
+    got = sorted(
+        zip(
+            summary.sessions[summary.cell_session].tolist(),
+            summary.models[summary.cell_model].tolist(),
+            summary.reviewers[summary.cell_reviewer].tolist(),
+            summary.cell_score.tolist(),
+            strict=True,
+        )
+    )
+    assert got == sorted((s, m, r, score) for s, m, r, _, _, score in rows)

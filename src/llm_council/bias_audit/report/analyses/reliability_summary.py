@@ -68,35 +68,68 @@ def _strings(values: list[str]) -> np.ndarray:
     return np.asarray(values, dtype=str) if values else np.zeros(0, dtype=str)
 
 
+#: every scored non-self record as codes into the sorted name tables below (DuckDB's
+#: VARCHAR order is byte order, which for UTF-8 is Python's code point order), fetched as
+#: numpy columns: 8M Python tuples would hold several GB at 10M records
+_CELLS_SQL = """
+    WITH cells AS (
+        SELECT session_id, model, reviewer, scale_low, scale_high, score FROM records
+        WHERE score IS NOT NULL AND NOT is_self),
+    session_codes AS (
+        SELECT session_id, row_number() OVER (ORDER BY session_id) - 1 AS code
+        FROM (SELECT DISTINCT session_id FROM cells)),
+    model_codes AS (
+        SELECT model, row_number() OVER (ORDER BY model) - 1 AS code
+        FROM (SELECT DISTINCT model FROM cells)),
+    reviewer_codes AS (
+        SELECT reviewer, row_number() OVER (ORDER BY reviewer) - 1 AS code
+        FROM (SELECT DISTINCT reviewer FROM records)),
+    scale_codes AS (
+        SELECT scale_low, scale_high,
+               row_number() OVER (ORDER BY scale_low, scale_high) - 1 AS code
+        FROM (SELECT DISTINCT scale_low, scale_high FROM records WHERE score IS NOT NULL))
+    SELECT s.code AS session, m.code AS model, r.code AS reviewer, k.code AS scale,
+           c.score AS score
+    FROM cells c JOIN session_codes s USING (session_id) JOIN model_codes m USING (model)
+    JOIN reviewer_codes r USING (reviewer) JOIN scale_codes k USING (scale_low, scale_high)
+"""
+
+
+def _names(connection: duckdb.DuckDBPyConnection, query: str) -> list[str]:
+    return [str(row[0]) for row in connection.execute(query).fetchall()]
+
+
 def _summarize(connection: duckdb.DuckDBPyConnection) -> ReliabilitySummary:
-    cells = connection.execute(
-        """SELECT session_id, model, reviewer, scale_low, scale_high, score FROM records
-           WHERE score IS NOT NULL AND NOT is_self"""
-    ).fetchall()
+    cells = connection.execute(_CELLS_SQL).fetchnumpy()
     counts = connection.execute(
         """SELECT reviewer, scale_low, scale_high, score, count(*) FROM records
            WHERE score IS NOT NULL GROUP BY ALL"""
     ).fetchall()
-    present = [
-        str(row[0])
-        for row in connection.execute("SELECT DISTINCT reviewer FROM records").fetchall()
+    on_cells = "FROM records WHERE score IS NOT NULL AND NOT is_self"
+    sessions = _names(connection, f"SELECT DISTINCT session_id {on_cells} ORDER BY 1")
+    models = _names(connection, f"SELECT DISTINCT model {on_cells} ORDER BY 1")
+    reviewers = _names(connection, "SELECT DISTINCT reviewer FROM records ORDER BY 1")
+    scales = [
+        (float(low), float(high))
+        for low, high in connection.execute(
+            """SELECT DISTINCT scale_low, scale_high FROM records WHERE score IS NOT NULL
+               ORDER BY 1, 2"""
+        ).fetchall()
     ]
-    sessions = sorted({str(row[0]) for row in cells})
-    models = sorted({str(row[1]) for row in cells})
-    reviewers = sorted(set(present))
-    scales = sorted(
-        {(float(r[3]), float(r[4])) for r in cells} | {(float(r[1]), float(r[2])) for r in counts}
-    )
+
+    def codes(name: str) -> np.ndarray:
+        return np.asarray(cells[name], dtype=np.int64).reshape(-1)
+
     return ReliabilitySummary(
         sessions=_strings(sessions),
         models=_strings(models),
         reviewers=_strings(reviewers),
         scales=np.asarray(scales, dtype=float).reshape(-1, 2),
-        cell_session=_codes([str(r[0]) for r in cells], sessions),
-        cell_model=_codes([str(r[1]) for r in cells], models),
-        cell_reviewer=_codes([str(r[2]) for r in cells], reviewers),
-        cell_scale=_codes([(float(r[3]), float(r[4])) for r in cells], scales),
-        cell_score=np.asarray([float(r[5]) for r in cells], dtype=float),
+        cell_session=codes("session"),
+        cell_model=codes("model"),
+        cell_reviewer=codes("reviewer"),
+        cell_scale=codes("scale"),
+        cell_score=np.asarray(cells["score"], dtype=float).reshape(-1),
         count_reviewer=_codes([str(r[0]) for r in counts], reviewers),
         count_scale=_codes([(float(r[1]), float(r[2])) for r in counts], scales),
         count_score=np.asarray([float(r[3]) for r in counts], dtype=float),
