@@ -13,7 +13,8 @@ and 9 members and 10, 30 and 100 sessions. A report "has a finding" when its ``f
 list is not empty; the promise is that share <= 5% (+ 2 Monte Carlo standard errors).
 
 ``--dump DIR`` saves every store's tested hypotheses (family, subject, bias, p, blocked,
-estimate) one file a cell; ``benchmarks/report_replay.py DIR`` decides them again with
+estimate, and for the council's all-slots test the min-p p of its nested pair, ADR 0082)
+one file a cell; ``benchmarks/report_replay.py DIR`` decides them again with
 any tree's procedure.
 
 ``--power``: one planted bias per store (30 sessions, 5 members), the share of reports
@@ -88,6 +89,8 @@ def child(paths: list[str]) -> None:
                 "tested": [
                     [h.finding.family, h.finding.subject, h.finding.bias, h.finding.p_value]
                     + [h.blocked_by is not None, h.finding.estimate]
+                    # ADR 0082: the min-p test of the council's nested position pair
+                    + [getattr(h, "combined_p", float("nan"))]
                     for h in report_hypotheses(report)
                 ],
             }

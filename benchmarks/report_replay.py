@@ -56,12 +56,57 @@ def entered_p(row: list[Any], sided: dict[str, str]) -> float:
     return upper_one_sided_p(p, float(row[5]))
 
 
+def _nested_hypotheses(
+    hypotheses: list[Any], tested: list[list[Any]], n_slots: int | None, n_sessions: int | None
+) -> list[Any]:
+    """The hypotheses with the council's all-slots test marked as implying its edge test and
+    carrying the pair's min-p p (ADR 0082), where this tree tests the pair that way.
+
+    A row dumped since ADR 0082 carries that p (its 7th field); an older row gets it from
+    the two dumped p-values with ``n_slots`` slots and ``n_sessions`` clusters (the cell's
+    members and sessions: every session of the generators has the modal size)."""
+    import dataclasses
+    import math
+
+    from llm_council.bias_audit.report import hypotheses as module
+
+    if not hasattr(module, "ALL_SLOTS_BIAS") or "implies" not in {
+        f.name for f in dataclasses.fields(module.Hypothesis)
+    }:
+        return hypotheses
+    council = [
+        index
+        for index, row in enumerate(tested)
+        if row[0] == "council position" and row[1] == "council"
+    ]
+    full = [i for i in council if tested[i][2] == module.ALL_SLOTS_BIAS]
+    sub = [i for i in council if tested[i][2] != module.ALL_SLOTS_BIAS]
+    if len(full) != 1 or len(sub) != 1:
+        return hypotheses
+    row = tested[full[0]]
+    combined = float(row[6]) if len(row) > 6 else float("nan")
+    if not math.isfinite(combined) and n_slots and n_sessions and n_slots >= 4:
+        from llm_council.stats.inference.nested_wald import nested_wald_min_p
+
+        p_sub = float(tested[sub[0]][3])
+        combined = nested_wald_min_p(p_sub, float(row[3]), 2, n_slots - 1, n_sessions)
+    hypotheses[full[0]] = dataclasses.replace(
+        hypotheses[full[0]], implies=hypotheses[sub[0]].locator, combined_p=combined
+    )
+    return hypotheses
+
+
 def replay_findings(
-    tested: list[list[Any]], error_rate: str, sided: dict[str, str] | None = None
+    tested: list[list[Any]],
+    error_rate: str,
+    sided: dict[str, str] | None = None,
+    n_slots: int | None = None,
+    n_sessions: int | None = None,
 ) -> list[list[str]]:
     """The findings this tree's procedure makes of one report's dumped hypotheses.
 
-    The procedure is a pure function of each hypothesis's (family, p, blocked); the
+    The procedure is a pure function of each hypothesis's (family, p, blocked) and, since
+    ADR 0082, the council's nested position pair (:func:`_nested_hypotheses`); the
     favouritism spill-over rule is not replayed (it only removes a cell when a larger
     cell of the same matrix is a finding, so "any finding" is unchanged).
     """
@@ -80,6 +125,7 @@ def replay_findings(
         )
         for index, row in enumerate(tested)
     ]
+    hypotheses = _nested_hypotheses(hypotheses, tested, n_slots, n_sessions)
     adjusted = adjusted_p_values(hypotheses, error_rate)
     return [
         [h.finding.family, h.finding.subject, h.finding.bias]
@@ -117,8 +163,8 @@ def replay_tables(folder: Path) -> list[str]:
             for row in r["tested"]
             if row[0] == "self-preference"
         )
-        fwer = [replay_findings(r["tested"], "fwer", _sided(r)) for r in results]
-        fdr = [replay_findings(r["tested"], "fdr", _sided(r)) for r in results]
+        fwer = [replay_findings(r["tested"], "fwer", _sided(r), members, sessions) for r in results]
+        fdr = [replay_findings(r["tested"], "fdr", _sided(r), members, sessions) for r in results]
         same = sum(bool(f) == bool(r["fwer"]) for f, r in zip(fwer, results, strict=True))
         families = sorted({f[0] for found in fwer for f in found})
         name = names[g] + (" (upper bound: self-preference's sign not dumped)" if bound else "")
@@ -139,10 +185,12 @@ def replay_tables(folder: Path) -> list[str]:
         results = [json.loads(line) for line in path.read_text().splitlines()]
         runs = len(results)
         fwer = sum(
-            any(map(cell.found, replay_findings(r["tested"], "fwer", _sided(r)))) for r in results
+            any(map(cell.found, replay_findings(r["tested"], "fwer", _sided(r), 5, sessions)))
+            for r in results
         )
         fdr = sum(
-            any(map(cell.found, replay_findings(r["tested"], "fdr", _sided(r)))) for r in results
+            any(map(cell.found, replay_findings(r["tested"], "fdr", _sided(r), 5, sessions)))
+            for r in results
         )
         before_path = path.with_name(path.name.replace("power-", "before-"))
         before = (

@@ -18,6 +18,7 @@ from llm_council.bias_audit.report.estimates import Interval, SlotProfile
 from llm_council.bias_audit.report.finding import Finding
 from llm_council.bias_audit.report.fingerprint_hypotheses import fingerprint_findings
 from llm_council.bias_audit.report.model import BiasReport
+from llm_council.stats.inference.nested_wald import nested_wald_min_p
 
 #: where a hypothesis sits: (section key, index[, check kind])
 Locator = tuple[str | int, ...]
@@ -43,6 +44,11 @@ class Hypothesis:
     # a section rule that keeps it from being a finding whatever its p (e.g. a leniency
     # below the material size); None when only the procedure decides
     blocked_by: str | None = None
+    # where this hypothesis's null implies another of its family's (the council's
+    # all-slots test implies its edge test): that one's locator, and the p of the min-p
+    # test of the two (ADR 0082); None and NaN otherwise
+    implies: Locator | None = None
+    combined_p: float = float("nan")
 
 
 def upper_one_sided_p(two_sided_p: float, estimate: float) -> float:
@@ -88,9 +94,20 @@ ALL_SLOTS_BIAS = "position: a slot differs (all slots tested)"
 
 
 def _council_all_slots(council: SlotProfile) -> Hypothesis:
-    """The council's all-slots-equal test beside its edge test (4+ slots, ADR 0076): Holm
-    within the council position family gives each half the family's share first. Its p is
-    NaN (so it is not listed) where the edge test is already the all-slots test."""
+    """The council's all-slots-equal test beside its edge test (4+ slots, ADR 0076). Its
+    null implies the edge test's, so the closed test tests the pair with their min-p test
+    at the family's whole share (ADR 0082; ``combined_p``). Its p is NaN (so it is not
+    listed) where the edge test is already the all-slots test."""
+    n_slots = len(council.slot_effect)
+    combined = float("nan")
+    if council.test_method == "wald" and n_slots >= 4 and council.test_df[0] == 2:
+        combined = nested_wald_min_p(
+            council.test_p_value,
+            council.all_slots_p_value,
+            2,
+            n_slots - 1,
+            council.test_df[1] + 2,  # the edge test's df are (2, C - 2)
+        )
     return Hypothesis(
         _tested(
             council.subject,
@@ -102,6 +119,8 @@ def _council_all_slots(council: SlotProfile) -> Hypothesis:
             council.all_slots_p_value,
         ),
         ("position-council-all", 0),
+        implies=("position-council", 0),
+        combined_p=combined,
     )
 
 

@@ -31,10 +31,11 @@ from llm_council.stats.bias_effects.favouritism import (
     mutual_blocs,
     spillover_weights,
 )
-from llm_council.stats.inference.report_multiplicity import (
-    benjamini_yekutieli_adjusted,
-    family_holm_adjusted,
+from llm_council.stats.inference.nested_closed_test import (
+    NestedPair,
+    nested_family_holm_adjusted,
 )
+from llm_council.stats.inference.report_multiplicity import benjamini_yekutieli_adjusted
 
 _SPILLOVER = "spill-over of a larger favouritism finding (its interval holds what that predicts)"
 
@@ -42,7 +43,9 @@ _SPILLOVER = "spill-over of a larger favouritism finding (its interval holds wha
 def adjusted_p_values(hypotheses: Sequence[Hypothesis], error_rate: str) -> np.ndarray:
     """Every hypothesis's report-wide adjusted p-value under ``error_rate``.
 
-    ``fwer`` weighs each family by :data:`FAMILY_WEIGHTS` (ADR 0060); ``fdr`` is
+    ``fwer`` weighs each family by :data:`FAMILY_WEIGHTS` (ADR 0060) and tests a pair of
+    nested hypotheses (the council's all-slots and edge tests) with their min-p test
+    (ADR 0082); ``fdr`` is
     Benjamini-Yekutieli over all tests, unweighted.
     """
     if error_rate not in ERROR_RATES:
@@ -50,9 +53,22 @@ def adjusted_p_values(hypotheses: Sequence[Hypothesis], error_rate: str) -> np.n
     p_values = [item.finding.p_value for item in hypotheses]
     if error_rate == "fdr":
         return benjamini_yekutieli_adjusted(p_values)
-    return family_holm_adjusted(
-        p_values, [item.finding.family for item in hypotheses], FAMILY_WEIGHTS
+    return nested_family_holm_adjusted(
+        p_values,
+        [item.finding.family for item in hypotheses],
+        FAMILY_WEIGHTS,
+        nested_pairs(hypotheses),
     )
+
+
+def nested_pairs(hypotheses: Sequence[Hypothesis]) -> list[NestedPair]:
+    """The pairs in which one hypothesis's null implies another's (ADR 0082), by index."""
+    index_of = {item.locator: index for index, item in enumerate(hypotheses)}
+    return [
+        NestedPair(index, index_of[item.implies], item.combined_p)
+        for index, item in enumerate(hypotheses)
+        if item.implies is not None and item.implies in index_of
+    ]
 
 
 def procedure_text(
@@ -67,7 +83,8 @@ def procedure_text(
         )
     return (
         f"family-wise {level} over {n_tests} tests in {n_families} families "
-        "(closed test: weighted Holm across families, Holm within each)"
+        "(closed test: weighted Holm across families, Holm within each; "
+        "the council's nested position tests by their min-p test)"
     )
 
 
