@@ -33,10 +33,21 @@ def _f_density(x: float, dfn: int, dfd: int) -> float:
 
 
 def nested_wald_min_p(
-    p_sub: float, p_full: float, q_sub: int, q_full: int, n_clusters: int
+    p_sub: float,
+    p_full: float,
+    q_sub: int,
+    q_full: int,
+    n_clusters: int,
+    sub_weight: float = 0.5,
 ) -> float:
-    r"""The p-value of :math:`\min(p_{sub}, p_{full})` under the joint null of two nested
-    Hotelling-type Wald tests on the same estimate and cluster-robust covariance.
+    r"""The p-value of the weighted min-p test of two nested Hotelling-type Wald tests on
+    the same estimate and cluster-robust covariance, under their joint null.
+
+    With weights :math:`w` (``sub_weight``) and :math:`1 - w`, the test rejects at level
+    :math:`\alpha` when :math:`p_{sub} \le w\,c` or :math:`p_{full} \le (1 - w)\,c`, with
+    :math:`c \ge \alpha` the largest value that keeps the joint null probability at
+    :math:`\alpha`; its p-value is that probability at
+    :math:`u = \min(p_{sub} / w,\ p_{full} / (1 - w))`. ``w = 1/2`` is the plain min-p test.
 
     Both p-values are those of :func:`~llm_council.stats.design.joint_model.wald_test`:
     with :math:`\nu = C - 1` (C clusters), a Wald statistic :math:`T^2_q` on q contrasts
@@ -56,25 +67,28 @@ def nested_wald_min_p(
             \sim F_{q_{full} - q_{sub},\; \nu - q_{full} + 1},
         \quad \text{independent of } T^2_{sub}.
 
-    With :math:`m = \min(p_{sub}, p_{full})` and :math:`t_{sub}, t_{full}` the :math:`T^2`
-    values whose p-values are :math:`m`, the min-p test's p is
+    With :math:`m_{sub} = w u`, :math:`m_{full} = (1 - w) u` and :math:`t_{sub}, t_{full}`
+    the :math:`T^2` values whose p-values are those, the test's p is
 
     .. math::
 
-        P(\min \le m) = m + \int_0^{t_{sub}} f_{T^2_{sub}}(t)\,
+        P = m_{sub} + \int_0^{t_{sub}} f_{T^2_{sub}}(t)\,
             P\!\left(R \ge \frac{\nu - q_{full} + 1}{q_{full} - q_{sub}}
             \cdot \frac{t_{full} - t}{\nu + t}\right) dt
 
-    (the first test rejects with probability m; otherwise the second does when
+    (the first test rejects with probability :math:`m_{sub}`; otherwise the second does when
     :math:`T^2_{full} \ge t_{full}`), a one-dimensional integral (``scipy.integrate.quad``).
-    It lies in :math:`[m, 2m]` (Bonferroni). Below :data:`SMALLEST_INTEGRATED_P` the bound
-    ``2 m`` is returned. Tested against a Monte Carlo of the Hotelling model with a random
-    covariance and against the model's own draws (``tests/stats/inference/test_nested_wald.py``).
+    It lies in :math:`[\max(m_{sub}, m_{full}), u]` (Bonferroni). Below
+    :data:`SMALLEST_INTEGRATED_P` the bound ``u`` is returned. Tested against a Monte Carlo
+    of the Hotelling model with a random covariance and against the model's own draws
+    (``tests/stats/inference/test_nested_wald.py``).
 
     Parameters
     ----------
     p_sub, p_full : float
         The p-values of the test on the sub-space (``q_sub`` contrasts) and of the full test.
+    sub_weight : float
+        The share :math:`w` of the level the sub-space test gets, ``0 < w < 1``.
     q_sub, q_full : int
         Their numbers of contrasts, ``1 <= q_sub < q_full``.
     n_clusters : int
@@ -87,19 +101,23 @@ def nested_wald_min_p(
     """
     if not (1 <= q_sub < q_full):
         raise ValueError(f"need 1 <= q_sub < q_full, got q_sub={q_sub}, q_full={q_full}")
+    if not 0.0 < sub_weight < 1.0:
+        raise ValueError(f"sub_weight must be in (0, 1), got {sub_weight}")
     if not (math.isfinite(p_sub) and math.isfinite(p_full)) or n_clusters <= q_full:
         return float("nan")
-    smallest = min(max(p_sub, 0.0), max(p_full, 0.0), 1.0)
-    if smallest < SMALLEST_INTEGRATED_P:
-        return min(1.0, 2.0 * smallest)
-    if smallest >= 1.0:
+    full_weight = 1.0 - sub_weight
+    bound = min(max(p_sub, 0.0) / sub_weight, max(p_full, 0.0) / full_weight)
+    m_sub, m_full = sub_weight * bound, full_weight * bound
+    if min(m_sub, m_full) < SMALLEST_INTEGRATED_P:
+        return min(1.0, bound)
+    if max(m_sub, m_full) >= 1.0:
         return 1.0
     from scipy import integrate, special
 
     nu = n_clusters - 1
     df_sub, df_full, df_rest = nu - q_sub + 1, nu - q_full + 1, q_full - q_sub
-    f_sub = float(special.fdtri(q_sub, df_sub, 1.0 - smallest))
-    f_full = float(special.fdtri(q_full, df_full, 1.0 - smallest))
+    f_sub = float(special.fdtri(q_sub, df_sub, 1.0 - m_sub))
+    f_full = float(special.fdtri(q_full, df_full, 1.0 - m_full))
     t_full = f_full * q_full * nu / df_full
     to_t = q_sub * nu / df_sub  # T^2_sub = to_t * F_sub
 
@@ -119,4 +137,4 @@ def nested_wald_min_p(
         epsabs=1e-13,
         epsrel=1e-10,
     )
-    return float(min(1.0, max(smallest, smallest + integral)))
+    return float(min(1.0, bound, max(m_sub, m_full, m_sub + integral)))
