@@ -1,5 +1,6 @@
 """The council position family's two hypotheses from 4 slots on (ADR 0076): the edge test
-(ADR 0072) and the all-slots-equal test, Holm within the family."""
+(ADR 0072) and the all-slots-equal test; nested, so tested by their weighted min-p test at
+the family's whole share (ADR 0082)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,14 @@ from llm_council.bias_audit.report import build_report
 from llm_council.bias_audit.report.analyses.position import _edge_tested
 from llm_council.bias_audit.report.estimates import Interval, SlotProfile
 from llm_council.bias_audit.report.finding import Finding
-from llm_council.bias_audit.report.hypotheses import ALL_SLOTS_BIAS, Hypothesis
+from llm_council.bias_audit.report.hypotheses import (
+    ALL_SLOTS_BIAS,
+    Hypothesis,
+    report_hypotheses,
+)
 from llm_council.bias_audit.report.report_verdicts import adjusted_p_values
 from llm_council.stats.design.joint_model import wald_test
+from llm_council.stats.inference.nested_wald import nested_wald_min_p
 from llm_council.stats.slots.edge_slots import edge_slot_wald
 
 
@@ -64,8 +70,8 @@ def test_the_all_slots_p_is_hotellings_and_kept_beside_the_edge_test() -> None:
     assert three.test_p_value == 0.2 and math.isnan(three.all_slots_p_value)
 
 
-def test_each_council_test_first_enters_at_half_the_familys_share() -> None:
-    """Hand check (weights 7 : 1 : 1/4, ADR 0060): families leniency, council position (2
+def test_without_the_pair_marked_each_test_first_enters_at_half_the_share() -> None:
+    """ADR 0076's procedure, kept for hypotheses not marked as nested. Hand check (weights 7 : 1 : 1/4, ADR 0060): families leniency, council position (2
     hypotheses), length, self-preference: summed weights 1 + 7 + 7 + 7 = 22, so the council
     position family's share is 0.05 x 7/22 = 0.0159 and each of its two p first enters at
     half of it, 0.00795 (Holm within); once one is rejected the other has the whole share."""
@@ -87,6 +93,53 @@ def test_each_council_test_first_enters_at_half_the_familys_share() -> None:
     # the edge test rejected first: the all-slots p is then tested at the whole share
     both = adjusted([0.9, 1e-6, share * 0.99, 0.9, 0.9])
     assert both[1] < 0.05 and both[2] < 0.05
+
+
+def test_the_nested_pair_enters_at_the_whole_share_through_its_min_p_test() -> None:
+    """ADR 0082, by hand: families leniency, council position (edge, all slots), length,
+    self-preference; summed weights 22, the family's share 0.05 x 7/22 = 0.0159. The pair's
+    combined p is its weighted min-p test's; H_all's adjusted p is combined x 22/7, and
+    H_edge also needs its own p below the whole share."""
+    families = ["leniency", "council position", "council position", "length", "self-preference"]
+    nan = float("nan")
+    share = 0.05 * 7 / 22
+
+    def adjusted(p: list[float], combined: float) -> np.ndarray:
+        listed = [
+            Hypothesis(Finding("x", "b", f, nan, nan, nan, "", q, nan, "", ""), ("t", i))
+            for i, (f, q) in enumerate(zip(families, p, strict=True))
+        ]
+        listed[2] = Hypothesis(listed[2].finding, ("t", 2), implies=("t", 1), combined_p=combined)
+        return adjusted_p_values(listed, "fwer")
+
+    # a middle slot: p_all = 0.0085 is above half the share (Holm would not reject first);
+    # the pair's min-p p lies between p_all and Bonferroni's 2 p_all
+    p_edge, p_all = 0.4, 0.0085
+    combined = nested_wald_min_p(p_edge, p_all, 2, 4, 30)
+    assert p_all < combined < 2 * p_all
+    got = adjusted([0.9, p_edge, p_all, 0.9, 0.9], combined)
+    assert got[2] == pytest.approx(combined * 22 / 7) and got[2] < 0.05
+    assert got[1] >= got[2] and got[1] > 0.05  # the edges are not a finding
+    holm = adjusted_p_values(
+        [
+            Hypothesis(Finding("x", "b", f, nan, nan, nan, "", q, nan, "", ""), ("t", i))
+            for i, (f, q) in enumerate(zip(families, [0.9, p_edge, p_all, 0.9, 0.9], strict=True))
+        ],
+        "fwer",
+    )
+    assert holm[2] > 0.05 and p_all > share / 2  # ADR 0076 missed it
+
+
+def test_the_reported_pair_carries_its_combined_p(middle_slot_store: Path) -> None:
+    report = build_report(middle_slot_store, n_resamples=20)
+    council = report.position.council
+    pair = [h for h in report_hypotheses(report) if h.finding.family == "council position"]
+    edge, every_slot = pair
+    assert every_slot.implies == edge.locator
+    expected = nested_wald_min_p(
+        council.test_p_value, council.all_slots_p_value, 2, 4, council.test_df[1] + 2
+    )
+    assert every_slot.combined_p == expected
 
 
 @pytest.fixture(scope="module")

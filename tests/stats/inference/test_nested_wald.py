@@ -90,3 +90,30 @@ def test_edge_cases_are_stated():
     assert math.isnan(nested_wald_min_p(0.1, 0.1, 2, 4, 4))  # no df for the full test
     with pytest.raises(ValueError, match="q_sub < q_full"):
         nested_wald_min_p(0.1, 0.1, 3, 3, 30)
+
+
+@pytest.mark.parametrize("weight", [1 / 3, 0.2])
+def test_the_weighted_test_is_the_model_s_tail_probability(weight: float):
+    # reject when p_sub <= w c or p_full <= (1 - w) c: the share of model draws that do
+    rng_draws = 400_000
+    q_full, clusters, c = 4, 30, 0.03
+    rng = np.random.default_rng(17)
+    nu = clusters - 1
+    f_sub = rng.f(2, nu - 1, rng_draws)
+    rest = rng.f(q_full - 2, nu - q_full + 1, rng_draws)
+    t_sub = f_sub * 2 * nu / (nu - 1)
+    t_full = t_sub + (nu + t_sub) * (q_full - 2) / (nu - q_full + 1) * rest
+    p_sub = special.fdtrc(2, nu - 1, f_sub)
+    p_full = special.fdtrc(q_full, nu - q_full + 1, t_full * (nu - q_full + 1) / (q_full * nu))
+    share = float(np.mean((p_sub <= weight * c) | (p_full <= (1 - weight) * c)))
+    se = math.sqrt(share * (1 - share) / rng_draws)
+    # the observed pair on the boundary of that region: u = c
+    combined = nested_wald_min_p(weight * c, 0.9, 2, q_full, clusters, weight)
+    assert combined == pytest.approx(share, abs=4 * se)
+    assert (1 - weight) * c < combined < c  # above the larger part, below Bonferroni
+
+
+def test_weight_one_half_is_the_plain_min_p_and_bad_weights_are_refused():
+    assert nested_wald_min_p(0.01, 0.2, 2, 4, 30, 0.5) == nested_wald_min_p(0.01, 0.2, 2, 4, 30)
+    with pytest.raises(ValueError, match="sub_weight"):
+        nested_wald_min_p(0.01, 0.2, 2, 4, 30, 1.0)

@@ -93,17 +93,10 @@ def _tested(
 ALL_SLOTS_BIAS = "position: a slot differs (all slots tested)"
 
 
-def edge_test_weight(n_slots: int) -> float:
-    """The edge test's share of the council position family's level in the pair's weighted
-    min-p test: its contrasts over both tests' contrasts, 2 / (2 + K - 1) (ADR 0082:
-    1/3 at 5 slots, 2/5 at 4, 1/5 at 9); fixed by the design, never by a p-value."""
-    return 2.0 / (2.0 + n_slots - 1)
-
-
 def _council_all_slots(council: SlotProfile) -> Hypothesis:
     """The council's all-slots-equal test beside its edge test (4+ slots, ADR 0076). Its
-    null implies the edge test's, so the closed test tests the pair with their weighted
-    min-p test at the family's whole share (ADR 0082; ``combined_p``). Its p is NaN (so it is not
+    null implies the edge test's, so the closed test tests the pair with their min-p test
+    at the family's whole share (ADR 0082; ``combined_p``). Its p is NaN (so it is not
     listed) where the edge test is already the all-slots test."""
     n_slots = len(council.slot_effect)
     combined = float("nan")
@@ -114,7 +107,6 @@ def _council_all_slots(council: SlotProfile) -> Hypothesis:
             2,
             n_slots - 1,
             council.test_df[1] + 2,  # the edge test's df are (2, C - 2)
-            edge_test_weight(n_slots),
         )
     return Hypothesis(
         _tested(

@@ -82,7 +82,8 @@ details summary { cursor: pointer; font-weight: 600; margin-top: 8px; }
 #: what each number means and how sure a flag is (shown under "Method notes")
 METHOD_NOTES = (
     "Findings: one multiplicity procedure over every test in the report (family-wise 5% by "
-    "default: Holm across families weighted toward the primary ones, Holm within each; or "
+    "default: Holm across families weighted toward the primary ones, Holm within each, "
+    "the council's two nested position tests by one min-p test; or "
     "--error-rate fdr); self-preference and length (longer scores higher) are tested "
     "one-sided; the dashboard "
     "adds no test of its own. Holm p-values in the sections are within one family, for "
