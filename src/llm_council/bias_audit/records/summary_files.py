@@ -95,9 +95,12 @@ def read_summary(
         if status.st_size - offset > max_bytes:
             raise SummaryUnverifiable(f"larger than {max_bytes} bytes")
         os.lseek(descriptor, offset, os.SEEK_SET)
-        chunks = []
-        remaining = max_bytes + 1
-        while remaining > 0:
+        # one read of the expected size (no copy through a list of chunks), then chunks
+        # only if the file grew or a read came back short
+        first = os.read(descriptor, min(max(status.st_size - offset, 0) + 1, max_bytes + 1))
+        chunks = [first]
+        remaining = max_bytes + 1 - len(first)
+        while remaining > 0 and first:
             chunk = os.read(descriptor, min(remaining, 1 << 20))
             if not chunk:
                 break
@@ -105,7 +108,7 @@ def read_summary(
             remaining -= len(chunk)
     finally:
         os.close(descriptor)
-    raw = b"".join(chunks)
+    raw = chunks[0] if len(chunks) == 1 else b"".join(chunks)
     if len(raw) > max_bytes:
         raise SummaryUnverifiable(f"larger than {max_bytes} bytes")
     return raw

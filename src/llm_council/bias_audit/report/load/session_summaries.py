@@ -120,9 +120,12 @@ def encode_summaries(store: str | Path, summaries: SessionSummaries) -> bytes | 
 def decode_summaries(store: str | Path, content: bytes) -> SessionSummaries:
     """The summaries in ``content``; :class:`SummaryUnverifiable` saying why when the seal,
     the digest or the layout does not hold."""
-    sealed, newline, raw = content.partition(b"\n")  # canonical JSON holds no raw newline
+    # canonical JSON holds no raw newline; the arrays' bytes stay a view of ``content``
+    newline = content.find(b"\n")
+    sealed = content if newline < 0 else content[:newline]
+    raw = memoryview(content)[newline + 1 :] if newline >= 0 else memoryview(b"")
     body = unsealed_json(SEAL_KIND, str(summarised_store(store)), sealed, resolved=True)
-    if body is None or not newline:
+    if body is None or newline < 0:
         raise SummaryUnverifiable("the seal does not verify (edited, or another store's)")
     if body.get("format") != FILE_FORMAT:
         raise SummaryUnverifiable(

@@ -23,6 +23,40 @@ NUMERIC_KINDS = {"f8": "<f8", "i8": "<i8", "u8": "<u8", "b1": "|b1"}
 STRING_KIND = "str"
 #: the most elements one array may declare (a bound on what a hostile file can make us allocate)
 MAX_ELEMENTS = 1 << 28
+#: the narrower widths an array of a kind may be stored in, narrowest first
+STORED_WIDTHS = {
+    "i8": ("<i1", "<i2", "<i4"),
+    "u8": ("<u1", "<u2", "<u4"),
+    "f8": ("<f4",),
+}
+#: string codes: the unsigned widths, by the largest code they hold
+CODE_WIDTHS = ((1, "<u1", 0xFF), (2, "<u2", 0xFFFF), (4, "<u4", 0xFFFFFFFF), (8, "<i8", None))
+
+
+def _narrowest(values: np.ndarray, kind: str) -> str:
+    """The narrowest stored dtype that holds ``values`` exactly (the kind's own if none)."""
+    wide = NUMERIC_KINDS[kind]
+    if kind not in STORED_WIDTHS or values.size == 0:
+        return wide
+    if kind == "f8":
+        with np.errstate(over="ignore", invalid="ignore"):
+            back = values.astype("<f4").astype("<f8")
+        same = np.array_equal(back.view("<u8"), np.ascontiguousarray(values, "<f8").view("<u8"))
+        return "<f4" if same else wide
+    low, high = int(values.min()), int(values.max())
+    for stored in STORED_WIDTHS[kind]:
+        info = np.iinfo(np.dtype(stored))
+        if info.min <= low and high <= info.max:
+            return stored
+    return wide
+
+
+def _code_width(distinct: int) -> tuple[int, str]:
+    """(bytes a code takes, its dtype) for a table of ``distinct`` strings."""
+    for width, dtype, largest in CODE_WIDTHS:
+        if largest is None or distinct - 1 <= largest:
+            return width, dtype
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _kind_of(values: np.ndarray) -> str:
@@ -33,24 +67,29 @@ def _kind_of(values: np.ndarray) -> str:
     return kinds[values.dtype.kind]
 
 
-def _string_bytes(values: np.ndarray) -> tuple[bytes, int]:
-    """(the dictionary-coded bytes of ``values``, how many distinct strings)."""
+def _string_bytes(values: np.ndarray, compact: bool = True) -> tuple[bytes, int, int]:
+    """(the dictionary-coded bytes of ``values``, how many distinct strings, code bytes)."""
     flat = values.ravel()
     if flat.dtype.kind == "O":
         flat = np.asarray([str(value) for value in flat.tolist()], dtype=str)
     distinct, codes = np.unique(flat, return_inverse=True)
     encoded = [str(value).encode("utf-8") for value in distinct.tolist()]
     ends = np.cumsum([len(item) for item in encoded], dtype=np.int64)
+    width, code_dtype = _code_width(int(distinct.size)) if compact else (8, "<i8")
     raw = (
         ends.astype("<i8").tobytes()
         + b"".join(encoded)
-        + np.asarray(codes, dtype="<i8").reshape(-1).tobytes()
+        + np.asarray(codes, dtype=code_dtype).reshape(-1).tobytes()
     )
-    return raw, int(distinct.size)
+    return raw, int(distinct.size), width
 
 
-def encode_arrays(arrays: Mapping[str, np.ndarray]) -> tuple[list[dict[str, Any]], bytes]:
-    """The arrays' directory (for the JSON) and their concatenated bytes."""
+def encode_arrays(
+    arrays: Mapping[str, np.ndarray], *, compact: bool = True
+) -> tuple[list[dict[str, Any]], bytes]:
+    """The arrays' directory (for the JSON) and their concatenated bytes; ``compact=False``
+    writes every value at its kind's full width (the layout before ADR 0083, which every
+    reader still reads: the benchmark's baseline)."""
     directory: list[dict[str, Any]] = []
     chunks: list[bytes] = []
     offset = 0
@@ -59,9 +98,14 @@ def encode_arrays(arrays: Mapping[str, np.ndarray]) -> tuple[list[dict[str, Any]
         kind = _kind_of(values)
         entry: dict[str, Any] = {"name": name, "kind": kind}
         if kind == STRING_KIND:
-            raw, entry["distinct"] = _string_bytes(values)
+            raw, entry["distinct"], width = _string_bytes(values, compact)
+            if width != 8:
+                entry["code_bytes"] = width
         else:
-            raw = np.ascontiguousarray(values, dtype=NUMERIC_KINDS[kind]).tobytes()
+            stored = _narrowest(values, kind) if compact else NUMERIC_KINDS[kind]
+            if stored != NUMERIC_KINDS[kind]:
+                entry["stored"] = stored
+            raw = np.ascontiguousarray(values, dtype=stored).tobytes()
         entry.update(
             {"shape": [int(size) for size in values.shape], "offset": offset, "length": len(raw)}
         )
@@ -71,42 +115,86 @@ def encode_arrays(arrays: Mapping[str, np.ndarray]) -> tuple[list[dict[str, Any]
     return directory, b"".join(chunks)
 
 
-def digest(raw: bytes) -> str:
+def digest(raw: bytes | memoryview) -> str:
     """``sha256:<hex>`` of the arrays' bytes (bound to the seal through the JSON)."""
     return "sha256:" + hashlib.sha256(raw).hexdigest()
 
 
-def _decode_strings(raw: bytes, count: int, distinct: Any, where: str) -> np.ndarray:
-    if not isinstance(distinct, int) or isinstance(distinct, bool) or distinct < 0:
-        raise ValueError(f"{where}: bad count of distinct strings")
-    if len(raw) < 8 * (distinct + count):
-        raise ValueError(f"{where}: strings truncated")
-    ends = np.frombuffer(raw, dtype="<i8", count=distinct)
-    text = raw[8 * distinct : len(raw) - 8 * count]
-    codes = np.frombuffer(raw, dtype="<i8", count=count, offset=len(raw) - 8 * count)
-    if distinct and (np.any(np.diff(ends) < 0) or ends[0] < 0 or int(ends[-1]) != len(text)):
-        raise ValueError(f"{where}: string offsets do not match the bytes")
-    if not distinct and text:
-        raise ValueError(f"{where}: string offsets do not match the bytes")
-    if count and (distinct == 0 or codes.min() < 0 or codes.max() >= distinct):
-        raise ValueError(f"{where}: a string code is out of range")
-    starts = np.r_[0, ends[:-1]] if distinct else ends
+def _string_table(text: bytes, ends: np.ndarray, where: str) -> np.ndarray:
+    """The distinct strings of one table (``text`` cut at ``ends``), decoded from UTF-8."""
     try:
-        items = [
-            text[int(start) : int(end)].decode("utf-8")
-            for start, end in zip(starts, ends, strict=True)
-        ]
+        if text.isascii():  # byte offsets are character offsets: slice one decoded str
+            whole = text.decode("ascii")
+            starts = [0, *ends[:-1].tolist()]
+            items = [whole[start:end] for start, end in zip(starts, ends.tolist(), strict=True)]
+        else:
+            starts = [0, *ends[:-1].tolist()]
+            items = [
+                text[start:end].decode("utf-8")
+                for start, end in zip(starts, ends.tolist(), strict=True)
+            ]
     except UnicodeDecodeError:
         raise ValueError(f"{where}: a string is not UTF-8") from None
-    table = np.asarray(items, dtype=str) if items else np.zeros(0, dtype=str)
-    return table[codes] if count else np.zeros(0, dtype=str)
+    return np.asarray(items, dtype=str) if items else np.zeros(0, dtype=str)
 
 
-def decode_arrays(directory: Any, raw: bytes) -> dict[str, np.ndarray]:
+def _decode_strings(
+    raw: memoryview,
+    count: int,
+    distinct: Any,
+    code_bytes: Any,
+    where: str,
+    tables: dict[bytes, np.ndarray],
+) -> np.ndarray:
+    if not isinstance(distinct, int) or isinstance(distinct, bool) or distinct < 0:
+        raise ValueError(f"{where}: bad count of distinct strings")
+    widths = {width: dtype for width, dtype, _ in CODE_WIDTHS}
+    if code_bytes not in widths or isinstance(code_bytes, bool):
+        raise ValueError(f"{where}: bad code width {code_bytes!r}")
+    code_size = count * code_bytes
+    if len(raw) < 8 * distinct + code_size:
+        raise ValueError(f"{where}: strings truncated")
+    ends = np.frombuffer(raw, dtype="<i8", count=distinct)
+    dictionary_end = len(raw) - code_size
+    codes = np.frombuffer(raw, dtype=widths[code_bytes], count=count, offset=dictionary_end)
+    text_length = dictionary_end - 8 * distinct
+    if distinct and (np.any(np.diff(ends) < 0) or ends[0] < 0 or int(ends[-1]) != text_length):
+        raise ValueError(f"{where}: string offsets do not match the bytes")
+    if not distinct and text_length:
+        raise ValueError(f"{where}: string offsets do not match the bytes")
+    if count and (distinct == 0 or int(codes.min()) < 0 or int(codes.max()) >= distinct):
+        raise ValueError(f"{where}: a string code is out of range")
+    if not count:
+        return np.zeros(0, dtype=str)
+    key = bytes(raw[:dictionary_end])  # the table's ends and text: equal tables decode once
+    table = tables.get(key)
+    if table is None:
+        table = tables[key] = _string_table(key[8 * distinct :], ends, where)
+    return table[codes]
+
+
+def _numeric(
+    chunk: memoryview, kind: str, entry: dict[str, Any], count: int, where: str
+) -> np.ndarray:
+    """One numeric array, widened from how it was stored to its kind's dtype (a copy, so
+    it does not hold the file's buffer)."""
+    wide = np.dtype(NUMERIC_KINDS[kind])
+    stored_name = entry.get("stored", NUMERIC_KINDS[kind])
+    if stored_name != NUMERIC_KINDS[kind] and stored_name not in STORED_WIDTHS.get(kind, ()):
+        raise ValueError(f"{where}: cannot be stored as {stored_name!r}")
+    stored = np.dtype(stored_name)
+    if len(chunk) != count * stored.itemsize:
+        raise ValueError(f"{where}: {len(chunk)} bytes for {count} values")
+    return np.frombuffer(chunk, dtype=stored).astype(wide.newbyteorder("="))
+
+
+def decode_arrays(directory: Any, raw: bytes | memoryview) -> dict[str, np.ndarray]:
     """The arrays back from :func:`encode_arrays`; ``ValueError`` naming the array when the
     directory does not describe the bytes."""
     if not isinstance(directory, list):
         raise ValueError("arrays: not a list")
+    buffer = memoryview(raw)
+    tables: dict[bytes, np.ndarray] = {}
     arrays: dict[str, np.ndarray] = {}
     for entry in directory:
         if not isinstance(entry, dict):
@@ -123,15 +211,13 @@ def decode_arrays(directory: Any, raw: bytes) -> dict[str, np.ndarray]:
             raise ValueError(f"{where}: {count} elements is more than a summary holds")
         if not (isinstance(offset, int) and isinstance(length, int)) or offset < 0 or length < 0:
             raise ValueError(f"{where}: bad offset or length")
-        if offset + length > len(raw):
+        if offset + length > len(buffer):
             raise ValueError(f"{where}: past the end of the file")
-        chunk = raw[offset : offset + length]
+        chunk = buffer[offset : offset + length]
         if kind == STRING_KIND:
-            values = _decode_strings(chunk, count, entry.get("distinct"), where)
+            code_bytes = entry.get("code_bytes", 8)
+            values = _decode_strings(chunk, count, entry.get("distinct"), code_bytes, where, tables)
         else:
-            dtype = np.dtype(NUMERIC_KINDS[kind])
-            if length != count * dtype.itemsize:
-                raise ValueError(f"{where}: {length} bytes for {count} values")
-            values = np.frombuffer(chunk, dtype=dtype).astype(dtype.newbyteorder("="))
+            values = _numeric(chunk, kind, entry, count, where)
         arrays[name] = values.reshape(shape)
     return arrays

@@ -1,0 +1,123 @@
+"""The summary file's arrays stored in their narrowest exact width and read back as saved."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from llm_council.bias_audit.report.load.summary_payload import decode_arrays, encode_arrays
+
+
+def _round_trip(arrays: dict[str, np.ndarray]) -> tuple[list[dict], dict[str, np.ndarray]]:
+    directory, raw = encode_arrays(arrays)
+    return directory, decode_arrays(directory, raw)
+
+
+def _stored(directory: list[dict]) -> dict[str, str | int | None]:
+    return {e["name"]: e.get("stored", e.get("code_bytes")) for e in directory}
+
+
+def test_integers_take_the_narrowest_width_and_come_back_as_int64() -> None:
+    arrays = {
+        "small": np.asarray([0, 1, 255], dtype=np.int64),
+        "negative": np.asarray([-128, 127], dtype=np.int64),
+        "wide": np.asarray([-(2**40), 2**40], dtype=np.int64),
+        "extremes": np.asarray([np.iinfo(np.int64).min, np.iinfo(np.int64).max]),
+        "unsigned": np.asarray([0, 70_000], dtype=np.uint64),
+        "top": np.asarray([np.iinfo(np.uint64).max], dtype=np.uint64),
+        "int32 input": np.asarray([5, -6], dtype=np.int32),
+    }
+    directory, back = _round_trip(arrays)
+    assert _stored(directory) == {
+        "extremes": None,
+        "int32 input": "<i1",
+        "negative": "<i1",
+        "small": "<i2",  # 255 does not fit int8
+        "top": None,
+        "unsigned": "<u4",
+        "wide": None,
+    }
+    for name, values in arrays.items():
+        assert back[name].dtype == (np.uint64 if values.dtype.kind == "u" else np.int64)
+        assert back[name].tolist() == values.tolist()
+
+
+def test_floats_go_to_single_precision_only_when_every_bit_survives() -> None:
+    exact = np.asarray([1.0, -0.0, np.inf, -np.inf, np.nan, 7.5, 2.0**100, 0.25])
+    inexact = [
+        np.asarray([0.1]),
+        np.asarray([1e300]),
+        np.asarray([2.0**-150]),
+        np.asarray([1 + 2.0**-30]),
+    ]
+    directory, back = _round_trip({"exact": exact, **{f"x{i}": a for i, a in enumerate(inexact)}})
+    stored = _stored(directory)
+    assert stored["exact"] == "<f4" and all(stored[f"x{i}"] is None for i in range(4))
+    assert back["exact"].dtype == np.float64
+    assert back["exact"].tobytes() == exact.tobytes()  # -0.0, infinities and NaN bit for bit
+    for i, values in enumerate(inexact):
+        assert back[f"x{i}"].tobytes() == values.tobytes()
+
+
+def test_string_codes_narrow_and_a_shared_table_decodes_to_equal_arrays() -> None:
+    ids = np.asarray([f"session-{i:05d}" for i in range(70_000)], dtype=str)
+    hostile = np.asarray(["é\n", "\x00", "", "é\n", "\u202e"], dtype=str)
+    arrays = {"a/ids": ids, "b/ids": ids[::-1].copy(), "few": hostile, "same": ids.copy()}
+    directory, back = _round_trip(arrays)
+    assert _stored(directory) == {"a/ids": 4, "b/ids": 4, "few": 1, "same": 4}
+    for name, values in arrays.items():
+        assert back[name].tolist() == values.tolist()
+    back["a/ids"][0] = "changed"  # a decoded array is its own, not a view of a shared table
+    assert back["same"][0] == "session-00000"
+
+
+def test_a_file_from_before_the_narrow_widths_still_reads() -> None:
+    # the layout every earlier release wrote: 8-byte codes and values, no width fields
+    values = np.asarray([3, 4], dtype="<i8")
+    ends = np.asarray([1, 2], dtype="<i8")
+    codes = np.asarray([1, 0, 1], dtype="<i8")
+    strings = ends.tobytes() + b"ab" + codes.tobytes()
+    directory = [
+        {"name": "n", "kind": "i8", "shape": [2], "offset": 0, "length": 16},
+        {
+            "name": "s",
+            "kind": "str",
+            "distinct": 2,
+            "shape": [3],
+            "offset": 16,
+            "length": len(strings),
+        },
+    ]
+    back = decode_arrays(directory, values.tobytes() + strings)
+    assert back["n"].tolist() == [3, 4] and back["s"].tolist() == ["b", "a", "b"]
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"name": "x", "kind": "i8", "stored": "<f4", "shape": [2], "offset": 0, "length": 8},
+        {"name": "x", "kind": "i8", "stored": "<i4", "shape": [1], "offset": 0, "length": 8},
+        {"name": "x", "kind": "f8", "stored": "<f2", "shape": [4], "offset": 0, "length": 8},
+        {
+            "name": "x",
+            "kind": "str",
+            "distinct": 1,
+            "code_bytes": 3,
+            "shape": [1],
+            "offset": 0,
+            "length": 8,
+        },
+        {
+            "name": "x",
+            "kind": "str",
+            "distinct": 1,
+            "code_bytes": True,
+            "shape": [1],
+            "offset": 0,
+            "length": 8,
+        },
+    ],
+)
+def test_a_stored_width_that_does_not_fit_its_kind_or_bytes_is_refused(entry: dict) -> None:
+    with pytest.raises(ValueError, match="array 'x'"):
+        decode_arrays([entry], b"\x00" * 8)
