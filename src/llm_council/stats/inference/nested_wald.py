@@ -32,6 +32,38 @@ def _f_density(x: float, dfn: int, dfd: int) -> float:
     return math.exp(log_density)
 
 
+def _full_rejects_beyond_sub(
+    m_sub: float, m_full: float, q_sub: int, q_full: int, nu: int
+) -> float:
+    """P(the full test rejects at ``m_full`` and the sub-space test does not at ``m_sub``):
+    the integral of :func:`nested_wald_min_p`'s docstring."""
+    from scipy import integrate, special
+
+    df_sub, df_full, df_rest = nu - q_sub + 1, nu - q_full + 1, q_full - q_sub
+    f_sub = float(special.fdtri(q_sub, df_sub, 1.0 - m_sub))
+    f_full = float(special.fdtri(q_full, df_full, 1.0 - m_full))
+    t_full = f_full * q_full * nu / df_full
+    to_t = q_sub * nu / df_sub  # T^2_sub = to_t * F_sub
+
+    def rejected_by_full(x: float) -> float:
+        t = x * to_t
+        rest_needed = (t_full - t) * df_full / ((nu + t) * df_rest)
+        tail = 1.0 if t >= t_full else float(special.fdtrc(df_rest, df_full, rest_needed))
+        return _f_density(x, q_sub, df_sub) * tail if x > 0 else 0.0
+
+    kink = t_full / to_t
+    integral, _ = integrate.quad(
+        rejected_by_full,
+        0.0,
+        f_sub,
+        points=[kink] if 0.0 < kink < f_sub else None,
+        limit=200,
+        epsabs=1e-13,
+        epsrel=1e-10,
+    )
+    return float(integral)
+
+
 def nested_wald_min_p(
     p_sub: float,
     p_full: float,
@@ -112,29 +144,5 @@ def nested_wald_min_p(
         return min(1.0, bound)
     if max(m_sub, m_full) >= 1.0:
         return 1.0
-    from scipy import integrate, special
-
-    nu = n_clusters - 1
-    df_sub, df_full, df_rest = nu - q_sub + 1, nu - q_full + 1, q_full - q_sub
-    f_sub = float(special.fdtri(q_sub, df_sub, 1.0 - m_sub))
-    f_full = float(special.fdtri(q_full, df_full, 1.0 - m_full))
-    t_full = f_full * q_full * nu / df_full
-    to_t = q_sub * nu / df_sub  # T^2_sub = to_t * F_sub
-
-    def rejected_by_full(x: float) -> float:
-        t = x * to_t
-        rest_needed = (t_full - t) * df_full / ((nu + t) * df_rest)
-        tail = 1.0 if t >= t_full else float(special.fdtrc(df_rest, df_full, rest_needed))
-        return _f_density(x, q_sub, df_sub) * tail if x > 0 else 0.0
-
-    kink = t_full / to_t
-    integral, _ = integrate.quad(
-        rejected_by_full,
-        0.0,
-        f_sub,
-        points=[kink] if 0.0 < kink < f_sub else None,
-        limit=200,
-        epsabs=1e-13,
-        epsrel=1e-10,
-    )
+    integral = _full_rejects_beyond_sub(m_sub, m_full, q_sub, q_full, n_clusters - 1)
     return float(min(1.0, bound, max(m_sub, m_full, m_sub + integral)))
