@@ -189,3 +189,10 @@ def test_a_read_only_file_system_gets_nothing_written(
     monkeypatch.setattr(tempfile, "mkstemp", read_only)
     assert not write_summaries(store, _summaries())
     assert not summaries_path(store).exists()
+
+
+def test_a_directory_at_the_summary_path_is_neither_read_nor_written(store: Path) -> None:
+    summaries_path(store).mkdir()
+    assert read_summaries(store) is None
+    assert write_summaries(store, _summaries()) is False
+    assert summaries_path(store).is_dir() and not any(summaries_path(store).iterdir())

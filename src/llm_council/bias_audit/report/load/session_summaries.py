@@ -196,7 +196,7 @@ def write_summaries(store: str | Path, summaries: SessionSummaries) -> bool:
         with store_write_lock(lock_file, LOCK_TIMEOUT_S, lambda: FileLock(lock_file)):
             write_summary_atomically(path, content)
     except OSError as error:
-        if error.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC):
+        if error.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EISDIR):
             raise
         log.info("report_sessions_not_written", path=str(path), reason=os.strerror(error.errno))
         return False
