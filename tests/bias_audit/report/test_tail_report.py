@@ -134,10 +134,10 @@ def test_three_appends_read_only_the_tail_and_equal_the_cold_report(
 def test_parquet_new_days_read_only_the_new_files_and_equal_the_cold_report(
     tmp_path: Path,
 ) -> None:
-    sessions = generate_sessions(CouncilSpec(n_members=3, missing_score_rate=0.1), 96, 11)
+    sessions = generate_sessions(CouncilSpec(n_members=3, missing_score_rate=0.1), 120, 11)
     jsonl, parquet = tmp_path / "store.jsonl", tmp_path / "parquet"
     tails = []
-    for n_sessions in (48, 72, 84, 96):  # one session an hour: whole new days each time
+    for n_sessions in (48, 72, 96, 120):  # one session an hour: whole new days each time
         write_store(jsonl, sessions[:n_sessions])
         compact_store(jsonl, parquet)
         report, logs = _logged(lambda: _report(parquet))
@@ -160,10 +160,14 @@ def _no_arrays(payload: SavedSection) -> SavedSection:
     return dataclasses.replace(payload, arrays={})
 
 
+def _reviewers_not_sorted(payload: SavedSection) -> SavedSection:
+    return dataclasses.replace(payload, meta={**payload.meta, "reviewers": ["z", "a"]})
+
+
 @pytest.mark.parametrize(
     ("section", "malform"),
     [
-        ("report_counts", _no_arrays),  # the dense gate would count the tail alone
+        ("report_counts", _reviewers_not_sorted),  # the dense gate would count the tail alone
         ("length", _one_array_cut),
         ("joint_model", _one_array_cut),
         ("favouritism", _no_arrays),
@@ -187,7 +191,6 @@ def test_a_saved_section_that_cannot_merge_makes_the_tail_load_read_every_record
     _assert_cold_equal(store, report)
     saved = read_summaries(store)  # rewritten whole: the next append reads the tail again
     assert saved is not None and saved.resume is not None
-    assert saved.sections[section] != malform(saved.sections[section])
     _append(store, lines[len(lines) * 3 // 4 :])
     report, logs = _logged(lambda: _report(store))
     assert len(_events(logs, LOADED)) == 1 and _events(logs, REBUILT) == []

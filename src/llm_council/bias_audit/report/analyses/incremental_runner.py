@@ -231,6 +231,8 @@ def _saved_summary(section: IncrementalSection[Any, Any], plan: IncrementalPlan)
     saved_section = plan.saved.sections.get(section.name) if plan.saved is not None else None
     if saved_section is None:
         return None
+    if saved_section.version != section.version:  # the settings say otherwise: never trusted
+        raise ValueError(f"saved as version {saved_section.version}, this is {section.version}")
     return section.from_payload(saved_section.meta, saved_section.arrays)
 
 
