@@ -15,7 +15,9 @@ from the same summary file (its bytes restored between runs, since every run rew
   will open the gate (position is not incremental yet, so with the gate open it is
   computed over the tail alone: its cost here is the tail's, not a merge's);
 - **tail off**: today's ``build_report`` (every record loaded; the sections merged);
-- **profile**: the tail-on run again under cProfile, its top 15 by cumulative time.
+- **profile**: the tail-on run again under cProfile with the sections on one thread (at
+  1M records they run on two workers, which the profiler does not see), its top 15 by
+  cumulative time.
 
 Each child's wall and CPU seconds (user + system of all its threads, ``os.wait4``), the
 load average before and after, whether the tail load ran, and which top-level report
@@ -62,6 +64,8 @@ def report_child(store: str, gate: str, out: str, profile: str) -> None:
 
     if gate == "on":
         build.COMPUTED_FROM_EVERY_RECORD = ()
+    if profile:  # one thread runs every section, so the profile sees them all
+        build.PARALLEL_MAX_RECORDS = 0
     structlog.reset_defaults()
     with structlog.testing.capture_logs() as logs:
         if profile:
@@ -126,6 +130,7 @@ def _scenario(kind: str, source: Path, more: Path, n_new: int, scratch: Path) ->
     else:
         compact_store(new, store)
     saved = summaries_path(store).read_bytes()
+    (directory / "summaries-before-the-rerun").write_bytes(saved)  # to rerun a step by hand
     rows = []
     for gate in ("on", "off"):
         summaries_path(store).write_bytes(saved)
