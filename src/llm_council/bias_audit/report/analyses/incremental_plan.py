@@ -10,7 +10,6 @@ of a tail load (:mod:`.tail_plan`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,7 +54,7 @@ class IncrementalPlan:
     #: whose saved summary cannot be merged must not be recomputed from the tables
     tail: bool = False
     #: the saved summaries the tail plan read and checked, by section name (read once)
-    read_back: Mapping[str, Any] | None = None
+    read_back: dict[str, Any] | None = None
 
 
 #: the columns of ``records`` a session's content digest covers (everything an analysis reads)

@@ -227,7 +227,7 @@ def _saved_summary(section: IncrementalSection[Any, Any], plan: IncrementalPlan)
     if plan.tail:
         if plan.read_back is None or section.name not in plan.read_back:
             raise TailRefused(f"section {section.name!r} was not read back by the tail plan")
-        return plan.read_back.pop(section.name)  # type: ignore[attr-defined]
+        return plan.read_back.pop(section.name)
     saved_section = plan.saved.sections.get(section.name) if plan.saved is not None else None
     if saved_section is None:
         return None
@@ -309,6 +309,7 @@ def submit_incremental(
         """``extra``: entries saved beside the sections (the monitor's state, ADR 0087)."""
         if not keeper.saving:
             return False  # no file for this store, or nothing new folded: the file says this
+        assert plan.coverage is not None  # saving only with a coverage
         saved_sections = dict(extra or {})
         for section in sections:
             results[section.name].result()  # every section finished (or raised)
