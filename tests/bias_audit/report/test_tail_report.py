@@ -37,7 +37,7 @@ from bias_audit.report.analyses.split_stores import (
 from bias_audit.report.analyses.test_incremental_runner import assert_same_report
 from generators.independent_council import CouncilSpec, generate_sessions, write_store
 from llm_council.bias_audit.report import build
-from llm_council.bias_audit.report.build import build_report
+from llm_council.bias_audit.report.build import REPORT_STEPS, build_report
 from llm_council.bias_audit.report.load.parquet_compaction import compact_store
 from llm_council.bias_audit.report.load.session_summaries import (
     SavedSection,
@@ -236,8 +236,10 @@ def test_a_summary_file_with_another_section_list_reads_every_record(
     _report(store)
     _rewrite_saved(store, change)
     _append(store, lines[len(lines) // 2 : len(lines) * 3 // 4])
-    report, logs = _logged(lambda: _report(store))
+    steps: list[str] = []
+    report, logs = _logged(lambda: _report(store, on_step=steps.append))
     assert [entry["reason"] for entry in _events(logs, REBUILT)] == [ABANDONED + reason]
+    assert len(steps) == len(set(steps)) == REPORT_STEPS  # the progress bar's total, once
     _assert_cold_equal(store, report)
     _append(store, lines[len(lines) * 3 // 4 :])
     report, logs = _logged(lambda: _report(store))
