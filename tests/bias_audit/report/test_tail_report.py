@@ -28,6 +28,7 @@ import pytest
 import structlog
 
 from bias_audit.report.analyses.split_stores import (
+    connection_of,
     independent_sessions,
     json_lines,
     ranked_sessions,
@@ -37,6 +38,8 @@ from bias_audit.report.analyses.split_stores import (
 from bias_audit.report.analyses.test_incremental_runner import assert_same_report
 from generators.independent_council import CouncilSpec, generate_sessions, write_store
 from llm_council.bias_audit.report import build
+from llm_council.bias_audit.report.analyses import families
+from llm_council.bias_audit.report.analyses.families import dense_table_cells
 from llm_council.bias_audit.report.build import REPORT_STEPS, build_report
 from llm_council.bias_audit.report.load.parquet_compaction import compact_store
 from llm_council.bias_audit.report.load.session_summaries import (
@@ -244,6 +247,30 @@ def test_a_summary_file_with_another_section_list_reads_every_record(
     _append(store, lines[len(lines) * 3 // 4 :])
     report, logs = _logged(lambda: _report(store))
     assert len(_events(logs, LOADED)) == 1 and _events(logs, REBUILT) == []
+    _assert_cold_equal(store, report)
+
+
+def test_a_store_that_crosses_the_dense_gate_reads_every_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The section list changes with the data: past ``MAX_TABLE_CELLS`` (counted over the
+    whole store, ADR 0085) amplification and favouritism leave it."""
+    lines = STORES["independent-3-missing"]()
+    store = tmp_path / "store.jsonl"
+    store.write_bytes(b"".join(lines[: len(lines) // 2]))
+    connection = connection_of(store)
+    try:
+        cells_before = dense_table_cells(connection)
+    finally:
+        connection.close()
+    _report(store)
+    _append(store, lines[len(lines) // 2 :])
+    monkeypatch.setattr(families, "MAX_TABLE_CELLS", cells_before)  # the grown store passes it
+    report, logs = _logged(lambda: _report(store))
+    assert [entry["reason"] for entry in _events(logs, REBUILT)] == [
+        ABANDONED + "the summary file was made with other settings or section versions"
+    ]
+    assert report.families is not None and report.families.amplification is None
     _assert_cold_equal(store, report)
 
 
