@@ -94,11 +94,11 @@ def prepare_child(store: str) -> None:
 
 
 def _after_load(connection: Any, timings: dict[str, float], prefix: str) -> None:
-    from llm_council.bias_audit.report.analyses.incremental_runner import _current_sessions
+    from llm_council.bias_audit.report.analyses.incremental_plan import current_sessions
     from llm_council.bias_audit.report.load.tables import create_analysis_tables
 
     _timed(timings, f"{prefix}: analysis tables", lambda: create_analysis_tables(connection))
-    _timed(timings, f"{prefix}: per-session digests", lambda: _current_sessions(connection))
+    _timed(timings, f"{prefix}: per-session digests", lambda: current_sessions(connection))
 
 
 def tail_child(store: str) -> None:

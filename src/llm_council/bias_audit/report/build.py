@@ -74,7 +74,7 @@ from llm_council.bias_audit.report.load.loading import (
 from llm_council.bias_audit.report.load.tables import (
     create_analysis_tables,
 )
-from llm_council.bias_audit.report.load.tail_load import load_tail, tail_options
+from llm_council.bias_audit.report.load.tail_load import TailRefused, load_tail, tail_options
 from llm_council.bias_audit.report.model import (
     BiasReport,
     Leaderboard,
@@ -94,6 +94,29 @@ REPORT_STEPS = 7
 #: summaries only). Before it empties, a tail load must fall back to a full load where a
 #: saved section cannot be read or the section list changed (ADRs 0085, 0086 name both).
 COMPUTED_FROM_EVERY_RECORD = ("position",)
+
+
+@dataclass(frozen=True)
+class TailChoice:
+    """How one attempt at the report reads the store (ADR 0081): ``read`` the tail when the
+    summary file allows it; ``gate_open``: a full load keeps what it read (the next resume
+    point); ``cold_reason``: the saved file is not used (a tail load was abandoned)."""
+
+    read: bool
+    gate_open: bool
+    cold_reason: str | None = None
+
+
+def _each_step_once(on_step: Callable[[str], None] | None) -> Callable[[str], None]:
+    """``on_step`` called once per step name: an abandoned tail load runs the steps again."""
+    seen: set[str] = set()
+
+    def step(name: str) -> None:
+        if on_step is not None and name not in seen:
+            seen.add(name)
+            on_step(name)
+
+    return step
 
 
 @dataclass(frozen=True)
@@ -124,11 +147,13 @@ def _read_store(
     memory_limit: str,
     reproducible: bool,
     tail_options: dict[str, object] | None = None,
+    keep_extent: bool = False,
 ) -> LoadedStore:
     """The records in the window; a store without any usable one is a :class:`RecordError`.
 
-    ``tail_options`` (the report's options; None: the gate is closed): read only the
-    store's tail when its summary file allows it, else every record (ADR 0081)."""
+    ``tail_options`` (the report's options; None: no tail load): read only the store's
+    tail when its summary file allows it, else every record (ADR 0081). ``keep_extent``:
+    a full load keeps what it read (the gate is open: the next resume point is placed)."""
     cutoff = parse_since(since) if since else None
     end = parse_since(until, option="--until") if until else None
     tail = None
@@ -149,7 +174,7 @@ def _read_store(
         until=end,
         memory_limit=memory_limit,
         reproducible=reproducible,
-        keep_extent=tail_options is not None,
+        keep_extent=keep_extent or tail_options is not None,
     )
     if store.n_records == 0:
         detail = (f" since {since}" if since else "") + (f" until {until}" if until else "")
@@ -322,6 +347,91 @@ def _assemble_report(
     )
 
 
+def _report_once(
+    store_path: str | Path,
+    *,
+    since: str | None,
+    until: str | None,
+    significance_level: float,
+    n_resamples: int,
+    seed: int,
+    threads: int | None,
+    engine: str,
+    step: Callable[[str], None],
+    memory_limit: str,
+    reproducible: bool,
+    error_rate: str,
+    uses_file: bool,
+    tail: TailChoice,
+) -> BiasReport:
+    """The report of :func:`build_report`, reading the store's tail or every record as
+    ``tail`` says; :class:`TailRefused` when a tail load's summaries cannot be merged
+    (before any file is written: the caller reads every record instead)."""
+    step("reading records")
+    store = _read_store(
+        store_path,
+        since=since,
+        until=until,
+        threads=threads,
+        engine=engine,
+        memory_limit=memory_limit,
+        reproducible=reproducible,
+        tail_options=tail_options(significance_level, seed, n_resamples) if tail.read else None,
+        keep_extent=tail.gate_open,
+    )
+    connection = store.connection
+    try:
+        step("pairing reviewers on the same answers")
+        create_analysis_tables(connection)
+        parallel = store.n_records <= PARALLEL_MAX_RECORDS
+        base = store.extent.base_summaries if store.extent is not None else None
+        summarized, settings = incremental_sections_and_settings(
+            connection,
+            significance_level=significance_level,
+            seed=seed,
+            n_resamples=n_resamples,
+            base_counts=saved_counts(base),  # a tail load's skipped sessions (ADR 0085)
+        )
+        plan = plan_incremental(
+            connection,
+            store_path,
+            settings,
+            enabled=uses_file,
+            extent=store.extent,
+            sections=summarized,  # after a tail load every one must merge (ADR 0081)
+            cold_reason=tail.cold_reason,
+        )
+        with SectionRunner(connection, parallel=parallel, one_blas_thread=reproducible) as runner:
+            incremental, save_summaries = submit_incremental(runner, plan, summarized)
+            sections = _run_sections(
+                runner,
+                connection,
+                step,
+                significance_level=significance_level,
+                n_resamples=n_resamples,
+                seed=seed,
+                incremental=incremental,
+            )
+        # ADR 0053: the monitor writes nothing of its own; its state rides in the summary
+        # file, saved only when the report saves that file (ADR 0087)
+        monitor, monitor_state = report_monitor(
+            store_path, saved_monitor_state(plan.saved.sections if plan.saved else None)
+        )
+        save_summaries(store_path, monitor_entry(monitor_state))
+        report = _assemble_report(
+            store_path,
+            store,
+            sections,
+            since=since,
+            until=until,
+            significance_level=significance_level,
+            monitor=monitor,
+        )
+    finally:
+        connection.close()
+    return decide_findings(report, error_rate)
+
+
 def build_report(
     store_path: str | Path,
     *,
@@ -357,66 +467,32 @@ def build_report(
     if error_rate not in ERROR_RATES:
         raise ConfigError(f"unknown error rate {error_rate!r} (expected fwer or fdr)")
     ensure_default_logging()  # the summary file's log lines: stderr, never a JSON stdout
-    step = on_step or (lambda _name: None)
-    step("reading records")
     uses_file = session_summaries and engine == "duckdb" and since is None and until is None
-    tail = tail_load_allowed(COMPUTED_FROM_EVERY_RECORD, enabled=uses_file)
-    store = _read_store(
-        store_path,
-        since=since,
-        until=until,
-        threads=threads,
-        engine=engine,
-        memory_limit=memory_limit,
-        reproducible=reproducible,
-        tail_options=tail_options(significance_level, seed, n_resamples) if tail else None,
-    )
-    connection = store.connection
+    gate_open = tail_load_allowed(COMPUTED_FROM_EVERY_RECORD, enabled=uses_file)
+    step = _each_step_once(on_step)
+    options: dict[str, Any] = {
+        "since": since,
+        "until": until,
+        "significance_level": significance_level,
+        "n_resamples": n_resamples,
+        "seed": seed,
+        "threads": threads,
+        "engine": engine,
+        "step": step,
+        "memory_limit": memory_limit,
+        "reproducible": reproducible,
+        "error_rate": error_rate,
+        "uses_file": uses_file,
+    }
+    if not gate_open:
+        return _report_once(store_path, tail=TailChoice(read=False, gate_open=False), **options)
     try:
-        step("pairing reviewers on the same answers")
-        create_analysis_tables(connection)
-        parallel = store.n_records <= PARALLEL_MAX_RECORDS
-        base = store.extent.base_summaries if store.extent is not None else None
-        summarized, settings = incremental_sections_and_settings(
-            connection,
-            significance_level=significance_level,
-            seed=seed,
-            n_resamples=n_resamples,
-            base_counts=saved_counts(base),  # a tail load's skipped sessions (ADR 0085)
-        )
-        plan = plan_incremental(
-            connection,
-            store_path,
-            settings,
-            enabled=uses_file,
-            extent=store.extent,
-        )
-        with SectionRunner(connection, parallel=parallel, one_blas_thread=reproducible) as runner:
-            incremental, save_summaries = submit_incremental(runner, plan, summarized)
-            sections = _run_sections(
-                runner,
-                connection,
-                step,
-                significance_level=significance_level,
-                n_resamples=n_resamples,
-                seed=seed,
-                incremental=incremental,
-            )
-        # ADR 0053: the monitor writes nothing of its own; its state rides in the summary
-        # file, saved only when the report saves that file (ADR 0087)
-        monitor, monitor_state = report_monitor(
-            store_path, saved_monitor_state(plan.saved.sections if plan.saved else None)
-        )
-        save_summaries(store_path, monitor_entry(monitor_state))
-        report = _assemble_report(
-            store_path,
-            store,
-            sections,
-            since=since,
-            until=until,
-            significance_level=significance_level,
-            monitor=monitor,
-        )
-    finally:
-        connection.close()
-    return decide_findings(report, error_rate)
+        return _report_once(store_path, tail=TailChoice(read=True, gate_open=True), **options)
+    except TailRefused as refusal:
+        # a saved section cannot merge the tail (missing, another version, malformed, or
+        # its merge refused): a section over the tail alone would be wrong, so every record
+        # is read and every section summarized again, the file rewritten (ADR 0081); the
+        # plan logs the reason once (``report_sessions_rebuilt``)
+        reason = f"the tail load was abandoned: {refusal}"
+        full = TailChoice(read=False, gate_open=True, cold_reason=reason)
+        return _report_once(store_path, tail=full, **options)

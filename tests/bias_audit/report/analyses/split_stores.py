@@ -1,19 +1,29 @@
 """Stores split into parts by session, loaded into their own connections, for the tests of
-sections computed from merged per-session summaries (ADR 0074)."""
+sections computed from merged per-session summaries (ADR 0074); and the shared shape of
+the "a malformed saved section is recomputed" tests."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
+import structlog
 
 from generators import independent_council, rank_council
 from llm_council.bias_audit.report.load.loading import load_store
+from llm_council.bias_audit.report.load.session_summaries import (
+    SavedSection,
+    read_summaries,
+    write_summaries,
+)
 from llm_council.bias_audit.report.load.tables import create_analysis_tables
+
+T = TypeVar("T")
 
 
 def varied_lengths(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -65,3 +75,40 @@ def ranked_sessions(
     council = rank_council.RankCouncilSpec(n_members=n_members, **spec)
     sessions = rank_council.generate_sessions(council, n_sessions, seed)
     return [varied_lengths(session.records()) for session in sessions]
+
+
+def report_after_a_malformed_section(
+    store: Path,
+    lines: Sequence[bytes],
+    section: str,
+    malform: Callable[[SavedSection], SavedSection],
+    report: Callable[[], T],
+) -> tuple[T, list[dict[str, Any]]]:
+    """The "malformed saved section" shape of the incremental sections' tests: write the
+    first half of ``lines`` to ``store``, ``report()`` (which saves the summary file),
+    replace ``section``'s saved summary by ``malform(saved)`` (sealed again, so only the
+    section's ``from_payload`` can refuse it), append the other half and ``report()`` again.
+    Returns that report and the log entries of the second run (every level captured)."""
+    half = len(lines) // 2
+    store.write_bytes(b"".join(lines[:half]))
+    report()
+    saved = read_summaries(store)
+    assert saved is not None and section in saved.sections
+    broken = {**saved.sections, section: malform(saved.sections[section])}
+    assert write_summaries(store, dataclasses.replace(saved, sections=broken))
+    with store.open("ab") as stream:
+        stream.write(b"".join(lines[half:]))
+    structlog.reset_defaults()  # an earlier report set the library's default (warnings only)
+    with structlog.testing.capture_logs() as logs:
+        again = report()
+    return again, logs
+
+
+def recomputed_sections(logs: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The log entries saying a section was summarized again over every session."""
+    return [entry for entry in logs if entry["event"] == "report_section_recomputed"]
+
+
+def json_lines(sessions: Sequence[Sequence[dict[str, Any]]]) -> list[bytes]:
+    """The sessions' records as JSONL lines, in order."""
+    return [(json.dumps(record) + "\n").encode() for session in sessions for record in session]

@@ -12,9 +12,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-import structlog
 
-from bias_audit.report.analyses.split_stores import connection_of, write_parts
+from bias_audit.report.analyses.split_stores import (
+    connection_of,
+    recomputed_sections,
+    report_after_a_malformed_section,
+    write_parts,
+)
 from bias_audit.report.analyses.test_causal_checks import (
     CheckWorld,
     generate_check_lines,
@@ -43,7 +47,7 @@ from llm_council.bias_audit.report.analyses.report_counts import (
 )
 from llm_council.bias_audit.report.build import incremental_sections_and_settings
 from llm_council.bias_audit.report.load.parquet_compaction import compact_store
-from llm_council.bias_audit.report.load.session_summaries import read_summaries, write_summaries
+from llm_council.bias_audit.report.load.session_summaries import SavedSection
 from llm_council.bias_audit.report.load.tables import create_analysis_tables
 
 WORLDS = {
@@ -196,24 +200,18 @@ def test_three_compactions_into_parquet_equal_the_cold_report(tmp_path: Path) ->
 def test_a_malformed_saved_summary_is_recomputed(section: str, field: str, tmp_path: Path) -> None:
     encoded = [(json.dumps(line) + "\n").encode() for line in _lines("3-integer")]
     store = tmp_path / "store.jsonl"
-    store.write_bytes(b"".join(encoded[: len(encoded) // 2]))
-    _incremental(store)
-    saved = read_summaries(store)
-    assert saved is not None and section in saved.sections
-    payload = saved.sections[section]
-    if field in payload.arrays:
-        arrays = dict(payload.arrays)
-        arrays[field] = arrays[field][:, :-1]
-        payload = replace(payload, arrays=arrays)
-    else:
-        payload = replace(payload, meta={**payload.meta, field: ["z", "a"]})  # not sorted
-    assert write_summaries(store, replace(saved, sections={**saved.sections, section: payload}))
-    with store.open("ab") as stream:
-        stream.write(b"".join(encoded[len(encoded) // 2 :]))
-    structlog.reset_defaults()
-    with structlog.testing.capture_logs() as logs:
-        incremental = _report(store)
-    recomputed = [entry for entry in logs if entry["event"] == "report_section_recomputed"]
+
+    def malform(payload: SavedSection) -> SavedSection:
+        if field in payload.arrays:
+            arrays = dict(payload.arrays)
+            arrays[field] = arrays[field][:, :-1]
+            return replace(payload, arrays=arrays)
+        return replace(payload, meta={**payload.meta, field: ["z", "a"]})  # not sorted
+
+    incremental, logs = report_after_a_malformed_section(
+        store, encoded, section, malform, lambda: _report(store)
+    )
+    recomputed = recomputed_sections(logs)
     assert [entry["section"] for entry in recomputed] == [section]
     assert repr(field) in recomputed[0]["reason"]
     assert_same_report(incremental, _cold(store))

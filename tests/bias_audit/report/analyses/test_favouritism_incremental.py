@@ -15,7 +15,10 @@ import pytest
 from bias_audit.report.analyses.split_stores import (
     connection_of,
     independent_sessions,
+    json_lines,
     ranked_sessions,
+    recomputed_sections,
+    report_after_a_malformed_section,
     write_parts,
 )
 from golden_compare import golden_differences
@@ -218,22 +221,13 @@ def test_a_malformed_saved_summary_is_recomputed_by_the_report(
     """A sealed file whose section payload does not read (a bug, or another format) is
     never trusted: the report logs it, computes the section from every record, and equals
     the cold report."""
-    import dataclasses
     import json as json_module
 
-    import structlog
-
     from llm_council.bias_audit.report import build_report
-    from llm_council.bias_audit.report.load.session_summaries import (
-        SavedSection,
-        read_summaries,
-        write_summaries,
-    )
+    from llm_council.bias_audit.report.load.session_summaries import SavedSection
 
     sessions = STORES["independent-3-missing"]()
     store = tmp_path / "store.jsonl"
-    lines = [json_module.dumps(record) + "\n" for session in sessions for record in session]
-    store.write_text("".join(lines[: len(lines) // 2]), encoding="utf-8")
 
     def report(**options: Any) -> str:
         built = build_report(store, n_resamples=10, seed=1, reproducible=True, **options)
@@ -241,19 +235,15 @@ def test_a_malformed_saved_summary_is_recomputed_by_the_report(
         data.pop("generated_at")
         return json_module.dumps(data, sort_keys=True, allow_nan=True)
 
-    report()
-    saved = read_summaries(store)
-    assert saved is not None and section in saved.sections
-    broken = dict(saved.sections[section].arrays)
-    broken.pop(next(iter(broken)))  # one array gone
-    sections = {**saved.sections, section: SavedSection(1, saved.sections[section].meta, broken)}
-    assert write_summaries(store, dataclasses.replace(saved, sections=sections))
-    with store.open("a", encoding="utf-8") as handle:
-        handle.write("".join(lines[len(lines) // 2 :]))
-    structlog.reset_defaults()
-    with structlog.testing.capture_logs() as logs:
-        incremental = report()
-    recomputed = [entry for entry in logs if entry["event"] == "report_section_recomputed"]
+    def malform(payload: SavedSection) -> SavedSection:
+        broken = dict(payload.arrays)
+        broken.pop(next(iter(broken)))  # one array gone
+        return SavedSection(1, payload.meta, broken)
+
+    incremental, logs = report_after_a_malformed_section(
+        store, json_lines(sessions), section, malform, report
+    )
+    recomputed = recomputed_sections(logs)
     assert [entry["section"] for entry in recomputed] == [section]
     # equal to the report without the file up to the joint model's rounding (ADR 0077)
     cold = json_module.loads(report(session_summaries=False))

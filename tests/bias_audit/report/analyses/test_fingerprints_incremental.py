@@ -12,9 +12,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-import structlog
 
-from bias_audit.report.analyses.split_stores import connection_of, write_parts
+from bias_audit.report.analyses.split_stores import (
+    connection_of,
+    json_lines,
+    recomputed_sections,
+    report_after_a_malformed_section,
+    write_parts,
+)
 from bias_audit.report.analyses.test_incremental_runner import assert_same_report
 from generators.fingerprinted_council import fingerprint, write_fingerprinted_store
 from generators.independent_council import CouncilSpec
@@ -25,7 +30,7 @@ from llm_council.bias_audit.report.analyses.fingerprints_summary import (
     FingerprintSummary,
 )
 from llm_council.bias_audit.report.load.parquet_compaction import compact_store
-from llm_council.bias_audit.report.load.session_summaries import read_summaries, write_summaries
+from llm_council.bias_audit.report.load.session_summaries import SavedSection
 
 SECTION = FINGERPRINTS
 
@@ -194,21 +199,14 @@ def test_a_malformed_saved_section_is_recomputed(section: str, field: str, tmp_p
     summarized again over every session, and the report is the cold one."""
     sessions = _store(tmp_path, "3-members-shift")
     store = tmp_path / "store.jsonl"
-    lines = [json.dumps(r) + "\n" for session in sessions for r in session]
-    store.write_text("".join(lines[: len(lines) // 2]), encoding="utf-8")
-    _report(store)
-    saved = read_summaries(store)
-    assert saved is not None and section in saved.sections
-    payload = saved.sections[section]
-    arrays = {**payload.arrays, field: payload.arrays[field][:-1]}
-    sections = {**saved.sections, section: replace(payload, arrays=arrays)}
-    assert write_summaries(store, replace(saved, sections=sections))
-    with store.open("a", encoding="utf-8") as handle:
-        handle.writelines(lines[len(lines) // 2 :])
-    structlog.reset_defaults()
-    with structlog.testing.capture_logs() as logs:
-        incremental = _report(store)
-    recomputed = [entry for entry in logs if entry["event"] == "report_section_recomputed"]
+
+    def malform(payload: SavedSection) -> SavedSection:
+        return replace(payload, arrays={**payload.arrays, field: payload.arrays[field][:-1]})
+
+    incremental, logs = report_after_a_malformed_section(
+        store, json_lines(sessions), section, malform, lambda: _report(store)
+    )
+    recomputed = recomputed_sections(logs)
     assert [entry["section"] for entry in recomputed] == [section]
     assert repr(field) in recomputed[0]["reason"]
     assert_same_report(incremental, _report(store, session_summaries=False))

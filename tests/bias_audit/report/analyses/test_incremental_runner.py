@@ -15,6 +15,10 @@ from pathlib import Path
 import pytest
 import structlog
 
+from bias_audit.report.analyses.split_stores import (
+    recomputed_sections,
+    report_after_a_malformed_section,
+)
 from generators.independent_council import CouncilSpec, generate_sessions, write_store
 from generators.rank_council import RankCouncilSpec
 from generators.rank_council import generate_sessions as rank_sessions
@@ -23,9 +27,8 @@ from generators.style_similarity import StyleSpec, add_similarity, write_styled_
 from llm_council.bias_audit.report import build_report
 from llm_council.bias_audit.report.load.parquet_compaction import compact_store
 from llm_council.bias_audit.report.load.session_summaries import (
-    read_summaries,
+    SavedSection,
     summaries_path,
-    write_summaries,
 )
 
 REBUILT = "report_sessions_rebuilt"
@@ -354,20 +357,14 @@ def test_a_malformed_saved_section_is_recomputed_and_equals_the_cold_report(
     summarized again over every session, the others merge, the report is the cold one."""
     lines = STORES["independent-5-styled"](tmp_path)
     store = tmp_path / "store.jsonl"
-    store.write_bytes(b"".join(lines[: len(lines) // 2]))
-    _incremental(store)
-    saved = read_summaries(store)
-    assert saved is not None and section in saved.sections
-    payload = saved.sections[section]
-    arrays = dict(payload.arrays)
-    arrays[field] = arrays[field][:, :-1]
-    sections = {**saved.sections, section: replace(payload, arrays=arrays)}
-    assert write_summaries(store, replace(saved, sections=sections))
-    _append(store, lines[len(lines) // 2 :])
-    structlog.reset_defaults()
-    with structlog.testing.capture_logs() as logs:
-        incremental = _report(store)
-    recomputed = [entry for entry in logs if entry["event"] == "report_section_recomputed"]
+
+    def malform(payload: SavedSection) -> SavedSection:
+        return replace(payload, arrays={**payload.arrays, field: payload.arrays[field][:, :-1]})
+
+    incremental, logs = report_after_a_malformed_section(
+        store, lines, section, malform, lambda: _report(store)
+    )
+    recomputed = recomputed_sections(logs)
     assert [entry["section"] for entry in recomputed] == [section]
     assert repr(field) in recomputed[0]["reason"]
     assert_same_report(incremental, _cold(store))

@@ -73,7 +73,9 @@ def run_all_incremental(store: Path, *, tail: bool = True) -> TailRun:
         sections, settings = incremental_sections_and_settings(
             connection, seed=SEED, n_resamples=RESAMPLES, base_counts=saved_counts(base)
         )
-        plan = plan_incremental(connection, store, settings, enabled=True, extent=loaded.extent)
+        plan = plan_incremental(
+            connection, store, settings, enabled=True, extent=loaded.extent, sections=sections
+        )
         with SectionRunner(connection, parallel=False, one_blas_thread=True) as runner:
             futures, save = submit_incremental(runner, plan, sections)
             results = {name: repr(future.result()) for name, future in futures.items()}

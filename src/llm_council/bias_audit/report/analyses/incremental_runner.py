@@ -16,13 +16,18 @@ all sessions of ``records``. A session that was incomplete or being written when
 file was saved was not in ``records`` then, so it was not folded: it is new the first
 time it is complete. A folded session that changed (dropped, more, fewer or other
 records) makes the whole file be rebuilt.
+
+After a tail load (ADR 0081) ``records`` holds only the sessions the file has not
+folded, and the plan is :func:`~.tail_plan.tail_plan`'s: a section that cannot merge its
+saved summary then raises :class:`~.tail_load.TailRefused` rather than being recomputed
+from the tables (which would cover the tail alone); the report reads every record again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +35,13 @@ import duckdb
 import numpy as np
 import structlog
 
+from llm_council.bias_audit.report.analyses.incremental_plan import (
+    FRESH_SCHEMA,
+    HELD_SCHEMA,
+    IncrementalPlan,
+    current_sessions,
+    session_tables,
+)
 from llm_council.bias_audit.report.analyses.incremental_section import (
     IncrementalSection,
     PendingFinish,
@@ -42,10 +54,11 @@ from llm_council.bias_audit.report.analyses.tail_plan import (
     checked_resume,
     held_ids,
     tail_load_allowed,
+    tail_plan,
 )
 from llm_council.bias_audit.report.load.analysis_database import ANALYSIS_DATABASE
 from llm_council.bias_audit.report.load.next_resume import next_resume_point
-from llm_council.bias_audit.report.load.resume_point import ReadExtent, ResumePoint
+from llm_council.bias_audit.report.load.resume_point import ReadExtent
 from llm_council.bias_audit.report.load.session_summaries import (
     MAX_FILE_BYTES,
     SavedSection,
@@ -61,71 +74,6 @@ from llm_council.bias_audit.report.load.store_coverage import (
 from llm_council.bias_audit.report.load.tail_load import TailRefused
 
 log = structlog.get_logger("llm_council.bias_audit")
-
-#: the schema holding the sessions folded now (copies of, or views over, the analysis tables)
-FRESH_SCHEMA = "fresh"
-#: the schema holding the new sessions held back (not folded: still possibly being written)
-HELD_SCHEMA = "held"
-_COPIED_TABLES = ("records", "scored", "session_names")
-_SHARED_TABLES = ("reviewers", "models")
-
-
-@dataclass(frozen=True)
-class IncrementalPlan:
-    """Which sessions each incremental section summarizes now, and what it merges with.
-
-    ``how``: ``"incremental"`` (a verified file; ``n_new`` sessions summarized),
-    ``"cold"`` (every session summarized; ``reason`` says why nothing saved was used) or
-    ``"off"`` (no summary file for this report: every session, nothing saved). Sessions
-    held back are summarized every run and merged into the result, never saved.
-    """
-
-    how: str
-    reason: str
-    schema: str | None  # where the sessions to fold now are; None: none
-    held_schema: str | None  # where the sessions held back are; None: none
-    saved: SessionSummaries | None
-    session_ids: np.ndarray  # the sessions the saved file will hold, sorted
-    session_records: np.ndarray  # (sessions, 2) uint64: record count, content digest
-    coverage: dict[str, Any] | None
-    settings: dict[str, Any]
-    n_new: int  # sessions folded now
-    n_held: int = 0
-    resume: ResumePoint | None = None  # saved with the file: where a tail load resumes
-
-
-#: the columns of ``records`` a session's content digest covers (everything an analysis reads)
-_DIGESTED = (
-    "reviewer, model, position, n_candidates, words, chars, score, rank, rationale_chars, "
-    "review_status, is_self, scale_low, scale_high, time, similarity, fingerprint"
-)
-
-
-def _current_sessions(connection: duckdb.DuckDBPyConnection) -> tuple[np.ndarray, np.ndarray]:
-    """(per session sorted by id: dense index, record count, content digest; the ids).
-
-    The digest is the sum modulo 2**64 of DuckDB's 64-bit ``hash`` of each record's
-    analysed fields: the same records in any order give the same digest, and a record
-    changed, added or removed changes it except with probability about 2**-64. DuckDB's
-    hash may change between its versions; the saved settings name the version.
-    """
-    rows = connection.execute(
-        f"""SELECT n.session, n.session_id, c.n_records, c.digest FROM session_names n
-            JOIN (SELECT session, count(*) AS n_records,
-                         (sum(hash({_DIGESTED})) % 18446744073709551616)::UBIGINT AS digest
-                  FROM records GROUP BY session) c
-            USING (session)"""
-    ).fetchnumpy()
-    ids = np.asarray(rows["session_id"], dtype=str)
-    order = np.argsort(ids, kind="stable")
-    table = np.column_stack(
-        [
-            np.asarray(rows["session"], dtype=np.uint64)[order],
-            np.asarray(rows["n_records"], dtype=np.uint64)[order],
-            np.asarray(rows["digest"], dtype=np.uint64)[order],
-        ]
-    )
-    return table, ids[order]
 
 
 def _unusable(
@@ -160,6 +108,8 @@ def plan_incremental(
     *,
     enabled: bool,
     extent: ReadExtent | None = None,
+    sections: Sequence[IncrementalSection[Any, Any]] = (),
+    cold_reason: str | None = None,
 ) -> IncrementalPlan:
     """Decide what to summarize, and build the schemas of the sessions to fold now and of
     the sessions held back (new, but in the store's last 64 KiB: :func:`recent_session_ids`).
@@ -167,23 +117,26 @@ def plan_incremental(
     ``extent`` (ADR 0081; only when every section of the report is incremental): what the
     load read. The plan then also places the next resume point (the held sessions are
     those after it), and a tail load's sessions are merged with the summaries the tail
-    load verified.
+    load verified; every section of ``sections`` must be able to merge with them, else
+    :class:`TailRefused` (:func:`~.tail_plan.tail_plan`: the report then reads every record).
+    ``cold_reason``: do not use the saved file (why: logged), summarize every session.
     """
-    index_and_count, ids = _current_sessions(connection)
+    index_and_count, ids = current_sessions(connection)
     coverage = store_coverage(store) if enabled else None
     if coverage is None:
         reason = "disabled" if not enabled else "the store keeps no summary file"
         return _plan("off", reason, None, index_and_count, ids, np.ones(ids.size, bool), None)
     if extent is not None and extent.base is not None:
-        return tail_plan(connection, store, settings, extent, coverage)
-    saved = read_summaries(store)
-    why = "no verified summary file" if saved is None else None
+        return tail_plan(connection, store, settings, extent, coverage, sections)
+    saved = read_summaries(store) if cold_reason is None else None
+    why = cold_reason or ("no verified summary file" if saved is None else None)
     if saved is not None:
         why = _unusable(saved, settings, store, ids, index_and_count[:, 1:])
     is_new = np.ones(ids.size, dtype=bool)
     if saved is None or why is not None:
         # a first run is routine; a file that exists but cannot be used is worth a warning
-        emit = log.info if saved is None and not summaries_path(store).exists() else log.warning
+        routine = cold_reason is None and not summaries_path(store).exists()
+        emit = log.info if routine else log.warning
         emit("report_sessions_rebuilt", store=str(store), reason=why)
         saved, how = None, "cold"
     else:
@@ -197,53 +150,12 @@ def plan_incremental(
     sessions = index_and_count[:, 0].astype(np.int64)
     if plan.schema == FRESH_SCHEMA:
         if saved is None:  # everything but the held sessions: views, not copies
-            _session_tables(connection, FRESH_SCHEMA, sessions[held], keep=False)
+            session_tables(connection, FRESH_SCHEMA, sessions[held], keep=False)
         else:
-            _session_tables(connection, FRESH_SCHEMA, sessions[is_new & ~held], keep=True)
+            session_tables(connection, FRESH_SCHEMA, sessions[is_new & ~held], keep=True)
     if plan.held_schema is not None:
-        _session_tables(connection, HELD_SCHEMA, sessions[held], keep=True)
+        session_tables(connection, HELD_SCHEMA, sessions[held], keep=True)
     return plan
-
-
-def tail_plan(
-    connection: duckdb.DuckDBPyConnection,
-    store: str | Path,
-    settings: Mapping[str, Any],
-    extent: ReadExtent,
-    coverage: dict[str, Any],
-) -> IncrementalPlan:
-    """The plan after a tail load: ``records`` holds only sessions the saved file has not
-    folded (the tail load refused any other), so every one is new; the saved summaries
-    were verified by the tail load (the prefix's digest, not the records)."""
-    saved = extent.base_summaries
-    if saved.settings != dict(settings):
-        raise TailRefused("the summary file was made with other section versions")
-    index_and_count, ids = _current_sessions(connection)
-    following = next_resume_point(connection, store, extent)
-    held = np.isin(ids, held_ids(store, following))
-    fold = ~held
-    all_ids = np.concatenate([saved.session_ids.astype(str), ids[fold]])
-    all_records = np.concatenate([saved.session_records, index_and_count[fold, 1:]])
-    order = np.argsort(all_ids, kind="stable")
-    sessions = index_and_count[:, 0].astype(np.int64)
-    plan = IncrementalPlan(
-        how="incremental",
-        reason="",
-        schema=FRESH_SCHEMA if fold.any() else None,
-        held_schema=HELD_SCHEMA if held.any() else None,
-        saved=saved,
-        session_ids=all_ids[order],
-        session_records=all_records[order],
-        coverage=coverage,
-        settings=dict(settings),
-        n_new=int(fold.sum()),
-        n_held=int(held.sum()),
-    )
-    if plan.schema is not None:
-        _session_tables(connection, FRESH_SCHEMA, sessions[fold], keep=True)
-    if plan.held_schema is not None:
-        _session_tables(connection, HELD_SCHEMA, sessions[held], keep=True)
-    return replace(plan, resume=checked_resume(following, plan.session_ids, plan.session_records))
 
 
 def _plan(
@@ -279,47 +191,6 @@ def _plan(
     )
 
 
-def _session_tables(
-    connection: duckdb.DuckDBPyConnection, schema: str, sessions: np.ndarray, *, keep: bool
-) -> None:
-    """The analysis tables in ``schema``: copies of the rows of ``sessions`` (``keep``), or
-    views of every other row."""
-    main = f"{ANALYSIS_DATABASE}.main"
-    target = f"{ANALYSIS_DATABASE}.{schema}"
-    connection.execute(f"DROP SCHEMA IF EXISTS {target} CASCADE")
-    connection.execute(f"CREATE SCHEMA {target}")
-    connection.execute(
-        f"CREATE TABLE {target}.chosen_session AS SELECT unnest(?::INTEGER[]) AS session",
-        [sessions.tolist()],
-    )
-    chosen = f"session {'IN' if keep else 'NOT IN'} (SELECT session FROM {target}.chosen_session)"
-    kind = "TABLE" if keep else "VIEW"
-    for table in _COPIED_TABLES:
-        connection.execute(
-            f"CREATE {kind} {target}.{table} AS SELECT * FROM {main}.{table} WHERE {chosen}"
-        )
-    for table in _SHARED_TABLES:
-        connection.execute(f"CREATE VIEW {target}.{table} AS SELECT * FROM {main}.{table}")
-    if _has_table(connection, main, "check_records"):
-        # keyed by session id, not by the load's index; without its own copy a query in
-        # ``schema`` would read main's, every session's check reviews (ADR 0085)
-        connection.execute(
-            f"""CREATE {kind} {target}.check_records AS SELECT * FROM {main}.check_records
-                WHERE session_id IN (SELECT session_id FROM {target}.session_names)"""
-        )
-
-
-def _has_table(connection: duckdb.DuckDBPyConnection, schema: str, table: str) -> bool:
-    """Does ``schema`` (``database.schema``) hold ``table``?"""
-    database, name = schema.split(".")
-    row = connection.execute(
-        """SELECT count(*) FROM duckdb_tables()
-           WHERE database_name = ? AND schema_name = ? AND table_name = ?""",
-        [database, name, table],
-    ).fetchone()
-    return bool(row and row[0])
-
-
 def _summarize_in(
     connection: duckdb.DuckDBPyConnection, schema: str, section: IncrementalSection[Any, Any]
 ) -> Any:
@@ -349,6 +220,40 @@ def _finisher(section: IncrementalSection[Any, Any]) -> Callable[[Any], Any]:
     return section.finish
 
 
+def _saved_summary(section: IncrementalSection[Any, Any], plan: IncrementalPlan) -> Any:
+    """The section's saved summary (``None``: none saved); ``ValueError`` when its payload
+    does not read. After a tail load, the one the plan read back (taken from the plan, so
+    it is freed with the section's result)."""
+    if plan.tail:
+        if plan.read_back is None or section.name not in plan.read_back:
+            raise TailRefused(f"section {section.name!r} was not read back by the tail plan")
+        return plan.read_back.pop(section.name)
+    saved_section = plan.saved.sections.get(section.name) if plan.saved is not None else None
+    if saved_section is None:
+        return None
+    if saved_section.version != section.version:  # the settings say otherwise: never trusted
+        raise ValueError(f"saved as version {saved_section.version}, this is {section.version}")
+    return section.from_payload(saved_section.meta, saved_section.arrays)
+
+
+def _recomputed(
+    connection: duckdb.DuckDBPyConnection,
+    section: IncrementalSection[Any, Any],
+    plan: IncrementalPlan,
+    reason: str,
+    *,
+    routine: bool = False,
+) -> tuple[Any, None]:
+    """The section from every session of the tables, nothing saved for it (rebuilt next
+    run). After a tail load the tables hold the new sessions alone: :class:`TailRefused`
+    instead, and the report reads every record (never a section over the tail alone)."""
+    if plan.tail:
+        raise TailRefused(f"section {section.name!r} cannot merge the tail: {reason}")
+    emit = log.info if routine else log.warning  # a merge refused by design is routine
+    emit("report_section_recomputed", section=section.name, reason=reason)
+    return _finisher(section)(_summarize_in(connection, "main", section)), None
+
+
 def _run_section(
     connection: duckdb.DuckDBPyConnection,
     section: IncrementalSection[Any, Any],
@@ -356,17 +261,10 @@ def _run_section(
 ) -> tuple[Any, Any]:
     """(the section's result, its summary of the sessions to save); a dependent section's
     result is a :class:`PendingFinish` (:func:`_finisher`)."""
-    finish = _finisher(section)
-    saved_section = plan.saved.sections.get(section.name) if plan.saved is not None else None
     try:
-        saved = (
-            section.from_payload(saved_section.meta, saved_section.arrays)
-            if saved_section is not None
-            else None
-        )
+        saved = _saved_summary(section, plan)
     except ValueError as error:  # sealed, yet not this section's payload: never trusted
-        log.warning("report_section_recomputed", section=section.name, reason=str(error))
-        return finish(_summarize_in(connection, "main", section)), None
+        return _recomputed(connection, section, plan, str(error))
     new = _summarize_in(connection, plan.schema, section) if plan.schema is not None else None
     held = (
         _summarize_in(connection, plan.held_schema, section)
@@ -377,10 +275,8 @@ def _run_section(
         folded = _merged(section, saved, new)
         every = _merged(section, folded, held)
     except SummaryNotMergeable as error:
-        log.info("report_section_recomputed", section=section.name, reason=str(error))
-        # the saved summary is dropped: this run saves none for the section (rebuilt next run)
-        return finish(_summarize_in(connection, "main", section)), None
-    return finish(every), folded
+        return _recomputed(connection, section, plan, str(error), routine=True)
+    return _finisher(section)(every), folded
 
 
 def _run_and_keep(
@@ -413,6 +309,7 @@ def submit_incremental(
         """``extra``: entries saved beside the sections (the monitor's state, ADR 0087)."""
         if not keeper.saving:
             return False  # no file for this store, or nothing new folded: the file says this
+        assert plan.coverage is not None  # saving only with a coverage
         saved_sections = dict(extra or {})
         for section in sections:
             results[section.name].result()  # every section finished (or raised)

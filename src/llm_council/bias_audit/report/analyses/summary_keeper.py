@@ -37,7 +37,9 @@ def payload_bytes(meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> 
         if values.dtype.kind in "iu":
             total += 8 * values.size
         elif values.dtype.kind in "UO":
-            total += 8 * values.size + sum(len(str(v).encode("utf-8")) for v in np.unique(values))
+            # one join, not a Python loop over the distinct strings (400,000 at 1M records)
+            distinct = "".join(map(str, np.unique(values).tolist()))
+            total += 8 * values.size + len(distinct.encode("utf-8"))
         else:
             total += values.nbytes
     return total

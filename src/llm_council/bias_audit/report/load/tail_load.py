@@ -122,6 +122,7 @@ def load_tail(
     except BaseException:
         connection.close()
         raise
+    log.info("report_tail_loaded", store=str(store), tail_records=counts.n_records)
     return _merged_store(connection, str(store), resume, replace(extent, counts=counts))
 
 
