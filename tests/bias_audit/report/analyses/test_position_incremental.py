@@ -260,3 +260,55 @@ def test_a_malformed_saved_position_summary_is_recomputed(tmp_path: Path) -> Non
     assert [e["section"] for e in recomputed] == ["position"]
     assert "'kind_reviewer'" in recomputed[0]["reason"]
     assert incremental == _report_position(store, session_summaries=False)
+
+
+def _hostile_parts(directory: Path) -> tuple[list[Any], Any]:
+    """Parts of a store with a session of the largest INTEGER size (its reviews at slot
+    2**31 - 2: the kinds' mixed-radix key would overflow, so the row-wise table is used),
+    and a first part with no scored review at all (every review failed to parse)."""
+    sessions = independent_sessions(4, 30, 8, missing_score_rate=0.1)
+    huge = 2**31 - 1
+    sessions[5] = [
+        r | {"n_candidates": huge, "position": huge - 1 - r["position"]} for r in sessions[5]
+    ]
+    unscored = [[r | {"score_value": None} for r in session] for session in sessions[:6]]
+    n = len(sessions)
+    paths = write_parts(
+        [*unscored, *sessions[6:]], [range(0, 6), range(6, 18), range(18, n)], directory
+    )
+    return [SECTION.summarize(connection_of(path)) for path in paths[:-1]], connection_of(paths[-1])
+
+
+def test_huge_session_sizes_and_a_part_without_scores_merge_exactly(tmp_path: Path) -> None:
+    (a, b, c), whole = _hostile_parts(tmp_path)
+    assert a.cell_kind.size == 0 and a.reviewers.size == 4  # reviewers kept, no review
+    want = repr(position_bias(whole, 0.05))
+    assert want != "None"
+    for merged in (SECTION.merge(SECTION.merge(a, b), c), SECTION.merge(c, SECTION.merge(b, a))):
+        assert repr(SECTION.finish(merged)) == want
+        meta, arrays = SECTION.to_payload(merged)
+        assert repr(SECTION.finish(SECTION.from_payload(meta, arrays))) == want
+
+
+def test_huge_session_sizes_keep_their_kinds(tmp_path: Path) -> None:
+    """The row-wise kinds table (the key would overflow) names each review's own kind."""
+    sessions = independent_sessions(3, 4, 9)
+    huge = 2**31 - 1
+    sessions[0] = [r | {"n_candidates": huge, "position": huge - 1} for r in sessions[0]]
+    path = write_parts(sessions, [], tmp_path)[-1]
+    summary = SECTION.summarize(connection_of(path))
+    got = sorted(
+        zip(
+            summary.kind_size[summary.cell_kind].tolist(),
+            summary.kind_slot[summary.cell_kind].tolist(),
+            summary.cell_score.tolist(),
+            strict=True,
+        )
+    )
+    want = sorted(
+        (r["n_candidates"], r["position"], float(r["score_value"]))
+        for session in sessions
+        for r in session
+        if r["score_value"] is not None
+    )
+    assert got == want
