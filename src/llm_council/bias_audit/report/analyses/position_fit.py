@@ -86,9 +86,36 @@ def slot_records(
         np.asarray(model).astype(np.int32, copy=False),
         dense_session.astype(np.int64, copy=False),
     )
-    order = np.lexsort(columns)
+    order = _row_order(*columns)
     score_, is_self_, slot_, reviewer_, model_, session_ = (column[order] for column in columns)
     return SlotRecords(n_slots, session_, reviewer_, model_, slot_, is_self_, score_)
+
+
+def _row_order(
+    score: np.ndarray,
+    is_self: np.ndarray,
+    slot: np.ndarray,
+    reviewer: np.ndarray,
+    model: np.ndarray,
+    session: np.ndarray,
+) -> np.ndarray:
+    """The rows' order by (session, model, reviewer, slot, self, score).
+
+    One sort of an int64 key of (session, model, reviewer), which is a review's identity:
+    a third of the time of sorting by all six columns. Where a reviewer scored one answer
+    twice (equal keys) or the key would overflow, the six-column sort decides."""
+    if session.size == 0:
+        return np.zeros(0, dtype=np.intp)
+    n_models, n_reviewers = int(model.max()) + 1, int(reviewer.max()) + 1
+    if min(int(model.min()), int(reviewer.min())) >= 0 and (
+        (int(session.max()) + 1) * n_models * n_reviewers < 2**62
+    ):
+        key = (session * n_models + model) * n_reviewers + reviewer
+        order = np.argsort(key, kind="stable")
+        ordered = key[order]
+        if not bool(np.any(ordered[1:] == ordered[:-1])):
+            return order
+    return np.lexsort((score, is_self, slot, reviewer, model, session))
 
 
 def slot_mean_rows(records: SlotRecords) -> list[tuple[int, int, float, float | None]]:
