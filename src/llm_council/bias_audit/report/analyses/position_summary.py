@@ -76,13 +76,13 @@ _CELLS_SQL = """
         FROM records
         WHERE score IS NOT NULL AND position >= 0 AND position < n_candidates),
     session_codes AS (
-        SELECT session_id, row_number() OVER (ORDER BY session_id) - 1 AS code
+        SELECT session_id, (row_number() OVER (ORDER BY session_id) - 1)::INTEGER AS code
         FROM (SELECT DISTINCT session_id FROM cells)),
     reviewer_codes AS (
-        SELECT reviewer, row_number() OVER (ORDER BY reviewer) - 1 AS code
+        SELECT reviewer, (row_number() OVER (ORDER BY reviewer) - 1)::INTEGER AS code
         FROM (SELECT DISTINCT reviewer FROM records)),
     model_codes AS (
-        SELECT model, row_number() OVER (ORDER BY model) - 1 AS code
+        SELECT model, (row_number() OVER (ORDER BY model) - 1)::INTEGER AS code
         FROM (SELECT DISTINCT model FROM records))
     SELECT s.code AS session, r.code AS reviewer, m.code AS model,
            c.n_candidates AS size, c.position AS slot, c.is_self AS is_self, c.score AS score
@@ -103,20 +103,26 @@ def _kinds(columns: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
     """(the distinct rows of ``columns`` in lexicographic order, each row's index there).
 
     One sort of a mixed-radix int64 key when the radices fit (every real store), else
-    numpy's row-wise unique (same table, same order)."""
+    numpy's row-wise unique (same table, same order). The key is built a column at a
+    time: one (n,) temporary beside it, not a shifted copy of every column."""
     n = columns[0].size
     if n == 0:
         return [column[:0] for column in columns], np.zeros(0, dtype=np.int64)
-    shifted = [column.astype(np.int64) - int(column.min()) for column in columns]
-    radices = [int(column.max()) + 1 for column in shifted]
+    lows = [int(column.min()) for column in columns]
+    radices = [int(column.max()) - low + 1 for column, low in zip(columns, lows, strict=True)]
     if int(np.prod(radices, dtype=object)) < 2**62:
         key = np.zeros(n, dtype=np.int64)
-        for column, radix in zip(shifted, radices, strict=True):
-            key = key * radix + column
+        for column, low, radix in zip(columns, lows, radices, strict=True):
+            key *= radix
+            key += column.astype(np.int64, copy=False)
+            key -= low
         _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        del key
         return [column[first] for column in columns], inverse.reshape(-1).astype(np.int64)
-    table, inverse = np.unique(np.column_stack(shifted), axis=0, return_inverse=True)
-    lows = [int(column.min()) for column in columns]
+    shifted = np.column_stack(
+        [column.astype(np.int64) - low for column, low in zip(columns, lows, strict=True)]
+    )
+    table, inverse = np.unique(shifted, axis=0, return_inverse=True)
     rows = [table[:, i] + lows[i] for i in range(len(columns))]
     return rows, inverse.reshape(-1).astype(np.int64)
 
@@ -133,20 +139,15 @@ def _summarize(connection: duckdb.DuckDBPyConnection) -> PositionSummary:
            WHERE score IS NOT NULL GROUP BY n_candidates ORDER BY 1 NULLS LAST"""
     ).fetchall()
 
-    def column(name: str, dtype: Any) -> np.ndarray:
-        return np.asarray(cells.pop(name), dtype=dtype).reshape(-1)
+    def column(name: str) -> np.ndarray:
+        return np.asarray(cells.pop(name)).reshape(-1)
 
-    session = column("session", np.int64)
-    by_session = np.argsort(session, kind="stable")  # one run per session
+    # the kinds in the fetched order, then only the two per-review arrays put in runs
     kind_columns, cell_kind = _kinds(
-        [
-            column("reviewer", np.int64)[by_session],
-            column("model", np.int64)[by_session],
-            column("size", np.int64)[by_session],
-            column("slot", np.int64)[by_session],
-            column("is_self", bool)[by_session].astype(np.int64),
-        ]
+        [column("reviewer"), column("model"), column("size"), column("slot"), column("is_self")]
     )
+    session = column("session").astype(np.int64, copy=False)
+    by_session = np.argsort(session, kind="stable")  # one run per session
     return PositionSummary(
         sessions=sessions,
         reviewers=reviewers,
@@ -158,8 +159,8 @@ def _summarize(connection: duckdb.DuckDBPyConnection) -> PositionSummary:
         kind_self=kind_columns[4].astype(bool),
         run_session=np.arange(sessions.size, dtype=np.int64),
         run_length=np.bincount(session, minlength=sessions.size).astype(np.int64),
-        cell_kind=cell_kind,
-        cell_score=column("score", float)[by_session],
+        cell_kind=cell_kind[by_session],
+        cell_score=np.asarray(column("score"), dtype=float)[by_session],
         size_value=np.asarray([0 if v is None else int(v) for v, _ in sizes], dtype=np.int64),
         size_null=np.asarray([v is None for v, _ in sizes], dtype=bool),
         size_sessions=np.asarray([int(n) for _, n in sizes], dtype=np.int64),
