@@ -44,12 +44,11 @@ import numpy as np
 
 from llm_council.bias_audit.report.analyses.position_fit import (
     NOT_IDENTIFIED,
-    SlotRecords,
     direction_if_rejected,
     position_from_records,
-    slot_records,
     with_verdict,
 )
+from llm_council.bias_audit.report.analyses.position_records import SlotRecords, slot_records
 from llm_council.bias_audit.report.estimates import PositionBias
 
 __all__ = [

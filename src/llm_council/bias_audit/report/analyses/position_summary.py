@@ -23,10 +23,8 @@ import duckdb
 import numpy as np
 
 from llm_council.bias_audit.report.analyses.position import modal_n_slots
-from llm_council.bias_audit.report.analyses.position_fit import (
-    position_from_records,
-    slot_records,
-)
+from llm_council.bias_audit.report.analyses.position_fit import position_from_records
+from llm_council.bias_audit.report.analyses.position_records import slot_records
 from llm_council.bias_audit.report.estimates import PositionBias
 
 #: the columns of the kinds table: the distinct (reviewer, model, size, slot, self) of reviews

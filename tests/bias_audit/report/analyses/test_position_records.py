@@ -8,7 +8,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from llm_council.bias_audit.report.analyses.position_fit import slot_mean_rows, slot_records
+from llm_council.bias_audit.report.analyses.position_records import slot_mean_rows, slot_records
 
 
 def _rows(seed: int, duplicates: bool) -> tuple[np.ndarray, ...]:
