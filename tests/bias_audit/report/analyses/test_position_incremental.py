@@ -312,3 +312,31 @@ def test_huge_session_sizes_keep_their_kinds(tmp_path: Path) -> None:
         if r["score_value"] is not None
     )
     assert got == want
+
+
+def test_names_that_sort_differently_by_case_accent_or_script_merge_exactly(
+    tmp_path: Path,
+) -> None:
+    """The merged name tables are sorted by Python (code points), the full run's indices by
+    DuckDB (UTF-8 bytes): names where other orders disagree must land alike."""
+    names = ["judge-Z", "judge-a", "judge-é", "JUDGE-日本", "judge-1"]
+    rename = {f"judge-{i}": name for i, name in enumerate(names)}
+    sessions = [
+        [
+            r
+            | {
+                "reviewer_id": rename[r["reviewer_id"]],
+                "model_id": rename[r["model_id"]],
+                "session_id": f"s-{'AbÄ日'[i % 4]}-{i}",
+            }
+            for r in session
+        ]
+        for i, session in enumerate(independent_sessions(5, 24, 10, missing_score_rate=0.1))
+    ]
+    n = len(sessions)
+    paths = write_parts(sessions, [range(0, n, 3), range(1, n, 3), range(2, n, 3)], tmp_path)
+    a, b, c = (SECTION.summarize(connection_of(path)) for path in paths[:-1])
+    whole = connection_of(paths[-1])
+    want = repr(position_bias(whole, 0.05))
+    assert all(name in want for name in names)
+    assert repr(SECTION.finish(SECTION.merge(SECTION.merge(c, a), b))) == want
