@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import numpy as np
 import pytest
 import structlog
@@ -151,6 +152,17 @@ def test_the_modal_size_follows_the_queries_rule() -> None:
     assert modal_n_slots([(None, 6), (3, 5)]) is None
     assert modal_n_slots([(1, 9), (3, 5)]) is None
     assert modal_n_slots([]) is None
+    connection = duckdb.connect()  # the reference: the query position.py ran before ADR 0088
+    for sizes in ([(3, 5), (4, 5)], [(None, 5), (3, 5)], [(None, 6), (3, 5)], [(5, 2), (9, 2)]):
+        connection.execute("CREATE OR REPLACE TABLE scored (session INTEGER, n_candidates INTEGER)")
+        rows = [(size, 1000 * i + s) for i, (size, n) in enumerate(sizes) for s in range(n)]
+        connection.executemany("INSERT INTO scored VALUES (?, ?)", [[s, z] for z, s in rows])
+        row = connection.execute(
+            """SELECT n_candidates FROM scored GROUP BY n_candidates
+               ORDER BY count(DISTINCT session) DESC, n_candidates DESC LIMIT 1"""
+        ).fetchone()
+        want = None if row is None or row[0] is None or row[0] < 2 else int(row[0])
+        assert modal_n_slots(sizes) == want, sizes
 
 
 def _broken(arrays: dict[str, np.ndarray], field: str) -> dict[str, np.ndarray]:
