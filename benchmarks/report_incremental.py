@@ -54,6 +54,7 @@ INCREMENTAL_SECTIONS = (
     "families.favouritism",
     "families.reasoning",
     "families.anchoring",
+    "position",  # ADR 0088
 )
 INCREMENTAL_LISTS = ("families.parse_outcomes",)
 TOLERANCE = 1e-9

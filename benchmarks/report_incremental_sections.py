@@ -3,7 +3,7 @@
 mimicry (ADR 0077; equal to cold up to rounding, the largest relative difference is
 printed); favouritism, reasoning-chain bias and anchoring (ADR 0078); the causal checks
 and the header's counts with the dense-table gate (ADR 0085); the fingerprint history and
-the council's reliability (ADR 0086).
+the council's reliability (ADR 0086); the position section (ADR 0088).
 
     .venv/bin/python benchmarks/report_incremental_sections.py --store /tmp/store.jsonl
     .venv/bin/python benchmarks/report_incremental_sections.py --store /tmp/store.jsonl \
@@ -88,6 +88,7 @@ def _sections(n_resamples: int) -> dict[str, Any]:
     from llm_council.bias_audit.report.analyses.fingerprints_summary import FINGERPRINTS
     from llm_council.bias_audit.report.analyses.joint_summary import JOINT_MODEL
     from llm_council.bias_audit.report.analyses.leaderboard import LeaderboardSection
+    from llm_council.bias_audit.report.analyses.position_summary import PositionSection
     from llm_council.bias_audit.report.analyses.reasoning import ReasoningSection
     from llm_council.bias_audit.report.analyses.reliability_summary import ReliabilitySection
     from llm_council.bias_audit.report.analyses.report_counts import REPORT_COUNTS
@@ -109,6 +110,7 @@ def _sections(n_resamples: int) -> dict[str, Any]:
         "report counts": REPORT_COUNTS,  # ADR 0085: the header's counts, the dense gate
         "fingerprints": FINGERPRINTS,  # ADR 0086 (None on a store without fingerprints)
         "reliability": ReliabilitySection(n_resamples=n_resamples, seed=0),  # ADR 0086
+        "position": PositionSection(0.05),  # ADR 0088
     }
 
 
@@ -193,7 +195,15 @@ def _measure_section(
         "equal": _same(cold_fields, incremental_fields),
         "relative_difference": _largest_relative_difference(incremental_fields, cold_fields),
         "saved_arrays_mb": sum(a.nbytes for a in arrays.values()) / 1e6,
+        "saved_file_mb": _file_bytes(arrays) / 1e6,
     }
+
+
+def _file_bytes(arrays: dict[str, Any]) -> int:
+    """The arrays' bytes in the summary file (strings dictionary-coded, integers 8 bytes)."""
+    from llm_council.bias_audit.report.load.summary_payload import encode_arrays
+
+    return len(encode_arrays(arrays)[1])
 
 
 def measure(
@@ -223,6 +233,7 @@ def old_child(store: str, n_resamples: int, chosen: list[str] | None = None) -> 
     from llm_council.bias_audit.report.analyses.favouritism import favouritism
     from llm_council.bias_audit.report.analyses.fingerprints import fingerprint_history
     from llm_council.bias_audit.report.analyses.leaderboard import build_leaderboard
+    from llm_council.bias_audit.report.analyses.position import position_bias
     from llm_council.bias_audit.report.analyses.reasoning import reasoning_by_reviewer
     from llm_council.bias_audit.report.analyses.reliability import council_reliability
     from llm_council.bias_audit.report.load.tables import rank_point_reviewers
@@ -245,6 +256,7 @@ def old_child(store: str, n_resamples: int, chosen: list[str] | None = None) -> 
         "reliability": lambda: council_reliability(
             connection, _rank_reviewers(connection), n_resamples=n_resamples, seed=0
         ),
+        "position": lambda: position_bias(connection, 0.05),  # ADR 0088
     }
     timings = {name: _cpu(run)[0] for name, run in runs.items() if chosen is None or name in chosen}
     inputs = _dependent_inputs(connection) if _needs_inputs(chosen) else {}
@@ -339,7 +351,7 @@ def main() -> None:
     print(
         "| section | old full (CPU s) | cold: summarize + finish | +new: read saved + "
         "summarize new + merge + finish | equal to cold | largest relative difference | "
-        "saved arrays (MB) |"
+        "saved arrays (MB, in memory / in the file) |"
     )
     print("|---|---|---|---|---|---|---|")
     for row in rows:
@@ -349,7 +361,8 @@ def main() -> None:
             f"{row['cold_summarize']:.2f} + {row['cold_finish']:.2f} | "
             f"{row['read_saved']:.3f} + {row['summarize_new']:.3f} + {row['merge']:.3f} + "
             f"{row['finish']:.3f} = {incremental:.2f} | {row['equal']} | "
-            f"{row['relative_difference']:.1e} | {row['saved_arrays_mb']:.1f} |"
+            f"{row['relative_difference']:.1e} | {row['saved_arrays_mb']:.1f} / "
+            f"{row['saved_file_mb']:.1f} |"
         )
     # the joint model and self-preference: equal up to rounding (ADR 0077), the rest exactly
     rounded = ("joint model", "self-preference", "style mimicry")

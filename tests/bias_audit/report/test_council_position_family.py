@@ -13,7 +13,7 @@ from scipy import stats
 
 from generators.independent_council import CouncilSpec, generate_sessions, write_store
 from llm_council.bias_audit.report import build_report
-from llm_council.bias_audit.report.analyses.position import _edge_tested
+from llm_council.bias_audit.report.analyses.position_fit import _edge_tested
 from llm_council.bias_audit.report.estimates import Interval, SlotProfile
 from llm_council.bias_audit.report.finding import Finding
 from llm_council.bias_audit.report.hypotheses import (
