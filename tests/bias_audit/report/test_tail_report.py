@@ -4,12 +4,9 @@ store; whatever stops a tail load after it was chosen (a saved section that cann
 a changed section list, an attacked file or store) gives the cold report, never a section
 over the tail alone, a crash or a half-written file.
 
-The gate is opened as the lead will open it: ``COMPUTED_FROM_EVERY_RECORD`` emptied
-(monkeypatched). Position is not incremental on this branch, so with the gate open it is
-computed over the tail alone: every comparison swaps the cold report's position into the
-tail report and decides the findings again (:func:`_comparable`), which compares every
-other number, every adjusted p and every verdict. Once position is incremental the swap
-goes and the reports must be equal whole.
+The gate is open (``COMPUTED_FROM_EVERY_RECORD`` is empty since position was merged,
+ADR 0088); the tests still monkeypatch it empty, so they keep testing the tail load if a
+section ever goes back on the list. Every report is compared whole with the cold one.
 """
 
 from __future__ import annotations
@@ -49,7 +46,6 @@ from llm_council.bias_audit.report.load.session_summaries import (
     write_summaries,
 )
 from llm_council.bias_audit.report.model import BiasReport
-from llm_council.bias_audit.report.report_verdicts import decide_findings
 
 LOADED = "report_tail_loaded"
 REBUILT = "report_sessions_rebuilt"
@@ -84,17 +80,9 @@ def _canonical(report: BiasReport) -> str:
     return json.dumps(data, sort_keys=True, allow_nan=True)
 
 
-def _comparable(report: BiasReport, cold: BiasReport) -> str:
-    """``report`` with the cold report's position section and its findings decided again:
-    position is computed over the tail alone on this branch (not incremental yet); every
-    other section, each adjusted p and each verdict must then be the cold report's."""
-    swapped = dataclasses.replace(report, position=cold.position)
-    return _canonical(decide_findings(swapped, "fwer"))
-
-
 def _assert_cold_equal(store: Path, report: BiasReport) -> None:
     cold = _report(store, session_summaries=False)
-    assert_same_report(_comparable(report, cold), _comparable(cold, cold))
+    assert_same_report(_canonical(report), _canonical(cold))
 
 
 def _append(store: Path, lines: Sequence[bytes]) -> None:

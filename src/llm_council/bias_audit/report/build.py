@@ -89,16 +89,11 @@ from llm_council.infra.log_setup import ensure_default_logging
 #: how many times :func:`build_report` calls ``on_step`` (the CLI's progress bar total)
 REPORT_STEPS = 7
 #: the parts of the report still computed from every record: while any is, every run loads
-#: the whole store; once none is, a re-run reads only the store's tail (ADR 0081). Each
-#: section made incremental leaves this list (it must then take its numbers from merged
-#: summaries only). Before it empties, a tail load must fall back to a full load where a
-#: saved section cannot be read or the section list changed (ADRs 0085, 0086 name both).
-COMPUTED_FROM_EVERY_RECORD: tuple[str, ...] = ()  # position left it last (ADR 0088)
-#: the tail load's switch, kept off although the list above is empty (ADR 0088): under a
-#: tail load a malformed saved section is not yet recomputed from every record, and
-#: ``TailRefused`` from ``tail_plan`` is not yet caught (ADR 0081's two open faults, fixed
-#: in incremental_runner.py / tail_plan.py by another change); the lead turns it on then
-TAIL_LOAD_ENABLED = False
+#: the whole store; when none is, a re-run reads only the store's tail (ADR 0081). Each
+#: section made incremental left this list (it must take its numbers from merged summaries
+#: only); position left it last (ADR 0088). A tail load falls back to a full load where a
+#: saved section cannot merge or the section list changed (ADR 0081's amendment).
+COMPUTED_FROM_EVERY_RECORD: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -474,9 +469,7 @@ def build_report(
         raise ConfigError(f"unknown error rate {error_rate!r} (expected fwer or fdr)")
     ensure_default_logging()  # the summary file's log lines: stderr, never a JSON stdout
     uses_file = session_summaries and engine == "duckdb" and since is None and until is None
-    gate_open = TAIL_LOAD_ENABLED and tail_load_allowed(
-        COMPUTED_FROM_EVERY_RECORD, enabled=uses_file
-    )
+    gate_open = tail_load_allowed(COMPUTED_FROM_EVERY_RECORD, enabled=uses_file)
     step = _each_step_once(on_step)
     options: dict[str, Any] = {
         "since": since,

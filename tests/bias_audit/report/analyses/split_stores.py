@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -104,9 +105,31 @@ def report_after_a_malformed_section(
     return again, logs
 
 
+#: a tail load abandoned because of one saved section (ADR 0081's amendment): the report
+#: is then computed from every record, which recomputes that section with all the others
+_ABANDONED_FOR_A_SECTION = re.compile(
+    r"the tail load was abandoned: section '([^']*)'(?: cannot merge the tail)?: (.*)", re.S
+)
+
+
 def recomputed_sections(logs: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The log entries saying a section was summarized again over every session."""
+    """The log entries saying a section was summarized again over every session of a full
+    load (``report_section_recomputed``)."""
     return [entry for entry in logs if entry["event"] == "report_section_recomputed"]
+
+
+def sections_summarized_again(logs: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The sections summarized again over every session, as ``{"section", "reason"}``: one
+    recomputed alone after a full load (:func:`recomputed_sections`), or one whose saved
+    summary made a tail load fall back to a full load (``report_sessions_rebuilt``, the
+    reason naming the section; every section is then summarized again)."""
+    found: list[Mapping[str, Any]] = list(recomputed_sections(logs))
+    for entry in logs:
+        if entry["event"] == "report_sessions_rebuilt":
+            match = _ABANDONED_FOR_A_SECTION.match(str(entry.get("reason", "")))
+            if match:
+                found.append({"section": match.group(1), "reason": match.group(2)})
+    return found
 
 
 def json_lines(sessions: Sequence[Sequence[dict[str, Any]]]) -> list[bytes]:

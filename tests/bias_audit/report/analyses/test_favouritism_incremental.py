@@ -17,8 +17,8 @@ from bias_audit.report.analyses.split_stores import (
     independent_sessions,
     json_lines,
     ranked_sessions,
-    recomputed_sections,
     report_after_a_malformed_section,
+    sections_summarized_again,
     write_parts,
 )
 from golden_compare import golden_differences
@@ -243,7 +243,7 @@ def test_a_malformed_saved_summary_is_recomputed_by_the_report(
     incremental, logs = report_after_a_malformed_section(
         store, json_lines(sessions), section, malform, report
     )
-    recomputed = recomputed_sections(logs)
+    recomputed = sections_summarized_again(logs)
     assert [entry["section"] for entry in recomputed] == [section]
     # equal to the report without the file up to the joint model's rounding (ADR 0077)
     cold = json_module.loads(report(session_summaries=False))

@@ -16,8 +16,8 @@ import pytest
 from bias_audit.report.analyses.split_stores import (
     connection_of,
     json_lines,
-    recomputed_sections,
     report_after_a_malformed_section,
+    sections_summarized_again,
     write_parts,
 )
 from bias_audit.report.analyses.test_incremental_runner import assert_same_report
@@ -206,7 +206,7 @@ def test_a_malformed_saved_section_is_recomputed(section: str, field: str, tmp_p
     incremental, logs = report_after_a_malformed_section(
         store, json_lines(sessions), section, malform, lambda: _report(store)
     )
-    recomputed = recomputed_sections(logs)
+    recomputed = sections_summarized_again(logs)
     assert [entry["section"] for entry in recomputed] == [section]
     assert repr(field) in recomputed[0]["reason"]
     assert_same_report(incremental, _report(store, session_summaries=False))

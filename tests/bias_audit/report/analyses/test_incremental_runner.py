@@ -16,8 +16,8 @@ import pytest
 import structlog
 
 from bias_audit.report.analyses.split_stores import (
-    recomputed_sections,
     report_after_a_malformed_section,
+    sections_summarized_again,
 )
 from generators.independent_council import CouncilSpec, generate_sessions, write_store
 from generators.rank_council import RankCouncilSpec
@@ -364,7 +364,7 @@ def test_a_malformed_saved_section_is_recomputed_and_equals_the_cold_report(
     incremental, logs = report_after_a_malformed_section(
         store, lines, section, malform, lambda: _report(store)
     )
-    recomputed = recomputed_sections(logs)
+    recomputed = sections_summarized_again(logs)
     assert [entry["section"] for entry in recomputed] == [section]
     assert repr(field) in recomputed[0]["reason"]
     assert_same_report(incremental, _cold(store))

@@ -20,6 +20,7 @@ from bias_audit.report.analyses.split_stores import (
     connection_of,
     independent_sessions,
     ranked_sessions,
+    sections_summarized_again,
     write_parts,
 )
 from llm_council.bias_audit.report import build_report
@@ -268,7 +269,7 @@ def test_a_malformed_saved_position_summary_is_recomputed(tmp_path: Path) -> Non
     structlog.reset_defaults()
     with structlog.testing.capture_logs() as logs:
         incremental = _report_position(store)
-    recomputed = [e for e in logs if e["event"] == "report_section_recomputed"]
+    recomputed = sections_summarized_again(logs)
     assert [e["section"] for e in recomputed] == ["position"]
     assert "'kind_reviewer'" in recomputed[0]["reason"]
     assert incremental == _report_position(store, session_summaries=False)
