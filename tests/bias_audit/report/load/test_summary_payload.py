@@ -121,3 +121,23 @@ def test_a_file_from_before_the_narrow_widths_still_reads() -> None:
 def test_a_stored_width_that_does_not_fit_its_kind_or_bytes_is_refused(entry: dict) -> None:
     with pytest.raises(ValueError, match="array 'x'"):
         decode_arrays([entry], b"\x00" * 8)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        ["a", "a", "b", "c", "c", "c"],  # in order: the one-pass path
+        ["c", "a", "b", "a"],  # not in order: np.unique
+        ["é", "é\n", "z"],
+        ["only"],
+        [],
+    ],
+)
+def test_string_coding_is_numpys_unique_whatever_the_order(values: list[str]) -> None:
+    from llm_council.bias_audit.report.load.summary_payload import _sorted_unique
+
+    flat = np.asarray(values, dtype=str)
+    distinct, codes = _sorted_unique(flat)
+    expected_distinct, expected_codes = np.unique(flat, return_inverse=True)
+    assert distinct.tolist() == expected_distinct.tolist()
+    assert codes.tolist() == expected_codes.tolist()

@@ -67,12 +67,23 @@ def _kind_of(values: np.ndarray) -> str:
     return kinds[values.dtype.kind]
 
 
+def _sorted_unique(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(flat, return_inverse=True)``, in one pass when ``flat`` is already in
+    order (a summary's per-session ids usually are): the same distinct values and codes."""
+    if flat.size > 1 and bool(np.all(flat[1:] >= flat[:-1])):
+        starts = np.empty(flat.size, dtype=bool)
+        starts[0] = True
+        np.not_equal(flat[1:], flat[:-1], out=starts[1:])
+        return flat[starts], np.cumsum(starts) - 1
+    return np.unique(flat, return_inverse=True)
+
+
 def _string_bytes(values: np.ndarray, compact: bool = True) -> tuple[bytes, int, int]:
     """(the dictionary-coded bytes of ``values``, how many distinct strings, code bytes)."""
     flat = values.ravel()
     if flat.dtype.kind == "O":
         flat = np.asarray([str(value) for value in flat.tolist()], dtype=str)
-    distinct, codes = np.unique(flat, return_inverse=True)
+    distinct, codes = _sorted_unique(flat)
     encoded = [str(value).encode("utf-8") for value in distinct.tolist()]
     ends = np.cumsum([len(item) for item in encoded], dtype=np.int64)
     width, code_dtype = _code_width(int(distinct.size)) if compact else (8, "<i8")
