@@ -89,8 +89,7 @@ def _nested_hypotheses(
         from llm_council.stats.inference.nested_wald import nested_wald_min_p
 
         p_sub = float(tested[sub[0]][3])
-        weight = module.edge_test_weight(n_slots) if hasattr(module, "edge_test_weight") else 0.5
-        combined = nested_wald_min_p(p_sub, float(row[3]), 2, n_slots - 1, n_sessions, weight)
+        combined = nested_wald_min_p(p_sub, float(row[3]), 2, n_slots - 1, n_sessions)
     hypotheses[full[0]] = dataclasses.replace(
         hypotheses[full[0]], implies=hypotheses[sub[0]].locator, combined_p=combined
     )

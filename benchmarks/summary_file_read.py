@@ -22,7 +22,6 @@ import numpy as np
 
 def main() -> None:
     from llm_council.bias_audit.report.load import session_summaries as files
-    from llm_council.bias_audit.report.load import summary_payload
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("store", type=Path)
@@ -31,15 +30,10 @@ def main() -> None:
     summaries = files.read_summaries(args.store)
     if summaries is None:
         raise SystemExit(f"{files.summaries_path(args.store)}: no verified summary file")
-    original = summary_payload.encode_arrays
     rows = []
     for layout, compact in (("full width (before ADR 0083)", False), ("compact", True)):
-        summary_payload.encode_arrays = lambda arrays, compact=compact: original(
-            arrays, compact=compact
-        )
-        files.encode_arrays = summary_payload.encode_arrays
         started = time.process_time()
-        content = files.encode_summaries(args.store, summaries)
+        content = files.encode_summaries(args.store, summaries, compact=compact)
         encode_s = time.process_time() - started
         if content is None:
             raise SystemExit("no sealing key: cannot encode")
@@ -57,7 +51,6 @@ def main() -> None:
             for key, values in section.arrays.items()
         )
         rows.append((layout, len(content), encode_s, statistics.median(decode_s), same))
-    summary_payload.encode_arrays = files.encode_arrays = original
     print("| layout | bytes | encode CPU s | decode CPU s (median) | arrays equal to the saved |")
     print("|---|---|---|---|---|")
     for layout, size, encode_s, decode_s, same in rows:

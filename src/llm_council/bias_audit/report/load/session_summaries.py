@@ -88,8 +88,11 @@ def summaries_path(store: str | Path) -> Path:
     return resolved.with_name(resolved.name + SUFFIX)
 
 
-def encode_summaries(store: str | Path, summaries: SessionSummaries) -> bytes | None:
-    """The file's bytes; ``None`` without a sealing key (nothing is then written)."""
+def encode_summaries(
+    store: str | Path, summaries: SessionSummaries, *, compact: bool = True
+) -> bytes | None:
+    """The file's bytes; ``None`` without a sealing key (nothing is then written).
+    ``compact=False``: every array at full width (ADR 0083's baseline layout)."""
     arrays: dict[str, np.ndarray] = {
         _SESSION_IDS: summaries.session_ids,
         _SESSION_RECORDS: summaries.session_records,
@@ -103,7 +106,7 @@ def encode_summaries(store: str | Path, summaries: SessionSummaries) -> bytes | 
         sections_meta[name] = {"version": section.version, "meta": section.meta}
         for array_name, values in section.arrays.items():
             arrays[f"{name}/{array_name}"] = values
-    directory, raw = encode_arrays(arrays)
+    directory, raw = encode_arrays(arrays, compact=compact)
     body = {
         "format": FILE_FORMAT,
         "coverage": summaries.coverage,
