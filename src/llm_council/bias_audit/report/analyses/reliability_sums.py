@@ -1,0 +1,185 @@
+"""Alpha's Poisson-bootstrap pair-count sums of some sessions, per score scale (ADR 0089).
+
+For each score scale, the scored non-self ratings of the reviewers that are not rank-only
+become integer pair counts per session (:mod:`~llm_council.stats.reliability.alpha_pair_sums`),
+summed over the sessions once unweighted and once per replicate b with the session's
+Poisson(1) weight ``w_sb``, which depends only on (seed, session id, b)
+(:mod:`~llm_council.stats.inference.poisson_weights`, as the leaderboard's, ADR 0074): for
+the whole table and with each reviewer left out. The sums are integers, so two disjoint
+sets of sessions add to their union's exactly, on the union of their value grids,
+divisors and reviewers (zero-padded): nothing here grows with the number of sessions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+
+from llm_council.stats.inference.poisson_weights import poisson_weights, unit_keys
+from llm_council.stats.reliability.alpha_pair_sums import (
+    group_pair_counts,
+    triangle_cells,
+    weighted_pair_sums,
+)
+
+#: ``ScaleSums.counts``: what the section reports beside alpha, each a sum over sessions
+COUNTS = ("ratings", "units", "sessions")
+
+
+@dataclass(frozen=True)
+class ScaleSums:
+    """One score scale's sums. ``sums[0]`` is the whole table's pair counts and
+    ``sums[1 + r]`` the part of them that leaving ``reviewers[r]`` out removes, each with
+    the unweighted sums in row 0 and replicate b's weighted sums in row 1 + b:
+    shape (1 + R, B + 1, D, V (V + 1) / 2) on the grid ``values`` x ``divisors``."""
+
+    scale: tuple[float, float]
+    values: np.ndarray  # (V,) float, sorted: every score given on this scale
+    divisors: np.ndarray  # (D,) int, sorted: the d = (ratings of a unit) - 1 present
+    reviewers: tuple[str, ...]  # sorted: those with a rating on this scale
+    sums: np.ndarray
+    counts: np.ndarray  # (3,) int: COUNTS
+
+
+#: the ratings alpha reads, as codes: sessions and units in (session id, model) order,
+#: raters in reviewer order (DuckDB's VARCHAR order is UTF-8 byte order, which is Python's
+#: code point order); fetched as numpy columns, never as Python tuples
+_RATINGS_SQL = """
+    SELECT scale_low, scale_high,
+           (dense_rank() OVER (ORDER BY session_id) - 1)::BIGINT AS session,
+           (dense_rank() OVER (ORDER BY session_id, model) - 1)::BIGINT AS unit,
+           (dense_rank() OVER (ORDER BY reviewer) - 1)::BIGINT AS rater,
+           score
+    FROM records WHERE score IS NOT NULL AND NOT is_self
+         AND NOT list_contains(?::VARCHAR[], reviewer)
+"""
+
+
+def scale_sums(
+    connection: duckdb.DuckDBPyConnection,
+    left_out: list[str],
+    *,
+    n_resamples: int,
+    seed: int,
+) -> tuple[ScaleSums, ...]:
+    """The sums of every session in ``connection``'s ``records``, one per scale with a
+    rating, leaving out the reviewers ``left_out`` (the rank-only ones)."""
+    columns = connection.execute(_RATINGS_SQL, [left_out]).fetchnumpy()
+    if not len(columns["score"]):
+        return ()
+    where = "score IS NOT NULL AND NOT is_self AND NOT list_contains(?::VARCHAR[], reviewer)"
+    session_ids = [
+        str(row[0])
+        for row in connection.execute(
+            f"SELECT DISTINCT session_id FROM records WHERE {where} ORDER BY 1", [left_out]
+        ).fetchall()
+    ]
+    names = [
+        str(row[0])
+        for row in connection.execute(
+            f"SELECT DISTINCT reviewer FROM records WHERE {where} ORDER BY 1", [left_out]
+        ).fetchall()
+    ]
+    weights = poisson_weights(unit_keys(session_ids, seed), np.arange(n_resamples))
+    score = np.asarray(columns["score"], dtype=float)
+    low = np.asarray(columns["scale_low"], dtype=float)
+    high = np.asarray(columns["scale_high"], dtype=float)
+    codes = {name: np.asarray(columns[name], dtype=np.int64) for name in ("session", "unit")}
+    rater = np.asarray(columns["rater"], dtype=np.int64)
+    group_of_unit = np.zeros(int(codes["unit"].max()) + 1, dtype=np.int64)
+    group_of_unit[codes["unit"]] = codes["session"]
+    blocks = []
+    for scale in sorted(set(zip(low.tolist(), high.tolist(), strict=True))):
+        on_scale = (low == scale[0]) & (high == scale[1])
+        blocks.append(
+            _one_scale(
+                scale,
+                score[on_scale],
+                codes["unit"][on_scale],
+                codes["session"][on_scale],
+                rater[on_scale],
+                group_of_unit,
+                names,
+                weights,
+            )
+        )
+    return tuple(blocks)
+
+
+def _one_scale(
+    scale: tuple[float, float],
+    score: np.ndarray,
+    unit: np.ndarray,
+    session: np.ndarray,
+    rater: np.ndarray,
+    group_of_unit: np.ndarray,
+    names: list[str],
+    weights: np.ndarray,
+) -> ScaleSums:
+    """One scale's :class:`ScaleSums` from its ratings (codes into the part's tables)."""
+    values, value_index = np.unique(score, return_inverse=True)
+    value_index = value_index.reshape(-1)
+    raters = np.unique(rater)
+    stacks = [group_pair_counts(unit, value_index, group_of_unit, values.size)]
+    for code in raters.tolist():
+        kept = rater != code
+        stacks.append(group_pair_counts(unit[kept], value_index[kept], group_of_unit, values.size))
+    divisors = np.unique(np.concatenate([stack.divisor for stack in stacks]))
+    cells = values.size * (values.size + 1) // 2
+    summed = weighted_pair_sums(stacks, weights, divisors, cells)
+    summed[1:] = summed[0][None] - summed[1:]  # the whole minus the sums without each reviewer
+    per_unit = np.bincount(unit)
+    counts = [score.size, int(np.count_nonzero(per_unit >= 2)), np.unique(session).size]
+    return ScaleSums(
+        scale=scale,
+        values=values,
+        divisors=divisors.astype(np.int64),
+        reviewers=tuple(names[code] for code in raters.tolist()),
+        sums=summed,
+        counts=np.asarray(counts, dtype=np.int64),
+    )
+
+
+def _placed(
+    part: ScaleSums,
+    values: np.ndarray,
+    divisors: np.ndarray,
+    reviewers: list[str],
+    shape: tuple[int, int, int, int],
+) -> np.ndarray:
+    """``part.sums`` on the union grid (zeros where the part had nothing)."""
+    out = np.zeros(shape)
+    value_at = np.searchsorted(values, part.values)
+    rows, columns = np.triu_indices(part.values.size)
+    cell_at = triangle_cells(values.size)[value_at[rows], value_at[columns]]
+    stack_at = [0] + [1 + reviewers.index(name) for name in part.reviewers]
+    divisor_at = np.searchsorted(divisors, part.divisors)
+    index = np.ix_(stack_at, np.arange(shape[1]), divisor_at, cell_at)
+    out[index] = part.sums
+    return out
+
+
+def merge_scale_sums(saved: ScaleSums, new: ScaleSums) -> ScaleSums:
+    """The sums of both sets of sessions (the same scale and replicates): exact integer
+    sums on the union of their grids."""
+    values = np.union1d(saved.values, new.values)
+    divisors = np.union1d(saved.divisors, new.divisors).astype(np.int64)
+    reviewers = sorted(set(saved.reviewers) | set(new.reviewers))
+    shape = (
+        1 + len(reviewers),
+        saved.sums.shape[1],
+        divisors.size,
+        values.size * (values.size + 1) // 2,
+    )
+    sums = _placed(saved, values, divisors, reviewers, shape)
+    sums += _placed(new, values, divisors, reviewers, shape)
+    return ScaleSums(
+        scale=saved.scale,
+        values=values,
+        divisors=divisors,
+        reviewers=tuple(reviewers),
+        sums=sums,
+        counts=saved.counts + new.counts,
+    )
