@@ -158,7 +158,8 @@ def weighted_pair_sums(
     for start in range(0, int(weights.shape[0]), _BATCH):
         stop = min(start + _BATCH, int(weights.shape[0]))
         out[:, 1 + start : 1 + stop] = transposed @ weights[start:stop].T.astype(float)
-    return out.T.reshape(-1, len(stacks), n_divisors, n_cells).transpose(1, 0, 2, 3).copy()
+    shape = (int(weights.shape[0]) + 1, len(stacks), n_divisors, n_cells)
+    return out.T.reshape(shape).transpose(1, 0, 2, 3).copy()
 
 
 def coincidences_from_pair_sums(

@@ -193,8 +193,34 @@ def _table_of(rows: list[tuple]):
            session INTEGER, n_candidates INTEGER)"""
     )
     sessions = sorted({row[0] for row in rows})
+    if not rows:
+        return connection
     connection.executemany(
         "INSERT INTO records VALUES (?, ?, ?, ?, ?, ?, false, ?, 3)",
         [[*row, sessions.index(row[0])] for row in rows],
     )
     return connection
+
+
+@pytest.mark.parametrize("n_resamples", [0, 20])
+def test_no_pairs_one_session_and_an_empty_part(n_resamples: int) -> None:
+    """Answers rated once each (no pair: alpha undefined, with its reason), one session (an
+    estimate, no interval), and a part with nothing to sum merged with one that has."""
+    section = ReliabilitySection(n_resamples=n_resamples, seed=1)
+    lonely = [("s1", "m1", "r1", 1.0, 10.0, 3.0), ("s1", "m2", "r2", 1.0, 10.0, 4.0)]
+    lonely.append(("s2", "m1", "r2", 1.0, 10.0, 5.0))
+    summary = section.summarize(_table_of(lonely))
+    assert summary.blocks[0].divisors.size == 0  # no unit with two ratings
+    again = section.from_payload(*section.to_payload(summary))
+    result = section.finish(again)
+    assert result.n_units == 0 and result.resamples == 0
+    assert all(a.undefined_reason.startswith("no answer was scored") for a in result.alphas)
+    pairs = [(m, r) for m in "abc" for r in "xyz"]
+    one = [("s1", m, r, 1.0, 10.0, float(i % 7 + 1)) for i, (m, r) in enumerate(pairs)]
+    single = section.finish(section.summarize(_table_of(one)))
+    assert single.resamples == 0 and np.isfinite(single.alphas[0].alpha.estimate)
+    assert np.isnan(single.alphas[0].alpha.ci_low)
+    nothing = section.summarize(_table_of([]))
+    assert nothing.blocks == ()
+    merged = section.merge(nothing, section.summarize(_table_of(one)))
+    assert repr(section.finish(merged)) == repr(single)

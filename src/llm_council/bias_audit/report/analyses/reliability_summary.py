@@ -270,12 +270,12 @@ def _block_from_payload(read: PayloadReader, index: int, entry: Any, n_resamples
     divisors = read.array(f"{field}_divisors", "i", (None,))
     if values.size == 0 or np.any(np.diff(values) <= 0):
         raise read.fail(f"{field}_values", "is not sorted and distinct")
-    if divisors.size == 0 or divisors.min() < 1 or np.any(np.diff(divisors) <= 0):
+    if divisors.size and (divisors.min() < 1 or np.any(np.diff(divisors) <= 0)):
         raise read.fail(f"{field}_divisors", "is not sorted, distinct and positive")
     cells = values.size * (values.size + 1) // 2
     shape = (1 + len(reviewers), n_resamples + 1, divisors.size, cells)
     sums = read.finite(f"{field}_sums", shape)
-    if np.any(sums != np.round(sums)) or np.abs(sums).max() >= 2.0**53:
+    if np.any(sums != np.round(sums)) or np.any(np.abs(sums) >= 2.0**53):
         raise read.fail(f"{field}_sums", "holds a sum that is not a whole number below 2^53")
     counts = read.counts(f"{field}_counts", (len(COUNTS),))
     return ScaleSums(
