@@ -14,7 +14,10 @@ import pytest
 from bias_audit.report.analyses.split_stores import (
     connection_of,
     independent_sessions,
+    json_lines,
     ranked_sessions,
+    report_after_a_malformed_section,
+    sections_summarized_again,
     write_parts,
 )
 from llm_council.bias_audit.report.analyses.incremental_section import (
@@ -224,3 +227,36 @@ def test_no_pairs_one_session_and_an_empty_part(n_resamples: int) -> None:
     assert nothing.blocks == ()
     merged = section.merge(nothing, section.summarize(_table_of(one)))
     assert repr(section.finish(merged)) == repr(single)
+
+
+@pytest.mark.parametrize("how", ["version-1", "malformed"])
+def test_an_old_or_malformed_saved_summary_is_recomputed_by_the_report(
+    how: str, tmp_path: Path
+) -> None:
+    """A saved reliability summary of version 1 (every rating as codes, ADR 0086) or one
+    whose payload does not read is never merged: the report computes the section from
+    every record and its reliability equals the cold report's bit for bit."""
+    from llm_council.bias_audit.report import build_report
+    from llm_council.bias_audit.report.load.session_summaries import SavedSection
+
+    store = tmp_path / "store.jsonl"
+
+    def report(**options: object) -> str:
+        built = build_report(store, n_resamples=10, seed=1, reproducible=True, **options)
+        return repr(built.reliability)
+
+    def malform(payload: SavedSection) -> SavedSection:
+        if how == "version-1":  # ADR 0086's arrays, as an old file holds them
+            old = {"cell_session": np.zeros(3, np.int64), "cell_score": np.ones(3)}
+            return SavedSection(1, {}, old)
+        broken = dict(payload.arrays)
+        broken["block0_sums"] = broken["block0_sums"] + 0.5
+        return SavedSection(payload.version, payload.meta, broken)
+
+    # enough sessions that the first half is folded (the store's last 64 KiB are held back)
+    sessions = independent_sessions(3, 240, 1, missing_score_rate=0.1)
+    incremental, logs = report_after_a_malformed_section(
+        store, json_lines(sessions), "reliability", malform, report
+    )
+    assert [entry["section"] for entry in sections_summarized_again(logs)] == ["reliability"]
+    assert incremental == report(session_summaries=False)
