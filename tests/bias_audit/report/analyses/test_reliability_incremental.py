@@ -27,6 +27,7 @@ from llm_council.bias_audit.report.analyses.incremental_section import (
 from llm_council.bias_audit.report.analyses.reliability_summary import (
     ReliabilitySection,
     council_reliability,
+    rank_only,
 )
 from llm_council.bias_audit.report.load.tables import rank_point_reviewers
 
@@ -42,6 +43,16 @@ STORES = {
     ),
     "rank-4-integer-scores": lambda: ranked_sessions(4, 40, 4, scores=True, order="reviewer"),
     "rank-9-integer-scores": lambda: ranked_sessions(9, 20, 5, scores=True, truncate_rate=0.2),
+    # vendor/model-0 gives rank points (a rank-only reviewer, left out), the others scores
+    "rank-4-one-rank-only": lambda: [
+        [
+            r | {"score_value": float(r["n_candidates"] - r["rank"] + 1)}
+            if r["reviewer_id"] == "vendor/model-0" and r["rank"] is not None
+            else r
+            for r in session
+        ]
+        for session in ranked_sessions(4, 40, 8, scores=True)
+    ],
     "independent-4-constant-judge": lambda: [
         [r | {"score_value": 5.0} if r["reviewer_id"] == "judge-0" else r for r in session]
         for session in independent_sessions(4, 40, 21, missing_score_rate=0.05)
@@ -62,9 +73,11 @@ def test_merged_parts_finish_to_the_whole_store_bit_for_bit(name: str, tmp_path:
     assert needs_inputs(SECTION)
     (a, b, c), whole = _parts(name, tmp_path)
     rank = rank_point_reviewers(whole)
+    assert bool(rank) == (name == "rank-4-one-rank-only")
     cold = council_reliability(whole, rank, n_resamples=30, seed=7)
     assert cold.alphas and cold.n_units > 0 and cold.resolution  # something to compare
     assert cold.resamples == 30 and np.isfinite(cold.alphas[0].alpha.ci_low)
+    assert not rank & set(cold.reviewers) and cold.rank_only_reviewers == sorted(rank)
     want = repr(cold)  # repr: exact floats, and NaN equals NaN
     for merged in (
         SECTION.merge(SECTION.merge(a, b), c),
@@ -72,6 +85,7 @@ def test_merged_parts_finish_to_the_whole_store_bit_for_bit(name: str, tmp_path:
         SECTION.merge(SECTION.merge(c, a), b),
     ):
         assert repr(SECTION.finish(merged, rank_reviewers=rank)) == want
+        assert rank_only(merged.flags) == rank  # the flags combine to the profiles' rule
     meta, arrays = SECTION.to_payload(SECTION.merge(SECTION.merge(a, b), c))
     json.dumps(meta)
     again = SECTION.from_payload(meta, arrays)
