@@ -43,17 +43,19 @@ class ScaleSums:
     counts: np.ndarray  # (3,) int: COUNTS
 
 
-#: the ratings alpha reads, as codes: sessions and units in (session id, model) order,
-#: raters in reviewer order (DuckDB's VARCHAR order is UTF-8 byte order, which is Python's
-#: code point order); fetched as numpy columns, never as Python tuples
-_RATINGS_SQL = """
+#: the ratings alpha reads: scored, not of the reviewer's own answer, not a rank-only
+#: reviewer's (the list is the query's parameter)
+_KEPT = """score IS NOT NULL AND NOT is_self AND NOT list_contains(?::VARCHAR[], reviewer)"""
+#: the kept ratings as codes: sessions and units in (session id, model) order, raters in
+#: reviewer order (DuckDB's VARCHAR order is UTF-8 byte order, which is Python's code point
+#: order); fetched as numpy columns, never as Python tuples
+_RATINGS_SQL = f"""
     SELECT scale_low, scale_high,
            (dense_rank() OVER (ORDER BY session_id) - 1)::BIGINT AS session,
            (dense_rank() OVER (ORDER BY session_id, model) - 1)::BIGINT AS unit,
            (dense_rank() OVER (ORDER BY reviewer) - 1)::BIGINT AS rater,
            score
-    FROM records WHERE score IS NOT NULL AND NOT is_self
-         AND NOT list_contains(?::VARCHAR[], reviewer)
+    FROM records WHERE {_KEPT}
 """
 
 
@@ -69,17 +71,16 @@ def scale_sums(
     columns = connection.execute(_RATINGS_SQL, [left_out]).fetchnumpy()
     if not len(columns["score"]):
         return ()
-    where = "score IS NOT NULL AND NOT is_self AND NOT list_contains(?::VARCHAR[], reviewer)"
     session_ids = [
         str(row[0])
         for row in connection.execute(
-            f"SELECT DISTINCT session_id FROM records WHERE {where} ORDER BY 1", [left_out]
+            f"SELECT DISTINCT session_id FROM records WHERE {_KEPT} ORDER BY 1", [left_out]
         ).fetchall()
     ]
     names = [
         str(row[0])
         for row in connection.execute(
-            f"SELECT DISTINCT reviewer FROM records WHERE {where} ORDER BY 1", [left_out]
+            f"SELECT DISTINCT reviewer FROM records WHERE {_KEPT} ORDER BY 1", [left_out]
         ).fetchall()
     ]
     weights = poisson_weights(unit_keys(session_ids, seed), np.arange(n_resamples))
