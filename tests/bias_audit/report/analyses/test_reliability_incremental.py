@@ -274,3 +274,21 @@ def test_an_old_or_malformed_saved_summary_is_recomputed_by_the_report(
     )
     assert [entry["section"] for entry in sections_summarized_again(logs)] == ["reliability"]
     assert incremental == report(session_summaries=False)
+
+
+def test_sums_built_in_chunks_of_sessions_are_the_same_bits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The summary is summed a chunk of sessions at a time (memory); chunks of 7 sessions
+    give the same arrays as one chunk, bit for bit."""
+    from llm_council.bias_audit.report.analyses import reliability_sums
+
+    sessions = independent_sessions(5, 40, 12, missing_score_rate=0.1, missing_review_rate=0.1)
+    (path,) = write_parts(sessions, [], tmp_path)
+    connection = connection_of(path)
+    whole = SECTION.to_payload(SECTION.summarize(connection))[1]
+    monkeypatch.setattr(reliability_sums, "CHUNK_SESSIONS", 7)
+    chunked = SECTION.to_payload(SECTION.summarize(connection))[1]
+    assert whole.keys() == chunked.keys()
+    for name, array in whole.items():
+        np.testing.assert_array_equal(chunked[name], array, err_msg=name)

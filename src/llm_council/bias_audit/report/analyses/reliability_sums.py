@@ -109,6 +109,44 @@ def scale_sums(
     return tuple(blocks)
 
 
+#: sessions whose pair counts are built and weighted at a time: the sums add exactly in
+#: any order, so chunks bound the memory without changing a bit (at 1M records one chunk
+#: of 10,000 sessions holds about 200,000 ratings)
+CHUNK_SESSIONS = 10_000
+
+
+def _positive(whole: np.ndarray) -> np.ndarray:
+    """The divisor grid: the divisors ``d = m_u - 1`` of the units rated twice or more,
+    and ``d - 1`` (a unit with one reviewer left out), without 0. Every stack's sums fall
+    on it, and the grid of a union of sessions is the union of their grids."""
+    grid = np.union1d(whole, whole - 1)
+    return grid[grid >= 1].astype(np.int64)
+
+
+def _chunk_sums(
+    rows: np.ndarray,
+    ratings: tuple[np.ndarray, np.ndarray, np.ndarray],
+    group_of_unit: np.ndarray,
+    first_session: int,
+    grid: tuple[np.ndarray, int, np.ndarray],
+    weights: np.ndarray,
+) -> np.ndarray:
+    """The sums of the ratings ``rows`` (all of sessions ``first_session`` onwards in one
+    chunk): the whole table's, then without each reviewer, shape (1 + R, B + 1, D, T)."""
+    unit, value_index, rater = (column[rows] for column in ratings)
+    divisors, n_values, raters = grid
+    local = group_of_unit - first_session  # the chunk's sessions as groups 0..
+    stacks = [group_pair_counts(unit, value_index, local, n_values)]
+    for code in raters.tolist():
+        kept = rater != code
+        stacks.append(group_pair_counts(unit[kept], value_index[kept], local, n_values))
+    n_groups = int(local[unit].max()) + 1 if unit.size else 0
+    return weighted_pair_sums(
+        stacks, weights[:, first_session : first_session + n_groups], divisors,
+        n_values * (n_values + 1) // 2,
+    )  # fmt: skip
+
+
 def _one_scale(
     scale: tuple[float, float],
     score: np.ndarray,
@@ -119,24 +157,29 @@ def _one_scale(
     names: list[str],
     weights: np.ndarray,
 ) -> ScaleSums:
-    """One scale's :class:`ScaleSums` from its ratings (codes into the part's tables)."""
+    """One scale's :class:`ScaleSums` from its ratings (codes into the part's tables),
+    summed a chunk of sessions at a time."""
     values, value_index = np.unique(score, return_inverse=True)
-    value_index = value_index.reshape(-1)
     raters = np.unique(rater)
-    stacks = [group_pair_counts(unit, value_index, group_of_unit, values.size)]
-    for code in raters.tolist():
-        kept = rater != code
-        stacks.append(group_pair_counts(unit[kept], value_index[kept], group_of_unit, values.size))
-    divisors = np.unique(np.concatenate([stack.divisor for stack in stacks]))
-    cells = values.size * (values.size + 1) // 2
-    summed = weighted_pair_sums(stacks, weights, divisors, cells)
-    summed[1:] = summed[0][None] - summed[1:]  # the whole minus the sums without each reviewer
     per_unit = np.bincount(unit)
+    divisors = _positive(np.unique(per_unit[per_unit >= 2] - 1))
+    grid = (divisors, int(values.size), raters)
+    ratings = (unit, value_index.reshape(-1), rater)
+    order = np.argsort(session, kind="stable")
+    cells = values.size * (values.size + 1) // 2
+    summed = np.zeros((1 + raters.size, weights.shape[0] + 1, divisors.size, cells))
+    starts = np.arange(0, int(session.max()) + 1, CHUNK_SESSIONS)
+    bounds = np.searchsorted(session[order], np.append(starts, int(session.max()) + 1))
+    for index, first in enumerate(starts.tolist()):
+        rows = order[bounds[index] : bounds[index + 1]]
+        if rows.size:
+            summed += _chunk_sums(rows, ratings, group_of_unit, first, grid, weights)
+    summed[1:] = summed[0][None] - summed[1:]  # the whole minus the sums without each reviewer
     counts = [score.size, int(np.count_nonzero(per_unit >= 2)), np.unique(session).size]
     return ScaleSums(
         scale=scale,
         values=values,
-        divisors=divisors.astype(np.int64),
+        divisors=divisors,
         reviewers=tuple(names[code] for code in raters.tolist()),
         sums=summed,
         counts=np.asarray(counts, dtype=np.int64),
