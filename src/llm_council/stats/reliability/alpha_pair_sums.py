@@ -116,7 +116,7 @@ def group_pair_counts(
     if not keys:
         return GroupPairCounts(empty, empty, empty, np.zeros(0))
     distinct, inverse = np.unique(np.concatenate(keys), return_inverse=True)
-    counts = np.bincount(inverse.reshape(-1), weights=np.concatenate(weights))
+    counts = np.bincount(inverse.reshape(-1), weights=np.concatenate(weights)).astype(float)
     cell = distinct % cells.size
     group, divisor = np.divmod(distinct // cells.size, int(per_unit.max()) + 1)
     return GroupPairCounts(group, divisor, cell, counts)

@@ -198,7 +198,7 @@ def _placed(
     value_at = np.searchsorted(values, part.values)
     rows, columns = np.triu_indices(part.values.size)
     cell_at = triangle_cells(values.size)[value_at[rows], value_at[columns]]
-    stack_at = [0] + [1 + reviewers.index(name) for name in part.reviewers]
+    stack_at = np.asarray([0] + [1 + reviewers.index(name) for name in part.reviewers])
     divisor_at = np.searchsorted(divisors, part.divisors)
     index = np.ix_(stack_at, np.arange(shape[1]), divisor_at, cell_at)
     out[index] = part.sums
