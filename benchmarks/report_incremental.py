@@ -55,6 +55,7 @@ INCREMENTAL_SECTIONS = (
     "families.reasoning",
     "families.anchoring",
     "position",  # ADR 0088
+    "reliability",  # ADR 0089: integer pair-count sums, bit for bit
 )
 INCREMENTAL_LISTS = ("families.parse_outcomes",)
 TOLERANCE = 1e-9

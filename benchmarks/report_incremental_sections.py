@@ -3,7 +3,8 @@
 mimicry (ADR 0077; equal to cold up to rounding, the largest relative difference is
 printed); favouritism, reasoning-chain bias and anchoring (ADR 0078); the causal checks
 and the header's counts with the dense-table gate (ADR 0085); the fingerprint history and
-the council's reliability (ADR 0086); the position section (ADR 0088).
+the council's reliability (ADR 0086; its Poisson bootstrap from merged sums, ADR 0089); the
+position section (ADR 0088).
 
     .venv/bin/python benchmarks/report_incremental_sections.py --store /tmp/store.jsonl
     .venv/bin/python benchmarks/report_incremental_sections.py --store /tmp/store.jsonl \
@@ -235,8 +236,14 @@ def old_child(store: str, n_resamples: int, chosen: list[str] | None = None) -> 
     from llm_council.bias_audit.report.analyses.leaderboard import build_leaderboard
     from llm_council.bias_audit.report.analyses.position import position_bias
     from llm_council.bias_audit.report.analyses.reasoning import reasoning_by_reviewer
-    from llm_council.bias_audit.report.analyses.reliability import council_reliability
     from llm_council.bias_audit.report.load.tables import rank_point_reviewers
+
+    try:  # before ADR 0089
+        from llm_council.bias_audit.report.analyses.reliability import council_reliability
+    except ImportError:  # since: the cold section in one step
+        from llm_council.bias_audit.report.analyses.reliability_summary import (
+            council_reliability,
+        )
 
     def profiles() -> object:  # the calls the report made before ADR 0079
         ranks = rank_point_reviewers(connection)

@@ -104,7 +104,7 @@ class ClusteredAlpha:
     resamples: int
 
 
-def _percentile(draws: NDArray[np.float64], confidence: float) -> tuple[float, float]:
+def percentile_interval(draws: NDArray[np.float64], confidence: float) -> tuple[float, float]:
     """Percentile interval of the finite draws; ``nan`` when over half are undefined."""
     finite = draws[np.isfinite(draws)]
     if draws.size == 0 or finite.size < draws.size / 2:
@@ -245,12 +245,12 @@ def clustered_alpha(
     draws = np.asarray(draw_rows) if bootstrap else np.full((len(estimates), 0), math.nan)
 
     def interval(index: int) -> AlphaWithInterval:
-        low, high = _percentile(draws[index], confidence)
+        low, high = percentile_interval(draws[index], confidence)
         return AlphaWithInterval(estimates[index], low, high)
 
     changes = []
     for index in range(1, len(estimates)):
-        low, high = _percentile(draws[index] - draws[0], confidence)
+        low, high = percentile_interval(draws[index] - draws[0], confidence)
         changes.append(AlphaWithInterval(estimates[index] - estimates[0], low, high))
     return ClusteredAlpha(
         metric=metric,

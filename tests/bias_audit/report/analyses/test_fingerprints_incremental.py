@@ -192,7 +192,7 @@ def test_three_out_of_order_appends_equal_the_cold_report(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize(
-    ("section", "field"), [("fingerprints", "n"), ("reliability", "cell_score")]
+    ("section", "field"), [("fingerprints", "n"), ("reliability", "block0_sums")]
 )
 def test_a_malformed_saved_section_is_recomputed(section: str, field: str, tmp_path: Path) -> None:
     """A sealed file whose payload of one of these sections is cut short: that section is

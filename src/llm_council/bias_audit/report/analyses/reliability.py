@@ -18,14 +18,18 @@ correctness: judges that share one blind spot agree perfectly. Two metrics: inte
 counts, so a reviewer's private use of the scale costs less). A constant leniency
 difference between reviewers lowers both.
 
-**Intervals** resample whole sessions (a session's answers share reviewers and question):
-the percentile interval of :func:`~llm_council.stats.reliability.clustered_alpha.clustered_alpha`,
-seeded by the report's ``--seed`` so a run repeats exactly. "Alpha without" a reviewer,
-and its change from alpha, are computed on the same draws.
+**Intervals** resample whole sessions (a session's answers share reviewers and question)
+by a Poisson bootstrap (ADR 0089): in replicate b each session counts ``w_sb`` times,
+``w_sb ~ Poisson(1)`` drawn from (the report's ``--seed``, the session id, b) alone, so a
+run repeats exactly and a session keeps its weights when the store grows; the percentile
+interval of the replicates' alphas
+(:func:`~llm_council.stats.reliability.alpha_pair_sums.alpha_from_pair_sums`). "Alpha
+without" a reviewer, and its change from alpha, are computed on the same replicates.
 
 Reviewers whose every review is rank points (rankings only, ADR 0040) are left out of
 both: their points are not scores on the council's scale, and their resolution is that of
-a ranking by construction. Alpha uses the records on the store's most common score scale.
+a ranking by construction. Alpha uses the records on the store's most common score scale
+(among the ratings it reads).
 """
 
 from __future__ import annotations
@@ -37,8 +41,10 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from llm_council.bias_audit.report.analyses.reliability_sums import ScaleSums
 from llm_council.bias_audit.report.estimates import Interval
-from llm_council.stats.reliability.clustered_alpha import AlphaWithInterval, clustered_alpha
+from llm_council.stats.reliability.alpha_pair_sums import alpha_from_pair_sums
+from llm_council.stats.reliability.clustered_alpha import AlphaWithInterval
 from llm_council.stats.reliability.krippendorff_alpha import Metric
 from llm_council.stats.reliability.score_resolution import score_resolution
 
@@ -100,98 +106,25 @@ def _undefined_reason(values: np.ndarray, n_units: int) -> str:
     return "no expected disagreement: the pairable scores take a single value"
 
 
-def council_alpha(
-    connection: duckdb.DuckDBPyConnection,
-    rank_reviewers: frozenset[str] | set[str] = frozenset(),
-    *,
-    n_resamples: int = 200,
-    seed: int = 0,
-) -> tuple[list[str], list[CouncilAlpha], int, int, int, int, tuple[float, float] | None, int]:
-    """Alpha per metric from ``records`` (module docstring), with its bookkeeping."""
-    kept_reviewers = "NOT list_contains(?::VARCHAR[], reviewer)"
-    scored = f"score IS NOT NULL AND NOT is_self AND {kept_reviewers}"
-    rank_list = sorted(rank_reviewers)
-    scales = connection.execute(
-        f"""SELECT scale_low, scale_high, count(*) AS n FROM records WHERE {scored}
-            GROUP BY ALL ORDER BY n DESC, scale_low DESC, scale_high DESC""",
-        [rank_list],
-    ).fetchall()
-    if not scales:
-        return [], [], 0, 0, 0, 0, None, 0
-    scale = (float(scales[0][0]), float(scales[0][1]))
-    other = sum(int(row[2]) for row in scales[1:])
-    columns = connection.execute(
-        f"""SELECT (dense_rank() OVER (ORDER BY session, model) - 1)::BIGINT AS unit,
-                   (dense_rank() OVER (ORDER BY session) - 1)::BIGINT AS session_code,
-                   (dense_rank() OVER (ORDER BY reviewer) - 1)::BIGINT AS rater,
-                   reviewer, score
-            FROM records WHERE {scored} AND scale_low = ? AND scale_high = ?
-            -- a fixed row order: DuckDB's threads return rows in any order, and the
-            -- coincidence sums (floats) must add up the same way on every run
-            ORDER BY unit, rater, score""",
-        [rank_list, *scale],
-    ).fetchnumpy()
-    return alpha_from_ratings(
-        AlphaRatings(
-            unit=np.asarray(columns["unit"], dtype=np.int64),
-            rater=np.asarray(columns["rater"], dtype=np.int64),
-            session=np.asarray(columns["session_code"], dtype=np.int64),
-            reviewer=np.asarray(columns["reviewer"], dtype=object),
-            score=np.asarray(columns["score"], dtype=float),
-        ),
-        scale,
-        other,
-        n_resamples=n_resamples,
-        seed=seed,
-    )
-
-
-@dataclass(frozen=True)
-class AlphaRatings:
-    """The ratings alpha reads, one per scored non-self record on the chosen scale, sorted
-    by (unit, rater, score): dense unit codes in (session, model) order, dense session
-    codes, dense rater codes in reviewer order, the reviewer's name and the score."""
-
-    unit: np.ndarray
-    rater: np.ndarray
-    session: np.ndarray
-    reviewer: np.ndarray
-    score: np.ndarray
-
-
-def alpha_from_ratings(
-    ratings: AlphaRatings,
-    scale: tuple[float, float],
-    other: int,
-    *,
-    n_resamples: int,
-    seed: int,
-) -> tuple[list[str], list[CouncilAlpha], int, int, int, int, tuple[float, float] | None, int]:
-    """:func:`council_alpha`'s result from its ratings (also the incremental section's)."""
-    units, raters, sessions = ratings.unit, ratings.rater, ratings.session
-    group_of_unit = np.zeros(int(units.max()) + 1, dtype=np.int64)
-    group_of_unit[units] = sessions
-    names = ratings.reviewer
-    reviewers = [""] * (int(raters.max()) + 1)
-    for code, index in zip(*np.unique(raters, return_index=True), strict=True):
-        reviewers[int(code)] = str(names[index])
-    score_values = ratings.score
-    n_sessions = int(sessions.max()) + 1
-    alphas: list[CouncilAlpha] = []
-    estimate = None
+def alphas_of_scale(sums: ScaleSums) -> tuple[list[CouncilAlpha], int]:
+    """Alpha per metric, with each reviewer left out, from one scale's merged sums, and the
+    replicates behind the intervals (0: no interval, one session or alpha undefined)."""
+    n_ratings, n_units, n_sessions = (int(n) for n in sums.counts)
+    alphas, resamples = [], 0
     for metric in METRICS:
-        estimate = clustered_alpha(
-            units,
-            raters,
-            score_values,
-            group_of_unit,
+        estimate = alpha_from_pair_sums(
+            sums.values,
+            sums.divisors,
+            sums.sums[0],
+            sums.sums[1:],
             metric,
-            resamples=n_resamples,
-            seed=seed,
+            n_units=n_units,
+            n_groups=n_sessions,
+            n_ratings=n_ratings,
         )
         reason = ""
         if math.isnan(estimate.alpha.estimate):
-            reason = _undefined_reason(score_values, estimate.n_units)
+            reason = _undefined_reason(sums.values, n_units)
         alphas.append(
             CouncilAlpha(
                 metric=metric,
@@ -201,17 +134,8 @@ def alpha_from_ratings(
                 undefined_reason=reason,
             )
         )
-    assert estimate is not None
-    return (
-        reviewers,
-        alphas,
-        estimate.n_units,
-        n_sessions,
-        int(units.size),
-        estimate.resamples,
-        scale,
-        other,
-    )
+        resamples = estimate.resamples
+    return alphas, resamples
 
 
 def reviewer_resolution(
@@ -258,30 +182,3 @@ def resolution_from_counts(
             )
         )
     return resolutions
-
-
-def council_reliability(
-    connection: duckdb.DuckDBPyConnection,
-    rank_reviewers: frozenset[str] | set[str] = frozenset(),
-    *,
-    n_resamples: int = 200,
-    seed: int = 0,
-) -> CouncilReliability:
-    """The whole section from the ``records`` table (a report section: run by the runner)."""
-    reviewers, alphas, n_units, n_sessions, n_ratings, resamples, scale, other = council_alpha(
-        connection, rank_reviewers, n_resamples=n_resamples, seed=seed
-    )
-    distinct = connection.execute("SELECT DISTINCT reviewer FROM records").fetchall()
-    present = {str(row[0]) for row in distinct}
-    return CouncilReliability(
-        reviewers=reviewers,
-        alphas=alphas,
-        n_units=n_units,
-        n_sessions=n_sessions,
-        n_ratings=n_ratings,
-        resamples=resamples,
-        scale=scale,
-        resolution=reviewer_resolution(connection, rank_reviewers),
-        rank_only_reviewers=sorted(present & set(rank_reviewers)),
-        other_scale_records=other,
-    )

@@ -131,6 +131,21 @@ def rank_point_reviewers(connection: duckdb.DuckDBPyConnection) -> set[str]:
     return {str(row[0]) for row in rows}
 
 
+def rank_point_flags(connection: duckdb.DuckDBPyConnection) -> list[tuple[str, bool, int]]:
+    """Per reviewer that scored: whether every one of its scored reviews is rank points, and
+    the most scores one review gave: :func:`rank_point_reviewers` is those with both (all,
+    and two or more), and both combine across disjoint sets of sessions (and, max)."""
+    rows = connection.execute(
+        f"""WITH per_review AS (
+               SELECT reviewer, count(score) AS n_scores,
+                      CASE WHEN {_RANK_POINT_REVIEW} THEN 1 ELSE 0 END AS rank_points
+               FROM records GROUP BY reviewer, session)
+           SELECT reviewer, min(rank_points), max(n_scores) FROM per_review
+           WHERE n_scores > 0 GROUP BY reviewer ORDER BY reviewer"""
+    ).fetchall()
+    return [(str(name), bool(every), int(most)) for name, every, most in rows]
+
+
 def fixed_slot_pairs(connection: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], int]:
     """``{(reviewer, model): display_index}`` for each pair the reviewer scored in two or
     more sessions, always at that one display slot.
