@@ -3,7 +3,7 @@
     PYTHONPATH=src nice .venv/bin/python benchmarks/self_preference_alternatives.py \\
         --power --runs 200 --seed 97000000
     PYTHONPATH=src nice .venv/bin/python benchmarks/self_preference_alternatives.py \\
-        --null --runs 1000 --members 3 --sessions 10 --seed 98000000
+        --null --runs 1000 --members 3 --sessions 10 --seed 98100000
 
 Three one-sided tests of "reviewer r gives its own answer no bonus", each on the same
 stores of the independent generator (``tests/generators/independent_council.py``: integer

@@ -27,6 +27,16 @@ from llm_council.bias_audit.report.load.tables import create_analysis_tables
 T = TypeVar("T")
 
 
+def merged_in_three_orders(section: Any, a: T, b: T, c: T) -> list[T]:
+    """Three parts' summaries merged in three orders (left and right nesting, and starting
+    from the last part): an exact merge gives the same finish from each."""
+    return [
+        section.merge(section.merge(a, b), c),
+        section.merge(a, section.merge(b, c)),
+        section.merge(section.merge(c, a), b),
+    ]
+
+
 def varied_lengths(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The records with each answer's length drawn from its (session, model) (a generator
     whose answers are all one length gives the length fits nothing to fit)."""

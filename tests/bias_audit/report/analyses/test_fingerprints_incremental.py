@@ -16,6 +16,7 @@ import pytest
 from bias_audit.report.analyses.split_stores import (
     connection_of,
     json_lines,
+    merged_in_three_orders,
     report_after_a_malformed_section,
     sections_summarized_again,
     write_parts,
@@ -102,11 +103,7 @@ def test_merged_parts_finish_to_the_whole_store_bit_for_bit(
     (a, b, c), whole, _ = _parts(tmp_path, name, shuffle)
     assert whole is not None and whole.reviewers  # a history with a change to compare
     want = repr(whole)  # repr: exact floats, and NaN equals NaN
-    for merged in (
-        SECTION.merge(SECTION.merge(a, b), c),
-        SECTION.merge(a, SECTION.merge(b, c)),
-        SECTION.merge(SECTION.merge(c, a), b),
-    ):
+    for merged in merged_in_three_orders(SECTION, a, b, c):
         assert repr(SECTION.finish(merged)) == want
     meta, arrays = SECTION.to_payload(SECTION.merge(SECTION.merge(a, b), c))
     json.dumps(meta)

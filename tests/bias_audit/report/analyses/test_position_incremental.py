@@ -19,6 +19,7 @@ import structlog
 from bias_audit.report.analyses.split_stores import (
     connection_of,
     independent_sessions,
+    merged_in_three_orders,
     ranked_sessions,
     sections_summarized_again,
     write_parts,
@@ -116,11 +117,7 @@ def test_merged_parts_finish_to_the_whole_store_bit_for_bit(name: str, tmp_path:
     cold = position_bias(whole, 0.05)
     assert cold is not None and cold.per_reviewer and cold.mean_score
     want = repr(cold)  # repr: exact floats, and NaN equals NaN
-    for merged in (
-        SECTION.merge(SECTION.merge(a, b), c),
-        SECTION.merge(a, SECTION.merge(b, c)),
-        SECTION.merge(SECTION.merge(c, a), b),
-    ):
+    for merged in merged_in_three_orders(SECTION, a, b, c):
         assert repr(SECTION.finish(merged)) == want
     meta, arrays = SECTION.to_payload(SECTION.merge(SECTION.merge(a, b), c))
     json.dumps(meta)

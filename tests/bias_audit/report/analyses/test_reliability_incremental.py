@@ -15,6 +15,7 @@ from bias_audit.report.analyses.split_stores import (
     connection_of,
     independent_sessions,
     json_lines,
+    merged_in_three_orders,
     ranked_sessions,
     report_after_a_malformed_section,
     sections_summarized_again,
@@ -79,11 +80,7 @@ def test_merged_parts_finish_to_the_whole_store_bit_for_bit(name: str, tmp_path:
     assert cold.resamples == 30 and np.isfinite(cold.alphas[0].alpha.ci_low)
     assert not rank & set(cold.reviewers) and cold.rank_only_reviewers == sorted(rank)
     want = repr(cold)  # repr: exact floats, and NaN equals NaN
-    for merged in (
-        SECTION.merge(SECTION.merge(a, b), c),
-        SECTION.merge(a, SECTION.merge(b, c)),
-        SECTION.merge(SECTION.merge(c, a), b),
-    ):
+    for merged in merged_in_three_orders(SECTION, a, b, c):
         assert repr(SECTION.finish(merged, rank_reviewers=rank)) == want
         assert rank_only(merged.flags) == rank  # the flags combine to the profiles' rule
     meta, arrays = SECTION.to_payload(SECTION.merge(SECTION.merge(a, b), c))

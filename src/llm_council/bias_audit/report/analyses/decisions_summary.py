@@ -46,19 +46,13 @@ ROWS_SQL = """
                    PARTITION BY session, reviewer, (NOT is_self AND rank IS NOT NULL)
                    ORDER BY rank, position) END AS other_rank
         FROM records),
-    reviewer_codes AS (
-        SELECT reviewer, (row_number() OVER (ORDER BY reviewer) - 1)::INTEGER AS reviewer_code
-        FROM (SELECT DISTINCT reviewer FROM records)),
-    model_codes AS (
-        SELECT model, (row_number() OVER (ORDER BY model) - 1)::INTEGER AS model_code
-        FROM (SELECT DISTINCT model FROM records)),
     session_codes AS (
         SELECT session, (row_number() OVER (ORDER BY session) - 1)::INTEGER AS session_code
         FROM (SELECT DISTINCT session FROM records))
-    SELECT s.session_code, rc.reviewer_code, mc.model_code,
+    SELECT s.session_code, rc.reviewer_index AS reviewer_code, mc.model_index AS model_code,
            k.position, k.score, k.is_self, k.other_rank, c.x
     FROM ranked k JOIN centred c USING (session, model)
-    JOIN reviewer_codes rc USING (reviewer) JOIN model_codes mc USING (model)
+    JOIN reviewers rc USING (reviewer) JOIN models mc USING (model)
     JOIN session_codes s USING (session)
 """
 
@@ -108,9 +102,11 @@ class DecisionsSummary:
     n_finite_scores: int  # finite scores of any record (self-scores too)
 
 
-def _names(connection: duckdb.DuckDBPyConnection, column: str) -> tuple[str, ...]:
-    """The distinct values of ``records.<column>`` in code order (sorted)."""
-    query = f"SELECT DISTINCT {column} FROM records ORDER BY {column}"
+def _names(connection: duckdb.DuckDBPyConnection, table: str) -> tuple[str, ...]:
+    """The names of ``create_analysis_tables``'s ``reviewers`` or ``models`` table in code
+    order (sorted)."""
+    column = table[:-1]
+    query = f"SELECT {column} FROM {table} ORDER BY {column}_index"
     return tuple(str(name) for (name,) in connection.execute(query).fetchall())
 
 
@@ -118,7 +114,7 @@ def summarize_decisions(connection: duckdb.DuckDBPyConnection) -> DecisionsSumma
     """The summary of every session in ``connection``'s ``records`` table."""
     fetched = connection.execute(ROWS_SQL).fetchnumpy()
     score = nullable_floats(fetched["score"])
-    reviewers, models = _names(connection, "reviewer"), _names(connection, "model")
+    reviewers, models = _names(connection, "reviewers"), _names(connection, "models")
     reviewer = np.asarray(fetched["reviewer_code"], dtype=np.int64)
     model = np.asarray(fetched["model_code"], dtype=np.int64)
     session = np.asarray(fetched["session_code"], dtype=np.int64)

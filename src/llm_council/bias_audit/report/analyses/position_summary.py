@@ -67,7 +67,7 @@ _FLOATS = ("cell_score",)
 
 #: each scored review at a valid slot, as codes into the sorted name tables (DuckDB's VARCHAR
 #: order is byte order, which for UTF-8 is Python's code point order); reviewers and models
-#: are numbered among every record, as ``create_analysis_tables`` numbers them
+#: are the indexes of ``create_analysis_tables``'s ``reviewers`` and ``models`` tables
 _CELLS_SQL = """
     WITH cells AS (
         SELECT session_id, reviewer, model, n_candidates, position, is_self, score
@@ -75,17 +75,11 @@ _CELLS_SQL = """
         WHERE score IS NOT NULL AND position >= 0 AND position < n_candidates),
     session_codes AS (
         SELECT session_id, (row_number() OVER (ORDER BY session_id) - 1)::INTEGER AS code
-        FROM (SELECT DISTINCT session_id FROM cells)),
-    reviewer_codes AS (
-        SELECT reviewer, (row_number() OVER (ORDER BY reviewer) - 1)::INTEGER AS code
-        FROM (SELECT DISTINCT reviewer FROM records)),
-    model_codes AS (
-        SELECT model, (row_number() OVER (ORDER BY model) - 1)::INTEGER AS code
-        FROM (SELECT DISTINCT model FROM records))
-    SELECT s.code AS session, r.code AS reviewer, m.code AS model,
+        FROM (SELECT DISTINCT session_id FROM cells))
+    SELECT s.code AS session, r.reviewer_index AS reviewer, m.model_index AS model,
            c.n_candidates AS size, c.position AS slot, c.is_self AS is_self, c.score AS score
-    FROM cells c JOIN session_codes s USING (session_id) JOIN reviewer_codes r USING (reviewer)
-    JOIN model_codes m USING (model)
+    FROM cells c JOIN session_codes s USING (session_id) JOIN reviewers r USING (reviewer)
+    JOIN models m USING (model)
 """
 
 
@@ -130,8 +124,8 @@ def _summarize(connection: duckdb.DuckDBPyConnection) -> PositionSummary:
     on_cells = """FROM records
         WHERE score IS NOT NULL AND position >= 0 AND position < n_candidates"""
     sessions = _names(connection, f"SELECT DISTINCT session_id {on_cells} ORDER BY 1")
-    reviewers = _names(connection, "SELECT DISTINCT reviewer FROM records ORDER BY 1")
-    models = _names(connection, "SELECT DISTINCT model FROM records ORDER BY 1")
+    reviewers = _names(connection, "SELECT reviewer FROM reviewers ORDER BY reviewer_index")
+    models = _names(connection, "SELECT model FROM models ORDER BY model_index")
     sizes = connection.execute(
         """SELECT n_candidates, count(DISTINCT session_id) FROM records
            WHERE score IS NOT NULL GROUP BY n_candidates ORDER BY 1 NULLS LAST"""
