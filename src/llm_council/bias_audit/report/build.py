@@ -63,6 +63,7 @@ from llm_council.bias_audit.report.analyses.section_runner import (
     SectionRunner,
 )
 from llm_council.bias_audit.report.analyses.self_preference import SELF_PREFERENCE
+from llm_council.bias_audit.report.analyses.session_chunks import with_blocks
 from llm_council.bias_audit.report.analyses.style_mimicry_summary import StyleMimicrySection
 from llm_council.bias_audit.report.finding import ERROR_RATES
 from llm_council.bias_audit.report.load.loading import (
@@ -402,6 +403,7 @@ def _report_once(
             sections=summarized,  # after a tail load every one must merge (ADR 0081)
             cold_reason=tail.cold_reason,
         )
+        plan = with_blocks(connection, plan)  # a large store: a block of sessions at a time
         with SectionRunner(connection, parallel=parallel, one_blas_thread=reproducible) as runner:
             incremental, save_summaries = submit_incremental(runner, plan, summarized)
             sections = _run_sections(

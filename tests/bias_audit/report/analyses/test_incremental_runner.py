@@ -120,13 +120,13 @@ def _rank_lines(tmp_path: Path) -> list[bytes]:
 
 
 def _degenerate_lines(tmp_path: Path) -> list[bytes]:
-    """judge0 always gives 5 (the same score), judge1 always puts the first slot on top."""
+    """judge-0 always gives 5 (the same score), judge-1 always puts the first slot on top."""
     lines = []
     for line in _independent_lines(tmp_path, 4, missing_score_rate=0.1):
         record = json.loads(line)
-        if record["reviewer_id"] == "judge0":
+        if record["reviewer_id"] == "judge-0":
             record["score_value"] = 5.0
-        if record["reviewer_id"] == "judge1":
+        if record["reviewer_id"] == "judge-1":
             record["score_value"] = 10.0 if record["position"] == 0 else 1.0
         lines.append((json.dumps(record) + "\n").encode())
     return lines

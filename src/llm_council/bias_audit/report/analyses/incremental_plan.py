@@ -55,6 +55,9 @@ class IncrementalPlan:
     tail: bool = False
     #: the saved summaries the tail plan read and checked, by section name (read once)
     read_back: dict[str, Any] | None = None
+    #: the schemas of ``schema``'s sessions in blocks, summarized one at a time and merged
+    #: (a large store, ADR 0092: :mod:`.session_chunks`); empty: ``schema`` at once
+    blocks: tuple[str, ...] = ()
 
 
 #: the columns of ``records`` a session's content digest covers (everything an analysis reads)

@@ -49,6 +49,7 @@ from llm_council.bias_audit.report.analyses.incremental_section import (
     needs_inputs,
 )
 from llm_council.bias_audit.report.analyses.section_runner import SectionRunner
+from llm_council.bias_audit.report.analyses.session_chunks import summarize_in_blocks
 from llm_council.bias_audit.report.analyses.summary_keeper import SummaryKeeper
 from llm_council.bias_audit.report.analyses.tail_plan import (
     checked_resume,
@@ -204,6 +205,24 @@ def _summarize_in(
         connection.execute(f"USE {ANALYSIS_DATABASE}")
 
 
+def _summarize_folded(
+    connection: duckdb.DuckDBPyConnection,
+    section: IncrementalSection[Any, Any],
+    plan: IncrementalPlan,
+) -> Any:
+    """``section``'s summary of the sessions the plan folds now (``None``: none), a block
+    at a time on a large store (ADR 0092)."""
+    if plan.schema is None:
+        return None
+    if plan.blocks:
+        merged, whole = summarize_in_blocks(
+            section, plan.blocks, lambda block: _summarize_in(connection, block, section)
+        )
+        if whole:
+            return merged
+    return _summarize_in(connection, plan.schema, section)
+
+
 def _merged(section: IncrementalSection[Any, Any], first: Any, second: Any) -> Any:
     """The merge of two summaries either of which may be missing (``None``)."""
     if first is None or second is None:
@@ -265,7 +284,7 @@ def _run_section(
         saved = _saved_summary(section, plan)
     except ValueError as error:  # sealed, yet not this section's payload: never trusted
         return _recomputed(connection, section, plan, str(error))
-    new = _summarize_in(connection, plan.schema, section) if plan.schema is not None else None
+    new = _summarize_folded(connection, section, plan)
     held = (
         _summarize_in(connection, plan.held_schema, section)
         if plan.held_schema is not None
