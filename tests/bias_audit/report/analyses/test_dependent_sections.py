@@ -9,6 +9,7 @@ from typing import Any
 
 import duckdb
 import numpy as np
+import pytest
 
 from llm_council.bias_audit.report.analyses.incremental_runner import (
     IncrementalPlan,
@@ -76,9 +77,11 @@ def test_a_dependent_section_is_finished_later_with_its_inputs() -> None:
     result, folded = _run_section(_connection(7), _ScaledCount(), _plan())
     assert isinstance(result, PendingFinish)
     assert folded == 7  # the summary to save does not depend on the inputs
-    assert result(scale=0.5) == 3.5
-    assert result(scale=2.0) == 14.0  # finished again with other inputs, not cached
     assert repr(result) == "PendingFinish('scaled_count')"
+    assert result(scale=0.5) == 3.5
+    assert result.summary is None  # released: the report keeps the object to its end
+    with pytest.raises(RuntimeError, match="already finished"):
+        result(scale=2.0)
 
 
 def test_an_ordinary_section_is_finished_on_the_worker() -> None:

@@ -1,24 +1,27 @@
-"""Score/rank mismatch pair counts (parse_outcomes._pairs) against hand counts."""
+"""Score/rank mismatch pair counts (parse_outcomes._pair_rows: per reviewer, the sums over
+sessions of its discordant y and comparable n pairs) against hand counts."""
 
 from __future__ import annotations
 
 import duckdb
 import numpy as np
 
-from llm_council.bias_audit.report.analyses.parse_outcomes import _pairs
+from llm_council.bias_audit.report.analyses.parse_outcomes import _pair_rows
+from llm_council.stats.ranking.rank_consistency import ClusterSums
 
 
-def _pair_counts(connection: duckdb.DuckDBPyConnection) -> dict[str, tuple[np.ndarray, ...]]:
-    """Per reviewer, in session-id order: (discordant, comparable) pairs per session."""
-    reviewer, session, discordant, comparable = _pairs(connection)
-    order = np.lexsort((session, reviewer))
+def _pair_counts(connection: duckdb.DuckDBPyConnection) -> dict[str, ClusterSums]:
+    """Per reviewer: the sums of its sessions' (discordant, comparable) pairs."""
     return {
-        name: (
-            discordant[order][reviewer[order] == name],
-            comparable[order][reviewer[order] == name],
-        )
-        for name in sorted(set(reviewer.tolist()))
+        str(name): ClusterSums(*(int(value) for value in sums))
+        for name, *sums in _pair_rows(connection)
     }
+
+
+def _of(per_session: list[tuple[int, int]]) -> ClusterSums:
+    """The sums of (discordant, comparable) pairs per session, by numpy."""
+    y, n = np.array(per_session).T
+    return ClusterSums.of(y, n)
 
 
 def _connection(rows: list[tuple[int, int, float, int | None]]) -> duckdb.DuckDBPyConnection:
@@ -57,13 +60,10 @@ def test_pairs_are_counted_within_each_review_by_hand() -> None:
         (1, 1, 2.0, 1), (1, 1, 4.0, 2),
     ]  # fmt: skip
     counts = _pair_counts(_connection(rows))
-    discordant, comparable = counts["r0"]
-    assert comparable.tolist() == [3, 3]
-    assert discordant.tolist() == [1, 1]
-    assert [array.tolist() for array in counts["r1"]] == [[1], [1]]
+    assert counts["r0"] == _of([(1, 3), (1, 3)]) == ClusterSums(2, 2, 6, 2, 6, 18)
+    assert counts["r1"] == _of([(1, 1)]) == ClusterSums(1, 1, 1, 1, 1, 1)
 
 
 def test_a_better_ranked_lower_score_is_discordant_in_either_row_order() -> None:
     for rows in ([(1, 0, 1.0, 1), (1, 0, 2.0, 2)], [(1, 0, 2.0, 2), (1, 0, 1.0, 1)]):
-        discordant, comparable = _pair_counts(_connection(rows))["r0"]
-        assert (discordant.tolist(), comparable.tolist()) == ([1], [1])
+        assert _pair_counts(_connection(rows))["r0"] == ClusterSums(1, 1, 1, 1, 1, 1)

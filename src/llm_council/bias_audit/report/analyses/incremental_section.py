@@ -86,16 +86,24 @@ class DependentSection(IncrementalSection[Summary, Result], Protocol):
 
 
 class PendingFinish:
-    """A dependent section's merged summary, waiting for its inputs: call it with them
-    (``pending(reference=...)``) to get the section's result. Calling it twice with the
-    same inputs finishes twice (no caching: the inputs may differ)."""
+    """A dependent section's merged summary, waiting for its inputs: call it once with them
+    (``pending(reference=...)``) to get the section's result.
+
+    The call releases the summary: the report keeps every section's future (and so this
+    object) until it ends, and a summary that grows with the store (anchoring's, about
+    400 MB at 10M records) would otherwise stay in memory through every later section
+    (ADR 0092). A second call raises ``RuntimeError``."""
 
     def __init__(self, section: DependentSection[Any, Any], summary: Any) -> None:
         self.section = section
         self.summary = summary
+        self._finished = False
 
     def __call__(self, **inputs: Any) -> Any:
-        return self.section.finish(self.summary, **inputs)
+        if self._finished:
+            raise RuntimeError(f"section {self.section.name!r} was already finished")
+        summary, self.summary, self._finished = self.summary, None, True
+        return self.section.finish(summary, **inputs)
 
     def __repr__(self) -> str:
         return f"PendingFinish({self.section.name!r})"

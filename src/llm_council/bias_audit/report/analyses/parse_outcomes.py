@@ -14,7 +14,8 @@ the rate is known.
   is discordant when the better-ranked answer has the strictly lower score (ties in score
   are no contradiction). The rate is discordant over comparable pairs, pooled over
   sessions with a cluster-robust interval (:func:`~llm_council.stats.ranking.rank_consistency.
-  clustered_rate`).
+  clustered_rate_from_sums`: the same interval from per-reviewer integer sums, so the
+  section's summary does not grow with the store, ADR 0092).
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from llm_council.bias_audit.report.analyses.session_rows import group_starts, session_ids_of
+from llm_council.bias_audit.report.analyses.payload_fields import PayloadReader
 from llm_council.bias_audit.report.estimates import Interval
 from llm_council.stats.inference.proportions import wilson_interval
-from llm_council.stats.ranking.rank_consistency import clustered_rate
+from llm_council.stats.ranking.rank_consistency import ClusterSums, clustered_rate_from_sums
 
 #: review_status values that mean no verdict, in the order the report lists them
 NO_VERDICT_STATUSES = ("refused", "unparseable", "error", "missing")
@@ -62,98 +63,123 @@ def _rate(events: int, trials: int) -> Interval:
 
 @dataclass(frozen=True)
 class ParseOutcomesSummary:
-    """Per (reviewer, session): the review's status (``status_known`` False for a null one)
-    and, where it scored and ranked, its discordant and comparable pairs; keyed by name and
-    ``session_id`` (sorted by reviewer, then session id)."""
+    """Per reviewer (sorted names): its reviews by status, one review a (reviewer,
+    session) (``status_counts[r, s]`` for ``statuses[s]``, the last column the reviews
+    with a null status), and the cluster sums of its comparable and discordant pairs over
+    the sessions with a comparable pair (``pair_sums[r]``: :class:`ClusterSums`'s fields
+    in order). Integer sums over sessions: a merge adds them exactly, and the summary's
+    size does not grow with the store (ADR 0092)."""
 
-    review_reviewer: np.ndarray
-    review_session: np.ndarray
-    review_status: np.ndarray
-    status_known: np.ndarray
-    pair_reviewer: np.ndarray
-    pair_session: np.ndarray
-    discordant: np.ndarray
-    comparable: np.ndarray
+    reviewers: tuple[str, ...]
+    statuses: tuple[str, ...]
+    status_counts: np.ndarray  # (R, S + 1) int64
+    pair_sums: np.ndarray  # (R, 6) int64
 
 
-def _reviews(connection: duckdb.DuckDBPyConnection) -> tuple[np.ndarray, ...]:
-    rows = connection.execute(
-        """SELECT reviewer, session, any_value(review_status) AS status
-           FROM records GROUP BY reviewer, session"""
+def _status_rows(connection: duckdb.DuckDBPyConnection) -> list[tuple[Any, ...]]:
+    """(reviewer, status or None, reviews) over the (reviewer, session) reviews."""
+    return connection.execute(
+        """SELECT reviewer, status, count(*) FROM (
+               SELECT reviewer, session, any_value(review_status) AS status
+               FROM records GROUP BY reviewer, session)
+           GROUP BY reviewer, status"""
     ).fetchall()
-    reviewer = np.asarray([str(row[0]) for row in rows], dtype=str)
-    sessions = np.asarray([int(row[1]) for row in rows], dtype=np.int64)
-    known = np.asarray([row[2] is not None for row in rows], dtype=bool)
-    status = np.asarray([str(row[2]) if row[2] is not None else "" for row in rows], dtype=str)
-    return reviewer, session_ids_of(connection, sessions), status, known
 
 
-def _pairs(connection: duckdb.DuckDBPyConnection) -> tuple[np.ndarray, ...]:
-    """Per (reviewer, session): (discordant pairs, comparable pairs).
+def _pair_rows(connection: duckdb.DuckDBPyConnection) -> list[tuple[Any, ...]]:
+    """Per reviewer: the cluster sums of its (discordant y, comparable n) pairs per session.
 
     ``scored`` holds exactly the records with a score, with integer reviewer indices: the
-    self-join and its grouping run on integers, and the counts come back as arrays.
+    self-join and its grouping run on integers. Every (reviewer, session) group has at
+    least one comparable pair (the join keeps pairs with different scores only).
     """
-    rows = connection.execute(
+    return connection.execute(
         """WITH usable AS (
                SELECT session, reviewer_index, score, rank FROM scored
-               WHERE rank IS NOT NULL)
-           SELECT a.reviewer_index, a.session,
-                  count(*) FILTER (WHERE a.score < b.score) AS discordant,
-                  count(*) AS comparable
-           FROM usable a JOIN usable b
-             ON a.session = b.session AND a.reviewer_index = b.reviewer_index
-                AND a.rank < b.rank
-           WHERE a.score <> b.score
-           GROUP BY a.reviewer_index, a.session"""
-    ).fetchnumpy()
-    names = dict(connection.execute("SELECT reviewer_index, reviewer FROM reviewers").fetchall())
-    index = np.asarray(rows["reviewer_index"], dtype=np.int64)
-    reviewer = np.asarray([str(names[int(i)]) for i in index.tolist()], dtype=str)
-    sessions = session_ids_of(connection, np.asarray(rows["session"], dtype=np.int64))
-    return (
-        reviewer,
-        sessions,
-        np.asarray(rows["discordant"], dtype=np.int64),
-        np.asarray(rows["comparable"], dtype=np.int64),
-    )
+               WHERE rank IS NOT NULL),
+           per_session AS (
+               SELECT a.reviewer_index, a.session,
+                      count(*) FILTER (WHERE a.score < b.score) AS y,
+                      count(*) AS n
+               FROM usable a JOIN usable b
+                 ON a.session = b.session AND a.reviewer_index = b.reviewer_index
+                    AND a.rank < b.rank
+               WHERE a.score <> b.score
+               GROUP BY a.reviewer_index, a.session)
+           SELECT r.reviewer, count(*), sum(y), sum(n), sum(y * y), sum(y * n), sum(n * n)
+           FROM per_session p JOIN reviewers r USING (reviewer_index)
+           GROUP BY r.reviewer"""
+    ).fetchall()
 
 
-def _by_reviewer_then_session(reviewer: np.ndarray, session: np.ndarray) -> np.ndarray:
-    return np.lexsort((session, reviewer)) if reviewer.size else np.zeros(0, dtype=np.int64)
+def _summarize(connection: duckdb.DuckDBPyConnection) -> ParseOutcomesSummary:
+    status_rows, pair_rows = _status_rows(connection), _pair_rows(connection)
+    reviewers = tuple(sorted({str(row[0]) for row in status_rows + pair_rows}))
+    statuses = tuple(sorted({str(row[1]) for row in status_rows if row[1] is not None}))
+    at_reviewer = {name: index for index, name in enumerate(reviewers)}
+    at_status = {name: index for index, name in enumerate(statuses)}
+    counts = np.zeros((len(reviewers), len(statuses) + 1), dtype=np.int64)
+    for reviewer, status, n in status_rows:
+        column = len(statuses) if status is None else at_status[str(status)]
+        counts[at_reviewer[str(reviewer)], column] += int(n)
+    pair_sums = np.zeros((len(reviewers), 6), dtype=np.int64)
+    for reviewer, *sums in pair_rows:
+        pair_sums[at_reviewer[str(reviewer)]] = [int(value) for value in sums]
+    return ParseOutcomesSummary(reviewers, statuses, counts, pair_sums)
 
 
-def _sorted(summary: ParseOutcomesSummary) -> ParseOutcomesSummary:
-    reviews = _by_reviewer_then_session(summary.review_reviewer, summary.review_session)
-    pairs = _by_reviewer_then_session(summary.pair_reviewer, summary.pair_session)
+def _placed(
+    summary: ParseOutcomesSummary, reviewers: tuple[str, ...], statuses: tuple[str, ...]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``summary``'s counts and sums on the (larger) reviewer and status axes given."""
+    rows = np.searchsorted(reviewers, summary.reviewers).astype(np.int64)
+    columns = np.append(np.searchsorted(statuses, summary.statuses), len(statuses))
+    counts = np.zeros((len(reviewers), len(statuses) + 1), dtype=np.int64)
+    counts[np.ix_(rows, columns.astype(np.int64))] = summary.status_counts
+    sums = np.zeros((len(reviewers), 6), dtype=np.int64)
+    sums[rows] = summary.pair_sums
+    return counts, sums
+
+
+def _merge(saved: ParseOutcomesSummary, new: ParseOutcomesSummary) -> ParseOutcomesSummary:
+    reviewers = tuple(sorted(set(saved.reviewers) | set(new.reviewers)))
+    statuses = tuple(sorted(set(saved.statuses) | set(new.statuses)))
+    saved_counts, saved_sums = _placed(saved, reviewers, statuses)
+    new_counts, new_sums = _placed(new, reviewers, statuses)
     return ParseOutcomesSummary(
-        summary.review_reviewer[reviews],
-        summary.review_session[reviews],
-        summary.review_status[reviews],
-        summary.status_known[reviews],
-        summary.pair_reviewer[pairs],
-        summary.pair_session[pairs],
-        summary.discordant[pairs],
-        summary.comparable[pairs],
+        reviewers, statuses, saved_counts + new_counts, saved_sums + new_sums
     )
+
+
+def _from_payload(
+    meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
+) -> ParseOutcomesSummary:
+    read = PayloadReader("parse outcomes", meta, arrays)
+    reviewers, statuses = read.names("reviewers"), read.names("statuses")
+    for field, names in (("reviewers", reviewers), ("statuses", statuses)):
+        if list(names) != sorted(names):
+            raise read.fail(field, "is not sorted")
+    counts = read.array("status_counts", "i", (len(reviewers), len(statuses) + 1))
+    sums = read.array("pair_sums", "i", (len(reviewers), 6))
+    if (counts < 0).any() or (sums < 0).any():
+        raise read.fail("status_counts" if (counts < 0).any() else "pair_sums", "is negative")
+    clusters, events, trials = sums[:, 0], sums[:, 1], sums[:, 2]
+    if ((events > trials) | (clusters > trials)).any():
+        raise read.fail("pair_sums", "counts more events or sessions than pairs")
+    return ParseOutcomesSummary(reviewers, statuses, counts, sums)
 
 
 class ParseOutcomesSection:
     """:func:`parse_outcomes_by_reviewer` as an incremental section (ADR 0073)."""
 
     name = "parse_outcomes"
-    version = 1
+    version = 2  # 2: per-reviewer sums, no per-session rows (ADR 0092)
 
     def summarize(self, connection: duckdb.DuckDBPyConnection) -> ParseOutcomesSummary:
-        return _sorted(ParseOutcomesSummary(*_reviews(connection), *_pairs(connection)))
+        return _summarize(connection)
 
     def merge(self, saved: ParseOutcomesSummary, new: ParseOutcomesSummary) -> ParseOutcomesSummary:
-        fields = ParseOutcomesSummary.__dataclass_fields__
-        return _sorted(
-            ParseOutcomesSummary(
-                **{f: np.concatenate([getattr(saved, f), getattr(new, f)]) for f in fields}
-            )
-        )
+        return _merge(saved, new)
 
     def finish(self, summary: ParseOutcomesSummary) -> list[ReviewerParseOutcomes]:
         return _outcomes(summary)
@@ -161,74 +187,42 @@ class ParseOutcomesSection:
     def to_payload(
         self, summary: ParseOutcomesSummary
     ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        fields = ParseOutcomesSummary.__dataclass_fields__
-        return {}, {field: getattr(summary, field) for field in fields}
+        meta = {"reviewers": list(summary.reviewers), "statuses": list(summary.statuses)}
+        return meta, {"status_counts": summary.status_counts, "pair_sums": summary.pair_sums}
 
     def from_payload(
         self, meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
     ) -> ParseOutcomesSummary:
-        fields = list(ParseOutcomesSummary.__dataclass_fields__)
-        missing = sorted(set(fields) - set(arrays))
-        if missing:
-            raise ValueError(f"parse outcomes summary: no array {missing[0]!r}")
-        if (
-            len({arrays[f].shape for f in fields[:4]}) != 1
-            or len({arrays[f].shape for f in fields[4:]}) != 1
-        ):
-            raise ValueError("parse outcomes summary: arrays of different lengths")
-        return ParseOutcomesSummary(**{field: arrays[field] for field in fields})
-
-
-def _status_counts(summary: ParseOutcomesSummary) -> dict[str, dict[str | None, int]]:
-    """Per reviewer, reviews by status (``None``: unknown), counted over distinct codes."""
-    reviewers, reviewer_code = np.unique(summary.review_reviewer, return_inverse=True)
-    statuses, status_code = np.unique(summary.review_status, return_inverse=True)
-    n_status = max(statuses.size, 1)
-    key = (reviewer_code.reshape(-1) * n_status + status_code.reshape(-1)) * 2
-    key += summary.status_known.astype(np.int64)
-    combos, counts = np.unique(key, return_counts=True)
-    found: dict[str, dict[str | None, int]] = {}
-    for combo, count in zip(combos.tolist(), counts.tolist(), strict=True):
-        pair, known = divmod(combo, 2)
-        reviewer, status = divmod(pair, n_status)
-        by_status = found.setdefault(str(reviewers[reviewer]), {})
-        name = str(statuses[status]) if known else None
-        by_status[name] = by_status.get(name, 0) + int(count)
-    return found
+        return _from_payload(meta, arrays)
 
 
 def _outcomes(summary: ParseOutcomesSummary) -> list[ReviewerParseOutcomes]:
-    """Every reviewer's outcomes from the summary of every session."""
-    statuses = _status_counts(summary)
-    starts = group_starts(summary.pair_reviewer)
-    ends = np.append(starts[1:], summary.pair_reviewer.size) if starts.size else starts
-    pairs = {
-        str(summary.pair_reviewer[start]): (
-            summary.discordant[start:end].astype(float),
-            summary.comparable[start:end].astype(float),
-        )
-        for start, end in zip(starts, ends, strict=True)
-    }
+    """Every reviewer with a review: its outcomes from the summary of every session."""
     results = []
-    for reviewer in sorted(statuses):
-        counts = statuses[reviewer]
-        unknown = counts.get(None, 0)
-        known = {str(status): n for status, n in counts.items() if status is not None}
+    for index, reviewer in enumerate(summary.reviewers):
+        row = summary.status_counts[index]
+        if not row.any():
+            continue  # pairs without a review cannot happen (scored is within records)
+        known = {
+            status: int(n)
+            for status, n in zip(summary.statuses, row[:-1].tolist(), strict=True)
+            if n
+        }
         n_reviews = sum(known.values())
-        events, trials = pairs.get(reviewer, (np.zeros(0), np.zeros(0)))
-        mismatch = clustered_rate(events, trials)
+        pairs = ClusterSums(*(int(value) for value in summary.pair_sums[index].tolist()))
+        mismatch = clustered_rate_from_sums(pairs)
         results.append(
             ReviewerParseOutcomes(
                 reviewer=reviewer,
                 n_reviews=n_reviews,
-                n_reviews_unknown=unknown,
+                n_reviews_unknown=int(row[-1]),
                 status_counts=dict(sorted(known.items())),
                 refusal_rate=_rate(known.get("refused", 0), n_reviews),
                 unparseable_rate=_rate(known.get("unparseable", 0), n_reviews),
                 failure_rate=_rate(known.get("error", 0) + known.get("missing", 0), n_reviews),
-                n_comparable_pairs=int(trials.sum()),
-                n_discordant_pairs=int(events.sum()),
-                n_mismatch_sessions=int(np.count_nonzero(trials)),
+                n_comparable_pairs=pairs.trials,
+                n_discordant_pairs=pairs.events,
+                n_mismatch_sessions=pairs.clusters,
                 mismatch_rate=Interval(mismatch.estimate, mismatch.ci_low, mismatch.ci_high),
             )
         )
