@@ -123,3 +123,16 @@ def test_sparse_design_gives_the_same_fit() -> None:
     sparse_fit = ols_absorbed_cluster_robust(sparse.csr_matrix(x), y, group, cluster)
     assert sparse_fit.coefficients == pytest.approx(dense.coefficients)
     assert sparse_fit.covariance == pytest.approx(dense.covariance)
+
+
+def test_the_residuals_updated_a_step_at_a_time_are_the_same_bits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from llm_council.stats.design import joint_model
+
+    x, y, group, cluster = _panel(4)
+    whole = ols_absorbed_cluster_robust(x, y, group, cluster)
+    monkeypatch.setattr(joint_model, "_ROWS_PER_STEP", 7)  # many steps, a ragged last one
+    stepped = ols_absorbed_cluster_robust(x, y, group, cluster)
+    np.testing.assert_array_equal(stepped.residuals, whole.residuals)
+    np.testing.assert_array_equal(stepped.covariance, whole.covariance)

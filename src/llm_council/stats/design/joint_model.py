@@ -131,6 +131,10 @@ def ols_cluster_robust(
     return ClusteredOlsFit(coefficients, covariance, residuals, n, c, gram_null_space(x.T @ x))
 
 
+#: rows updated at a time where a full-length temporary would be the peak
+_ROWS_PER_STEP = 1 << 20
+
+
 def ols_absorbed_cluster_robust(
     design: ArrayLike | sparse.spmatrix,
     response: ArrayLike,
@@ -190,7 +194,9 @@ def ols_absorbed_cluster_robust(
     fitted = np.asarray(x @ coefficients, dtype=float).ravel()  # a fresh array
     sum_fitted = np.bincount(groups, weights=fitted, minlength=n_groups)
     residuals = np.subtract(y, fitted, out=fitted)
-    residuals -= ((sum_y - sum_fitted) * inverse_counts)[groups]
+    shift = (sum_y - sum_fitted) * inverse_counts  # each group's mean residual
+    for first in range(0, n, _ROWS_PER_STEP):  # no full-length temporary (ADR 0092)
+        residuals[first : first + _ROWS_PER_STEP] -= shift[groups[first : first + _ROWS_PER_STEP]]
     n_clusters = int(clusters.max()) + 1 if n else 0
     score_cross = grouped_cross_product(x, clusters, n_clusters, residuals)
     c = int((np.bincount(clusters) > 0).sum())

@@ -72,3 +72,27 @@ def test_the_per_slot_means_equal_the_sql_they_replaced() -> None:
         assert mean == pytest.approx(want_mean, rel=1e-13)
         if want_sd is not None:
             assert sd == pytest.approx(want_sd, rel=1e-12)
+
+
+def test_a_repeat_is_found_across_the_blocks_it_is_checked_in() -> None:
+    from llm_council.bias_audit.report.analyses.position_records import _repeats
+
+    key = np.array([9, 3, 7, 1, 5, 3])  # 3 twice: sorted 1 3 3 5 7 9, the pair at 1-2
+    order = np.argsort(key, kind="stable")
+    assert all(_repeats(key, order, block) for block in (1, 2, 3, 100))
+    distinct = np.array([9, 3, 7, 1, 5])
+    assert not any(_repeats(distinct, np.argsort(distinct), b) for b in (1, 2, 100))
+    assert not _repeats(np.array([4]), np.array([0]), 1)
+
+
+@pytest.mark.parametrize("duplicates", [False, True])
+def test_the_handed_over_columns_give_the_same_records(duplicates: bool) -> None:
+    from llm_council.bias_audit.report.analyses.position_records import take_slot_columns
+
+    arrays = _rows(5, duplicates)
+    columns = [array.copy() for array in arrays]
+    taken = take_slot_columns(4, columns)
+    assert columns == []  # handed over: emptied, so its arrays can be freed
+    want = slot_records(4, *arrays)
+    for name in ("session", "reviewer", "model", "slot", "is_self", "score"):
+        np.testing.assert_array_equal(getattr(taken, name), getattr(want, name))

@@ -50,18 +50,32 @@ def slot_records(
 
     ``session`` may be any integer codes ordered as the session ids (the load's index, or
     codes into a sorted table of ids); renumbering makes the two runs' codes equal."""
+    return take_slot_columns(n_slots, [session, reviewer, model, slot, is_self, score])
+
+
+def take_slot_columns(n_slots: int, columns: list[np.ndarray]) -> SlotRecords:
+    """:func:`slot_records` of ``[session, reviewer, model, slot, is_self, score]``; the
+    list is emptied at once and each column dropped as soon as it is reordered, so arrays
+    only the list held are freed along the way: at 10M records, holding every column in
+    both orders at once set the whole report's peak memory (ADR 0092)."""
+    session, reviewer, model, slot, is_self, score = columns
+    columns.clear()
     _, dense_session = dense_codes(np.asarray(session, dtype=np.int64))
+    del session
     # small codes as int32: a third of these arrays' memory, held through the fit
-    columns = (
+    table = [
         np.asarray(score, dtype=float),
         np.asarray(is_self, dtype=bool),
         np.asarray(slot).astype(np.int32, copy=False),
         np.asarray(reviewer).astype(np.int32, copy=False),
         np.asarray(model).astype(np.int32, copy=False),
         dense_session.astype(np.int64, copy=False),
-    )
-    order = _row_order(*columns)
-    score_, is_self_, slot_, reviewer_, model_, session_ = (column[order] for column in columns)
+    ]
+    del score, is_self, slot, reviewer, model, dense_session
+    order = _row_order(*table)
+    for index in range(len(table)):
+        table[index] = table[index][order]
+    score_, is_self_, slot_, reviewer_, model_, session_ = table
     return SlotRecords(n_slots, session_, reviewer_, model_, slot_, is_self_, score_)
 
 
@@ -86,10 +100,19 @@ def _row_order(
     ):
         key = (session * n_models + model) * n_reviewers + reviewer
         order = np.argsort(key, kind="stable")
-        ordered = key[order]
-        if not bool(np.any(ordered[1:] == ordered[:-1])):
+        if not _repeats(key, order):
             return order
     return np.lexsort((score, is_self, slot, reviewer, model, session))
+
+
+def _repeats(key: np.ndarray, order: np.ndarray, block: int = 1 << 20) -> bool:
+    """Does ``key`` hold a value twice (``order`` sorts it)? Checked a block at a time,
+    never a whole sorted copy of ``key``."""
+    for first in range(0, order.size - 1, block):
+        ordered = key[order[first : first + block + 1]]
+        if bool(np.any(ordered[1:] == ordered[:-1])):
+            return True
+    return False
 
 
 def slot_mean_rows(records: SlotRecords) -> list[tuple[int, int, float, float | None]]:

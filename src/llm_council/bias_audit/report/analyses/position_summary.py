@@ -24,7 +24,7 @@ import numpy as np
 
 from llm_council.bias_audit.report.analyses.position import modal_n_slots
 from llm_council.bias_audit.report.analyses.position_fit import position_from_records
-from llm_council.bias_audit.report.analyses.position_records import slot_records
+from llm_council.bias_audit.report.analyses.position_records import take_slot_columns
 from llm_council.bias_audit.report.estimates import PositionBias
 
 #: the columns of the kinds table: the distinct (reviewer, model, size, slot, self) of reviews
@@ -240,15 +240,18 @@ def _finish(summary: PositionSummary, significance_level: float) -> PositionBias
     if not chosen.any():
         return None
     kind = summary.cell_kind[chosen]
-    records = slot_records(
-        n_slots,
+    # the small per-kind tables narrowed before indexing (no full-length int64 copies);
+    # the list is handed over, so its arrays are freed as they are reordered (ADR 0092)
+    columns = [
         np.repeat(summary.run_session, summary.run_length)[chosen],
-        summary.kind_reviewer[kind],
-        summary.kind_model[kind],
-        summary.kind_slot[kind],
+        summary.kind_reviewer.astype(np.int32)[kind],
+        summary.kind_model.astype(np.int32)[kind],
+        summary.kind_slot.astype(np.int32)[kind],
         summary.kind_self[kind],
         summary.cell_score[chosen],
-    )
+    ]
+    del kind, chosen
+    records = take_slot_columns(n_slots, columns)
     return position_from_records(records, summary.reviewers.tolist(), significance_level)
 
 
