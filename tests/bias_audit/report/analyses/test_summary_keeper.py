@@ -102,38 +102,3 @@ def test_a_store_whose_summaries_are_too_large_saves_no_file_and_reports_the_sam
     monkeypatch.undo()
     _canonical(store)  # the real limit: the file is written
     assert summaries_path(store).exists()
-
-
-class _Strings:
-    """Toy section whose payload holds string arrays of the shapes sections use."""
-
-    version = 1
-    name = "strings"
-
-    def to_payload(self, summary: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        ids = np.array([f"session-{i % 7:08d}" for i in range(summary)])
-        return {"n": summary}, {
-            "row_session": ids,
-            "grid": ids[: (summary // 2) * 2].reshape(-1, 2),
-            "objects": ids.astype(object),
-            "empty": np.array([], dtype="<U5"),
-            "x": np.arange(summary, dtype=np.int16),
-        }
-
-    def from_payload(self, meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> int:
-        return int(meta["n"])
-
-
-def test_string_arrays_are_kept_as_codes_and_given_back_equal() -> None:
-    keeper = SummaryKeeper(10**9, saving=True)
-    keeper.keep(_Strings(), 1000)
-    meta, arrays = keeper.kept("strings")  # type: ignore[misc]
-    want_meta, want = _Strings().to_payload(1000)
-    assert meta == want_meta and arrays.keys() == want.keys()
-    for name, values in want.items():
-        assert arrays[name].dtype == values.dtype and arrays[name].shape == values.shape
-        np.testing.assert_array_equal(arrays[name], values)
-    assert keeper.total == payload_bytes(want_meta, want)
-    # held as 7 distinct ids and an int32 code a row, not 64 bytes a 16-character id
-    held = keeper._kept["strings"][1]["row_session"]
-    assert held[0].size == 7 and held[1].dtype == np.int32

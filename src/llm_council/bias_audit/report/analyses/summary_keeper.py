@@ -32,51 +32,17 @@ def payload_bytes(meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> 
     """About how many bytes a section's payload takes in the file: its arrays' bytes (the
     file stores integers as 8 bytes, strings as their UTF-8 plus an 8-byte code each) and
     its JSON metadata."""
-    return _compacted(meta, arrays)[0]
-
-
-#: a string array as kept: its distinct values (sorted, the original dtype), the code of
-#: each element into them, and the original shape
-_Strings = tuple[np.ndarray, np.ndarray, tuple[int, ...]]
-
-
-def _compacted(
-    meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]
-) -> tuple[int, dict[str, np.ndarray | _Strings]]:
-    """(:func:`payload_bytes`, the arrays with each string array as its distinct values and
-    int32 codes). Kept that way, a payload's per-row session ids take 4 bytes a row instead
-    of numpy's 4 bytes a character (64 for a 16-character id): at 10M records the summaries
-    held for the file until it is written, or until they pass the file's cap, were the
-    report's peak (ADR 0092). :func:`_restored` gives the arrays back, equal and of the
-    same dtype."""
     total = len(json.dumps(meta, default=str).encode("utf-8"))
-    stored: dict[str, np.ndarray | _Strings] = {}
-    for name, values in arrays.items():
+    for values in arrays.values():
         if values.dtype.kind in "iu":
             total += 8 * values.size
         elif values.dtype.kind in "UO":
             # one join, not a Python loop over the distinct strings (400,000 at 1M records)
-            distinct, codes = np.unique(values.ravel(), return_inverse=True)
-            total += 8 * values.size + len("".join(map(str, distinct.tolist())).encode("utf-8"))
-            code_type = np.int32 if distinct.size < 2**31 else np.int64
-            stored[name] = (distinct, codes.astype(code_type), values.shape)
-            continue
+            distinct = "".join(map(str, np.unique(values).tolist()))
+            total += 8 * values.size + len(distinct.encode("utf-8"))
         else:
             total += values.nbytes
-        stored[name] = values
-    return total, stored
-
-
-def _restored(stored: Mapping[str, np.ndarray | _Strings]) -> dict[str, np.ndarray]:
-    """The arrays :func:`_compacted` kept, as the section gave them."""
-    arrays: dict[str, np.ndarray] = {}
-    for name, value in stored.items():
-        if isinstance(value, tuple):
-            distinct, codes, shape = value
-            arrays[name] = distinct[codes].reshape(shape)
-        else:
-            arrays[name] = value
-    return arrays
+    return total
 
 
 class SummaryKeeper:
@@ -100,9 +66,7 @@ class SummaryKeeper:
         if not self.saving:
             return
         payload = None if folded is None else section.to_payload(folded)
-        size, stored = (0, None) if payload is None else _compacted(*payload)
-        kept = None if payload is None else (payload[0], stored)
-        del payload  # the wide string arrays: only their compact form is held
+        size = 0 if payload is None else payload_bytes(*payload)
         with self._lock:
             if self.too_large:
                 return
@@ -116,11 +80,10 @@ class SummaryKeeper:
                     "the largest summary file read back",
                 )
                 return
-            if kept is not None:
-                self._kept[section.name] = kept
+            if payload is not None:
+                self._kept[section.name] = payload
 
     def kept(self, name: str) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
         """The kept payload (meta, arrays) of section ``name`` (``None``: none kept)."""
         with self._lock:
-            kept = self._kept.get(name)
-        return None if kept is None else (kept[0], _restored(kept[1]))
+            return self._kept.get(name)
