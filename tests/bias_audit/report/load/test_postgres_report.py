@@ -24,7 +24,7 @@ pytest.importorskip("psycopg")
 
 
 def test_the_report_from_the_server_equals_the_report_from_the_jsonl_file(
-    store_url: str, tmp_path: Path
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     spec = CouncilSpec(n_members=4, leniency=[-1.5, 0, 0, 0], missing_score_rate=0.05)
     sessions = [
@@ -47,6 +47,13 @@ def test_the_report_from_the_server_equals_the_report_from_the_jsonl_file(
     assert from_postgres["store"].startswith("postgresql://")
     password = urlsplit(store_url).password
     assert password and password not in json.dumps(from_postgres)
+    # a large store's sections in session blocks (ADR 0092): the same numbers
+    from llm_council.bias_audit.report.analyses import session_chunks
+
+    monkeypatch.setattr(session_chunks, "CHUNKED_ABOVE_RECORDS", 0)
+    monkeypatch.setattr(session_chunks, "CHUNK_RECORDS", 150)
+    in_blocks = json.loads(render_json(build_report(store_url, since="2000-01-01")))
+    assert assert_same_numbers(in_blocks, from_postgres) > 50
 
 
 def test_check_reviews_round_trip_and_stay_out_of_the_observational_tables(

@@ -107,3 +107,16 @@ def test_spark_says_it_left_the_check_records_out(parquet_store: Path, tmp_path:
     assert any("bias-check record(s) not analysed" in w for w in by_spark.warnings)
     assert not any("bias-check" in w for w in by_duckdb.warnings)
     assert by_spark.n_records == by_duckdb.n_records
+
+
+def test_spark_in_session_blocks_equals_spark_at_once(
+    parquet_store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large Spark-loaded store is summarized in blocks too (ADR 0092): the same numbers."""
+    from llm_council.bias_audit.report.analyses import session_chunks
+
+    at_once = json.loads(render_json(build_report(parquet_store, engine="spark")))
+    monkeypatch.setattr(session_chunks, "CHUNKED_ABOVE_RECORDS", 0)
+    monkeypatch.setattr(session_chunks, "CHUNK_RECORDS", 200)
+    in_blocks = json.loads(render_json(build_report(parquet_store, engine="spark")))
+    assert assert_same_numbers(in_blocks, at_once) > 50
