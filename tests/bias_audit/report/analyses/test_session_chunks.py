@@ -108,3 +108,23 @@ def test_blocks_that_refuse_to_merge_fall_back_to_every_session_at_once(
     refused = {str(entry["section"]) for entry in logs if entry["event"] == NOT_IN_BLOCKS}
     assert "reliability" in refused
     assert_same_report(blocked, at_once)
+
+
+def test_a_store_with_check_reviews_in_blocks_equals_it_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The blocks' views keep each block's own check reviews (the causal checks section)."""
+    from bias_audit.report.analyses.test_causal_checks import (
+        CheckWorld,
+        generate_check_lines,
+        write_store,
+    )
+
+    world = CheckWorld(n_sessions=40, slot_effect={"r1": -0.6}, padding_effect={"r2": 1.0})
+    store = write_store(tmp_path / "s.jsonl", generate_check_lines(world, 0))
+    at_once, _ = _report(store, session_summaries=False)
+    assert json.loads(at_once)["causal_checks"]  # something to compare
+    _in_blocks(monkeypatch, 150)
+    blocked, logs = _report(store, session_summaries=False)
+    assert [entry["blocks"] for entry in logs if entry["event"] == IN_BLOCKS][0] >= 3
+    assert_same_report(blocked, at_once)
