@@ -173,6 +173,7 @@ _IDS = np.asarray([f"session-{i:05d}" for i in range(300)], dtype=str)
         np.asarray([""] * 4, dtype=str),  # only the empty string
         np.asarray(["x"], dtype=str),
         np.zeros(0, dtype=str),
+        np.asarray(["b", "a", "b"], dtype=">U1"),  # big-endian code points
     ],
 )
 def test_string_bytes_are_the_plain_encoders_byte_for_byte(values: np.ndarray) -> None:

@@ -96,7 +96,8 @@ def _ascii_table(distinct: np.ndarray) -> tuple[np.ndarray, bytes] | None:
     width = distinct.dtype.itemsize // 4
     if distinct.dtype.kind != "U" or distinct.size == 0 or width == 0:
         return None
-    characters = np.ascontiguousarray(distinct).view(np.uint32).reshape(-1, width)
+    native = np.ascontiguousarray(distinct, dtype=distinct.dtype.newbyteorder("="))
+    characters = native.view(np.uint32).reshape(-1, width)
     if int(characters.max()) >= 0x80:
         return None
     used = characters != 0
