@@ -257,3 +257,16 @@ def test_the_helper_file_without_a_patch_reads(store: Path) -> None:
     content = _tampered_file(store, True, lambda chunk: None)
     back = decode_summaries(store, content)
     assert back.sections["length"].arrays["ids"].tolist() == ["s-a", "s-b", "s-c"]
+
+
+def test_the_file_is_its_sealed_line_then_the_arrays_bytes(store: Path) -> None:
+    content = encode_summaries(store, _summaries())
+    newline = content.index(b"\n")
+    body = unsealed_json(SEAL_KIND, str(store.resolve()), content[:newline], resolved=True)
+    arrays = {"folded/session_id": _summaries().session_ids}
+    arrays["folded/n_records"] = _summaries().session_records
+    for name, values in _summaries().sections["length"].arrays.items():
+        arrays[f"length/{name}"] = values
+    directory, raw = encode_arrays(arrays)
+    assert content[newline + 1 :] == raw and body["arrays"] == directory
+    assert body["arrays_digest"] == digest(raw)

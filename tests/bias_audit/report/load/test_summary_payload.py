@@ -192,3 +192,18 @@ def test_a_recurring_table_is_encoded_once_and_each_array_gets_its_own_codes() -
     assert {name: back[name].tolist() for name in arrays} == {
         name: values.tolist() for name, values in arrays.items()
     }
+
+
+def test_chunks_join_to_the_arrays_bytes_and_hash_as_them() -> None:
+    from llm_council.bias_audit.report.load.summary_payload import digest, encode_array_chunks
+
+    arrays = {"ids": _IDS, "x": np.arange(5.0), "empty": np.zeros(0)}
+    directory, chunks = encode_array_chunks(arrays)
+    assert (directory, b"".join(chunks)) == encode_arrays(arrays)
+    assert digest(chunks) == digest(b"".join(chunks))
+    # sha256 of no bytes (FIPS 180-4's empty-message value)
+    assert (
+        digest([])
+        == digest(b"")
+        == ("sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+    )

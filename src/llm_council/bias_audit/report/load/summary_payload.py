@@ -144,6 +144,15 @@ def encode_arrays(
     """The arrays' directory (for the JSON) and their concatenated bytes; ``compact=False``
     writes every value at its kind's full width (the layout before ADR 0083, which every
     reader still reads: the benchmark's baseline)."""
+    directory, chunks = encode_array_chunks(arrays, compact=compact)
+    return directory, b"".join(chunks)
+
+
+def encode_array_chunks(
+    arrays: Mapping[str, np.ndarray], *, compact: bool = True
+) -> tuple[list[dict[str, Any]], list[bytes]]:
+    """:func:`encode_arrays` with the bytes left in one chunk per array, so a writer joins
+    them once, with the file's first line (a 100 MB summary is then copied once, not twice)."""
     directory: list[dict[str, Any]] = []
     chunks: list[bytes] = []
     tables: dict[bytes, bytes] = {}
@@ -167,12 +176,16 @@ def encode_arrays(
         directory.append(entry)
         chunks.append(raw)
         offset += len(raw)
-    return directory, b"".join(chunks)
+    return directory, chunks
 
 
-def digest(raw: bytes | memoryview) -> str:
-    """``sha256:<hex>`` of the arrays' bytes (bound to the seal through the JSON)."""
-    return "sha256:" + hashlib.sha256(raw).hexdigest()
+def digest(raw: bytes | memoryview | list[bytes]) -> str:
+    """``sha256:<hex>`` of the arrays' bytes (bound to the seal through the JSON); a list
+    of chunks is hashed as their concatenation."""
+    hasher = hashlib.sha256()
+    for chunk in raw if isinstance(raw, list) else [raw]:
+        hasher.update(chunk)
+    return "sha256:" + hasher.hexdigest()
 
 
 def _string_table(text: bytes, ends: np.ndarray, where: str) -> np.ndarray:
