@@ -174,6 +174,7 @@ _IDS = np.asarray([f"session-{i:05d}" for i in range(300)], dtype=str)
         np.asarray(["x"], dtype=str),
         np.zeros(0, dtype=str),
         np.asarray(["b", "a", "b"], dtype=">U1"),  # big-endian code points
+        np.asarray(["x" * 300, "a", "x" * 300], dtype=str),  # past MAX_ASCII_WIDTH
     ],
 )
 def test_string_bytes_are_the_plain_encoders_byte_for_byte(values: np.ndarray) -> None:

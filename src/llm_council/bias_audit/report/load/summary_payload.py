@@ -31,6 +31,9 @@ STORED_WIDTHS = {
     "u8": ("<u1", "<u2", "<u4"),
     "f8": ("<f4",),
 }
+#: the widest strings encoded as one code-point array (its temporaries are ``width`` bytes a
+#: string; a table of longer ones, e.g. a hostile id, is encoded one string at a time)
+MAX_ASCII_WIDTH = 256
 #: string codes: the unsigned widths, by the largest code they hold
 CODE_WIDTHS = ((1, "<u1", 0xFF), (2, "<u2", 0xFFFF), (4, "<u4", 0xFFFFFFFF), (8, "<i8", None))
 
@@ -94,7 +97,7 @@ def _ascii_table(distinct: np.ndarray) -> tuple[np.ndarray, bytes] | None:
     Python string per entry (numpy keeps a string's inner NULs and drops trailing ones,
     so a string ends after its last non-NUL character); None when one is not ASCII."""
     width = distinct.dtype.itemsize // 4
-    if distinct.dtype.kind != "U" or distinct.size == 0 or width == 0:
+    if distinct.dtype.kind != "U" or distinct.size == 0 or not 0 < width <= MAX_ASCII_WIDTH:
         return None
     native = np.ascontiguousarray(distinct, dtype=distinct.dtype.newbyteorder("="))
     characters = native.view(np.uint32).reshape(-1, width)
