@@ -155,3 +155,27 @@ def test_every_renderer_shows_the_section_and_escapes_hostile_ids(tmp_path: Path
     assert "score_resolution" in csv_text
     assert ',"=cmd' not in csv_text  # formula cells neutralised
     assert "Alpha (interval)" in render_text(report)
+
+
+def test_resolution_from_counts_reads_tallies_as_tallies() -> None:
+    from llm_council.bias_audit.report.analyses.reliability import resolution_from_counts
+
+    # A: 3e11 sevens and 1e11 eights (never expanded: that would be 3.2 TB of floats);
+    # B: a rank-only reviewer, left out; C: a degenerate judge, always 5, on two scales
+    # (its resolution is on the scale with more scores, 1-10).
+    rows = [
+        ("A", 1, 10, 7.0, 300_000_000_000),
+        ("A", 1, 10, 8.0, 100_000_000_000),
+        ("B", 1, 10, 3.0, 9),
+        ("C", 0, 5, 5.0, 2),
+        ("C", 1, 10, 5.0, 4),
+    ]
+    by_reviewer = {item.reviewer: item for item in resolution_from_counts(rows, {"B"})}
+    assert sorted(by_reviewer) == ["A", "C"]
+    a, c = by_reviewer["A"], by_reviewer["C"]
+    # H = -(0.75 log2 0.75 + 0.25 log2 0.25) = 0.811278 bits -> 2^H = 1.754765
+    assert a.effective_levels == pytest.approx(1.7547654, abs=1e-6)
+    assert a.n_scores == 400_000_000_000 and a.distinct_levels == 2
+    assert a.unused_levels == [1, 2, 3, 4, 5, 6, 9, 10]
+    assert c.scale == (1.0, 10.0) and c.n_scores == 4
+    assert c.effective_levels == 1.0 and c.cannot_rank

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from llm_council.bias_audit.records.summary_files import SummaryUnverifiable
+from llm_council.bias_audit.records.summary_seal import sealed_json, unsealed_json
 from llm_council.bias_audit.report.load.session_summaries import (
+    SEAL_KIND,
     SavedSection,
     SessionSummaries,
     decode_summaries,
@@ -20,7 +23,11 @@ from llm_council.bias_audit.report.load.session_summaries import (
     summaries_path,
     write_summaries,
 )
-from llm_council.bias_audit.report.load.summary_payload import decode_arrays, encode_arrays
+from llm_council.bias_audit.report.load.summary_payload import (
+    decode_arrays,
+    digest,
+    encode_arrays,
+)
 
 HOSTILE_IDS = ["s\n1", "s\x002", "s\u202e3", "é", "", "s'; DROP TABLE records; --"]
 
@@ -190,3 +197,76 @@ def test_a_directory_at_the_summary_path_is_neither_read_nor_written(store: Path
     assert summaries_path(store).is_dir() and not any(summaries_path(store).iterdir())
     # nothing half-written beside it
     assert [p.name for p in store.parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def _tampered_file(store: Path, compact: bool, patch: Callable[[bytearray], None]) -> bytes:
+    """A correctly sealed file whose ``length/ids`` string array (ids a, b, c) is patched:
+    what a hostile writer holding the key could make; the reader must refuse it cleanly."""
+    ids = np.asarray(["s-a", "s-b", "s-c"], dtype=str)
+    records = np.ones((3, 2), dtype=np.uint64)
+    section = SavedSection(1, {}, {"ids": ids})
+    content = encode_summaries(
+        store,
+        SessionSummaries({"kind": "jsonl"}, {}, ids, records, {"length": section}),
+        compact=compact,
+    )
+    newline = content.index(b"\n")
+    body = unsealed_json(SEAL_KIND, str(store.resolve()), content[:newline], resolved=True)
+    raw = bytearray(content[newline + 1 :])
+    entry = next(item for item in body["arrays"] if item["name"] == "length/ids")
+    chunk = bytearray(raw[entry["offset"] : entry["offset"] + entry["length"]])
+    patch(chunk)
+    raw[entry["offset"] : entry["offset"] + entry["length"]] = chunk
+    body["arrays_digest"] = digest(bytes(raw))
+    sealed = sealed_json(SEAL_KIND, str(store.resolve()), body, resolved=True)
+    return sealed + b"\n" + bytes(raw)
+
+
+def _set(position: int, value: bytes) -> Callable[[bytearray], None]:
+    def patch(chunk: bytearray) -> None:
+        start = position if position >= 0 else len(chunk) + position
+        chunk[start : start + len(value)] = value
+
+    return patch
+
+
+# the chunk: 3 end offsets (<i8: 3, 6, 9), the text "s-as-bs-c" (bytes 24-32), the codes
+@pytest.mark.parametrize(
+    ("compact", "patch", "reason"),
+    [
+        (True, _set(-1, b"\x03"), "out of range"),  # a code past the table
+        (True, _set(-1, b"\xff"), "out of range"),
+        (False, _set(-8, (-1).to_bytes(8, "little", signed=True)), "out of range"),  # negative
+        (True, _set(24 + 3 * 2 + 2, b"b"), "not sorted and distinct"),  # table a, b, b
+        (True, _set(24, b"s-cs-bs-a"), "not sorted and distinct"),  # table c, b, a
+        (True, _set(0, (7).to_bytes(8, "little")), "offsets"),  # ends 7, 6, 9
+    ],
+)
+def test_a_sealed_file_with_a_hostile_string_table_is_unusable_not_an_index_error(
+    store: Path, compact: bool, patch: Callable[[bytearray], None], reason: str
+) -> None:
+    content = _tampered_file(store, compact, patch)
+    with pytest.raises(SummaryUnverifiable, match=f"malformed: array 'length/ids'.*{reason}"):
+        decode_summaries(store, content)
+    summaries_path(store).write_bytes(content)
+    assert read_summaries(store) is None  # the caller then rebuilds the file
+
+
+def test_the_helper_file_without_a_patch_reads(store: Path) -> None:
+    # the control for the test above: its hand-built file is valid until patched
+    content = _tampered_file(store, True, lambda chunk: None)
+    back = decode_summaries(store, content)
+    assert back.sections["length"].arrays["ids"].tolist() == ["s-a", "s-b", "s-c"]
+
+
+def test_the_file_is_its_sealed_line_then_the_arrays_bytes(store: Path) -> None:
+    content = encode_summaries(store, _summaries())
+    newline = content.index(b"\n")
+    body = unsealed_json(SEAL_KIND, str(store.resolve()), content[:newline], resolved=True)
+    arrays = {"folded/session_id": _summaries().session_ids}
+    arrays["folded/n_records"] = _summaries().session_records
+    for name, values in _summaries().sections["length"].arrays.items():
+        arrays[f"length/{name}"] = values
+    directory, raw = encode_arrays(arrays)
+    assert content[newline + 1 :] == raw and body["arrays"] == directory
+    assert body["arrays_digest"] == digest(raw)

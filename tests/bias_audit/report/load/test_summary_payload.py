@@ -127,7 +127,8 @@ def test_a_stored_width_that_does_not_fit_its_kind_or_bytes_is_refused(entry: di
     "values",
     [
         ["a", "a", "b", "c", "c", "c"],  # in order: the one-pass path
-        ["c", "a", "b", "a"],  # not in order: np.unique
+        ["c", "a", "b", "a"],  # not in order: a stable argsort
+        ["a", "c", "b", "d", "a", "c"],  # sorted blocks
         ["é", "é\n", "z"],
         ["only"],
         [],
@@ -141,3 +142,69 @@ def test_string_coding_is_numpys_unique_whatever_the_order(values: list[str]) ->
     expected_distinct, expected_codes = np.unique(flat, return_inverse=True)
     assert distinct.tolist() == expected_distinct.tolist()
     assert codes.tolist() == expected_codes.tolist()
+
+
+def _reference_string_bytes(values: np.ndarray) -> bytes:
+    """The string layout as the format defines it, written the plain way (np.unique, one
+    UTF-8 encode per distinct string): what the faster encoder must reproduce byte for byte."""
+    distinct, codes = np.unique(values.ravel(), return_inverse=True)
+    encoded = [str(value).encode("utf-8") for value in distinct.tolist()]
+    ends = np.cumsum([len(item) for item in encoded], dtype=np.int64)
+    largest = max(int(distinct.size) - 1, 0)
+    code_dtype = "<u1" if largest <= 0xFF else "<u2" if largest <= 0xFFFF else "<u4"
+    return (
+        ends.astype("<i8").tobytes()
+        + b"".join(encoded)
+        + np.asarray(codes, dtype=code_dtype).reshape(-1).tobytes()
+    )
+
+
+_IDS = np.asarray([f"session-{i:05d}" for i in range(300)], dtype=str)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.tile(_IDS, 5),  # sorted blocks, one per reviewer: the stable-sort path
+        np.random.default_rng(3).permutation(np.tile(_IDS, 3)),  # no order at all
+        np.asarray(["a\x00b", "a", "ab", "a\x00b", "\x7f"], dtype=str),  # inner NUL kept
+        np.asarray(["é", "e", "é\n", "\u202e", "z"], dtype=str),  # not ASCII: per string
+        np.asarray([["c", "a"], ["b", "a"]], dtype=str),  # 2-D
+        np.asarray([""] * 4, dtype=str),  # only the empty string
+        np.asarray(["x"], dtype=str),
+        np.zeros(0, dtype=str),
+        np.asarray(["b", "a", "b"], dtype=">U1"),  # big-endian code points
+        np.asarray(["x" * 300, "a", "x" * 300], dtype=str),  # past MAX_ASCII_WIDTH
+    ],
+)
+def test_string_bytes_are_the_plain_encoders_byte_for_byte(values: np.ndarray) -> None:
+    directory, raw = encode_arrays({"s": values})
+    assert raw == _reference_string_bytes(values)
+    assert decode_arrays(directory, raw)["s"].tolist() == values.tolist()
+
+
+def test_a_recurring_table_is_encoded_once_and_each_array_gets_its_own_codes() -> None:
+    arrays = {"a": _IDS, "b": _IDS[::-1].copy(), "c": np.tile(_IDS, 2)}
+    directory, raw = encode_arrays(arrays)
+    for entry in directory:
+        chunk = raw[entry["offset"] : entry["offset"] + entry["length"]]
+        assert chunk == _reference_string_bytes(arrays[entry["name"]])
+    back = decode_arrays(directory, raw)
+    assert {name: back[name].tolist() for name in arrays} == {
+        name: values.tolist() for name, values in arrays.items()
+    }
+
+
+def test_chunks_join_to_the_arrays_bytes_and_hash_as_them() -> None:
+    from llm_council.bias_audit.report.load.summary_payload import digest, encode_array_chunks
+
+    arrays = {"ids": _IDS, "x": np.arange(5.0), "empty": np.zeros(0)}
+    directory, chunks = encode_array_chunks(arrays)
+    assert (directory, b"".join(chunks)) == encode_arrays(arrays)
+    assert digest(chunks) == digest(b"".join(chunks))
+    # sha256 of no bytes (FIPS 180-4's empty-message value)
+    assert (
+        digest([])
+        == digest(b"")
+        == ("sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+    )

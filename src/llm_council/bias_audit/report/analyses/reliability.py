@@ -46,7 +46,7 @@ from llm_council.bias_audit.report.estimates import Interval
 from llm_council.stats.reliability.alpha_pair_sums import alpha_from_pair_sums
 from llm_council.stats.reliability.clustered_alpha import AlphaWithInterval
 from llm_council.stats.reliability.krippendorff_alpha import Metric
-from llm_council.stats.reliability.score_resolution import score_resolution
+from llm_council.stats.reliability.score_resolution import score_resolution_from_counts
 
 METRICS: tuple[Metric, ...] = ("interval", "ordinal")
 #: a reviewer whose effective number of levels is at most this cannot rank the answers
@@ -164,10 +164,7 @@ def resolution_from_counts(
     resolutions = []
     for reviewer, scales in sorted(by_reviewer.items()):
         scale = max(scales, key=lambda key: (sum(n for _, n in scales[key]), key))
-        expanded = np.repeat(
-            [score for score, _ in scales[scale]], [count for _, count in scales[scale]]
-        )
-        resolution = score_resolution(expanded.tolist(), scale)
+        resolution = score_resolution_from_counts(scales[scale], scale)
         if resolution is None:
             continue
         resolutions.append(

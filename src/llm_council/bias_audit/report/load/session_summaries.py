@@ -40,7 +40,7 @@ from llm_council.bias_audit.report.load.resume_point import ResumePoint
 from llm_council.bias_audit.report.load.summary_payload import (
     decode_arrays,
     digest,
-    encode_arrays,
+    encode_array_chunks,
 )
 
 log = structlog.get_logger("llm_council.bias_audit")
@@ -106,7 +106,7 @@ def encode_summaries(
         sections_meta[name] = {"version": section.version, "meta": section.meta}
         for array_name, values in section.arrays.items():
             arrays[f"{name}/{array_name}"] = values
-    directory, raw = encode_arrays(arrays, compact=compact)
+    directory, chunks = encode_array_chunks(arrays, compact=compact)
     body = {
         "format": FILE_FORMAT,
         "coverage": summaries.coverage,
@@ -114,10 +114,10 @@ def encode_summaries(
         "sections": sections_meta,
         "resume": None if summaries.resume is None else summaries.resume.to_json(),
         "arrays": directory,
-        "arrays_digest": digest(raw),
+        "arrays_digest": digest(chunks),
     }
     sealed = sealed_json(SEAL_KIND, str(summarised_store(store)), body, resolved=True)
-    return None if sealed is None else sealed + b"\n" + raw
+    return None if sealed is None else b"".join([sealed, b"\n", *chunks])
 
 
 def decode_summaries(store: str | Path, content: bytes) -> SessionSummaries:
