@@ -99,38 +99,51 @@ def session_tables(
 ) -> None:
     """The analysis tables in ``schema``: copies of the rows of ``sessions`` (``keep``), or
     views of every other row."""
-    main = f"{ANALYSIS_DATABASE}.main"
     target = f"{ANALYSIS_DATABASE}.{schema}"
-    connection.execute(f"DROP SCHEMA IF EXISTS {target} CASCADE")
-    connection.execute(f"CREATE SCHEMA {target}")
+    new_schema(connection, target)
     connection.execute(
         f"CREATE TABLE {target}.chosen_session AS SELECT unnest(?::INTEGER[]) AS session",
         [sessions.tolist()],
     )
     chosen = f"session {'IN' if keep else 'NOT IN'} (SELECT session FROM {target}.chosen_session)"
-    kind = "TABLE" if keep else "VIEW"
+    filtered_tables(connection, f"{ANALYSIS_DATABASE}.main", target, chosen, copy=keep)
+
+
+def new_schema(connection: duckdb.DuckDBPyConnection, target: str) -> None:
+    """``target`` (``database.schema``) created empty, whatever it held."""
+    connection.execute(f"DROP SCHEMA IF EXISTS {target} CASCADE")
+    connection.execute(f"CREATE SCHEMA {target}")
+
+
+def filtered_tables(
+    connection: duckdb.DuckDBPyConnection, source: str, target: str, condition: str, *, copy: bool
+) -> None:
+    """``source``'s analysis tables in ``target`` (both ``database.schema``), keeping the
+    rows whose ``session`` meets ``condition`` (SQL): copies (``copy``) or views. The
+    reviewer and model tables are views of the whole; ``check_records``, keyed by session
+    id, keeps the sessions ``target.session_names`` holds (without its own, a query in
+    ``target`` would read every session's check reviews, ADR 0085)."""
+    kind = "TABLE" if copy else "VIEW"
     for table in _COPIED_TABLES:
         connection.execute(
-            f"CREATE {kind} {target}.{table} AS SELECT * FROM {main}.{table} WHERE {chosen}"
+            f"CREATE {kind} {target}.{table} AS SELECT * FROM {source}.{table} WHERE {condition}"
         )
     for table in _SHARED_TABLES:
-        connection.execute(f"CREATE VIEW {target}.{table} AS SELECT * FROM {main}.{table}")
-    if _has_table(connection, main, "check_records"):
-        # keyed by session id, not by the load's index; without its own copy a query in
-        # ``schema`` would read main's, every session's check reviews (ADR 0085)
+        connection.execute(f"CREATE VIEW {target}.{table} AS SELECT * FROM {source}.{table}")
+    if _has_relation(connection, source, "check_records"):
         connection.execute(
-            f"""CREATE {kind} {target}.check_records AS SELECT * FROM {main}.check_records
+            f"""CREATE {kind} {target}.check_records AS SELECT * FROM {source}.check_records
                 WHERE session_id IN (SELECT session_id FROM {target}.session_names)"""
         )
 
 
-def _has_table(connection: duckdb.DuckDBPyConnection, schema: str, table: str) -> bool:
-    """Does ``schema`` (``database.schema``) hold ``table``?"""
-    database, name = schema.split(".")
+def _has_relation(connection: duckdb.DuckDBPyConnection, schema: str, name: str) -> bool:
+    """Does ``schema`` (``database.schema``) hold a table or view called ``name``?"""
+    database, schema_name = schema.split(".")
     row = connection.execute(
-        """SELECT count(*) FROM duckdb_tables()
-           WHERE database_name = ? AND schema_name = ? AND table_name = ?""",
-        [database, name, table],
+        """SELECT count(*) FROM information_schema.tables
+           WHERE table_catalog = ? AND table_schema = ? AND table_name = ?""",
+        [database, schema_name, name],
     ).fetchone()
     return bool(row and row[0])
 
@@ -140,5 +153,7 @@ __all__ = [
     "HELD_SCHEMA",
     "IncrementalPlan",
     "current_sessions",
+    "filtered_tables",
+    "new_schema",
     "session_tables",
 ]

@@ -28,7 +28,11 @@ import duckdb
 import numpy as np
 import structlog
 
-from llm_council.bias_audit.report.analyses.incremental_plan import IncrementalPlan
+from llm_council.bias_audit.report.analyses.incremental_plan import (
+    IncrementalPlan,
+    filtered_tables,
+    new_schema,
+)
 from llm_council.bias_audit.report.analyses.incremental_section import (
     IncrementalSection,
     SummaryNotMergeable,
@@ -45,8 +49,6 @@ CHUNKED_ABOVE_RECORDS = PARALLEL_MAX_RECORDS
 CHUNK_RECORDS = 1_000_000
 #: the prefix of the blocks' schemas
 CHUNK_SCHEMA_PREFIX = "chunk_"
-_SESSION_TABLES = ("records", "scored", "session_names")
-_SHARED_TABLES = ("reviewers", "models")
 
 
 def chunk_bounds(
@@ -103,31 +105,9 @@ def _block_views(
     connection: duckdb.DuckDBPyConnection, source: str, target: str, first: int, last: int
 ) -> None:
     """Views in ``target`` of ``source``'s rows of sessions ``first``..``last``."""
-    connection.execute(f"DROP SCHEMA IF EXISTS {target} CASCADE")
-    connection.execute(f"CREATE SCHEMA {target}")
-    for table in _SESSION_TABLES:
-        connection.execute(
-            f"""CREATE VIEW {target}.{table} AS SELECT * FROM {source}.{table}
-                WHERE session BETWEEN {int(first)} AND {int(last)}"""
-        )
-    for table in _SHARED_TABLES:
-        connection.execute(f"CREATE VIEW {target}.{table} AS SELECT * FROM {source}.{table}")
-    if _has_check_records(connection, source):
-        connection.execute(
-            f"""CREATE VIEW {target}.check_records AS SELECT * FROM {source}.check_records
-                WHERE session_id IN (SELECT session_id FROM {target}.session_names)"""
-        )
-
-
-def _has_check_records(connection: duckdb.DuckDBPyConnection, source: str) -> bool:
-    """Does ``source`` (``database.schema``) hold ``check_records`` (a table or a view)?"""
-    database, schema = source.split(".")
-    row = connection.execute(
-        """SELECT count(*) FROM information_schema.tables
-           WHERE table_catalog = ? AND table_schema = ? AND table_name = 'check_records'""",
-        [database, schema],
-    ).fetchone()
-    return bool(row and row[0])
+    new_schema(connection, target)
+    condition = f"session BETWEEN {int(first)} AND {int(last)}"
+    filtered_tables(connection, source, target, condition, copy=False)
 
 
 def summarize_in_blocks(
