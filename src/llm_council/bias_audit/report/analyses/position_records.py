@@ -56,8 +56,8 @@ def slot_records(
 def take_slot_columns(n_slots: int, columns: list[np.ndarray]) -> SlotRecords:
     """:func:`slot_records` of ``[session, reviewer, model, slot, is_self, score]``; the
     list is emptied at once and each column dropped as soon as it is reordered, so arrays
-    only the list held are freed along the way: at 10M records, holding every column in
-    both orders at once set the whole report's peak memory (ADR 0092)."""
+    only the list held are freed along the way (at 10M records, every column held in both
+    orders at once was most of the position section's peak, ADR 0092)."""
     session, reviewer, model, slot, is_self, score = columns
     columns.clear()
     _, dense_session = dense_codes(np.asarray(session, dtype=np.int64))
