@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -140,7 +141,36 @@ def fold_session_records(state: MonitorState, records: Sequence[MonitoredRecord]
     return folder.result()
 
 
+#: a JSON escape of a UTF-16 surrogate (``\\ud800``-``\\udfff``): paired, it is one
+#: character; alone, the line is malformed JSON to the report's loader (DuckDB)
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
 def _parse(line: bytes) -> ReviewRecord | None:
+    """A line as a current-version record, an older version upgraded, or ``None`` (not a
+    record, or text with a lone surrogate: the report's loader counts such a line as
+    unreadable, and its id cannot be encoded to be digested, so the fold skips it too)."""
+    record = _parsed(line)
+    if record is None or b"\\u" not in line:  # most lines: no escape at all, one fast scan
+        return record
+    if _SURROGATE_ESCAPE.search(line) and not _encodable(record):
+        return None
+    return record
+
+
+def _encodable(record: ReviewRecord) -> bool:
+    """Does every text field of ``record`` encode as UTF-8 (no lone surrogate)?"""
+    for value in record.model_dump().values():
+        for text in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(text, str):
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError:
+                    return False
+    return True
+
+
+def _parsed(line: bytes) -> ReviewRecord | None:
     """A line as a current-version record (parsed in pydantic-core, as the store's reader
     does), an older version upgraded, or ``None``."""
     try:
