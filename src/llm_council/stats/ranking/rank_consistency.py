@@ -72,7 +72,7 @@ def score_rank_discordance(scores: ArrayLike, ranks: ArrayLike) -> PairCounts:
 class ClusterSums:
     """Integer sums over clusters (sessions) of events ``y_c`` and trials ``n_c``, clusters
     with no trial left out: what :func:`clustered_rate_from_sums` needs. Sums over
-    disjoint sets of clusters add (:meth:`plus`), exactly."""
+    disjoint sets of clusters add, field by field, exactly."""
 
     clusters: int  # C, clusters with n_c > 0
     events: int  # sum y_c
@@ -96,25 +96,6 @@ class ClusterSums:
             int(np.dot(y, n)),
             int(np.dot(n, n)),
         )
-
-    def plus(self, other: ClusterSums) -> ClusterSums:
-        return ClusterSums(
-            *(
-                int(mine) + int(theirs)
-                for mine, theirs in zip(_sum_fields(self), _sum_fields(other), strict=True)
-            )
-        )
-
-
-def _sum_fields(sums: ClusterSums) -> tuple[int, ...]:
-    return (
-        sums.clusters,
-        sums.events,
-        sums.trials,
-        sums.events_sq,
-        sums.cross,
-        sums.trials_sq,
-    )
 
 
 def clustered_rate_from_sums(sums: ClusterSums, confidence: float = 0.95) -> IntervalEstimate:

@@ -63,18 +63,8 @@ def score_resolution(
         ``effective_levels`` (the perplexity), ``distinct_levels``, ``unused_levels`` and
         ``n_scores``; None when no score is finite.
     """
-    finite = [float(score) for score in scores if math.isfinite(score)]
-    if not finite:
-        return None
-    counts = Counter(finite)
-    total = len(finite)
-    entropy = -sum((count / total) * math.log2(count / total) for count in counts.values())
-    return ScoreResolution(
-        effective_levels=2.0**entropy,
-        distinct_levels=len(counts),
-        unused_levels=_unused_levels(counts, scale),
-        n_scores=total,
-    )
+    finite = Counter(float(score) for score in scores if math.isfinite(score))
+    return score_resolution_from_counts(finite.items(), scale)  # first-appearance order
 
 
 def _unused_levels(
