@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import structlog
 
 from llm_council.bias_audit.report.analyses.amplification import AmplificationSection
 from llm_council.bias_audit.report.analyses.anchoring import AnchoringSection
@@ -86,6 +87,8 @@ from llm_council.bias_audit.report.model import (
 from llm_council.bias_audit.report.report_verdicts import decide_findings
 from llm_council.errors import ConfigError, RecordError
 from llm_council.infra.log_setup import ensure_default_logging
+
+log = structlog.get_logger("llm_council.bias_audit")
 
 #: how many times :func:`build_report` calls ``on_step`` (the CLI's progress bar total)
 REPORT_STEPS = 7
@@ -165,6 +168,7 @@ def _read_store(
             threads=threads,
             memory_limit=memory_limit,
             reproducible=reproducible,
+            defer_prefix_check=True,  # confirmed by the plan, before anything leaves (ADR 0094)
         )
     store = tail or load_store(
         store_path,
@@ -403,6 +407,13 @@ def _report_once(
             sections=summarized,  # after a tail load every one must merge (ADR 0081)
             cold_reason=tail.cold_reason,
         )
+        if store.extent is not None and store.extent.prefix_hasher is not None:
+            # a tail load's prefix, hashed while the tail was read: refused here, before any
+            # section runs, when it changed (the plan checked it if it placed a resume point)
+            store.extent.prefix_hasher.confirm()
+        if store.extent is not None and store.extent.base is not None:
+            tail_records = store.extent.counts.n_records
+            log.info("report_tail_loaded", store=str(store_path), tail_records=tail_records)
         plan = with_blocks(connection, plan)  # a large store: a block of sessions at a time
         with SectionRunner(connection, parallel=parallel, one_blas_thread=reproducible) as runner:
             incremental, save_summaries = submit_incremental(runner, plan, summarized)

@@ -259,7 +259,9 @@ ATTACKS: dict[str, tuple[Callable[[Path, Path], None], str]] = {
         lambda store, tmp: store.write_bytes(
             store.read_bytes().replace(b'"score_value": 7.0', b'"score_value": 8.0', 1)
         ),
-        "a summarized session's records changed (count or content)",
+        # the tail load's prefix hash, checked in the plan (ADR 0094), abandons the attempt
+        # before the full load's per-session digests would see it
+        "the tail load was abandoned: the prefix's bytes changed (SHA-256 differs)",
     ),
     # version-1 lines carry no line count: the session now has two more records
     "folded-session-partly-appended-again": (

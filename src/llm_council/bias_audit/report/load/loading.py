@@ -16,7 +16,7 @@ import os
 import re
 import tempfile
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from llm_council.bias_audit.report.load.analysis_database import (
     compress_large_tables,
     open_analysis_database,
 )
+from llm_council.bias_audit.report.load.prefix_hasher import PrefixHasher
 from llm_council.bias_audit.report.load.raw_records import (
     READABLE_VERSIONS,
     REPORT_COLUMNS,
@@ -254,6 +255,10 @@ def load_store(
     extent = None
     if engine == "duckdb" and before is not None and path is not None:
         extent = read_extent(path, before, counts, torn, size)
+        if extent is not None and extent.kind == "jsonl":
+            # the next resume point's digest, hashed while the tables are built (ADR 0094)
+            hasher = PrefixHasher.of_path(path, extent.device, extent.inode, end=extent.end)
+            extent = replace(extent, prefix_hasher=hasher)
     return LoadedStore(
         connection=connection,
         path=label,

@@ -23,6 +23,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -104,8 +105,7 @@ def next_resume_point(
         if placed is None:
             return None
         offset, window = placed
-        digest = extent.prefix_hash.copy() if extent.prefix_hash is not None else hashlib.sha256()
-        extend_sha256(digest, descriptor, extent.start, offset)
+        digest = _prefix_digest(descriptor, extent, offset)
     except (OSError, RecordError):
         return None
     finally:
@@ -120,6 +120,16 @@ def next_resume_point(
         prefix_sha256="sha256:" + digest.hexdigest(),
     )
     return NextResume(point, np.intersect1d(window.record_ids, record_ids))
+
+
+def _prefix_digest(descriptor: int, extent: ReadExtent, offset: int) -> Any:
+    """The SHA-256 state over ``[0, offset)``: from the load's background hash when it has
+    one (ADR 0094; :class:`TailRefused` when a tail load's prefix changed), else read here."""
+    if extent.prefix_hasher is not None:
+        return extent.prefix_hasher.state_at(descriptor, offset)
+    digest = hashlib.sha256()
+    extend_sha256(digest, descriptor, 0, offset)
+    return digest
 
 
 def _place_window(

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from llm_council.bias_audit.report.load.raw_records import RecordCounts
+
+if TYPE_CHECKING:  # prefix_hasher imports this module
+    from llm_council.bias_audit.report.load.prefix_hasher import PrefixHasher
 
 #: the version of the session rules (:mod:`.raw_records`) a prefix's counts were made
 #: with; a change of the rules changes what a prefix yields without changing its bytes
@@ -129,6 +132,10 @@ def _part_file(entry: Any) -> PartFile:
     return PartFile(path, size, mtime, digest)
 
 
+class TailRefused(Exception):
+    """The saved prefix cannot be used with this tail: the report must load every record."""
+
+
 @dataclass(frozen=True)
 class ReadExtent:
     """What one load read, so the next resume point can be placed.
@@ -137,9 +144,10 @@ class ReadExtent:
     ``device``/``inode``: the file read; ``files``: the Parquet files read;
     ``counts``: the load counts of what was read (not of the prefix before ``start``);
     ``torn``: the last line read was incomplete. A tail load also carries the resume
-    point it started from (``base``), the verified summaries (``base_summaries``) and the
-    SHA-256 state over bytes ``[0, start)`` (``prefix_hash``), which the next resume
-    point extends instead of reading the prefix again.
+    point it started from (``base``) and the verified summaries (``base_summaries``). A
+    JSONL load carries the :class:`~.prefix_hasher.PrefixHasher` hashing its prefix on a
+    background thread (``prefix_hasher``; a tail load's checks the saved digest), which
+    the next resume point takes its digest from (ADR 0094).
     """
 
     kind: str
@@ -152,5 +160,5 @@ class ReadExtent:
     files: tuple[PartFile, ...] = ()
     base: ResumePoint | None = None
     base_summaries: Any = None
-    prefix_hash: Any = None
+    prefix_hasher: PrefixHasher | None = None
     appending: bool = False

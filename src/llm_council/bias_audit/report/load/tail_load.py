@@ -2,14 +2,15 @@
 
 The summary file's :class:`~.resume_point.ResumePoint` says where the folded prefix of
 the store ends. :func:`load_tail` trusts that prefix without parsing it: for a JSONL
-store it hashes every byte before the resume offset (SHA-256) and compares the digest
-saved under the file's seal; for a Parquet directory it hashes every saved file. It then
-reads only the tail (the bytes from the offset; the Parquet files not saved) into
-``raw_lines``, refuses a tail whose usable lines name a session the prefix already holds
-(the session rules would then see a session cut in two: a cold run computes it), and
-builds ``records`` with the same :func:`~.raw_records.build_records` as a full load. The
-counts and warnings of the returned :class:`~.loading.LoadedStore` are the prefix's plus
-the tail's, as a full load gives them; ``records`` holds only the tail's sessions.
+store it hashes every byte before the resume offset (SHA-256, on a thread of its own
+while the tail is parsed: ADR 0094) and compares the digest saved under the file's seal;
+for a Parquet directory it hashes every saved file. It then reads only the tail (the
+bytes from the offset; the Parquet files not saved) into ``raw_lines``, refuses a tail
+whose usable lines name a session the prefix already holds (the session rules would then
+see a session cut in two: a cold run computes it), and builds ``records`` with the same
+:func:`~.raw_records.build_records` as a full load. The counts and warnings of the
+returned :class:`~.loading.LoadedStore` are the prefix's plus the tail's, as a full load
+gives them; ``records`` holds only the tail's sessions.
 
 Any check that fails returns ``None`` with the reason logged: the caller loads every
 record (a cold run, equal to the full recompute by construction).
@@ -17,7 +18,6 @@ record (a cold run, equal to the full recompute by construction).
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -34,6 +34,7 @@ from llm_council.bias_audit.report.load.loading import (
     load_warnings,
     new_report_connection,
 )
+from llm_council.bias_audit.report.load.prefix_hasher import PrefixHasher
 from llm_council.bias_audit.report.load.raw_records import (
     KNOWN_VERSION,
     REPORT_COLUMNS,
@@ -46,6 +47,7 @@ from llm_council.bias_audit.report.load.resume_point import (
     PartFile,
     ReadExtent,
     ResumePoint,
+    TailRefused,
     add_counts,
 )
 from llm_council.bias_audit.report.load.session_summaries import (
@@ -53,7 +55,6 @@ from llm_council.bias_audit.report.load.session_summaries import (
     read_summaries,
 )
 from llm_council.bias_audit.report.load.source_identity import (
-    extend_sha256,
     parquet_part_files,
     parquet_stats,
 )
@@ -78,10 +79,6 @@ def tail_options(significance_level: float, seed: int, n_resamples: int) -> dict
     }
 
 
-class TailRefused(Exception):
-    """The saved prefix cannot be used with this tail: the report must load every record."""
-
-
 def load_tail(
     store: str | Path,
     options: dict[str, object],
@@ -89,11 +86,16 @@ def load_tail(
     threads: int | None = None,
     memory_limit: str = DEFAULT_MEMORY_LIMIT,
     reproducible: bool = False,
+    defer_prefix_check: bool = False,
 ) -> LoadedStore | None:
     """The store's tail as a :class:`LoadedStore` whose counts are the whole store's;
     ``None`` (the reason logged) when the saved prefix cannot be trusted or used.
 
     ``options``: the report's settings of :data:`REPORT_OPTIONS`, which the file must hold.
+    ``defer_prefix_check``: a JSONL prefix's SHA-256 may still be running when this
+    returns; the caller must not let anything leave the report before the plan places the
+    next resume point or ``extent.prefix_hasher.confirm()`` returns (both raise
+    :class:`TailRefused` for a changed prefix: ADR 0094). Otherwise it is checked here.
     """
     path = Path(os.path.realpath(store))
     saved = read_summaries(store)
@@ -115,6 +117,8 @@ def load_tail(
         compress_large_tables(connection)
         if reproducible:
             connection.execute("SET threads TO 1")
+        if extent.prefix_hasher is not None and not defer_prefix_check:
+            extent.prefix_hasher.confirm()
     except TailRefused as refusal:
         connection.close()
         log.info("report_tail_load_refused", store=str(store), reason=str(refusal))
@@ -122,7 +126,8 @@ def load_tail(
     except BaseException:
         connection.close()
         raise
-    log.info("report_tail_loaded", store=str(store), tail_records=counts.n_records)
+    if not defer_prefix_check:  # else the caller logs it once the prefix is confirmed
+        log.info("report_tail_loaded", store=str(store), tail_records=counts.n_records)
     return _merged_store(connection, str(store), resume, replace(extent, counts=counts))
 
 
@@ -158,13 +163,13 @@ def _read_jsonl_tail(
         status = os.fstat(descriptor)
         if status.st_size < resume.offset:
             raise TailRefused("the store is shorter than the resume offset")
-        digest = hashlib.sha256()
-        try:
-            extend_sha256(digest, descriptor, 0, resume.offset)
-        except OSError as error:
-            raise TailRefused(f"cannot read the prefix: {error}") from None
-        if "sha256:" + digest.hexdigest() != resume.prefix_sha256:
-            raise TailRefused("the prefix's bytes changed (SHA-256 differs)")
+        # the prefix is hashed on another thread while the tail is parsed (ADR 0094)
+        hasher = PrefixHasher(
+            os.dup(descriptor),
+            start=resume.offset,
+            end=status.st_size,
+            expected=resume.prefix_sha256,
+        )
         try:
             snapshot = read_jsonl_range(
                 connection, descriptor, resume.offset, REPORT_COLUMNS, label
@@ -181,7 +186,7 @@ def _read_jsonl_tail(
         end=snapshot.snapshot_bytes,
         device=int(status.st_dev),
         inode=int(status.st_ino),
-        prefix_hash=digest,
+        prefix_hasher=hasher,
         appending=snapshot.read_while_appending,
     )
 
