@@ -285,7 +285,8 @@ TOP_LEVEL_CORE = {
     "__init__", "aggregate", "anonymize", "bias_checks", "call_pricing", "config", "council",
     "debiased_aggregate", "errors", "judge_cues", "judge_fingerprint", "middleware",
     "pairwise_format", "prompts", "ranking_parser", "results", "review_orders",
-    "reviewer_fingerprints", "session_context", "session_metadata", "stages", "text_similarity",
+    "reviewer_fingerprints", "session_context", "session_metadata", "stages", "storable_text",
+    "text_similarity",
 }  # fmt: skip
 TOP_LEVEL_PACKAGES = {
     "bias_audit", "calibration", "cli", "infra", "integrations", "providers", "simulation",
@@ -549,6 +550,7 @@ ROOT_TEST_FILES = frozenset(
         "test_session_context.py",
         "test_source_text.py",
         "test_stages.py",
+        "test_storable_text.py",
         "test_text_similarity.py",
     }
 )

@@ -43,6 +43,7 @@ from llm_council.stages import (
     collect_reviews,
     synthesize,
 )
+from llm_council.storable_text import require_storable
 
 log = structlog.get_logger("llm_council.council")
 
@@ -86,12 +87,17 @@ async def run_full_council(
 
     ``middleware=None`` uses every registered middleware that is enabled (for example
     the bias audit with ``LLM_COUNCIL_BIAS_AUDIT=true``); pass a list to choose exactly.
-    Raises :class:`CouncilError` only when no member could answer. The session, its
+    Raises :class:`CouncilError` only when the query is empty or no member could answer
+    (its :class:`~llm_council.errors.InputError` when the query or ``session_id`` holds a
+    lone UTF-16 surrogate, before any call: :mod:`llm_council.storable_text`). The session, its
     stages and its model calls are OpenTelemetry spans when tracing is configured
     (:mod:`llm_council.infra.tracing`).
     """
     if not query.strip():
         raise CouncilError("the query is empty")
+    require_storable("the query", query)
+    if session_id is not None:
+        require_storable("session_id", session_id)
     ensure_default_logging()
     config = config or load_council_config()
     seed = secrets.randbits(31) if seed is None else seed

@@ -38,8 +38,14 @@ from typing import BinaryIO
 import platformdirs
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
-from llm_council.bias_audit.records.schema import SCHEMA_VERSION, ReviewRecord, upgrade_record
+from llm_council.bias_audit.records.schema import (
+    SCHEMA_VERSION,
+    ReviewRecord,
+    lone_surrogate_field,
+    upgrade_record,
+)
 from llm_council.bias_audit.records.store_lock import store_lock_file, store_write_lock
 from llm_council.bias_audit.records.store_sniff import STORE_SNIFF_BYTES, holds_records
 from llm_council.errors import InputError, RecordError
@@ -247,6 +253,21 @@ def _remove_stale_summary_temporaries(path: Path) -> None:
     remove_stale_temporaries(Path(os.path.realpath(path)))
 
 
+def _line(record: ReviewRecord) -> bytes:
+    """The record's JSON line; :class:`RecordError` naming the field when a text field holds
+    a lone UTF-16 surrogate (UTF-8 cannot store it: nothing of the session is written)."""
+    try:
+        return (record.model_dump_json() + "\n").encode("utf-8")
+    except PydanticSerializationError:
+        found = lone_surrogate_field(record)
+        if found is None:
+            raise
+        raise RecordError(
+            f"record of session {ascii(record.session_id)}: field {found[0]!r} holds a "
+            f"lone UTF-16 surrogate at character {found[1]}, which UTF-8 cannot store"
+        ) from None
+
+
 def append_records(path: Path, records: Sequence[ReviewRecord]) -> int:
     """Append ``records`` under the store's lock, all or nothing; return how many.
 
@@ -255,9 +276,7 @@ def append_records(path: Path, records: Sequence[ReviewRecord]) -> int:
     """
     if not records:
         return 0
-    lines = [
-        (record.model_dump_json() + "\n").encode("utf-8") for record in with_session_counts(records)
-    ]
+    lines = [_line(record) for record in with_session_counts(records)]
     try:
         check_append_target(path)
         if not path.parent.is_dir():

@@ -52,7 +52,7 @@ from llm_council.bias_audit.records.postgres_schema import (
     migration_statements,
     require_current_schema,
 )
-from llm_council.bias_audit.records.schema import ReviewRecord
+from llm_council.bias_audit.records.schema import ReviewRecord, lone_surrogate_field
 from llm_council.bias_audit.records.store_urls import redact_url
 from llm_council.errors import RecordError
 
@@ -144,9 +144,16 @@ def check_session(url: str, records: Sequence[ReviewRecord]) -> None:
     """Refuse, in one line naming the session, record and field, what the schema's CHECK
     constraints would refuse (ADR 0056): a position outside ``[0, n_candidates)`` (a
     report letters positions, ``chr(65 + i)``) or a score beyond :data:`MAX_ABS_SCORE`
-    (its squares would make the reviewer profiles' sums infinite)."""
+    (its squares would make the reviewer profiles' sums infinite); and a text field that
+    holds a lone UTF-16 surrogate, which the UTF-8 connection cannot send."""
     for index, record in enumerate(records):
-        where = f"{redact_url(url)}: session {record.session_id!r} record {index}"
+        where = f"{redact_url(url)}: session {ascii(record.session_id)} record {index}"
+        unstorable = lone_surrogate_field(record)
+        if unstorable is not None:
+            raise RecordError(
+                f"{where}: field {unstorable[0]!r} holds a lone UTF-16 surrogate at character "
+                f"{unstorable[1]}, which UTF-8 cannot store"
+            )
         if not 0 <= record.position < record.n_candidates:
             raise RecordError(
                 f"{where}: position {record.position} is outside 0..{record.n_candidates - 1} "

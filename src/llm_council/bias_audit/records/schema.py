@@ -21,6 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from llm_council.storable_text import lone_surrogate_at
+
 SCHEMA_VERSION = 2
 
 _SHA256_HEX = r"^[0-9a-f]{64}$"
@@ -110,6 +112,17 @@ class ReviewRecord(BaseModel):
                 "answers shown (0-based: 0 is shown first)"
             )
         return self
+
+
+def lone_surrogate_field(record: ReviewRecord) -> tuple[str, int] | None:
+    """(field, character index) of the first text field holding a lone UTF-16 surrogate,
+    which UTF-8 cannot store (:mod:`llm_council.storable_text`); ``None`` when none does.
+    The fingerprint's text fields need no look: their patterns refuse such text."""
+    for name, value in record:
+        at = lone_surrogate_at(value) if isinstance(value, str) else None
+        if at is not None:
+            return name, at
+    return None
 
 
 def upgrade_record(raw: dict[str, Any]) -> dict[str, Any]:

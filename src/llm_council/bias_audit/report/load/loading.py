@@ -170,6 +170,15 @@ def load_warnings(label: str, counts: RecordCounts, torn: bool) -> tuple[int, li
     return n_unreadable, warnings
 
 
+def _hashing_its_prefix(extent: ReadExtent | None, path: Path) -> ReadExtent | None:
+    """A JSONL extent with the next resume point's digest started on a thread of its own,
+    hashed while the tables are built (ADR 0094)."""
+    if extent is None or extent.kind != "jsonl":
+        return extent
+    hasher = PrefixHasher.of_path(path, extent.device, extent.inode, end=extent.end)
+    return replace(extent, prefix_hasher=hasher)
+
+
 def load_store(
     store: str | Path,
     *,
@@ -254,11 +263,7 @@ def load_store(
     n_unreadable, warnings = load_warnings(label, counts, torn)
     extent = None
     if engine == "duckdb" and before is not None and path is not None:
-        extent = read_extent(path, before, counts, torn, size)
-        if extent is not None and extent.kind == "jsonl":
-            # the next resume point's digest, hashed while the tables are built (ADR 0094)
-            hasher = PrefixHasher.of_path(path, extent.device, extent.inode, end=extent.end)
-            extent = replace(extent, prefix_hasher=hasher)
+        extent = _hashing_its_prefix(read_extent(path, before, counts, torn, size), path)
     return LoadedStore(
         connection=connection,
         path=label,

@@ -14,14 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from llm_council.bias_audit.report.load.raw_records import RecordCounts
-
-if TYPE_CHECKING:  # prefix_hasher imports this module
-    from llm_council.bias_audit.report.load.prefix_hasher import PrefixHasher
 
 #: the version of the session rules (:mod:`.raw_records`) a prefix's counts were made
 #: with; a change of the rules changes what a prefix yields without changing its bytes
@@ -160,5 +157,5 @@ class ReadExtent:
     files: tuple[PartFile, ...] = ()
     base: ResumePoint | None = None
     base_summaries: Any = None
-    prefix_hasher: PrefixHasher | None = None
+    prefix_hasher: Any = None  # a PrefixHasher (its module imports this one)
     appending: bool = False
