@@ -15,7 +15,7 @@ import pytest
 from bias_audit.report.report_numbers import assert_same_numbers
 from generators.independent_council import CouncilSpec, generate_sessions, write_store
 from llm_council.bias_audit.report import build_report, render_json
-from llm_council.bias_audit.report.load import parquet_compaction
+from llm_council.bias_audit.report.load import loading, parquet_compaction
 from llm_council.bias_audit.report.load.parquet_compaction import compact_store
 from llm_council.cli.app import _run, app
 from llm_council.errors import RecordError
@@ -371,3 +371,21 @@ def test_stray_part_names_are_read_but_never_numbered(tmp_path: Path, sessions: 
         "part-1.parquet",
         "part-1x.parquet",
     ]
+
+
+def test_a_part_removed_while_a_report_reads_it_is_a_one_line_error(
+    tmp_path: Path, sessions: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A merge removes a day's old parts; a report that listed them just before and reads
+    one just after gets a clear error (run it again), not a DuckDB traceback."""
+    out = tmp_path / "pq"
+    compact_store(_write(tmp_path / "a.jsonl", sessions[:30]), out)
+    real_build_records = loading.build_records
+
+    def merge_in_between(*args: object, **kwargs: object) -> object:
+        (out / "date=2026-01-05" / "part-0.parquet").unlink()  # listed, not yet read again
+        return real_build_records(*args, **kwargs)
+
+    monkeypatch.setattr(loading, "build_records", merge_in_between)
+    with pytest.raises(RecordError, match="a partition file was removed while the report read"):
+        loading.load_store(out)

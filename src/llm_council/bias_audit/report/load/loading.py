@@ -241,9 +241,14 @@ def load_store(
         try:
             before = source_identity(path) if keep and path is not None else None
             torn, appending, size = _read_raw_lines(connection, location, path, since)
-            counts = build_records(
-                connection, since=since, until=until, ordered=reproducible, keep_sessions=keep
-            )
+            try:
+                counts = build_records(
+                    connection, since=since, until=until, ordered=reproducible, keep_sessions=keep
+                )
+            except duckdb.IOException as error:
+                if path is None or not path.is_dir():
+                    raise
+                raise _vanished_part_error(label, error) from None
             compress_large_tables(connection)
             if reproducible:
                 connection.execute("SET threads TO 1")
@@ -268,6 +273,16 @@ def load_store(
         n_incomplete_records=counts.n_incomplete_records,
         read_while_appending=appending,
         extent=extent,
+    )
+
+
+def _vanished_part_error(label: str, error: duckdb.IOException) -> RecordError:
+    """A Parquet file listed at the start of the load and gone before a later pass read it:
+    ``bias-compact`` merging a day removes its old parts (ADR 0093)."""
+    first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
+    return RecordError(
+        f"cannot read the Parquet store {label!r}: a partition file was removed while the "
+        f"report read it (a bias-compact merging a day?); run the report again ({first_line})"
     )
 
 
