@@ -389,3 +389,33 @@ def test_a_part_removed_while_a_report_reads_it_is_a_one_line_error(
     monkeypatch.setattr(loading, "build_records", merge_in_between)
     with pytest.raises(RecordError, match="a partition file was removed while the report read"):
         loading.load_store(out)
+
+
+def test_the_run_that_merges_a_full_day_merges_every_day_of_several_parts(
+    tmp_path: Path, sessions: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next report reads every file once anyway: other days are merged in the same run
+    (here 2026-01-06, which gains nothing), a day of one part is left as it is."""
+    monkeypatch.setattr(parquet_compaction, "MAX_PARTS_PER_DAY", 3)
+    out, store = tmp_path / "pq", tmp_path / "a.jsonl"
+    # one session an hour from 2026-01-05: 06 gets parts 0-2, then 07 gets parts 0-2
+    for n_sessions in (30, 40, 50, 52, 54):
+        assert compact_store(_write(store, sessions[:n_sessions]), out).days_merged == ()
+    names = {day.name: sorted(path.name for path in day.iterdir()) for day in out.glob("date=*")}
+    assert names == {
+        "date=2026-01-05": ["part-0.parquet"],
+        "date=2026-01-06": ["part-0.parquet", "part-1.parquet", "part-2.parquet"],
+        "date=2026-01-07": ["part-0.parquet", "part-1.parquet", "part-2.parquet"],
+    }
+    untouched = _identities(out)["date=2026-01-05/part-0.parquet"]
+    merged = compact_store(_write(store, sessions[:56]), out)
+    assert merged.days_written == ("2026-01-07",)
+    assert merged.days_merged == ("2026-01-06", "2026-01-07")
+    assert sorted(_identities(out)) == [
+        "date=2026-01-05/part-0.parquet",
+        "date=2026-01-06/part-3.parquet",
+        "date=2026-01-07/part-3.parquet",
+    ]
+    assert _identities(out)["date=2026-01-05/part-0.parquet"] == untouched
+    assert _files_per_session(out) == {session.session_id: 1 for session in sessions[:56]}
+    assert _parquet_rows(out) == sorted((s.session_id, len(s.records())) for s in sessions[:56])

@@ -11,7 +11,8 @@ Append-only (ADR 0093): a day that gains sessions gets a new part file holding o
 already there are never touched, so the report's tail load (ADR 0081) reads only the new
 file. A day that would hold more than :data:`MAX_PARTS_PER_DAY` parts is merged instead:
 its parts and its new sessions into one new file, then the old parts removed (a reader in
-between sees those sessions twice, and the loader pools them once with a warning).
+between sees those sessions twice, and the loader pools them once with a warning); the
+same run merges every other day holding more than one part.
 Incomplete sessions (schema version 2 lines short of ``session_n_records``, e.g. a
 session still being written) are not compacted: a later run picks them up once whole.
 """
@@ -54,8 +55,9 @@ from llm_council.errors import RecordError
 
 LOCK_NAME = ".compact.lock"
 LOCK_TIMEOUT_S = 60.0
-#: a day that would hold more part files is merged into one instead (ADR 0093): hourly
-#: compaction merges a busy day once a day, and a reader opens at most 16 files a day
+#: a day that would hold more part files is merged into one instead, and so is every
+#: other day holding more than one (ADR 0093): hourly compaction merges once a day, and
+#: a reader opens at most 16 files of any day
 MAX_PARTS_PER_DAY = 16
 #: the row order within every part file
 ROW_ORDER = "ORDER BY session_id, reviewer_id, model_id"
@@ -176,29 +178,43 @@ def _parts_select(connection: duckdb.DuckDBPyConnection, parts: list[Path]) -> s
     )
 
 
-def _write_day(connection: duckdb.DuckDBPyConnection, root: Path, day: str) -> bool:
-    """Add the new sessions of ``day`` as its next part file, or, when the day would then
-    hold more than :data:`MAX_PARTS_PER_DAY` parts, merge its parts and them into one
-    file; returns whether it merged.
+def _days_to_merge(root: Path, days: list[str], new_days: list[str]) -> set[str]:
+    """The days this run merges into one file each: none, unless a day that gains sessions
+    would hold more than :data:`MAX_PARTS_PER_DAY` parts; then every day that would hold
+    more than one. The next report reads every file once anyway (a saved file is gone),
+    so the other days' merges cost it nothing, and past days stop piling up parts."""
+    gaining = set(new_days)
+    n_parts = {day: len(numbered_parts(_day_directory(root, day))) for day in days}
+    if not any(n_parts[day] >= MAX_PARTS_PER_DAY for day in gaining):
+        return set()
+    return {day for day in days if n_parts[day] + (day in gaining) > 1}
+
+
+def _append_day(connection: duckdb.DuckDBPyConnection, root: Path, day: str) -> None:
+    """Write the new sessions of ``day`` as its next part file."""
+    directory = _day_directory(root, day)
+    query = f"SELECT {', '.join(ALL_COLUMNS)} FROM fresh WHERE day = ? {ROW_ORDER}"
+    write_part(connection, query, [day], next_part(directory))
+
+
+def _merge_day(connection: duckdb.DuckDBPyConnection, root: Path, day: str) -> None:
+    """Write the parts of ``day`` and its new sessions as one new part, then remove the old
+    parts.
 
     The merged file is renamed into place before the old parts are removed: a reader in
     between sees their sessions twice, which the loader pools once with a warning
-    (:func:`~.raw_records.drop_duplicate_records`), never a session missing.
+    (:func:`~.raw_records.drop_duplicate_records`), never a session missing. A run killed
+    in between leaves the same, which the next run finishes (:func:`_finish_killed_merges`).
     """
     directory = _day_directory(root, day)
     parts = numbered_parts(directory)
-    columns = ", ".join(ALL_COLUMNS)
-    fresh = f"SELECT {columns} FROM fresh WHERE day = ?"
-    if len(parts) < MAX_PARTS_PER_DAY:
-        write_part(connection, f"{fresh} {ROW_ORDER}", [day], next_part(directory))
-        return False
     old = f"SELECT {_parts_select(connection, parts)} FROM read_parquet(?, union_by_name = true)"
+    fresh = f"SELECT {', '.join(ALL_COLUMNS)} FROM fresh WHERE day = ?"
     parameters: list[object] = [[str(part) for part in parts], day]
     write_part(connection, f"{old} UNION ALL {fresh} {ROW_ORDER}", parameters, next_part(directory))
     for part in parts:
         part.unlink()
     sync_directory(directory)
-    return True
 
 
 def compact_store(store: str | Path, out_dir: str | Path) -> CompactionResult:
@@ -278,9 +294,13 @@ def _compact_locked(store: str, root: Path) -> CompactionResult:
                 "SELECT DISTINCT day FROM fresh ORDER BY day"
             ).fetchall()
         ]
-        for day in new_days:
-            if _write_day(connection, root, day):
-                days_merged.append(day)
+        merging = _days_to_merge(root, days, new_days)
+        for day in sorted(merging | set(new_days)):
+            if day in merging:
+                _merge_day(connection, root, day)
+            else:
+                _append_day(connection, root, day)
+        days_merged += merging
     except duckdb.Error as error:
         raise RecordError(
             f"cannot compact {redact_url(store)!r} into {str(root)!r}: {error}"
