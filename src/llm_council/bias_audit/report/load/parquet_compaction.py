@@ -151,6 +151,8 @@ def _finish_killed_merges(
            GROUP BY filename, day HAVING bool_and(number < newest)
            ORDER BY filename"""
     ).fetchall()
+    if not superseded:
+        return []
     for filename, _day in superseded:
         Path(str(filename)).unlink()
     for day in sorted({str(day) for _, day in superseded}):
@@ -302,6 +304,10 @@ def _compact_locked(store: str, root: Path) -> CompactionResult:
                 _append_day(connection, root, day)
         days_merged += merging
     except duckdb.Error as error:
+        raise RecordError(
+            f"cannot compact {redact_url(store)!r} into {str(root)!r}: {error}"
+        ) from None
+    except OSError as error:  # a rename, fsync or unlink of a part file
         raise RecordError(
             f"cannot compact {redact_url(store)!r} into {str(root)!r}: {error}"
         ) from None

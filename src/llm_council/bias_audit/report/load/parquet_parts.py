@@ -43,10 +43,14 @@ def numbered_parts(day_directory: Path) -> list[Path]:
 
 
 def next_part(day_directory: Path) -> Path:
-    """``part-N.parquet`` with N one more than the day's highest (``part-0`` for none)."""
-    parts = numbered_parts(day_directory)
-    last = part_number(parts[-1]) if parts else None
-    return day_directory / f"part-{0 if last is None else last + 1}.parquet"
+    """``part-N.parquet`` with N one more than the day's highest (``part-0`` for none); an
+    entry of that form that is not a file (a directory) still takes its number."""
+    taken = (
+        [number for entry in day_directory.iterdir() if (number := part_number(entry)) is not None]
+        if day_directory.is_dir()
+        else []
+    )
+    return day_directory / f"part-{max(taken) + 1 if taken else 0}.parquet"
 
 
 def write_part(
