@@ -35,6 +35,13 @@ def bias_compact(
         f"{result.n_sessions_already_compacted} session(s) were already there",
         file=sys.stderr,
     )
+    if result.days_merged:
+        merged = result.days_merged
+        print(
+            f"merged the part files of {len(merged)} day(s) into one each ({', '.join(merged)}); "
+            "the next incremental bias-report reads the whole store once",
+            file=sys.stderr,
+        )
     if result.n_stale_temporaries_removed:
         print(
             f"removed {result.n_stale_temporaries_removed} stale temporary file(s) left by an "

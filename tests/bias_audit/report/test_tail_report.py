@@ -38,6 +38,7 @@ from llm_council.bias_audit.report import build
 from llm_council.bias_audit.report.analyses import families
 from llm_council.bias_audit.report.analyses.families import dense_table_cells
 from llm_council.bias_audit.report.build import REPORT_STEPS, build_report
+from llm_council.bias_audit.report.load import parquet_compaction
 from llm_council.bias_audit.report.load.parquet_compaction import compact_store
 from llm_council.bias_audit.report.load.session_summaries import (
     SavedSection,
@@ -135,6 +136,35 @@ def test_parquet_new_days_read_only_the_new_files_and_equal_the_cold_report(
         tails.append(len(_events(logs, LOADED)))
         _assert_cold_equal(parquet, report)
     assert tails == [0, 1, 1, 1]
+
+
+def test_parquet_sessions_added_to_a_compacted_day_read_only_the_new_part_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ADR 0093 is for: ``bias-compact`` adds sessions to the last day (and a new day)
+    as new part files, so the next report reads only them; a day merged past the part limit
+    gives one cold report."""
+    monkeypatch.setattr(parquet_compaction, "MAX_PARTS_PER_DAY", 2)
+    sessions = generate_sessions(CouncilSpec(n_members=3, missing_score_rate=0.1), 120, 11)
+    jsonl, parquet = tmp_path / "store.jsonl", tmp_path / "parquet"
+    tails, tail_records = [], []
+    # one session an hour: days 1-3 and 4 hours of day 4, then day 4 grows, then day 5 is
+    # new with day 4 growing again (day 4 would hold 3 parts: merged), then day 5 grows
+    for n_sessions in (76, 80, 100, 104):
+        write_store(jsonl, sessions[:n_sessions])
+        compact_store(jsonl, parquet)
+        report, logs = _logged(lambda: _report(parquet, session_summaries=True))
+        tails.append(len(_events(logs, LOADED)))
+        tail_records += [entry["tail_records"] for entry in _events(logs, LOADED)]
+        _assert_cold_equal(parquet, report)
+        assert report.n_sessions == n_sessions
+    assert tails == [0, 1, 0, 1]
+    assert tail_records == [
+        sum(len(s.records()) for s in sessions[76:80]),
+        sum(len(s.records()) for s in sessions[100:104]),
+    ]
+    day_4 = sorted(parquet.glob("date=*"))[3]
+    assert sorted(path.name for path in day_4.iterdir()) == ["part-2.parquet"]
 
 
 def _other_version(payload: SavedSection) -> SavedSection:

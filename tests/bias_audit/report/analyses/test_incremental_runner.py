@@ -187,7 +187,7 @@ def test_three_compactions_into_parquet_equal_the_cold_report(tmp_path: Path) ->
     for step, cut in enumerate(_cuts(len(lines))):
         _append(jsonl, lines[done:cut])
         done = cut
-        compact_store(jsonl, parquet)  # a day's file is rewritten with the new sessions
+        compact_store(jsonl, parquet)  # the new sessions: a new part file per day (ADR 0093)
         incremental, rebuilt = _incremental(parquet)
         assert rebuilt == (["no verified summary file"] if step == 0 else [])
         assert_same_report(incremental, _cold(parquet))

@@ -21,6 +21,7 @@ from generators.independent_council import CouncilSpec, generate_sessions, write
 from generators.rank_council import RankCouncilSpec
 from generators.rank_council import generate_sessions as rank_sessions
 from generators.rank_council import write_store as write_rank_store
+from llm_council.bias_audit.report.load import parquet_compaction
 from llm_council.bias_audit.report.load.loading import load_store
 from llm_council.bias_audit.report.load.parquet_compaction import compact_store
 from llm_council.bias_audit.report.load.session_summaries import read_summaries, summaries_path
@@ -279,27 +280,36 @@ def test_a_symlinked_store_reads_its_target_s_tail(tmp_path: Path) -> None:
     assert _assert_equals_full_load(link)
 
 
-def test_parquet_reads_only_new_day_files_and_a_rewritten_day_forces_a_cold_run(
-    tmp_path: Path,
+def test_parquet_reads_only_new_part_files_and_a_merged_day_forces_one_cold_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``bias-compact`` adds a day's file for a new day (the tail load reads it alone) and
-    rewrites a day's file that gains sessions (a cold run)."""
-    sessions = generate_sessions(CouncilSpec(n_members=3, missing_score_rate=0.1), 96, 11)
+    """``bias-compact`` adds a part file for each day that gains sessions, a new day or one
+    already compacted, and the tail load reads the new files alone (ADR 0093); a day merged
+    past ``MAX_PARTS_PER_DAY`` removes saved files: one cold run, then the tail again."""
+    monkeypatch.setattr(parquet_compaction, "MAX_PARTS_PER_DAY", 3)
+    sessions = generate_sessions(CouncilSpec(n_members=3, missing_score_rate=0.1), 108, 11)
     jsonl, parquet = tmp_path / "store.jsonl", tmp_path / "parquet"
     used = []
-    for n_sessions in (48, 72, 84):  # one session an hour: days 1-2, day 3, half of day 4
+    # one session an hour: days 1-2, day 3, then day 4 three times (its parts 0, 1, 2)
+    for n_sessions in (48, 72, 78, 84, 90):
         write_store(jsonl, sessions[:n_sessions])
         compact_store(jsonl, parquet)
         used.append(_assert_equals_full_load(parquet))
-    assert used == [False, True, True]
-    write_store(jsonl, sessions[:90])  # day 4 gains sessions: its file is rewritten
-    compact_store(jsonl, parquet)
+    assert used == [False, True, True, True, True]
+    day_4 = sorted(parquet.glob("date=*"))[3]
+    assert sorted(path.name for path in day_4.iterdir()) == [f"part-{n}.parquet" for n in range(3)]
+    write_store(jsonl, sessions[:96])  # day 4 would hold 4 parts: merged into part-3
+    assert compact_store(jsonl, parquet).days_merged == (day_4.name.removeprefix("date="),)
     used_tail, refusals = _refusals(lambda: _assert_equals_full_load(parquet))
     assert used_tail is False
     assert refusals[0].endswith("was removed or rewritten")
     saved = read_summaries(parquet)
     assert saved is not None and saved.resume is not None
+    assert [part.path for part in saved.resume.files][3] == f"{day_4.name}/part-3.parquet"
     assert len(saved.resume.files) == 4
+    write_store(jsonl, sessions[:102])  # day 5: after the cold run, the tail load again
+    compact_store(jsonl, parquet)
+    assert _assert_equals_full_load(parquet)
 
 
 def test_a_parquet_file_edited_with_its_size_and_time_kept_forces_a_cold_run(

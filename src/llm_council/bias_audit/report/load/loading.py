@@ -251,8 +251,8 @@ def load_store(
         try:
             before = source_identity(path) if keep and path is not None else None
             torn, appending, size = _read_raw_lines(connection, location, path, since)
-            counts = build_records(
-                connection, since=since, until=until, ordered=reproducible, keep_sessions=keep
+            counts = _build_records_of(
+                connection, path, label, since=since, until=until, ordered=reproducible, keep=keep
             )
             compress_large_tables(connection)
             if reproducible:
@@ -279,6 +279,34 @@ def load_store(
         read_while_appending=appending,
         extent=extent,
     )
+
+
+def _build_records_of(
+    connection: duckdb.DuckDBPyConnection,
+    path: Path | None,
+    label: str,
+    *,
+    since: datetime | None,
+    until: datetime | None,
+    ordered: bool,
+    keep: bool,
+) -> RecordCounts:
+    """:func:`~.raw_records.build_records`; a Parquet file listed at the start of the load
+    and gone before a later pass read it (``bias-compact`` merging a day removes its old
+    parts, ADR 0093) is a :class:`RecordError`, not a DuckDB traceback."""
+    try:
+        return build_records(
+            connection, since=since, until=until, ordered=ordered, keep_sessions=keep
+        )
+    except duckdb.IOException as error:
+        if path is None or not path.is_dir():
+            raise
+        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise RecordError(
+            f"cannot read the Parquet store {label!r}: a partition file was removed while "
+            f"the report read it (a bias-compact merging a day?); run the report again "
+            f"({first_line})"
+        ) from None
 
 
 def _read_raw_lines(

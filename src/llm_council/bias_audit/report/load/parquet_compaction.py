@@ -1,21 +1,24 @@
 """Compact the bias-audit store into Parquet, partitioned by day (hive layout).
 
-``DIR/date=YYYY-MM-DD/part-0.parquet`` holds every compacted record whose session ended
-on that day (UTC); a session's records all carry its end time, so a session never
+``DIR/date=YYYY-MM-DD/part-N.parquet`` files hold every compacted record whose session
+ended on that day (UTC); a session's records all carry its end time, so a session never
 straddles two partitions and ``--since`` can skip whole days without opening them.
 
-Idempotent: a session already in its day's file is never written again, so running the
-compaction twice, or on a store that grew, leaves each session exactly once. Only days
-that gain sessions are rewritten: the day's file and the new sessions are written to a
-hidden temporary file in the partition, which then replaces ``part-0.parquet`` in one
-``os.replace`` (a reader, or a crash, sees the old file or the new one, never half).
+Idempotent: a session already in one of its day's files is never written again, so
+running the compaction twice, or on a store that grew, leaves each session exactly once.
+Append-only (ADR 0093): a day that gains sessions gets a new part file holding only them
+(:mod:`.parquet_parts`: a hidden temporary file, fsynced, renamed into place); the files
+already there are never touched, so the report's tail load (ADR 0081) reads only the new
+file. A day that would hold more than :data:`MAX_PARTS_PER_DAY` parts is merged instead:
+its parts and its new sessions into one new file, then the old parts removed (a reader in
+between sees those sessions twice, and the loader pools them once with a warning); the
+same run merges every other day holding more than one part.
 Incomplete sessions (schema version 2 lines short of ``session_n_records``, e.g. a
 session still being written) are not compacted: a later run picks them up once whole.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +26,14 @@ import duckdb
 from filelock import FileLock, Timeout
 
 from llm_council.bias_audit.records.jsonl_snapshot import read_jsonl_snapshot
+from llm_council.bias_audit.report.load.parquet_parts import (
+    next_part,
+    numbered_parts,
+    part_number,
+    remove_stale_temporaries,
+    sync_directory,
+    write_part,
+)
 from llm_council.bias_audit.report.load.raw_records import (
     ALL_COLUMNS,
     KEEP_COMPLETE,
@@ -34,6 +45,7 @@ from llm_council.bias_audit.report.load.raw_records import (
     incomplete_counts,
 )
 from llm_council.bias_audit.report.load.record_sources import (
+    PART_GLOB,
     PARTITION_PREFIX,
     is_postgres_url,
     read_postgres,
@@ -41,9 +53,14 @@ from llm_council.bias_audit.report.load.record_sources import (
 )
 from llm_council.errors import RecordError
 
-PART_NAME = "part-0.parquet"
 LOCK_NAME = ".compact.lock"
 LOCK_TIMEOUT_S = 60.0
+#: a day that would hold more part files is merged into one instead, and so is every
+#: other day holding more than one (ADR 0093): hourly compaction merges once a day, and
+#: a reader opens at most 16 files of any day
+MAX_PARTS_PER_DAY = 16
+#: the row order within every part file
+ROW_ORDER = "ORDER BY session_id, reviewer_id, model_id"
 
 
 @dataclass(frozen=True)
@@ -63,37 +80,9 @@ class CompactionResult:
     n_bad_scores: int = 0  # records whose score is not a usable number (BAD_SCORE)
     n_duplicate_records: int = 0  # lines of sessions found more than once, compacted once
     n_stale_temporaries_removed: int = 0  # left by a compaction that was killed
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
-
-
-def remove_stale_temporaries(root: Path) -> int:
-    """Delete the temporary day files (``.part-0.parquet.PID.tmp``) of compactions that
-    were killed (issue 26 item 7); returns how many.
-
-    Runs under the directory's lock, so no other compaction of ``root`` is writing; a file
-    whose PID is this process or a live process is left alone all the same.
-    """
-    removed = 0
-    prefix, suffix = f".{PART_NAME}.", ".tmp"
-    for temporary in root.glob(f"{PARTITION_PREFIX}*/{prefix}*{suffix}"):
-        pid_text = temporary.name.removeprefix(prefix).removesuffix(suffix)
-        if not pid_text.isdigit():
-            continue
-        pid = int(pid_text)
-        if pid == os.getpid() or _process_alive(pid):
-            continue
-        temporary.unlink(missing_ok=True)
-        removed += 1
-    return removed
+    #: days whose part files were merged into one (more than MAX_PARTS_PER_DAY, or the
+    #: rest of a merge a killed compaction had begun)
+    days_merged: tuple[str, ...] = ()
 
 
 def _read_source(connection: duckdb.DuckDBPyConnection, store: str) -> None:
@@ -107,42 +96,127 @@ def _read_source(connection: duckdb.DuckDBPyConnection, store: str) -> None:
     read_jsonl_snapshot(connection, path, ALL_COLUMNS)
 
 
-def _day_file(out_dir: Path, day: str) -> Path:
-    return out_dir / f"{PARTITION_PREFIX}{day}" / PART_NAME
+def _day_directory(out_dir: Path, day: str) -> Path:
+    return out_dir / f"{PARTITION_PREFIX}{day}"
 
 
-def _existing_sessions(connection: duckdb.DuckDBPyConnection, files: list[Path]) -> None:
-    """``compacted(session_id)``: the sessions already in the given day files."""
-    connection.execute("CREATE OR REPLACE TEMP TABLE compacted (session_id VARCHAR)")
+def _existing_sessions(connection: duckdb.DuckDBPyConnection, root: Path, days: list[str]) -> None:
+    """``compacted_parts(session_id, filename)``: the sessions in every part file of
+    ``days``, the files readers read (``part-*.parquet``, numbered or not)."""
+    files = [
+        str(file)
+        for day in days
+        for file in sorted(_day_directory(root, day).glob(PART_GLOB))
+        if file.is_file()
+    ]
+    connection.execute(
+        "CREATE OR REPLACE TEMP TABLE compacted_parts (session_id VARCHAR, filename VARCHAR)"
+    )
     if files:
         connection.execute(
-            "INSERT INTO compacted SELECT DISTINCT session_id FROM read_parquet(?)",
-            [[str(file) for file in files]],
+            """INSERT INTO compacted_parts
+               SELECT DISTINCT session_id, filename
+               FROM read_parquet(?, filename = true, union_by_name = true)
+               WHERE session_id IS NOT NULL""",
+            [files],
         )
 
 
-def _write_day(connection: duckdb.DuckDBPyConnection, target: Path, day: str) -> None:
-    """Rewrite one day's file as its old records plus the new sessions of that day."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    columns = ", ".join(ALL_COLUMNS)
-    old = f"SELECT {columns} FROM read_parquet(?) UNION ALL " if target.exists() else ""
-    parameters: list[object] = [str(target)] if target.exists() else []
-    parameters.append(day)
-    try:
-        connection.execute(
-            f"""COPY ({old}SELECT {columns} FROM fresh WHERE day = ?
-                      ORDER BY session_id, reviewer_id, model_id)
-                TO '{str(temporary).replace("'", "''")}' (FORMAT parquet, COMPRESSION zstd)""",
-            parameters,
-        )
-        with open(temporary, "rb") as written:
-            os.fsync(written.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        # a full disk or an interrupt: the day keeps its old file, no half file is left
-        temporary.unlink(missing_ok=True)
-        raise
+def _finish_killed_merges(
+    connection: duckdb.DuckDBPyConnection, root: Path, days: list[str]
+) -> list[str]:
+    """Remove the numbered parts whose every session is also in a later part of their day,
+    what a merge killed between its rename and its unlinks leaves; returns their days.
+
+    An appended part holds only sessions no other part holds, so it is never one of them.
+    """
+    numbered = [
+        (str(part), day, part_number(part))
+        for day in days
+        for part in numbered_parts(_day_directory(root, day))
+    ]
+    if len(numbered) < 2:
+        return []
+    connection.execute(
+        "CREATE OR REPLACE TEMP TABLE numbered (filename VARCHAR, day VARCHAR, number BIGINT)"
+    )
+    connection.executemany("INSERT INTO numbered VALUES (?, ?, ?)", numbered)
+    superseded = connection.execute(
+        """WITH per_file AS (
+               SELECT session_id, filename, day, number
+               FROM compacted_parts JOIN numbered USING (filename)),
+           newest AS (
+               SELECT session_id, day, max(number) AS newest FROM per_file GROUP BY ALL)
+           SELECT filename, day FROM per_file JOIN newest USING (session_id, day)
+           GROUP BY filename, day HAVING bool_and(number < newest)
+           ORDER BY filename"""
+    ).fetchall()
+    if not superseded:
+        return []
+    for filename, _day in superseded:
+        Path(str(filename)).unlink()
+    for day in sorted({str(day) for _, day in superseded}):
+        sync_directory(_day_directory(root, day))
+    connection.execute(
+        "DELETE FROM compacted_parts WHERE filename IN (SELECT unnest(?))",
+        [[str(filename) for filename, _ in superseded]],
+    )
+    return sorted({str(day) for _, day in superseded})
+
+
+def _parts_select(connection: duckdb.DuckDBPyConnection, parts: list[Path]) -> str:
+    """The columns of :data:`ALL_COLUMNS` from ``parts`` (NULL where a part of an older
+    version has none, ADR 0062), for ``read_parquet(?, union_by_name = true)``."""
+    present = {
+        str(row[0])
+        for row in connection.execute(
+            "DESCRIBE SELECT * FROM read_parquet(?, union_by_name = true)",
+            [[str(part) for part in parts]],
+        ).fetchall()
+    }
+    return ", ".join(
+        f"CAST({name} AS {kind}) AS {name}" if name in present else f"NULL::{kind} AS {name}"
+        for name, kind in ALL_COLUMNS.items()
+    )
+
+
+def _days_to_merge(root: Path, days: list[str], new_days: list[str]) -> set[str]:
+    """The days this run merges into one file each: none, unless a day that gains sessions
+    would hold more than :data:`MAX_PARTS_PER_DAY` parts; then every day that would hold
+    more than one. The next report reads every file once anyway (a saved file is gone),
+    so the other days' merges cost it nothing, and past days stop piling up parts."""
+    gaining = set(new_days)
+    n_parts = {day: len(numbered_parts(_day_directory(root, day))) for day in days}
+    if not any(n_parts[day] >= MAX_PARTS_PER_DAY for day in gaining):
+        return set()
+    return {day for day in days if n_parts[day] + (day in gaining) > 1}
+
+
+def _append_day(connection: duckdb.DuckDBPyConnection, root: Path, day: str) -> None:
+    """Write the new sessions of ``day`` as its next part file."""
+    directory = _day_directory(root, day)
+    query = f"SELECT {', '.join(ALL_COLUMNS)} FROM fresh WHERE day = ? {ROW_ORDER}"
+    write_part(connection, query, [day], next_part(directory))
+
+
+def _merge_day(connection: duckdb.DuckDBPyConnection, root: Path, day: str) -> None:
+    """Write the parts of ``day`` and its new sessions as one new part, then remove the old
+    parts.
+
+    The merged file is renamed into place before the old parts are removed: a reader in
+    between sees their sessions twice, which the loader pools once with a warning
+    (:func:`~.raw_records.drop_duplicate_records`), never a session missing. A run killed
+    in between leaves the same, which the next run finishes (:func:`_finish_killed_merges`).
+    """
+    directory = _day_directory(root, day)
+    parts = numbered_parts(directory)
+    old = f"SELECT {_parts_select(connection, parts)} FROM read_parquet(?, union_by_name = true)"
+    fresh = f"SELECT {', '.join(ALL_COLUMNS)} FROM fresh WHERE day = ?"
+    parameters: list[object] = [[str(part) for part in parts], day]
+    write_part(connection, f"{old} UNION ALL {fresh} {ROW_ORDER}", parameters, next_part(directory))
+    for part in parts:
+        part.unlink()
+    sync_directory(directory)
 
 
 def compact_store(store: str | Path, out_dir: str | Path) -> CompactionResult:
@@ -200,19 +274,19 @@ def _compact_locked(store: str, root: Path) -> CompactionResult:
                 "SELECT DISTINCT day FROM dated WHERE day IS NOT NULL ORDER BY day"
             ).fetchall()
         ]
-        _existing_sessions(
-            connection, [_day_file(root, day) for day in days if _day_file(root, day).exists()]
-        )
+        _existing_sessions(connection, root, days)
+        days_merged = _finish_killed_merges(connection, root, days)
         connection.execute(
             # a view, not a copy: the day files are written from ``dated`` directly
             """CREATE TEMP VIEW fresh AS
                SELECT * FROM dated
-               WHERE day IS NOT NULL AND session_id NOT IN (SELECT session_id FROM compacted)"""
+               WHERE day IS NOT NULL
+                 AND session_id NOT IN (SELECT session_id FROM compacted_parts)"""
         )
         summary = connection.execute(
             """SELECT count(DISTINCT session_id), count(*),
                       (SELECT count(DISTINCT session_id) FROM dated
-                       WHERE session_id IN (SELECT session_id FROM compacted))
+                       WHERE session_id IN (SELECT session_id FROM compacted_parts))
                FROM fresh"""
         ).fetchone()
         assert summary is not None
@@ -222,9 +296,18 @@ def _compact_locked(store: str, root: Path) -> CompactionResult:
                 "SELECT DISTINCT day FROM fresh ORDER BY day"
             ).fetchall()
         ]
-        for day in new_days:
-            _write_day(connection, _day_file(root, day), day)
+        merging = _days_to_merge(root, days, new_days)
+        for day in sorted(merging | set(new_days)):
+            if day in merging:
+                _merge_day(connection, root, day)
+            else:
+                _append_day(connection, root, day)
+        days_merged += merging
     except duckdb.Error as error:
+        raise RecordError(
+            f"cannot compact {redact_url(store)!r} into {str(root)!r}: {error}"
+        ) from None
+    except OSError as error:  # a rename, fsync or unlink of a part file
         raise RecordError(
             f"cannot compact {redact_url(store)!r} into {str(root)!r}: {error}"
         ) from None
@@ -244,4 +327,5 @@ def _compact_locked(store: str, root: Path) -> CompactionResult:
         n_bad_scores=int(bad[0]) if bad is not None else 0,
         n_duplicate_records=n_duplicates,
         n_stale_temporaries_removed=n_stale,
+        days_merged=tuple(sorted(set(days_merged))),
     )

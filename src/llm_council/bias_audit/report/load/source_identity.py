@@ -2,8 +2,9 @@
 
 Taken before a load and checked after it, so a resume point never describes a file that
 changed while it was read. A Parquet file's identity includes the SHA-256 of its bytes
-(compressed, about 40 MB at 1M records): ``bias-compact`` rewrites a day's file in place
-of the old one, and a file edited with its size and time kept is still caught.
+(compressed, about 40 MB at 1M records): ``bias-compact`` adds new part files and never
+rewrites one (ADR 0093), but a merged day's new file or a file edited with its size and
+time kept must still be caught.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 A JSONL store is append-only: the summary records the file's device and inode, its size
 when read and the SHA-256 of the (up to) 64 KiB before that size. The store extends it
 when it is still that file, at least that long, with those bytes in place. A Parquet
-store's day file is rewritten when ``bias-compact`` adds sessions to its day (the old
-sessions kept as they were), so there the summary records the partition files' paths
-under the store, and the store extends it while every one is still there. Anything else
+store grows by new part files (``bias-compact`` appends, ADR 0093; a merged day's old
+parts are removed), so there the summary records the partition files' paths under the
+store, and the store extends it while every one is still there. Anything else
 (a store replaced, truncated, rewritten; a partition file removed) does not extend it,
 and the summaries are rebuilt. Only the tail of a JSONL prefix is hashed, as in ADR
 0052; an edit elsewhere, and any edit of a Parquet file, is caught by the per-session
