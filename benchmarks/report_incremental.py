@@ -111,6 +111,9 @@ def steps_child(store: str) -> None:
     from llm_council.bias_audit.report.load.loading import load_store
     from llm_council.bias_audit.report.load.tables import create_analysis_tables
     from llm_council.bias_audit.report.load.tail_load import load_tail, tail_options
+    from llm_council.infra.log_setup import ensure_default_logging
+
+    ensure_default_logging()  # the report's logging: stderr, so stdout holds the JSON alone
 
     timings: dict[str, list[float]] = {}
 
