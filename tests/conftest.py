@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import structlog
 
+import blas_kernels  # noqa: F401  (first: pins OpenBLAS's kernels before numpy loads)
 from llm_council.config import CouncilConfig, CouncilMember
 from llm_council.errors import ProviderError
 from llm_council.providers.base import Completion, CompletionRequest, Provider

@@ -120,6 +120,17 @@ def test_a_session_id_that_is_not_short_text_is_one_line(store: Path, bad: Any) 
     _one_line(raised)
 
 
+def test_a_session_id_with_a_lone_surrogate_is_one_line_and_nothing_is_written(
+    store: Path,
+) -> None:
+    """Before: accepted here, then the record writer failed on it (``surrogates not
+    allowed``, naming no field)."""
+    with pytest.raises(InputError, match="^session_id holds a lone UTF-16 surrogate") as raised:
+        audit_external(_stage1(), _stage2(RANKED), LABELS, session_id="web-\ud800-1")
+    _one_line(raised)
+    assert not store.exists() or store.read_bytes() == b""
+
+
 def test_a_reused_session_id_is_refused_and_the_first_session_stays_usable(
     store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -51,6 +51,7 @@ from llm_council.results import (
     Review,
     Synthesis,
 )
+from llm_council.storable_text import require_storable
 
 DEFAULT_SCORE_SCALE = (1.0, 10.0)
 #: the largest scale end accepted: the report's bound on a score's size
@@ -263,6 +264,8 @@ def external_event(
                 f"{name} must be a non-empty text of at most {MAX_ID_CHARS} characters, "
                 f"got {type(value).__name__} {value!r:.60}"
             )
+        if value is not None:
+            require_storable(name, value)
     answers = external_answers(stage1)
     if not _is_list(stage2):
         raise InputError(

@@ -18,6 +18,7 @@ from llm_council.bias_audit.session.moderated_noise import ModeratedNoise
 from llm_council.bias_audit.session.score_table import ScoreTable
 from llm_council.bias_audit.session.session_model import SessionModel, finite_or_none
 from llm_council.bias_audit.session.thresholds import AuditThresholds
+from llm_council.stats.inference.effect_floors import reaches_floor
 from llm_council.stats.sessions.moderated_session_tests import step_down_moderated_offsets
 from llm_council.stats.sessions.session_test_batch import SessionTests
 from llm_council.stats.sessions.session_tests import (
@@ -123,7 +124,7 @@ def leniency_family(
             v.p_value_adjusted
             for v in verdicts
             if v.p_value_adjusted is not None
-            and abs(v.estimate) >= thresholds.reviewer_offset_floor
+            and reaches_floor(abs(v.estimate), thresholds.reviewer_offset_floor)
         ]
     if rank_only:
         return LeniencyOutcome(

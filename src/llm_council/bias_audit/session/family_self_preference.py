@@ -32,6 +32,7 @@ from llm_council.bias_audit.session.session_model import (
 )
 from llm_council.bias_audit.session.thresholds import AuditThresholds
 from llm_council.stats.design.additive_model import AdditiveFit
+from llm_council.stats.inference.effect_floors import reaches_floor
 from llm_council.stats.numerics.identity_memo import IdentityMemo
 from llm_council.stats.reviewers.reviewer_noise import estimate_reviewer_noise
 from llm_council.stats.sessions.moderated_session_tests import moderate
@@ -79,12 +80,12 @@ class SelfPreferenceOutcome:
 
     def _reaches_floor(self, name: str) -> bool:
         estimate = self.adjusted.get(name)
-        return estimate is not None and estimate >= self.floor
+        return estimate is not None and reaches_floor(estimate, self.floor)
 
     def _pooled_adjusted(self) -> float | None:
         if self.pooled_flag_factor is None or self.pooled_p_value is None:
             return None
-        if self.pooled_estimate is None or self.pooled_estimate < self.floor:
+        if self.pooled_estimate is None or not reaches_floor(self.pooled_estimate, self.floor):
             return None
         return min(1.0, self.pooled_flag_factor * self.pooled_p_value)
 

@@ -34,6 +34,7 @@ from llm_council.bias_audit.session.family_leniency import LeniencyOutcome
 from llm_council.bias_audit.session.family_self_preference import SelfPreferenceOutcome
 from llm_council.bias_audit.session.moderated_noise import ModeratedNoise
 from llm_council.bias_audit.session.thresholds import AuditThresholds
+from llm_council.stats.inference.effect_floors import reaches_floor
 
 #: ``indicator_only["history_check"]`` when the session-only path checked the history's
 HISTORY_CHECK_NOTE = (
@@ -102,7 +103,7 @@ def checked_leniency(
         for name, p in p_values.items()
         if p is not None
         and history.offsets.get(name) is not None
-        and abs(history.offsets[name]) >= offset_floor  # type: ignore[arg-type]
+        and reaches_floor(abs(history.offsets[name]), offset_floor)  # type: ignore[arg-type]
     ]
     named = history.detected or session.detected
     return dataclasses.replace(

@@ -20,6 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from llm_council.stats.design.additive_model import AdditiveFit
 from llm_council.stats.design.design_cache import fit_additive_two_way_cached
+from llm_council.stats.inference.effect_floors import reaches_floor
 from llm_council.stats.numerics.identity_memo import IdentityMemo
 from llm_council.stats.reviewers.moderated_variance import (
     ModeratedTests,
@@ -388,7 +389,7 @@ def step_down_moderated_offsets(
             (float(adjusted[local]), local)
             for local in range(len(remaining))
             if adjusted[local] == adjusted[local]
-            and abs(float(tests.estimates[local])) >= effect_floor
+            and reaches_floor(abs(float(tests.estimates[local])), effect_floor)
         ]
         if len(remaining) == 2:
             farther = int(np.argmax(np.abs(robust[remaining])))

@@ -23,6 +23,7 @@ from numpy.typing import ArrayLike
 
 from llm_council.stats.design.additive_model import AdditiveFit
 from llm_council.stats.design.design_cache import fit_additive_two_way_cached
+from llm_council.stats.inference.effect_floors import reaches_floor
 from llm_council.stats.numerics.special_functions import stdtr
 from llm_council.stats.reviewers.reviewer_noise import (
     NoiseAwareTest,
@@ -397,7 +398,7 @@ def step_down_reviewer_offsets(
         eligible = [
             (test.p_value_adjusted, local)
             for local, test in enumerate(tests)
-            if test.p_value_adjusted is not None and abs(test.estimate) >= effect_floor
+            if test.p_value_adjusted is not None and reaches_floor(abs(test.estimate), effect_floor)
         ]
         if not eligible:
             break
