@@ -532,6 +532,7 @@ ROOT_TEST_FILES = frozenset(
         "test_aggregate.py",
         "test_anonymize.py",
         "test_bias_checks.py",
+        "test_blas_kernels.py",
         "test_call_pricing.py",
         "test_check_scheduling.py",
         "test_config.py",
