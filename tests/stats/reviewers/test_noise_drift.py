@@ -10,6 +10,8 @@ from scipy import stats
 
 from llm_council.stats.design.design_cache import fit_additive_two_way_cached
 from llm_council.stats.reviewers.noise_drift import (
+    TIE_TOLERANCE,
+    clearly_below,
     council_noise_drift,
     residual_sum_of_squares_moments,
     reviewer_noise_given_others,
@@ -329,3 +331,41 @@ def test_a_reviewer_without_residual_information_has_no_estimate() -> None:
     estimates = reviewer_noise_given_others(annihilator, fit.rows, fit.residuals, np.ones(4))
     assert math.isnan(estimates[3])  # reviewer 3 has no cell in the fit
     assert np.all(np.isfinite(estimates[:3]))
+
+
+@pytest.mark.parametrize("nudge", [-1e-15, 1e-15])
+def test_a_tie_goes_to_the_lowest_index_whatever_the_last_bits(
+    nudge: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ADR 0095: three reviewers with the same residuals and the same history tie exactly;
+    BLAS kernels leave their p-values ~1e-15 apart in either order, and the first reviewer
+    moved used to follow those bits (a 3-member council's audit then read a pooled
+    self-preference of -0.24 on one CPU and +0.24 on another)."""
+    import llm_council.stats.reviewers.noise_drift as noise_drift
+
+    exact = noise_drift.variance_ratio_p_value
+
+    def rounded(ratio: float, numerator_df: float, denominator_df: float, **kw: str) -> float:
+        p_value = exact(ratio, numerator_df, denominator_df, **kw)
+        return p_value * (1.0 + nudge * calls.pop(0))
+
+    calls = [0.0, 1.0, 2.0] * 4  # reviewer 2 lowest with a negative nudge, 0 with a positive
+    monkeypatch.setattr(noise_drift, "variance_ratio_p_value", rounded)
+    drift = step_down_noise_drift(
+        np.eye(6),
+        np.array([0, 0, 1, 1, 2, 2]),
+        np.full(6, 2.0),  # RSS 8 each against an expectation of 2 x 1: a ratio of 4
+        np.ones(3),
+        np.full(3, 10.0),
+        np.ones(3),
+        np.ones(3, dtype=bool),
+        level=0.2,
+    )
+    assert drift.moved[0] == 0
+
+
+def test_clearly_below_needs_more_than_the_tolerance() -> None:
+    assert clearly_below(0.1, 0.2)
+    assert not clearly_below(0.1 * (1 - TIE_TOLERANCE / 2), 0.1)
+    assert clearly_below(0.1 * (1 - 2 * TIE_TOLERANCE), 0.1)
+    assert not clearly_below(0.2, 0.1)

@@ -61,6 +61,17 @@ def variance_ratio_p_value(
     return min(1.0, 2.0 * min(lower, upper))
 
 
+#: p-values this close (relative) count as tied: an exact tie comes out of a fit's
+#: rounding up to about 1e-14 apart, in either order (ADR 0095)
+TIE_TOLERANCE = 1e-9
+
+
+def clearly_below(p_value: float, best: float) -> bool:
+    """``p_value < best`` by more than :data:`TIE_TOLERANCE` (relative): a step-down that
+    scans candidates in index order then gives a tie to the lowest index."""
+    return p_value < best * (1.0 - TIE_TOLERANCE)
+
+
 #: each reviewer's columns of a read-only annihilator (the same in every step of a screen,
 #: and for a council's designs in every session; ADR 0075)
 _REVIEWER_COLUMNS: IdentityMemo[list[FloatArray]] = IdentityMemo(16)
@@ -279,9 +290,12 @@ def step_down_noise_drift(
     current variances, :func:`residual_sum_of_squares_moments`) is referred to
     :math:`F(\nu_r, d_{0r})`, two-sided or upper-tailed (``alternative``,
     :func:`variance_ratio_p_value`); the reviewer with
-    the smallest p-value below ``level`` is marked moved, its variance in the others'
-    expectations becomes its ``replacement_variances`` entry (the variance the audit
-    will use for it), and the rest are tested again, until none is below ``level``.
+    the smallest p-value below ``level`` is marked moved (a tie, p-values within
+    :data:`TIE_TOLERANCE` of each other, goes to the lowest index: integer scores make
+    exact ties, which different BLAS kernels used to break differently, ADR 0095), its
+    variance in the others' expectations becomes its ``replacement_variances`` entry (the
+    variance the audit will use for it), and the rest are tested again, until none is below
+    ``level``.
     Replacing it matters: one judge gone noisy raises its neighbours' residuals, which
     would otherwise move them too. The level is per step, not family-wise: a reviewer
     marked moved only loses its history (its tests keep their level), a missed one
@@ -339,7 +353,11 @@ def step_down_noise_drift(
                 dfs[reviewer],
                 p_value,
             )
-            if p_value == p_value and p_value < level and (best is None or p_value < best[0]):
+            if (
+                p_value == p_value
+                and p_value < level
+                and (best is None or clearly_below(p_value, best[0]))
+            ):
                 best = (p_value, reviewer)
         if best is None:
             return NoiseDrift(moved, ratios, session_dfs, p_values)
