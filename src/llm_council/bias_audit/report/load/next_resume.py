@@ -18,12 +18,10 @@ every file read.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import duckdb
 import numpy as np
@@ -41,7 +39,6 @@ from llm_council.bias_audit.report.load.resume_point import (
     ResumePoint,
     add_counts,
 )
-from llm_council.bias_audit.report.load.source_identity import extend_sha256
 from llm_council.bias_audit.report.load.store_coverage import TAIL_BYTES
 from llm_council.errors import RecordError
 
@@ -99,13 +96,16 @@ def next_resume_point(
         status = os.fstat(descriptor)
         if (status.st_dev, status.st_ino) != (extent.device, extent.inode):
             return None
+        if extent.prefix_hasher is None:  # the file was replaced before the hash could start
+            return None
         if status.st_size < extent.end:
             return None
         placed = _place_window(connection, descriptor, extent)
         if placed is None:
             return None
         offset, window = placed
-        digest = _prefix_digest(descriptor, extent, offset)
+        # the load's background hash (ADR 0094; TailRefused when a tail's prefix changed)
+        digest = extent.prefix_hasher.state_at(descriptor, offset)
     except (OSError, RecordError):
         return None
     finally:
@@ -120,16 +120,6 @@ def next_resume_point(
         prefix_sha256="sha256:" + digest.hexdigest(),
     )
     return NextResume(point, np.intersect1d(window.record_ids, record_ids))
-
-
-def _prefix_digest(descriptor: int, extent: ReadExtent, offset: int) -> Any:
-    """The SHA-256 state over ``[0, offset)``: from the load's background hash when it has
-    one (ADR 0094; :class:`TailRefused` when a tail load's prefix changed), else read here."""
-    if extent.prefix_hasher is not None:
-        return extent.prefix_hasher.state_at(descriptor, offset)
-    digest = hashlib.sha256()
-    extend_sha256(digest, descriptor, 0, offset)
-    return digest
 
 
 def _place_window(
